@@ -1,0 +1,5 @@
+"""Allow ``python -m toolkit``."""
+
+from toolkit.cli import main
+
+main()

@@ -1,0 +1,62 @@
+"""The ``iteralab`` command line: parse, call the library, render.
+
+Commands live in ``toolkit.commands.*`` modules, each exporting ``COMMANDS``;
+they import the library (and torch) only inside their bodies so that
+``iteralab --help`` stays fast. This is the one place that maps errors to exit
+codes: 0 ok, 1 evidence invalid or tool error, 2 usage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+
+import click
+
+from toolkit import __version__
+from toolkit.errors import ToolkitError
+
+#: Modules contributing commands, in the order their commands are listed.
+COMMAND_MODULES = (
+    "toolkit.commands.workbook",
+)
+
+
+class _Group(click.Group):
+    """A group that turns toolkit errors into a message and their exit code."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ToolkitError as exc:
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            click.echo(f"error: {exc}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from exc
+
+
+@click.group(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="iteralab")
+@click.option("--debug", is_flag=True, help="Show the full traceback on errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """IteraGPU Lab: which rented GPU gives the same ML result for the least money.
+
+    The campaign workbook is the single source of truth: fill Protocol and Variants,
+    `lock`, `run`, `report`, then hand it to finance.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+for _module in COMMAND_MODULES:
+    for _command in importlib.import_module(_module).COMMANDS:
+        cli.add_command(_command)
+
+
+def main() -> None:
+    """Entry point of the ``iteralab`` console script."""
+    cli.main(prog_name="iteralab")

@@ -1,0 +1,108 @@
+"""Workbook commands: init, validate, lock, amend."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from toolkit.errors import UsageError
+
+WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+
+
+@click.command()
+@WORKBOOK
+def init(workbook: Path) -> None:
+    """Create a new campaign WORKBOOK from the template (never overwrites)."""
+    from toolkit.workbook.model import WorkbookData
+    from toolkit.workbook.render import render
+
+    if workbook.exists():
+        raise UsageError(f"{workbook} already exists: not overwritten",
+                         hint="choose another name, or delete the file yourself")
+    if workbook.suffix.lower() != ".xlsx":
+        raise UsageError(f"{workbook}: a campaign workbook ends in .xlsx",
+                         hint=f"use {workbook.with_suffix('.xlsx')}")
+    render(WorkbookData.empty(), workbook)
+    click.echo(f"created {workbook}")
+    click.echo("next: fill Protocol and Variants (blue cells), then "
+               f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
+
+
+@click.command()
+@WORKBOOK
+@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+def validate(workbook: Path, as_json: bool) -> None:
+    """Check every sheet of WORKBOOK; exit 1 when anything is wrong.
+
+    Lists each finding with its sheet, Excel row, column, check and what to do.
+    """
+    from toolkit.validate import validate as run_validation
+    from toolkit.workbook import store
+
+    data = store.read(workbook)
+    findings = run_validation(data, workbook)
+    if as_json:
+        click.echo(json.dumps({"workbook": str(workbook), "valid": not findings,
+                               "findings": [f.as_dict() for f in findings]}, indent=2))
+    elif findings:
+        click.echo(_table(findings))
+        sheets = len({f.sheet for f in findings})
+        click.echo(f"{len(findings)} finding(s) in {sheets} sheet(s): {workbook} is not valid")
+    else:
+        click.echo(f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
+                   f"{len(data.tables['Attempts'])} attempts, no findings)")
+    if findings:
+        raise click.exceptions.Exit(1)
+
+
+def _table(findings: list) -> str:
+    rows = [("sheet", "row", "column", "check", "message")]
+    rows += [(f.sheet, "" if f.row is None else str(f.row), f.column, f.check, f.message)
+             for f in findings]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4]
+        for r in rows
+    )
+
+
+@click.command()
+@WORKBOOK
+def lock(workbook: Path) -> None:
+    """Lock Protocol and Variants of WORKBOOK before any measurement (R1).
+
+    Records a SHA-256 of their content, the time and the tool version in the
+    Audit sheet; later edits show up in `validate` and stop `run` and `report`.
+    """
+    from toolkit import protocol
+    from toolkit.workbook import store
+
+    with store.editing(workbook) as data:
+        sha = protocol.lock(data)
+    click.echo(f"locked {workbook}: protocol sha256 {sha}")
+
+
+@click.command()
+@WORKBOOK
+@click.option("--reason", required=True, help="Why the locked protocol changes (logged).")
+def amend(workbook: Path, reason: str) -> None:
+    """Record edits to a locked protocol in WORKBOOK, with their reason.
+
+    Earlier attempts are marked as measured under the old protocol (R2): a
+    changed threshold needs a new, independent evaluation.
+    """
+    from toolkit import protocol
+    from toolkit.workbook import store
+
+    with store.editing(workbook) as data:
+        sha, changed, marked = protocol.amend(data, reason)
+    click.echo(f"amended {workbook}: protocol sha256 {sha}")
+    for finding in changed:
+        click.echo(f"  changed {finding.location()}")
+    click.echo(f"{marked} earlier attempt(s) marked pre_amendment = yes")
+
+
+COMMANDS = [init, validate, lock, amend]

@@ -1,0 +1,465 @@
+"""The one declaration of the workbook's shape: sheets, columns, types, help.
+
+Everything that writes, reads or validates the workbook derives from this
+module: the template generator, the store, the pandera schemas, the report.
+Stdlib only, so that it can be imported anywhere without cost.
+
+Two kinds of sheet:
+- a *form* (Protocol, Decision): one row per field, columns field | value | help;
+- a *table* (Variants, Attempts, ...): a header row of column names, one record
+  per row below it.
+
+A measurement that can be missing has a sibling ``<name>_reason`` column: the
+value is empty and the reason says why (R12: no GPU is not 0 s or 0 B).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Bumped whenever a sheet or column changes; stored in the Guide sheet so an
+#: older workbook can be recognised and migrated.
+LAYOUT_VERSION = 1
+
+# Column kinds. Each has an Excel number format and a type check.
+TEXT = "text"
+INT = "int"
+NUMBER = "number"
+SECONDS = "seconds"
+BYTES = "bytes"
+USD = "usd"
+RATIO = "ratio"
+YESNO = "yesno"
+CHOICE = "choice"
+DATETIME = "datetime"  # ISO 8601 text with its UTC offset: time zones stay explicit
+
+YES, NO = "yes", "no"
+STATUSES = ("completed", "failed", "interrupted")
+VERDICTS = ("pass", "fail", "not evaluated")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table sheet, or one field of a form sheet."""
+
+    name: str
+    kind: str = TEXT
+    help: str = ""
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    #: A measurement that may be missing: pairs with a ``<name>_reason`` column.
+    measurement: bool = False
+    #: Written by the toolkit (runner, report), not typed by a person.
+    computed: bool = False
+    width: int = 14
+
+    @property
+    def reason(self) -> str:
+        """Name of the sibling column explaining an empty measurement."""
+        return f"{self.name}_reason"
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """One sheet: its name, kind (form or table), columns and purpose."""
+
+    name: str
+    kind: str  # "form", "table" or "text"
+    columns: tuple[Column, ...] = ()
+    purpose: str = ""
+    #: Typed by a person (kept across re-renders) rather than derived.
+    input: bool = True
+    #: Columns of a table whose values must be unique.
+    unique: tuple[str, ...] = ()
+    all_columns: tuple[Column, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        expanded: list[Column] = []
+        for col in self.columns:
+            expanded.append(col)
+            if col.measurement:
+                expanded.append(
+                    Column(col.reason, TEXT, f"Why {col.name} is empty.", computed=col.computed,
+                           width=24)
+                )
+        object.__setattr__(self, "all_columns", tuple(expanded))
+
+    @property
+    def names(self) -> list[str]:
+        """Column (or field) names, reason columns included, in sheet order."""
+        return [c.name for c in self.all_columns]
+
+    def column(self, name: str) -> Column:
+        """The column called ``name``; KeyError if the sheet has none."""
+        for col in self.all_columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"sheet {self.name} has no column {name!r}")
+
+
+def _c(name: str, kind: str = TEXT, help: str = "", **kw: object) -> Column:
+    return Column(name, kind, help, **kw)  # type: ignore[arg-type]
+
+
+FORM_HEADER = ("field", "value", "help")
+
+GUIDE = Sheet(
+    "Guide",
+    "text",
+    purpose="How to fill the workbook, in order.",
+    input=False,
+)
+
+PROTOCOL = Sheet(
+    "Protocol",
+    "form",
+    (
+        _c("scenario", help="What is compared, e.g. offline classification of a fixed corpus "
+           "(R1, R24). Interactive serving or training need another protocol.", required=True,
+           width=60),
+        _c("corpus_path", help="The final comparison corpus (JSONL or CSV with id, text, label), "
+           "relative to this workbook's folder.", required=True),
+        _c("tuning_data", help="Data used to tune or fit the configuration, kept apart from the "
+           "comparison corpus (R2). 'none' if nothing was tuned.", required=True),
+        _c("validated_corpus_definition", help="Every check an output set must pass to count as "
+           "a validated corpus: exact ids, format, coverage, task metric (R1).", required=True),
+        _c("metric", CHOICE, "The task metric computed from the predictions file.",
+           required=True, choices=("accuracy", "macro_f1")),
+        _c("threshold", RATIO, "Minimum metric value for a corpus to be accepted (fixed before "
+           "any timing; never lowered afterwards, R16).", required=True),
+        _c("tolerance", RATIO, "Largest allowed drop of the metric against the reference "
+           "variant (absolute, e.g. 0.01 = one point).", required=True),
+        _c("reference_variant", help="Variant id whose predictions are the reference for "
+           "tolerance and agreement.", required=True),
+        _c("subgroups", help="Predeclared subgroups checked for every variant, e.g. "
+           "'stratum,label' (R1, R16).", required=True),
+        _c("warmup_rule", help="Which inputs, how many runs, how recompilation is handled; the "
+           "same for all variants (R8).", required=True),
+        _c("repetitions", INT, "Full runs per variant (R11).", required=True),
+        _c("order_rotation", CHOICE, "How the variant order changes between repetitions (R11).",
+           required=True, choices=("rotate", "fixed")),
+        _c("process_policy", CHOICE, "fresh: one process per attempt (honest memory peaks); "
+           "shared: one process for the campaign.", required=True, choices=("fresh", "shared")),
+        _c("timing_boundary", help="What the measured window covers (R9).", required=True),
+        _c("exclusion_rule", help="When an attempt may be excluded (documented external cause "
+           "only), applied to every variant alike (R14).", required=True),
+        _c("seeds", help="Seeds used, comma-separated (R17).", required=True),
+        _c("determinism", help="Determinism options set (R17).", required=True),
+        _c("reproduction_target", CHOICE, "What is to be reproduced (R17).", required=True,
+           choices=("identical outputs", "bounded numeric deviation", "business quality")),
+        _c("expected_outputs", INT, "Distinct production corpora expected from the rental "
+           "(R22); each accepted one counts once.", required=True),
+        _c("deadline", DATETIME, "When results are due, ISO 8601 with offset, e.g. "
+           "2026-12-11T09:00+01:00.", required=True),
+    ),
+    purpose="Decisions fixed before the campaign (R1-R3, R8, R11, R14, R16-R17). Lock it with "
+    "`iteralab lock` before measuring.",
+)
+
+VARIANTS = Sheet(
+    "Variants",
+    "table",
+    (
+        _c("variant_id", help="Short stable id, e.g. b8-fp32.", required=True),
+        _c("series", INT, "Series number: in series 1 batch is the only variable (R6).",
+           required=True, width=8),
+        _c("description", help="What differs from the other variants of the series.", width=30),
+        _c("model_path", help="Local Hugging Face folder (relative to the workbook) or hub id.",
+           required=True, width=30),
+        _c("head_path", help="Optional linear-head folder (encoder + head); empty for an "
+           "AutoModelForSequenceClassification folder.", width=20),
+        _c("precision", CHOICE, required=True, choices=("fp32", "bf16", "fp16")),
+        _c("quantization", CHOICE, required=True, choices=("none", "dynamic-int8")),
+        _c("batch_size", INT, required=True, width=10),
+        _c("device", CHOICE, required=True, choices=("cpu", "cuda")),
+        _c("gpu_slug", help="Catalog slug of the rented GPU (joins Tariffs); empty on CPU."),
+        _c("padding", CHOICE, "dynamic: pad to the longest in the batch; max_length: pad "
+           "every batch to max_length.", required=True, choices=("dynamic", "max_length")),
+        _c("max_length", INT, "Tokens kept per input; longer inputs are truncated and counted.",
+           required=True, width=10),
+        _c("length_grouping", CHOICE, "sorted changes the work's shape: a declared variant (R6).",
+           required=True, choices=("none", "sorted")),
+        _c("compile", YESNO, "torch.compile the model.", required=True, choices=(YES, NO),
+           width=9),
+        _c("attention_backend", CHOICE, required=True, choices=("sdpa", "eager")),
+        _c("resume_of", help="Variant this one resumes after a failure (R13); its time and "
+           "attempts count too."),
+        _c("notes", width=30),
+    ),
+    purpose="One row per declared variant (R6).",
+    unique=("variant_id",),
+)
+
+ATTEMPTS = Sheet(
+    "Attempts",
+    "table",
+    (
+        _c("attempt_id", help="Unique id of the attempt.", required=True, computed=True,
+           width=22),
+        _c("variant_id", required=True, computed=True),
+        _c("repetition", INT, "1..repetitions.", required=True, computed=True, width=8),
+        _c("order_position", INT, "Position of the variant within its repetition (R11).",
+           required=True, computed=True, width=8),
+        _c("started_at", DATETIME, required=True, computed=True, width=22),
+        _c("status", CHOICE, required=True, choices=STATUSES, computed=True, width=11),
+        _c("protocol_sha256", help="Lock hash of the protocol this attempt ran under.",
+           required=True, computed=True, width=16),
+        _c("manifest_id", help="Row of the Manifest sheet describing the environment.",
+           required=True, computed=True),
+        _c("load_s", SECONDS, "Model load (and compile), outside the run time (R8).",
+           measurement=True, computed=True, width=10),
+        _c("warmup_s", SECONDS, "Warm-up by the protocol's rule (R8).", measurement=True,
+           computed=True, width=10),
+        _c("measured_s", SECONDS, "Main time: read corpus, tokenize, transfer, infer, "
+           "predictions on the host (R9).", measurement=True, computed=True, width=11),
+        _c("device_s", SECONDS, "CUDA-event span of the device work (R10).", measurement=True,
+           computed=True, width=10),
+        _c("evaluation_s", SECONDS, measurement=True, computed=True, width=10),
+        _c("export_s", SECONDS, measurement=True, computed=True, width=10),
+        _c("items_completed", INT, required=True, computed=True, width=9),
+        _c("expected_ids", INT, "Ids in the corpus.", required=True, computed=True, width=9),
+        _c("observed_ids", INT, "Distinct ids in the predictions file.", measurement=True,
+           computed=True, width=9),
+        _c("ids_match", YESNO, "Set equality checked from the predictions file.",
+           choices=(YES, NO), measurement=True, computed=True, width=8),
+        _c("metric_value", RATIO, measurement=True, computed=True, width=10),
+        _c("quality_verdict", CHOICE, "Metric vs threshold, tolerance vs reference, subgroups.",
+           required=True, choices=VERDICTS, computed=True, width=12),
+        _c("reference_agreement", RATIO, "Share of predictions equal to the reference "
+           "variant's.", measurement=True, computed=True, width=10),
+        _c("subgroup_metrics", help="Metric per predeclared subgroup.", computed=True, width=30),
+        _c("corpus_accepted", YESNO, "The run's verdict (R12): completed, ids match, quality "
+           "passes.", required=True, choices=(YES, NO), computed=True, width=9),
+        _c("mem_allocated_peak_bytes", BYTES, "torch.cuda.max_memory_allocated (tensors).",
+           measurement=True, computed=True),
+        _c("mem_reserved_peak_bytes", BYTES, "torch.cuda.max_memory_reserved (allocator); does "
+           "not add to allocated.", measurement=True, computed=True),
+        _c("host_rss_peak_bytes", BYTES, "Peak resident memory of the process.",
+           measurement=True, computed=True),
+        _c("padded_tokens", INT, "Tokens fed to the model, padding included.", measurement=True,
+           computed=True),
+        _c("padding_efficiency", RATIO, "Real tokens / padded tokens.", measurement=True,
+           computed=True),
+        _c("truncated", INT, "Inputs longer than max_length (R3).", measurement=True,
+           computed=True, width=9),
+        _c("predictions_path", help="Predictions file, relative to the workbook.",
+           computed=True, width=30),
+        _c("predictions_sha256", computed=True, width=16),
+        _c("excluded", YESNO, "Excluded for a documented external cause (R14).",
+           required=True, choices=(YES, NO), width=9),
+        _c("exclusion_reason", width=24),
+        _c("pre_amendment", YESNO, "Measured under a protocol amended since.", required=True,
+           choices=(YES, NO), computed=True, width=9),
+        _c("row_sha256", help="Hash chained to the previous attempt row.", computed=True,
+           width=16),
+        _c("notes", help="Errors, duplicates/missing ids, output paths.", width=40),
+    ),
+    purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",
+    unique=("attempt_id",),
+)
+
+MANIFEST = Sheet(
+    "Manifest",
+    "table",
+    (
+        _c("manifest_id", required=True, computed=True, width=22),
+        _c("recorded_at", DATETIME, required=True, computed=True, width=22),
+        _c("variant_id", required=True, computed=True),
+        _c("corpus_path", computed=True, width=24),
+        _c("corpus_sha256", help="SHA-256 over ids and texts in processing order.",
+           required=True, computed=True, width=16),
+        _c("corpus_items", INT, required=True, computed=True),
+        _c("processing_order", computed=True),
+        _c("strata", help="Items per length stratum in this variant's tokenizer.",
+           computed=True, width=24),
+        _c("truncated", INT, computed=True),
+        _c("model_revision", help="SHA-256 over the model folder's files.", computed=True),
+        _c("tokenizer_revision", computed=True),
+        _c("precision", computed=True),
+        _c("quantization", computed=True),
+        _c("compile", computed=True),
+        _c("attention_backend", computed=True),
+        _c("padding", computed=True),
+        _c("max_length", INT, computed=True),
+        _c("seeds", computed=True),
+        _c("determinism", computed=True, width=24),
+        _c("process_policy", computed=True),
+        _c("os", computed=True, width=24),
+        _c("python", computed=True),
+        _c("cpu", computed=True, width=24),
+        _c("ram_bytes", BYTES, computed=True),
+        _c("torch", computed=True),
+        _c("backend", help="CUDA or ROCm version of the torch build, or 'cpu only' (R4).",
+           computed=True),
+        _c("driver", computed=True),
+        _c("gpu_name", computed=True, width=20),
+        _c("gpu_memory_bytes", BYTES, computed=True),
+        _c("compute_capability", computed=True),
+        _c("transformers", computed=True),
+        _c("code_version", help="Toolkit version and git commit.", computed=True, width=20),
+        _c("packages", help="Other package versions.", computed=True, width=30),
+    ),
+    purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
+    unique=("manifest_id",),
+)
+
+TARIFFS = Sheet(
+    "Tariffs",
+    "table",
+    (
+        _c("catalog_date", help="Date of the catalog snapshot, YYYY-MM-DD.", required=True),
+        _c("gpu_slug", required=True),
+        _c("gpu_name", required=True, width=20),
+        _c("cards_per_lot", INT, "Cards in one lot: a B200 lot already holds two.",
+           required=True),
+        _c("plan_days", INT, "3, 7 or 30.", required=True),
+        _c("price_per_lot_usd", USD, "Flat price of one lot for the whole plan.",
+           required=True),
+        _c("source", width=30),
+    ),
+    purpose="Catalog snapshot of flat-rate plans; editable. A missing price is a missing row.",
+)
+
+SCHEDULE = Sheet(
+    "Schedule",
+    "table",
+    (
+        _c("phase", CHOICE, required=True, choices=("install", "check", "warm-up", "comparison",
+           "planned resume", "evaluation", "export", "waiting")),
+        _c("start", DATETIME, "ISO 8601 with offset, e.g. 2026-12-07T09:00+01:00.",
+           required=True, width=22),
+        _c("end", DATETIME, required=True, width=22),
+        _c("notes", width=30),
+    ),
+    purpose="Access window from instance preparation to retrieving results (R19).",
+)
+
+MEMORY = Sheet(
+    "Memory",
+    "table",
+    (
+        _c("variant_id", required=True),
+        _c("estimate_bytes", BYTES, "VRAM/host estimate from the planner.", measurement=True,
+           computed=True),
+        _c("estimate_basis", help="The estimate's terms and formula.", computed=True, width=30),
+        _c("observed_allocated_bytes", BYTES, measurement=True, computed=True),
+        _c("observed_reserved_bytes", BYTES, measurement=True, computed=True),
+        _c("observed_host_rss_bytes", BYTES, measurement=True, computed=True),
+        _c("observed_over_estimate", RATIO, measurement=True, computed=True),
+        _c("flag", computed=True, width=24),
+    ),
+    purpose="Estimate beside observation (R18); the estimate never replaces measuring.",
+    input=False,
+)
+
+SUMMARY = Sheet(
+    "Summary",
+    "table",
+    (
+        _c("variant_id", required=True, computed=True),
+        _c("series", INT, computed=True, width=8),
+        _c("attempts", INT, computed=True, width=9),
+        _c("completed", INT, computed=True, width=9),
+        _c("failed", INT, computed=True, width=9),
+        _c("interrupted", INT, computed=True, width=9),
+        _c("excluded", INT, computed=True, width=9),
+        *(_c(f"run_{i}_s", SECONDS, f"Measured time of successful repetition {i}.",
+             computed=True, width=9) for i in range(1, 6)),
+        _c("median_s", SECONDS, computed=True, width=10),
+        _c("min_s", SECONDS, computed=True, width=10),
+        _c("max_s", SECONDS, computed=True, width=10),
+        _c("throughput_items_s", NUMBER, "Corpus items per second at the median.",
+           computed=True),
+        _c("quality_verdict", computed=True),
+        _c("metric_value", RATIO, computed=True),
+        _c("reference_agreement", RATIO, computed=True),
+        _c("mem_allocated_peak_bytes", BYTES, computed=True),
+        _c("mem_reserved_peak_bytes", BYTES, computed=True),
+        _c("host_rss_peak_bytes", BYTES, computed=True),
+        _c("notes", computed=True, width=40),
+    ),
+    purpose="Per variant: counts, raw durations, median/min/max (R14). Refreshed by "
+    "`iteralab report`.",
+    input=False,
+)
+
+SETTLEMENT = Sheet(
+    "Settlement",
+    "table",
+    (
+        _c("item", help="A configuration (variant id) or another project cost.",
+           computed=True, width=20),
+        _c("kind", CHOICE, computed=True, choices=("configuration", "other cost")),
+        _c("gpu_slug", computed=True),
+        _c("cards_per_lot", INT, computed=True, width=9),
+        _c("plan_days", INT, computed=True, width=9),
+        _c("lots", INT, computed=True, width=7),
+        _c("price_per_lot_usd", USD, computed=True),
+        _c("budget_usd", USD, "price_per_lot_usd x lots.", computed=True),
+        _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions.",
+           computed=True),
+        _c("cost_per_accepted_usd", USD, "budget / accepted corpora; 'undefined' when none.",
+           computed=True),
+        _c("quality_verdict", computed=True),
+        _c("median_s", SECONDS, computed=True),
+        _c("campaign_hours", NUMBER, computed=True),
+        _c("grounds", help="Why this cost applies.", computed=True, width=40),
+    ),
+    purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
+    "accepted corpus (R21-R23). Refreshed by `iteralab report`.",
+    input=False,
+)
+
+DECISION = Sheet(
+    "Decision",
+    "form",
+    (
+        _c("chosen_configuration", help="Variant and GPU chosen.", width=60),
+        _c("load_handled", help="The load this configuration handles (corpora, deadline)."),
+        _c("reasons", help="Why: quality, cost, schedule, failures."),
+        _c("remaining_uncertainty", help="What the series did not settle (R15)."),
+        _c("draft", help="Filled by `iteralab report` from the data; edit the fields above.",
+           computed=True),
+        _c("reviewed_by", help="Who checked this memo."),
+    ),
+    purpose="Decision memo (R23). Your edits survive `iteralab report`.",
+)
+
+AUDIT = Sheet(
+    "Audit",
+    "table",
+    (
+        _c("at", DATETIME, required=True, computed=True, width=22),
+        _c("action", CHOICE, required=True, choices=("lock", "amend", "exclude"),
+           computed=True),
+        _c("protocol_sha256", required=True, computed=True, width=64),
+        _c("tool_version", required=True, computed=True),
+        _c("reason", width=40),
+        _c("details", width=40),
+    ),
+    purpose="Protocol lock and amendment log (R2): changes are visible, never silent.",
+    input=False,
+)
+
+SHEETS: tuple[Sheet, ...] = (
+    GUIDE, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, SCHEDULE, MEMORY, SUMMARY,
+    SETTLEMENT, DECISION, AUDIT,
+)
+SHEET_BY_NAME = {s.name: s for s in SHEETS}
+
+#: Sheets whose content a person types and every re-render must keep.
+INPUT_SHEETS = tuple(s.name for s in SHEETS if s.input and s.kind != "text")
+
+GUIDE_STEPS = (
+    "1. Protocol: answer every field before any timing (R1). `iteralab validate` lists what "
+    "is missing.",
+    "2. Variants: one row per declared variant. In series 1, batch is the only variable (R6).",
+    "3. Tariffs and Schedule: the catalog snapshot and the access window's phases (R19-R21).",
+    "4. `iteralab lock WORKBOOK`: fixes Protocol and Variants with a SHA-256 (Audit sheet).",
+    "5. `iteralab run WORKBOOK`: appends one Attempts row per attempted run, failures included.",
+    "6. `iteralab report WORKBOOK`: refreshes Summary, Memory, Settlement and the Decision draft.",
+    "7. Edit the Decision memo; hand the workbook, predictions and manifest to reviewers.",
+    "Blue cells are typed by a person; grey cells are written by the toolkit. A measurement "
+    "that does not exist is an empty cell with its reason, never 0.",
+    "Changing a locked protocol: `iteralab amend WORKBOOK --reason \"...\"` (logged in Audit).",
+)

@@ -1,0 +1,208 @@
+"""Lock, verify and amend the protocol (R1-R2, R8).
+
+The lock is a SHA-256 over the normalised content of the Protocol and
+Variants sheets, recorded in the Audit sheet with a snapshot of that content,
+the time and the tool version. Any later edit is found by comparing with the
+snapshot, field by field; a deliberate change goes through ``amend``, which
+logs the reason and marks earlier attempts as measured under the old protocol.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit import __version__, layout
+from toolkit.errors import ProtocolError, UsageError
+from toolkit.findings import Finding
+from toolkit.workbook.model import WorkbookData
+from toolkit.workbook.text import EXCEL_CELL_LIMIT
+
+LOCKED_SHEETS = ("Protocol", "Variants")
+
+
+@dataclass(frozen=True)
+class Lock:
+    """The protocol lock in force: its hash, when, and the content it covers."""
+
+    sha256: str
+    at: str
+    action: str
+    snapshot: dict[str, Any]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def snapshot(data: WorkbookData) -> dict[str, Any]:
+    """The normalised content a lock covers: Protocol fields and Variants rows."""
+    return {
+        "Protocol": {k: _plain(v) for k, v in data.forms["Protocol"].items()},
+        "Variants": [{k: _plain(v) for k, v in row.items()} for row in data.tables["Variants"]],
+    }
+
+
+def content_hash(content: dict[str, Any]) -> str:
+    """SHA-256 of a snapshot, independent of dict order and cell formatting."""
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def current_lock(data: WorkbookData) -> Lock | None:
+    """The latest lock or amendment recorded in Audit, or None if never locked."""
+    for row in reversed(data.tables["Audit"]):
+        if row.get("action") in ("lock", "amend"):
+            try:
+                content = json.loads(row.get("details") or "")["snapshot"]
+            except (ValueError, KeyError, TypeError):
+                content = {}
+            return Lock(str(row.get("protocol_sha256")), str(row.get("at")),
+                        str(row.get("action")), content)
+    return None
+
+
+def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
+    """What differs between two snapshots, one finding per changed field."""
+    found: list[Finding] = []
+    old_form, new_form = before.get("Protocol", {}), after.get("Protocol", {})
+    fields = layout.PROTOCOL.names
+    for name in fields:
+        if old_form.get(name) != new_form.get(name):
+            found.append(Finding(
+                "Protocol", fields.index(name) + 2, name, "locked",
+                f"{name} changed after the lock ({old_form.get(name)!r} -> "
+                f"{new_form.get(name)!r}): undo the edit, or record it with `iteralab amend "
+                f"--reason ...` (attempts before it stay marked)"))
+    old_rows = {r.get("variant_id"): r for r in before.get("Variants", [])}
+    new_rows = {r.get("variant_id"): (i, r) for i, r in enumerate(after.get("Variants", []))}
+    for vid, old in old_rows.items():
+        if vid not in new_rows:
+            found.append(Finding("Variants", None, "variant_id", "locked",
+                                 f"variant {vid!r} was removed after the lock: restore it, or "
+                                 "record the change with `iteralab amend --reason ...`"))
+            continue
+        index, new = new_rows[vid]
+        for name in layout.VARIANTS.names:
+            if old.get(name) != new.get(name):
+                found.append(Finding(
+                    "Variants", index + 2, name, "locked",
+                    f"variant {vid!r}: {name} changed after the lock ({old.get(name)!r} -> "
+                    f"{new.get(name)!r}): undo it, or `iteralab amend --reason ...`"))
+    for vid, (index, _) in new_rows.items():
+        if vid not in old_rows:
+            found.append(Finding("Variants", index + 2, "variant_id", "locked",
+                                 f"variant {vid!r} was added after the lock: declare it with "
+                                 "`iteralab amend --reason ...`"))
+    return found
+
+
+def lock_findings(data: WorkbookData) -> list[Finding]:
+    """Edits made since the lock (empty when unlocked or unchanged)."""
+    lock = current_lock(data)
+    if lock is None:
+        return []
+    now = snapshot(data)
+    if content_hash(now) == lock.sha256:
+        return []
+    found = changes(lock.snapshot, now)
+    return found or [Finding("Audit", None, "protocol_sha256", "locked",
+                             "the locked content no longer matches its recorded hash: the "
+                             "Audit sheet was edited; restore it from the backup")]
+
+
+def _require_valid(data: WorkbookData, verb: str) -> None:
+    from toolkit.validate import validate_sheets
+
+    findings = validate_sheets(data, LOCKED_SHEETS)
+    if findings:
+        lines = "\n".join(f"  {f.location()}: {f.message}" for f in findings[:20])
+        more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
+        raise ProtocolError(
+            f"cannot {verb}: Protocol/Variants have {len(findings)} finding(s):\n{lines}{more}",
+            hint="fill or fix these cells, then run the command again",
+        )
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
+           details: dict[str, Any]) -> None:
+    text = json.dumps(details, sort_keys=True, ensure_ascii=False)
+    if len(text) > EXCEL_CELL_LIMIT:
+        raise ProtocolError(
+            f"the protocol snapshot is {len(text):,} characters, over Excel's cell limit",
+            hint="shorten long Protocol/Variants texts (keep long documents in files and "
+            "refer to them)",
+        )
+    data.append("Audit", {"at": _now(), "action": action, "protocol_sha256": sha,
+                          "tool_version": __version__, "reason": reason, "details": text})
+
+
+def lock(data: WorkbookData) -> str:
+    """Lock Protocol and Variants; return the lock's SHA-256.
+
+    Refuses while they are incomplete or invalid, or when already locked.
+    """
+    existing = current_lock(data)
+    if existing is not None:
+        raise ProtocolError(
+            f"the protocol is already locked ({existing.sha256[:12]}, {existing.at})",
+            hint="to change it, use `iteralab amend WORKBOOK --reason \"...\"`",
+        )
+    _require_valid(data, "lock")
+    content = snapshot(data)
+    sha = content_hash(content)
+    _audit(data, "lock", sha, None, {"snapshot": content})
+    return sha
+
+
+def amend(data: WorkbookData, reason: str) -> tuple[str, list[Finding], int]:
+    """Record the edits made since the lock as an amendment.
+
+    Returns the new hash, the changes, and how many earlier attempts were
+    marked ``pre_amendment``.
+    """
+    if not reason or not reason.strip():
+        raise UsageError("an amendment needs a reason", hint='pass --reason "why it changed"')
+    existing = current_lock(data)
+    if existing is None:
+        raise ProtocolError("the protocol is not locked: nothing to amend",
+                            hint="lock it first with `iteralab lock WORKBOOK`")
+    content = snapshot(data)
+    found = changes(existing.snapshot, content)
+    if not found:
+        raise ProtocolError("Protocol and Variants are unchanged since the lock: nothing to amend",
+                            hint="edit the workbook first, then amend with the reason")
+    _require_valid(data, "amend")
+    sha = content_hash(content)
+    summary = [f"{f.sheet}!{f.row} {f.column}" for f in found]
+    _audit(data, "amend", sha, reason.strip(), {"changed": summary, "snapshot": content})
+    marked = 0
+    for row in data.tables["Attempts"]:
+        if row.get("pre_amendment") != layout.YES:
+            row["pre_amendment"] = layout.YES
+            marked += 1
+    return sha, found, marked
+
+
+def require_lock(data: WorkbookData, path: str | Path) -> str:
+    """The current lock's hash; raises ProtocolError when unlocked or edited since."""
+    existing = current_lock(data)
+    if existing is None:
+        raise ProtocolError(f"{path}: the protocol is not locked",
+                            hint=f"complete Protocol and Variants, then `iteralab lock {path}`")
+    edits = lock_findings(data)
+    if edits:
+        lines = "\n".join(f"  {f.location()}: {f.message}" for f in edits)
+        raise ProtocolError(f"{path}: the protocol changed after its lock:\n{lines}",
+                            hint="undo the edits, or record them with `iteralab amend`")
+    return existing.sha256

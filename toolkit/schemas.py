@@ -1,0 +1,137 @@
+"""pandera schemas for every sheet, derived from ``toolkit.layout``.
+
+Each column kind becomes an element-wise check; required columns refuse
+blanks; declared unique columns refuse duplicates. ``sheet_findings`` turns
+pandera's failure cases into findings with Excel row numbers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from functools import cache
+from typing import Any
+
+import pandas as pd
+import pandera.pandas as pa
+from pandera.errors import SchemaErrors
+
+from toolkit import layout
+from toolkit.findings import Finding
+from toolkit.workbook.model import WorkbookData
+
+#: Kinds whose measurements are never 0: 0 s or 0 B would stand for "not measured".
+NEVER_ZERO_KINDS = (layout.SECONDS, layout.BYTES)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_datetime(v: Any) -> bool:
+    if not isinstance(v, str):
+        return False
+    try:
+        return dt.datetime.fromisoformat(v).tzinfo is not None
+    except ValueError:
+        return False
+
+
+#: kind -> (predicate, what was expected)
+KIND_CHECKS: dict[str, tuple[Any, str]] = {
+    layout.INT: (lambda v: isinstance(v, int) and not isinstance(v, bool),
+                 "a whole number"),
+    layout.NUMBER: (_is_number, "a number"),
+    layout.SECONDS: (lambda v: _is_number(v) and v >= 0, "a duration in seconds (>= 0)"),
+    layout.BYTES: (lambda v: isinstance(v, int) and v >= 0, "a whole number of bytes (>= 0)"),
+    layout.USD: (lambda v: _is_number(v) and v >= 0, "an amount in USD (>= 0)"),
+    layout.RATIO: (lambda v: _is_number(v) and 0 <= v <= 1, "a ratio between 0 and 1"),
+    layout.DATETIME: (_is_datetime, "an ISO 8601 date-time with its UTC offset, e.g. "
+                      "2026-12-07T09:00+01:00"),
+    layout.TEXT: (lambda v: isinstance(v, str), "text"),
+}
+
+
+def _column_schema(col: layout.Column, unique: bool) -> pa.Column:
+    checks = []
+    if col.choices:
+        choices = col.choices
+        checks.append(pa.Check(lambda v, c=choices: v in c, element_wise=True,
+                               name="choice", error="one of: " + ", ".join(choices)))
+    elif col.kind in KIND_CHECKS:
+        predicate, expected = KIND_CHECKS[col.kind]
+        checks.append(pa.Check(predicate, element_wise=True, name=col.kind, error=expected))
+    return pa.Column(object, checks=checks, nullable=not col.required, unique=unique,
+                     required=True, coerce=False)
+
+
+@cache
+def schema(sheet_name: str) -> pa.DataFrameSchema:
+    """The pandera schema of a form or table sheet (a form is a one-row frame)."""
+    sheet = layout.SHEET_BY_NAME[sheet_name]
+    columns = {c.name: _column_schema(c, c.name in sheet.unique) for c in sheet.all_columns}
+    return pa.DataFrameSchema(columns, name=sheet_name, strict=False)
+
+
+def frame(data: WorkbookData, sheet_name: str) -> pd.DataFrame:
+    """The sheet as an object-dtype DataFrame indexed by Excel row number."""
+    sheet = layout.SHEET_BY_NAME[sheet_name]
+    if sheet.kind == "form":
+        form = data.forms[sheet_name]
+        return pd.DataFrame([form], columns=sheet.names, dtype=object, index=[0])
+    rows = data.tables[sheet_name]
+    index = [data.excel_row(sheet_name, i) for i in range(len(rows))]
+    return pd.DataFrame(rows, columns=sheet.names, dtype=object, index=index)
+
+
+def sheet_findings(data: WorkbookData, sheet_name: str) -> list[Finding]:
+    """Validate one sheet lazily; every failure case becomes a finding."""
+    sheet = layout.SHEET_BY_NAME[sheet_name]
+    df = frame(data, sheet_name)
+    try:
+        schema(sheet_name).validate(df, lazy=True)
+    except SchemaErrors as errors:
+        return _to_findings(sheet, errors.failure_cases)
+    return []
+
+
+def _to_findings(sheet: layout.Sheet, cases: pd.DataFrame) -> list[Finding]:
+    findings = []
+    for case in cases.to_dict("records"):
+        column = str(case.get("column") or "")
+        check = str(case.get("check") or "")
+        value = case.get("failure_case")
+        index = case.get("index")
+        if sheet.kind == "form":
+            # A form's field lives in column A; its row is the field's position + 2.
+            row = sheet.names.index(column) + 2 if column in sheet.names else None
+        else:
+            row = int(index) if isinstance(index, (int, float)) and not pd.isna(index) else None
+        findings.append(Finding(sheet.name, row, column, _check_name(check),
+                                _message(sheet, column, check, value)))
+    return findings
+
+
+def _check_name(check: str) -> str:
+    """pandera reports a check by its error text; name it by rule instead."""
+    if check.startswith("not_nullable"):
+        return "required"
+    if check.startswith("field_uniqueness"):
+        return "unique"
+    if check.startswith("one of:"):
+        return "choice"
+    for kind, (_, expected) in KIND_CHECKS.items():
+        if check == expected:
+            return kind
+    return check
+
+
+def _message(sheet: layout.Sheet, column: str, check: str, value: Any) -> str:
+    name = _check_name(check)
+    if name == "required":
+        return f"{column} is required: fill it in"
+    if name == "unique":
+        return f"{column} {value!r} appears more than once: give each row its own {column}"
+    if name == "choice":
+        return f"{column} must be {check}; found {value!r}: pick from the dropdown"
+    return f"{column} must be {check}; found {value!r}"

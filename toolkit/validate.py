@@ -1,0 +1,181 @@
+"""Validate a workbook: pandera schemas plus the rules that span rows and sheets.
+
+Returns findings (sheet, Excel row, column, check, message) rather than stopping
+at the first problem; the CLI turns "any finding" into exit code 1.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from pathlib import Path
+
+from toolkit import layout, schemas
+from toolkit.findings import Finding
+from toolkit.workbook.model import WorkbookData
+
+YES = layout.YES
+SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
+
+
+def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding]:
+    """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock."""
+    from toolkit.protocol import lock_findings
+
+    names = [s.name for s in layout.SHEETS if s.kind != "text"]
+    findings = validate_sheets(data, names) + lock_findings(data)
+    if data.tables["Attempts"] and not any(
+        r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
+    ):
+        findings.append(Finding("Attempts", None, "", "locked",
+                                "attempts were recorded without a protocol lock: they cannot "
+                                "show the protocol was fixed before timing (R1)"))
+    return _sorted(findings)
+
+
+def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
+    """Findings of the given sheets: their schemas and their own cross rules."""
+    findings: list[Finding] = []
+    for name in sheets:
+        findings += schemas.sheet_findings(data, name)
+        rule = RULES.get(name)
+        if rule is not None:
+            findings += rule(data)
+    return _sorted(findings)
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
+    return sorted(set(findings), key=lambda f: (SHEET_ORDER.get(f.sheet, 99), f.row or 0,
+                                                f.column, f.check, f.message))
+
+
+def _protocol_rules(data: WorkbookData) -> list[Finding]:
+    form = data.forms["Protocol"]
+    found = []
+    row = layout.PROTOCOL.names.index
+    reference = form.get("reference_variant")
+    variant_ids = {r.get("variant_id") for r in data.tables["Variants"]}
+    if reference and reference not in variant_ids:
+        found.append(Finding("Protocol", row("reference_variant") + 2, "reference_variant",
+                             "exists", f"reference variant {reference!r} is not declared in "
+                             "Variants: declare it or name an existing variant_id"))
+    for name in ("repetitions", "expected_outputs"):
+        value = form.get(name)
+        if isinstance(value, int) and value < 1:
+            found.append(Finding("Protocol", row(name) + 2, name, "positive",
+                                 f"{name} must be at least 1; found {value}"))
+    return found
+
+
+def _variants_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    if not data.tables["Variants"]:
+        found.append(Finding("Variants", None, "variant_id", "required",
+                             "no variant is declared: add one row per variant to compare"))
+    for i, v in enumerate(data.tables["Variants"]):
+        excel = data.excel_row("Variants", i)
+        for name in ("batch_size", "max_length", "series"):
+            value = v.get(name)
+            if isinstance(value, int) and value < 1:
+                found.append(Finding("Variants", excel, name, "positive",
+                                     f"{name} must be at least 1; found {value}"))
+    return found
+
+
+def _attempts_rules(data: WorkbookData) -> list[Finding]:
+    variants = {r.get("variant_id") for r in data.tables["Variants"]}
+    manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
+    found = []
+    measured = [c for c in layout.ATTEMPTS.columns if c.measurement]
+    for i, a in enumerate(data.tables["Attempts"]):
+        excel = data.excel_row("Attempts", i)
+
+        def add(column: str, check: str, message: str, excel: int = excel) -> None:
+            found.append(Finding("Attempts", excel, column, check, message))
+
+        if a.get("variant_id") and a["variant_id"] not in variants:
+            add("variant_id", "exists", f"variant {a['variant_id']!r} is not declared in "
+                "Variants: declare it (with `iteralab amend`) or correct the id")
+        if a.get("manifest_id") and a["manifest_id"] not in manifests:
+            add("manifest_id", "exists", f"manifest {a['manifest_id']!r} has no Manifest row: "
+                "restore it (`iteralab ingest` replays the journal)")
+        for col in measured:
+            value, reason = a.get(col.name), a.get(col.reason)
+            if value is None and reason is None:
+                add(col.name, "missing-reason", f"{col.name} is empty without a reason: a "
+                    f"missing measurement says why in {col.reason}")
+            elif value is not None and reason is not None:
+                add(col.reason, "value-and-reason", f"{col.name} has a value and a reason for "
+                    "being empty: keep one")
+            elif col.kind in schemas.NEVER_ZERO_KINDS and value == 0:
+                add(col.name, "zero", f"{col.name} is 0, which would stand for 'not measured': "
+                    f"leave it empty and say why in {col.reason}")
+        if a.get("status") == "completed" and a.get("measured_s") is None:
+            add("measured_s", "completed-measured", "a completed attempt has its measured "
+                "duration: fill measured_s or change status")
+        if a.get("corpus_accepted") == YES:
+            reasons = []
+            if a.get("status") != "completed":
+                reasons.append(f"status is {a.get('status')!r}")
+            if a.get("ids_match") != YES:
+                reasons.append("ids do not match")
+            if a.get("quality_verdict") != "pass":
+                reasons.append(f"quality verdict is {a.get('quality_verdict')!r}")
+            if reasons:
+                add("corpus_accepted", "accepted-rule", "corpus_accepted is yes but "
+                    + ", ".join(reasons) + ": only a completed run with matching ids and "
+                    "passing quality is accepted")
+        if a.get("excluded") == YES and not a.get("exclusion_reason"):
+            add("exclusion_reason", "exclusion-reason", "an excluded attempt names its "
+                "documented external cause in exclusion_reason (R14)")
+        items, expected = a.get("items_completed"), a.get("expected_ids")
+        if isinstance(items, int) and isinstance(expected, int) and items > expected:
+            add("items_completed", "bounded", f"items_completed {items} exceeds expected_ids "
+                f"{expected}")
+    return found
+
+
+def _tariffs_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    seen: dict[tuple[object, object, object], int] = {}
+    for i, t in enumerate(data.tables["Tariffs"]):
+        excel = data.excel_row("Tariffs", i)
+        key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"))
+        if key in seen:
+            found.append(Finding("Tariffs", excel, "plan_days", "unique",
+                                 f"{key[1]} has two {key[2]}-day prices in the catalog of "
+                                 f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
+        seen[key] = excel
+        for name in ("cards_per_lot", "plan_days"):
+            value = t.get(name)
+            if isinstance(value, int) and value < 1:
+                found.append(Finding("Tariffs", excel, name, "positive",
+                                     f"{name} must be at least 1; found {value}"))
+        if t.get("price_per_lot_usd") == 0:
+            found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
+                                 "a price of 0 is not a price: remove the row if unknown"))
+    return found
+
+
+def _schedule_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    for i, p in enumerate(data.tables["Schedule"]):
+        try:
+            start = dt.datetime.fromisoformat(str(p.get("start")))
+            end = dt.datetime.fromisoformat(str(p.get("end")))
+        except ValueError:
+            continue  # the schema already reports unreadable times
+        if start.tzinfo and end.tzinfo and end <= start:
+            found.append(Finding("Schedule", data.excel_row("Schedule", i), "end", "order",
+                                 f"phase {p.get('phase')!r} ends at or before it starts: "
+                                 "correct start or end"))
+    return found
+
+
+RULES = {
+    "Protocol": _protocol_rules,
+    "Variants": _variants_rules,
+    "Attempts": _attempts_rules,
+    "Tariffs": _tariffs_rules,
+    "Schedule": _schedule_rules,
+}

@@ -1,0 +1,74 @@
+"""Plain data held by a workbook: form fields, table rows, formulas. Stdlib only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit import layout
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A cell formula with the value the Python generator computed for it.
+
+    The cached value lets readers that never recalculate (pandas, openpyxl's
+    ``data_only``, previews) see the right number; ``array`` marks a
+    single-cell array formula (needed for ``MEDIAN(IF(...))``).
+    """
+
+    text: str
+    value: Any = None
+    array: bool = False
+
+
+@dataclass
+class WorkbookData:
+    """Everything a workbook holds, as plain Python values.
+
+    ``forms`` maps a form sheet to its field values; ``tables`` maps a table
+    sheet to its rows (dicts keyed by column name); ``row_numbers`` keeps the
+    Excel row of each read row so findings can point at it.
+    """
+
+    forms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tables: dict[str, list[Row]] = field(default_factory=dict)
+    row_numbers: dict[str, list[int]] = field(default_factory=dict)
+    layout_version: int = layout.LAYOUT_VERSION
+
+    @classmethod
+    def empty(cls) -> WorkbookData:
+        """A workbook with every form field blank and every table empty."""
+        data = cls()
+        for sheet in layout.SHEETS:
+            if sheet.kind == "form":
+                data.forms[sheet.name] = {c.name: None for c in sheet.all_columns}
+            elif sheet.kind == "table":
+                data.tables[sheet.name] = []
+                data.row_numbers[sheet.name] = []
+        return data
+
+    def form(self, sheet: str) -> dict[str, Any]:
+        """Field values of a form sheet."""
+        return self.forms[sheet]
+
+    def table(self, sheet: str) -> list[Row]:
+        """Rows of a table sheet."""
+        return self.tables[sheet]
+
+    def excel_row(self, sheet: str, index: int) -> int:
+        """The Excel row number of row ``index`` of a table (header is row 1)."""
+        numbers = self.row_numbers.get(sheet, [])
+        return numbers[index] if index < len(numbers) else index + 2
+
+    def append(self, sheet: str, row: Row) -> None:
+        """Append a row to a table; unknown columns are a programming error."""
+        unknown = set(row) - set(layout.SHEET_BY_NAME[sheet].names)
+        if unknown:
+            raise KeyError(f"{sheet} has no columns {sorted(unknown)}")
+        rows = self.tables[sheet]
+        numbers = self.row_numbers.setdefault(sheet, [])
+        numbers.append((numbers[-1] + 1) if numbers else len(rows) + 2)
+        rows.append({name: row.get(name) for name in layout.SHEET_BY_NAME[sheet].names})

@@ -1,0 +1,25 @@
+"""Build ``workbook_template.xlsx`` from ``toolkit.layout`` (never hand-edited).
+
+Run ``python -m toolkit.workbook.template [PATH]`` after changing the layout;
+a test fails when the committed template differs from a fresh build.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from toolkit.workbook.model import WorkbookData
+from toolkit.workbook.render import render
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "workbook_template.xlsx"
+
+
+def build_template(path: str | Path = DEFAULT_PATH) -> Path:
+    """Write the empty campaign workbook to ``path`` and return it."""
+    render(WorkbookData.empty(), path)
+    return Path(path)
+
+
+if __name__ == "__main__":
+    print(build_template(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_PATH))
