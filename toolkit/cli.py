@@ -19,6 +19,8 @@ from toolkit.errors import ToolkitError
 #: Modules contributing commands, in the order their commands are listed.
 COMMAND_MODULES = (
     "toolkit.commands.workbook",
+    "toolkit.commands.memory",
+    "toolkit.commands.money",
 )
 
 

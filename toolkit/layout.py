@@ -32,6 +32,7 @@ RATIO = "ratio"
 YESNO = "yesno"
 CHOICE = "choice"
 DATETIME = "datetime"  # ISO 8601 text with its UTC offset: time zones stay explicit
+USD_OR_UNDEFINED = "usd_or_undefined"  # an amount, or the text "undefined" (R21)
 
 YES, NO = "yes", "no"
 STATUSES = ("completed", "failed", "interrupted")
@@ -330,8 +331,23 @@ SCHEDULE = Sheet(
            required=True, width=22),
         _c("end", DATETIME, required=True, width=22),
         _c("notes", width=30),
+        _c("from_h", NUMBER, "Real elapsed hours from the earliest start to this phase's "
+           "start (read from the offsets; DST-proof).", computed=True, width=9),
+        _c("to_h", NUMBER, "Real elapsed hours from the earliest start to this phase's end.",
+           computed=True, width=9),
+        _c("hours", NUMBER, "This phase's length: to_h - from_h.", computed=True, width=9),
+        _c("counted_hours", NUMBER, "Hours of this phase not already in an earlier-starting "
+           "phase: overlaps are counted once (R19).", computed=True, width=9),
+        _c("window_hours", NUMBER, "First row: the access window, the union of all phases "
+           "(sum of counted_hours).", computed=True, width=10),
+        _c("span_hours", NUMBER, "First row: first start to last end; a plan runs without "
+           "pause, so it must cover this span (gaps between phases included).", computed=True,
+           width=10),
+        _c("covering_plans", TEXT, "First row: the 3-, 7- and 30-day plans that cover the span "
+           "(R20). Covering says nothing about finishing on time.", computed=True, width=30),
     ),
-    purpose="Access window from instance preparation to retrieving results (R19).",
+    purpose="Access window from instance preparation to retrieving results (R19). Type the "
+    "phases; the grey columns are refreshed by `iteralab report`.",
 )
 
 MEMORY = Sheet(
@@ -339,14 +355,20 @@ MEMORY = Sheet(
     "table",
     (
         _c("variant_id", required=True),
-        _c("estimate_bytes", BYTES, "VRAM/host estimate from the planner.", measurement=True,
-           computed=True),
+        _c("estimate_bytes", BYTES, "Planner's total: tensors plus the allocator and runtime "
+           "margin (the memory a card must hold).", measurement=True, computed=True),
+        _c("estimate_tensors_bytes", BYTES, "Planner's tensors before the margin: compare with "
+           "observed allocated.", measurement=True, computed=True),
         _c("estimate_basis", help="The estimate's terms and formula.", computed=True, width=30),
-        _c("observed_allocated_bytes", BYTES, measurement=True, computed=True),
-        _c("observed_reserved_bytes", BYTES, measurement=True, computed=True),
+        _c("observed_allocated_bytes", BYTES, "Largest max_memory_allocated over the variant's "
+           "attempts.", measurement=True, computed=True),
+        _c("observed_reserved_bytes", BYTES, "Largest max_memory_reserved over the variant's "
+           "attempts.", measurement=True, computed=True),
         _c("observed_host_rss_bytes", BYTES, measurement=True, computed=True),
-        _c("observed_over_estimate", RATIO, measurement=True, computed=True),
-        _c("flag", computed=True, width=24),
+        _c("observed_over_estimate", RATIO, "observed allocated / estimated tensors.",
+           measurement=True, computed=True),
+        _c("flag", help="OVER ESTIMATE when allocated > tensors or reserved > total.",
+           computed=True, width=24),
     ),
     purpose="Estimate beside observation (R18); the estimate never replaces measuring.",
     input=False,
@@ -358,28 +380,42 @@ SUMMARY = Sheet(
     (
         _c("variant_id", required=True, computed=True),
         _c("series", INT, computed=True, width=8),
-        _c("attempts", INT, computed=True, width=9),
+        _c("attempts", INT, "Attempts rows of the variant: failures, interruptions and "
+           "exclusions included.", computed=True, width=9),
         _c("completed", INT, computed=True, width=9),
         _c("failed", INT, computed=True, width=9),
         _c("interrupted", INT, computed=True, width=9),
-        _c("excluded", INT, computed=True, width=9),
-        *(_c(f"run_{i}_s", SECONDS, f"Measured time of successful repetition {i}.",
-             computed=True, width=9) for i in range(1, 6)),
-        _c("median_s", SECONDS, computed=True, width=10),
+        _c("excluded", INT, "Excluded for a documented external cause under the protocol's "
+           "exclusion_rule, the same for every variant (R14): counted, kept out of the "
+           "statistics.", computed=True, width=9),
+        _c("pre_amendment", INT, "Measured under a protocol amended since (R2): counted, kept "
+           "out of the statistics.", computed=True, width=9),
+        _c("successes", INT, "Runs in the statistics: status completed, ids match, measured_s "
+           "present, not excluded, not pre-amendment.", computed=True, width=9),
+        *(_c(f"run_{i}_s", SECONDS, f"measured_s of repetition {i} when it is a success; "
+             "empty otherwise.", computed=True, width=9) for i in range(1, 6)),
+        _c("median_s", SECONDS, "Median of the successes' measured_s: a live formula over "
+           "Attempts.", measurement=True, computed=True, width=10),
         _c("min_s", SECONDS, computed=True, width=10),
         _c("max_s", SECONDS, computed=True, width=10),
         _c("throughput_items_s", NUMBER, "Corpus items per second at the median.",
            computed=True),
-        _c("quality_verdict", computed=True),
-        _c("metric_value", RATIO, computed=True),
-        _c("reference_agreement", RATIO, computed=True),
-        _c("mem_allocated_peak_bytes", BYTES, computed=True),
+        _c("quality_verdict", help="fail when an evaluated success fails; pass when every "
+           "evaluated success passes; not evaluated otherwise.", computed=True),
+        _c("equal_quality", YESNO, "yes: quality passes the locked threshold and tolerance and "
+           "the variant joins the cost comparison; no: shown, kept out of it (R16).",
+           choices=(YES, NO), computed=True, width=9),
+        _c("metric_value", RATIO, "Median metric over the successes.", computed=True),
+        _c("reference_agreement", RATIO, "Lowest agreement with the reference over the "
+           "successes.", computed=True),
+        _c("mem_allocated_peak_bytes", BYTES, "Largest over the variant's attempts, "
+           "exclusions left out.", computed=True),
         _c("mem_reserved_peak_bytes", BYTES, computed=True),
         _c("host_rss_peak_bytes", BYTES, computed=True),
         _c("notes", computed=True, width=40),
     ),
-    purpose="Per variant: counts, raw durations, median/min/max (R14). Refreshed by "
-    "`iteralab report`.",
+    purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
+    "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",
     input=False,
 )
 
@@ -391,22 +427,30 @@ SETTLEMENT = Sheet(
            computed=True, width=20),
         _c("kind", CHOICE, computed=True, choices=("configuration", "other cost")),
         _c("gpu_slug", computed=True),
-        _c("cards_per_lot", INT, computed=True, width=9),
+        _c("catalog_date", help="Tariffs snapshot the price comes from.", computed=True,
+           width=11),
         _c("plan_days", INT, computed=True, width=9),
-        _c("lots", INT, computed=True, width=7),
-        _c("price_per_lot_usd", USD, computed=True),
-        _c("budget_usd", USD, "price_per_lot_usd x lots.", computed=True),
-        _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions.",
+        _c("lots", INT, "Lots rented (not cards).", computed=True, width=7),
+        _c("cards_per_lot", INT, "From Tariffs: a B200 lot already holds two cards.",
+           computed=True, width=9),
+        _c("cards", INT, "lots x cards_per_lot: the GPUs those lots hold.", computed=True,
+           width=7),
+        _c("price_per_lot_usd", USD, "From Tariffs (gpu_slug, plan_days, catalog_date).",
            computed=True),
-        _c("cost_per_accepted_usd", USD, "budget / accepted corpora; 'undefined' when none.",
-           computed=True),
+        _c("budget_usd", USD, "price_per_lot_usd x lots: the flat plan, however short the run; "
+           "for another cost, its amount.", computed=True),
+        _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions; empty "
+           "until outputs are validated.", computed=True),
+        _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora; 'undefined' "
+           "when none (the budget stays).", computed=True),
         _c("quality_verdict", computed=True),
         _c("median_s", SECONDS, computed=True),
         _c("campaign_hours", NUMBER, computed=True),
         _c("grounds", help="Why this cost applies.", computed=True, width=40),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
-    "accepted corpus (R21-R23). Refreshed by `iteralab report`.",
+    "accepted corpus (R21-R23); other project costs on their own rows with their grounds. "
+    "Refreshed by `iteralab report`.",
     input=False,
 )
 

@@ -24,6 +24,25 @@ class Formula:
     array: bool = False
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A chart placed on a sheet; its series are xlsxwriter ``add_series`` options.
+
+    Series point at cell ranges (``=Summary!$A$2:$A$4``), so the chart follows
+    the formulas' values. Charts are derived data: ``iteralab report`` adds them
+    again on each run; a workbook read back holds none.
+    """
+
+    sheet: str
+    anchor: str  # top-left cell, e.g. "B8"
+    kind: str  # xlsxwriter chart type: "line", "column", "scatter", ...
+    title: str
+    series: tuple[dict[str, Any], ...]
+    x_title: str = ""
+    y_title: str = ""
+    size: tuple[int, int] = (720, 400)
+
+
 @dataclass
 class WorkbookData:
     """Everything a workbook holds, as plain Python values.
@@ -37,6 +56,7 @@ class WorkbookData:
     tables: dict[str, list[Row]] = field(default_factory=dict)
     row_numbers: dict[str, list[int]] = field(default_factory=dict)
     layout_version: int = layout.LAYOUT_VERSION
+    charts: list[Chart] = field(default_factory=list)
 
     @classmethod
     def empty(cls) -> WorkbookData:

@@ -15,7 +15,7 @@ import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
 from toolkit import __version__, layout
-from toolkit.workbook.model import Formula, WorkbookData
+from toolkit.workbook.model import Chart, Formula, WorkbookData
 from toolkit.workbook.text import cell_text
 
 #: Dropdowns and formats reach this many rows below the data, so rows typed by
@@ -28,6 +28,7 @@ NUMBER_FORMATS = {
     layout.SECONDS: '0.000" s"',
     layout.BYTES: "#,##0",
     layout.USD: '#,##0.00" USD"',
+    layout.USD_OR_UNDEFINED: '#,##0.00" USD"',
     layout.RATIO: "0.0000",
 }
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
@@ -71,15 +72,29 @@ def render(data: WorkbookData, path: str | Path) -> None:
     # Fixed metadata keeps two renders of the same data identical cell by cell.
     book.set_properties({"title": "IteraGPU Lab campaign workbook", "author": "iteralab"})
     formats = _Formats(book)
+    sheets = {}
     for sheet in layout.SHEETS:
-        ws = book.add_worksheet(sheet.name)
+        ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
         if sheet.kind == "text":
             _write_guide(ws, formats)
         elif sheet.kind == "form":
             _write_form(ws, sheet, data.forms.get(sheet.name, {}), formats)
         else:
             _write_table(ws, sheet, data.tables.get(sheet.name, []), formats)
+    for chart in data.charts:
+        _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
+
+
+def _insert_chart(book: xlsxwriter.Workbook, ws: Worksheet, spec: Chart) -> None:
+    chart = book.add_chart({"type": spec.kind})
+    for series in spec.series:
+        chart.add_series(series)
+    chart.set_title({"name": spec.title})
+    chart.set_x_axis({"name": spec.x_title})
+    chart.set_y_axis({"name": spec.y_title})
+    chart.set_size({"width": spec.size[0], "height": spec.size[1]})
+    ws.insert_chart(spec.anchor, chart)
 
 
 def write_value(ws: Worksheet, row: int, col: int, value: Any, fmt: Any) -> None:

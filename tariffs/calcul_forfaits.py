@@ -1,0 +1,691 @@
+"""Flat-rate GPU plan calculator: the one implementation of the tariff rules.
+
+Runs on its own: put this file and ``tarifs-forfaits.csv`` in one folder and run
+``python calcul_forfaits.py --gpu rtx-4090 --days 7 --lots 2`` there with Python
+3.10+ (standard library only). The ``iteralab`` package imports this very module
+for ``iteralab cost``, its Settlement sheet and its schedule checks, so the rules
+exist once.
+
+The rules (IteraGPU Lab SPEC R19-R22):
+- rental is sold in lots for a flat 3-, 7- or 30-day plan; a lot holds a fixed
+  number of cards (a B200 lot already holds two: its price is never doubled);
+- rental budget = price of one lot x lots, however short the run (no hourly billing);
+- cost per accepted result = budget / distinct validated corpora; with none it is
+  undefined, and the money spent stays;
+- a plan covers a schedule when the schedule's real elapsed hours fit in it;
+  beyond the longest plan, nothing is extended automatically;
+- amounts are decimals, rounded half-up to the cent only for display.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from pathlib import Path
+
+CATALOG_FILE = "tarifs-forfaits.csv"
+#: The catalog's columns, in the order the shipped file writes them.
+COLUMNS = ("catalog_date", "gpu_slug", "gpu_name", "cards_per_lot", "plan_days",
+           "price_per_lot_usd", "source")
+#: Plan lengths the catalog sells, in days.
+PLAN_DAYS = (3, 7, 30)
+UNDEFINED = "undefined"
+CENT = Decimal("0.01")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_AMOUNT = re.compile(r"^\d+(\.\d+)?$")
+_COUNT = re.compile(r"^[+]?\d+$")
+_OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
+
+
+class TariffError(Exception):
+    """A catalog, option or time the rules cannot use. Exit code 2 (usage)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  what to do: {self.hint}" if self.hint else self.message
+
+
+class MissingPrice(TariffError):
+    """The catalog knows the GPU but has no row for the plan length asked."""
+
+
+# --------------------------------------------------------------------------- catalog
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One catalog row: the flat price of one lot of a GPU for a plan length."""
+
+    catalog_date: str
+    gpu_slug: str
+    gpu_name: str
+    cards_per_lot: int
+    plan_days: int
+    price_per_lot_usd: Decimal
+    source: str
+    where: str = ""
+
+    @property
+    def hours(self) -> int:
+        """The plan's length in hours (72, 168 or 720)."""
+        return self.plan_days * 24
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Catalog snapshots read from a CSV file or a Tariffs sheet."""
+
+    plans: tuple[Plan, ...]
+    origin: str
+
+    def dates(self) -> list[str]:
+        """Snapshot dates held, oldest first."""
+        return sorted({p.catalog_date for p in self.plans})
+
+    def snapshot(self, date: str | None = None) -> str:
+        """The snapshot to use: ``date`` if given (it must exist), else the newest."""
+        dates = self.dates()
+        if date is None:
+            return dates[-1]
+        if date not in dates:
+            raise TariffError(f"no catalog of {date} in {self.origin}; it holds "
+                              f"{', '.join(dates)}",
+                              hint="pass one of those dates, or add that snapshot's rows")
+        return date
+
+    def gpus(self, date: str | None = None) -> dict[str, str]:
+        """GPU slug -> name in one snapshot, sorted by slug."""
+        day = self.snapshot(date)
+        return dict(sorted((p.gpu_slug, p.gpu_name) for p in self.plans
+                           if p.catalog_date == day))
+
+    def plan(self, gpu: str, days: int, date: str | None = None) -> Plan:
+        """The plan for ``gpu`` and ``days`` in a snapshot; TariffError naming what is missing."""
+        day = self.snapshot(date)
+        slug = gpu.strip().lower()
+        known = self.gpus(day)
+        if slug not in known:
+            raise TariffError(
+                f"unknown GPU {gpu!r} in the catalog of {day} ({self.origin}); known: "
+                f"{', '.join(known)}",
+                hint=f"use one of those slugs, or add {slug}'s rows to {self.origin}",
+            )
+        check_days(days)
+        for p in self.plans:
+            if p.catalog_date == day and p.gpu_slug == slug and p.plan_days == days:
+                return p
+        sold = sorted(p.plan_days for p in self.plans
+                      if p.catalog_date == day and p.gpu_slug == slug)
+        return _missing_price(self, slug, days, day, sold)
+
+    def find(self, gpu: str, days: int, date: str | None = None) -> Plan | None:
+        """Like :meth:`plan` but None when only the price for ``days`` is missing."""
+        try:
+            return self.plan(gpu, days, date)
+        except MissingPrice:
+            return None
+
+
+def _missing_price(catalog: Catalog, slug: str, days: int, day: str, sold: list[int]) -> Plan:
+    have = ", ".join(f"{d}-day" for d in sold)
+    raise MissingPrice(
+        f"no {days}-day price for {slug} in the catalog of {day}: add it to {catalog.origin} "
+        f"(it has the {have} plan{'s' if len(sold) > 1 else ''})",
+        hint=f"add a row {day},{slug},NAME,CARDS_PER_LOT,{days},PRICE,SOURCE with the "
+        "catalog's real price, or choose a plan length it has; prices are never guessed",
+    )
+
+
+def check_days(days: object) -> int:
+    """``days`` as a plan length the catalog sells (3, 7 or 30); TariffError otherwise."""
+    if isinstance(days, bool) or not isinstance(days, int) or days not in PLAN_DAYS:
+        raise TariffError(f"plan length {days!r} days: plans last 3, 7 or 30 days",
+                          hint="pass --days 3, 7 or 30")
+    return days
+
+
+def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Plan:
+    """Check one catalog row (CSV text or typed sheet cells) and return its Plan.
+
+    ``locate(column)`` names the place of a column's cell for messages, e.g.
+    ``tarifs-forfaits.csv, line 3, column 6 (price_per_lot_usd)``.
+    """
+    def text(column: str) -> str:
+        value = values.get(column)
+        value = "" if value is None else str(value).strip()
+        if not value:
+            raise TariffError(f"{locate(column)}: empty; every catalog row needs a {column}",
+                              hint="fill it in, or remove the row if the price is unknown")
+        return value
+
+    def count(column: str, allowed: Sequence[int] | None = None) -> int:
+        raw = values.get(column)
+        number = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+        if number is None and isinstance(raw, float) and raw.is_integer():
+            number = int(raw)
+        if number is None and isinstance(raw, str) and _COUNT.match(raw.strip()):
+            number = int(raw.strip())
+        if number is None or number < 1 or (allowed and number not in allowed):
+            expected = ", ".join(map(str, allowed)) if allowed else "a whole number >= 1"
+            raise TariffError(f"{locate(column)}: {raw!r} is not {expected}",
+                              hint=f"write {column} as {expected}")
+        return number
+
+    date = text("catalog_date")
+    try:
+        dt.date.fromisoformat(date)
+        if len(date) != 10:
+            raise ValueError(date)
+    except ValueError:
+        raise TariffError(f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
+                          hint="write the snapshot's date, e.g. 2026-09-24") from None
+    slug = text("gpu_slug")
+    if not _SLUG.match(slug):
+        raise TariffError(f"{locate('gpu_slug')}: {slug!r} is not a slug",
+                          hint="use lowercase letters, digits and '-', e.g. rtx-4090")
+    return Plan(
+        catalog_date=date,
+        gpu_slug=slug,
+        gpu_name=text("gpu_name"),
+        cards_per_lot=count("cards_per_lot"),
+        plan_days=count("plan_days", PLAN_DAYS),
+        price_per_lot_usd=_price(values.get("price_per_lot_usd"), locate("price_per_lot_usd")),
+        source=text("source"),
+        where=locate("gpu_slug").rsplit(", column", 1)[0],
+    )
+
+
+def _price(raw: object, where: str) -> Decimal:
+    if isinstance(raw, Decimal):
+        amount: Decimal | None = raw
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        amount = Decimal(repr(raw)) if isinstance(raw, float) else Decimal(raw)
+    elif isinstance(raw, str) and _AMOUNT.match(raw.strip()):
+        amount = Decimal(raw.strip())
+    else:
+        amount = None
+    if amount is None or not amount.is_finite() or amount <= 0:
+        raise TariffError(
+            f"{where}: {raw!r} is not a price in USD",
+            hint="write the lot's price as digits with a dot, e.g. 2071.00 (no currency "
+            "sign, no thousands separator); a missing price is a missing row, never 0",
+        )
+    return amount
+
+
+def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
+    """A Catalog of ``plans``; TariffError on a repeated (date, GPU, plan length)."""
+    if not plans:
+        raise TariffError(f"{origin}: no price rows",
+                          hint="add one row per (GPU, plan length) under the header")
+    seen: dict[tuple[str, str, int], Plan] = {}
+    for p in plans:
+        key = (p.catalog_date, p.gpu_slug, p.plan_days)
+        if key in seen:
+            raise TariffError(
+                f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} in the catalog "
+                f"of {p.catalog_date} (the first is at {seen[key].where})",
+                hint="keep one row per (catalog_date, gpu_slug, plan_days)",
+            )
+        seen[key] = p
+    return Catalog(tuple(plans), origin)
+
+
+def parse_catalog(text: str, origin: str) -> Catalog:
+    """Parse catalog CSV text; errors name the line and column."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in COLUMNS if c not in header]
+        if missing:
+            raise TariffError(f"{origin}, line 1: missing column(s) {', '.join(missing)}",
+                              hint="the header is: " + ",".join(COLUMNS))
+        plans = []
+        for row in reader:
+            if not any(field.strip() for field in row):
+                continue
+            line = reader.line_num
+            if len(row) != len(header):
+                raise TariffError(f"{origin}, line {line}: {len(row)} fields, the header has "
+                                  f"{len(header)}",
+                                  hint="quote a field that holds a comma, e.g. \"a, b\"")
+            values = dict(zip(header, row, strict=True))
+
+            def locate(column: str, line: int = line) -> str:
+                return f"{origin}, line {line}, column {header.index(column) + 1} ({column})"
+
+            plans.append(make_plan(values, locate))
+    except csv.Error as exc:
+        raise TariffError(f"{origin}, line {reader.line_num}: not valid CSV ({exc})",
+                          hint="fix the quoting on that line") from None
+    return build_catalog(plans, origin)
+
+
+def load_catalog(path: str | Path, name: str | None = None) -> Catalog:
+    """Read and check the catalog CSV at ``path`` (UTF-8, a BOM allowed)."""
+    origin = name or str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise TariffError(f"{origin}: cannot read the catalog ({exc.strerror or exc})",
+                          hint="check the path, or pass --catalog PATH") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise TariffError(f"{origin}, line {line}: not UTF-8 text",
+                          hint="save the file as CSV UTF-8") from None
+    return parse_catalog(text, origin)
+
+
+# --------------------------------------------------------------------------- money
+
+
+def check_lots(lots: object) -> int:
+    """``lots`` as a whole number of lots >= 1; TariffError otherwise."""
+    if isinstance(lots, bool) or not isinstance(lots, int) or lots < 1:
+        raise TariffError(f"lots must be a whole number of lots, 1 or more; got {lots!r}",
+                          hint="count lots, not cards: one B200 lot already holds two cards")
+    return lots
+
+
+def check_accepted(accepted: object) -> int:
+    """``accepted`` as a count >= 0 of distinct validated corpora; TariffError otherwise."""
+    if isinstance(accepted, bool) or not isinstance(accepted, int) or accepted < 0:
+        raise TariffError(
+            f"accepted results must be a whole number >= 0 of distinct validated corpora; "
+            f"got {accepted!r}",
+            hint="count each validated corpus once; repetitions of a benchmark are not results",
+        )
+    return accepted
+
+
+def budget(plan: Plan, lots: int) -> Decimal:
+    """Rental budget: the flat price of one lot x lots (never x cards, never hourly)."""
+    return plan.price_per_lot_usd * check_lots(lots)
+
+
+def cost_per_accepted(total: Decimal, accepted: int) -> Decimal | None:
+    """``total`` / accepted results; None (undefined) when none was accepted."""
+    return None if check_accepted(accepted) == 0 else total / accepted
+
+
+def usd(amount: Decimal) -> str:
+    """``amount`` rounded half-up to the cent, e.g. ``2,071.00 USD``."""
+    return f"{amount.quantize(CENT, rounding=ROUND_HALF_UP):,.2f} USD"
+
+
+def parse_count(text: str, option: str, minimum: int, what: str, example: int = 2) -> int:
+    """A command-line whole number >= ``minimum``; TariffError naming ``option`` and ``what``."""
+    if not _COUNT.match(text.strip()) or int(text) < minimum:
+        raise TariffError(f"{option} {text!r}: expected {what}",
+                          hint=f"e.g. {option} {example}")
+    return int(text)
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+def parse_zone(name: str | None) -> dt.tzinfo | None:
+    """A --tz value: an IANA name (Europe/Paris), UTC, or an offset (+01:00); None if absent."""
+    if name is None:
+        return None
+    match = _OFFSET.match(name.strip())
+    if match:
+        sign = -1 if match[1] == "-" else 1
+        return dt.timezone(sign * dt.timedelta(hours=int(match[2]), minutes=int(match[3])))
+    if name.strip().upper() in ("UTC", "Z"):
+        return dt.timezone.utc
+    try:
+        from zoneinfo import ZoneInfo
+        return ZoneInfo(name.strip())
+    except (ValueError, OSError, ImportError, KeyError) as exc:  # ZoneInfoNotFoundError: KeyError
+        raise TariffError(f"unknown time zone {name!r} ({type(exc).__name__})",
+                          hint="pass an IANA name such as Europe/Paris, UTC, or an offset "
+                          "such as +01:00 (on Windows: pip install tzdata)") from None
+
+
+def parse_time(text: str, zone: dt.tzinfo | None, what: str) -> dt.datetime:
+    """An aware date-time from ISO 8601 text; naive text takes ``zone`` (UTC if None)."""
+    raw = str(text).strip()
+    cleaned = raw[:-1] + "+00:00" if raw[-1:] in ("Z", "z") else raw
+    try:
+        moment = dt.datetime.fromisoformat(cleaned)
+    except ValueError:
+        raise TariffError(f"{what} {raw!r} is not a date-time",
+                          hint="write ISO 8601, e.g. 2026-12-07T09:00 or "
+                          "2026-12-07T09:00+01:00") from None
+    if moment.tzinfo is not None:
+        return moment
+    zone = zone or dt.timezone.utc
+    local = moment.replace(tzinfo=zone)
+    if local.astimezone(dt.timezone.utc).astimezone(zone).replace(tzinfo=None) != moment:
+        raise TariffError(f"{what} {raw} does not exist in {zone} (clocks go forward)",
+                          hint="correct the time, or add its UTC offset")
+    if local.utcoffset() != moment.replace(tzinfo=zone, fold=1).utcoffset():
+        raise TariffError(f"{what} {raw} happens twice in {zone} (clocks go back)",
+                          hint="add the UTC offset meant, e.g. +02:00 or +01:00")
+    return local
+
+
+def elapsed_seconds(start: dt.datetime, end: dt.datetime) -> int:
+    """Real elapsed seconds from ``start`` to ``end`` (through UTC: DST-proof)."""
+    return int((end.astimezone(dt.timezone.utc)
+                - start.astimezone(dt.timezone.utc)).total_seconds())
+
+
+def check_interval(start: dt.datetime, end: dt.datetime, what: str,
+                   hint: str = "correct --start/--end: the end comes after the start") -> int:
+    """Elapsed seconds of ``what``; TariffError when it ends at or before its start."""
+    seconds = elapsed_seconds(start, end)
+    if seconds <= 0:
+        raise TariffError(f"{what} ends at {stamp(end)}, not after its start {stamp(start)}",
+                          hint=hint)
+    return seconds
+
+
+def offset_change_note(start: dt.datetime, end: dt.datetime) -> str | None:
+    """A note when start and end have different UTC offsets (a DST change), else None."""
+    if start.utcoffset() == end.utcoffset():
+        return None
+    real = hours_text(Decimal(elapsed_seconds(start, end)) / 3600)
+    wall = (end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds()
+    return (f"{stamp(start)} to {stamp(end)} crosses a UTC offset change (daylight saving "
+            f"time): {real} of real elapsed time, {hours_text(Decimal(int(wall)) / 3600)} on "
+            "the wall clock; plans are checked against real elapsed hours")
+
+
+def stamp(moment: dt.datetime) -> str:
+    """``moment`` as ISO 8601 to the minute with its offset."""
+    return moment.isoformat(timespec="minutes")
+
+
+def hours_text(hours: Decimal) -> str:
+    """Hours for display: ``96 h``, ``95.5 h`` (rounded half-up to 0.01 h)."""
+    text = f"{hours.quantize(CENT, rounding=ROUND_HALF_UP):f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text} h"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Whether one plan length covers a schedule."""
+
+    days: int
+    hours: int
+    covers: bool
+    short_by: Decimal  # hours the plan lacks; 0 when it covers
+
+
+def coverage(hours: Decimal) -> list[Coverage]:
+    """The 3-, 7- and 30-day plans against a schedule of ``hours`` real elapsed hours."""
+    return [Coverage(d, d * 24, hours <= d * 24, max(hours - d * 24, Decimal(0)))
+            for d in PLAN_DAYS]
+
+
+def beyond_longest(hours: Decimal) -> str | None:
+    """What to do when ``hours`` exceeds the longest plan, else None."""
+    longest = PLAN_DAYS[-1] * 24
+    if hours <= longest:
+        return None
+    return (f"the {hours_text(hours)} schedule is longer than the longest plan ({PLAN_DAYS[-1]} "
+            f"days, {longest} h): revise the schedule, or price the extra "
+            f"{hours_text(hours - longest)} explicitly; plans are never extended automatically")
+
+
+def table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as left-aligned text columns."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = None,
+                   lots: int = 1) -> list[str]:
+    """The coverage table for ``hours``; with ``priced``, each plan's flat price for ``lots``."""
+    rows = [("plan", "hours", f"covers {hours_text(hours)}")]
+    if priced is not None:
+        rows[0] += (f"flat price ({lots} lot{'s' if lots > 1 else ''})",)
+    for c in coverage(hours):
+        cell = "yes" if c.covers else f"no (short by {hours_text(c.short_by)})"
+        row: tuple[str, ...] = (f"{c.days} days", f"{c.hours} h", cell)
+        if priced is not None:
+            plan = priced.get(c.days)
+            row += (usd(budget(plan, lots)) if plan else "no price in the catalog",)
+        rows.append(row)
+    lines = table(rows)
+    beyond = beyond_longest(hours)
+    if beyond:
+        lines.append(f"candidates: none; {beyond}")
+    else:
+        lines.append(f"candidates: {covering_text(hours)} (covering the schedule says nothing "
+                     "about finishing on time)")
+    return lines
+
+
+def covering_text(hours: Decimal) -> str:
+    """The plans covering ``hours``, e.g. ``7-day and 30-day plans``, or ``none``."""
+    names = [f"{c.days}-day" for c in coverage(hours) if c.covers]
+    if not names:
+        return "none"
+    if len(names) == 1:
+        return f"{names[0]} plan"
+    return f"{', '.join(names[:-1])} and {names[-1]} plans"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the calculator was asked, as raw command-line text (checked by :func:`report`)."""
+
+    gpu: str | None = None
+    days: str | None = None
+    lots: str = "1"
+    accepted: str | None = None
+    hours: str | None = None
+    start: str | None = None
+    end: str | None = None
+    tz: str | None = None
+    catalog_date: str | None = None
+    list_catalog: bool = False
+
+
+def schedule_hours(req: Request) -> tuple[Decimal | None, list[str]]:
+    """The schedule's real elapsed hours from --hours or --start/--end, and lines saying how."""
+    if req.hours is not None and (req.start or req.end):
+        raise TariffError("give --hours or --start/--end, not both",
+                          hint="--hours is the whole schedule; --start/--end compute it")
+    if req.hours is not None:
+        try:
+            hours = Decimal(req.hours.strip())
+        except InvalidOperation:
+            hours = Decimal("NaN")
+        if not hours.is_finite() or hours <= 0:
+            raise TariffError(f"--hours {req.hours!r}: expected a number of hours > 0",
+                              hint="e.g. --hours 96")
+        return hours, [f"schedule: {hours_text(hours)}"]
+    if not (req.start or req.end):
+        return None, []
+    if not (req.start and req.end):
+        raise TariffError("--start and --end go together", hint="give both, or --hours")
+    zone = parse_zone(req.tz)
+    start = parse_time(req.start, zone, "--start")
+    end = parse_time(req.end, zone, "--end")
+    seconds = check_interval(start, end, "the schedule")
+    hours = Decimal(seconds) / 3600
+    lines = [zone_line([req.start, req.end], req.tz),
+             f"schedule: {stamp(start)} to {stamp(end)} = {hours_text(hours)}"]
+    note = offset_change_note(start, end)
+    if note:
+        lines.append(f"note: {note}")
+    return hours, [line for line in lines if line]
+
+
+def zone_line(texts: Sequence[str], tz: str | None) -> str:
+    """How times without an offset were read, or '' when every time carried one."""
+    naive = [t for t in texts if _naive(t)]
+    if not naive:
+        return ""
+    if tz:
+        return f"time zone: {tz} (--tz) for times written without an offset"
+    return "time zone: UTC for times written without an offset (no --tz given)"
+
+
+def _naive(text: str) -> bool:
+    try:
+        raw = text.strip()
+        return raw[-1:] not in ("Z", "z") and dt.datetime.fromisoformat(raw).tzinfo is None
+    except ValueError:
+        return False
+
+
+def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> list[str]:
+    """The calculator's output lines for ``req``; ``catalog()`` loads the catalog when needed.
+
+    Raises TariffError (exit code 2) on any input the rules refuse.
+    """
+    lots = parse_count(req.lots, "--lots", 1,
+                       "a whole number of lots, 1 or more (count lots, not cards)")
+    accepted = None if req.accepted is None else parse_count(
+        req.accepted, "--accepted-results", 0, "a whole number >= 0 of distinct validated corpora")
+    days = None if req.days is None else parse_count(req.days, "--days", 1, "3, 7 or 30", 7)
+    if days is not None:
+        check_days(days)
+    hours, lines = schedule_hours(req)
+    if req.list_catalog:
+        cat = catalog()
+        day = cat.snapshot(req.catalog_date)
+        lines.append(f"catalog: {catalog_name} (snapshot of {day})")
+        rows = [("gpu", "name", "plan", "price per lot", "cards per lot")] + [
+            (p.gpu_slug, p.gpu_name, f"{p.plan_days} days", usd(p.price_per_lot_usd),
+             str(p.cards_per_lot))
+            for p in sorted(cat.plans, key=lambda p: (p.gpu_slug, p.plan_days))
+            if p.catalog_date == day
+        ]
+        return lines + table(rows)
+    if req.gpu is None:
+        if days is not None or accepted is not None or req.lots != "1":
+            raise TariffError("--days, --lots and --accepted-results price a GPU: add --gpu",
+                              hint="e.g. --gpu rtx-4090 --days 7 --lots 2")
+        if hours is None:
+            raise TariffError("nothing to compute",
+                              hint="price a plan with --gpu SLUG --days N --lots N, check a "
+                              "schedule with --hours H or --start/--end, or --list the catalog")
+        return lines + coverage_lines(hours)
+    cat = catalog()
+    if days is None:
+        if accepted is not None:
+            raise TariffError("--accepted-results needs a plan: add --days",
+                              hint="e.g. --days 7")
+        if hours is None:
+            raise TariffError("--gpu needs --days (3, 7 or 30), or a schedule (--hours or "
+                              "--start/--end) to compare the plans", hint="e.g. --days 7")
+        # find() is None for a missing price, and raises for an unknown GPU.
+        priced = {d: cat.find(req.gpu, d, req.catalog_date) for d in PLAN_DAYS}
+        return lines + [f"catalog: {catalog_name} (snapshot of "
+                        f"{cat.snapshot(req.catalog_date)})"] + coverage_lines(hours, priced,
+                                                                               lots)
+    plan = cat.plan(req.gpu, days, req.catalog_date)
+    total = budget(plan, lots)
+    lines += [
+        f"catalog: {catalog_name} (snapshot of {plan.catalog_date})",
+        f"plan: {plan.gpu_name} ({plan.gpu_slug}), {plan.plan_days} days, "
+        f"{usd(plan.price_per_lot_usd)} per lot of {_cards(plan.cards_per_lot)}",
+        f"flat price: {usd(total)} for {lots * plan.cards_per_lot} GPU"
+        f"{'s' if lots * plan.cards_per_lot > 1 else ''} ({lots} lot{'s' if lots > 1 else ''} "
+        f"of {_cards(plan.cards_per_lot)} x {usd(plan.price_per_lot_usd)} per lot)",
+        "billing: flat; the whole plan is due however short the run (no hourly billing)",
+    ]
+    if hours is not None:
+        lines += coverage_lines(hours)
+        if hours > plan.hours:
+            lines.append(f"warning: the {days}-day plan ({plan.hours} h) does not cover the "
+                         f"{hours_text(hours)} schedule: choose a covering plan or revise "
+                         "the schedule")
+    if accepted is not None:
+        per = cost_per_accepted(total, accepted)
+        if per is None:
+            lines.append(f"cost per accepted result: {UNDEFINED} (0 accepted results); the "
+                         f"{usd(total)} spent stays in the settlement")
+        else:
+            lines.append(f"cost per accepted result: {usd(per)} ({usd(total)} / {accepted} "
+                         f"distinct validated corp{'us' if accepted == 1 else 'ora'})")
+    return lines
+
+
+def _cards(n: int) -> str:
+    return f"{n} card{'s' if n > 1 else ''}"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The standalone command line (``iteralab cost`` takes the same options)."""
+    p = argparse.ArgumentParser(
+        prog="calcul_forfaits.py",
+        description="Flat-rate GPU plans: price of N lots, cost per accepted result, and which "
+        "3-, 7- or 30-day plans cover a schedule.",
+        epilog="example: python calcul_forfaits.py --gpu rtx-4090 --days 7 --lots 2",
+    )
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the calculator's options to ``p``."""
+    p.add_argument("--gpu", help="GPU slug from the catalog, e.g. rtx-4090 or b200")
+    p.add_argument("--days", help="plan length: 3, 7 or 30")
+    p.add_argument("--lots", default="1",
+                   help="number of lots (not cards: a B200 lot holds two), default 1")
+    p.add_argument("--accepted-results", dest="accepted", metavar="N",
+                   help="distinct validated corpora (an integer >= 0); adds the cost per "
+                   "accepted result. Leave it out until outputs are validated")
+    p.add_argument("--hours", help="the whole schedule in hours, e.g. 96")
+    p.add_argument("--start", help="schedule start, ISO 8601, e.g. 2026-12-07T09:00+01:00")
+    p.add_argument("--end", help="schedule end, ISO 8601")
+    p.add_argument("--tz", help="time zone for times without an offset, e.g. Europe/Paris "
+                   "(default UTC)")
+    p.add_argument("--catalog", help=f"catalog CSV (default: {CATALOG_FILE} next to this "
+                   "script)")
+    p.add_argument("--catalog-date", help="snapshot date to use (default: the newest)")
+    p.add_argument("--list", dest="list_catalog", action="store_true",
+                   help="list the catalog's GPUs, plans and prices")
+
+
+def request_from(args: argparse.Namespace) -> Request:
+    """A Request from parsed arguments."""
+    return Request(gpu=args.gpu, days=args.days, lots=args.lots, accepted=args.accepted,
+                   hours=args.hours, start=args.start, end=args.end, tz=args.tz,
+                   catalog_date=args.catalog_date, list_catalog=args.list_catalog)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the calculator; print the lines, or ``error: ...`` and return 2."""
+    args = parser().parse_args(argv)
+    path = Path(args.catalog) if args.catalog else Path(__file__).with_name(CATALOG_FILE)
+    name = args.catalog or CATALOG_FILE
+    try:
+        lines = report(lambda: load_catalog(path, name), request_from(args), name)
+    except TariffError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Recalculate a workbook with LibreOffice headless: the independent calculator.
+
+``recalculate(xlsx, out_dir)`` converts the file with ``soffice`` under a
+private profile that forces every formula to be recalculated on load (a file
+written by xlsxwriter declares itself as Excel's, and LibreOffice would keep
+its cached values otherwise). Read the result with openpyxl ``data_only=True``
+to see LibreOffice's values. ``needs_soffice`` skips a test when LibreOffice is
+not installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
+TIMEOUT_S = 120
+
+needs_soffice = pytest.mark.skipif(SOFFICE is None,
+                                   reason="LibreOffice (soffice) is not installed")
+
+_ITEM = ('<item oor:path="/org.openoffice.Office.Calc/Formula/Load">'
+         '<prop oor:name="{}" oor:op="fuse"><value>0</value></prop></item>')
+#: 0 = "always recalculate" on load, for OOXML (xlsx) and ODF files.
+_PROFILE = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+    'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
+    'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+    + _ITEM.format("OOXMLRecalcMode") + "\n" + _ITEM.format("ODFRecalcMode") + "\n"
+    "</oor:items>\n"
+)
+
+
+def recalculate(xlsx_path: str | Path, out_dir: str | Path) -> Path:
+    """Convert ``xlsx_path`` with LibreOffice, recalculating every formula; return the copy.
+
+    The copy has the same file name, in ``out_dir`` (which must differ from the
+    source folder). Raises RuntimeError with LibreOffice's output when the
+    conversion fails, and skips the test when LibreOffice is not installed.
+    """
+    if SOFFICE is None:
+        pytest.skip("LibreOffice (soffice) is not installed")
+    source, out = Path(xlsx_path).resolve(), Path(out_dir).resolve()
+    if source.parent == out:
+        raise ValueError(f"out_dir {out} must differ from the source folder")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lo-profile-") as profile:
+        user = Path(profile) / "user"
+        user.mkdir()
+        (user / "registrymodifications.xcu").write_text(_PROFILE, encoding="utf-8")
+        done = subprocess.run(
+            [SOFFICE, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless",
+             "--norestore", "--calc", "--convert-to", "xlsx", "--outdir", str(out),
+             str(source)],
+            capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+        )
+    result = out / source.name
+    if done.returncode != 0 or not result.exists():
+        raise RuntimeError(f"LibreOffice could not convert {source} (exit {done.returncode}):\n"
+                           f"{done.stdout}\n{done.stderr}")
+    return result

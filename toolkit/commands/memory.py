@@ -1,0 +1,223 @@
+"""VRAM planner commands: ``memory estimate`` and ``gpus``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolkit.errors import UsageError
+
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+WORKLOADS = ("inference", "lora", "qlora", "full")
+
+_MODEL_OPTIONS = (
+    click.option("--config", "config", type=click.Path(path_type=Path),
+                 help="Hugging Face config.json (or its folder) of the model."),
+    click.option("--params", type=click.IntRange(min=1),
+                 help="Explicit sizes instead of --config: total parameters."),
+    click.option("--layers", type=click.IntRange(min=1), help="Explicit: layers."),
+    click.option("--hidden-size", type=click.IntRange(min=1), help="Explicit: hidden size."),
+    click.option("--heads", type=click.IntRange(min=1), help="Explicit: attention heads."),
+    click.option("--kv-heads", type=click.IntRange(min=1),
+                 help="Explicit: key/value heads (grouped-query attention); default --heads."),
+    click.option("--head-dim", type=click.IntRange(min=1),
+                 help="Explicit: head dimension; default hidden size / heads."),
+    click.option("--vocab", type=click.IntRange(min=1), help="Explicit: vocabulary size."),
+    click.option("--intermediate-size", type=click.IntRange(min=1),
+                 help="Explicit: MLP width (gated); default 4 x hidden size."),
+    click.option("--tied-embeddings", is_flag=True,
+                 help="Explicit: lm_head shares the embedding matrix."),
+    click.option("--precision", type=click.Choice(PRECISIONS),
+                 help="Weight storage. [default: bf16; int4 for qlora]"),
+    click.option("--workload", type=click.Choice(WORKLOADS), default="inference",
+                 show_default=True, help="full = full fine-tuning with AdamW."),
+    click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True,
+                 help="Tokens per sequence (the context held in the KV cache)."),
+    click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Sequences processed together."),
+    click.option("--compute-dtype", type=click.Choice(("fp32", "bf16", "fp16")),
+                 help="Activations and unquantized weights. [default: the precision, or "
+                 "bf16 for a quantized one]"),
+    click.option("--kv-precision", type=click.Choice(("fp32", "bf16", "fp16", "fp8", "int8")),
+                 help="KV cache storage. [default: the compute dtype]"),
+    click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa",
+                 show_default=True, help="eager materializes the attention scores."),
+    click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True,
+                 help="LoRA/QLoRA rank; adapters on every linear layer of the blocks."),
+    click.option("--grad-checkpointing", is_flag=True,
+                 help="Training: keep only each layer's input, recompute the rest."),
+)
+
+
+def _model_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(_MODEL_OPTIONS):
+        func = option(func)
+    return func
+
+
+def _estimate(opts: dict[str, Any]) -> Any:
+    """Build the Estimate from the shared options (config or explicit sizes)."""
+    from toolkit import memory
+
+    explicit = [k for k in ("params", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
+                            "vocab", "intermediate_size") if opts.get(k) is not None]
+    if opts.get("config") is not None:
+        if explicit:
+            raise UsageError(f"--config and explicit sizes ({', '.join(explicit)}) together",
+                             hint="give either --config or the explicit sizes")
+        shape = memory.shape_from_config(opts["config"])
+    else:
+        missing = [f"--{k.replace('_', '-')}" for k in ("params", "layers", "hidden_size",
+                                                       "heads") if opts.get(k) is None]
+        if missing:
+            raise UsageError(f"no model: give --config PATH, or {', '.join(missing)}",
+                             hint="e.g. --config path/to/config.json")
+        shape = memory.shape_from_sizes(
+            params=opts["params"], layers=opts["layers"], hidden=opts["hidden_size"],
+            heads=opts["heads"], kv_heads=opts.get("kv_heads"), head_dim=opts.get("head_dim"),
+            vocab=opts.get("vocab"), intermediate=opts.get("intermediate_size"),
+            tied_embeddings=bool(opts.get("tied_embeddings")))
+    return memory.estimate(
+        shape, workload=opts["workload"], precision=opts.get("precision"),
+        seq_len=opts["seq_len"], batch=opts["batch"], compute=opts.get("compute_dtype"),
+        kv_precision=opts.get("kv_precision"), attention=opts["attention"],
+        lora_rank=opts["lora_rank"], checkpointing=bool(opts.get("grad_checkpointing")))
+
+
+@click.group()
+def memory() -> None:
+    """VRAM planner: estimate memory term by term, before measuring (R18, R30)."""
+
+
+@memory.command()
+@_model_options
+@click.option("--json", "as_json", is_flag=True, help="Print the estimate as JSON (bytes).")
+def estimate(as_json: bool, **opts: Any) -> None:
+    """Estimate the memory of a model for a workload, every term with its formula.
+
+    Weights, KV cache (grouped-query heads counted), activations, gradients,
+    optimizer states and adapters, then a stated margin for the allocator and
+    runtime. An estimate is not a measurement: measure your own model.
+    """
+    from toolkit.memory import gib
+
+    est = _estimate(opts)
+    if as_json:
+        click.echo(json.dumps(est.as_dict(), indent=2))
+        return
+    p = est.shape.params
+    click.echo(f"model: {est.shape.name} ({est.shape.family}), {p.total:,} parameters")
+    click.echo(f"  parameters: {p.formula}")
+    click.echo(f"estimate: {est.describe()}")
+    width = max(len(f"{t.bytes:,}") for t in (*est.terms, est.margin)) + 2
+    click.echo(f"{'term':<17}{'bytes':>{width}}{'GiB':>9}  formula")
+    for t in est.terms:
+        click.echo(f"{t.name:<17}{t.bytes:>{width},}{gib(t.bytes):>9}  {t.formula}")
+    click.echo(f"{'tensors':<17}{est.subtotal:>{width},}{gib(est.subtotal):>9}  sum of the "
+               "terms above (compare with max_memory_allocated)")
+    m = est.margin
+    click.echo(f"{m.name:<17}{m.bytes:>{width},}{gib(m.bytes):>9}  {m.formula}")
+    click.echo(f"{'total':<17}{est.total:>{width},}{gib(est.total):>9}  tensors + margin")
+    for note in est.notes:
+        click.echo(f"note: {note}")
+
+
+def _need_gb(text: str | None) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(0)
+    if not value.is_finite() or value <= 0:
+        raise UsageError(f"--need-gb {text!r} is not a positive number", hint="e.g. --need-gb 40")
+    return value
+
+
+@click.command()
+@_model_options
+@click.option("--need-gb", help="Instead of a model: memory needed, in the GB of card labels "
+              "(GiB).")
+@click.option("--plan-days", type=click.Choice(("3", "7", "30")), default="7", show_default=True,
+              help="Plan whose lot price is shown.")
+@click.option("--catalog", type=click.Path(path_type=Path), help="GPU catalog CSV. [default: "
+              "tariffs/gpus.csv of the repository]")
+@click.option("--tariffs", type=click.Path(path_type=Path), help="Flat-rate price CSV. "
+              "[default: tariffs/tarifs-forfaits.csv of the repository]")
+@click.option("--json", "as_json", is_flag=True, help="Print the ranking as JSON.")
+def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Path | None,
+         as_json: bool, **opts: Any) -> None:
+    """Which catalog cards hold a model: VRAM first, then memory bandwidth (R34).
+
+    Takes the same model options as `memory estimate`, or --need-gb. Lists the
+    cards that hold it on one card (fastest memory first), then how many cards
+    the others need (PCIe-only warned) with one card's shortfall, the
+    bandwidth-bound ceiling on decode tokens/s, and the lot price where known.
+    """
+    from toolkit import gpus as lib
+    from toolkit.memory import gib
+
+    gb = _need_gb(need_gb)
+    model_given = opts.get("config") is not None or opts.get("params") is not None
+    if gb is not None and model_given:
+        raise UsageError("--need-gb and a model together", hint="give one of them")
+    est = None if gb is not None else _estimate(opts)
+    need = lib.Need.from_gb(gb) if gb is not None else lib.Need.from_estimate(est)
+    cards = lib.load_catalog(catalog or lib.DEFAULT_CATALOG)
+    prices, price_reason = lib.load_prices(tariffs or lib.DEFAULT_TARIFFS, int(plan_days))
+    fits = lib.rank(need, cards, prices, price_reason)
+    if as_json:
+        out: dict[str, Any] = {"need": est.as_dict() if est else {"need_gb": str(gb)},
+                               "need_bytes_one_card": need.per_card(1), "plan_days":
+                               int(plan_days), "ceiling_note": lib.CEILING_NOTE,
+                               "gpus": [f.as_dict() for f in fits]}
+        click.echo(json.dumps(out, indent=2))
+        return
+    if est is not None:
+        click.echo(f"need: {est.shape.name}, {est.describe()}")
+        click.echo(f"  tensors {gib(est.subtotal)} GiB + {lib.FRAGMENTATION_PCT}% allocator "
+                   f"+ {gib(lib.RUNTIME_BYTES)} GiB runtime per card = "
+                   f"{gib(need.per_card(1))} GiB on one card")
+    else:
+        click.echo(f"need: {gb} GiB on one card (--need-gb)")
+    batch = need.batch
+    head = (f"{'gpu':<15}{'VRAM':>6} {'memory':<7}{'GB/s':>6}{'cards':>6}{'GiB/card':>9}"
+            f"{'short 1':>8}{'tok/s b=1':>10}{f'b={batch}':>8}  {plan_days}-day price")
+    click.echo(head)
+    for f in fits:
+        g = f.gpu
+        cards_txt = str(f.cards) if f.cards else f">{lib.MAX_CARDS}"
+        short = gib(f.shortfall_bytes) if f.shortfall_bytes else "-"
+        t1 = f"{f.tokens_batch1:,}" if f.tokens_batch1 is not None else "-"
+        tb = f"{f.tokens_batch:,}" if f.tokens_batch is not None else "-"
+        if f.price and f.lots:
+            lots = "lot" if f.lots == 1 else "lots"
+            price = (f"{f.lots} {lots} x {lib.usd(f.price.price_per_lot_usd)} = "
+                     f"{lib.usd(f.budget_usd or Decimal(0))} USD")
+            if f.price.cards_per_lot > 1:
+                price += f" ({f.price.cards_per_lot} cards/lot)"
+        else:
+            price = f.price_reason or ""
+        click.echo(f"{g.slug:<15}{g.vram_gb:>6} {g.memory_type:<7}{g.bandwidth_gbps:>6}"
+                   f"{cards_txt:>6}{gib(f.per_card_bytes):>9}{short:>8}{t1:>10}{tb:>8}  {price}")
+    for f in fits:
+        if f.warning:
+            click.echo(f"warning: {f.gpu.slug}: {f.warning}")
+    reasons = {f.ceiling_reason for f in fits if f.ceiling_reason}
+    if reasons and not any(f.tokens_batch1 for f in fits):
+        click.echo(f"tok/s: not computed ({'; '.join(sorted(reasons))})")
+    click.echo(f"note: {lib.CEILING_NOTE}; with several cards, their bandwidths add up "
+               "(ideal tensor parallelism)")
+    click.echo("note: GiB/card = tensors split evenly + runtime per card; 'short 1' = what one "
+               "card lacks; VRAM as labelled (GB = GiB)")
+    if est is not None:
+        for note in est.notes:
+            click.echo(f"note: {note}")
+
+
+COMMANDS = [memory, gpus]

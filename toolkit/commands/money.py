@@ -1,0 +1,102 @@
+"""Money commands: cost (flat-rate plans, cost per accepted result) and schedule (R19-R21).
+
+``iteralab cost`` runs the very code of ``tariffs/calcul_forfaits.py`` with the
+same options; ``iteralab schedule`` computes the access window from phases.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--gpu", help="GPU slug from the catalog, e.g. rtx-4090 or b200.")
+@click.option("--days", help="Plan length: 3, 7 or 30.")
+@click.option("--lots", default="1", show_default=True,
+              help="Number of lots (not cards: a B200 lot holds two).")
+@click.option("--accepted-results", "accepted", metavar="N",
+              help="Distinct validated corpora (an integer >= 0); adds the cost per accepted "
+              "result. Leave it out until outputs are validated.")
+@click.option("--hours", help="The whole schedule in hours, e.g. 96.")
+@click.option("--start", help="Schedule start, ISO 8601, e.g. 2026-12-07T09:00+01:00.")
+@click.option("--end", help="Schedule end, ISO 8601.")
+@click.option("--tz", help="Time zone for times without an offset, e.g. Europe/Paris "
+              "(default UTC).")
+@click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path),
+              help="Catalog CSV (default: the shipped tariffs/tarifs-forfaits.csv).")
+@click.option("--catalog-date", help="Snapshot date to use (default: the newest).")
+@click.option("--list", "list_catalog", is_flag=True,
+              help="List the catalog's GPUs, plans and prices.")
+def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
+         hours: str | None, start: str | None, end: str | None, tz: str | None,
+         catalog: Path | None, catalog_date: str | None, list_catalog: bool) -> None:
+    """Flat price of N lots, cost per accepted result, plans covering a schedule.
+
+    The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
+    `iteralab cost --gpu rtx-4090 --days 7 --lots 2`.
+    """
+    from toolkit import tariffs
+
+    request = tariffs.rules.Request(
+        gpu=gpu, days=days, lots=lots, accepted=accepted, hours=hours, start=start, end=end,
+        tz=tz, catalog_date=catalog_date, list_catalog=list_catalog,
+    )
+
+    def load() -> tariffs.Catalog:
+        return tariffs.load_catalog(catalog)
+
+    name = str(catalog) if catalog else tariffs.rules.CATALOG_FILE
+    with tariffs.translated():
+        lines = tariffs.rules.report(load, request, name)
+    click.echo("\n".join(lines))
+
+
+@click.command()
+@click.argument("workbook", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--start", help="Start of the whole window, ISO 8601.")
+@click.option("--end", help="End of the whole window, ISO 8601.")
+@click.option("--phase", "phases", multiple=True, metavar="NAME=START/END",
+              help="A phase (install, check, warm-up, comparison, planned resume, "
+              "evaluation, export, waiting); repeat it.")
+@click.option("--tz", help="Time zone for times without an offset, e.g. Europe/Paris "
+              "(default UTC).")
+def schedule(workbook: Path | None, start: str | None, end: str | None,
+             phases: tuple[str, ...], tz: str | None) -> None:
+    """Access window from phases (union: overlaps count once) and the plans covering it.
+
+    Phases come from WORKBOOK's Schedule sheet, or from --start/--end and
+    --phase, e.g. `iteralab schedule --start 2026-12-07T09:00 --end 2026-12-11T09:00`.
+    """
+    from toolkit import schedule as sched
+    from toolkit import tariffs
+    from toolkit.errors import UsageError
+
+    with tariffs.translated(UsageError):
+        zone = tariffs.rules.parse_zone(tz)
+    texts: list[str] = []
+    found: list[sched.Phase] = []
+    if workbook is not None:
+        from toolkit.workbook import store
+
+        data = store.read(workbook)
+        rows = data.tables[sched.SHEET]
+        if not rows:
+            raise UsageError(f"{workbook}: the {sched.SHEET} sheet has no phase",
+                             hint="type one row per phase (phase, start, end)")
+        found += sched.phases_from_sheet(rows, data.row_numbers.get(sched.SHEET, []), zone)
+        texts += [str(r.get(c)) for r in rows for c in ("start", "end")]
+    if start or end:
+        if not (start and end):
+            raise UsageError("--start and --end go together", hint="give both")
+        found.append(sched.make_phase("window", start, end, zone))
+        texts += [start, end]
+    for spec in phases:
+        found.append(sched.parse_phase(spec, zone))
+        texts += spec.partition("=")[2].split("/", 1)
+    lines = [tariffs.rules.zone_line(texts, tz)] + sched.window_lines(sched.window(found))
+    click.echo("\n".join(line for line in lines if line))
+
+
+COMMANDS = [cost, schedule]

@@ -1,0 +1,169 @@
+"""Settlement rows (R21-R23): budget and cost per accepted corpus, as formulas and in Python.
+
+:func:`settlement_rows` is pure: given configurations, other project costs and
+the catalog (read from the same workbook's Tariffs sheet), it returns the rows
+of the Settlement sheet. Price, cards, budget and cost cells are formulas that
+look the price up in Tariffs (SUMPRODUCT, which LibreOffice 7.4 and Excel both
+evaluate the same way); their cached values come from the rules of
+``calcul_forfaits`` in Decimal, so a reader that never recalculates sees the
+same numbers. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from toolkit import layout
+from toolkit.errors import UsageError
+from toolkit.tariffs import Catalog, column_letter, rules, translated
+from toolkit.workbook.model import Formula
+
+#: Tariffs rows the lookup formulas reach (header excluded); far beyond any catalog.
+TARIFF_ROWS = 5000
+NO_PRICE = "no price in Tariffs"
+UNDEFINED = rules.UNDEFINED
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """A rented configuration to settle.
+
+    ``accepted`` is the number of distinct validated corpora (R22), or the ids
+    of the accepted corpora (counted once each), or None while outputs are not
+    validated yet (the cost cell then stays empty).
+    """
+
+    item: str
+    gpu_slug: str
+    plan_days: int
+    lots: int
+    accepted: int | Collection[str] | None = None
+    quality_verdict: str | None = None
+    median_s: float | None = None
+    campaign_hours: Decimal | float | None = None
+    catalog_date: str | None = None  # None: the catalog's newest snapshot
+    grounds: str | None = None  # None: the plan's catalog source
+
+
+@dataclass(frozen=True)
+class OtherCost:
+    """Another project cost (storage, egress, staff time...), recorded with its grounds."""
+
+    item: str
+    amount_usd: Decimal
+    grounds: str
+
+
+def accepted_count(accepted: int | Collection[str] | None) -> int | None:
+    """Distinct validated corpora: an int as given, a collection of ids counted once each."""
+    if accepted is None:
+        return None
+    if isinstance(accepted, int) and not isinstance(accepted, bool):
+        with translated(UsageError):
+            return rules.check_accepted(accepted)
+    if isinstance(accepted, (str, bytes)) or not isinstance(accepted, Collection):
+        raise UsageError(f"accepted corpora {accepted!r}: expected a count or corpus ids",
+                         hint="count distinct validated corpora, never repetitions (R22)")
+    return len(set(accepted))
+
+
+def _columns() -> dict[str, str]:
+    return {name: column_letter(layout.SETTLEMENT, name) for name in layout.SETTLEMENT.names}
+
+
+def _tariff_range(column: str) -> str:
+    letter = column_letter(layout.TARIFFS, column)
+    return f"{layout.TARIFFS.name}!${letter}$2:${letter}${TARIFF_ROWS + 1}"
+
+
+def lookup_formula(column: str, row: int) -> str:
+    """A formula for Tariffs' ``column`` on the row matching this Settlement row's plan.
+
+    Exactly one Tariffs row must match (gpu_slug, plan_days, catalog_date);
+    otherwise it shows "no price in Tariffs" rather than 0.
+    """
+    c = _columns()
+    match = (f"({_tariff_range('gpu_slug')}=${c['gpu_slug']}{row})"
+             f"*({_tariff_range('plan_days')}=${c['plan_days']}{row})"
+             f"*({_tariff_range('catalog_date')}=${c['catalog_date']}{row})")
+    return (f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range(column)}),'
+            f'"{NO_PRICE}")')
+
+
+def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict[str, Any]:
+    """The Settlement row of one configuration written at Excel row ``row``."""
+    c = _columns()
+    with translated():
+        plan = catalog.plan(config.gpu_slug, config.plan_days, config.catalog_date)
+        total = rules.budget(plan, config.lots)
+    accepted = accepted_count(config.accepted)
+    price, lots, cards_per_lot = (f"{c[n]}{row}" for n in
+                                  ("price_per_lot_usd", "lots", "cards_per_lot"))
+    budget_cell, accepted_cell = f"{c['budget_usd']}{row}", f"{c['accepted_corpora']}{row}"
+    if accepted is None:
+        cost_value: Any = ""
+    else:
+        per = rules.cost_per_accepted(total, accepted)
+        cost_value = UNDEFINED if per is None else per
+    values: dict[str, Any] = {
+        "item": config.item,
+        "kind": "configuration",
+        "gpu_slug": plan.gpu_slug,
+        "catalog_date": plan.catalog_date,
+        "plan_days": plan.plan_days,
+        "lots": config.lots,
+        "cards_per_lot": Formula(lookup_formula("cards_per_lot", row), plan.cards_per_lot),
+        "cards": Formula(f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
+                         config.lots * plan.cards_per_lot),
+        "price_per_lot_usd": Formula(lookup_formula("price_per_lot_usd", row),
+                                     plan.price_per_lot_usd),
+        # Lots, never cards: a B200 lot's price already covers its two cards.
+        "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),
+        "accepted_corpora": accepted,
+        "cost_per_accepted_usd": Formula(
+            f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
+            f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))',
+            cost_value,
+        ),
+        "quality_verdict": config.quality_verdict,
+        "median_s": config.median_s,
+        "campaign_hours": config.campaign_hours,
+        "grounds": config.grounds or f"flat {plan.plan_days}-day plan, {plan.source}",
+    }
+    return _full(values)
+
+
+def other_cost_row(cost: OtherCost) -> dict[str, Any]:
+    """The Settlement row of another project cost: its amount and grounds, no formula."""
+    amount = cost.amount_usd
+    if not isinstance(amount, Decimal) or not amount.is_finite() or amount < 0:
+        raise UsageError(f"other cost {cost.item!r}: amount {amount!r} is not a decimal "
+                         "amount >= 0", hint="pass a decimal.Decimal, e.g. Decimal('12.50')")
+    if not str(cost.grounds or "").strip():
+        raise UsageError(f"other cost {cost.item!r} has no grounds",
+                         hint="say why this cost applies (R21)")
+    return _full({"item": cost.item, "kind": "other cost", "budget_usd": amount,
+                  "grounds": cost.grounds})
+
+
+def _full(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: values.get(name) for name in layout.SETTLEMENT.names}
+
+
+def settlement_rows(configurations: Sequence[Configuration], other_costs: Sequence[OtherCost],
+                    catalog: Catalog, first_row: int = 2) -> list[dict[str, Any]]:
+    """Settlement rows: one per configuration, then one per other cost.
+
+    ``catalog`` must be the one of the workbook's Tariffs sheet
+    (``toolkit.tariffs.catalog_from_workbook``), so that the formulas and the
+    cached values use the same prices. Rows are meant to be written from Excel
+    row ``first_row`` on, in this order (the formulas point at their own row).
+    Raises CatalogError (exit 2) when a configuration's price is not in the catalog.
+    """
+    rows = [configuration_row(cfg, catalog, first_row + i)
+            for i, cfg in enumerate(configurations)]
+    rows += [other_cost_row(cost) for cost in other_costs]
+    return rows

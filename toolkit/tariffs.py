@@ -1,0 +1,150 @@
+"""The tariff rules as the toolkit sees them, plus the Tariffs sheet <-> catalog.
+
+The rules themselves live once, in ``tariffs/calcul_forfaits.py`` (a standalone
+script that is also installed as the module ``calcul_forfaits``); this module
+re-exports them, turns their errors into ``toolkit.errors`` ones, finds the
+shipped catalog, and converts between the catalog and the workbook's sheet.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import site
+import sys
+import sysconfig
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from toolkit import layout
+from toolkit.errors import CatalogError, UsageError
+
+
+def _load_rules() -> ModuleType:
+    """``calcul_forfaits``: installed (pip install, editable or not) or from this checkout."""
+    try:
+        import calcul_forfaits
+        return calcul_forfaits
+    except ModuleNotFoundError:
+        # Running from a source tree that was never installed: same file, same rules.
+        path = Path(__file__).resolve().parents[1] / "tariffs" / "calcul_forfaits.py"
+        spec = importlib.util.spec_from_file_location("calcul_forfaits", path)
+        if spec is None or spec.loader is None:
+            raise
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["calcul_forfaits"] = module  # dataclasses look their module up here
+        spec.loader.exec_module(module)
+        return module
+
+
+rules = _load_rules()
+
+if TYPE_CHECKING:
+    from calcul_forfaits import Catalog, Plan, TariffError
+else:
+    Catalog, Plan, TariffError = rules.Catalog, rules.Plan, rules.TariffError
+PLAN_DAYS: tuple[int, ...] = rules.PLAN_DAYS
+UNDEFINED: str = rules.UNDEFINED
+budget = rules.budget
+cost_per_accepted = rules.cost_per_accepted
+usd = rules.usd
+
+#: Where ``pip install .`` puts the shipped CSV (pyproject's data-files).
+DATA_DIR = Path("share") / "iteragpu-lab"
+
+
+@contextlib.contextmanager
+def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
+    """Re-raise the rules' TariffError as ``error`` (exit code 2), message and hint kept."""
+    try:
+        yield
+    except rules.TariffError as exc:
+        raise error(exc.message, hint=exc.hint) from exc
+
+
+def default_catalog_path() -> Path:
+    """The catalog shipped with the toolkit: ``tariffs/tarifs-forfaits.csv``.
+
+    Next to ``calcul_forfaits.py`` in a checkout or an editable install; under
+    ``<prefix>/share/iteragpu-lab/`` after ``pip install .``.
+    """
+    candidates = [Path(rules.__file__).with_name(rules.CATALOG_FILE)]
+    for base in (sysconfig.get_path("data"), sys.prefix, site.getuserbase()):
+        candidates.append(Path(base) / DATA_DIR / rules.CATALOG_FILE)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise CatalogError(
+        f"the shipped catalog {rules.CATALOG_FILE} was not found (looked in "
+        f"{', '.join(str(p.parent) for p in candidates)})",
+        hint="pass --catalog PATH to a catalog CSV",
+    )
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """The catalog CSV at ``path`` (default: the shipped one), checked; CatalogError if bad."""
+    with translated():
+        if path is None:
+            shipped = default_catalog_path()
+            return rules.load_catalog(shipped, shipped.name)
+        return rules.load_catalog(path, str(path))
+
+
+def catalog_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (),
+                       origin: str = "sheet Tariffs") -> Catalog:
+    """The catalog held by the Tariffs sheet's rows; CatalogError naming the row and column.
+
+    Cells must hold what the Settlement formulas can match: dates and slugs as
+    text, whole numbers for cards and days, a number for the price.
+    """
+    plans = []
+    for i, row in enumerate(rows):
+        excel = row_numbers[i] if i < len(row_numbers) else i + 2
+
+        def locate(column: str, excel: int = excel) -> str:
+            return f"{origin}, row {excel}, column {column}"
+
+        _check_sheet_types(row, locate)
+        with translated():
+            plans.append(rules.make_plan(row, locate))
+    with translated():
+        return rules.build_catalog(plans, origin)
+
+
+def _check_sheet_types(row: dict[str, Any], locate: Any) -> None:
+    date = row.get("catalog_date")
+    if isinstance(date, str) and len(date) > 10 and date[10:] in ("T00:00", "T00:00:00"):
+        raise CatalogError(f"{locate('catalog_date')}: Excel turned {date[:10]} into a date",
+                           hint=f"type it as text: '{date[:10]} (with a leading apostrophe)")
+    for name in ("cards_per_lot", "plan_days", "price_per_lot_usd"):
+        value = row.get(name)
+        if isinstance(value, str):
+            raise CatalogError(f"{locate(name)}: {value!r} is text, not a number",
+                               hint="type the number itself, without quotes or units")
+
+
+def catalog_from_workbook(data: Any, origin: str = "sheet Tariffs") -> Catalog:
+    """The catalog held by a WorkbookData's Tariffs sheet."""
+    return catalog_from_sheet(data.tables[layout.TARIFFS.name],
+                              data.row_numbers.get(layout.TARIFFS.name, []), origin)
+
+
+def column_letter(sheet: layout.Sheet, name: str) -> str:
+    """The Excel column letter(s) of ``sheet``'s column ``name`` (A, B, ..., AA)."""
+    index = sheet.names.index(name) + 1
+    text = ""
+    while index:
+        index, rest = divmod(index - 1, 26)
+        text = chr(65 + rest) + text
+    return text
+
+
+def tariff_rows(catalog: Catalog) -> list[dict[str, Any]]:
+    """Tariffs sheet rows (one per plan, keyed by the sheet's columns) from a catalog."""
+    rows = []
+    for plan in catalog.plans:
+        rows.append({name: getattr(plan, name) for name in layout.TARIFFS.names})
+    return rows
