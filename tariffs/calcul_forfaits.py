@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
 
 CATALOG_FILE = "tarifs-forfaits.csv"
@@ -325,7 +325,7 @@ def cost_per_accepted(total: Decimal, accepted: int) -> Decimal | None:
 
 def usd(amount: Decimal) -> str:
     """``amount`` rounded half-up to the cent, e.g. ``2,071.00 USD``."""
-    return f"{amount.quantize(CENT, rounding=ROUND_HALF_UP):,.2f} USD"
+    return f"{to_cent(amount):,.2f} USD"
 
 
 def parse_count(text: str, option: str, minimum: int, what: str, example: int = 2) -> int:
@@ -413,9 +413,15 @@ def stamp(moment: dt.datetime) -> str:
     return moment.isoformat(timespec="minutes")
 
 
+def to_cent(value: Decimal) -> Decimal:
+    """``value`` rounded half-up to 0.01, however large (no precision overflow)."""
+    digits = max(28, value.adjusted() + 4)
+    return value.quantize(CENT, rounding=ROUND_HALF_UP, context=Context(prec=digits))
+
+
 def hours_text(hours: Decimal) -> str:
     """Hours for display: ``96 h``, ``95.5 h`` (rounded half-up to 0.01 h)."""
-    text = f"{hours.quantize(CENT, rounding=ROUND_HALF_UP):f}"
+    text = f"{to_cent(hours):f}"
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return f"{text} h"

@@ -19,8 +19,11 @@ from toolkit.errors import ToolkitError
 #: Modules contributing commands, in the order their commands are listed.
 COMMAND_MODULES = (
     "toolkit.commands.workbook",
+    "toolkit.commands.integrity",
     "toolkit.commands.memory",
     "toolkit.commands.money",
+    "toolkit.commands.runner",
+    "toolkit.commands.report",
 )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from toolkit.errors import CatalogError
@@ -231,7 +231,9 @@ class Fit:
 
 def usd(amount: Decimal) -> str:
     """An amount rounded half-up to the cent, for display."""
-    return str(amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+    from toolkit.tariffs import rules
+
+    return str(rules.to_cent(amount))
 
 
 def rank(need: Need, catalog: Sequence[Gpu], prices: Mapping[str, Price],

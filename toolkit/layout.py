@@ -365,7 +365,8 @@ MEMORY = Sheet(
         _c("observed_reserved_bytes", BYTES, "Largest max_memory_reserved over the variant's "
            "attempts.", measurement=True, computed=True),
         _c("observed_host_rss_bytes", BYTES, measurement=True, computed=True),
-        _c("observed_over_estimate", RATIO, "observed allocated / estimated tensors.",
+        _c("observed_over_estimate", NUMBER, "observed allocated / estimated tensors (may "
+           "exceed 1: then the report flags it).",
            measurement=True, computed=True),
         _c("flag", help="OVER ESTIMATE when allocated > tensors or reserved > total.",
            computed=True, width=24),

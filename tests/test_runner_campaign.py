@@ -1,0 +1,271 @@
+"""The campaign on the real model (CPU): rotation, resume, fresh workers, commands."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from runner_support import attempts, make_campaign, unexplained, variant
+
+from toolkit import journal
+from toolkit.cli import cli
+from toolkit.validate import validate
+from toolkit.workbook import store
+
+SERIES_1 = [variant("b1-fp32", 1), variant("b4-fp32", 4), variant("b8-fp32", 8)]
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def _plan(book: Path) -> list[tuple[str, int, int, str]]:
+    return [(r["variant_id"], r["repetition"], r["order_position"], r["status"])
+            for r in attempts(book)]
+
+
+def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
+    """1-4-8, then 4-8-1, then 8-1-4 (R11), one row each, numbered in running order."""
+    book = make_campaign(tmp_path, 4, SERIES_1, repetitions=3, warmup_rule="none")
+    code, output = _invoke("run", str(book))
+    assert code == 0, output
+    assert _plan(book) == [
+        ("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "completed"),
+        ("b8-fp32", 1, 3, "completed"),
+        ("b4-fp32", 2, 1, "completed"), ("b8-fp32", 2, 2, "completed"),
+        ("b1-fp32", 2, 3, "completed"),
+        ("b8-fp32", 3, 1, "completed"), ("b1-fp32", 3, 2, "completed"),
+        ("b4-fp32", 3, 3, "completed"),
+    ]
+    assert [r["attempt_id"] for r in attempts(book)][:2] == ["a001-b1-fp32-r1",
+                                                              "a002-b4-fp32-r1"]
+    lines = output.splitlines()
+    assert lines[0] == (f"{book}: 9 attempt(s) to run, 4 items each, process policy shared; "
+                        "order b1-fp32-b4-fp32-b8-fp32 / b4-fp32-b8-fp32-b1-fp32 / "
+                        "b8-fp32-b1-fp32-b4-fp32")
+    assert re.fullmatch(r"a001-b1-fp32-r1  completed measured +\d+\.\d\d s  metric 0\.5000  "
+                        r"pass, accepted", lines[1])
+    assert re.fullmatch(r"recorded 9 attempt\(s\) in .+: 9 completed, 0 failed, "
+                        r"0 interrupted", lines[10])
+    assert lines[11:] == [f"workbook: {book}", f"predictions: {tmp_path}/campaign_predictions/"]
+    assert validate(store.read(book), book) == []
+    # Three variants in one environment: three Manifest rows, each attempt linked to its own.
+    manifests = {m["manifest_id"]: m["variant_id"] for m in store.read(book).tables["Manifest"]}
+    assert sorted(manifests.values()) == ["b1-fp32", "b4-fp32", "b8-fp32"]
+    assert all(manifests[r["manifest_id"]] == r["variant_id"] for r in attempts(book))
+
+
+def test_ctrl_c_records_an_interrupted_row_and_resume_finishes_the_campaign(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupted row stays; --resume runs only what is missing, redoing nothing."""
+    book = make_campaign(tmp_path, 8, SERIES_1[:2], repetitions=2, warmup_rule="none")
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "interrupt@4:b4-fp32:1")
+    code, output = _invoke("run", str(book), "--quiet")
+    assert code == 130
+    assert output.splitlines()[-1] == f"interrupted: continue with `iteralab run {book} --resume`"
+    assert _plan(book) == [("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "interrupted")]
+    interrupted = attempts(book)[1]
+    assert interrupted["items_completed"] == 4
+    assert interrupted["notes"].startswith("interrupted after 4 of 8 items (KeyboardInterrupt: "
+                                           "injected by ITERALAB_INJECT_FAULT=")
+    assert unexplained(interrupted) == []
+
+    monkeypatch.delenv("ITERALAB_INJECT_FAULT")
+    code, output = _invoke("run", str(book))
+    assert code == 2
+    assert "already holds 2 attempt(s) of these variants under the current protocol" in output
+
+    code, output = _invoke("run", str(book), "--resume", "--quiet")
+    assert code == 0, output
+    assert output.splitlines()[0].startswith("recorded 3 attempt(s) in ")
+    assert _plan(book) == [
+        ("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "interrupted"),
+        ("b4-fp32", 1, 2, "completed"), ("b4-fp32", 2, 1, "completed"),
+        ("b1-fp32", 2, 2, "completed"),
+    ]
+    assert [r["attempt_id"] for r in attempts(book)][2:] == [
+        "a003-b4-fp32-r1", "a004-b4-fp32-r2", "a005-b1-fp32-r2"]
+    code, output = _invoke("run", str(book), "--resume")
+    assert (code, output) == (0, f"nothing to run: all 4 planned attempts are recorded in "
+                                 f"{book}\n")
+
+
+def test_a_failed_attempt_is_not_retried_on_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """R13: an out-of-memory row settles its slot; no silent rerun."""
+    book = make_campaign(tmp_path, 8, SERIES_1[:1], warmup_rule="none")
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@4")
+    assert _invoke("run", str(book), "--quiet")[0] == 0
+    monkeypatch.delenv("ITERALAB_INJECT_FAULT")
+    code, output = _invoke("run", str(book), "--resume")
+    assert output == f"nothing to run: all 1 planned attempts are recorded in {book}\n"
+    assert _plan(book) == [("b1-fp32", 1, 1, "failed")]
+
+
+def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Process policy fresh: one worker per attempt; a worker killed mid-corpus leaves a
+    failed row written by the campaign, with the items it reported done."""
+    book = make_campaign(tmp_path, 16, SERIES_1[:2], process_policy="fresh", threshold=0.4)
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "kill@8:b4-fp32")
+    code, output = _invoke("run", str(book))
+    assert code == 0, output
+    done, killed = attempts(book)
+    assert (done["status"], done["items_completed"], done["quality_verdict"]) == (
+        "completed", 16, "pass")
+    assert "lifetime peak of the shared" not in done["notes"]
+    assert (killed["status"], killed["items_completed"], killed["expected_ids"]) == (
+        "failed", 8, 16)
+    assert killed["notes"] == ("worker exited with signal SIGKILL after 8 of 16 items (its "
+                               "last progress report)")
+    assert killed["measured_s_reason"] == ("worker process ended without a record (failed "
+                                           "during measured)")
+    assert unexplained(killed) == []
+    assert validate(store.read(book), book) == []
+
+
+def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Ctrl-C does to a fresh worker: the measured window stops, the record says
+    interrupted with the items done, the journal holds it, the exit code is 130."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from toolkit.runner import campaign
+    from toolkit.runner.attempt import AttemptSpec
+
+    book = make_campaign(tmp_path, 24, SERIES_1[:1], process_policy="fresh")
+    prepared = campaign.prepare(book, campaign.Options())
+    spec = AttemptSpec(str(book.resolve()), "a001-b1-fp32-r1", prepared.variants["b1-fp32"], 1, 1,
+                       prepared.protocol, prepared.protocol_sha256, prepared.corpus_sha256,
+                       prepared.corpus_items)
+    env = dict(os.environ, ITERALAB_INJECT_FAULT="hang@4")  # stalls after 4 items, no timeout
+    proc = subprocess.Popen([sys.executable, "-m", "toolkit.runner.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(spec.to_json())
+    proc.stdin.close()
+    events = []
+    with proc.stdout:
+        for line in proc.stdout:
+            events.append(json.loads(line))
+            if events[-1] == {"event": "items", "phase": "measured", "done": 4, "total": 24}:
+                proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    record = events[-1]["record"]
+    assert (record["attempt"]["status"], record["attempt"]["items_completed"]) == (
+        "interrupted", 4)
+    assert record["attempt"]["notes"].startswith("interrupted after 4 of 24 items "
+                                                 "(KeyboardInterrupt: Ctrl-C)")
+    assert journal.read(book)[0]["attempt"]["attempt_id"] == "a001-b1-fp32-r1"
+
+
+def test_a_corpus_error_stops_the_campaign_before_any_attempt(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 4, SERIES_1[:1])
+    corpus_file = tmp_path / "corpus.jsonl"
+    lines = corpus_file.read_text(encoding="utf-8").splitlines(keepends=True)
+    corpus_file.write_text("".join(lines + lines[:1]), encoding="utf-8")
+    code, output = _invoke("run", str(book))
+    first_id = json.loads(lines[0])["id"]
+    assert code == 1
+    assert output.splitlines()[0] == (f"error: {corpus_file}: line 5: duplicate id "
+                                      f"{first_id!r} (first on line 1)")
+    assert attempts(book) == []
+
+
+def test_an_unlocked_protocol_is_refused(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 4, SERIES_1[:1], lock=False)
+    code, output = _invoke("run", str(book))
+    assert code == 1
+    assert output.splitlines()[0] == f"error: {book.resolve()}: the protocol is not locked"
+
+
+def test_a_cuda_variant_without_cuda_is_refused_up_front(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    book = make_campaign(tmp_path, 4, [variant("g1", 1, device="cuda")],
+                         reference_variant="g1")
+    code, output = _invoke("run", str(book))
+    assert code == 2
+    assert output.splitlines()[0] == ("error: variant(s) g1 run on cuda, but torch sees no "
+                                      "CUDA device here")
+
+
+def test_ingest_replays_what_the_workbook_lacks(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 4, SERIES_1[:1], warmup_rule="none")
+    assert _invoke("run", str(book), "--quiet")[0] == 0
+    entry = journal.read(book)[0]
+    with store.editing(book) as data:  # lose the row, as a crash before ingestion would
+        data.tables["Attempts"].clear()
+        data.row_numbers["Attempts"].clear()
+    code, output = _invoke("ingest", str(book))
+    assert (code, output) == (0, "ingested 1 attempt(s) and 0 manifest row(s) from "
+                                 f"campaign.journal.jsonl; 0 already in {book}\n")
+    assert attempts(book)[0]["attempt_id"] == entry["attempt"]["attempt_id"]
+    assert _invoke("ingest", str(book))[1] == ("ingested 0 attempt(s) and 0 manifest row(s) "
+                                               f"from campaign.journal.jsonl; 1 already in "
+                                               f"{book}\n")
+
+
+def test_env_says_what_is_installed() -> None:
+    import platform
+
+    import torch
+
+    code, output = _invoke("env")
+    assert code == 0
+    labels = [line.split()[0] for line in output.splitlines()]
+    expected_gpu = ["gpu 0"] if torch.cuda.is_available() else ["gpu"]
+    assert labels[:6] == ["os", "python", "cpu", "ram", "torch", "backend"]
+    assert f"torch         {torch.__version__}" in output.splitlines()
+    assert f"python        {platform.python_version()} ({platform.python_implementation()})" \
+        in output.splitlines()
+    if not torch.cuda.is_available():
+        assert "gpu           no GPU: torch sees no CUDA or ROCm device" in output.splitlines()
+    assert labels[-4:] == ["driver", "transformers", "packages", "code"]
+    assert expected_gpu[0].split()[0] in labels
+
+
+def test_env_json_has_the_manifest_fields() -> None:
+    code, output = _invoke("env", "--json")
+    info = json.loads(output)
+    assert code == 0
+    assert set(info) == {"os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
+                         "gpu_name", "gpu_memory_bytes", "compute_capability", "transformers",
+                         "code_version", "packages", "gpus"}
+    assert info["code_version"].startswith("iteralab 0.1.0, ")
+
+
+@pytest.mark.slow
+def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
+    """`iteralab demo DIR --quick`: the example campaign on 100 items, 2 repetitions."""
+    folder = tmp_path / "demo"
+    code, output = _invoke("demo", str(folder), "--quick", "--quiet")
+    assert code == 0, output
+    book = folder / "example_campaign.xlsx"
+    lines = output.splitlines()
+    assert lines[0] == f"demo workbook: {book} (quick: first 100 items, 2 repetitions)"
+    assert re.fullmatch(r"recorded 6 attempt\(s\) in .+: 6 completed, 0 failed, "
+                        r"0 interrupted", lines[1])
+    assert lines[2:4] == [f"workbook: {book}", f"predictions: {folder}/example_campaign_"
+                                                "predictions/"]
+    # The demo ends with `iteralab report` on its workbook.
+    assert lines[4].startswith(f"refreshed {book} (protocol ")
+    assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
+                         "manifest.csv, durations.png, cost_per_accepted.png")
+    data = store.read(book)
+    assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
+    assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
+    assert data.tables["Audit"][-1]["action"] == "amend"
+    assert validate(data, book) == []
+    code, output = _invoke("demo", str(folder))
+    assert code == 2 and "already exists: the demo does not overwrite a campaign" in output

@@ -1,0 +1,33 @@
+"""Integrity commands: exclude (the one allowed rewrite of an attempt row)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+
+
+@click.command()
+@WORKBOOK
+@click.argument("attempt_id")
+@click.option("--reason", required=True,
+              help="The documented external cause (logged in the Audit sheet).")
+def exclude(workbook: Path, attempt_id: str, reason: str) -> None:
+    """Exclude ATTEMPT_ID of WORKBOOK for a documented external cause (R14).
+
+    Sets excluded = yes and exclusion_reason, and logs the exclusion in the
+    Audit sheet. The row stays, its hash chain unbroken; the same exclusion
+    rule applies to every variant. An exclusion is never undone.
+    """
+    from toolkit import chain
+    from toolkit.workbook import store
+
+    with store.editing(workbook) as data:
+        row = chain.exclude(data, attempt_id, reason)
+    click.echo(f"excluded attempt {attempt_id} (Attempts!{row}) in {workbook}")
+    click.echo("logged in the Audit sheet (action exclude)")
+
+
+COMMANDS = [exclude]

@@ -1,0 +1,72 @@
+"""The ``report`` command: refresh the computed sheets and write the reviewer's folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows]
+
+
+@click.command()
+@click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for report.md, the PNG charts and the CSV archive. "
+              "[default: WORKBOOK's stem + _report/, beside it]")
+@click.option("--no-png", is_flag=True, help="Skip the PNG charts (matplotlib).")
+def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
+    """Refresh Summary, Memory, Settlement and the Decision draft of WORKBOOK from its attempts.
+
+    Medians, mins, maxes and costs are live formulas with the values this
+    generator computed; the protocol must be locked and unchanged. Memo fields
+    you edited are kept. Also writes report.md, charts and the archive list.
+    """
+    from toolkit.report.build import build
+    from toolkit.stats import SEPARATED
+
+    result, outputs = build(workbook, folder, pngs=not no_png)
+    click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
+               "Memory, Settlement, Schedule, Decision draft")
+    rows = [("variant", "attempts", "successes", "failed", "interrupted", "excluded",
+             "median_s", "min_s", "max_s", "quality", "equal quality")]
+    for st in result.stats:
+        rows.append((st.variant_id, str(st.attempts), str(st.successes), str(st.failed),
+                     str(st.interrupted), str(st.excluded),
+                     _seconds(st.median) if st.median is not None else "no data",
+                     _seconds(st.minimum), _seconds(st.maximum), st.quality_verdict,
+                     "yes" if st.equal_quality else "no"))
+    for line in _table(rows):
+        click.echo(line)
+    click.echo("separation (R15):")
+    for s in result.decision.separations:
+        click.echo(f"  {s.sentence()}")
+    if not result.decision.separations:
+        click.echo("  no pair of variants in one series")
+    click.echo("cost per accepted corpus:")
+    for c in result.costs:
+        click.echo(f"  {c.stats.variant_id}: {c.cost_text}")
+    for m in result.decision.money:
+        click.echo(f"  money: {m.sentence()}")
+    for note in result.notes:
+        click.echo(f"note: {note}")
+    memo = result.decision.suggestions["chosen_configuration"]
+    click.echo(f"decision draft: {memo}")
+    if result.decision.kept_fields:
+        click.echo(f"  kept as typed: {', '.join(result.decision.kept_fields)}")
+    separated = sum(s.verdict == SEPARATED for s in result.decision.separations)
+    click.echo(f"{separated} of {len(result.decision.separations)} pair(s) separated")
+    names = ", ".join(f.name for f in outputs.files)
+    click.echo(f"wrote {outputs.folder}/: {names}")
+    if outputs.png_skipped:
+        click.echo(f"note: {outputs.png_skipped}")
+
+
+COMMANDS = [report]

@@ -1,0 +1,153 @@
+"""Measurement commands: run, env, demo, ingest. torch is imported only inside their bodies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
+
+
+def _campaign(workbook: Path, options: object, quiet: bool) -> None:
+    """Prepare, run and report a campaign; exit 130 after Ctrl-C."""
+    from toolkit import journal
+    from toolkit.errors import WorkbookBusyError
+    from toolkit.runner import campaign, display
+
+    assert isinstance(options, campaign.Options)
+    prepared = campaign.prepare(workbook, options)
+    if not prepared.todo:
+        click.echo(f"nothing to run: all {len(prepared.slots)} planned attempts are recorded "
+                   f"in {workbook}")
+        return
+    shown = display.make(quiet)
+    if not quiet:
+        skipped = len(prepared.slots) - len(prepared.todo)
+        order = " / ".join("-".join(s.variant_id for s in prepared.slots
+                                    if s.repetition == rep)
+                           for rep in sorted({s.repetition for s in prepared.slots})[:3])
+        shown.echo(f"{workbook}: {len(prepared.todo)} attempt(s) to run"
+                   + (f" ({skipped} already recorded)" if skipped else "")
+                   + f", {prepared.corpus_items} items each, process policy "
+                   f"{prepared.protocol.get('process_policy')}; order {order}"
+                   + (" ..." if len({s.repetition for s in prepared.slots}) > 3 else ""))
+    result = campaign.run(prepared, options, shown)
+    counts = result.counts()
+    click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
+               f"{counts['completed']} completed, {counts['failed']} failed, "
+               f"{counts['interrupted']} interrupted")
+    click.echo(f"workbook: {workbook}")
+    click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
+    if result.ingest_pending:
+        raise WorkbookBusyError(
+            f"{workbook}: busy, so the attempts are only in "
+            f"{journal.journal_path(workbook).name}",
+            hint=f"close the workbook, then `iteralab ingest {workbook}`")
+    if result.interrupted:
+        click.echo(f"interrupted: continue with `iteralab run {workbook} --resume`")
+        raise click.exceptions.Exit(130)
+
+
+@click.command()
+@WORKBOOK
+@click.option("--series", type=int, help="Run only the variants of this series.")
+@click.option("--variant", "variant_ids", multiple=True, metavar="ID",
+              help="Run only this variant (repeatable).")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted campaign: run the slots without a completed or "
+              "failed attempt.")
+@click.option("--threads", type=click.IntRange(min=1),
+              help="torch CPU threads (default: what torch chose); recorded in the manifest.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1),
+              help="Seconds an attempt may run; past it the attempt is a failed row.")
+@click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
+def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume: bool,
+        threads: int | None, timeout_s: float | None, quiet: bool) -> None:
+    """Run the locked campaign of WORKBOOK; append one Attempts row per attempted run.
+
+    Every variant (or the selected ones) runs the protocol's repetitions in
+    rotated order (1-4-8, 4-8-1, 8-1-4, ...), each attempt in a fresh process
+    unless the protocol says shared. Failures and Ctrl-C leave rows too;
+    predictions go to WORKBOOK_predictions/ beside the workbook.
+    """
+    from toolkit.runner.campaign import Options
+
+    options = Options(series=series, variant_ids=variant_ids, resume=resume, threads=threads,
+                      timeout_s=timeout_s)
+    _campaign(workbook, options, quiet)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
+def env(as_json: bool) -> None:
+    """Print what is really installed: OS, CPU, RAM, torch build, GPUs, driver, versions."""
+    from toolkit.runner import environment
+
+    info = environment.collect()
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    for label, value in environment.describe(info):
+        click.echo(f"{label:<13} {value}")
+
+
+@click.command()
+@click.argument("directory", required=False, default="demo",
+                type=click.Path(file_okay=False, path_type=Path))
+@click.option("--quick", is_flag=True,
+              help="A declared subset: the first 100 items, 2 repetitions (written into the "
+              "copy's protocol as an amendment).")
+@click.option("--all", "all_variants", is_flag=True,
+              help="Every declared variant, not only series 1.")
+@click.option("--threads", type=click.IntRange(min=1), help="torch CPU threads.")
+@click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
+@click.pass_context
+def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
+         threads: int | None, quiet: bool) -> None:
+    """Run the sample campaign on this machine's CPU, in DIRECTORY (default ./demo).
+
+    Copies samples/example_campaign.xlsx (filled and locked), the Austen corpus
+    and the MiniLM head into DIRECTORY, runs series 1 (batch 1, 4, 8; or every
+    variant with --all), prints where the workbook and predictions are, then
+    runs `iteralab report` on it.
+    """
+    from toolkit.commands.report import report
+
+    from toolkit.runner import demo as sample
+    from toolkit.runner.campaign import Options
+
+    workbook = sample.prepare(directory, quick=quick)
+    click.echo(f"demo workbook: {workbook}" + (" (quick: first 100 items, 2 repetitions)"
+                                                 if quick else ""))
+    options = Options(series=None if all_variants else 1, threads=threads)
+    _campaign(workbook, options, quiet)
+    ctx.invoke(report, workbook=workbook, folder=None, no_png=False)
+
+
+@click.command()
+@WORKBOOK
+def ingest(workbook: Path) -> None:
+    """Add to WORKBOOK the attempts its journal holds and it lacks (idempotent).
+
+    The runner writes each finished attempt to NAME.journal.jsonl first; this
+    replays it after a crash or while the workbook was open elsewhere.
+    """
+    from toolkit import journal
+    from toolkit.errors import WorkbookError
+
+    path = journal.journal_path(workbook)
+    if not workbook.exists():
+        raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
+    result = journal.ingest(workbook)
+    click.echo(f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
+               f"manifest row(s) from {path.name}; {result.already} already in {workbook}")
+
+
+COMMANDS = [run, env, demo, ingest]

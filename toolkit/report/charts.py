@@ -1,0 +1,152 @@
+"""Pictures of the campaign: durations per variant and cost per accepted corpus.
+
+Twice each: as xlsxwriter charts inside the workbook (their series point at
+the Summary and Settlement cells, so they follow the formulas) and as PNG
+files for readers without Excel. matplotlib is imported lazily; without it the
+PNGs are skipped and the report says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from toolkit import layout
+from toolkit.report.costs import Costing
+from toolkit.report.summary import RUN_COLUMNS, VariantStats
+from toolkit.tariffs import column_letter, rules
+from toolkit.workbook.model import Chart
+
+DURATIONS_PNG = "durations.png"
+COSTS_PNG = "cost_per_accepted.png"
+RUN_COLOUR = "#7F7F7F"
+MEDIAN_COLOUR = "#C00000"
+BAR_COLOUR = "#1F4E78"
+
+
+def _range(sheet: layout.Sheet, column: str, first: int, last: int) -> str:
+    letter = column_letter(sheet, column)
+    return f"='{sheet.name}'!${letter}${first}:${letter}${last}"
+
+
+def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
+    """The durations chart under the Summary rows and the cost chart under the Settlement rows."""
+    charts = []
+    if n_variants:
+        last = n_variants + 1
+        categories = _range(layout.SUMMARY, "variant_id", 2, last)
+        series = [
+            {"name": f"run {k}", "categories": categories,
+             "values": _range(layout.SUMMARY, f"run_{k}_s", 2, last),
+             "line": {"none": True},
+             "marker": {"type": "circle", "size": 6,
+                        "fill": {"color": RUN_COLOUR}, "border": {"color": RUN_COLOUR}}}
+            for k in range(1, RUN_COLUMNS + 1)
+        ]
+        series.append({"name": "median", "categories": categories,
+                       "values": _range(layout.SUMMARY, "median_s", 2, last),
+                       "line": {"none": True},
+                       "marker": {"type": "dash", "size": 14,
+                                  "fill": {"color": MEDIAN_COLOUR},
+                                  "border": {"color": MEDIAN_COLOUR}}})
+        charts.append(Chart(layout.SUMMARY.name, f"B{last + 3}", "line",
+                            "Measured time per variant: every successful run, median marked",
+                            tuple(series), "variant", "measured_s (s)"))
+    if n_configurations:
+        last = n_configurations + 1
+        charts.append(Chart(
+            layout.SETTLEMENT.name, f"B{last + 3}", "column",
+            "Cost per accepted corpus (USD; no bar: undefined or no price)",
+            ({"name": "cost per accepted corpus",
+              "categories": _range(layout.SETTLEMENT, "item", 2, last),
+              "values": _range(layout.SETTLEMENT, "cost_per_accepted_usd", 2, last),
+              "fill": {"color": BAR_COLOUR}},),
+            "configuration", "USD"))
+    return charts
+
+
+@dataclass(frozen=True)
+class Pictures:
+    """PNG files written, or why none were."""
+
+    paths: tuple[Path, ...]
+    skipped: str | None = None
+
+
+def write_pngs(out_dir: Path, all_stats: Sequence[VariantStats],
+               costs: Sequence[Costing]) -> Pictures:
+    """Write the durations and cost PNGs into ``out_dir``; skip them without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        return Pictures((), f"PNG charts skipped: matplotlib is not installed ({exc}); "
+                        "`pip install matplotlib` to get them")
+    paths = [_durations_png(plt, out_dir / DURATIONS_PNG, all_stats)]
+    paths.append(_costs_png(plt, out_dir / COSTS_PNG, costs))
+    return Pictures(tuple(paths))
+
+
+def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -> Path:
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(all_stats) + 2), 4))  # type: ignore[attr-defined]
+    labelled = False
+    for x, st in enumerate(all_stats):
+        if st.runs:
+            # Spread the points sideways a little so equal durations stay visible.
+            offsets = [(i - (len(st.runs) - 1) / 2) * 0.06 for i in range(len(st.runs))]
+            ax.scatter([x + o for o in offsets], st.runs, color=RUN_COLOUR, s=24, zorder=2,
+                       label=None if labelled else "successful run")
+            ax.hlines(st.median, x - 0.3, x + 0.3, color=MEDIAN_COLOUR, linewidth=2, zorder=3,
+                      label=None if labelled else "median")
+            labelled = True
+        else:
+            ax.annotate("not run yet" if st.attempts == 0 else "no data", (x, 0.02),
+                        ha="center", va="bottom", color=MEDIAN_COLOUR,
+                        xycoords=("data", "axes fraction"))
+        if st.successes and not st.equal_quality:
+            ax.annotate("outside quality", (x, 0.98), ha="center", va="top", fontsize=8,
+                        xycoords=("data", "axes fraction"), color="#7F6000")
+    ax.set_xticks(range(len(all_stats)), [st.variant_id for st in all_stats])
+    ax.set_xlim(-0.6, len(all_stats) - 0.4)
+    top = max((max(st.runs) for st in all_stats if st.runs), default=1.0)
+    ax.set_ylim(0, top * 1.12)
+    ax.set_ylabel("measured_s (s)")
+    ax.set_title("Measured time per variant: every successful run, median marked")
+    ax.grid(axis="y", alpha=0.3)
+    if labelled:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8,
+                  frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)  # type: ignore[attr-defined]
+    return path
+
+
+def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
+    names = [c.stats.variant_id for c in costs]
+    for x, c in enumerate(costs):
+        cost = c.cost_per_accepted
+        if cost is not None and c.stats.equal_quality:
+            ax.bar(x, float(cost), color=BAR_COLOUR)
+            ax.annotate(f"{rules.to_cent(cost):,.2f}", (x, float(cost)),
+                        ha="center", va="bottom", fontsize=8)
+        else:
+            why = ("outside quality" if not c.stats.equal_quality else
+                   "no price" if c.plan is None else
+                   "not validated yet" if c.accepted_count is None else "undefined")
+            ax.annotate(why, (x, 0.02), ha="center", va="bottom", fontsize=8, color="#7F6000",
+                        xycoords=("data", "axes fraction"), rotation=90)
+    ax.set_xticks(range(len(costs)), names)
+    ax.set_xlim(-0.6, len(costs) - 0.4)
+    ax.set_ylabel("USD per accepted corpus")
+    ax.set_title("Cost per accepted corpus (equal-quality configurations)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)  # type: ignore[attr-defined]
+    return path

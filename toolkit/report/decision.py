@@ -1,0 +1,257 @@
+"""The decision memo (R15, R23): separations, money, the choice, and a draft a person edits.
+
+The report suggests each memo field (chosen configuration, load handled,
+reasons, remaining uncertainty) and writes the suggestions, with the
+separation verdicts, into the computed ``draft`` field. A memo field is
+filled with its suggestion only while it is empty or still holds the previous
+report's suggestion for it; once a person has typed something else there, the
+report never touches it again.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from toolkit import stats
+from toolkit.report.costs import Costing, Projection, projection
+from toolkit.report.summary import VariantStats
+from toolkit.tariffs import Catalog, rules
+
+MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
+DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \
+    "you changed is never overwritten):"
+
+
+@dataclass
+class Decision:
+    """Everything the memo and the reviewer report say about the choice."""
+
+    separations: list[stats.Separation] = field(default_factory=list)
+    money: list[stats.CostComparison] = field(default_factory=list)
+    chosen: Costing | None = None
+    projections: dict[str, Projection | None] = field(default_factory=dict)
+    suggestions: dict[str, str] = field(default_factory=dict)
+    kept_fields: list[str] = field(default_factory=list)  # typed by a person, left alone
+
+
+#: Variants columns that define the work; two variants differing in one of them form a pair.
+PARAMETERS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
+              "gpu_slug", "padding", "max_length", "length_grouping", "compile",
+              "attention_backend")
+
+
+def comparable_pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
+                     ) -> list[tuple[VariantStats, VariantStats]]:
+    """Pairs to compare (R6, R15): the same series, or one declared parameter apart.
+
+    The second rule pairs a series-2 variant (precision or hardware changed,
+    everything else pinned) with the series-1 variant it changes.
+    """
+    by_id = {str(v.get("variant_id")): v for v in variants}
+    pairs = []
+    for a, b in itertools.combinations(all_stats, 2):
+        va, vb = by_id.get(a.variant_id, {}), by_id.get(b.variant_id, {})
+        differ = [p for p in PARAMETERS if va.get(p) != vb.get(p)]
+        if (a.series is not None and a.series == b.series) or (va and vb and len(differ) == 1):
+            pairs.append((a, b))
+    return pairs
+
+
+def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
+                ) -> list[stats.Separation]:
+    """The R15 verdict for every comparable pair (:func:`comparable_pairs`)."""
+    out = []
+    for a, b in comparable_pairs(all_stats, variants):
+        idle = [st.variant_id for st in (a, b) if st.attempts == 0]
+        if idle:
+            out.append(stats.Separation(a.variant_id, b.variant_id, stats.NO_DATA,
+                                        f"{' and '.join(idle)} not run yet",
+                                        "run it under the same protocol"))
+        else:
+            out.append(stats.separation(a.variant_id, a.runs, b.variant_id, b.runs))
+    return out
+
+
+def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projection | None]
+                      ) -> list[stats.CostComparison]:
+    """Projected cost per corpus, fastest vs slowest run, for pairs of comparable configurations."""
+    comparable = [c for c in costs if c.stats.equal_quality and c.plan is not None]
+    out = []
+    for a, b in itertools.combinations(comparable, 2):
+        ranges = []
+        for c in (a, b):
+            p = projections.get(c.stats.variant_id)
+            ranges.append(None if p is None else p.cost_range(c.lots, p.corpora))
+        out.append(stats.cost_comparison(a.stats.variant_id, ranges[0], b.stats.variant_id,
+                                         ranges[1]))
+    return out
+
+
+def choose(costs: Sequence[Costing]) -> Costing | None:
+    """The cheapest comparable configuration with a defined cost; ties go to the faster."""
+    candidates = [c for c in costs if c.stats.equal_quality and c.cost_per_accepted is not None]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (c.cost_per_accepted, c.stats.median or float("inf"),
+                                          c.stats.variant_id))
+
+
+def decide(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]],
+           costs: Sequence[Costing], protocol: dict[str, Any], catalog: Catalog | None,
+           window_text: str | None) -> Decision:
+    """Separations, money comparisons, the choice and the memo suggestions."""
+    d = Decision(separations=separations(all_stats, variants))
+    expected = protocol.get("expected_outputs")
+    d.projections = {c.stats.variant_id: projection(c, expected, catalog) for c in costs}
+    d.money = money_comparisons(costs, d.projections)
+    d.chosen = choose(costs)
+    d.suggestions = _suggest(d, all_stats, costs, protocol, window_text)
+    return d
+
+
+def _label(c: Costing) -> str:
+    gpu = f" on {c.plan.gpu_name} ({c.plan.gpu_slug})" if c.plan else ""
+    return f"{c.stats.variant_id}{gpu}"
+
+
+def duration_text(hours: Decimal) -> str:
+    """Hours for display, in seconds or minutes when short, so a short run never reads ``0 h``."""
+    tenth = Decimal("0.1")
+    if hours * 60 < 1:
+        return f"{(hours * 3600).quantize(tenth, rounding=ROUND_HALF_UP)} s"
+    if hours < 1:
+        return f"{(hours * 60).quantize(tenth, rounding=ROUND_HALF_UP)} min"
+    return rules.hours_text(hours)
+
+
+def _suggest(d: Decision, all_stats: Sequence[VariantStats], costs: Sequence[Costing],
+             protocol: dict[str, Any], window_text: str | None) -> dict[str, str]:
+    comparable = [c for c in costs if c.stats.equal_quality]
+    fastest = min(comparable, key=lambda c: c.stats.median or float("inf"), default=None)
+    return {
+        "chosen_configuration": _chosen(d, comparable, fastest),
+        "load_handled": _load(d, protocol, window_text, d.chosen or fastest),
+        "reasons": _reasons(d, all_stats, comparable),
+        "remaining_uncertainty": _uncertainty(d, all_stats),
+    }
+
+
+def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None) -> str:
+    if d.chosen is not None:
+        c = d.chosen
+        days = c.plan.plan_days if c.plan else "?"
+        return f"{_label(c)}, {days}-day plan, {c.lots} lot(s)"
+    if fastest is not None:
+        why = "; ".join(sorted({c.reason or c.cost_text for c in comparable}))
+        vid = fastest.stats.variant_id
+        equal = {c.stats.variant_id for c in comparable}
+        close = [s.second if s.first == vid else s.first for s in d.separations
+                 if vid in (s.first, s.second) and s.verdict == stats.NOT_SEPARATED
+                 and {s.first, s.second} <= equal]
+        caveat = f", not separated from {', '.join(close)}" if close else ""
+        return (f"none chosen on cost ({why}); fastest variant of equal quality: "
+                f"{vid} (median {fastest.stats.median:.3f} s{caveat})")
+    return "none: no variant passes the equal-quality gate; fix the failures or revisit " \
+        "the variants"
+
+
+def _load(d: Decision, protocol: dict[str, Any], window_text: str | None,
+          target: Costing | None) -> str:
+    expected, deadline = protocol.get("expected_outputs"), protocol.get("deadline")
+    load = [f"{expected} production corpus(es) expected (Protocol.expected_outputs)"
+            if expected else "expected outputs not stated in the Protocol"]
+    if deadline:
+        load.append(f"deadline {deadline}")
+    if window_text:
+        load.append(window_text)
+    p = d.projections.get(target.stats.variant_id) if target else None
+    if target is not None and p is not None:
+        plan = (f"; the {p.plan_at_slowest.plan_days}-day plan covers it even at the slowest "
+                "run" if p.plan_at_slowest else "")
+        load.append(f"projection, not accepted output: {p.corpora} corpus(es) at "
+                    f"{target.stats.variant_id}'s median take {duration_text(p.hours_at_median)} "
+                    f"of processing ({duration_text(p.hours_at_fastest)} to "
+                    f"{duration_text(p.hours_at_slowest)} over its runs){plan}")
+    return "; ".join(load)
+
+
+def _reasons(d: Decision, all_stats: Sequence[VariantStats],
+             comparable: Sequence[Costing]) -> str:
+    reasons = []
+    c = d.chosen
+    if c is not None:
+        reasons.append(f"quality {c.stats.quality_verdict} within the locked threshold and "
+                       f"tolerance; {c.cost_text} per accepted corpus ({c.accepted_count} "
+                       "distinct validated corpus(es))")
+        ties = [o.stats.variant_id for o in comparable
+                if o is not c and o.cost_per_accepted == c.cost_per_accepted]
+        if ties:
+            unsure = [s.first if s.second == c.stats.variant_id else s.second
+                      for s in d.separations if s.verdict != stats.SEPARATED
+                      and c.stats.variant_id in (s.first, s.second)
+                      and {s.first, s.second} & set(ties)]
+            reasons.append(f"same cost as {', '.join(ties)}: chosen for the fastest median"
+                           + (f", not separated from {', '.join(unsure)}" if unsure else ""))
+        dearer = [o for o in comparable if o.cost_per_accepted is not None
+                  and c.cost_per_accepted is not None
+                  and o.cost_per_accepted > c.cost_per_accepted]
+        reasons += [f"{o.stats.variant_id} costs {o.cost_text} per accepted corpus"
+                    for o in dearer]
+        st = c.stats
+        counts = [f"{n} {what}" for n, what in ((st.failed, "failed"),
+                                                (st.interrupted, "interrupted"),
+                                                (st.excluded, "excluded")) if n]
+        reasons.append(f"{st.successes} successful runs of {st.attempts} attempts"
+                       + (f" ({', '.join(counts)})" if counts else ""))
+    for st in all_stats:
+        if not st.equal_quality:
+            reasons.append(f"{st.variant_id} kept out: {st.gate_note.split(': ', 1)[-1]}")
+    return "; ".join(reasons) if reasons else "no comparable configuration yet"
+
+
+def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
+    equal = {st.variant_id for st in all_stats if st.equal_quality}
+    unsettled = [s.sentence() for s in d.separations
+                 if s.verdict != stats.SEPARATED and {s.first, s.second} <= equal]
+    unsettled += [f"money: {m.sentence()}" for m in d.money
+                  if m.verdict in (stats.WITHIN_NOISE, stats.NO_DATA)]
+    if not unsettled:
+        return ("the series separates every pair of equal-quality variants, and no cost "
+                "difference is within the measurement noise")
+    return "; ".join(unsettled)
+
+
+def draft_text(d: Decision) -> str:
+    """The ``draft`` field: the suggestions, one ``field: text`` line each, then the verdicts."""
+    lines = [DRAFT_HEADER]
+    lines += [f"{name}: {d.suggestions[name]}" for name in MEMO_FIELDS]
+    lines.append("separation (R15):")
+    lines += [f"- {s.sentence()}" for s in d.separations] or ["- no pair to compare"]
+    return "\n".join(lines)
+
+
+def previous_suggestions(draft: Any) -> dict[str, str]:
+    """The suggestions a previous report wrote into ``draft`` (field -> text)."""
+    found: dict[str, str] = {}
+    for line in str(draft or "").splitlines():
+        name, sep, text = line.partition(": ")
+        if sep and name in MEMO_FIELDS:
+            found[name] = text
+    return found
+
+
+def update_memo(form: dict[str, Any], d: Decision) -> None:
+    """Write the draft; fill each memo field a person has not edited. Never touch the others."""
+    before = previous_suggestions(form.get("draft"))
+    for name in MEMO_FIELDS:
+        current = form.get(name)
+        text = "" if current is None else str(current)
+        if not text.strip() or text == before.get(name):
+            form[name] = d.suggestions[name]
+        else:
+            d.kept_fields.append(name)
+    form["draft"] = draft_text(d)

@@ -1,0 +1,286 @@
+"""The Summary sheet: per variant counts, raw durations, median/min/max (R14), quality (R16).
+
+Each number is a live formula over the Attempts sheet *and* the value the
+Python generator computed for it (the formula's cached value), so Excel and
+LibreOffice recalculate it when rows are added, and readers that never
+recalculate (pandas, openpyxl ``data_only``, previews) still see it. Both
+sides apply one rule, stated once in :data:`SUCCESS_RULE`.
+
+Formulas use only what LibreOffice 7.4 and Excel evaluate alike: SUMPRODUCT
+and single-cell array formulas ``MEDIAN(IF(...))``,
+``MIN(IF(...))``, ``INDEX(..., MATCH(1, ..., 0))`` guarded against blanks and
+against an empty selection (MIN and MAX of nothing are 0 there, never "no
+data"). No FILTER, UNIQUE, MINIFS or table-column references. Ranges reach a
+fixed row far below the data so that new rows are covered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit import layout, stats
+from toolkit.tariffs import column_letter
+from toolkit.workbook.model import Formula, WorkbookData
+
+#: Attempts rows the formulas reach at least (header excluded).
+ATTEMPT_ROWS = 10_000
+#: Rows left below the data when a campaign grows past ATTEMPT_ROWS.
+SPARE_ROWS = 1_000
+#: How many raw durations the sheet shows side by side (run_1_s .. run_5_s).
+RUN_COLUMNS = 5
+SUCCESS_RULE = ("a success is an attempt with status completed, ids_match yes, a measured_s, "
+                "not excluded and not pre-amendment; only successes enter the median, min "
+                "and max")
+NO_DATA = "no data: no successful run (completed, ids match, not excluded, not pre-amendment)"
+MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes")
+
+YES = layout.YES
+
+
+def _text(value: Any) -> str:
+    """A cell as the spreadsheet compares it: blank is "", case ignored."""
+    return "" if value is None else str(value).lower()
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def is_success(attempt: dict[str, Any]) -> bool:
+    """Whether an Attempts row enters the statistics (:data:`SUCCESS_RULE`)."""
+    return (_text(attempt.get("status")) == "completed"
+            and _text(attempt.get("ids_match")) == YES
+            and _text(attempt.get("excluded")) != YES
+            and _text(attempt.get("pre_amendment")) != YES
+            and attempt.get("measured_s") is not None)
+
+
+@dataclass
+class VariantStats:
+    """What the Summary row of one variant says, as Python values."""
+
+    variant_id: str
+    series: int | None
+    description: str | None
+    attempts: int = 0
+    completed: int = 0
+    failed: int = 0
+    interrupted: int = 0
+    excluded: int = 0
+    pre_amendment: int = 0
+    runs: tuple[float, ...] = ()  # successes' measured_s, in Attempts order
+    by_repetition: dict[int, float] = field(default_factory=dict)
+    items: float | None = None  # corpus items (median expected_ids of the successes)
+    quality_verdict: str = "not evaluated"
+    metric_value: float | None = None
+    reference_agreement: float | None = None
+    peaks: dict[str, int | None] = field(default_factory=dict)
+    exclusions: list[str] = field(default_factory=list)
+    #: Filled by the quality gate (report.quality): joins the cost comparison.
+    equal_quality: bool = False
+    gate_note: str = ""
+
+    @property
+    def successes(self) -> int:
+        """Runs in the statistics."""
+        return len(self.runs)
+
+    @property
+    def median(self) -> float | None:
+        """Median measured_s of the successes; None when there is none."""
+        return stats.median(self.runs)
+
+    @property
+    def minimum(self) -> float | None:
+        """Fastest success."""
+        return stats.minimum(self.runs)
+
+    @property
+    def maximum(self) -> float | None:
+        """Slowest success."""
+        return stats.maximum(self.runs)
+
+    @property
+    def throughput(self) -> float | None:
+        """Corpus items per second at the median."""
+        if self.median is None or self.items is None or self.median <= 0:
+            return None
+        return self.items / self.median
+
+
+def variant_stats(data: WorkbookData) -> list[VariantStats]:
+    """One VariantStats per declared variant (Variants order), then any undeclared one."""
+    found: dict[str, VariantStats] = {}
+    for v in data.tables["Variants"]:
+        vid = v.get("variant_id")
+        if vid is not None:
+            found[str(vid)] = VariantStats(str(vid), v.get("series"), v.get("description"))
+    for a in data.tables["Attempts"]:
+        if a.get("variant_id") is None:
+            continue  # a row without a variant belongs to no summary (validate reports it)
+        vid = str(a.get("variant_id"))
+        st = found.setdefault(vid, VariantStats(vid, None, None))
+        _count(st, a)
+    for st in found.values():
+        _finish(st, [a for a in data.tables["Attempts"] if str(a.get("variant_id")) ==
+                     st.variant_id])
+    return list(found.values())
+
+
+def _count(st: VariantStats, a: dict[str, Any]) -> None:
+    st.attempts += 1
+    status = _text(a.get("status"))
+    st.completed += status == "completed"
+    st.failed += status == "failed"
+    st.interrupted += status == "interrupted"
+    if _text(a.get("excluded")) == YES:
+        st.excluded += 1
+        st.exclusions.append(f"{a.get('attempt_id')}: {a.get('exclusion_reason') or 'no reason'}")
+    st.pre_amendment += _text(a.get("pre_amendment")) == YES
+
+
+def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
+    wins = [a for a in attempts if is_success(a)]
+    st.runs = tuple(float(a["measured_s"]) for a in wins if _number(a["measured_s"]) is not None)
+    for a in wins:
+        rep = a.get("repetition")
+        if isinstance(rep, int) and rep not in st.by_repetition:
+            st.by_repetition[rep] = float(a["measured_s"])
+    items = [_number(a.get("expected_ids")) for a in wins]
+    st.items = stats.median([i for i in items if i is not None])
+    verdicts = {_text(a.get("quality_verdict")) for a in wins} - {"not evaluated", ""}
+    st.quality_verdict = ("fail" if "fail" in verdicts else "pass" if verdicts == {"pass"}
+                          else "not evaluated")
+    metrics = [m for m in (_number(a.get("metric_value")) for a in wins) if m is not None]
+    st.metric_value = stats.median(metrics)
+    agreements = [m for m in (_number(a.get("reference_agreement")) for a in wins)
+                  if m is not None]
+    st.reference_agreement = stats.minimum(agreements)
+    kept = [a for a in attempts if _text(a.get("excluded")) != YES]
+    for col in MEMORY_COLUMNS:
+        values = [int(v) for v in (_number(a.get(col)) for a in kept) if v is not None]
+        st.peaks[col] = max(values) if values else None
+
+
+# --------------------------------------------------------------------------- formulas
+
+
+class Ranges:
+    """Absolute references to Attempts columns, down to a fixed high row."""
+
+    def __init__(self, attempt_rows: int) -> None:
+        self.last = max(ATTEMPT_ROWS, attempt_rows + SPARE_ROWS) + 1
+
+    def __call__(self, column: str) -> str:
+        letter = column_letter(layout.ATTEMPTS, column)
+        return f"{layout.ATTEMPTS.name}!${letter}$2:${letter}${self.last}"
+
+
+def _cell(column: str, row: int) -> str:
+    return f"{column_letter(layout.SUMMARY, column)}{row}"
+
+
+def _abs_cell(column: str, row: int) -> str:
+    return f"${column_letter(layout.SUMMARY, column)}{row}"
+
+
+def success_condition(r: Ranges, row: int) -> str:
+    """The array condition selecting this Summary row's successes (1 or 0 per Attempts row)."""
+    return (f'({r("variant_id")}={_abs_cell("variant_id", row)})'
+            f'*({r("status")}="completed")*({r("ids_match")}="yes")'
+            f'*({r("excluded")}<>"yes")*({r("pre_amendment")}<>"yes")'
+            f'*({r("measured_s")}<>"")')
+
+
+def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, Any]:
+    """The Summary row of one variant written at Excel row ``row``: formulas with values."""
+    vid = _abs_cell("variant_id", row)
+    mine = f'({r("variant_id")}={vid})'
+    ok = success_condition(r, row)
+    successes = _cell("successes", row)
+    median = _cell("median_s", row)
+
+    def count(condition: str, value: int) -> Formula:
+        # SUMPRODUCT of equalities, not COUNTIFS: an id like "b*" or "<>x" stays literal.
+        return Formula(f"SUMPRODUCT({mine}{condition})", value)
+
+    def guarded(function: str, column: str, condition: str, value: Any) -> Formula:
+        # MIN/MAX of an empty selection give 0 in a spreadsheet: count first.
+        selected = f"{condition}*({r(column)}<>\"\")"
+        return Formula(f'IF(SUMPRODUCT({selected})=0,"",{function}(IF({selected},{r(column)})))',
+                       value, array=True)
+
+    values: dict[str, Any] = {
+        "variant_id": st.variant_id,
+        "series": st.series,
+        "attempts": count("", st.attempts),
+        "completed": count(f'*({r("status")}="completed")', st.completed),
+        "failed": count(f'*({r("status")}="failed")', st.failed),
+        "interrupted": count(f'*({r("status")}="interrupted")', st.interrupted),
+        "excluded": count(f'*({r("excluded")}="yes")', st.excluded),
+        "pre_amendment": count(f'*({r("pre_amendment")}="yes")', st.pre_amendment),
+        "successes": Formula(f"SUMPRODUCT({ok})", st.successes),
+        "median_s": Formula(f'IF({successes}=0,"",MEDIAN(IF({ok},{r("measured_s")})))',
+                            st.median, array=True),
+        "median_s_reason": Formula(f'IF({successes}=0,"{NO_DATA}","")',
+                                   NO_DATA if st.median is None else None),
+        "min_s": Formula(f'IF({successes}=0,"",MIN(IF({ok},{r("measured_s")})))', st.minimum,
+                         array=True),
+        "max_s": Formula(f'IF({successes}=0,"",MAX(IF({ok},{r("measured_s")})))', st.maximum,
+                         array=True),
+        "throughput_items_s": Formula(
+            f'IF({successes}=0,"",MEDIAN(IF({ok},{r("expected_ids")}))/{median})',
+            st.throughput, array=True),
+        "quality_verdict": st.quality_verdict,
+        "equal_quality": YES if st.equal_quality else layout.NO,
+        "metric_value": guarded("MEDIAN", "metric_value", ok, st.metric_value),
+        "reference_agreement": guarded("MIN", "reference_agreement", ok,
+                                       st.reference_agreement),
+        "notes": notes,
+    }
+    for k in range(1, RUN_COLUMNS + 1):
+        values[f"run_{k}_s"] = Formula(
+            f'IFERROR(INDEX({r("measured_s")},MATCH(1,{ok}*({r("repetition")}={k}),0)),"")',
+            st.by_repetition.get(k), array=True)
+    kept = f'{mine}*({r("excluded")}<>"yes")'
+    for col in MEMORY_COLUMNS:
+        values[col] = guarded("MAX", col, kept, st.peaks.get(col))
+    return {name: values.get(name) for name in layout.SUMMARY.names}
+
+
+def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
+    """What a reader needs beside the numbers: exclusions, extra runs, the quality gate."""
+    notes = []
+    if st.excluded:
+        notes.append(f"{st.excluded} excluded under the rule \"{exclusion_rule or 'not stated'}\""
+                     f" ({'; '.join(st.exclusions)})")
+    if st.pre_amendment:
+        notes.append(f"{st.pre_amendment} measured before an amendment of the protocol: kept "
+                     "out of the statistics")
+    if st.failed or st.interrupted:
+        notes.append(f"{st.failed} failed, {st.interrupted} interrupted: counted, never in the "
+                     "median (R13)")
+    extra = sorted(k for k in st.by_repetition if k > RUN_COLUMNS)
+    if extra:
+        notes.append(f"repetitions {', '.join(map(str, extra))} are in the median but not in "
+                     f"run_1_s..run_{RUN_COLUMNS}_s")
+    unplaced = st.successes - len(st.by_repetition)
+    if unplaced > 0:
+        notes.append(f"{unplaced} success(es) share a repetition number with another: in the "
+                     "median, not in the run columns")
+    if st.gate_note:
+        notes.append(st.gate_note)
+    return "; ".join(notes)
+
+
+def summary_rows(all_stats: Sequence[VariantStats], data: WorkbookData) -> list[dict[str, Any]]:
+    """The Summary sheet's rows, one per variant, from Excel row 2 on."""
+    r = Ranges(len(data.tables["Attempts"]))
+    rule = data.forms["Protocol"].get("exclusion_rule")
+    return [summary_row(st, row, r, summary_notes(st, rule))
+            for row, st in enumerate(all_stats, start=2)]
+

