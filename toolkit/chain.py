@@ -64,6 +64,12 @@ def cell_value(value: Any) -> Any:
     numbers -> float at xlsxwriter's 16 significant digits (-0 -> 0); a
     formula -> its cached value; anything else -> its safe cell text.
     """
+    kind = type(value)
+    if kind is str:  # the common cases first: a chain hashes every cell of every row
+        text = cell_text(value)
+        return text if text.strip() else None
+    if kind is float or kind is int:
+        return _number(value)
     if isinstance(value, Formula):
         value = value.value
     if value is None:
@@ -152,7 +158,8 @@ def chain_findings(data: WorkbookData, workbook_dir: str | Path | None,
     for i, row in enumerate(rows):
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
-        edits = _edits(row, recorded.get(str(row.get("attempt_id"))), name, excel)
+        edits = _edits(row, contents[i], recorded.get(str(row.get("attempt_id"))), name,
+                       excel)
         found += edits
         if hashes[i] is None:
             found.append(Finding(
@@ -188,9 +195,14 @@ def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapp
     return out
 
 
-def _edits(row: Row, record: Mapping[str, Any] | None, name: str, excel: int) -> list[Finding]:
-    """One finding per chained cell that differs from the attempt's journal record."""
-    if record is None:
+def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
+           excel: int) -> list[Finding]:
+    """One finding per chained cell that differs from the attempt's journal record.
+
+    ``content`` is the row's :func:`_content`: equal canonical texts mean equal
+    cells, so the cell-by-cell comparison runs only for a row that differs.
+    """
+    if record is None or _content(record) == content:
         return []
     found = []
     for column in CHAINED_COLUMNS:

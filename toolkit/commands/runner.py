@@ -119,7 +119,6 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
     runs `iteralab report` on it.
     """
     from toolkit.commands.report import report
-
     from toolkit.runner import demo as sample
     from toolkit.runner.campaign import Options
 

@@ -16,6 +16,7 @@ fixed row far below the data so that new rows are covered.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +110,8 @@ class VariantStats:
         """Corpus items per second at the median."""
         if self.median is None or self.items is None or self.median <= 0:
             return None
-        return self.items / self.median
+        rate = self.items / self.median
+        return rate if math.isfinite(rate) else None  # a cell holds no infinity
 
 
 def variant_stats(data: WorkbookData) -> list[VariantStats]:

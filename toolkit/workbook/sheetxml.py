@@ -50,9 +50,12 @@ def string_item_text(node: Any) -> str:
 
 
 def _number(text: str) -> int | float:
-    if "." in text or "E" in text or "e" in text:
+    if "." in text or "E" in text or "e" in text:  # most numbers: no exception raised
         return float(text)
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)  # "inf", "nan": read as floats rather than refused
 
 
 def _row_number(text: str) -> int:
@@ -106,6 +109,9 @@ def rows(ws: Any) -> Iterator[tuple[Any, ...]]:
     strings = ws._shared_strings
     date_styles, duration_styles = book._date_formats, book._timedelta_formats
     epoch = book.epoch
+    # Whether a style id, as the file writes it (s="7"), formats dates; learnt from the
+    # first number of each style (read by _value), the later ones take the fast path.
+    is_date: dict[str | None, bool] = {None: False}
     columns: dict[str, int] = {}
     expected = 1
     with ws._get_source() as source:
@@ -122,7 +128,18 @@ def rows(ws: Any) -> Iterator[tuple[Any, ...]]:
                 yield ()
             values: list[Any] = []
             for cell in element:
-                value = _value(cell, strings, date_styles, duration_styles, epoch)
+                kind = cell.get("t")
+                if kind == "s":  # most cells: shared strings, then plain numbers
+                    text = cell.findtext(_VALUE)
+                    value = strings[int(text)] if text else None
+                elif kind is None and not is_date.get(cell.get("s"), True):
+                    text = cell.findtext(_VALUE)
+                    value = _number(text) if text else None
+                else:
+                    value = _value(cell, strings, date_styles, duration_styles, epoch)
+                    style = cell.get("s")
+                    if style not in is_date:
+                        is_date[style] = bool(style) and int(style) in date_styles
                 reference = cell.get("r")
                 if reference is None:
                     values.append(value)

@@ -38,6 +38,8 @@ def cell_text(value: object) -> str:
     result with xlsxwriter's ``write_string``.
     """
     text = str(value)
+    if text.isascii() and text.isprintable() and len(text) <= EXCEL_CELL_LIMIT:
+        return text  # the common case, nothing to change: skip the searches below
     if _SURROGATE.search(text):
         # Pairs written as two code points are joined; lone halves become U+FFFD.
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

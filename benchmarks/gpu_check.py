@@ -1,0 +1,379 @@
+"""Target 7: a short campaign on a CUDA card, checked against CUDA events and the card's ceilings.
+
+One prepared command for a lent GPU machine (at most 5 minutes; see
+benchmarks/README.md for the set-up)::
+
+    HF_HUB_OFFLINE=1 timeout 330 python benchmarks/gpu_check.py
+
+What it does, in order:
+
+1. **Card**: the CUDA device's name and memory, matched to a row of
+   ``tariffs/gpus.csv`` (via ``toolkit.gpus``; ``--card SLUG`` overrides). Without a
+   match the ceilings stay empty, with the reason.
+2. **Timing probe**: bf16 matrix products timed by the runner's own
+   :class:`toolkit.runner.probes.Span` (synchronised host timer and CUDA
+   events) must agree within 2 %; an unsynchronised host timer is shown
+   beside them (it only times the kernel launches). The achieved matrix rate
+   and a device-to-device copy rate are compared with the catalog's dense
+   BF16 rate and memory bandwidth: a check of the ceilings themselves.
+3. **Campaign**: the sample classifier on CUDA through the real CLI
+   (``iteralab run``): batch 1, 4 and 8, fp32 and bf16, file order and
+   length-grouped (12 variants), ``--repetitions`` each (default 2) in rotated
+   order, one shared process (so start-up is paid once; the CUDA peaks are
+   reset at each attempt's start), the whole corpus by default.
+4. **Report**: per variant the median measured window, the device span from
+   CUDA events and its agreement with the host span, memory peaks
+   (``memory_allocated`` and ``memory_reserved``, never added), throughput,
+   the linear layers' FLOP rate against the BF16 ceiling and the weight stream
+   against the memory bandwidth, and the quality verdict.
+
+Exit codes: 0 every check passed, 1 a check failed (an attempt not
+completed, host and device spans disagreeing, or more than 5 minutes), 2 bad
+arguments, 3 no CUDA device (this machine cannot run the check).
+``--cpu-dry-run`` runs the same campaign on the CPU with a few items: a
+plumbing check of this script on a machine without a GPU, not a measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import common
+
+BUDGET_S = 300.0
+TIMING_TOLERANCE = 0.02  # host span vs CUDA-event span, relative
+WINDOW_TOLERANCE_S = 0.005  # absolute floor for short measured windows
+ATTEMPT_TIMEOUT_S = 120
+FORM_FACTORS = ("pcie", "nvl")
+
+
+# ---------------------------------------------------------------- the card
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def match_card(device_name: str, memory_bytes: int | None, catalog: Sequence[Any]) -> Any | None:
+    """The catalog row (toolkit.gpus.Gpu) of a CUDA device, or None when none fits.
+
+    A row matches when its model token (the first slug part with a digit: h200,
+    a100, 4090, mi300x) is a word of the device name, no form-factor word of the
+    device (PCIe, NVL) is missing from the row, and the device's memory is within
+    10 % of the row's. Among matches, the row sharing most words wins.
+    """
+    words = _words(device_name)
+    best, best_score = None, -1
+    for gpu in catalog:
+        tokens = re.findall(r"[a-z0-9]+", gpu.slug.lower())
+        keys = [t for t in tokens if any(c.isdigit() for c in t)] or tokens
+        if keys[0] not in words:
+            continue
+        row_words = _words(f"{gpu.slug} {gpu.name}")
+        if any(f in words and f not in row_words for f in FORM_FACTORS):
+            continue
+        if memory_bytes is not None and abs(memory_bytes - gpu.capacity_bytes) > \
+                0.1 * gpu.capacity_bytes:
+            continue
+        score = len(words & row_words)
+        if score > best_score:
+            best, best_score = gpu, score
+    return best
+
+
+# ---------------------------------------------------------------- the model's work
+
+@dataclass(frozen=True)
+class ModelWork:
+    """What one token and one batch cost the sample encoder, from its files."""
+
+    flops_per_token: int  # linear layers only (attention scores add a little with length)
+    weight_params: int  # non-embedding parameters, streamed from memory once per batch
+
+
+def model_work() -> ModelWork:
+    """FLOPs per token of the linear layers and the non-embedding parameter count."""
+    from safetensors import safe_open
+
+    folder = importlib.resources.files(common.MODEL_PACKAGE) / "model"
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    hidden, inner = config["hidden_size"], config["intermediate_size"]
+    flops = 2 * config["num_hidden_layers"] * (4 * hidden * hidden + 2 * hidden * inner)
+    params = 0
+    with safe_open(str(folder / "model.safetensors"), "pt") as tensors:
+        for key in tensors.keys():
+            if "embeddings" not in key:
+                params += math.prod(tensors.get_slice(key).get_shape())
+    return ModelWork(flops, params)
+
+
+# ---------------------------------------------------------------- probes
+
+def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
+    """bf16 matrix products timed three ways, and a device copy; seconds and rates."""
+    import torch
+
+    from toolkit.runner import probes
+
+    device = torch.device("cuda")
+    a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    unsynced = time.perf_counter() - start
+    torch.cuda.synchronize()
+    with probes.Span(device) as span:
+        for _ in range(reps):
+            a @ b
+    del a, b
+    copy_bytes = 2 << 30
+    src = torch.empty(copy_bytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    with probes.Span(device) as copy:
+        for _ in range(5):
+            dst.copy_(src)
+    del src, dst
+    torch.cuda.empty_cache()
+    assert span.host_s and span.device_s and copy.device_s
+    return {"unsynced_s": unsynced, "host_s": span.host_s, "device_s": span.device_s,
+            "tflops": 2 * size**3 * reps / span.device_s / 1e12,
+            "copy_gbps": 2 * copy_bytes * 5 / copy.device_s / 1e9}
+
+
+# ---------------------------------------------------------------- the campaign
+
+def variants(device: str, slug: str | None, batches: Sequence[int], precisions: Sequence[str],
+             groupings: Sequence[str]) -> list[dict[str, Any]]:
+    """The Variants rows: every batch x precision x grouping (series 1 fp32, 2 bf16, 3 sorted)."""
+    rows = []
+    for grouping in groupings:
+        for precision in precisions:
+            for batch in batches:
+                vid = f"g{batch}-{precision}" + ("-sorted" if grouping == "sorted" else "")
+                series = 3 if grouping == "sorted" else (2 if precision != "fp32" else 1)
+                rows.append(common.variant(vid, batch, precision, grouping, device=device,
+                                           series=series, gpu_slug=slug))
+    return rows
+
+
+def build_campaign(folder: Path, items: int, repetitions: int,
+                   rows: list[dict[str, Any]]) -> Path:
+    """A locked workbook in ``folder`` with the corpus subset, the head and ``rows``."""
+    from toolkit import protocol
+    from toolkit.workbook import store
+    from toolkit.workbook.model import WorkbookData
+
+    common.prepare_folder(folder, items)
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(common.protocol(str(rows[0]["variant_id"]), repetitions))
+    for row in rows:
+        data.append("Variants", row)
+    protocol.lock(data)
+    book = folder / "gpu_check.xlsx"
+    store.save(data, book)
+    return book
+
+
+def run_campaign(book: Path) -> float:
+    """``iteralab run BOOK`` in a subprocess; return its wall time (exit on failure)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH"))
+                                        if p)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "toolkit", "run", str(book), "--quiet",
+                           f"--timeout={ATTEMPT_TIMEOUT_S}"], cwd=common.ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+    for line in done.stdout.strip().splitlines():
+        print(f"  | {line}")
+    if done.returncode != 0:
+        print(done.stderr.strip()[-2000:], file=sys.stderr)
+        raise SystemExit(f"error: iteralab run exited with {done.returncode}")
+    return time.perf_counter() - start
+
+
+# ---------------------------------------------------------------- the report
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:,.0f}"
+
+
+def _peak(rows: list[dict[str, Any]], column: str) -> int | None:
+    values = [r[column] for r in rows if isinstance(r[column], int)]
+    return max(values) if values else None
+
+
+def worst_gap(rows: list[dict[str, Any]]) -> float | None:
+    """The largest |host - device| / host over completed attempts with a device span."""
+    gaps = [abs(r["measured_s"] - r["device_s"]) / r["measured_s"] for r in rows
+            if r["status"] == "completed" and r["device_s"] is not None]
+    return max(gaps) if gaps else None
+
+
+def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items: int,
+           work: ModelWork, card: Any | None, cuda: bool) -> list[str]:
+    """Print the per-variant table; return the failed checks."""
+    failures: list[str] = []
+    for row in rows:
+        if row["status"] != "completed":
+            failures.append(f"{row['attempt_id']}: {row['status']} ({row['notes']})")
+        elif cuda:
+            host, dev = row["measured_s"], row["device_s"]
+            if dev is None or abs(host - dev) > max(WINDOW_TOLERANCE_S, TIMING_TOLERANCE * host):
+                failures.append(f"{row['attempt_id']}: host {host} s vs CUDA events {dev} s")
+    bandwidth = float(card.bandwidth_gbps) * 1e9 if card else None
+    bf16_peak = float(card.bf16_dense_tflops) * 1e12 if card and card.bf16_dense_tflops else None
+    print(f"{'variant':<16} {'median_s':>9} {'dev/host':>8} {'items/s':>8} {'ktok/s':>7} "
+          f"{'TFLOP/s':>8} {'%bf16':>6} {'GB/s wts':>8} {'%bw':>6} {'alloc':>7} {'reserv':>7} "
+          f"{'MiB':<3} quality")
+    for spec in variant_rows:
+        vid = spec["variant_id"]
+        done = [r for r in rows if r["variant_id"] == vid and r["status"] == "completed"]
+        if not done:
+            print(f"{vid:<16} no completed attempt")
+            continue
+        seconds = statistics.median(r["measured_s"] for r in done)
+        devs = [r["device_s"] / r["measured_s"] for r in done if r["device_s"]]
+        padded = statistics.median(r["padded_tokens"] for r in done)
+        real = statistics.median(r["padded_tokens"] * r["padding_efficiency"] for r in done)
+        rate = work.flops_per_token * padded / seconds
+        batches = math.ceil(items / int(spec["batch_size"]))
+        per_param = 4 if spec["precision"] == "fp32" else 2
+        stream = batches * work.weight_params * per_param / seconds
+        share = f"{100 * rate / bf16_peak:5.2f}" if bf16_peak and spec["precision"] == "bf16" \
+            else "    -"
+        share_bw = f"{100 * stream / bandwidth:5.2f}" if bandwidth else "    -"
+        alloc = _peak(done, "mem_allocated_peak_bytes")
+        reserved = _peak(done, "mem_reserved_peak_bytes")
+        verdicts = ",".join(sorted({str(r["quality_verdict"]) for r in done}))
+        dev_text = f"{statistics.median(devs):8.4f}" if devs else f"{'-':>8}"
+        print(f"{vid:<16} {seconds:9.3f} {dev_text} "
+              f"{items / seconds:8.0f} {real / seconds / 1e3:7.1f} {rate / 1e12:8.3f} {share} "
+              f"{stream / 1e9:8.1f} {share_bw} {_mib(alloc):>7} "
+              f"{_mib(reserved):>7}     {verdicts}")
+    notes = ["TFLOP/s counts the linear layers of the padded tokens "
+             f"({work.flops_per_token / 1e6:.1f} MFLOP per token; attention scores excluded)",
+             f"GB/s wts: {work.weight_params:,} non-embedding weights read once per batch"]
+    if card is None:
+        notes.append("no catalog row for this device: %bf16 and %bw are empty")
+    else:
+        notes.append(f"ceilings from tariffs/gpus.csv row {card.slug}: "
+                     f"{card.bandwidth_gbps} GB/s, BF16 dense {card.bf16_dense_tflops} TFLOP/s; "
+                     "no FP32 rate in the catalog, so %bf16 is shown for bf16 variants only")
+    if not cuda:
+        notes.append("CPU dry run: no CUDA events, no CUDA memory peaks (empty, with reasons)")
+    for note in notes:
+        print(f"  note: {note}")
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the GPU check; return 0 (passed), 1 (a check failed) or 3 (no CUDA device)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=common.FULL_CORPUS_ITEMS,
+                        help="first N corpus items (default: all 1,000)")
+    parser.add_argument("--repetitions", type=int, default=2,
+                        help="repetitions of each variant (default 2)")
+    parser.add_argument("--batches", default="1,4,8", help="batch sizes (default 1,4,8)")
+    parser.add_argument("--precisions", default="fp32,bf16", help="default fp32,bf16")
+    parser.add_argument("--groupings", default="none,sorted", help="default none,sorted")
+    parser.add_argument("--card", default=None, metavar="SLUG",
+                        help="catalog row to compare with (default: matched by device name)")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="build the campaign in DIR and keep it (default: a temp folder)")
+    parser.add_argument("--cpu-dry-run", action="store_true",
+                        help="plumbing check on the CPU (few items, no CUDA checks)")
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    import torch
+
+    from toolkit import gpus
+
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.cpu_dry_run:
+        print(f"gpu_check needs a CUDA device: torch {torch.__version__} sees none "
+              f"(CUDA build: {torch.version.cuda or 'none'}). Run it on a GPU machine "
+              "(benchmarks/README.md, target 7); --cpu-dry-run checks the script only.")
+        return common.EXIT_NO_CUDA
+    cuda = cuda and not args.cpu_dry_run
+    catalog = gpus.load_catalog()
+    if cuda:
+        props = torch.cuda.get_device_properties(0)
+        name, memory = torch.cuda.get_device_name(0), int(props.total_memory)
+    else:
+        name, memory = "CPU (dry run)", None
+    card = next((g for g in catalog if g.slug == args.card), None) if args.card else \
+        match_card(name, memory, catalog)
+    if args.card and card is None:
+        raise SystemExit(f"error: --card {args.card}: no such slug in tariffs/gpus.csv")
+    print(f"gpu check: {name}" + (f", {memory / 2**30:.1f} GiB" if memory else "")
+          + f"; torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}")
+    print(f"catalog row: {card.slug} ({card.name}), {card.bandwidth_gbps} GB/s, BF16 dense "
+          f"{card.bf16_dense_tflops} TFLOP/s" if card else
+          "catalog row: none matches this device (use --card SLUG): ceilings empty")
+    failures: list[str] = []
+    if cuda:
+        probe = timing_probe()
+        gap = abs(probe["host_s"] - probe["device_s"]) / probe["device_s"]
+        print(f"timing probe (bf16 8192^2 products x 40): synchronised host {probe['host_s']:.4f}"
+              f" s, CUDA events {probe['device_s']:.4f} s (gap {100 * gap:.2f} %), "
+              f"unsynchronised host {probe['unsynced_s']:.4f} s (launches only)")
+        peak = f" = {100 * probe['tflops'] / float(card.bf16_dense_tflops):.0f} % of the " \
+               f"catalog's {card.bf16_dense_tflops}" if card and card.bf16_dense_tflops else ""
+        copy = f" = {100 * probe['copy_gbps'] / float(card.bandwidth_gbps):.0f} % of the " \
+               f"catalog's {card.bandwidth_gbps}" if card else ""
+        print(f"  matrix rate {probe['tflops']:.0f} TFLOP/s{peak}; copy "
+              f"{probe['copy_gbps']:.0f} GB/s{copy}")
+        if gap > TIMING_TOLERANCE:
+            failures.append(f"timing probe: host and CUDA-event spans differ by {100 * gap:.1f} %")
+    items = min(args.items, 24) if args.cpu_dry_run else args.items
+    batches = [int(b) for b in args.batches.split(",")]
+    rows_spec = variants("cuda" if cuda else "cpu", card.slug if card and cuda else None,
+                         batches, args.precisions.split(","), args.groupings.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
+        folder = args.keep or Path(tmp)
+        book = build_campaign(folder, items, args.repetitions, rows_spec)
+        print(f"campaign: {len(rows_spec)} variants x {args.repetitions} repetitions, "
+              f"{items} items, shared process, through `iteralab run`")
+        wall = run_campaign(book)
+        from toolkit.workbook import store
+
+        attempts = list(store.read(book).tables["Attempts"])
+    measured = sum(r["measured_s"] or 0 for r in attempts)
+    print(f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
+          f"{len(attempts)} attempts")
+    failures += report(attempts, rows_spec, items, model_work(), card, cuda)
+    elapsed = time.perf_counter() - began
+    if elapsed > BUDGET_S:
+        failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")
+    gap = worst_gap(attempts)
+    if gap is not None:
+        print("worst |host - CUDA events| / host over the measured windows:")
+        common.verdict(gap, TIMING_TOLERANCE)
+    print(f"elapsed {elapsed:.1f} s / budget {BUDGET_S:.0f} s:")
+    common.verdict(elapsed / BUDGET_S, 1.0)
+    for failure in failures:
+        print(f"check failed: {failure}")
+    print("checks: " + ("all passed" if not failures else f"{len(failures)} failed"))
+    return common.EXIT_MISSED if failures else common.EXIT_MET
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+"""Target 4: validate + report on 10,000 attempts cost at most 2x a bare openpyxl load.
+
+Builds, in a temporary folder, the sample campaign (``iteralab demo``'s copy of
+samples/example_campaign.xlsx with its corpus and head) holding ``--attempts``
+attempts that went through the real bookkeeping: each is a real attempt row
+of the recorded demo run (tests/fixtures/demo_campaign_rows.json) under a new
+id, with its own predictions file (``--items-per-file`` lines of the corpus,
+SHA-256 recorded), appended to the journal with :func:`toolkit.journal.append`
+(fsync'd), then ingested by :func:`toolkit.journal.ingest` (rows sealed into
+the hash chain, one save). The workbook validates without a finding.
+
+Contestants, each in a fresh child process (so each has its own peak memory),
+interleaved (A, B, then B, A, ...), ``--runs`` each; the time is taken inside
+the child around the work, after its imports:
+
+- **validate+report**: what ``iteralab validate`` then ``iteralab report`` do:
+  ``store.read`` + :func:`toolkit.validate.validate` (schemas, cross-sheet
+  rules, hash chain, journal, every predictions file hashed), then
+  :func:`toolkit.report.build.build` (read, refresh, save, report.md with
+  every predictions file checked, CSVs, PNG charts);
+- **openpyxl load**: ``openpyxl.load_workbook(path)`` (default mode) of the
+  same workbook.
+
+Target: median validate+report / median openpyxl load <= 2. Then
+``--ingest`` more attempts are journaled and ingested into that workbook in
+one child process, with ``store.save`` wrapped to count the saves: the check
+is exactly 1 save. The peak memory (``ru_maxrss``) of every child is printed.
+
+    python benchmarks/scale.py                      # 10,000 attempts, 1,000 ingested, 3 runs
+    python benchmarks/scale.py --attempts 200 --ingest 20 --items-per-file 10 --runs 1
+    python benchmarks/scale.py --baseline /tmp/before   # also time /tmp/before/toolkit
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+
+TARGET = 2.0
+FIXTURE = common.ROOT / "tests" / "fixtures" / "demo_campaign_rows.json"
+#: Distinct predictions contents written round-robin (each file is still hashed on its own).
+CONTENTS = 16
+
+
+def _maxrss_mib() -> float:
+    """This process's peak resident set, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ---------------------------------------------------------------- child processes
+
+def child_validate_report(workbook: Path, pngs: bool) -> dict[str, Any]:
+    """validate then report, as the two commands do; return times, findings, peak memory."""
+    from toolkit.report.build import build
+    from toolkit.validate import validate
+    from toolkit.workbook import store
+
+    if pngs:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401 - imported before the clock, like openpyxl
+
+    cpu = time.process_time()
+    start = time.perf_counter()
+    data = store.read(workbook)
+    findings = validate(data, workbook)
+    middle = time.perf_counter()
+    build(workbook, pngs=pngs)
+    end = time.perf_counter()
+    return {"seconds": end - start, "cpu_s": time.process_time() - cpu,
+            "validate_s": middle - start, "report_s": end - middle,
+            "findings": len(findings), "attempts": len(data.tables["Attempts"]),
+            "first_finding": str(findings[0]) if findings else None,
+            "maxrss_mib": _maxrss_mib()}
+
+
+def child_openpyxl(workbook: Path) -> dict[str, Any]:
+    """A bare ``openpyxl.load_workbook`` (default, not read-only) of the workbook."""
+    import openpyxl
+
+    cpu = time.process_time()
+    start = time.perf_counter()
+    book = openpyxl.load_workbook(workbook)
+    seconds = time.perf_counter() - start
+    cpu_s = time.process_time() - cpu
+    rows = book["Attempts"].max_row - 1
+    book.close()
+    return {"seconds": seconds, "cpu_s": cpu_s, "attempts": rows, "maxrss_mib": _maxrss_mib()}
+
+
+def child_ingest(workbook: Path) -> dict[str, Any]:
+    """Ingest the journal into the workbook, counting ``store.save`` calls."""
+    from toolkit import journal
+    from toolkit.workbook import store
+
+    saves = [0]
+    real_save = store.save
+
+    def counting_save(*args: Any, **kwargs: Any) -> None:
+        saves[0] += 1
+        real_save(*args, **kwargs)
+
+    store.save = counting_save  # journal.ingest looks store.save up at call time
+    start = time.perf_counter()
+    result = journal.ingest(workbook)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "saves": saves[0], "attempts_added": result.attempts_added,
+            "already": result.already, "maxrss_mib": _maxrss_mib()}
+
+
+def run_child(mode: str, workbook: Path, *extra: str, toolkit_dir: Path | None = None
+              ) -> dict[str, Any]:
+    """Run this script in ``--child MODE`` and return the JSON it prints.
+
+    ``toolkit_dir``: a folder holding another ``toolkit`` package to import instead.
+    """
+    env = dict(os.environ)
+    if toolkit_dir is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(toolkit_dir), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", mode,
+                           str(workbook), *extra], capture_output=True, text=True, check=False,
+                          cwd=common.ROOT, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"error: child {mode} failed ({done.returncode}):\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the synthetic campaign
+
+def predictions_contents(items: int) -> list[tuple[bytes, str]]:
+    """``CONTENTS`` distinct predictions files of the first ``items`` corpus items, with SHA-256.
+
+    Lines as the runner writes them (id, prediction, label, stratum); content
+    k predicts the true label for 6 items in 10, shifted by k.
+    """
+    from toolkit import corpus
+
+    rows = corpus.read_corpus(common.CORPUS)[:items]
+    labels = sorted({r.label for r in rows})
+    out = []
+    for k in range(CONTENTS):
+        lines = []
+        for i, row in enumerate(rows):
+            right = (i + k) % 10 < 6
+            guess = row.label if right else labels[(labels.index(row.label) + 1) % len(labels)]
+            lines.append(json.dumps({"id": row.id, "prediction": guess, "label": row.label,
+                                     "stratum": corpus.stratum(len(row.text.split()))},
+                                    ensure_ascii=False, separators=(",", ":")) + "\n")
+        blob = "".join(lines).encode("utf-8")
+        out.append((blob, hashlib.sha256(blob).hexdigest()))
+    return out
+
+
+def records(start: int, count: int, folder: Path, contents: list[tuple[bytes, str]]
+            ) -> list[dict[str, Any]]:
+    """Journal records of attempts ``start+1 .. start+count``, their predictions files written.
+
+    Each is a recorded demo attempt (cycling over the 15) under a new id, its
+    durations varied by up to +-0.5 % so the rows differ.
+    """
+    from toolkit import journal
+
+    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    manifests = {m["manifest_id"]: m for m in fixture["Manifest"]}
+    base = fixture["Attempts"]
+    began = dt.datetime(2026, 12, 2, 10, 0, tzinfo=dt.timezone.utc)
+    stem = "example_campaign_predictions"
+    (folder / stem).mkdir(exist_ok=True)
+    out = []
+    for n in range(start + 1, start + count + 1):
+        original = base[(n - 1) % len(base)]
+        row = dict(original)
+        cycle = (n - 1) // len(base)
+        attempt_id = f"a{n:05d}-{row['variant_id']}-r{cycle + 1}"
+        blob, sha = contents[n % len(contents)]
+        rel = f"{stem}/{attempt_id}.jsonl"
+        (folder / rel).write_bytes(blob)
+        jitter = 1 + ((n * 37) % 11 - 5) / 1000
+        for name in ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s"):
+            if isinstance(row.get(name), float):
+                row[name] = round(row[name] * jitter, 6)
+        row.update({
+            "attempt_id": attempt_id, "repetition": cycle + 1,
+            "order_position": (n - 1) % len(base) + 1,
+            "started_at": (began + dt.timedelta(minutes=2 * n)).isoformat(timespec="seconds"),
+            "predictions_path": rel, "predictions_sha256": sha, "row_sha256": None,
+            "notes": f"predictions: {rel}; synthetic copy of {original['attempt_id']} of the "
+                     "recorded demo run (benchmarks/scale.py)",
+        })
+        out.append(journal.record(row, manifests[row["manifest_id"]]))
+    return out
+
+
+def journal_all(workbook: Path, entries: list[dict[str, Any]]) -> list[float]:
+    """Append every record with the real (fsync'd) append; return each append's seconds."""
+    from toolkit import journal
+
+    times = []
+    for entry in entries:
+        start = time.perf_counter()
+        journal.append(workbook, entry)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[float]]:
+    """The demo folder holding ``attempts`` journaled and ingested attempts."""
+    from toolkit.runner import demo
+
+    workbook = demo.prepare(folder)
+    contents = predictions_contents(items)
+    start = time.perf_counter()
+    entries = records(0, attempts, folder, contents)
+    print(f"wrote {attempts:,} predictions files of {items:,} lines in "
+          f"{time.perf_counter() - start:.1f} s")
+    appends = journal_all(workbook, entries)
+    print(f"journaled {attempts:,} attempts: append median {1000 * statistics.median(appends):.2f}"
+          f" ms (max {1000 * max(appends):.1f} ms)")
+    built = run_child("ingest", workbook)
+    print(f"ingested them: {built['attempts_added']:,} attempts in {built['saves']} save(s), "
+          f"{built['seconds']:.1f} s, peak memory {built['maxrss_mib']:.0f} MiB")
+    if built["saves"] != 1 or built["attempts_added"] != attempts:
+        raise SystemExit("error: building the workbook did not ingest in one save")
+    return workbook, appends
+
+
+def interleave(workbook: Path, contestants: dict[str, tuple[str, Path | None]], runs: int,
+               extra: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each contestant's child ``runs`` times in rotated rounds (A, B, then B, A, ...).
+
+    A contestant is (child mode, toolkit folder or None). Returns each one's
+    child reports, with ``wall_s`` and ``cpu_s`` (the child's own CPU seconds).
+    """
+    names = list(contestants)
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for round_no in range(1, runs + 1):
+        shift = (round_no - 1) % len(names)
+        for name in names[shift:] + names[:shift]:
+            mode, toolkit_dir = contestants[name]
+            more = extra if mode == "validate-report" else ()
+            report = run_child(mode, workbook, *more, toolkit_dir=toolkit_dir)
+            report["wall_s"] = report["seconds"]
+            found[name].append(report)
+            print(f"  round {round_no}  {name:<16} wall {report['wall_s']:8.3f} s  cpu "
+                  f"{report['cpu_s']:8.3f} s")
+    return found
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the campaign, time the contestants, ingest more; print the verdicts."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--attempts", type=int, default=10_000,
+                        help="attempts in the workbook (default 10000)")
+    parser.add_argument("--ingest", type=int, default=1_000,
+                        help="attempts then journaled and ingested into it (default 1000)")
+    parser.add_argument("--items-per-file", type=int, default=common.FULL_CORPUS_ITEMS,
+                        help="lines of each predictions file (default 1000: the whole corpus, "
+                        "as in the demo)")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of each (default 3)")
+    parser.add_argument("--no-png", action="store_true", help="report without PNG charts")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="also time validate+report with the toolkit package in this folder "
+                        "(e.g. a copy from before a change), interleaved with the others")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="build in this (new) folder and keep it, instead of a temporary one")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "WORKBOOK"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        mode, path = args.child[0], Path(args.child[1])
+        found = {"validate-report": lambda: child_validate_report(path, not args.no_png),
+                 "openpyxl": lambda: child_openpyxl(path),
+                 "ingest": lambda: child_ingest(path)}[mode]()
+        print(json.dumps(found))
+        return 0
+    if args.attempts < 1 or args.ingest < 1 or not 1 <= args.items_per_file <= \
+            common.FULL_CORPUS_ITEMS:
+        parser.error("--attempts and --ingest must be >= 1, --items-per-file 1..1000")
+
+    with tempfile.TemporaryDirectory(prefix="iteralab-scale-") as tmp:
+        folder = args.keep or Path(tmp) / "campaign"
+        return measure(folder, args)
+
+
+def measure(folder: Path, args: argparse.Namespace) -> int:
+    """Everything after parsing: build, compare, ingest, report."""
+    print(f"# {common.script_line()}")
+    workbook, appends = build_campaign(folder, args.attempts, args.items_per_file)
+    extra = ("--no-png",) if args.no_png else ()
+    settle = run_child("validate-report", workbook, *extra)  # first report adds the derived rows
+    print(f"first validate+report (not timed; fills the derived sheets): {settle['seconds']:.1f} s,"
+          f" {settle['findings']} finding(s)")
+    if settle["findings"]:
+        raise SystemExit(f"error: the synthetic workbook is not valid: {settle['first_finding']}")
+    size = workbook.stat().st_size
+    print(f"workbook: {args.attempts:,} attempts, {size / 2**20:.1f} MiB")
+
+    contestants = {"validate+report": ("validate-report", None),
+                   "openpyxl load": ("openpyxl", None)}
+    pairs = [("validate+report", "openpyxl load")]
+    if args.baseline is not None:
+        contestants["baseline"] = ("validate-report", args.baseline.resolve())
+        pairs += [("baseline", "openpyxl load"), ("validate+report", "baseline")]
+    print(f"load average of this machine (1 min) before the runs: {os.getloadavg()[0]:.2f}")
+    details = interleave(workbook, contestants, args.runs, extra)
+    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.2f}")
+    for clock in ("wall", "cpu"):
+        print(f"{clock} seconds{' (the verdict clock)' if clock == 'wall' else ''}:")
+        times = {name: [run[f"{clock}_s"] for run in runs] for name, runs in details.items()}
+        for line in common.describe_times(times):
+            print(f"  {line}")
+        for numerator, denominator in pairs:
+            print(f"  {common.describe_ratio(common.ratio(times, numerator, denominator))}")
+    wall = {name: [run["wall_s"] for run in runs] for name, runs in details.items()}
+    found = common.ratio(wall, "validate+report", "openpyxl load")
+    parts = details["validate+report"]
+    print(f"validate+report split: validate median "
+          f"{statistics.median(p['validate_s'] for p in parts):.2f} s, report median "
+          f"{statistics.median(p['report_s'] for p in parts):.2f} s; findings "
+          f"{sorted({p['findings'] for p in parts})}")
+    peak = max(p["maxrss_mib"] for p in parts)
+    peak_load = max(p["maxrss_mib"] for p in details["openpyxl load"])
+    print(f"peak memory (ru_maxrss): validate+report {peak:.0f} MiB, openpyxl load "
+          f"{peak_load:.0f} MiB")
+    met = [common.verdict(found.of_medians, TARGET)]
+
+    more = records(args.attempts, args.ingest, folder, predictions_contents(args.items_per_file))
+    appends += journal_all(workbook, more)
+    ingested = run_child("ingest", workbook)
+    print(f"ingest of {args.ingest:,} journaled attempts into the {args.attempts:,}-attempt "
+          f"workbook: {ingested['attempts_added']:,} added, {ingested['already']:,} already "
+          f"there, {ingested['saves']} save(s) (target: 1), {ingested['seconds']:.1f} s, peak "
+          f"memory {ingested['maxrss_mib']:.0f} MiB")
+    one_save = ingested["saves"] == 1 and ingested["attempts_added"] == args.ingest
+    print(f"saves per ingest: {ingested['saves']} (target: 1): "
+          f"{'met' if one_save else 'missed'}")
+    met.append(one_save)
+    print(f"journal append over {len(appends):,} appends: median "
+          f"{1000 * statistics.median(appends):.2f} ms")
+    print("results row: " + common.results_row(
+        "scale.py", found.of_medians, TARGET, met[0],
+        f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
+        f"validate+report peak {peak:.0f} MiB; ingest of {args.ingest:,}: "
+        f"{ingested['saves']} save"))
+    return common.exit_code(met)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The command line starts without torch: only toolkit/runner/ may import it.
+
+``iteralab --help`` and ``iteralab validate`` run in a fresh interpreter under
+``python -X importtime``, which lists every module imported; torch and
+transformers must not be among them (they take seconds to import, and a
+finance reviewer validating a workbook may not have them at all).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import demo_rows
+
+FORBIDDEN = ("torch", "transformers")
+
+
+def _imports(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m toolkit ARGS``; the process and its top-level imports."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "toolkit", *args],
+                          capture_output=True, text=True, check=False, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    names = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
+             if line.startswith("import time:") and line.count("|") == 2}
+    return done, names
+
+
+def test_the_listing_sees_torch_when_a_command_imports_it() -> None:
+    """`iteralab env` reports the torch build, so it imports torch: the check can fail."""
+    done, names = _imports("env")
+    assert done.returncode == 0
+    assert "torch" in names
+
+
+def test_help_imports_neither_torch_nor_transformers() -> None:
+    done, names = _imports("--help")
+    assert done.returncode == 0
+    assert "click" in names and "toolkit" in names  # the listing works
+    assert names.isdisjoint(FORBIDDEN)
+
+
+def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transformers(
+        tmp_path: Path) -> None:
+    workbook = demo_rows.workbook(tmp_path)
+    done, names = _imports("validate", str(workbook))
+    # The recorded predictions files are not here: validation ran to its findings.
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == (
+        f"15 finding(s) in 1 sheet(s): {workbook} is not valid")
+    assert {"pandera", "openpyxl"} <= names  # validation really ran
+    assert names.isdisjoint(FORBIDDEN)
