@@ -311,6 +311,12 @@ def compare(runs: Runs, clock: str, pairs: Sequence[tuple[str, str]]) -> list[Ra
             print(f"{name:>7}: {describe_ratio(found)}")
         if not runs.has_outside:
             continue
+        outside = runs.times("outside")
+        encoder = ratio({name: [c - o for c, o in zip(runs.cpu[name], outside[name],
+                                                       strict=True)]
+                         for name in (numerator, denominator)}, numerator, denominator)
+        print(f"encoder: {describe_ratio(encoder)} (same inputs on both sides: a gap here "
+              "is noise, or a model set up differently)")
         pooled = pooled_ratio(runs, numerator, denominator)
         print(f" pooled: {numerator} / {denominator} = {pooled:.3f} (CPU seconds: the "
               "median encoder time of both sides, which do the same encoder work, plus each "

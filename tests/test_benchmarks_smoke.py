@@ -1,0 +1,120 @@
+"""The benchmark scripts run end to end on a tiny slice and print their ratio lines.
+
+These tests prove the scripts work; they never assert a performance target
+(that is each script's own verdict and exit code). Each CPU script runs with a
+few items and one run; gpu_check.py is run without CUDA (exit 3) and as a CPU
+dry run of its plumbing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+RATIO_LINE = re.compile(r"^ratio \d+\.\d{3} \(target <= [\d.]+\): (met|missed)$", re.MULTILINE)
+
+pytestmark = pytest.mark.slow
+
+
+def _script(name: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
+    return subprocess.run([sys.executable, str(BENCHMARKS / name), *args], cwd=ROOT,
+                          env=environ, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _verdicts(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    verdicts = RATIO_LINE.findall(done.stdout)
+    assert done.returncode == (0 if all(v == "met" for v in verdicts) else 1)
+    return verdicts
+
+
+@pytest.fixture(scope="module")
+def gpu_check() -> ModuleType:
+    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module("gpu_check")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def test_runner_overhead_prints_one_ratio_line_and_identical_predictions() -> None:
+    done = _script("runner_overhead.py", "--items", "8", "--runs", "1", "--batch", "4")
+    assert len(_verdicts(done)) == 1
+    assert "predictions runner vs hand loop: identical (8/8)" in done.stdout.splitlines()
+    assert "results row: | " in done.stdout
+
+
+def test_vs_pipeline_prints_a_ratio_line_per_grouping_and_the_grouping_effect() -> None:
+    done = _script("vs_pipeline.py", "--items", "8", "--runs", "1", "--batch", "4")
+    assert len(_verdicts(done)) == 2
+    lines = done.stdout.splitlines()
+    assert "predictions runner vs pipeline: identical (8/8)" in lines
+    assert "predictions runner sorted vs pipeline sorted: identical (8/8)" in lines
+    assert sum(line.startswith("grouping effect, ") for line in lines) == 2
+
+
+def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None:
+    done = _script("whole_campaign.py", "--items", "8", "--repetitions", "1",
+                   "--variant", "b8-fp32")
+    assert len(_verdicts(done)) == 1
+    assert re.search(r"^a001-b8-fp32-r1 ", done.stdout, re.MULTILINE)
+    assert re.search(r"^wall time [\d.]+ s for 1 attempts = measured windows ", done.stdout,
+                     re.MULTILINE)
+
+
+def test_gpu_check_without_cuda_says_so_and_exits_3() -> None:
+    done = _script("gpu_check.py", CUDA_VISIBLE_DEVICES="")
+    assert done.returncode == 3
+    assert done.stdout.startswith("gpu_check needs a CUDA device: torch ")
+    assert "--cpu-dry-run checks the script only." in done.stdout
+
+
+def test_gpu_check_cpu_dry_run_runs_its_campaign_and_report() -> None:
+    done = _script("gpu_check.py", "--cpu-dry-run", "--items", "8", "--repetitions", "1",
+                   "--batches", "8", "--precisions", "bf16", "--groupings", "sorted",
+                   "--card", "h200", CUDA_VISIBLE_DEVICES="")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "catalog row: h200 (NVIDIA H200 SXM), 4800 GB/s, BF16 dense 989.5 TFLOP/s" in lines
+    assert "campaign: 1 variants x 1 repetitions, 8 items, shared process, through " \
+           "`iteralab run`" in lines
+    assert any(line.startswith("g8-bf16-sorted ") for line in lines)
+    assert lines[-1] == "checks: all passed"
+
+
+@pytest.mark.parametrize(("name", "gib", "slug"), [
+    ("NVIDIA H200", 140.4, "h200"),
+    ("NVIDIA H100 80GB HBM3", 79.6, "h100-sxm"),
+    ("NVIDIA A100-SXM4-80GB", 79.2, "a100-80gb-sxm"),
+    ("NVIDIA GeForce RTX 4090", 23.6, "rtx-4090"),
+])
+def test_gpu_check_matches_a_device_name_to_its_catalog_row(
+        gpu_check: ModuleType, name: str, gib: float, slug: str) -> None:
+    from toolkit.gpus import load_catalog
+
+    assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()).slug == slug
+
+
+@pytest.mark.parametrize(("name", "gib"), [
+    ("NVIDIA H100 PCIe", 79.6),  # another form factor, another bandwidth
+    ("NVIDIA A100-SXM4-40GB", 39.4),  # half the catalog row's memory
+    ("Tesla T4", 14.6),  # not in the catalog
+])
+def test_gpu_check_leaves_an_unknown_card_without_ceilings(
+        gpu_check: ModuleType, name: str, gib: float) -> None:
+    from toolkit.gpus import load_catalog
+
+    assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()) is None
