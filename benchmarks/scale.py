@@ -10,18 +10,21 @@ SHA-256 recorded), appended to the journal with :func:`toolkit.journal.append`
 the hash chain, one save). The workbook validates without a finding.
 
 Contestants, each in a fresh child process (so each has its own peak memory),
-interleaved (A, B, then B, A, ...), ``--runs`` each; the time is taken inside
-the child around the work, after its imports:
+interleaved in rotated rounds (common.interleave), ``--runs`` each; the time is
+taken inside the child around the work, after its imports:
 
-- **validate+report**: what ``iteralab validate`` then ``iteralab report`` do:
-  ``store.read`` + :func:`toolkit.validate.validate` (schemas, cross-sheet
-  rules, hash chain, journal, every predictions file hashed), then
-  :func:`toolkit.report.build.build` (read, refresh, save, report.md with
-  every predictions file checked, CSVs, PNG charts);
+- **report** (the verdict): what ``iteralab report`` does:
+  :func:`toolkit.report.build.build`: read, validate (schemas, cross-sheet
+  rules, protocol lock, hash chain against the journal, every predictions
+  file hashed on a worker thread), refresh, save, report.md (its archive
+  list reuses those hashes), CSVs, PNG charts;
+- **validate, report**: ``iteralab validate`` then ``iteralab report`` run one
+  after the other (``store.read`` + :func:`toolkit.validate.validate`, then
+  ``build``): what a user who runs both commands waits for;
 - **openpyxl load**: ``openpyxl.load_workbook(path)`` (default mode) of the
   same workbook.
 
-Target: median validate+report / median openpyxl load <= 2. Then
+Target: median report / median openpyxl load <= 2. Then
 ``--ingest`` more attempts are journaled and ingested into that workbook in
 one child process, with ``store.save`` wrapped to count the saves: the check
 is exactly 1 save. The peak memory (``ru_maxrss``) of every child is printed.
@@ -55,15 +58,15 @@ FIXTURE = common.ROOT / "tests" / "fixtures" / "demo_campaign_rows.json"
 CONTENTS = 16
 
 
-def _maxrss_mib() -> float:
-    """This process's peak resident set, in MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def _maxrss_mib(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set of this process (or of its largest waited-for child), in MiB."""
+    return resource.getrusage(who).ru_maxrss / 1024
 
 
 # ---------------------------------------------------------------- child processes
 
-def child_validate_report(workbook: Path, pngs: bool) -> dict[str, Any]:
-    """validate then report, as the two commands do; return times, findings, peak memory."""
+def child_validate_report(workbook: Path, pngs: bool, validate_first: bool) -> dict[str, Any]:
+    """report (after validate when ``validate_first``): times, findings, peak memory."""
     from toolkit.report.build import build
     from toolkit.validate import validate
     from toolkit.workbook import store
@@ -74,29 +77,31 @@ def child_validate_report(workbook: Path, pngs: bool) -> dict[str, Any]:
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401 - imported before the clock, like openpyxl
 
-    cpu = time.process_time()
+    cpu = common.own_cpu_s()  # with the hashing helper process
     start = time.perf_counter()
-    data = store.read(workbook)
-    findings = validate(data, workbook)
+    findings = []
+    if validate_first:
+        findings = validate(store.read(workbook), workbook)
     middle = time.perf_counter()
-    build(workbook, pngs=pngs)
+    result, _ = build(workbook, pngs=pngs)
     end = time.perf_counter()
-    return {"seconds": end - start, "cpu_s": time.process_time() - cpu,
+    findings += getattr(result, "findings", [])  # a --baseline copy may predate it
+    return {"seconds": end - start, "cpu_s": common.own_cpu_s() - cpu,
             "validate_s": middle - start, "report_s": end - middle,
-            "findings": len(findings), "attempts": len(data.tables["Attempts"]),
-            "first_finding": str(findings[0]) if findings else None,
-            "maxrss_mib": _maxrss_mib()}
+            "findings": len(findings), "first_finding": str(findings[0]) if findings else None,
+            "maxrss_mib": _maxrss_mib(),
+            "helper_maxrss_mib": _maxrss_mib(resource.RUSAGE_CHILDREN)}
 
 
 def child_openpyxl(workbook: Path) -> dict[str, Any]:
     """A bare ``openpyxl.load_workbook`` (default, not read-only) of the workbook."""
     import openpyxl
 
-    cpu = time.process_time()
+    cpu = common.own_cpu_s()
     start = time.perf_counter()
     book = openpyxl.load_workbook(workbook)
     seconds = time.perf_counter() - start
-    cpu_s = time.process_time() - cpu
+    cpu_s = common.own_cpu_s() - cpu
     rows = book["Attempts"].max_row - 1
     book.close()
     return {"seconds": seconds, "cpu_s": cpu_s, "attempts": rows, "maxrss_mib": _maxrss_mib()}
@@ -238,26 +243,14 @@ def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[
     return workbook, appends
 
 
-def interleave(workbook: Path, contestants: dict[str, tuple[str, Path | None]], runs: int,
-               extra: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
-    """Each contestant's child ``runs`` times in rotated rounds (A, B, then B, A, ...).
-
-    A contestant is (child mode, toolkit folder or None). Returns each one's
-    child reports, with ``wall_s`` and ``cpu_s`` (the child's own CPU seconds).
-    """
-    names = list(contestants)
-    found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for round_no in range(1, runs + 1):
-        shift = (round_no - 1) % len(names)
-        for name in names[shift:] + names[:shift]:
-            mode, toolkit_dir = contestants[name]
-            more = extra if mode == "validate-report" else ()
-            report = run_child(mode, workbook, *more, toolkit_dir=toolkit_dir)
-            report["wall_s"] = report["seconds"]
-            found[name].append(report)
-            print(f"  round {round_no}  {name:<16} wall {report['wall_s']:8.3f} s  cpu "
-                  f"{report['cpu_s']:8.3f} s")
-    return found
+def child_contestant(workbook: Path, mode: str, extra: tuple[str, ...], reports: list[Any],
+                     toolkit_dir: Path | None = None) -> Any:
+    """A contestant for :func:`common.interleave`: one child run, its report kept."""
+    def run() -> common.Timing:
+        report = run_child(mode, workbook, *extra, toolkit_dir=toolkit_dir)
+        reports.append(report)
+        return common.Timing(report["seconds"], report["cpu_s"])
+    return run
 
 
 # ---------------------------------------------------------------- main
@@ -283,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child:
         mode, path = args.child[0], Path(args.child[1])
-        found = {"validate-report": lambda: child_validate_report(path, not args.no_png),
+        found = {"report": lambda: child_validate_report(path, not args.no_png, False),
+                 "validate-report": lambda: child_validate_report(path, not args.no_png, True),
                  "openpyxl": lambda: child_openpyxl(path),
                  "ingest": lambda: child_ingest(path)}[mode]()
         print(json.dumps(found))
@@ -302,41 +296,42 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
     print(f"# {common.script_line()}")
     workbook, appends = build_campaign(folder, args.attempts, args.items_per_file)
     extra = ("--no-png",) if args.no_png else ()
-    settle = run_child("validate-report", workbook, *extra)  # first report adds the derived rows
-    print(f"first validate+report (not timed; fills the derived sheets): {settle['seconds']:.1f} s,"
-          f" {settle['findings']} finding(s)")
+    settle = run_child("report", workbook, *extra)  # the first report adds the derived rows
+    print(f"first report (not timed; fills the derived sheets): {settle['seconds']:.1f} s, "
+          f"{settle['findings']} finding(s)")
     if settle["findings"]:
         raise SystemExit(f"error: the synthetic workbook is not valid: {settle['first_finding']}")
     size = workbook.stat().st_size
     print(f"workbook: {args.attempts:,} attempts, {size / 2**20:.1f} MiB")
 
-    contestants = {"validate+report": ("validate-report", None),
-                   "openpyxl load": ("openpyxl", None)}
-    pairs = [("validate+report", "openpyxl load")]
+    reports: dict[str, list[Any]] = {name: [] for name in
+                                     ("report", "validate, report", "openpyxl load", "baseline")}
+    contestants = {
+        "report": child_contestant(workbook, "report", extra, reports["report"]),
+        "validate, report": child_contestant(workbook, "validate-report", extra,
+                                             reports["validate, report"]),
+        "openpyxl load": child_contestant(workbook, "openpyxl", (), reports["openpyxl load"]),
+    }
+    pairs = [("report", "openpyxl load"), ("validate, report", "openpyxl load")]
     if args.baseline is not None:
-        contestants["baseline"] = ("validate-report", args.baseline.resolve())
-        pairs += [("baseline", "openpyxl load"), ("validate+report", "baseline")]
-    print(f"load average of this machine (1 min) before the runs: {os.getloadavg()[0]:.2f}")
-    details = interleave(workbook, contestants, args.runs, extra)
-    print(f"load average (1 min) after the runs: {os.getloadavg()[0]:.2f}")
-    for clock in ("wall", "cpu"):
-        print(f"{clock} seconds{' (the verdict clock)' if clock == 'wall' else ''}:")
-        times = {name: [run[f"{clock}_s"] for run in runs] for name, runs in details.items()}
-        for line in common.describe_times(times):
-            print(f"  {line}")
-        for numerator, denominator in pairs:
-            print(f"  {common.describe_ratio(common.ratio(times, numerator, denominator))}")
-    wall = {name: [run["wall_s"] for run in runs] for name, runs in details.items()}
-    found = common.ratio(wall, "validate+report", "openpyxl load")
-    parts = details["validate+report"]
-    print(f"validate+report split: validate median "
-          f"{statistics.median(p['validate_s'] for p in parts):.2f} s, report median "
-          f"{statistics.median(p['report_s'] for p in parts):.2f} s; findings "
-          f"{sorted({p['findings'] for p in parts})}")
-    peak = max(p["maxrss_mib"] for p in parts)
-    peak_load = max(p["maxrss_mib"] for p in details["openpyxl load"])
-    print(f"peak memory (ru_maxrss): validate+report {peak:.0f} MiB, openpyxl load "
-          f"{peak_load:.0f} MiB")
+        # The other copy as a user ran it: validate, then report.
+        contestants["baseline"] = child_contestant(workbook, "validate-report", extra,
+                                                   reports["baseline"],
+                                                   toolkit_dir=args.baseline.resolve())
+        pairs += [("baseline", "openpyxl load"), ("validate, report", "baseline")]
+    runs = common.interleave(contestants, args.runs)
+    found = common.compare(runs, "wall", pairs)[0]
+    both = reports["validate, report"]
+    print(f"validate, report split: validate median "
+          f"{statistics.median(p['validate_s'] for p in both):.2f} s, report median "
+          f"{statistics.median(p['report_s'] for p in both):.2f} s; findings "
+          f"{sorted({p['findings'] for p in both + reports['report']})}")
+    peak = max(p["maxrss_mib"] for p in reports["report"] + both)
+    peak_load = max(p["maxrss_mib"] for p in reports["openpyxl load"])
+    helper = max(p.get("helper_maxrss_mib", 0) for p in reports["report"] + both)
+    print(f"peak memory (ru_maxrss): report {max(p['maxrss_mib'] for p in reports['report']):.0f}"
+          f" MiB, validate then report {max(p['maxrss_mib'] for p in both):.0f} MiB, openpyxl "
+          f"load {peak_load:.0f} MiB; largest helper process {helper:.0f} MiB")
     met = [common.verdict(found.of_medians, TARGET)]
 
     more = records(args.attempts, args.ingest, folder, predictions_contents(args.items_per_file))
@@ -355,7 +350,7 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
     print("results row: " + common.results_row(
         "scale.py", found.of_medians, TARGET, met[0],
         f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
-        f"validate+report peak {peak:.0f} MiB; ingest of {args.ingest:,}: "
+        f"report peak {peak:.0f} MiB; ingest of {args.ingest:,}: "
         f"{ingested['saves']} save"))
     return common.exit_code(met)
 

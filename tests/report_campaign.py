@@ -14,7 +14,7 @@ from typing import Any
 
 from conftest import PROTOCOL, variant
 
-from toolkit import protocol, tariffs
+from toolkit import chain, protocol, tariffs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -110,7 +110,7 @@ def campaign() -> WorkbookData:
                              "end": "2026-12-07T12:00+01:00"})
     data.append("Schedule", {"phase": "comparison", "start": "2026-12-07T12:00+01:00",
                              "end": "2026-12-11T09:00+01:00"})
-    protocol.lock(data)
+    sha = protocol.lock(data)
     for vid, runs in DURATIONS.items():
         data.append("Manifest", manifest(vid))
         for rep, measured in enumerate(runs, start=1):
@@ -119,10 +119,11 @@ def campaign() -> WorkbookData:
                 data.append("Attempts", attempt(vid, rep, None, attempt_id="b1-fp32-r2a",
                                                 status="interrupted",
                                                 measured_s_reason="interrupted by the user"))
-            extra: dict[str, Any] = {}
-            if vid == "b8-fp32" and rep == 4:
-                extra = {"excluded": "yes", "exclusion_reason": EXCLUSION}
-            data.append("Attempts", attempt(vid, rep, measured, **extra))
+            data.append("Attempts", attempt(vid, rep, measured))
+    for row in data.tables["Attempts"]:
+        row["protocol_sha256"] = sha
+    chain.seal_new_rows(data)  # as the runner seals rows: the campaign validates clean
+    chain.exclude(data, "b8-fp32-r4", EXCLUSION)
     return data
 
 

@@ -55,11 +55,16 @@ def test_scale_ingests_in_one_save_and_prints_its_ratio_line() -> None:
     _exit_matches(done, [*ratios, "met"])
     assert any(re.fullmatch(r"ingested them: 40 attempts in 1 save\(s\), [\d.]+ s, peak memory "
                             r"\d+ MiB", line) for line in lines), done.stdout
-    assert any(re.fullmatch(r"first validate\+report \(not timed; fills the derived sheets\): "
+    assert any(re.fullmatch(r"first report \(not timed; fills the derived sheets\): "
                             r"[\d.]+ s, 0 finding\(s\)", line) for line in lines), done.stdout
+    for name in ("report", "validate, report", "openpyxl load"):
+        assert sum(line.startswith(f"  round 1  {name} ") for line in lines) == 1, name
+    assert any(line.startswith("   wall: validate, report / openpyxl load: ratio of medians ")
+               for line in lines), done.stdout
     assert "saves per ingest: 1 (target: 1): met" in lines
-    assert any(re.fullmatch(r"peak memory \(ru_maxrss\): validate\+report \d+ MiB, openpyxl "
-                            r"load \d+ MiB", line) for line in lines), done.stdout
+    assert any(re.fullmatch(r"peak memory \(ru_maxrss\): report \d+ MiB, validate then report "
+                            r"\d+ MiB, openpyxl load \d+ MiB; largest helper process \d+ MiB",
+                            line) for line in lines), done.stdout
 
 
 def test_startup_times_help_and_finds_no_torch_import() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolkit import corpus
+from toolkit.digests import file_sha256
 from toolkit.errors import CorpusError
 
 
@@ -117,7 +118,7 @@ def test_predictions_file_round_trip_and_hash(tmp_path: Path) -> None:
     rows = [{"id": "a", "prediction": "x", "label": "x", "stratum": "short"}]
     path = tmp_path / "p" / "a1.jsonl"
     sha = corpus.write_predictions(path, rows)
-    assert sha == corpus.file_sha256(path)
+    assert sha == file_sha256(path)
     assert corpus.read_predictions(path) == rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import zipfile
 from pathlib import Path
@@ -30,12 +31,14 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"refreshed {workbook} (protocol ")
-    assert lines[1].split() == ["variant", "attempts", "successes", "failed", "interrupted",
+    assert lines[1] == "integrity: no findings (validate's checks, every predictions file hashed)"
+    assert result.stderr == ""
+    assert lines[2].split() == ["variant", "attempts", "successes", "failed", "interrupted",
                                 "excluded", "median_s", "min_s", "max_s", "quality", "equal",
                                 "quality"]
-    assert lines[3].split() == ["b4-fp32", "5", "4", "1", "0", "0", "15.750", "15.300",
+    assert lines[4].split() == ["b4-fp32", "5", "4", "1", "0", "0", "15.750", "15.300",
                                 "16.200", "pass", "yes"]
-    assert lines[7].split() == ["b16-fp32", "5", "0", "5", "0", "0", "no", "data", "-", "-",
+    assert lines[8].split() == ["b16-fp32", "5", "0", "5", "0", "0", "no", "data", "-", "-",
                                 "not", "evaluated", "no"]
     assert ("  b4-fp32 vs b8-fp32: not separated (ranges overlap: gap 0.450 s between medians, "
             "spread up to 0.900 s); add repetitions under the same protocol, or look at "
@@ -45,6 +48,53 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
     assert "decision draft: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)" in lines
     assert "5 of 9 pair(s) separated" in lines
     assert lines[-1] == "note: PNG charts skipped: --no-png"
+
+
+def test_report_states_the_findings_of_a_tampered_workbook_and_still_reports(
+        runner: CliRunner, workbook: Path) -> None:
+    """Validation runs first: findings go to stderr and report.md, beside the numbers."""
+    with store.editing(workbook) as data:
+        row = next(r for r in data.tables["Attempts"] if r["attempt_id"] == "b4-fp32-r1")
+        row["measured_s"] = 1.0  # an edited timing: the chain no longer holds
+
+    result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
+
+    assert result.exit_code == 0, result.output
+    assert "warning: Attempts!" in result.stderr
+    assert "finding(s) in the workbook as read: the report states them" in result.stderr
+    text = (workbook.with_name("campaign_report") / "report.md").read_text(encoding="utf-8")
+    integrity = text.split("## Integrity", 1)[1].split("## Durations", 1)[0]
+    assert "finding(s)**: the numbers below rest on a workbook that fails" in integrity
+    assert "| Attempts |" in integrity and "| row_sha256 | chain |" in integrity
+
+
+def test_report_archive_checks_each_predictions_file_now(runner: CliRunner,
+                                                         workbook: Path) -> None:
+    preds = workbook.parent / "preds"
+    preds.mkdir()
+    good, bad = b'{"id": "1", "prediction": "a"}\n', b'{"id": "1", "prediction": "b"}\n'
+    (preds / "good.jsonl").write_bytes(good)
+    (preds / "bad.jsonl").write_bytes(bad)
+    paths = {"b4-fp32-r1": ("preds/good.jsonl", hashlib.sha256(good).hexdigest()),
+             "b4-fp32-r2": ("preds/bad.jsonl", hashlib.sha256(good).hexdigest()),
+             "b4-fp32-r3": ("preds/gone.jsonl", hashlib.sha256(good).hexdigest())}
+    data = store.read(workbook)
+    for attempt_id, (path, sha) in paths.items():
+        row = next(r for r in data.tables["Attempts"] if r["attempt_id"] == attempt_id)
+        row.update(predictions_path=path, predictions_sha256=sha, row_sha256=None)
+    store.save(data, workbook)
+
+    result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
+
+    assert result.exit_code == 0, result.output
+    text = (workbook.with_name("campaign_report") / "report.md").read_text(encoding="utf-8")
+    checks = {line.split(" | ")[0].strip("| "): line.rstrip(" |").rsplit(" | ", 1)[1]
+              for line in text.split("checked now):", 1)[1].splitlines()
+              if line.startswith("| b4-fp32-r")}
+    assert checks == {"b4-fp32-r1": "matches", "b4-fp32-r2": "DIFFERS",
+                      "b4-fp32-r3": "missing", "b4-fp32-r4": "no file recorded",
+                      "b4-fp32-r5": "no file recorded"}
+    assert "no longer matches its SHA-256" in text and "preds/gone.jsonl is missing" in text
 
 
 def test_report_refuses_an_unlocked_protocol(runner: CliRunner, filled_workbook: Path) -> None:
@@ -125,3 +175,39 @@ def test_decision_edits_and_input_sheets_survive_a_second_report(runner: CliRunn
                 for r in after.tables["Schedule"]]
     assert schedule == [{k: r[k] for k in ("phase", "start", "end", "notes")}
                         for r in before.tables["Schedule"]]
+
+
+def test_checks_in_a_helper_process_find_what_checks_here_find(
+        runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large campaign checks its chain beside the refresh: same findings, same archive."""
+    from toolkit import helper
+    from toolkit.report import checks
+
+    preds = workbook.parent / "preds"
+    preds.mkdir()
+    (preds / "r1.jsonl").write_bytes(b"kept\n")
+    with store.editing(workbook) as data:
+        rows = data.tables["Attempts"]
+        rows[0].update(predictions_path="preds/r1.jsonl",
+                       predictions_sha256=hashlib.sha256(b"changed\n").hexdigest())
+        rows[3]["measured_s"] = 99.0
+    texts = []
+    started: list[object] = []
+    real_popen = helper.subprocess.Popen
+
+    def counting_popen(*args: object, **kwargs: object) -> object:
+        started.append(args[0])
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(helper.subprocess, "Popen", counting_popen)
+    for threshold in (10**9, 0):  # checked here, then in a helper process
+        monkeypatch.setattr(checks, "HELPER_MIN_ATTEMPTS", threshold)
+        result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
+        assert result.exit_code == 0, result.output
+        text = (workbook.with_name("campaign_report") / "report.md").read_text(encoding="utf-8")
+        texts.append(text.split("## Integrity", 1)[1].split("## Durations")[0]
+                     + text.split("checked now):", 1)[1])
+    assert len(started) == 1  # the second report only
+    assert texts[0] == texts[1]
+    assert "preds/r1.jsonl no longer matches its SHA-256" in texts[0]
+    assert "| DIFFERS |" in texts[0] and "| chain |" in texts[0]

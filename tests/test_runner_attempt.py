@@ -15,6 +15,7 @@ from runner_support import attempts, make_campaign, unexplained, variant
 
 from toolkit import corpus, layout
 from toolkit.cli import cli
+from toolkit.digests import file_sha256
 from toolkit.validate import validate
 from toolkit.workbook import store
 
@@ -64,7 +65,7 @@ def test_the_predictions_file_holds_every_id_and_its_hash(completed: Path) -> No
     (row,) = attempts(completed)
     path = completed.parent / row["predictions_path"]
     rows = corpus.read_predictions(path)
-    assert corpus.file_sha256(path) == row["predictions_sha256"]
+    assert file_sha256(path) == row["predictions_sha256"]
     assert [r["id"] for r in rows] == [i.id for i in corpus.read_corpus(
         completed.parent / "corpus.jsonl")]
     assert sum(r["prediction"] == r["label"] for r in rows) == 13  # wrong ones are kept

@@ -85,3 +85,28 @@ def test_headers_are_frozen_and_formats_distinguish_inputs(tmp_path: Path) -> No
     assert (price.value, price.number_format) == (110, '#,##0.00" USD"')
     protocol = book["Protocol"]
     assert protocol["B2"].fill.fgColor.rgb != protocol["A2"].fill.fgColor.rgb
+
+
+def test_empty_table_cells_are_left_unwritten_under_their_column_format(tmp_path: Path) -> None:
+    """A blank cell is not written (a third of a large Attempts sheet); the column's
+    format still covers it, so a value typed there in Excel gets the column's format."""
+    import zipfile
+
+    from toolkit.workbook import store
+    from toolkit.workbook.model import WorkbookData
+    from toolkit.workbook.render import render
+
+    data = WorkbookData.empty()
+    data.append("Attempts", {"attempt_id": "a1", "measured_s": 20.5, "notes": ""})
+    render(data, tmp_path / "w.xlsx")
+    with zipfile.ZipFile(tmp_path / "w.xlsx") as archive:
+        sheet = archive.read("xl/worksheets/sheet4.xml").decode()  # Attempts: 4th sheet
+    row2 = sheet.split('<row r="2"', 1)[1].split("</row>", 1)[0]
+    assert row2.count("<c ") == 2  # attempt_id and measured_s only
+    letter = openpyxl.utils.get_column_letter
+    load_col = letter(layout.ATTEMPTS.names.index("load_s") + 1)
+    ws = openpyxl.load_workbook(tmp_path / "w.xlsx")["Attempts"]
+    assert ws.column_dimensions[load_col].number_format == '0.000" s"'
+    back = store.read(tmp_path / "w.xlsx").tables["Attempts"]
+    assert back == [{name: {"attempt_id": "a1", "measured_s": 20.5}.get(name)
+                     for name in layout.ATTEMPTS.names}]

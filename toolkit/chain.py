@@ -32,11 +32,13 @@ import hashlib
 import json
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
+from toolkit.digests import Digests
 from toolkit.errors import UsageError
 from toolkit.findings import Finding
 from toolkit.workbook.model import Formula, Row, WorkbookData
@@ -47,6 +49,7 @@ SHEET = "Attempts"
 UNCHAINED = ("row_sha256", "pre_amendment", "excluded", "exclusion_reason")
 #: Every other Attempts column is covered by the chain.
 CHAINED_COLUMNS = tuple(n for n in layout.ATTEMPTS.names if n not in UNCHAINED)
+_SORTED_CHAINED = tuple(sorted(CHAINED_COLUMNS))  # canonical JSON, without a sort per row
 #: Longest exclusion reason: it is logged whole in the Audit sheet.
 REASON_LIMIT = 2_000
 #: Hashes tried, per validation, to find where moved rows were recorded (a sort of
@@ -64,6 +67,8 @@ def cell_value(value: Any) -> Any:
     numbers -> float at xlsxwriter's 16 significant digits (-0 -> 0); a
     formula -> its cached value; anything else -> its safe cell text.
     """
+    if value is None:
+        return None
     kind = type(value)
     if kind is str:  # the common cases first: a chain hashes every cell of every row
         text = cell_text(value)
@@ -97,10 +102,10 @@ def _number(value: int | float | Decimal) -> float:
 
 
 def _content(row: Mapping[str, Any]) -> str:
-    """The row's chained cells as canonical JSON (blank cells left out)."""
-    cells = {name: value for name in CHAINED_COLUMNS
+    """The row's chained cells as canonical JSON, keys sorted (blank cells left out)."""
+    cells = {name: value for name in _SORTED_CHAINED
              if (value := cell_value(row.get(name))) is not None}
-    return json.dumps(cells, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
 
 
 def _link(previous: str | None, content: str) -> str:
@@ -138,14 +143,61 @@ def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None
 # ---------------------------------------------------------------- verifying
 
 
+@dataclass
+class Integrity:
+    """The attempt rows, the journal, the logged actions and the predictions files checked."""
+
+    findings: list[Finding]
+    predictions: list[PredictionsCheck]
+
+
+def integrity_checks(data: WorkbookData, workbook: Path) -> Integrity:
+    """:func:`integrity_findings` and every row's :func:`predictions_checks` (one hashing).
+
+    What ``iteralab report`` runs in a helper process (toolkit.report.checks).
+    """
+    with Digests(predictions_files(data, workbook.parent)) as digests:
+        return Integrity(integrity_findings(data, workbook, digests),
+                         predictions_checks(data, workbook.parent, digests))
+
+
+def integrity_findings(data: WorkbookData, workbook: Path | None,
+                       digests: Digests | None = None) -> list[Finding]:
+    """Findings of the attempt chain (against the journal beside ``workbook``, with the
+    predictions files in its folder) and of the logged actions (exclusions, amendments).
+
+    Without ``workbook`` only the rows themselves are checked.
+    """
+    records = _journal_records(workbook) if workbook is not None else None
+    found = [] if isinstance(records, list) or records is None else [records]
+    found += chain_findings(data, workbook.parent if workbook is not None else None,
+                            journal=records if isinstance(records, list) else None,
+                            digests=digests)
+    return found + action_findings(data)
+
+
+def _journal_records(workbook: Path) -> list[dict[str, Any]] | Finding:
+    """The journal's records beside ``workbook``, or the finding that it cannot be read."""
+    from toolkit import journal
+    from toolkit.errors import ToolkitError
+
+    try:
+        return journal.read(workbook)
+    except (ToolkitError, OSError) as exc:
+        return Finding(SHEET, None, "", "journal", "the journal cannot be read, so edits are "
+                       f"checked by the chain alone: {exc}")
+
+
 def chain_findings(data: WorkbookData, workbook_dir: str | Path | None,
-                   journal: Sequence[Mapping[str, Any]] | None = None) -> list[Finding]:
+                   journal: Sequence[Mapping[str, Any]] | None = None,
+                   digests: Digests | None = None) -> list[Finding]:
     """Every Attempts row edited, deleted, copied or moved, and every predictions file
     missing or changed, each finding naming its row.
 
     ``workbook_dir`` resolves ``predictions_path`` (None skips the files);
     ``journal`` (the records of ``NAME.journal.jsonl``, if any) names each
-    edited cell and each recorded attempt missing from the sheet.
+    edited cell and each recorded attempt missing from the sheet; ``digests``
+    hashes the predictions files (a new pool when None).
     """
     rows = data.tables[SHEET]
     recorded = _journal_rows(journal)
@@ -181,7 +233,11 @@ def chain_findings(data: WorkbookData, workbook_dir: str | Path | None,
                 f"attempt {attempt_id!r} is in the journal but not in this sheet: it was "
                 "deleted, or is not ingested yet: run `iteralab ingest WORKBOOK`"))
     if workbook_dir is not None:
-        found += _predictions_findings(data, Path(workbook_dir))
+        if digests is None:
+            with Digests() as own:
+                found += _predictions_findings(data, Path(workbook_dir), own)
+        else:
+            found += _predictions_findings(data, Path(workbook_dir), digests)
     return found
 
 
@@ -257,58 +313,91 @@ def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: 
                    f"{name} does not follow from its cells and the row above it: {why}")
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+@dataclass(frozen=True)
+class PredictionsCheck:
+    """One Attempts row's predictions file against its recorded SHA-256.
+
+    ``state``: "no file recorded", "hash without path", "missing", "no hash
+    recorded", "unreadable", "matches" or "differs".
+    """
+
+    index: int
+    relative: Any
+    path: Path | None
+    recorded: str | None
+    state: str
+    actual: str | OSError | None = None
 
 
-def _predictions_findings(data: WorkbookData, folder: Path) -> list[Finding]:
-    found: list[Finding] = []
-    digests: dict[Path, str | OSError] = {}
+def _resolve(relative: Any, folder: Path) -> Path:
+    path = Path(str(relative))
+    return path if path.is_absolute() else folder / path
+
+
+def predictions_files(data: WorkbookData, folder: Path) -> list[Path]:
+    """The predictions files that rows record with a hash: what the checks will hash."""
+    return [_resolve(relative, folder) for row in data.tables[SHEET]
+            if (relative := cell_value(row.get("predictions_path"))) is not None
+            and cell_value(row.get("predictions_sha256")) is not None]
+
+
+def predictions_checks(data: WorkbookData, folder: Path, digests: Digests
+                       ) -> list[PredictionsCheck]:
+    """Each Attempts row's predictions file checked now against its recorded SHA-256."""
+    checks = []
     for i, row in enumerate(data.tables[SHEET]):
-        excel = data.excel_row(SHEET, i)
-        name = f"attempt {row.get('attempt_id')!r}"
         relative = cell_value(row.get("predictions_path"))
         recorded = cell_value(row.get("predictions_sha256"))
+        recorded = None if recorded is None else str(recorded)
         if relative is None:
-            if recorded is not None:
-                found.append(Finding(SHEET, excel, "predictions_path", "predictions",
-                                     f"{name} has a predictions_sha256 but no predictions_path: "
-                                     "restore the path the attempt recorded"))
+            state = "no file recorded" if recorded is None else "hash without path"
+            checks.append(PredictionsCheck(i, None, None, recorded, state))
             continue
-        path = Path(str(relative))
-        path = path if path.is_absolute() else folder / path
+        path = _resolve(relative, folder)
         if not path.is_file():
+            checks.append(PredictionsCheck(i, relative, path, recorded, "missing"))
+        elif recorded is None:
+            checks.append(PredictionsCheck(i, relative, path, recorded, "no hash recorded"))
+        else:
+            actual = digests.get(path)
+            state = ("unreadable" if isinstance(actual, OSError)
+                     else "matches" if actual == recorded.strip().lower() else "differs")
+            checks.append(PredictionsCheck(i, relative, path, recorded, state, actual))
+    return checks
+
+
+def _predictions_findings(data: WorkbookData, folder: Path, digests: Digests) -> list[Finding]:
+    found: list[Finding] = []
+    for check in predictions_checks(data, folder, digests):
+        row = data.tables[SHEET][check.index]
+        excel = data.excel_row(SHEET, check.index)
+        name = f"attempt {row.get('attempt_id')!r}"
+        relative = check.relative
+        if check.state == "hash without path":
+            found.append(Finding(SHEET, excel, "predictions_path", "predictions",
+                                 f"{name} has a predictions_sha256 but no predictions_path: "
+                                 "restore the path the attempt recorded"))
+        elif check.state == "missing":
             found.append(Finding(SHEET, excel, "predictions_path", "predictions",
                                  f"{name}: predictions file {relative} is missing (looked for "
-                                 f"{path}): restore it from the campaign archive; without it "
-                                 "the verdict cannot be checked (R7)"))
-            continue
-        if recorded is None:
+                                 f"{check.path}): restore it from the campaign archive; without "
+                                 "it the verdict cannot be checked (R7)"))
+        elif check.state == "no hash recorded":
             found.append(Finding(SHEET, excel, "predictions_sha256", "predictions",
                                  f"{name}: no predictions_sha256 for {relative}: the file "
                                  "cannot be checked; restore the recorded hash"))
-            continue
-        if path not in digests:
-            try:
-                digests[path] = file_sha256(path)
-            except OSError as exc:
-                digests[path] = exc
-        actual = digests[path]
-        if isinstance(actual, OSError):
+        elif check.state == "unreadable":
+            error = check.actual
             found.append(Finding(SHEET, excel, "predictions_path", "predictions",
-                                 f"{name}: cannot read {relative} ({actual.strerror or actual})"
-                                 ": make it readable"))
-        elif actual != str(recorded).strip().lower():
+                                 f"{name}: cannot read {relative} "
+                                 f"({getattr(error, 'strerror', None) or error}): make it "
+                                 "readable"))
+        elif check.state == "differs":
             found.append(Finding(SHEET, excel, "predictions_sha256", "predictions",
                                  f"{name}: {relative} no longer matches its SHA-256 (recorded "
-                                 f"{str(recorded)[:12]}..., now {actual[:12]}...): the "
-                                 "predictions were edited or replaced after the attempt; "
-                                 "restore the original file"))
+                                 f"{str(check.recorded)[:12]}..., now {str(check.actual)[:12]}"
+                                 "...): the predictions were edited or replaced after the "
+                                 "attempt; restore the original file"))
     return found
 
 

@@ -235,15 +235,6 @@ def write_predictions(path: str | Path, rows: Iterable[dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_predictions(path: str | Path) -> list[dict[str, Any]]:
     """Read a predictions file; each line an object with at least ``id`` and ``prediction``.
 

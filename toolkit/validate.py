@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from toolkit import layout, schemas
+from toolkit.digests import Digests
 from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
@@ -30,9 +31,22 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
     and attempts missing from the sheet.
     """
     from toolkit import chain
+
+    where = None if path is None else Path(path)
+    files = chain.predictions_files(data, where.parent) if where is not None else []
+    # Many files hash in a helper process while the sheets are checked here.
+    with Digests(files) as digests:
+        findings = sheet_findings(data)
+        findings += chain.integrity_findings(data, where, digests)
+    return sorted_findings(findings)
+
+
+def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> list[Finding]:
+    """What validation finds outside the attempt chain: the schemas and rules of ``sheets``
+    (every sheet by default) and the protocol's lock."""
     from toolkit.protocol import lock_findings
 
-    names = [s.name for s in layout.SHEETS if s.kind != "text"]
+    names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
     findings = validate_sheets(data, names) + lock_findings(data)
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
@@ -40,25 +54,7 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
         findings.append(Finding("Attempts", None, "", "locked",
                                 "attempts were recorded without a protocol lock: they cannot "
                                 "show the protocol was fixed before timing (R1)"))
-    records = _journal_records(Path(path), findings) if path is not None else None
-    findings += chain.chain_findings(data, Path(path).parent if path is not None else None,
-                                     journal=records)
-    findings += chain.action_findings(data)
-    return _sorted(findings)
-
-
-def _journal_records(path: Path, findings: list[Finding]) -> list[dict] | None:
-    """The journal's records beside ``path``; an unreadable journal becomes a finding."""
-    from toolkit import journal
-    from toolkit.errors import ToolkitError
-
-    try:
-        return journal.read(path)
-    except (ToolkitError, OSError) as exc:
-        findings.append(Finding("Attempts", None, "", "journal",
-                                f"the journal cannot be read, so edits are checked by the "
-                                f"chain alone: {exc}"))
-        return None
+    return findings
 
 
 def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
@@ -69,10 +65,11 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
         rule = RULES.get(name)
         if rule is not None:
             findings += rule(data)
-    return _sorted(findings)
+    return sorted_findings(findings)
 
 
-def _sorted(findings: list[Finding]) -> list[Finding]:
+def sorted_findings(findings: list[Finding]) -> list[Finding]:
+    """Findings without repeats, in sheet order, then row, column, check, message."""
     return sorted(set(findings), key=lambda f: (SHEET_ORDER.get(f.sheet, 99), f.row or 0,
                                                 f.column, f.check, f.message))
 

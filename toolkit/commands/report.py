@@ -25,6 +25,8 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
     """Refresh Summary, Memory, Settlement and the Decision draft of WORKBOOK from its attempts.
 
+    Validates WORKBOOK first, as `iteralab validate` does; findings are printed
+    and stated in report.md, but only an unlocked or edited protocol stops it.
     Medians, mins, maxes and costs are live formulas with the values this
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
@@ -35,6 +37,14 @@ def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
     result, outputs = build(workbook, folder, pngs=not no_png)
     click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
                "Memory, Settlement, Schedule, Decision draft")
+    if result.findings:
+        for finding in result.findings[:5]:
+            click.echo(f"warning: {finding.location()}: {finding.message}", err=True)
+        click.echo(f"warning: {len(result.findings)} finding(s) in the workbook as read: the "
+                   f"report states them; `iteralab validate {workbook}` lists them all",
+                   err=True)
+    else:
+        click.echo("integrity: no findings (validate's checks, every predictions file hashed)")
     rows = [("variant", "attempts", "successes", "failed", "interrupted", "excluded",
              "median_s", "min_s", "max_s", "quality", "equal quality")]
     for st in result.stats:

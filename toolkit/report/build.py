@@ -5,11 +5,16 @@ Summary, Memory, Settlement and Schedule's computed columns, the Decision draft
 and the charts, and puts them into the data (input sheets and the memo fields a
 person typed are left as they are). :func:`build` reads the workbook under its
 lock, refuses an unlocked or edited protocol, refreshes, saves atomically, and
-writes the reviewer's folder beside the workbook.
+writes the reviewer's folder beside the workbook. The report validates the
+workbook as read (what ``iteralab validate`` checks, bar the sheets it is about
+to recompute) and states the findings in report.md: a reviewer sees them beside
+the numbers they touch. One hashing of the predictions files serves both the
+validation and the archive list (:mod:`toolkit.report.checks`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -18,6 +23,7 @@ from typing import Any
 
 from toolkit import layout, memory, schedule
 from toolkit.errors import ToolkitError
+from toolkit.findings import Finding
 from toolkit.report import charts, costs, decision, quality, summary
 from toolkit.report.costs import Costing
 from toolkit.report.decision import Decision
@@ -26,6 +32,8 @@ from toolkit.tariffs import Catalog, catalog_from_workbook, column_letter, rules
 from toolkit.workbook.model import WorkbookData
 
 REPORT_MD = "report.md"
+#: Sheets that refresh() recomputes whole: what they held before is not checked.
+RECOMPUTED_SHEETS = (layout.MEMORY.name, layout.SUMMARY.name, layout.SETTLEMENT.name)
 ATTEMPTS_CSV = "attempts.csv"
 MANIFEST_CSV = "manifest.csv"
 
@@ -42,6 +50,8 @@ class Refreshed:
     window_problem: str | None
     protocol_sha256: str = ""
     notes: list[str] = field(default_factory=list)
+    #: What validation found in the workbook as read, before the refresh.
+    findings: list[Finding] = field(default_factory=list)
 
 
 @dataclass
@@ -145,38 +155,49 @@ def _deadline_note(win: schedule.Window, deadline: Any) -> str:
 
 def build(workbook: Path, folder: Path | None = None, pngs: bool = True
           ) -> tuple[Refreshed, Outputs]:
-    """Refresh ``workbook`` under its lock and write the reviewer's folder.
+    """Validate and refresh ``workbook`` under its lock and write the reviewer's folder.
 
-    Raises ProtocolError when the protocol is not locked or was edited since.
+    Raises ProtocolError when the protocol is not locked or was edited since;
+    other findings do not stop the report, they are stated in it.
     """
     from toolkit import protocol
     from toolkit.report import reviewer
+    from toolkit.report.checks import ChecksBeside
     from toolkit.workbook import store
 
-    with store.editing(workbook, derive=False) as data:
-        sha = protocol.require_lock(data, workbook)
-        result = refresh(data, workbook.parent)
-        result.protocol_sha256 = sha
-    folder = folder or default_folder(workbook)
-    folder.mkdir(parents=True, exist_ok=True)
-    files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
-             _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
-    skipped = "PNG charts skipped: --no-png"
-    if pngs:
-        pictures = charts.write_pngs(folder, result.stats, result.costs)
-        files += list(pictures.paths)
-        skipped = pictures.skipped
-    outputs = Outputs(folder, files, skipped)
+    checked = [s.name for s in layout.SHEETS
+               if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
+    with contextlib.ExitStack() as stack:
+        with store.editing(workbook, derive=False) as data:
+            sha = protocol.require_lock(data, workbook)
+            # Started on the data as read, before the refresh changes it.
+            checks = stack.enter_context(ChecksBeside(data, workbook, checked))
+            result = refresh(data, workbook.parent)
+            result.protocol_sha256 = sha
+        folder = folder or default_folder(workbook)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
+                 _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
+        skipped = "PNG charts skipped: --no-png"
+        if pngs:
+            pictures = charts.write_pngs(folder, result.stats, result.costs)
+            files += list(pictures.paths)
+            skipped = pictures.skipped
+        outputs = Outputs(folder, files, skipped)
+        found = checks.result()
+    result.findings = found.findings
     md = folder / REPORT_MD
-    md.write_text(reviewer.markdown(workbook, data, result, outputs), encoding="utf-8")
+    md.write_text(reviewer.markdown(workbook, data, result, outputs, found.predictions),
+                  encoding="utf-8")
     outputs.files.insert(0, md)
     return result, outputs
 
 
 def _csv(path: Path, sheet: layout.Sheet, rows: list[dict[str, Any]]) -> Path:
+    names = sheet.names
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=sheet.names, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        writer.writerows([["" if (v := row.get(n)) is None else v for n in names]
+                          for row in rows])
     return path

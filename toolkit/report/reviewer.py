@@ -9,12 +9,13 @@ verdicts and the attempts table.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit import layout
+from toolkit.chain import PredictionsCheck
+from toolkit.digests import file_sha256
 from toolkit.report import summary
 from toolkit.report.build import Outputs, Refreshed
 from toolkit.report.decision import duration_text
@@ -38,15 +39,6 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return lines
 
 
-def sha256_of(path: Path) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def summary_table(result: Refreshed) -> list[str]:
     """The per-variant table: counts, raw runs, median/min/max, quality."""
     rows = []
@@ -63,7 +55,12 @@ def summary_table(result: Refreshed) -> list[str]:
                   "equal quality"), rows)
 
 
-def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Outputs) -> str:
+#: Findings listed in report.md; past it the report says how many more and where.
+FINDINGS_SHOWN = 50
+
+
+def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Outputs,
+             checks: Sequence[PredictionsCheck]) -> str:
     """The whole reviewer's report as Markdown text."""
     p = data.forms["Protocol"]
     lines = [f"# Campaign report: {workbook.name}", ""]
@@ -79,6 +76,8 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
         ("expected outputs", p.get("expected_outputs")),
         ("deadline", p.get("deadline")),
     ])
+    lines += ["", "## Integrity", ""]
+    lines += integrity(workbook, result)
     lines += ["", "## Durations (R14)", "", f"Rule: {summary.SUCCESS_RULE}. No p95 is computed "
               "from five runs.", ""]
     lines += summary_table(result)
@@ -108,7 +107,7 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
     pngs = [f for f in outputs.files if f.suffix == ".png"]
     lines += [f"![{f.stem}]({f.name})" for f in pngs] or [outputs.png_skipped or "none"]
     lines += ["", "## Archive (keep these together, R23)", ""]
-    lines += archive(workbook, data, outputs)
+    lines += archive(workbook, data, outputs, checks)
     return "\n".join(lines) + "\n"
 
 
@@ -146,33 +145,49 @@ def _settlement(result: Refreshed) -> list[str]:
     return lines
 
 
-def archive(workbook: Path, data: WorkbookData, outputs: Outputs) -> list[str]:
+def integrity(workbook: Path, result: Refreshed) -> list[str]:
+    """What validation found in the workbook before this report refreshed it."""
+    found = result.findings
+    if not found:
+        return ["`iteralab validate`'s checks (schemas, cross-sheet rules, protocol lock, "
+                "attempt hash chain against the journal, every predictions file's SHA-256) "
+                "found nothing before this report was computed."]
+    lines = [f"**{len(found)} finding(s)**: the numbers below rest on a workbook that fails "
+             f"these checks; correct them (`iteralab validate {workbook.name}` lists them "
+             "with what to do) and report again.", ""]
+    rows = [(f.sheet, f.row or "", f.column, f.check, f.message)
+            for f in found[:FINDINGS_SHOWN]]
+    lines += table(("sheet", "row", "column", "check", "finding"), rows)
+    if len(found) > FINDINGS_SHOWN:
+        lines += ["", f"... and {len(found) - FINDINGS_SHOWN} more."]
+    return lines
+
+
+CHECK_TEXT = {"matches": "matches", "differs": "DIFFERS", "missing": "missing",
+              "unreadable": "UNREADABLE", "no hash recorded": "present, no hash recorded",
+              "no file recorded": "no file recorded",
+              "hash without path": "hash recorded, no file path"}
+
+
+def archive(workbook: Path, data: WorkbookData, outputs: Outputs,
+            checks: Sequence[PredictionsCheck]) -> list[str]:
     """The files that go with the workbook, with their hashes."""
-    lines = [f"- workbook: `{workbook.name}` (SHA-256 {sha256_of(workbook)})"]
+    lines = [f"- workbook: `{workbook.name}` (SHA-256 {file_sha256(workbook)})"]
     for f in outputs.files:
         if f.suffix == ".csv":
-            lines.append(f"- `{f.name}`: the {f.stem} sheet as CSV (SHA-256 {sha256_of(f)})")
+            lines.append(f"- `{f.name}`: the {f.stem} sheet as CSV (SHA-256 {file_sha256(f)})")
     corpora = sorted({(m.get("corpus_sha256"), m.get("corpus_path"), m.get("corpus_items"))
                       for m in data.tables[layout.MANIFEST.name]}, key=str)
     for sha, path, items in corpora:
         lines.append(f"- corpus `{path}`: {items} items, fingerprint {sha}")
     lines += ["", "Predictions files (SHA-256 recorded by the runner, checked now):", ""]
+    attempts = data.tables[layout.ATTEMPTS.name]
     rows = []
-    for a in data.tables[layout.ATTEMPTS.name]:
-        rel = a.get("predictions_path")
-        recorded = a.get("predictions_sha256")
-        check = "no file recorded"
-        if rel:
-            target = workbook.parent / str(rel)
-            if not target.is_file():
-                check = "missing"
-            elif recorded:
-                check = "matches" if sha256_of(target) == recorded else "DIFFERS"
-            else:
-                check = "present, no hash recorded"
+    for check in checks:
+        a = attempts[check.index]
         rows.append((a.get("attempt_id"), a.get("variant_id"), a.get("status"),
-                     a.get("quality_verdict"), a.get("corpus_accepted"), rel or "",
-                     recorded or "", check))
+                     a.get("quality_verdict"), a.get("corpus_accepted"), check.relative or "",
+                     check.recorded or "", CHECK_TEXT[check.state]))
     lines += table(("attempt", "variant", "status", "quality", "accepted", "predictions",
                     "SHA-256", "check"), rows) if rows else ["none"]
     return lines

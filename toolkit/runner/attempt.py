@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from toolkit import corpus, journal, layout
+from toolkit.digests import file_sha256
 from toolkit.errors import ToolkitError
 from toolkit.runner import environment, faults, plan, probes
 from toolkit.runner.model import LoadedModel, load
@@ -468,13 +469,13 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
     protocol = spec.protocol
     kinds = corpus.parse_subgroups(protocol.get("subgroups"))
     rows = corpus.read_predictions(spec.predictions_file)
-    if corpus.file_sha256(spec.predictions_file) != predictions_sha:
+    if file_sha256(spec.predictions_file) != predictions_sha:
         notes.append("predictions file changed between export and evaluation")
     reference = None
     ref = spec.reference
     if ref is not None:
         ref_path = spec.base / ref["predictions_path"]
-        if not ref_path.exists() or corpus.file_sha256(ref_path) != ref["predictions_sha256"]:
+        if not ref_path.exists() or file_sha256(ref_path) != ref["predictions_sha256"]:
             notes.append(f"reference predictions {ref['predictions_path']} missing or changed "
                          "since its attempt: not used")
         else:

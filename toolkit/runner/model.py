@@ -27,6 +27,7 @@ import torch
 from torch import nn
 from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
+from toolkit.digests import file_sha256
 from toolkit.errors import ModelError
 
 HEAD_FORMAT = "iteragpu-linear-head/1"
@@ -50,11 +51,7 @@ def file_hashes(folder: Path) -> dict[str, str]:
     out = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and ".cache" not in path.parts:
-            digest = hashlib.sha256()
-            with path.open("rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
-                    digest.update(block)
-            out[path.relative_to(folder).as_posix()] = digest.hexdigest()
+            out[path.relative_to(folder).as_posix()] = file_sha256(path)
     return out
 
 

@@ -99,7 +99,9 @@ def _insert_chart(book: xlsxwriter.Workbook, ws: Worksheet, spec: Chart) -> None
 
 def write_value(ws: Worksheet, row: int, col: int, value: Any, fmt: Any) -> None:
     """Write one value with the right xlsxwriter call; text always stays text."""
-    if isinstance(value, Formula):
+    if type(value) is str and value:  # the commonest cell first
+        ws.write_string(row, col, cell_text(value), fmt)
+    elif isinstance(value, Formula):
         cached = "" if value.value is None else _plain(value.value)
         if value.array:
             ws.write_array_formula(row, col, row, col, value.text, fmt, cached)
@@ -162,7 +164,11 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
             ws.write_comment(0, col, column.help, {"x_scale": 2, "y_scale": 1.5})
         _add_dropdown(ws, column, 1, last_row, col)
         for r, row in enumerate(rows, start=1):
-            write_value(ws, r, col, row.get(column.name), cell_format)
+            value = row.get(column.name)
+            # An empty cell is left unwritten: the column's format already covers it, and
+            # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
+            if value is not None and value != "":
+                write_value(ws, r, col, value, cell_format)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
 

@@ -153,6 +153,8 @@ def _layout_version(guide: Any) -> int | None:
 
 def _normalise(value: Any) -> Any:
     """Cell value as the data model holds it: blanks are None, dates ISO text."""
+    if value is None:
+        return None
     if isinstance(value, str):
         return value if value.strip() else None
     if isinstance(value, dt.datetime):
@@ -192,11 +194,10 @@ def _read_table(ws: Any, sheet: layout.Sheet, path: Path) -> tuple[list[dict[str
         )
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
+    where = [(name, positions[name]) for name in sheet.names]
     for excel_row, values in enumerate(rows_iter, start=2):
-        record = {
-            name: _normalise(values[positions[name]]) if positions[name] < len(values) else None
-            for name in sheet.names
-        }
+        width = len(values)
+        record = {name: _normalise(values[i]) if i < width else None for name, i in where}
         if any(v is not None for v in record.values()):
             rows.append(record)
             numbers.append(excel_row)

@@ -1,0 +1,79 @@
+"""The report's integrity checks, run beside the refresh and the save.
+
+``iteralab report`` validates the workbook as read (what ``iteralab validate``
+checks) and lists every predictions file checked against its SHA-256. The
+attempt chain, the journal and the predictions files do not depend on the
+refresh and the save, and on a large campaign they are seconds of work; so
+they run in a helper process (:mod:`toolkit.helper`) while this one refreshes
+and saves, and the schemas run here. A small campaign, or a helper that fails,
+has them checked here, one after the other: same functions, same findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from toolkit import chain
+from toolkit.findings import Finding
+from toolkit.helper import Helper, HelperFailed
+from toolkit.workbook.model import WorkbookData
+
+#: Below this many attempts a helper process costs more than it saves.
+HELPER_MIN_ATTEMPTS = 1000
+
+
+@dataclass
+class Checked:
+    """What the checks found in the workbook as read."""
+
+    findings: list[Finding]
+    predictions: list[chain.PredictionsCheck]
+
+
+class ChecksBeside:
+    """The report's checks of ``data`` (as read from ``workbook``), started now.
+
+    The attempt chain, journal and predictions files go to a helper process
+    when there are enough attempts. :meth:`result` adds the schemas and rules
+    of ``sheets``, checked in this process, and waits for the rest. Use as a
+    context manager: leaving it early stops the helper.
+    """
+
+    def __init__(self, data: WorkbookData, workbook: Path, sheets: Sequence[str]) -> None:
+        from toolkit.validate import sheet_findings
+
+        self._data, self._workbook = data, workbook
+        self._helper: Helper | None = None
+        self._integrity: chain.Integrity | None = None
+        if len(data.tables["Attempts"]) >= HELPER_MIN_ATTEMPTS:
+            self._helper = Helper("toolkit.chain:integrity_checks", data, workbook)
+        else:
+            self._integrity = chain.integrity_checks(data, workbook)
+        # Before the caller refreshes the data: these are the sheets as read.
+        self._sheet_findings = sheet_findings(data, sheets)
+
+    def result(self) -> Checked:
+        """Every finding (sorted as validate sorts them) and every predictions check."""
+        from toolkit.validate import sorted_findings
+
+        if self._integrity is None and self._helper is not None:
+            try:
+                self._integrity = self._helper.result()
+            except HelperFailed:
+                # Checked here instead: the refresh rewrote only the computed sheets, so
+                # Attempts, Audit and the files are as read.
+                self._integrity = chain.integrity_checks(self._data, self._workbook)
+        assert self._integrity is not None
+        return Checked(sorted_findings(self._sheet_findings + self._integrity.findings),
+                       self._integrity.predictions)
+
+    def __enter__(self) -> ChecksBeside:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self._helper is not None:
+            self._helper.close()
