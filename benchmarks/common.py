@@ -513,3 +513,61 @@ def agreement(first: Mapping[str, str], second: Mapping[str, str]) -> str:
     differ = sum(first[key] != second[key] for key in first)
     return f"identical ({len(first)}/{len(first)})" if not differ else \
         f"differ: {differ} of {len(first)}"
+
+
+@dataclass
+class SampleModel:
+    """The sample's encoder and linear head, loaded as a hand-written contestant loads them."""
+
+    tokenizer: Any
+    encoder: Any
+    clock: ModelClock  # CPU seconds inside the encoder's forward calls
+    weight: Any
+    bias: Any
+    labels: list[str]
+
+
+def load_sample_model(folder: Path, precision: str) -> SampleModel:
+    """Plain transformers + torch: tokenizer, sdpa encoder, the head's tensors from ``folder``."""
+    import importlib.resources
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel, AutoTokenizer
+
+    model_dir = str(importlib.resources.files(MODEL_PACKAGE) / "model")
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    encoder = AutoModel.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa",
+                                        local_files_only=True).eval()
+    head = load_file(str(folder / "head" / "head.safetensors"))
+    labels = json.loads((folder / "head" / "head.json").read_text(encoding="utf-8"))["labels"]
+    return SampleModel(tokenizer, encoder, ModelClock(encoder), head["weight"].to(dtype),
+                       head["bias"].to(dtype), labels)
+
+
+def timed_corpus_pass(folder: Path, classify: Callable[[list[str]], list[str]],
+                      model: SampleModel, max_length: int, grouping: str
+                      ) -> tuple[Timing, dict[str, str]]:
+    """Warm ``classify`` up on the first items, then time one pass over the corpus.
+
+    The window holds what the runner's measured window holds: reading the
+    corpus, the length sort of a grouped variant (one tokenization for the
+    lengths), and classifying. Returns the timing and the predictions by id.
+    """
+    corpus_file = folder / "corpus.jsonl"
+    with corpus_file.open(encoding="utf-8") as handle:
+        classify([json.loads(line)["text"]
+                  for _, line in zip(range(WARMUP_ITEMS), handle, strict=False)])
+    with WindowClock(model.clock) as clock:
+        with corpus_file.open(encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        texts = [row["text"] for row in rows]
+        order = list(range(len(texts)))
+        if grouping == "sorted":
+            lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True,
+                                                           max_length=max_length)["input_ids"]]
+            order.sort(key=lengths.__getitem__)
+        predicted = classify([texts[i] for i in order])
+    return clock.timing, {rows[i]["id"]: label for i, label in zip(order, predicted,
+                                                                     strict=True)}

@@ -25,8 +25,6 @@ seconds by default: see benchmarks/README.md).
 from __future__ import annotations
 
 import argparse
-import importlib.resources
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -40,19 +38,9 @@ def hand_loop(folder: Path, batch: int, precision: str, max_length: int,
               grouping: str) -> tuple[common.Timing, dict[str, str]]:
     """Load, warm up, then time the bare loop; return (seconds, predictions by id)."""
     import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
 
-    model_dir = str(importlib.resources.files(common.MODEL_PACKAGE) / "model")
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    encoder = AutoModel.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa",
-                                        local_files_only=True).eval()
-    model_clock = common.ModelClock(encoder)  # CPU seconds inside the encoder, for the report
-    head = load_file(str(folder / "head" / "head.safetensors"))
-    weight, bias = head["weight"].to(dtype), head["bias"].to(dtype)
-    labels = json.loads((folder / "head" / "head.json").read_text(encoding="utf-8"))["labels"]
-    corpus_file = folder / "corpus.jsonl"
+    model = common.load_sample_model(folder, precision)
+    tokenizer, encoder, labels = model.tokenizer, model.encoder, model.labels
 
     def classify(texts: list[str]) -> list[str]:
         out: list[str] = []
@@ -64,27 +52,11 @@ def hand_loop(folder: Path, batch: int, precision: str, max_length: int,
                 mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                logits = pooled @ weight.T + bias
+                logits = pooled @ model.weight.T + model.bias
                 out.extend(labels[i] for i in logits.argmax(dim=-1).tolist())
         return out
 
-    with corpus_file.open(encoding="utf-8") as handle:
-        warm = [json.loads(line)["text"] for _, line in zip(range(common.WARMUP_ITEMS), handle,
-                                                             strict=False)]
-    classify(warm)
-
-    with common.WindowClock(model_clock) as clock:
-        with corpus_file.open(encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle if line.strip()]
-        texts = [row["text"] for row in rows]
-        order = list(range(len(texts)))
-        if grouping == "sorted":
-            lengths = [len(ids) for ids in tokenizer(texts, truncation=True,
-                                                     max_length=max_length)["input_ids"]]
-            order.sort(key=lengths.__getitem__)
-        predicted = classify([texts[i] for i in order])
-    return clock.timing, {rows[i]["id"]: label for i, label in zip(order, predicted,
-                                                                     strict=True)}
+    return common.timed_corpus_pass(folder, classify, model, max_length, grouping)
 
 
 def main(argv: list[str] | None = None) -> int:

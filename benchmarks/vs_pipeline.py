@@ -32,8 +32,6 @@ effect (file order / grouped, wall clock) is printed for both sides.
 from __future__ import annotations
 
 import argparse
-import importlib.resources
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -72,39 +70,14 @@ def head_pipeline_class() -> type:
 def pipeline_run(folder: Path, batch: int, precision: str, max_length: int,
                  grouping: str) -> tuple[common.Timing, dict[str, str]]:
     """Build the pipeline, warm it up, time one pass; return (seconds, predictions by id)."""
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer, pipeline
+    from transformers import pipeline
 
-    model_dir = str(importlib.resources.files(common.MODEL_PACKAGE) / "model")
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    encoder = AutoModel.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa",
-                                        local_files_only=True)
-    model_clock = common.ModelClock(encoder)  # CPU seconds inside the encoder, for the report
-    pipe: Any = pipeline("feature-extraction", model=encoder, tokenizer=tokenizer,
+    model = common.load_sample_model(folder, precision)
+    pipe: Any = pipeline("feature-extraction", model=model.encoder, tokenizer=model.tokenizer,
                          pipeline_class=head_pipeline_class(), device="cpu", batch_size=batch,
                          tokenize_kwargs={"truncation": True, "max_length": max_length})
-    head = load_file(str(folder / "head" / "head.safetensors"))
-    labels = json.loads((folder / "head" / "head.json").read_text(encoding="utf-8"))["labels"]
-    pipe.head = (head["weight"].to(dtype), head["bias"].to(dtype), labels)
-    corpus_file = folder / "corpus.jsonl"
-    with corpus_file.open(encoding="utf-8") as handle:
-        pipe([json.loads(line)["text"] for _, line in zip(range(common.WARMUP_ITEMS), handle,
-                                                           strict=False)])
-
-    with common.WindowClock(model_clock) as clock:
-        with corpus_file.open(encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle if line.strip()]
-        texts = [row["text"] for row in rows]
-        order = list(range(len(texts)))
-        if grouping == "sorted":
-            lengths = [len(ids) for ids in tokenizer(texts, truncation=True,
-                                                     max_length=max_length)["input_ids"]]
-            order.sort(key=lengths.__getitem__)
-        predicted = pipe([texts[i] for i in order])
-    return clock.timing, {rows[i]["id"]: label for i, label in zip(order, predicted,
-                                                                     strict=True)}
+    pipe.head = (model.weight, model.bias, model.labels)
+    return common.timed_corpus_pass(folder, pipe, model, max_length, grouping)
 
 
 def main(argv: list[str] | None = None) -> int:

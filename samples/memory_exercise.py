@@ -115,8 +115,8 @@ class Observation:
     allocated_peak: int | None
     reserved_peak: int | None
     device_reason: str | None
-    rss_baseline: int | None  # ru_maxrss after the imports, before loading the model
-    rss_loaded: int | None  # ru_maxrss after loading the model, before the batch
+    rss_baseline: int | None  # peak RSS after the imports, before loading the model
+    rss_loaded: int | None  # peak RSS after loading the model, before the batch
     rss_peak: int | None
 
     @property
@@ -132,6 +132,7 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
     """Load the sample model as the runner does, run one batch, print and return the peaks."""
     import torch
 
+    from toolkit.rss import peak_rss_bytes
     from toolkit.runner import model as runner_model
     from toolkit.runner import probes
 
@@ -139,12 +140,12 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = longest_texts(batch)
-    rss_baseline = probes.host_rss_peak()  # after importing torch and transformers
+    rss_baseline = peak_rss_bytes()  # after importing torch and transformers
     variant = {"variant_id": VARIANT_ID, "device": device, "precision": precision,
                "model_path": f"package:{MODEL_PACKAGE}", "head_path": str(HEAD),
                "quantization": "none", "compile": "no", "attention_backend": ATTENTION}
     loaded = runner_model.load(variant, HERE)
-    rss_loaded = probes.host_rss_peak()
+    rss_loaded = peak_rss_bytes()
     dev = loaded.device
     inputs = loaded.tokenizer([r["text"] for r in rows], padding="longest", truncation=True,
                               max_length=max_length, return_tensors="pt")
@@ -154,7 +155,7 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
     with probes.Span(dev) as span, torch.inference_mode():
         logits = loaded(inputs)
     peaks = probes.cuda_peaks(dev)
-    rss_peak = probes.host_rss_peak()
+    rss_peak = peak_rss_bytes()
     best = logits.argmax(dim=-1).tolist()
     correct = sum(loaded.labels[b] == r["label"] for b, r in zip(best, rows, strict=True))
     shape = tuple(inputs["input_ids"].shape)
@@ -193,9 +194,10 @@ def _show(obs: Observation, max_length: int) -> None:
     _line("host RSS", f"baseline {obs.rss_baseline:,} B, peak {obs.rss_peak:,} B, growth "
           f"{obs.rss_growth:,} B ({gib(obs.rss_growth or 0)} GiB): loading {loading:,} B, "
           f"then the batch {(obs.rss_growth or 0) - loading:,} B")
-    _line("note", "ru_maxrss is the process's lifetime peak: the baseline is that peak after "
-          "the imports, and the growth counts only what went above it (the model, tokenizer, "
-          "library code loaded on first use, the batch); memory freed and reused is not seen")
+    _line("note", "the peak RSS (VmHWM) is the process's lifetime peak: the baseline is that "
+          "peak after the imports, and the growth counts only what went above it (the model, "
+          "tokenizer, library code loaded on first use, the batch); memory freed and reused is "
+          "not seen")
 
 
 def compare(est: Estimate, obs: Observation) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,19 @@ def filled_workbook(tmp_path: Path) -> Path:
 def runner() -> CliRunner:
     """click's CliRunner with stderr kept apart from stdout."""
     return CliRunner()
+
+
+@pytest.fixture
+def deny_replace(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """``deny_replace(path)``: the store's ``os.replace`` onto ``path`` fails with EACCES,
+    as in a folder the user may not write to (other replaces still work)."""
+    def deny(path: Path) -> None:
+        real_replace = os.replace
+
+        def denied(source: str | Path, target: str | Path) -> None:
+            if Path(target) == path:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            real_replace(source, target)
+
+        monkeypatch.setattr(store.os, "replace", denied)
+    return deny

@@ -10,9 +10,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -186,44 +185,41 @@ def test_an_older_workbook_migrates_as_the_message_says(runner: CliRunner, tmp_p
     assert result.stdout == f"{path}: valid (3 variants, 2 attempts, no findings)\n"
 
 
-def test_a_missing_sheet(runner: CliRunner, tmp_path: Path) -> None:
-    path = saved(tmp_path)
-    edit_with_openpyxl(path, lambda book: book.remove(book["Memory"]))
-    with unchanged(path):
-        result = invoke(runner, "validate", path)
-    assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
-        f"error: {path}: missing sheet(s) Memory",
+def _remove_memory_sheet(book: openpyxl.Workbook) -> None:
+    book.remove(book["Memory"])
+
+
+def _rename_measured_column(book: openpyxl.Workbook) -> None:
+    book["Attempts"].cell(row=1, column=layout.ATTEMPTS.names.index("measured_s") + 1,
+                          value="measured")
+
+
+def _rename_metric_field(book: openpyxl.Workbook) -> None:
+    book["Protocol"].cell(row=6, column=1, value="the metric")
+
+
+@pytest.mark.parametrize(("damage", "expected"), [
+    pytest.param(_remove_memory_sheet, [
+        "error: {path}: missing sheet(s) Memory",
         "  what to do: this is not an iteralab workbook, or sheets were renamed or deleted; "
-        "restore them or start from `iteralab init`"]
-
-
-def test_a_missing_column(runner: CliRunner, tmp_path: Path) -> None:
-    path = saved(tmp_path)
-    column = layout.ATTEMPTS.names.index("measured_s") + 1
-
-    def rename(book: openpyxl.Workbook) -> None:
-        book["Attempts"].cell(row=1, column=column).value = "measured"
-
-    edit_with_openpyxl(path, rename)
-    with unchanged(path):
-        result = invoke(runner, "validate", path)
-    assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
-        f"error: {path}: sheet Attempts lacks column(s) measured_s in row 1",
+        "restore them or start from `iteralab init`"], id="missing-sheet"),
+    pytest.param(_rename_measured_column, [
+        "error: {path}: sheet Attempts lacks column(s) measured_s in row 1",
         "  what to do: restore the header row (names exactly as in `iteralab init`'s "
-        "template)"]
-
-
-def test_a_missing_form_field(runner: CliRunner, tmp_path: Path) -> None:
+        "template)"], id="missing-column"),
+    pytest.param(_rename_metric_field, [
+        "error: {path}: sheet Protocol lacks field(s) metric in column A"],
+        id="missing-form-field"),
+])
+def test_a_missing_sheet_column_or_field_is_named(runner: CliRunner, tmp_path: Path,
+                                                  damage: object, expected: list[str]) -> None:
     path = saved(tmp_path)
-    edit_with_openpyxl(path, lambda book: book["Protocol"].cell(row=6, column=1,
-                                                                 value="the metric"))
+    edit_with_openpyxl(path, damage)  # type: ignore[arg-type]
     with unchanged(path):
         result = invoke(runner, "validate", path)
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[0] == (
-        f"error: {path}: sheet Protocol lacks field(s) metric in column A")
+    assert result.stderr.splitlines()[:len(expected)] == [
+        line.format(path=path) for line in expected]
 
 
 # ---------------------------------------------------------------- cells that break the rules
@@ -401,16 +397,9 @@ def test_disk_full_during_a_save(runner: CliRunner, tmp_path: Path,
 
 
 def test_permission_denied_during_a_save(runner: CliRunner, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+                                         deny_replace: Callable[[Path], None]) -> None:
     path = saved(tmp_path)
-    real_replace = os.replace
-
-    def denied(source: str | Path, target: str | Path) -> None:
-        if Path(target) == path:
-            raise PermissionError(errno.EACCES, "Permission denied")
-        real_replace(source, target)
-
-    monkeypatch.setattr(store.os, "replace", denied)
+    deny_replace(path)
     with unchanged(path):
         result = invoke(runner, "lock", path)
     assert result.exit_code == 1

@@ -62,7 +62,7 @@ def test_scale_ingests_in_one_save_and_prints_its_ratio_line() -> None:
     assert any(line.startswith("   wall: validate, report / openpyxl load: ratio of medians ")
                for line in lines), done.stdout
     assert "saves per ingest: 1 (target: 1): met" in lines
-    assert any(re.fullmatch(r"peak memory \(ru_maxrss\): report \d+ MiB, validate then report "
+    assert any(re.fullmatch(r"peak memory \(VmHWM\): report \d+ MiB, validate then report "
                             r"\d+ MiB, openpyxl load \d+ MiB; largest helper process \d+ MiB",
                             line) for line in lines), done.stdout
 

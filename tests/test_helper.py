@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,22 @@ def test_a_helper_that_cannot_start_fails_when_asked(monkeypatch: pytest.MonkeyP
     with Helper("toolkit.digests:hash_files", []) as helper:
         with pytest.raises(HelperFailed, match="no helper process"):
             helper.result()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="VmHWM is Linux's; ru_maxrss elsewhere")
+def test_a_helper_reports_its_own_peak_memory_not_its_parents() -> None:
+    """A helper started by a large process states its own peak, not the parent's memory."""
+    from toolkit import helper
+    from toolkit.rss import peak_rss_bytes
+
+    ballast = bytearray(300 * 2**20)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1  # resident now
+    before = len(helper.HELPER_PEAKS)
+    with Helper("toolkit.digests:hash_files", []) as running:
+        assert running.result() == {}
+    (peak,) = helper.HELPER_PEAKS[before:]
+    mine = peak_rss_bytes()
+    assert mine is not None and mine >= 300 * 2**20
+    assert 0 < peak < 200 * 2**20  # a bare interpreter; ru_maxrss would say 300+ MiB here
+    del ballast

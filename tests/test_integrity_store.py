@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import filelock
@@ -124,16 +125,9 @@ def test_disk_full_while_copying_the_backup_keeps_the_old_backup_whole(
 
 
 def test_permission_denied_at_the_replace_leaves_the_workbook_unchanged(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, deny_replace: Callable[[Path], None]) -> None:
     path, before, _ = _saved_twice(tmp_path)
-    real_replace = os.replace
-
-    def denied(source: str | Path, target: str | Path) -> None:
-        if Path(target) == path:
-            raise PermissionError(errno.EACCES, "Permission denied")
-        real_replace(source, target)
-
-    monkeypatch.setattr(store.os, "replace", denied)
+    deny_replace(path)
     with pytest.raises(WorkbookError) as err:
         store.save(_changed(), path)  # type: ignore[arg-type]
     assert str(err.value) == (

@@ -215,3 +215,16 @@ def test_findings_are_plain_records() -> None:
     assert f.location() == "Attempts!4 load_s"
     assert f.as_dict() == {"sheet": "Attempts", "row": 4, "column": "load_s", "check": "zero",
                            "message": "m"}
+
+
+def test_a_tariff_for_a_plan_that_does_not_exist_is_a_finding() -> None:
+    """Lots are rented for 3, 7 or 30 days: a 14-day row could never be priced."""
+    data = filled()
+    row = {"catalog_date": "2026-09-24", "gpu_slug": "rtx-4090", "gpu_name": "RTX 4090",
+           "cards_per_lot": 0, "plan_days": 14, "price_per_lot_usd": 110}
+    data.append("Tariffs", row)
+    found = {f.column: f for f in validate(data) if f.sheet == "Tariffs"}
+    assert found["plan_days"].message == (
+        "plan_days must be one of the flat-rate plans 3, 7, 30 (days); found 14: correct it "
+        "or remove the row")
+    assert found["cards_per_lot"].check == "positive"

@@ -366,38 +366,36 @@ def predictions_checks(data: WorkbookData, folder: Path, digests: Digests
     return checks
 
 
+#: What to do about each predictions check that failed: (column, message).
+_PREDICTIONS_FINDINGS = {
+    "hash without path": ("predictions_path", "{name} has a predictions_sha256 but no "
+                          "predictions_path: restore the path the attempt recorded"),
+    "missing": ("predictions_path", "{name}: predictions file {relative} is missing (looked for "
+                "{path}): restore it from the campaign archive; without it the verdict cannot "
+                "be checked (R7)"),
+    "no hash recorded": ("predictions_sha256", "{name}: no predictions_sha256 for {relative}: "
+                         "the file cannot be checked; restore the recorded hash"),
+    "unreadable": ("predictions_path", "{name}: cannot read {relative} ({error}): make it "
+                   "readable"),
+    "differs": ("predictions_sha256", "{name}: {relative} no longer matches its SHA-256 "
+                "(recorded {recorded:.12}..., now {actual:.12}...): the predictions were edited "
+                "or replaced after the attempt; restore the original file"),
+}
+
+
 def _predictions_findings(data: WorkbookData, folder: Path, digests: Digests) -> list[Finding]:
     found: list[Finding] = []
     for check in predictions_checks(data, folder, digests):
-        row = data.tables[SHEET][check.index]
-        excel = data.excel_row(SHEET, check.index)
-        name = f"attempt {row.get('attempt_id')!r}"
-        relative = check.relative
-        if check.state == "hash without path":
-            found.append(Finding(SHEET, excel, "predictions_path", "predictions",
-                                 f"{name} has a predictions_sha256 but no predictions_path: "
-                                 "restore the path the attempt recorded"))
-        elif check.state == "missing":
-            found.append(Finding(SHEET, excel, "predictions_path", "predictions",
-                                 f"{name}: predictions file {relative} is missing (looked for "
-                                 f"{check.path}): restore it from the campaign archive; without "
-                                 "it the verdict cannot be checked (R7)"))
-        elif check.state == "no hash recorded":
-            found.append(Finding(SHEET, excel, "predictions_sha256", "predictions",
-                                 f"{name}: no predictions_sha256 for {relative}: the file "
-                                 "cannot be checked; restore the recorded hash"))
-        elif check.state == "unreadable":
-            error = check.actual
-            found.append(Finding(SHEET, excel, "predictions_path", "predictions",
-                                 f"{name}: cannot read {relative} "
-                                 f"({getattr(error, 'strerror', None) or error}): make it "
-                                 "readable"))
-        elif check.state == "differs":
-            found.append(Finding(SHEET, excel, "predictions_sha256", "predictions",
-                                 f"{name}: {relative} no longer matches its SHA-256 (recorded "
-                                 f"{str(check.recorded)[:12]}..., now {str(check.actual)[:12]}"
-                                 "...): the predictions were edited or replaced after the "
-                                 "attempt; restore the original file"))
+        if check.state not in _PREDICTIONS_FINDINGS:
+            continue  # matches, or no file recorded
+        column, message = _PREDICTIONS_FINDINGS[check.state]
+        error = check.actual if isinstance(check.actual, OSError) else None
+        text = message.format(
+            name=f"attempt {data.tables[SHEET][check.index].get('attempt_id')!r}",
+            relative=check.relative, path=check.path, recorded=str(check.recorded),
+            actual=str(check.actual), error=getattr(error, "strerror", None) or error)
+        found.append(Finding(SHEET, data.excel_row(SHEET, check.index), column, "predictions",
+                             text))
     return found
 
 

@@ -27,7 +27,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from toolkit.rss import peak_rss_bytes
+
 PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+#: The peak resident memory (bytes) of each helper this process ran, for the benchmarks.
+HELPER_PEAKS: list[int] = []
 
 
 class HelperFailed(Exception):
@@ -70,7 +74,10 @@ class Helper:
         self._process = None
         if code != 0 or not self._output:
             raise HelperFailed(f"the helper exited with {code}")
-        return pickle.loads(self._output[0])
+        result, peak = pickle.loads(self._output[0])
+        if peak is not None:
+            HELPER_PEAKS.append(peak)
+        return result
 
     def close(self) -> None:
         if self._process is not None:
@@ -110,7 +117,7 @@ def main() -> int:
     module, name = function.split(":")
     result = getattr(importlib.import_module(module), name)(*args)
     with result_out:
-        pickle.dump(result, result_out, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((result, peak_rss_bytes()), result_out, protocol=pickle.HIGHEST_PROTOCOL)
     return 0
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from toolkit import layout, schemas
 from toolkit.digests import Digests
 from toolkit.findings import Finding
+from toolkit.tariffs import PLAN_DAYS
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -171,11 +172,15 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
                                  f"{key[1]} has two {key[2]}-day prices in the catalog of "
                                  f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
         seen[key] = excel
-        for name in ("cards_per_lot", "plan_days"):
-            value = t.get(name)
-            if isinstance(value, int) and value < 1:
-                found.append(Finding("Tariffs", excel, name, "positive",
-                                     f"{name} must be at least 1; found {value}"))
+        cards, days = t.get("cards_per_lot"), t.get("plan_days")
+        if isinstance(cards, int) and cards < 1:
+            found.append(Finding("Tariffs", excel, "cards_per_lot", "positive",
+                                 f"cards_per_lot must be at least 1; found {cards}"))
+        if isinstance(days, int) and days not in PLAN_DAYS:
+            found.append(Finding("Tariffs", excel, "plan_days", "plan",
+                                 f"plan_days must be one of the flat-rate plans "
+                                 f"{', '.join(map(str, PLAN_DAYS))} (days); found {days}: "
+                                 "correct it or remove the row"))
         if t.get("price_per_lot_usd") == 0:
             found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
                                  "a price of 0 is not a price: remove the row if unknown"))

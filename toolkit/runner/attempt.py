@@ -38,6 +38,7 @@ import torch
 from toolkit import corpus, journal, layout
 from toolkit.digests import file_sha256
 from toolkit.errors import ToolkitError
+from toolkit.rss import peak_rss_bytes
 from toolkit.runner import environment, faults, plan, probes
 from toolkit.runner.model import LoadedModel, load
 
@@ -360,7 +361,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     evaluation_s = eval_first + eval_second
 
     peaks = probes.cuda_peaks(device)
-    rss = probes.host_rss_peak()
+    rss = peak_rss_bytes()
     environment_info = environment.collect()
     manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seeds,
                          environment_info)
@@ -432,7 +433,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     else:
         put("mem_allocated_peak_bytes", peaks[0])
         put("mem_reserved_peak_bytes", peaks[1])
-    put("host_rss_peak_bytes", rss, None if rss is not None else "no getrusage on this OS")
+    put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
     if status == "completed" and window.padded_tokens:
         put("padded_tokens", window.padded_tokens)
         put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))

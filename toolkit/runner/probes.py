@@ -4,12 +4,11 @@
 synchronises before starting and before stopping, and records CUDA events so
 the device span is known too (on the CPU there is no device span: None).
 Memory: CUDA peaks of ``memory_allocated`` and ``memory_reserved`` (reset at
-the start of each attempt), and the process's peak resident set size.
+the start of each attempt); the process's peak resident set is :mod:`toolkit.rss`'s.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from types import TracebackType
 
@@ -58,13 +57,3 @@ def cuda_peaks(device: torch.device) -> tuple[int, int] | None:
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
     return int(torch.cuda.max_memory_allocated(device)), int(torch.cuda.max_memory_reserved(device))
-
-
-def host_rss_peak() -> int | None:
-    """Peak resident memory of this process in bytes (its lifetime maximum), None if unknown."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
