@@ -243,6 +243,31 @@ def test_a_missing_predictions_file_names_the_row(tmp_path: Path) -> None:
         "the verdict cannot be checked (R7)")
 
 
+def test_an_unreadable_predictions_file_or_a_hash_without_path_names_the_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that cannot be read (permissions; root reads anything, so the read is made to
+    fail) and a hash recorded without its file are findings, not crashes."""
+    from toolkit import digests
+
+    (tmp_path / "preds").mkdir()
+    (tmp_path / "preds" / "a1.jsonl").write_bytes(PREDICTIONS)
+
+    def denied(path: object) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(digests, "file_sha256", denied)
+    data = locked_with(attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64),
+                       attempt("a2", repetition=2, predictions_path=None,
+                               predictions_sha256="1" * 64))
+    found = [(f.row, f.column, f.message) for f in chain.chain_findings(data, tmp_path)
+             if f.check == "predictions"]
+    assert found == [
+        (2, "predictions_path", "attempt 'a1': cannot read preds/a1.jsonl (Permission denied): "
+         "make it readable"),
+        (3, "predictions_path", "attempt 'a2' has a predictions_sha256 but no "
+         "predictions_path: restore the path the attempt recorded")]
+
+
 def test_validate_reads_the_journal_beside_the_workbook(tmp_path: Path) -> None:
     path = tmp_path / "w.xlsx"
     data = four()

@@ -12,25 +12,15 @@ has them checked here, one after the other: same functions, same findings.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from toolkit import chain
-from toolkit.findings import Finding
 from toolkit.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
 
 #: Below this many attempts a helper process costs more than it saves.
 HELPER_MIN_ATTEMPTS = 1000
-
-
-@dataclass
-class Checked:
-    """What the checks found in the workbook as read."""
-
-    findings: list[Finding]
-    predictions: list[chain.PredictionsCheck]
 
 
 class ChecksBeside:
@@ -55,7 +45,7 @@ class ChecksBeside:
         # Before the caller refreshes the data: these are the sheets as read.
         self._sheet_findings = sheet_findings(data, sheets)
 
-    def result(self) -> Checked:
+    def result(self) -> chain.Integrity:
         """Every finding (sorted as validate sorts them) and every predictions check."""
         from toolkit.validate import sorted_findings
 
@@ -67,8 +57,8 @@ class ChecksBeside:
                 # Attempts, Audit and the files are as read.
                 self._integrity = chain.integrity_checks(self._data, self._workbook)
         assert self._integrity is not None
-        return Checked(sorted_findings(self._sheet_findings + self._integrity.findings),
-                       self._integrity.predictions)
+        return chain.Integrity(sorted_findings(self._sheet_findings + self._integrity.findings),
+                               self._integrity.predictions)
 
     def __enter__(self) -> ChecksBeside:
         return self
