@@ -106,14 +106,32 @@ def test_a_failed_attempt_is_not_retried_on_resume(
     assert _plan(book) == [("b1-fp32", 1, 1, "failed")]
 
 
+#: How fresh workers start: forked from the run's fork server, or each its own interpreter.
+LAUNCHERS = [pytest.param("1", id="fork-server"), pytest.param("0", id="python-m-worker")]
+
+
+@pytest.mark.parametrize("fork_server", LAUNCHERS)
 def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
     """Process policy fresh: one worker per attempt; a worker killed mid-corpus leaves a
     failed row written by the campaign, with the items it reported done."""
+    from toolkit.runner import forkserver
+
+    forked: list[int] = []
+    real_start = forkserver.ForkServer.start
+
+    def counting_start(self: forkserver.ForkServer, stderr: object) -> object:
+        worker = real_start(self, stderr)  # type: ignore[arg-type]
+        forked.append(worker.pid)
+        return worker
+
+    monkeypatch.setattr(forkserver.ForkServer, "start", counting_start)
+    monkeypatch.setenv(forkserver.DISABLE_ENV, fork_server)
     book = make_campaign(tmp_path, 16, SERIES_1[:2], process_policy="fresh", threshold=0.4)
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "kill@8:b4-fp32")
     code, output = _invoke("run", str(book))
     assert code == 0, output
+    assert len(forked) == (2 if fork_server == "1" else 0)
     done, killed = attempts(book)
     assert (done["status"], done["items_completed"], done["quality_verdict"]) == (
         "completed", 16, "pass")
@@ -128,16 +146,17 @@ def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
     assert validate(store.read(book), book) == []
 
 
+@pytest.mark.parametrize("fork_server", LAUNCHERS)
 def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
     """What Ctrl-C does to a fresh worker: the measured window stops, the record says
     interrupted with the items done, the journal holds it, the exit code is 130."""
     import os
     import signal
     import subprocess
-    import sys
+    import tempfile
 
-    from toolkit.runner import campaign
+    from toolkit.runner import campaign, forkserver
     from toolkit.runner.attempt import AttemptSpec
 
     book = make_campaign(tmp_path, 24, SERIES_1[:1], process_policy="fresh")
@@ -145,19 +164,26 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
     spec = AttemptSpec(str(book.resolve()), "a001-b1-fp32-r1", prepared.variants["b1-fp32"], 1, 1,
                        prepared.protocol, prepared.protocol_sha256, prepared.corpus_sha256,
                        prepared.corpus_items)
-    env = dict(os.environ, ITERALAB_INJECT_FAULT="hang@4")  # stalls after 4 items, no timeout
-    proc = subprocess.Popen([sys.executable, "-m", "toolkit.runner.worker"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(spec.to_json())
-    proc.stdin.close()
+    monkeypatch.setenv(forkserver.DISABLE_ENV, fork_server)
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4")  # stalls after 4 items, no timeout
+    workers = campaign.Workers(prepared)
     events = []
-    with proc.stdout:
-        for line in proc.stdout:
-            events.append(json.loads(line))
-            if events[-1] == {"event": "items", "phase": "measured", "done": 4, "total": 24}:
-                proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    try:
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+            proc = workers.start(stderr)
+            expected = forkserver.ForkedWorker if fork_server == "1" else subprocess.Popen
+            assert isinstance(proc, expected)
+            proc.stdin.write(spec.to_json())
+            proc.stdin.close()
+            with proc.stdout:
+                for line in proc.stdout:
+                    events.append(json.loads(line))
+                    if events[-1] == {"event": "items", "phase": "measured", "done": 4,
+                                      "total": 24}:
+                        os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait() == 130
+    finally:
+        workers.close()
     record = events[-1]["record"]
     assert (record["attempt"]["status"], record["attempt"]["items_completed"]) == (
         "interrupted", 4)

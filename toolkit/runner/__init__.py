@@ -8,6 +8,7 @@
 - ``faults``: the documented fault-injection hook used by tests;
 - ``attempt``: one attempt, phase by phase, to a journal record;
 - ``worker``: ``python -m toolkit.runner.worker SPEC`` runs one attempt in a fresh process;
+- ``forkserver``: imports the runner once per campaign run and forks a worker per attempt;
 - ``campaign``: the campaign loop (rotation, fresh processes, journal, ingest, progress);
 - ``demo``: the sample campaign.
 

@@ -2,8 +2,10 @@
 
 Reads the locked protocol and the variants, checks the corpus once, plans the
 slots (1-4-8, 4-8-1, 8-1-4, ...), and runs each attempt under the protocol's
-process policy: ``fresh`` starts ``python -m toolkit.runner.worker`` per
-attempt (honest memory peaks), ``shared`` runs them in this process. Each
+process policy: ``fresh`` runs each attempt in a new worker process (honest
+memory peaks), forked from the run's fork server (:mod:`toolkit.runner.forkserver`)
+or started as ``python -m toolkit.runner.worker``; ``shared`` runs them in this
+process. Each
 finished attempt is in the journal before anything else; it is ingested into
 the workbook after each attempt (cheap at this size) and always at the end.
 
@@ -185,6 +187,7 @@ def run(campaign: Campaign, options: Options, display: Display) -> Result:
     policy = campaign.protocol.get("process_policy") or "fresh"
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
+    workers = Workers(campaign) if policy != "shared" and campaign.todo else None
     try:
         for slot in campaign.todo:
             sequence += 1
@@ -196,10 +199,10 @@ def run(campaign: Campaign, options: Options, display: Display) -> Result:
                 corpus_items=campaign.corpus_items, reference=_reference(campaign),
                 threads=options.threads, timeout_s=options.timeout_s)
             display.attempt(f"{spec.attempt_id}")
-            if policy == "shared":
+            if workers is None:
                 record, stop = _in_process(spec, display)
             else:
-                record, stop = _in_worker(spec, display)
+                record, stop = _in_worker(spec, display, workers)
             result.records.append(record)
             campaign.known.append(record["attempt"])
             display.finished(record)
@@ -211,6 +214,8 @@ def run(campaign: Campaign, options: Options, display: Display) -> Result:
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
+        if workers is not None:
+            workers.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         display.stop()
@@ -269,19 +274,53 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
-def _in_worker(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
+class Workers:
+    """Starts one fresh worker process per attempt: forked from the run's fork server
+    (:mod:`toolkit.runner.forkserver`), or ``python -m toolkit.runner.worker`` where
+    there is none."""
+
+    def __init__(self, campaign: Campaign) -> None:
+        from toolkit.runner import forkserver
+
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(PROJECT_ROOT), self.env.get("PYTHONPATH")) if p)
+        self.server: forkserver.ForkServer | None = None
+        if forkserver.available():
+            paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
+            try:
+                self.server = forkserver.ForkServer(campaign.workbook.parent, paths, self.env)
+            except forkserver.ForkServerError:
+                self.server = None  # each worker then imports everything itself
+
+    def start(self, stderr: Any) -> Any:
+        """A new worker process (``subprocess.Popen`` or its forked equivalent)."""
+        from toolkit.runner import forkserver
+
+        if self.server is not None:
+            try:
+                return self.server.start(stderr)
+            except forkserver.ForkServerError:
+                self.server.close()
+                self.server = None
+        return subprocess.Popen(
+            [sys.executable, "-m", "toolkit.runner.worker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=self.env,
+            start_new_session=True)  # Ctrl-C reaches the worker through us, once
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def _in_worker(spec: Any, display: Display, workers: Workers) -> tuple[dict[str, Any], bool]:
     """Run the attempt in a fresh worker process; write its row if the worker cannot."""
     from toolkit.runner.attempt import fallback_record
 
     started_at = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT),
-                                                    env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "toolkit.runner.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=env,
-            start_new_session=True)  # Ctrl-C reaches the worker through us, once
+        proc = workers.start(stderr)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(spec.to_json())
         proc.stdin.close()
@@ -340,7 +379,7 @@ def _in_worker(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
     return record, stop
 
 
-def _signal(proc: subprocess.Popen[str], sig: int) -> None:
+def _signal(proc: Any, sig: int) -> None:
     try:
         os.kill(proc.pid, sig)
     except ProcessLookupError:

@@ -1,7 +1,8 @@
 """Run one attempt in a fresh process: ``python -m toolkit.runner.worker < SPEC.json``.
 
 The campaign starts one worker per attempt (process policy ``fresh``), so
-memory peaks and caches belong to that attempt alone. The worker reads an
+memory peaks and caches belong to that attempt alone: as this module, or as a
+fork of the run's fork server, which calls :func:`main` the same way. The worker reads an
 :class:`~toolkit.runner.attempt.AttemptSpec` as JSON on stdin, prints progress
 events as JSON lines on stdout, appends the finished record to the workbook's
 journal (fsync'd) and prints it as the last event. Timings stay inside the

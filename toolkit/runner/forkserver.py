@@ -1,0 +1,228 @@
+"""Fresh workers without paying the imports each time: one fork server per campaign run.
+
+Process policy ``fresh`` gives every attempt its own process, so its memory peaks and
+caches are its own (R18). Started as ``python -m toolkit.runner.worker``, each attempt
+also paid 4 to 7 s here of importing torch, transformers and the model's class before it
+could load anything (benchmarks/README.md, target 6). So a campaign run starts one server
+(``python -m toolkit.runner.forkserver``) that imports those once, never runs an operator
+and never touches CUDA, and forks one worker per attempt. A fork is still a new process:
+nothing of an earlier attempt is in it, and its peak memory starts at the server's, the
+imports every worker makes anyway. The worker is the same ``worker.main``, on the same
+stdin/stdout/stderr protocol, in its own session (Ctrl-C reaches it through the campaign).
+
+Started per run, the server sees the campaign's environment (``HF_HUB_OFFLINE``, the
+fault-injection hook). Linux only: the worker's pipes travel to the server over a Unix
+socket. The campaign falls back to ``python -m toolkit.runner.worker`` when the server
+cannot start (or ``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one
+attempt's row, not the campaign.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+DISABLE_ENV = "ITERALAB_FORK_SERVER"
+#: How long the server may take to import everything before the campaign gives up on it.
+READY_TIMEOUT_S = 300.0
+
+
+class ForkServerError(Exception):
+    """The server could not start, or stopped answering."""
+
+
+def available() -> bool:
+    """Whether this platform can run the server, and the user has not turned it off."""
+    return (sys.platform == "linux" and hasattr(socket, "send_fds")
+            and os.environ.get(DISABLE_ENV, "1") != "0")
+
+
+class ForkServer:
+    """The campaign's side: start the server, ask it for one worker per attempt."""
+
+    def __init__(self, base: Path, model_paths: list[str], env: dict[str, str]) -> None:
+        mine, theirs = socket.socketpair()
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "toolkit.runner.forkserver", str(theirs.fileno()),
+                 str(base), *model_paths], pass_fds=[theirs.fileno()], env=env,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError as exc:
+            mine.close()
+            raise ForkServerError(f"cannot start the fork server: {exc}") from exc
+        finally:
+            theirs.close()
+        self._socket = mine
+        self._buffer = b""
+        if self._line(READY_TIMEOUT_S) != "ready":
+            self.close()
+            raise ForkServerError("the fork server did not get ready")
+
+    def _line(self, timeout: float | None) -> str | None:
+        """The server's next line; None when ``timeout`` passes first."""
+        while b"\n" not in self._buffer:
+            if timeout is not None:
+                readable, _, _ = select.select([self._socket], [], [], timeout)
+                if not readable:
+                    return None
+            try:
+                chunk = self._socket.recv(4096)
+            except OSError as exc:
+                raise ForkServerError(f"the fork server stopped answering: {exc}") from exc
+            if not chunk:
+                raise ForkServerError("the fork server stopped")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("ascii")
+
+    def start(self, stderr: IO[Any]) -> ForkedWorker:
+        """A new worker, its stderr into ``stderr``; raises ForkServerError."""
+        stdin_read, stdin_write = os.pipe()
+        stdout_read, stdout_write = os.pipe()
+        try:
+            socket.send_fds(self._socket, [b"fork\n"],
+                            [stdin_read, stdout_write, stderr.fileno()])
+            answer = self._line(READY_TIMEOUT_S)
+        except (OSError, ForkServerError) as exc:
+            answer = f"no answer ({exc})"
+        finally:
+            os.close(stdin_read)  # the worker holds these ends now
+            os.close(stdout_write)
+        if answer is None or not answer.startswith("pid "):
+            os.close(stdin_write)
+            os.close(stdout_read)
+            raise ForkServerError(f"the fork server did not start a worker: {answer}")
+        return ForkedWorker(self, int(answer.split()[1]),
+                            os.fdopen(stdin_write, "w", encoding="utf-8"),
+                            os.fdopen(stdout_read, "r", encoding="utf-8"))
+
+    def exit_code(self, timeout: float | None) -> int | None:
+        """The running worker's exit code (as Popen gives it); None while it runs."""
+        try:
+            line = self._line(timeout)
+        except ForkServerError:
+            return 1  # the server died with the worker's status: a failure, said by its row
+        if line is None:
+            return None
+        return int(line.split()[1])  # "exit CODE"
+
+    def close(self) -> None:
+        self._socket.close()  # the server reads end-of-file and exits
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+class ForkedWorker:
+    """A forked worker with what the campaign uses of ``subprocess.Popen``."""
+
+    def __init__(self, server: ForkServer, pid: int, stdin: IO[str], stdout: IO[str]) -> None:
+        self._server = server
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(0)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(None)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+# ---------------------------------------------------------------- the server's side
+
+
+def _preload(base: Path, model_paths: list[str]) -> None:
+    """Import what every worker imports, and each variant's model class (no weights)."""
+    from transformers import MODEL_MAPPING, AutoConfig
+
+    from toolkit import journal  # noqa: F401 - what worker.main imports: the runner,
+    from toolkit.runner import attempt  # noqa: F401 - torch, transformers
+    from toolkit.runner.model import resolve_model_path
+
+    for spec in dict.fromkeys(model_paths):
+        try:
+            folder, _ = resolve_model_path(spec, base)
+            if folder is not None:
+                MODEL_MAPPING[type(AutoConfig.from_pretrained(str(folder),
+                                                              local_files_only=True))]
+        except Exception:  # noqa: BLE001 - only a head start: the attempt reports real errors
+            continue
+
+
+def _worker(fds: list[int]) -> None:
+    """In the fork: become the worker on the campaign's pipes, then exit with its code."""
+    code = 1
+    try:
+        os.setsid()  # its own session, as `start_new_session`: Ctrl-C comes via the campaign
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        from toolkit.runner import worker
+
+        code = worker.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - said on stderr, as a worker process would
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+def serve(fd: int, base: Path, model_paths: list[str]) -> int:
+    """Preload, then fork one worker per request until the campaign closes the socket."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the campaign's
+    channel = socket.socket(fileno=fd)
+    _preload(base, model_paths)
+    channel.sendall(b"ready\n")
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 64, 3)
+        except OSError:
+            return 0
+        if not message or len(fds) != 3:
+            return 0  # the campaign is done
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            _worker(fds)
+        for received in fds:
+            os.close(received)
+        try:
+            channel.sendall(f"pid {pid}\n".encode("ascii"))
+            _, status = os.waitpid(pid, 0)
+            channel.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode("ascii"))
+        except OSError:
+            return 0  # the campaign went away
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]))
