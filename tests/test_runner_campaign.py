@@ -295,3 +295,28 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert validate(data, book) == []
     code, output = _invoke("demo", str(folder))
     assert code == 2 and "already exists: the demo does not overwrite a campaign" in output
+
+
+def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server whose interpreter dies at start is said, and the run falls back."""
+    import subprocess
+
+    from toolkit.runner import campaign, forkserver
+
+    with pytest.raises(forkserver.ForkServerError, match="did not get ready"):
+        forkserver.ForkServer(tmp_path, [], {"PYTHONHOME": str(tmp_path / "no-python")})
+
+    def broken(self: object, base: Path, paths: list[str], env: dict[str, str]) -> None:
+        raise forkserver.ForkServerError("cannot start the fork server: test")
+
+    monkeypatch.setattr(forkserver.ForkServer, "__init__", broken)
+    book = make_campaign(tmp_path / "c", 4, SERIES_1[:1], process_policy="fresh")
+    workers = campaign.Workers(campaign.prepare(book, campaign.Options()))
+    assert workers.server is None
+    with open(tmp_path / "stderr", "w+", encoding="utf-8") as stderr:
+        proc = workers.start(stderr)
+        assert isinstance(proc, subprocess.Popen)
+        proc.stdin.close()  # no spec: the worker stops at once
+        proc.stdout.close()
+        assert proc.wait(timeout=120) != 0

@@ -61,7 +61,11 @@ class ForkServer:
             theirs.close()
         self._socket = mine
         self._buffer = b""
-        if self._line(READY_TIMEOUT_S) != "ready":
+        try:
+            ready = self._line(READY_TIMEOUT_S)
+        except ForkServerError:
+            ready = None
+        if ready != "ready":
             self.close()
             raise ForkServerError("the fork server did not get ready")
 
