@@ -286,7 +286,10 @@ class Workers:
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), self.env.get("PYTHONPATH")) if p)
         self.server: forkserver.ForkServer | None = None
-        if forkserver.available():
+        # CPU variants only until a GPU machine has checked it: a fork must come before any
+        # CUDA initialisation, which the server avoids but no test here can prove.
+        on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
+        if on_cpu and forkserver.available():
             paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
             try:
                 self.server = forkserver.ForkServer(campaign.workbook.parent, paths, self.env)

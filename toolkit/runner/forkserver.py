@@ -12,9 +12,12 @@ stdin/stdout/stderr protocol, in its own session (Ctrl-C reaches it through the 
 
 Started per run, the server sees the campaign's environment (``HF_HUB_OFFLINE``, the
 fault-injection hook). Linux only: the worker's pipes travel to the server over a Unix
-socket. The campaign falls back to ``python -m toolkit.runner.worker`` when the server
-cannot start (or ``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one
-attempt's row, not the campaign.
+socket. Campaigns whose variants all run on the CPU only, for now: forking is safe for CUDA
+only before CUDA is initialised, which the server never does, but no GPU machine has run
+this path yet (the other workers start as before). The campaign falls back to
+``python -m toolkit.runner.worker`` when the server cannot start (or
+``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one attempt's row, not
+the campaign.
 """
 
 from __future__ import annotations
