@@ -27,7 +27,7 @@ recomputes every hash; the journal and archived copies of the last
 
 from __future__ import annotations
 
-import datetime as dt
+import contextlib
 import hashlib
 import json
 import math
@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
+from toolkit.clock import now_text
 from toolkit.digests import Digests
 from toolkit.errors import UsageError
 from toolkit.findings import Finding
@@ -151,53 +152,50 @@ class Integrity:
     predictions: list[PredictionsCheck]
 
 
-def integrity_checks(data: WorkbookData, workbook: Path) -> Integrity:
-    """:func:`integrity_findings` and every row's :func:`predictions_checks` (one hashing).
+def integrity_checks(data: WorkbookData, workbook: Path | None,
+                     digests: Digests | None = None) -> Integrity:
+    """The attempt chain against the journal beside ``workbook``, the logged actions
+    (exclusions, amendments), and every row's predictions file checked (one hashing).
 
-    What ``iteralab report`` runs in a helper process (toolkit.report.checks).
+    ``digests`` is a pool already hashing the predictions files (one starts here when
+    None); the chain is checked while it hashes. Without ``workbook`` only the rows
+    themselves are checked. ``iteralab validate`` runs this, and ``iteralab report`` in a
+    helper process (toolkit.report.checks).
     """
-    with Digests(predictions_files(data, workbook.parent)) as digests:
-        return Integrity(integrity_findings(data, workbook, digests),
-                         predictions_checks(data, workbook.parent, digests))
+    found: list[Finding] = []
+    checks: list[PredictionsCheck] = []
+    with contextlib.ExitStack() as stack:
+        if workbook is not None and digests is None:
+            digests = stack.enter_context(Digests(predictions_files(data, workbook.parent)))
+        records = _journal_records(workbook, found) if workbook is not None else None
+        found += chain_findings(data, None, journal=records)
+        if workbook is not None and digests is not None:
+            checks = predictions_checks(data, workbook.parent, digests)
+            found += _predictions_findings(data, checks)
+    return Integrity(found + action_findings(data), checks)
 
 
-def integrity_findings(data: WorkbookData, workbook: Path | None,
-                       digests: Digests | None = None) -> list[Finding]:
-    """Findings of the attempt chain (against the journal beside ``workbook``, with the
-    predictions files in its folder) and of the logged actions (exclusions, amendments).
-
-    Without ``workbook`` only the rows themselves are checked.
-    """
-    records = _journal_records(workbook) if workbook is not None else None
-    found = [] if isinstance(records, list) or records is None else [records]
-    found += chain_findings(data, workbook.parent if workbook is not None else None,
-                            journal=records if isinstance(records, list) else None,
-                            digests=digests)
-    return found + action_findings(data)
-
-
-def _journal_records(workbook: Path) -> list[dict[str, Any]] | Finding:
-    """The journal's records beside ``workbook``, or the finding that it cannot be read."""
+def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:
+    """The journal's records beside ``workbook``; an unreadable journal becomes a finding."""
     from toolkit import journal
     from toolkit.errors import ToolkitError
 
     try:
         return journal.read(workbook)
     except (ToolkitError, OSError) as exc:
-        return Finding(SHEET, None, "", "journal", "the journal cannot be read, so edits are "
-                       f"checked by the chain alone: {exc}")
+        found.append(Finding(SHEET, None, "", "journal", "the journal cannot be read, so "
+                             f"edits are checked by the chain alone: {exc}"))
+        return None
 
 
 def chain_findings(data: WorkbookData, workbook_dir: str | Path | None,
-                   journal: Sequence[Mapping[str, Any]] | None = None,
-                   digests: Digests | None = None) -> list[Finding]:
+                   journal: Sequence[Mapping[str, Any]] | None = None) -> list[Finding]:
     """Every Attempts row edited, deleted, copied or moved, and every predictions file
     missing or changed, each finding naming its row.
 
     ``workbook_dir`` resolves ``predictions_path`` (None skips the files);
     ``journal`` (the records of ``NAME.journal.jsonl``, if any) names each
-    edited cell and each recorded attempt missing from the sheet; ``digests``
-    hashes the predictions files (a new pool when None).
+    edited cell and each recorded attempt missing from the sheet.
     """
     rows = data.tables[SHEET]
     recorded = _journal_rows(journal)
@@ -233,11 +231,9 @@ def chain_findings(data: WorkbookData, workbook_dir: str | Path | None,
                 f"attempt {attempt_id!r} is in the journal but not in this sheet: it was "
                 "deleted, or is not ingested yet: run `iteralab ingest WORKBOOK`"))
     if workbook_dir is not None:
-        if digests is None:
-            with Digests() as own:
-                found += _predictions_findings(data, Path(workbook_dir), own)
-        else:
-            found += _predictions_findings(data, Path(workbook_dir), digests)
+        with Digests() as digests:
+            found += _predictions_findings(
+                data, predictions_checks(data, Path(workbook_dir), digests))
     return found
 
 
@@ -383,9 +379,10 @@ _PREDICTIONS_FINDINGS = {
 }
 
 
-def _predictions_findings(data: WorkbookData, folder: Path, digests: Digests) -> list[Finding]:
+def _predictions_findings(data: WorkbookData, checks: Sequence[PredictionsCheck]
+                          ) -> list[Finding]:
     found: list[Finding] = []
-    for check in predictions_checks(data, folder, digests):
+    for check in checks:
         if check.state not in _PREDICTIONS_FINDINGS:
             continue  # matches, or no file recorded
         column, message = _PREDICTIONS_FINDINGS[check.state]
@@ -519,7 +516,7 @@ def exclude(data: WorkbookData, attempt_id: str, reason: str) -> int:
         or row.get("protocol_sha256") or "not locked"
     details = {"attempt_id": attempt_id, "row": excel, "row_sha256": row.get("row_sha256")}
     data.append("Audit", {
-        "at": dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "at": now_text(),
         "action": "exclude", "protocol_sha256": protocol, "tool_version": __version__,
         "reason": reason, "details": json.dumps(details, sort_keys=True, ensure_ascii=False),
     })

@@ -9,7 +9,6 @@ logs the reason and marks earlier attempts as measured under the old protocol.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
+from toolkit.clock import now_text
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
@@ -130,10 +130,6 @@ def _require_valid(data: WorkbookData, verb: str) -> None:
         )
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-
-
 def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
            details: dict[str, Any]) -> None:
     text = json.dumps(details, sort_keys=True, ensure_ascii=False)
@@ -143,7 +139,7 @@ def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
             hint="shorten long Protocol/Variants texts (keep long documents in files and "
             "refer to them)",
         )
-    data.append("Audit", {"at": _now(), "action": action, "protocol_sha256": sha,
+    data.append("Audit", {"at": now_text(), "action": action, "protocol_sha256": sha,
                           "tool_version": __version__, "reason": reason, "details": text})
 
 

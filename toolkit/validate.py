@@ -38,7 +38,7 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
     # Many files hash in a helper process while the sheets are checked here.
     with Digests(files) as digests:
         findings = sheet_findings(data)
-        findings += chain.integrity_findings(data, where, digests)
+        findings += chain.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
 

@@ -21,7 +21,6 @@ and every missing timing empty with its reason (R12-R13).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import signal
@@ -36,6 +35,7 @@ from typing import Any
 import torch
 
 from toolkit import corpus, journal, layout
+from toolkit.clock import now_text
 from toolkit.digests import file_sha256
 from toolkit.errors import ToolkitError
 from toolkit.rss import peak_rss_bytes
@@ -45,10 +45,6 @@ from toolkit.runner.model import LoadedModel, load
 Emit = Callable[[dict[str, Any]], None]
 #: Progress events are sent at most this often (seconds) while items are processed.
 PROGRESS_EVERY_S = 0.2
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
 
 
 @dataclass
@@ -220,7 +216,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     receives progress events (phase changes, items done).
     """
     guard = guard or InterruptGuard()
-    started_at = _now()
+    started_at = now_text()
     began = time.monotonic()
     variant, protocol = spec.variant, spec.protocol
     device = torch.device(variant["device"])
@@ -529,7 +525,7 @@ def manifest_row(content: dict[str, Any]) -> dict[str, Any]:
     """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now."""
     text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
     row = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
-           "recorded_at": _now()}
+           "recorded_at": now_text()}
     row.update(content)
     return {name: row.get(name) for name in layout.MANIFEST.names}
 

@@ -17,7 +17,6 @@ completed or failed attempt, never redoing a settled one.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import queue
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import corpus, journal, layout
+from toolkit.clock import now_text
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.runner import plan
 from toolkit.runner.display import Display
@@ -321,7 +321,7 @@ def _in_worker(spec: Any, display: Display, workers: Workers) -> tuple[dict[str,
     """Run the attempt in a fresh worker process; write its row if the worker cannot."""
     from toolkit.runner.attempt import fallback_record
 
-    started_at = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+    started_at = now_text()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
         proc = workers.start(stderr)
         assert proc.stdin is not None and proc.stdout is not None
