@@ -46,12 +46,26 @@ def _quiet_transformers() -> None:
     hf_logging.disable_progress_bar()
 
 
+CACHE_FOLDERS = frozenset({"__pycache__", ".cache"})
+
+
 def file_hashes(folder: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``folder`` by POSIX relative path (caches skipped)."""
+    """SHA-256 of every file under ``folder`` by POSIX relative path.
+
+    Caches *inside* the folder (``__pycache__``, the ``.cache`` a hub download
+    leaves there) are skipped; the folder itself may sit anywhere, a Hugging
+    Face or Poetry cache under ``~/.cache`` included. Raises ModelError for a
+    folder with no file: its revision would be the hash of nothing.
+    """
     out = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and ".cache" not in path.parts:
-            out[path.relative_to(folder).as_posix()] = file_sha256(path)
+        relative = path.relative_to(folder)
+        if path.is_file() and not CACHE_FOLDERS.intersection(relative.parts):
+            out[relative.as_posix()] = file_sha256(path)
+    if not out:
+        raise ModelError(f"model folder {folder} holds no file",
+                         hint="point model_path/head_path at a folder with config, weights "
+                         "and tokenizer files")
     return out
 
 
