@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test system-packages
+.PHONY: demo test system-packages wheel-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -28,4 +28,9 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/iteralab demo demo
 
 test: $(VENV)/.installed system-packages
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
+
+# The wheel as a user installs it, in a fresh venv outside the checkout (.ci/run runs it).
+wheel-check:
+	.ci/wheel-check

@@ -5,8 +5,8 @@ Bookkeeping of one attempt = what the runner does besides the model:
 - **export** (the predictions file) and **evaluation** (token lengths, the
   file read back, ids checked, metric, subgroups, reference): the
   ``export_s`` and ``evaluation_s`` the runner recorded in the attempt's row;
-- **journal append** (:func:`toolkit.journal.append`, one fsync'd line) and
-  **ingest** (:func:`toolkit.journal.ingest`: read the workbook, add and seal
+- **journal append** (:func:`toolkit.evidence.journal.append`, one fsync'd line) and
+  **ingest** (:func:`toolkit.editing.ingest`: read the workbook, add and seal
   the row, refresh the derived sheets, save): measured here, around the real
   functions, on the real records.
 
@@ -80,8 +80,9 @@ def recorded_rows(workbook: Path | None) -> tuple[list[dict[str, Any]], dict[str
 def replay(folder: Path, attempts: list[dict[str, Any]], manifests: dict[str, Any]
            ) -> list[tuple[float, float]]:
     """Append and ingest each attempt into a fresh demo copy; (append_s, ingest_s) each."""
-    from toolkit import journal
-    from toolkit.runner import demo
+    from toolkit import editing
+    from toolkit.commands import demo
+    from toolkit.evidence import journal
 
     workbook = demo.prepare(folder)
     times = []
@@ -92,7 +93,7 @@ def replay(folder: Path, attempts: list[dict[str, Any]], manifests: dict[str, An
         start = time.perf_counter()
         journal.append(workbook, entry)
         middle = time.perf_counter()
-        result = journal.ingest(workbook)
+        result = editing.ingest(workbook, refresh_derived=True)
         end = time.perf_counter()
         if result.attempts_added != 1:
             raise SystemExit(f"error: ingest added {result.attempts_added} attempts, not 1")
@@ -106,8 +107,10 @@ def live(folder: Path, items: int, repetitions: int
 
     Returns the Attempts rows and each one's (append_s, ingest_s).
     """
-    from toolkit import journal
-    from toolkit.runner import campaign, demo, plan
+    from toolkit import editing
+    from toolkit.commands import demo
+    from toolkit.evidence import journal
+    from toolkit.runner import campaign, plan
     from toolkit.runner.attempt import AttemptSpec, run_attempt
 
     workbook = demo.prepare(folder)
@@ -130,7 +133,7 @@ def live(folder: Path, items: int, repetitions: int
         start = time.perf_counter()
         journal.append(workbook, record)
         middle = time.perf_counter()
-        journal.ingest(workbook)
+        editing.ingest(workbook, refresh_derived=True)
         times.append((middle - start, time.perf_counter() - middle))
         attempt = record["attempt"]
         rows.append(attempt)

@@ -8,7 +8,7 @@ benchmarks/README.md for the set-up)::
 What it does, in order:
 
 1. **Card**: the CUDA device's name and memory, matched to a row of
-   ``tariffs/gpus.csv`` (via ``toolkit.gpus``; ``--card SLUG`` overrides). Without a
+   ``tariffs/gpus.csv`` (via ``toolkit.planner.gpus``; ``--card SLUG`` overrides). Without a
    match the ceilings stay empty, with the reason.
 2. **Timing probe**: bf16 matrix products timed by the runner's own
    :class:`toolkit.runner.probes.Span` (synchronised host timer and CUDA
@@ -68,7 +68,7 @@ def _words(text: str) -> set[str]:
 
 
 def match_card(device_name: str, memory_bytes: int | None, catalog: Sequence[Any]) -> Any | None:
-    """The catalog row (toolkit.gpus.Gpu) of a CUDA device, or None when none fits.
+    """The catalog row (toolkit.planner.gpus.Gpu) of a CUDA device, or None when none fits.
 
     A row matches when its model token (the first slug part with a digit: h200,
     a100, 4090, mi300x) is a word of the device name, no form-factor word of the
@@ -177,7 +177,7 @@ def variants(device: str, slug: str | None, batches: Sequence[int], precisions: 
 def build_campaign(folder: Path, items: int, repetitions: int,
                    rows: list[dict[str, Any]]) -> Path:
     """A locked workbook in ``folder`` with the corpus subset, the head and ``rows``."""
-    from toolkit import protocol
+    from toolkit.evidence import locking
     from toolkit.workbook import store
     from toolkit.workbook.model import WorkbookData
 
@@ -186,7 +186,7 @@ def build_campaign(folder: Path, items: int, repetitions: int,
     data.forms["Protocol"].update(common.protocol(str(rows[0]["variant_id"]), repetitions))
     for row in rows:
         data.append("Variants", row)
-    protocol.lock(data)
+    locking.lock(data)
     book = folder / "gpu_check.xlsx"
     store.save(data, book)
     return book
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     import torch
 
-    from toolkit import gpus
+    from toolkit.planner import gpus
 
     cuda = torch.cuda.is_available()
     if not cuda and not args.cpu_dry_run:

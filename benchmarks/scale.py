@@ -5,8 +5,8 @@ samples/example_campaign.xlsx with its corpus and head) holding ``--attempts``
 attempts that went through the real bookkeeping: each is a real attempt row
 of the recorded demo run (tests/fixtures/demo_campaign_rows.json) under a new
 id, with its own predictions file (``--items-per-file`` lines of the corpus,
-SHA-256 recorded), appended to the journal with :func:`toolkit.journal.append`
-(fsync'd), then ingested by :func:`toolkit.journal.ingest` (rows sealed into
+SHA-256 recorded), appended to the journal with :func:`toolkit.evidence.journal.append`
+(fsync'd), then ingested by :func:`toolkit.editing.ingest` (rows sealed into
 the hash chain, one save). The workbook validates without a finding.
 
 Contestants, each in a fresh child process (so each has its own peak memory),
@@ -14,12 +14,12 @@ interleaved in rotated rounds (common.interleave), ``--runs`` each; the time is
 taken inside the child around the work, after its imports:
 
 - **report** (the verdict): what ``iteralab report`` does:
-  :func:`toolkit.report.build.build`: read, validate (schemas, cross-sheet
+  :func:`toolkit.reporting.build`: read, validate (schemas, cross-sheet
   rules, protocol lock, hash chain against the journal, every predictions
   file hashed on a worker thread), refresh, save, report.md (its archive
   list reuses those hashes), CSVs, PNG charts;
 - **validate, report**: ``iteralab validate`` then ``iteralab report`` run one
-  after the other (``store.read`` + :func:`toolkit.validate.validate`, then
+  after the other (``store.read`` + :func:`toolkit.evidence.validate.validate`, then
   ``build``): what a user who runs both commands waits for;
 - **openpyxl load**: ``openpyxl.load_workbook(path)`` (default mode) of the
   same workbook.
@@ -60,14 +60,14 @@ CONTENTS = 16
 
 def _maxrss_mib() -> float:
     """This process's own peak resident set (VmHWM on Linux), in MiB."""
-    from toolkit.rss import peak_rss_bytes
+    from toolkit.plumbing.rss import peak_rss_bytes
 
     return (peak_rss_bytes() or 0) / 2**20
 
 
 def _helper_peak_mib() -> float:
     """The largest peak of the helper processes this process ran, in MiB (0: none ran)."""
-    from toolkit.helper import HELPER_PEAKS
+    from toolkit.plumbing.helper import HELPER_PEAKS
 
     return max(HELPER_PEAKS, default=0) / 2**20
 
@@ -76,8 +76,8 @@ def _helper_peak_mib() -> float:
 
 def child_validate_report(workbook: Path, pngs: bool, validate_first: bool) -> dict[str, Any]:
     """report (after validate when ``validate_first``): times, findings, peak memory."""
-    from toolkit.report.build import build
-    from toolkit.validate import validate
+    from toolkit.evidence.validate import validate
+    from toolkit.reporting import build
     from toolkit.workbook import store
 
     if pngs:
@@ -118,7 +118,7 @@ def child_openpyxl(workbook: Path) -> dict[str, Any]:
 
 def child_ingest(workbook: Path) -> dict[str, Any]:
     """Ingest the journal into the workbook, counting ``store.save`` calls."""
-    from toolkit import journal
+    from toolkit import editing
     from toolkit.workbook import store
 
     saves = [0]
@@ -130,7 +130,7 @@ def child_ingest(workbook: Path) -> dict[str, Any]:
 
     store.save = counting_save  # journal.ingest looks store.save up at call time
     start = time.perf_counter()
-    result = journal.ingest(workbook)
+    result = editing.ingest(workbook, refresh_derived=False)
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "saves": saves[0], "attempts_added": result.attempts_added,
             "already": result.already, "maxrss_mib": _maxrss_mib()}
@@ -161,7 +161,7 @@ def predictions_contents(items: int) -> list[tuple[bytes, str]]:
     Lines as the runner writes them (id, prediction, label, stratum); content
     k predicts the true label for 6 items in 10, shifted by k.
     """
-    from toolkit import corpus
+    from toolkit.runner import corpus
 
     rows = corpus.read_corpus(common.CORPUS)[:items]
     labels = sorted({r.label for r in rows})
@@ -186,7 +186,7 @@ def records(start: int, count: int, folder: Path, contents: list[tuple[bytes, st
     Each is a recorded demo attempt (cycling over the 15) under a new id, its
     durations varied by up to +-0.5 % so the rows differ.
     """
-    from toolkit import journal
+    from toolkit.evidence import journal
 
     fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
     manifests = {m["manifest_id"]: m for m in fixture["Manifest"]}
@@ -221,7 +221,7 @@ def records(start: int, count: int, folder: Path, contents: list[tuple[bytes, st
 
 def journal_all(workbook: Path, entries: list[dict[str, Any]]) -> list[float]:
     """Append every record with the real (fsync'd) append; return each append's seconds."""
-    from toolkit import journal
+    from toolkit.evidence import journal
 
     times = []
     for entry in entries:
@@ -233,7 +233,7 @@ def journal_all(workbook: Path, entries: list[dict[str, Any]]) -> list[float]:
 
 def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[float]]:
     """The demo folder holding ``attempts`` journaled and ingested attempts."""
-    from toolkit.runner import demo
+    from toolkit.commands import demo
 
     workbook = demo.prepare(folder)
     contents = predictions_contents(items)

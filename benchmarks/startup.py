@@ -73,8 +73,9 @@ def forbidden(names: list[str]) -> list[str]:
 
 def demo_workbook(folder: Path) -> Path:
     """The sample campaign holding the recorded demo attempts, ingested from the journal."""
-    from toolkit import journal
-    from toolkit.runner import demo
+    from toolkit import editing
+    from toolkit.commands import demo
+    from toolkit.evidence import journal
 
     workbook = demo.prepare(folder)
     payload = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -82,7 +83,7 @@ def demo_workbook(folder: Path) -> Path:
     for attempt in payload["Attempts"]:
         row = dict(attempt, row_sha256=None)
         journal.append(workbook, journal.record(row, manifests[row["manifest_id"]]))
-    journal.ingest(workbook)
+    editing.ingest(workbook, refresh_derived=False)
     return workbook
 
 

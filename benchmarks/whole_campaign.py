@@ -57,15 +57,16 @@ def _run(command: list[str]) -> float:
 
 def _amended_copy(folder: Path, items: int, repetitions: int, policy: str | None) -> Path:
     """The demo copy with a declared subset / policy, recorded as a protocol amendment."""
-    from toolkit import protocol
-    from toolkit.runner import demo
-    from toolkit.workbook import store
+    from toolkit import editing
+    from toolkit.commands import demo
+    from toolkit.evidence import locking
 
     book = demo.prepare(folder)
     lines = (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     subset = f"corpus_first{items}.jsonl"
     (folder / subset).write_text("".join(lines[:items]), encoding="utf-8")
-    with store.editing(book) as data:
+    with editing.change(book, refresh_derived=False) as edit:
+        data = edit.data
         form = data.forms["Protocol"]
         changed = [f"first {items} items", f"{repetitions} repetitions"]
         form["corpus_path"] = subset
@@ -73,7 +74,7 @@ def _amended_copy(folder: Path, items: int, repetitions: int, policy: str | None
         if policy:
             form["process_policy"] = policy
             changed.append(f"process policy {policy}")
-        protocol.amend(data, f"benchmark: declared subset ({', '.join(changed)}) for "
+        locking.amend(data, f"benchmark: declared subset ({', '.join(changed)}) for "
                        "benchmarks/whole_campaign.py")
     return book
 

@@ -21,7 +21,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from toolkit import protocol, tariffs  # noqa: E402
+from toolkit.evidence import locking  # noqa: E402
+from toolkit.money import tariffs  # noqa: E402
 from toolkit.workbook.model import WorkbookData  # noqa: E402
 from toolkit.workbook.render import render  # noqa: E402
 
@@ -89,7 +90,7 @@ def build() -> WorkbookData:
         data.append("Variants", {**COMMON, **variant})
     for row in tariffs.tariff_rows(tariffs.load_catalog()):
         data.append("Tariffs", row)
-    protocol.lock(data)
+    locking.lock(data)
     return data
 
 

@@ -3,7 +3,7 @@
 Four steps on the sample classifier (all-MiniLM-L6-v2 + the linear head in head/):
 
 1. the environment check, as ``iteralab env`` prints it;
-2. the planner's estimate (``toolkit.memory``) from the model's config.json, for
+2. the planner's estimate (``toolkit.planner.memory``) from the model's config.json, for
    inference at the precision, sequence length and batch that step 3 runs;
 3. the observation: one batch of the 8 longest corpus texts (max_length 256) through
    the model, loaded as the runner loads a variant. On CUDA the peaks of
@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ModelError, ToolkitError
-from toolkit.memory import Estimate, estimate, gib, memory_rows, shape_from_config
+from toolkit.planner.memory import Estimate, estimate, gib, shape_from_config
+from toolkit.report.memory_sheet import memory_rows
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus.jsonl"
@@ -76,7 +77,7 @@ def model_config() -> Path:
 def estimate_memory(precision: str = PRECISION, batch: int = BATCH,
                     seq_len: int = MAX_LENGTH) -> Estimate:
     """Print and return the planner's inference estimate for the sample model."""
-    _section("2. estimate (toolkit.memory, before running anything)")
+    _section("2. estimate (toolkit.planner.memory, before running anything)")
     config = model_config()
     est = estimate(shape_from_config(config), workload="inference", precision=precision,
                    seq_len=seq_len, batch=batch, attention=ATTENTION)
@@ -132,7 +133,7 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
     """Load the sample model as the runner does, run one batch, print and return the peaks."""
     import torch
 
-    from toolkit.rss import peak_rss_bytes
+    from toolkit.plumbing.rss import peak_rss_bytes
     from toolkit.runner import model as runner_model
     from toolkit.runner import probes
 

@@ -27,7 +27,7 @@ def rows() -> dict[str, Any]:
 
 def workbook(folder: Path) -> Path:
     """The example workbook with the recorded rows appended, saved in ``folder``."""
-    from toolkit import protocol
+    from toolkit.evidence import protocol
     from toolkit.workbook import store
 
     recorded = rows()
@@ -66,7 +66,7 @@ def successes() -> dict[str, int]:
 
 def record(demo_workbook: Path) -> None:
     """Write the fixture from a demo run's workbook."""
-    from toolkit import protocol
+    from toolkit.evidence import protocol
     from toolkit.workbook import store
 
     data = store.read(demo_workbook)

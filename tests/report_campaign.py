@@ -14,7 +14,8 @@ from typing import Any
 
 from conftest import PROTOCOL, variant
 
-from toolkit import chain, protocol, tariffs
+from toolkit.evidence import audit, chain, locking
+from toolkit.money import tariffs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -110,7 +111,7 @@ def campaign() -> WorkbookData:
                              "end": "2026-12-07T12:00+01:00"})
     data.append("Schedule", {"phase": "comparison", "start": "2026-12-07T12:00+01:00",
                              "end": "2026-12-11T09:00+01:00"})
-    sha = protocol.lock(data)
+    sha = locking.lock(data)
     for vid, runs in DURATIONS.items():
         data.append("Manifest", manifest(vid))
         for rep, measured in enumerate(runs, start=1):
@@ -123,7 +124,7 @@ def campaign() -> WorkbookData:
     for row in data.tables["Attempts"]:
         row["protocol_sha256"] = sha
     chain.seal_new_rows(data)  # as the runner seals rows: the campaign validates clean
-    chain.exclude(data, "b8-fp32-r4", EXCLUSION)
+    audit.exclude(data, "b8-fp32-r4", EXCLUSION)
     return data
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import variant  # noqa: F401  (re-exported for the runner tests)
-from toolkit import layout, protocol
+from toolkit import layout
+from toolkit.evidence import locking
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -57,7 +58,7 @@ def make_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
     for row in variants:
         data.append("Variants", row)
     if lock:
-        protocol.lock(data)
+        locking.lock(data)
     path = folder / "campaign.xlsx"
     store.save(data, path)
     return path

@@ -23,9 +23,10 @@ from tests.conftest import filled
 from tests.runner_support import make_campaign
 from tests.runner_support import variant as runner_variant
 from tests.test_validate import attempt, locked_with
-from toolkit import journal, layout
+from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.errors import ModelError
+from toolkit.evidence import journal
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -175,7 +176,8 @@ def test_an_older_workbook_migrates_as_the_message_says(runner: CliRunner, tmp_p
 
     path.rename(tmp_path / "campaign-v0.xlsx")
     assert invoke(runner, "init", path).exit_code == 0
-    with store.editing(path) as new:  # the person copies the input sheets
+    with editing.change(path, refresh_derived=False) as edit:  # the person copies the input sheets
+        new = edit.data
         new.forms["Protocol"].update(old.forms["Protocol"])
         for row in old.tables["Variants"]:
             new.append("Variants", row)
@@ -356,6 +358,7 @@ def test_a_model_folder_missing_files(tmp_path: Path) -> None:
     from toolkit.runner import model
 
     (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelError) as err:
         model.load(runner_variant("x", 1, model_path="model", head_path=None), tmp_path)
     assert err.value.message.startswith(f"model {tmp_path / 'model'}: cannot load (")

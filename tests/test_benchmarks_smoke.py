@@ -103,7 +103,7 @@ def test_gpu_check_cpu_dry_run_runs_its_campaign_and_report() -> None:
 ])
 def test_gpu_check_matches_a_device_name_to_its_catalog_row(
         gpu_check: ModuleType, name: str, gib: float, slug: str) -> None:
-    from toolkit.gpus import load_catalog
+    from toolkit.planner.gpus import load_catalog
 
     assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()).slug == slug
 
@@ -115,6 +115,6 @@ def test_gpu_check_matches_a_device_name_to_its_catalog_row(
 ])
 def test_gpu_check_leaves_an_unknown_card_without_ceilings(
         gpu_check: ModuleType, name: str, gib: float) -> None:
-    from toolkit.gpus import load_catalog
+    from toolkit.planner.gpus import load_catalog
 
     assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()) is None

@@ -1,4 +1,4 @@
-"""Corpus rules, fingerprint, strata, and checks of a predictions file (toolkit.corpus)."""
+"""Corpus rules, fingerprint, strata, and checks of a predictions file (toolkit.runner.corpus)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from toolkit import corpus
-from toolkit.digests import file_sha256
 from toolkit.errors import CorpusError
+from toolkit.plumbing.digests import file_sha256
+from toolkit.runner import corpus, evaluation
 
 
 def _jsonl(path: Path, *records: object) -> Path:
@@ -128,34 +128,34 @@ def test_duplicate_and_missing_ids_are_found_in_the_predictions_file(tmp_path: P
     lines = [{"id": i, "prediction": "x"} for i in ("a", "b", "b", "z")]
     corpus.write_predictions(path, lines)
     observed = [r["id"] for r in corpus.read_predictions(path)]
-    check = corpus.check_ids(["a", "b", "c", "d"], observed)
+    check = evaluation.check_ids(["a", "b", "c", "d"], observed)
     assert (check.expected, check.observed, check.match) == (4, 3, False)
     assert check.notes() == ("1 duplicated id(s): b x2; 2 missing id(s): c, d; "
                              "1 unexpected id(s): z")
 
 
 def test_matching_ids_have_no_notes() -> None:
-    check = corpus.check_ids(["a", "b"], ["b", "a"])
+    check = evaluation.check_ids(["a", "b"], ["b", "a"])
     assert check.match and check.notes() == ""
 
 
 def test_long_id_lists_are_cut_in_notes() -> None:
-    check = corpus.check_ids([str(i) for i in range(15)], [])
+    check = evaluation.check_ids([str(i) for i in range(15)], [])
     assert check.notes() == "15 missing id(s): 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 5 more"
 
 
 def test_accuracy_and_macro_f1() -> None:
     gold, pred = ["a", "a", "b", "c"], ["a", "b", "b", "b"]
-    assert corpus.metric("accuracy", gold, pred) == 0.5
+    assert evaluation.metric("accuracy", gold, pred) == 0.5
     # Per class F1 = 2tp / (2tp + fp + fn): a 2/3, b 2/4, c 0.
-    assert corpus.metric("macro_f1", gold, pred) == pytest.approx((2 / 3 + 0.5 + 0) / 3)
+    assert evaluation.metric("macro_f1", gold, pred) == pytest.approx((2 / 3 + 0.5 + 0) / 3)
 
 
 def test_unknown_subgroup_kind_is_refused() -> None:
     with pytest.raises(CorpusError, match="'genre' is not a subgroup the runner computes"):
-        corpus.parse_subgroups("stratum,genre")
-    assert corpus.parse_subgroups("stratum, label") == ("stratum", "label")
-    assert corpus.parse_subgroups("none") == ()
+        evaluation.parse_subgroups("stratum,genre")
+    assert evaluation.parse_subgroups("stratum, label") == ("stratum", "label")
+    assert evaluation.parse_subgroups("none") == ()
 
 
 STRATUM = {"s": "short", "m": "medium", "l": "long"}
@@ -167,16 +167,16 @@ def _rows(predictions: str, labels: str, strata: str) -> list[dict[str, object]]
             for i, (p, g, s) in enumerate(zip(predictions, labels, strata, strict=False))]
 
 
-def _reference(rows: list[dict[str, object]]) -> corpus.Reference:
-    return corpus.Reference("ref", "a001", {str(r["id"]): str(r["prediction"]) for r in rows},
-                            corpus.metric("accuracy", [str(r["label"]) for r in rows],
+def _reference(rows: list[dict[str, object]]) -> evaluation.Reference:
+    return evaluation.Reference("ref", "a001", {str(r["id"]): str(r["prediction"]) for r in rows},
+                            evaluation.metric("accuracy", [str(r["label"]) for r in rows],
                                           [str(r["prediction"]) for r in rows]),
-                            corpus.subgroup_metrics("accuracy", rows, ("stratum",)))
+                            evaluation.subgroup_metrics("accuracy", rows, ("stratum",)))
 
 
-def _evaluate(rows: list[dict[str, object]], reference: corpus.Reference | None,
-              variant: str = "v", threshold: float = 0.5) -> corpus.Evaluation:
-    return corpus.evaluate(rows, [str(i) for i in range(len(rows))], complete=True,
+def _evaluate(rows: list[dict[str, object]], reference: evaluation.Reference | None,
+              variant: str = "v", threshold: float = 0.5) -> evaluation.Evaluation:
+    return evaluation.evaluate(rows, [str(i) for i in range(len(rows))], complete=True,
                            metric_name="accuracy", threshold=threshold, tolerance=0.1,
                            kinds=("stratum",), reference=reference, reference_variant="ref",
                            variant_id=variant)
@@ -187,7 +187,7 @@ def test_verdict_passes_within_threshold_and_tolerance() -> None:
     rows = _rows("aaaaabbbbb", "aaaaabbbbb", "ssssslllll")
     result = _evaluate(rows, _reference(ref_rows))
     assert (result.verdict, result.metric, result.agreement) == ("pass", 1.0, 1.0)
-    assert corpus.subgroups_text(result.subgroups) == ("stratum=short 1.0000 (n=5); "
+    assert evaluation.subgroups_text(result.subgroups) == ("stratum=short 1.0000 (n=5); "
                                                        "stratum=long 1.0000 (n=5)")
 
 
@@ -238,7 +238,7 @@ def test_wrong_ids_fail_without_a_metric() -> None:
 
 def test_an_unfinished_attempt_gets_no_metric() -> None:
     rows = _rows("aa", "aa", "ss")
-    result = corpus.evaluate(rows, ["0", "1", "2"], complete=False, metric_name="accuracy",
+    result = evaluation.evaluate(rows, ["0", "1", "2"], complete=False, metric_name="accuracy",
                              threshold=0.5, tolerance=0.1, kinds=(), reference=None,
                              reference_variant="ref", variant_id="ref")
     assert (result.verdict, result.metric, result.ids.observed) == ("not evaluated", None, 2)

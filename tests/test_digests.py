@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolkit import helper as helper_module
-from toolkit.digests import BLOCK, HELPER_MIN_FILES, Digests, file_sha256
+from toolkit.plumbing import helper as helper_module
+from toolkit.plumbing.digests import BLOCK, HELPER_MIN_FILES, Digests, file_sha256
 
 
 def test_file_sha256_is_hashlib_over_the_whole_file_across_blocks(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_many_files_hash_in_a_helper_process_with_the_same_answers(
     with Digests([*files, gone, folder]) as digests:
         found = {p: digests.get(p) for p in files}
         missing, unreadable = digests.get(gone), digests.get(folder)
-    assert started == [[sys.executable, "-m", "toolkit.helper"]]
+    assert started == [[sys.executable, "-m", "toolkit.plumbing.helper"]]
     assert found == {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
     assert isinstance(missing, FileNotFoundError) and missing.filename == str(gone)
     assert isinstance(unreadable, IsADirectoryError)

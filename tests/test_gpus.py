@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from toolkit import gpus, memory
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
+from toolkit.planner import gpus, memory
+from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 
 CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
 GIB = 2**30
@@ -76,7 +77,7 @@ def test_a_card_label_in_gb_is_binary() -> None:
 
 
 def test_a_zero_in_the_catalog_names_its_line_and_column(tmp_path: Path) -> None:
-    text = gpus.DEFAULT_CATALOG.read_text(encoding="utf-8").splitlines()
+    text = shipped(GPU_CATALOG).read_text(encoding="utf-8").splitlines()
     text[2] = text[2].replace(",768,", ",0,", 1)
     path = tmp_path / "gpus.csv"
     path.write_text("\n".join(text) + "\n", encoding="utf-8")

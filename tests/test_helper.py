@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.helper import Helper, HelperFailed
+from toolkit.plumbing.helper import Helper, HelperFailed
 
 
 def test_the_result_comes_back_as_the_function_returned_it(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(b"abc")
-    with Helper("toolkit.digests:hash_files", [tmp_path / "a.txt", tmp_path / "no"]) as helper:
+    files = [tmp_path / "a.txt", tmp_path / "no"]
+    with Helper("toolkit.plumbing.digests:hash_files", files) as helper:
         found = helper.result()
     assert found[tmp_path / "a.txt"] == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
@@ -20,15 +21,15 @@ def test_the_result_comes_back_as_the_function_returned_it(tmp_path: Path) -> No
 
 
 def test_a_function_that_raises_makes_the_helper_fail_not_hang() -> None:
-    with Helper("toolkit.digests:hash_files", None) as helper:  # iterating None raises
+    with Helper("toolkit.plumbing.digests:hash_files", None) as helper:  # iterating None raises
         with pytest.raises(HelperFailed, match="exited with 1"):
             helper.result()
 
 
 def test_a_helper_that_cannot_start_fails_when_asked(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
-    monkeypatch.setattr("toolkit.helper.sys.executable", str(tmp_path / "no-python"))
-    with Helper("toolkit.digests:hash_files", []) as helper:
+    monkeypatch.setattr("toolkit.plumbing.helper.sys.executable", str(tmp_path / "no-python"))
+    with Helper("toolkit.plumbing.digests:hash_files", []) as helper:
         with pytest.raises(HelperFailed, match="no helper process"):
             helper.result()
 
@@ -36,14 +37,14 @@ def test_a_helper_that_cannot_start_fails_when_asked(monkeypatch: pytest.MonkeyP
 @pytest.mark.skipif(sys.platform != "linux", reason="VmHWM is Linux's; ru_maxrss elsewhere")
 def test_a_helper_reports_its_own_peak_memory_not_its_parents() -> None:
     """A helper started by a large process states its own peak, not the parent's memory."""
-    from toolkit import helper
-    from toolkit.rss import peak_rss_bytes
+    from toolkit.plumbing import helper
+    from toolkit.plumbing.rss import peak_rss_bytes
 
     ballast = bytearray(300 * 2**20)
     for i in range(0, len(ballast), 4096):
         ballast[i] = 1  # resident now
     before = len(helper.HELPER_PEAKS)
-    with Helper("toolkit.digests:hash_files", []) as running:
+    with Helper("toolkit.plumbing.digests:hash_files", []) as running:
         assert running.result() == {}
     (peak,) = helper.HELPER_PEAKS[before:]
     mine = peak_rss_bytes()

@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_validate import attempt, locked_with
-from toolkit import chain, journal, layout
+from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import UsageError
-from toolkit.validate import validate
+from toolkit.evidence import audit, chain, journal, predictions
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -29,11 +30,13 @@ def four() -> WorkbookData:
 
 def checks(data: WorkbookData, folder: Path | None = None,
            records: list[dict] | None = None) -> list[tuple]:
-    return [(f.row, f.column, f.check) for f in chain.chain_findings(data, folder, records)]
+    found = chain.chain_findings(data, records)
+    found += predictions.folder_findings(data, folder) if folder is not None else []
+    return [(f.row, f.column, f.check) for f in found]
 
 
 def messages(data: WorkbookData, records: list[dict] | None = None) -> list[str]:
-    return [f.message for f in chain.chain_findings(data, None, records)]
+    return [f.message for f in chain.chain_findings(data, records)]
 
 
 def journal_of(data: WorkbookData) -> list[dict]:
@@ -151,7 +154,7 @@ def test_a_deleted_row_breaks_the_next_one_and_the_journal_names_it() -> None:
     records = journal_of(data)
     del data.tables["Attempts"][1]
     del data.row_numbers["Attempts"][-1]
-    found = chain.chain_findings(data, None, records)
+    found = chain.chain_findings(data, records)
     assert [(f.row, f.column, f.check) for f in found] == [
         (3, "row_sha256", "chain"), (None, "attempt_id", "journal")]
     assert found[0].message == (
@@ -222,7 +225,7 @@ def test_a_predictions_file_edited_after_the_attempt_names_the_row(tmp_path: Pat
                                predictions_sha256=hashlib.sha256(PREDICTIONS).hexdigest()))
     edited = PREDICTIONS.replace(b'"prediction":"austen"', b'"prediction":"bronte"')
     (tmp_path / "preds" / "a1.jsonl").write_bytes(edited)
-    (finding,) = chain.chain_findings(data, tmp_path)
+    (finding,) = (chain.chain_findings(data) + predictions.folder_findings(data, tmp_path))
     assert (finding.row, finding.column, finding.check) == (2, "predictions_sha256",
                                                             "predictions")
     assert finding.message == (
@@ -234,7 +237,7 @@ def test_a_predictions_file_edited_after_the_attempt_names_the_row(tmp_path: Pat
 
 def test_a_missing_predictions_file_names_the_row(tmp_path: Path) -> None:
     data = locked_with(attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64))
-    (finding,) = chain.chain_findings(data, tmp_path)
+    (finding,) = (chain.chain_findings(data) + predictions.folder_findings(data, tmp_path))
     assert (finding.row, finding.column, finding.check) == (2, "predictions_path",
                                                             "predictions")
     assert finding.message == (
@@ -247,7 +250,7 @@ def test_an_unreadable_predictions_file_or_a_hash_without_path_names_the_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file that cannot be read (permissions; root reads anything, so the read is made to
     fail) and a hash recorded without its file are findings, not crashes."""
-    from toolkit import digests
+    from toolkit.plumbing import digests
 
     (tmp_path / "preds").mkdir()
     (tmp_path / "preds" / "a1.jsonl").write_bytes(PREDICTIONS)
@@ -259,8 +262,8 @@ def test_an_unreadable_predictions_file_or_a_hash_without_path_names_the_row(
     data = locked_with(attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64),
                        attempt("a2", repetition=2, predictions_path=None,
                                predictions_sha256="1" * 64))
-    found = [(f.row, f.column, f.message) for f in chain.chain_findings(data, tmp_path)
-             if f.check == "predictions"]
+    everything = chain.chain_findings(data) + predictions.folder_findings(data, tmp_path)
+    found = [(f.row, f.column, f.message) for f in everything if f.check == "predictions"]
     assert found == [
         (2, "predictions_path", "attempt 'a1': cannot read preds/a1.jsonl (Permission denied): "
          "make it readable"),
@@ -284,18 +287,18 @@ def test_validate_reads_the_journal_beside_the_workbook(tmp_path: Path) -> None:
 
 def test_exclude_sets_the_cells_logs_it_and_keeps_the_chain() -> None:
     data = four()
-    assert chain.exclude(data, "a2", "provider power cut, ticket 4411") == 3
+    assert audit.exclude(data, "a2", "provider power cut, ticket 4411") == 3
     row = data.tables["Attempts"][1]
     assert (row["excluded"], row["exclusion_reason"]) == ("yes", "provider power cut, ticket 4411")
-    audit = data.tables["Audit"][-1]
-    assert (audit["action"], audit["reason"]) == ("exclude", "provider power cut, ticket 4411")
+    logged = data.tables["Audit"][-1]
+    assert (logged["action"], logged["reason"]) == ("exclude", "provider power cut, ticket 4411")
     assert validate(data) == []
 
 
 def test_an_exclusion_typed_by_hand_is_not_logged() -> None:
     data = four()
     data.tables["Attempts"][0].update(excluded="yes", exclusion_reason="slow")
-    (finding,) = chain.action_findings(data)
+    (finding,) = audit.action_findings(data)
     assert (finding.row, finding.column, finding.check) == (2, "excluded", "logged")
     assert finding.message == (
         "attempt 'a1' is excluded without an Audit entry: exclude it with `iteralab exclude "
@@ -304,25 +307,25 @@ def test_an_exclusion_typed_by_hand_is_not_logged() -> None:
 
 def test_an_undone_or_reworded_exclusion_is_found() -> None:
     data = four()
-    chain.exclude(data, "a1", "power cut")
-    chain.exclude(data, "a2", "power cut")
+    audit.exclude(data, "a1", "power cut")
+    audit.exclude(data, "a2", "power cut")
     data.tables["Attempts"][0]["excluded"] = "no"
     data.tables["Attempts"][1]["exclusion_reason"] = "it was slow"
-    assert [(f.row, f.column, f.check) for f in chain.action_findings(data)] == [
+    assert [(f.row, f.column, f.check) for f in audit.action_findings(data)] == [
         (2, "excluded", "logged"), (3, "exclusion_reason", "logged")]
 
 
 def test_an_attempt_under_a_protocol_never_locked_is_found() -> None:
     data = four()
     data.tables["Attempts"][0]["protocol_sha256"] = "e" * 64
-    assert [(f.row, f.column, f.check) for f in chain.action_findings(data)] == [
+    assert [(f.row, f.column, f.check) for f in audit.action_findings(data)] == [
         (2, "protocol_sha256", "protocol-hash")]
 
 
 def test_pre_amendment_must_agree_with_the_protocol_hash() -> None:
     data = four()
     data.tables["Attempts"][0]["pre_amendment"] = "yes"
-    (finding,) = chain.action_findings(data)
+    (finding,) = audit.action_findings(data)
     assert finding.message == ("attempt 'a1' is marked pre_amendment but the protocol was "
                                "never amended: set pre_amendment to no")
 
@@ -335,16 +338,16 @@ def test_pre_amendment_must_agree_with_the_protocol_hash() -> None:
 def test_exclude_refuses_what_it_cannot_log(attempt_id: str, reason: str, message: str) -> None:
     data = four()
     with pytest.raises(UsageError) as err:
-        chain.exclude(data, attempt_id, reason)
+        audit.exclude(data, attempt_id, reason)
     assert err.value.message == message
     assert data.tables["Audit"][-1]["action"] == "lock"
 
 
 def test_an_exclusion_is_never_repeated() -> None:
     data = four()
-    chain.exclude(data, "a1", "power cut")
+    audit.exclude(data, "a1", "power cut")
     with pytest.raises(UsageError, match=r"attempt 'a1' \(Attempts!2\) is already excluded"):
-        chain.exclude(data, "a1", "again")
+        audit.exclude(data, "a1", "again")
 
 
 def test_the_exclude_command(runner: CliRunner, tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ import filelock
 import pytest
 
 from tests.runner_support import make_campaign, variant
-from toolkit import journal
-from toolkit.validate import validate
+from toolkit.evidence import journal
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 ROOT = Path(__file__).resolve().parents[1]

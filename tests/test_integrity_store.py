@@ -20,6 +20,7 @@ import filelock
 import pytest
 
 from tests.conftest import filled
+from toolkit import editing
 from toolkit.errors import WorkbookBusyError, WorkbookError
 from toolkit.workbook import store
 
@@ -28,13 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from toolkit.workbook import store
+    from toolkit import editing
 
     path, name, count, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
     while not go.exists():
         time.sleep(0.005)
     for i in range(count):
-        with store.editing(path) as data:
+        with editing.change(path, refresh_derived=False) as edit:
+            data = edit.data
             data.append("Tariffs", {"catalog_date": "2026-09-24", "gpu_slug": f"{name}-{i}",
                                     "gpu_name": name, "cards_per_lot": 1, "plan_days": 7,
                                     "price_per_lot_usd": 110})
@@ -140,7 +142,8 @@ def test_permission_denied_at_the_replace_leaves_the_workbook_unchanged(
 
 def test_a_block_that_raises_inside_editing_saves_nothing(tmp_path: Path) -> None:
     path, before, _ = _saved_twice(tmp_path)
-    with pytest.raises(RuntimeError), store.editing(path) as data:
+    with pytest.raises(RuntimeError), editing.change(path, refresh_derived=False) as edit:
+        data = edit.data
         data.forms["Protocol"]["seeds"] = "never saved"
         raise RuntimeError("stop")
     assert path.read_bytes() == before
@@ -149,7 +152,7 @@ def test_a_block_that_raises_inside_editing_saves_nothing(tmp_path: Path) -> Non
 def test_a_workbook_open_in_excel_stops_writers(tmp_path: Path) -> None:
     path, before, _ = _saved_twice(tmp_path)
     path.with_name("~$" + path.name).write_bytes(b"owner")
-    with pytest.raises(WorkbookBusyError) as err, store.editing(path):
+    with pytest.raises(WorkbookBusyError) as err, editing.change(path, refresh_derived=False):
         pass
     assert str(err.value) == (f"{path}: open in Excel or LibreOffice (found ~$campaign.xlsx)\n"
                               "  what to do: save and close it there, then run the command "
@@ -162,7 +165,7 @@ def test_a_writer_waits_for_the_lock_then_says_who_holds_it(
     path, before, _ = _saved_twice(tmp_path)
     monkeypatch.setattr(store, "LOCK_TIMEOUT_S", 0.2)
     with filelock.FileLock(str(path) + ".lock"):
-        with pytest.raises(WorkbookBusyError) as err, store.editing(path):
+        with pytest.raises(WorkbookBusyError) as err, editing.change(path, refresh_derived=False):
             pass
     assert str(err.value).startswith(f"{path}: another iteralab command has been writing it "
                                      "for 0.2 s")
@@ -173,7 +176,8 @@ def test_a_stale_lock_file_from_a_killed_command_does_not_block(tmp_path: Path) 
     """The lock is an OS lock on the file, released when its process dies; the file may stay."""
     path, _, _ = _saved_twice(tmp_path)
     Path(str(path) + ".lock").write_text("left by a killed process")
-    with store.editing(path) as data:
+    with editing.change(path, refresh_derived=False) as edit:
+        data = edit.data
         data.forms["Protocol"]["seeds"] = "7"
     assert store.read(path).forms["Protocol"]["seeds"] == "7"
 
@@ -186,7 +190,7 @@ def test_a_folder_where_the_lock_cannot_be_created_is_a_clear_error(
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(filelock.FileLock, "acquire", denied)
-    with pytest.raises(WorkbookError) as err, store.editing(path):
+    with pytest.raises(WorkbookError) as err, editing.change(path, refresh_derived=False):
         pass
     assert str(err.value) == (
         f"{path}: cannot create the writer lock campaign.xlsx.lock (Permission denied); the "

@@ -1,4 +1,4 @@
-"""The write-ahead journal: append, read back, ingest once, chain the rows (toolkit.journal)."""
+"""The write-ahead journal: append, read back, ingest once, chain the rows."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from toolkit import chain, journal, layout
+from toolkit import editing, layout
 from toolkit.errors import WorkbookError
+from toolkit.evidence import chain, journal
 from toolkit.workbook import store
 
 
@@ -64,8 +65,8 @@ def test_ingest_adds_what_the_workbook_lacks_once(filled_workbook: Path) -> None
     """Ingesting twice adds nothing the second time; manifests are shared by id."""
     for i in (1, 2):
         journal.append(filled_workbook, journal.record(_attempt(f"a{i}"), _manifest()))
-    first = journal.ingest(filled_workbook)
-    second = journal.ingest(filled_workbook)
+    first = editing.ingest(filled_workbook, refresh_derived=False)
+    second = editing.ingest(filled_workbook, refresh_derived=False)
     data = store.read(filled_workbook)
     assert (first.attempts_added, first.manifests_added, first.already) == (2, 1, 0)
     assert (second.attempts_added, second.manifests_added, second.already) == (0, 0, 2)
@@ -75,9 +76,9 @@ def test_ingest_adds_what_the_workbook_lacks_once(filled_workbook: Path) -> None
 
 def test_ingest_replays_only_the_missing_records(filled_workbook: Path) -> None:
     journal.append(filled_workbook, journal.record(_attempt("a1"), _manifest()))
-    journal.ingest(filled_workbook)
+    editing.ingest(filled_workbook, refresh_derived=False)
     journal.append(filled_workbook, journal.record(_attempt("a2", "m-2"), _manifest("m-2")))
-    result = journal.ingest(filled_workbook)
+    result = editing.ingest(filled_workbook, refresh_derived=False)
     assert (result.attempts_added, result.manifests_added, result.already) == (1, 1, 1)
 
 
@@ -86,19 +87,19 @@ def test_ingested_rows_are_sealed_into_the_chain(filled_workbook: Path) -> None:
     for i, measured in ((1, 1.234567), (2, 20.5), (3, 3.0)):
         journal.append(filled_workbook,
                        journal.record(_attempt(f"a{i}", measured=measured), _manifest()))
-    journal.ingest(filled_workbook)
+    editing.ingest(filled_workbook, refresh_derived=False)
     data = store.read(filled_workbook)
     rows = data.tables["Attempts"]
     assert rows[0]["row_sha256"] == chain.seal(None, rows[0])
     assert rows[1]["row_sha256"] == chain.seal(rows[0]["row_sha256"], rows[1])
-    assert chain.chain_findings(data, None, journal.read(filled_workbook)) == []
+    assert chain.chain_findings(data, journal.read(filled_workbook)) == []
 
 
 def test_a_row_edited_after_ingestion_is_found_against_the_journal(
         filled_workbook: Path) -> None:
     journal.append(filled_workbook, journal.record(_attempt("a1"), _manifest()))
-    journal.ingest(filled_workbook)
+    editing.ingest(filled_workbook, refresh_derived=False)
     data = store.read(filled_workbook)
     data.tables["Attempts"][0]["measured_s"] = 0.5
-    findings = chain.chain_findings(data, None, journal.read(filled_workbook))
+    findings = chain.chain_findings(data, journal.read(filled_workbook))
     assert [(f.row, f.column, f.check) for f in findings] == [(2, "measured_s", "edited")]

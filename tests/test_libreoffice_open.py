@@ -7,8 +7,9 @@ from pathlib import Path
 import openpyxl
 
 from tests.recalc import needs_soffice, recalculate
-from toolkit import layout, protocol
-from toolkit.validate import validate
+from toolkit import editing, layout
+from toolkit.evidence import locking, protocol
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.template import DEFAULT_PATH
 
@@ -27,8 +28,9 @@ def test_template_round_trips_through_libreoffice(tmp_path: Path) -> None:
 def test_filled_locked_workbook_reads_back_valid_after_libreoffice(
         tmp_path: Path, filled_workbook: Path) -> None:
     """A filled, locked workbook saved by LibreOffice is still read as valid by iteralab."""
-    with store.editing(filled_workbook) as data:
-        sha = protocol.lock(data)
+    with editing.change(filled_workbook, refresh_derived=False) as edit:
+        data = edit.data
+        sha = locking.lock(data)
     converted = recalculate(filled_workbook, tmp_path / "lo")
     back = store.read(converted)
     assert validate(back, converted) == []

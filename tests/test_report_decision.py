@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from report_campaign import CORPUS_SHA, campaign, manifest
 
-from toolkit import stats
-from toolkit.report.build import Refreshed, refresh
+from toolkit.report import stats
 from toolkit.report.decision import DRAFT_HEADER
+from toolkit.report.refresh import Refreshed, refresh
 from toolkit.workbook.model import Formula, WorkbookData
 
 

@@ -21,7 +21,7 @@ import report_campaign
 from recalc import SOFFICE, recalculate
 
 from toolkit import layout
-from toolkit.report.build import build
+from toolkit.reporting import build
 
 pytestmark = pytest.mark.libreoffice
 

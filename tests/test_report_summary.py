@@ -9,9 +9,8 @@ import pytest
 from report_campaign import EXCLUSION, attempt, campaign
 
 from toolkit import layout
-from toolkit.report.build import refresh
+from toolkit.report.refresh import refresh
 from toolkit.report.summary import NO_DATA
-from toolkit.tariffs import column_letter
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula, WorkbookData
 
@@ -94,7 +93,7 @@ def test_medians_are_live_array_formulas_over_attempts_down_to_a_high_row(
     row = refreshed.tables["Summary"][0]
     median = row["median_s"]
     assert isinstance(median, Formula) and median.array
-    col = {name: column_letter(layout.ATTEMPTS, name) for name in
+    col = {name: layout.column_letter(layout.ATTEMPTS, name) for name in
            ("variant_id", "status", "ids_match", "excluded", "pre_amendment", "measured_s")}
 
     def rng(name: str) -> str:

@@ -13,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 from runner_support import attempts, make_campaign, unexplained, variant
 
-from toolkit import corpus, layout
+from toolkit import layout
 from toolkit.cli import cli
-from toolkit.digests import file_sha256
-from toolkit.validate import validate
+from toolkit.evidence.validate import validate
+from toolkit.plumbing.digests import file_sha256
+from toolkit.runner import corpus
 from toolkit.workbook import store
 
 

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 from runner_support import attempts, make_campaign, unexplained, variant
 
-from toolkit import journal
+from toolkit import editing
 from toolkit.cli import cli
-from toolkit.validate import validate
+from toolkit.evidence import journal
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 SERIES_1 = [variant("b1-fp32", 1), variant("b4-fp32", 4), variant("b8-fp32", 8)]
@@ -230,7 +231,9 @@ def test_ingest_replays_what_the_workbook_lacks(tmp_path: Path) -> None:
     book = make_campaign(tmp_path, 4, SERIES_1[:1], warmup_rule="none")
     assert _invoke("run", str(book), "--quiet")[0] == 0
     entry = journal.read(book)[0]
-    with store.editing(book) as data:  # lose the row, as a crash before ingestion would
+    # Lose the row, as a crash before ingestion would.
+    with editing.change(book, refresh_derived=False) as edit:
+        data = edit.data
         data.tables["Attempts"].clear()
         data.row_numbers["Attempts"].clear()
     code, output = _invoke("ingest", str(book))

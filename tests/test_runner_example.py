@@ -8,13 +8,14 @@ from types import ModuleType
 
 import pytest
 
-from toolkit import journal, protocol
+from toolkit.commands import demo
 from toolkit.errors import UsageError
-from toolkit.runner import demo
-from toolkit.validate import validate
+from toolkit.evidence import journal, protocol
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "samples" / demo.EXAMPLE_NAME
 
 
 def _builder() -> ModuleType:
@@ -29,7 +30,7 @@ def _builder() -> ModuleType:
 
 def test_the_committed_example_is_what_the_script_builds() -> None:
     """Protocol, Variants and Tariffs cell for cell; the lock hash therefore too."""
-    committed = store.read(demo.EXAMPLE)
+    committed = store.read(EXAMPLE)
     fresh = _builder().build()
     assert committed.forms["Protocol"] == fresh.forms["Protocol"]
     for sheet in ("Variants", "Tariffs"):
@@ -40,9 +41,9 @@ def test_the_committed_example_is_what_the_script_builds() -> None:
 
 
 def test_the_example_is_locked_valid_and_declares_the_series() -> None:
-    data = store.read(demo.EXAMPLE)
-    assert validate(data, demo.EXAMPLE) == []
-    assert protocol.require_lock(data, demo.EXAMPLE)
+    data = store.read(EXAMPLE)
+    assert validate(data, EXAMPLE) == []
+    assert protocol.require_lock(data, EXAMPLE)
     series = [(v["variant_id"], v["series"], v["batch_size"], v["precision"],
                v["length_grouping"]) for v in data.tables["Variants"]]
     assert series == [("b1-fp32", 1, 1, "fp32", "none"), ("b4-fp32", 1, 4, "fp32", "none"),

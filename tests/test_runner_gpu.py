@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from runner_support import attempts, make_campaign, unexplained, variant
 
 from toolkit.cli import cli
-from toolkit.validate import validate
+from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 torch = pytest.importorskip("torch")

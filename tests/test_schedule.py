@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.recalc import needs_soffice, recalculate
-from toolkit import schedule
 from toolkit.cli import cli
 from toolkit.errors import UsageError
+from toolkit.money import schedule
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula, WorkbookData
 from toolkit.workbook.render import render

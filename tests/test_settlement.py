@@ -10,9 +10,10 @@ import openpyxl
 import pytest
 
 from tests.recalc import needs_soffice, recalculate
-from toolkit import layout, tariffs
+from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
-from toolkit.settlement import Configuration, OtherCost, settlement_rows
+from toolkit.money import tariffs
+from toolkit.money.settlement import Configuration, OtherCost, settlement_rows
 from toolkit.workbook.model import Formula, WorkbookData
 from toolkit.workbook.render import render
 
@@ -60,7 +61,7 @@ def test_one_b200_lot_is_2071_usd_for_two_cards_not_doubled(catalog: Any) -> Non
 def test_budget_formula_multiplies_price_by_lots_never_by_cards(catalog: Any) -> None:
     row = settlement_rows(CONFIGS, [], catalog)[1]
     names = layout.SETTLEMENT.names
-    letter = {n: tariffs.column_letter(layout.SETTLEMENT, n) for n in names}
+    letter = {n: layout.column_letter(layout.SETTLEMENT, n) for n in names}
     assert row["budget_usd"].text == (
         f'IF(ISNUMBER({letter["price_per_lot_usd"]}3),{letter["price_per_lot_usd"]}3*'
         f'{letter["lots"]}3,"no price in Tariffs")')

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from toolkit import stats
+from toolkit.report import stats
 
 B4 = [15.3, 15.9, 16.2, 15.6, 15.8]
 B8 = [15.4, 14.9, 15.8, 15.2, 15.0]

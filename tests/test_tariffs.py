@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from toolkit import layout, tariffs
+from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
+from toolkit.money import tariffs
+from toolkit.plumbing.shipped import TARIFF_CATALOG, shipped
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -306,7 +308,7 @@ def test_iteralab_cost_prints_what_the_standalone_script_prints(
 def test_iteralab_cost_runs_the_module_in_tariffs() -> None:
     """No second copy of the rules: the package imports tariffs/calcul_forfaits.py itself."""
     assert Path(rules.__file__).resolve() == SCRIPT
-    assert tariffs.default_catalog_path().resolve() == CSV
+    assert shipped(TARIFF_CATALOG).resolve() == CSV
 
 
 def test_iteralab_cost_bad_input_exits_2(runner: CliRunner) -> None:

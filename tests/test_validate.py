@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import filled, variant
-from toolkit import chain, protocol
+from toolkit.evidence import chain, locking
+from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
-from toolkit.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -36,7 +36,7 @@ def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
 def locked_with(*attempts: dict[str, object]) -> WorkbookData:
     """Locked, with the attempts recorded as iteralab records them (lock hash, chain)."""
     data = filled()
-    sha = protocol.lock(data)
+    sha = locking.lock(data)
     data.append("Manifest", {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
                              "variant_id": "b1-fp32", "corpus_sha256": "f", "corpus_items": 1000})
     for row in attempts:

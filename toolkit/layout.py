@@ -102,6 +102,16 @@ def _c(name: str, kind: str = TEXT, help: str = "", **kw: object) -> Column:
     return Column(name, kind, help, **kw)  # type: ignore[arg-type]
 
 
+def column_letter(sheet: Sheet, name: str) -> str:
+    """The Excel column letter(s) of ``sheet``'s column ``name`` (A, B, ..., AA)."""
+    index = sheet.names.index(name) + 1
+    text = ""
+    while index:
+        index, rest = divmod(index - 1, 26)
+        text = chr(65 + rest) + text
+    return text
+
+
 FORM_HEADER = ("field", "value", "help")
 
 GUIDE = Sheet(
@@ -375,6 +385,9 @@ MEMORY = Sheet(
     input=False,
 )
 
+#: Raw durations shown per variant in Summary: the five runs of R11 (no p95 from five).
+RUN_COLUMNS = 5
+
 SUMMARY = Sheet(
     "Summary",
     "table",
@@ -394,7 +407,7 @@ SUMMARY = Sheet(
         _c("successes", INT, "Runs in the statistics: status completed, ids match, measured_s "
            "present, not excluded, not pre-amendment.", computed=True, width=9),
         *(_c(f"run_{i}_s", SECONDS, f"measured_s of repetition {i} when it is a success; "
-             "empty otherwise.", computed=True, width=9) for i in range(1, 6)),
+             "empty otherwise.", computed=True, width=9) for i in range(1, RUN_COLUMNS + 1)),
         _c("median_s", SECONDS, "Median of the successes' measured_s: a live formula over "
            "Attempts.", measurement=True, computed=True, width=10),
         _c("min_s", SECONDS, computed=True, width=10),
@@ -491,6 +504,10 @@ SHEETS: tuple[Sheet, ...] = (
     SETTLEMENT, DECISION, AUDIT,
 )
 SHEET_BY_NAME = {s.name: s for s in SHEETS}
+
+#: Sheets whose computed cells hold the report's formulas: a save that does not
+#: recompute them writes the formulas it read back (toolkit.workbook.store).
+FORMULA_SHEETS = (SCHEDULE.name, SUMMARY.name, SETTLEMENT.name)
 
 #: Sheets whose content a person types and every re-render must keep.
 INPUT_SHEETS = tuple(s.name for s in SHEETS if s.input and s.kind != "text")

@@ -19,13 +19,14 @@ def exclude(workbook: Path, attempt_id: str, reason: str) -> None:
 
     Sets excluded = yes and exclusion_reason, and logs the exclusion in the
     Audit sheet. The row stays, its hash chain unbroken; the same exclusion
-    rule applies to every variant. An exclusion is never undone.
+    rule applies to every variant. An exclusion is never undone. Writes only
+    that row and the Audit sheet; Summary and Settlement change at `report`.
     """
-    from toolkit import chain
-    from toolkit.workbook import store
+    from toolkit.editing import change
+    from toolkit.evidence import audit
 
-    with store.editing(workbook) as data:
-        row = chain.exclude(data, attempt_id, reason)
+    with change(workbook, refresh_derived=False) as edit:
+        row = audit.exclude(edit.data, attempt_id, reason)
     click.echo(f"excluded attempt {attempt_id} (Attempts!{row}) in {workbook}")
     click.echo("logged in the Audit sheet (action exclude)")
 

@@ -62,7 +62,7 @@ def _model_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _estimate(opts: dict[str, Any]) -> Any:
     """Build the Estimate from the shared options (config or explicit sizes)."""
-    from toolkit import memory
+    from toolkit.planner import memory
 
     explicit = [k for k in ("params", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
                             "vocab", "intermediate_size") if opts.get(k) is not None]
@@ -104,7 +104,7 @@ def estimate(as_json: bool, **opts: Any) -> None:
     optimizer states and adapters, then a stated margin for the allocator and
     runtime. An estimate is not a measurement: measure your own model.
     """
-    from toolkit.memory import gib
+    from toolkit.planner.memory import gib
 
     est = _estimate(opts)
     if as_json:
@@ -159,8 +159,8 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
     the others need (PCIe-only warned) with one card's shortfall, the
     bandwidth-bound ceiling on decode tokens/s, and the lot price where known.
     """
-    from toolkit import gpus as lib
-    from toolkit.memory import gib
+    from toolkit.planner import gpus as lib
+    from toolkit.planner.memory import gib
 
     gb = _need_gb(need_gb)
     model_given = opts.get("config") is not None or opts.get("params") is not None
@@ -168,8 +168,8 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
         raise UsageError("--need-gb and a model together", hint="give one of them")
     est = None if gb is not None else _estimate(opts)
     need = lib.Need.from_gb(gb) if gb is not None else lib.Need.from_estimate(est)
-    cards = lib.load_catalog(catalog or lib.DEFAULT_CATALOG)
-    prices, price_reason = lib.load_prices(tariffs or lib.DEFAULT_TARIFFS, int(plan_days))
+    cards = lib.load_catalog(catalog)
+    prices, price_reason = lib.load_prices(tariffs, int(plan_days))
     fits = lib.rank(need, cards, prices, price_reason)
     if as_json:
         out: dict[str, Any] = {"need": est.as_dict() if est else {"need_gb": str(gb)},

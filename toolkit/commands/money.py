@@ -37,7 +37,7 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
     The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
     `iteralab cost --gpu rtx-4090 --days 7 --lots 2`.
     """
-    from toolkit import tariffs
+    from toolkit.money import tariffs
 
     request = tariffs.rules.Request(
         gpu=gpu, days=days, lots=lots, accepted=accepted, hours=hours, start=start, end=end,
@@ -69,9 +69,9 @@ def schedule(workbook: Path | None, start: str | None, end: str | None,
     Phases come from WORKBOOK's Schedule sheet, or from --start/--end and
     --phase, e.g. `iteralab schedule --start 2026-12-07T09:00 --end 2026-12-11T09:00`.
     """
-    from toolkit import schedule as sched
-    from toolkit import tariffs
     from toolkit.errors import UsageError
+    from toolkit.money import schedule as sched
+    from toolkit.money import tariffs
 
     with tariffs.translated(UsageError):
         zone = tariffs.rules.parse_zone(tz)

@@ -31,8 +31,8 @@ def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
-    from toolkit.report.build import build
-    from toolkit.stats import SEPARATED
+    from toolkit.report.stats import SEPARATED
+    from toolkit.reporting import build
 
     result, outputs = build(workbook, folder, pngs=not no_png)
     click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "

@@ -17,9 +17,10 @@ def _duration(seconds: float) -> str:
 
 def _campaign(workbook: Path, options: object, quiet: bool) -> None:
     """Prepare, run and report a campaign; exit 130 after Ctrl-C."""
-    from toolkit import journal
+    from toolkit.commands import display
     from toolkit.errors import WorkbookBusyError
-    from toolkit.runner import campaign, display
+    from toolkit.evidence import journal
+    from toolkit.runner import campaign
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -118,8 +119,8 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
     variant with --all), prints where the workbook and predictions are, then
     runs `iteralab report` on it.
     """
+    from toolkit.commands import demo as sample
     from toolkit.commands.report import report
-    from toolkit.runner import demo as sample
     from toolkit.runner.campaign import Options
 
     workbook = sample.prepare(directory, quick=quick)
@@ -136,15 +137,17 @@ def ingest(workbook: Path) -> None:
     """Add to WORKBOOK the attempts its journal holds and it lacks (idempotent).
 
     The runner writes each finished attempt to NAME.journal.jsonl first; this
-    replays it after a crash or while the workbook was open elsewhere.
+    replays it after a crash or while the workbook was open elsewhere. Writes
+    only Attempts and Manifest rows; Summary and Settlement change at `report`.
     """
-    from toolkit import journal
+    from toolkit import editing
     from toolkit.errors import WorkbookError
+    from toolkit.evidence import journal
 
     path = journal.journal_path(workbook)
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
-    result = journal.ingest(workbook)
+    result = editing.ingest(workbook, refresh_derived=False)
     click.echo(f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
                f"manifest row(s) from {path.name}; {result.already} already in {workbook}")
 

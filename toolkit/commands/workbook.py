@@ -39,7 +39,7 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     Lists each finding with its sheet, Excel row, column, check and what to do.
     """
-    from toolkit.validate import validate as run_validation
+    from toolkit.evidence.validate import validate as run_validation
     from toolkit.workbook import store
 
     data = store.read(workbook)
@@ -76,12 +76,14 @@ def lock(workbook: Path) -> None:
 
     Records a SHA-256 of their content, the time and the tool version in the
     Audit sheet; later edits show up in `validate` and stop `run` and `report`.
+    Writes only the Audit sheet: Summary, Settlement and the Decision memo stay
+    as they were until `run` or `report`.
     """
-    from toolkit import protocol
-    from toolkit.workbook import store
+    from toolkit.editing import change
+    from toolkit.evidence import locking
 
-    with store.editing(workbook) as data:
-        sha = protocol.lock(data)
+    with change(workbook, refresh_derived=False) as edit:
+        sha = locking.lock(edit.data)
     click.echo(f"locked {workbook}: protocol sha256 {sha}")
 
 
@@ -92,13 +94,14 @@ def amend(workbook: Path, reason: str) -> None:
     """Record edits to a locked protocol in WORKBOOK, with their reason.
 
     Earlier attempts are marked as measured under the old protocol (R2): a
-    changed threshold needs a new, independent evaluation.
+    changed threshold needs a new, independent evaluation. Writes the Audit
+    sheet and the pre_amendment marks; the derived sheets wait for `report`.
     """
-    from toolkit import protocol
-    from toolkit.workbook import store
+    from toolkit.editing import change
+    from toolkit.evidence import locking
 
-    with store.editing(workbook) as data:
-        sha, changed, marked = protocol.amend(data, reason)
+    with change(workbook, refresh_derived=False) as edit:
+        sha, changed, marked = locking.amend(edit.data, reason)
     click.echo(f"amended {workbook}: protocol sha256 {sha}")
     for finding in changed:
         click.echo(f"  changed {finding.location()}")

@@ -1,10 +1,5 @@
-"""The report: Summary, Settlement, Decision draft and charts from the raw attempts (R14-R23).
-
-``build`` (in :mod:`toolkit.report.build`) refreshes a workbook and writes the
-reviewer's folder; ``refresh`` does the in-memory part for callers that already
-hold a WorkbookData. Stdlib plus the workbook store; matplotlib only for PNGs.
+"""The report's parts: statistics, Summary, quality gate, costs, Decision draft, charts,
+the reviewer's markdown, and :func:`toolkit.report.refresh.refresh` that recomputes the
+derived sheets in memory. Stdlib plus the workbook model; matplotlib only for PNGs.
+Writing a reported workbook and its folder is :mod:`toolkit.reporting`.
 """
-
-from toolkit.report.build import build, default_folder, refresh
-
-__all__ = ["build", "default_folder", "refresh"]

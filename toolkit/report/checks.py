@@ -4,7 +4,7 @@
 checks) and lists every predictions file checked against its SHA-256. The
 attempt chain, the journal and the predictions files do not depend on the
 refresh and the save, and on a large campaign they are seconds of work; so
-they run in a helper process (:mod:`toolkit.helper`) while this one refreshes
+they run in a helper process (:mod:`toolkit.plumbing.helper`) while this one refreshes
 and saves, and the schemas run here. A small campaign, or a helper that fails,
 has them checked here, one after the other: same functions, same findings.
 """
@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from toolkit import chain
-from toolkit.helper import Helper, HelperFailed
+from toolkit.evidence import integrity
+from toolkit.evidence.validate import sheet_findings, sorted_findings
+from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
 
 #: Below this many attempts a helper process costs more than it saves.
@@ -33,32 +34,29 @@ class ChecksBeside:
     """
 
     def __init__(self, data: WorkbookData, workbook: Path, sheets: Sequence[str]) -> None:
-        from toolkit.validate import sheet_findings
-
         self._data, self._workbook = data, workbook
         self._helper: Helper | None = None
-        self._integrity: chain.Integrity | None = None
+        self._integrity: integrity.Integrity | None = None
         if len(data.tables["Attempts"]) >= HELPER_MIN_ATTEMPTS:
-            self._helper = Helper("toolkit.chain:integrity_checks", data, workbook)
+            self._helper = Helper("toolkit.evidence.integrity:integrity_checks", data, workbook)
         else:
-            self._integrity = chain.integrity_checks(data, workbook)
+            self._integrity = integrity.integrity_checks(data, workbook)
         # Before the caller refreshes the data: these are the sheets as read.
         self._sheet_findings = sheet_findings(data, sheets)
 
-    def result(self) -> chain.Integrity:
+    def result(self) -> integrity.Integrity:
         """Every finding (sorted as validate sorts them) and every predictions check."""
-        from toolkit.validate import sorted_findings
-
         if self._integrity is None and self._helper is not None:
             try:
                 self._integrity = self._helper.result()
             except HelperFailed:
                 # Checked here instead: the refresh rewrote only the computed sheets, so
                 # Attempts, Audit and the files are as read.
-                self._integrity = chain.integrity_checks(self._data, self._workbook)
+                self._integrity = integrity.integrity_checks(self._data, self._workbook)
         assert self._integrity is not None
-        return chain.Integrity(sorted_findings(self._sheet_findings + self._integrity.findings),
-                               self._integrity.predictions)
+        return integrity.Integrity(
+            sorted_findings(self._sheet_findings + self._integrity.findings),
+            self._integrity.predictions)
 
     def __enter__(self) -> ChecksBeside:
         return self

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from toolkit import layout, settlement
+from toolkit import layout
 from toolkit.errors import ToolkitError
+from toolkit.money import settlement
+from toolkit.money.schedule import Window
+from toolkit.money.tariffs import Catalog, Plan, rules
 from toolkit.report.summary import VariantStats
-from toolkit.schedule import Window
-from toolkit.tariffs import Catalog, Plan, column_letter, rules
 from toolkit.workbook.model import Formula
 
 _LOTS = re.compile(r"\blots?\s*[:=]\s*(\d+)", re.IGNORECASE)
@@ -220,7 +221,7 @@ def _other_cost(row: dict[str, Any]) -> dict[str, Any]:
 
 def schedule_span_cell() -> str:
     """The Schedule cell holding the span of the access window (first data row)."""
-    return f"{layout.SCHEDULE.name}!${column_letter(layout.SCHEDULE, 'span_hours')}$2"
+    return f"{layout.SCHEDULE.name}!${layout.column_letter(layout.SCHEDULE, 'span_hours')}$2"
 
 
 @dataclass(frozen=True)

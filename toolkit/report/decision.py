@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from toolkit import stats
+from toolkit.money.tariffs import Catalog, rules
+from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, projection
 from toolkit.report.summary import VariantStats
-from toolkit.tariffs import Catalog, rules
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
 DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \

@@ -10,17 +10,28 @@ verdicts and the attempts table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkit import layout
-from toolkit.chain import PredictionsCheck
-from toolkit.digests import file_sha256
+from toolkit.evidence.predictions import PredictionsCheck
+from toolkit.money.tariffs import rules
+from toolkit.plumbing.digests import file_sha256
 from toolkit.report import summary
-from toolkit.report.build import Outputs, Refreshed
 from toolkit.report.decision import duration_text
-from toolkit.tariffs import rules
+from toolkit.report.refresh import Refreshed
 from toolkit.workbook.model import WorkbookData
+
+
+@dataclass
+class Outputs:
+    """Files written beside the workbook."""
+
+    folder: Path
+    files: list[Path]
+    png_skipped: str | None
+
 
 
 def _seconds(value: float | None) -> str:

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit import layout, stats
-from toolkit.tariffs import column_letter
+from toolkit import layout
+from toolkit.report import stats
 from toolkit.workbook.model import Formula, WorkbookData
 
 #: Attempts rows the formulas reach at least (header excluded).
@@ -30,7 +30,7 @@ ATTEMPT_ROWS = 10_000
 #: Rows left below the data when a campaign grows past ATTEMPT_ROWS.
 SPARE_ROWS = 1_000
 #: How many raw durations the sheet shows side by side (run_1_s .. run_5_s).
-RUN_COLUMNS = 5
+RUN_COLUMNS = layout.RUN_COLUMNS
 SUCCESS_RULE = ("a success is an attempt with status completed, ids_match yes, a measured_s, "
                 "not excluded and not pre-amendment; only successes enter the median, min "
                 "and max")
@@ -178,16 +178,16 @@ class Ranges:
         self.last = max(ATTEMPT_ROWS, attempt_rows + SPARE_ROWS) + 1
 
     def __call__(self, column: str) -> str:
-        letter = column_letter(layout.ATTEMPTS, column)
+        letter = layout.column_letter(layout.ATTEMPTS, column)
         return f"{layout.ATTEMPTS.name}!${letter}$2:${letter}${self.last}"
 
 
 def _cell(column: str, row: int) -> str:
-    return f"{column_letter(layout.SUMMARY, column)}{row}"
+    return f"{layout.column_letter(layout.SUMMARY, column)}{row}"
 
 
 def _abs_cell(column: str, row: int) -> str:
-    return f"${column_letter(layout.SUMMARY, column)}{row}"
+    return f"${layout.column_letter(layout.SUMMARY, column)}{row}"
 
 
 def success_condition(r: Ranges, row: int) -> str:

@@ -34,12 +34,13 @@ from typing import Any
 
 import torch
 
-from toolkit import corpus, journal, layout
-from toolkit.clock import now_text
-from toolkit.digests import file_sha256
+from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.rss import peak_rss_bytes
-from toolkit.runner import environment, faults, plan, probes
+from toolkit.evidence import journal
+from toolkit.plumbing.clock import now_text
+from toolkit.plumbing.digests import file_sha256
+from toolkit.plumbing.rss import peak_rss_bytes
+from toolkit.runner import corpus, environment, evaluation, faults, plan, probes
 from toolkit.runner.model import LoadedModel, load
 
 Emit = Callable[[dict[str, Any]], None]
@@ -349,11 +350,11 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
 
     # ---- evaluation, part 2: read the file back and check it
     start = time.perf_counter()
-    evaluation = _evaluate(spec, predictions_sha, [i.id for i in items],
+    verdicts = _evaluate(spec, predictions_sha, [i.id for i in items],
                            complete=status == "completed", notes=notes)
     eval_second = time.perf_counter() - start
-    if fingerprint and fingerprint != spec.corpus_sha256 and evaluation is not None:
-        evaluation.verdict = "fail"
+    if fingerprint and fingerprint != spec.corpus_sha256 and verdicts is not None:
+        verdicts.verdict = "fail"
     evaluation_s = eval_first + eval_second
 
     peaks = probes.cuda_peaks(device)
@@ -397,7 +398,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         put("export_s", None, "nothing to export: the measured window was not reached")
     put("items_completed", len(window.predictions))
     put("expected_ids", len({i.id for i in items}) if items else spec.corpus_items)
-    if evaluation is None:
+    if verdicts is None:
         reason = "no predictions file: the measured window was not reached"
         put("observed_ids", None, reason)
         put("ids_match", None, reason)
@@ -406,19 +407,19 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         verdict = "not evaluated"
         subgroup_text = None
     else:
-        put("observed_ids", evaluation.ids.observed)
-        put("ids_match", layout.YES if evaluation.ids.match else layout.NO)
-        put("metric_value", None if evaluation.metric is None else round(evaluation.metric, 6),
-            evaluation.metric_reason)
+        put("observed_ids", verdicts.ids.observed)
+        put("ids_match", layout.YES if verdicts.ids.match else layout.NO)
+        put("metric_value", None if verdicts.metric is None else round(verdicts.metric, 6),
+            verdicts.metric_reason)
         put("reference_agreement",
-            None if evaluation.agreement is None else round(evaluation.agreement, 6),
-            evaluation.agreement_reason or "no reference comparison")
-        verdict = evaluation.verdict
-        subgroup_text = corpus.subgroups_text(evaluation.subgroups) or None
-        notes.extend(evaluation.notes)
+            None if verdicts.agreement is None else round(verdicts.agreement, 6),
+            verdicts.agreement_reason or "no reference comparison")
+        verdict = verdicts.verdict
+        subgroup_text = evaluation.subgroups_text(verdicts.subgroups) or None
+        notes.extend(verdicts.notes)
     put("quality_verdict", verdict)
     put("subgroup_metrics", subgroup_text)
-    accepted = (status == "completed" and evaluation is not None and evaluation.ids.match
+    accepted = (status == "completed" and verdicts is not None and verdicts.ids.match
                 and verdict == "pass")
     put("corpus_accepted", layout.YES if accepted else layout.NO)
     if peaks is None:
@@ -459,12 +460,12 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
 
 
 def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str], *,
-              complete: bool, notes: list[str]) -> corpus.Evaluation | None:
+              complete: bool, notes: list[str]) -> evaluation.Evaluation | None:
     """Read the predictions file back and evaluate it (None when there is no file)."""
     if predictions_sha is None:
         return None
     protocol = spec.protocol
-    kinds = corpus.parse_subgroups(protocol.get("subgroups"))
+    kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
     rows = corpus.read_predictions(spec.predictions_file)
     if file_sha256(spec.predictions_file) != predictions_sha:
         notes.append("predictions file changed between export and evaluation")
@@ -476,9 +477,9 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
             notes.append(f"reference predictions {ref['predictions_path']} missing or changed "
                          "since its attempt: not used")
         else:
-            reference = corpus.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
+            reference = evaluation.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
                                               protocol["metric"], kinds)
-    return corpus.evaluate(
+    return evaluation.evaluate(
         rows, expected, complete=complete, metric_name=protocol["metric"],
         threshold=float(protocol["threshold"]), tolerance=float(protocol["tolerance"]),
         kinds=kinds, reference=reference, reference_variant=str(protocol["reference_variant"]),

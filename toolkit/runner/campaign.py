@@ -28,19 +28,45 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from toolkit import corpus, journal, layout
-from toolkit.clock import now_text
+from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
-from toolkit.runner import plan
-from toolkit.runner.display import Display
+from toolkit.evidence import journal, protocol
+from toolkit.plumbing.clock import now_text
+from toolkit.runner import corpus, evaluation, forkserver, plan
+from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
 #: How long a worker may take to record its attempt after Ctrl-C.
 INTERRUPT_WAIT_S = 60.0
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Progress(Protocol):
+    """What the campaign tells whoever shows its progress (the CLI's display)."""
+
+    def start(self, total: int, done: int = 0) -> None:
+        """The campaign has ``total`` slots, ``done`` of them recorded before."""
+
+    def attempt(self, label: str) -> None:
+        """An attempt starts."""
+
+    def phase(self, name: str) -> None:
+        """The running attempt enters a phase (load, warm-up, measured, ...)."""
+
+    def items(self, done: int, total: int) -> None:
+        """Items processed in the measured window so far."""
+
+    def finished(self, record: dict[str, Any]) -> None:
+        """An attempt's journal record, once written."""
+
+    def echo(self, text: str) -> None:
+        """A line for the user (warnings)."""
+
+    def stop(self) -> None:
+        """The campaign is over."""
 
 
 @dataclass
@@ -111,17 +137,15 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     selection, a CUDA variant without CUDA, attempts already recorded without
     ``--resume``).
     """
-    from toolkit import protocol as protocol_lock
-    from toolkit.workbook import store
-
     workbook = workbook.resolve()
     if journal.read(workbook):
-        journal.ingest(workbook)  # replay what an earlier run left in the journal only
+        # Replay what an earlier run left in the journal only.
+        editing.ingest(workbook, refresh_derived=True)
     data = store.read(workbook)
-    sha = protocol_lock.require_lock(data, workbook)
+    sha = protocol.require_lock(data, workbook)
     form = dict(data.forms["Protocol"])
     plan.parse_warmup(form.get("warmup_rule"))
-    corpus.parse_subgroups(form.get("subgroups"))
+    evaluation.parse_subgroups(form.get("subgroups"))
     repetitions = form.get("repetitions")
     if not isinstance(repetitions, int) or repetitions < 1:
         raise ProtocolError(f"Protocol repetitions {repetitions!r} is not a positive number",
@@ -171,14 +195,14 @@ def _reference(campaign: Campaign) -> dict[str, Any] | None:
     return None
 
 
-def run(campaign: Campaign, options: Options, display: Display) -> Result:
+def run(campaign: Campaign, options: Options, display: Progress) -> Result:
     """Run the pending slots in order; return what was recorded.
 
     Stops after an interrupted attempt (Ctrl-C). Ingests after each attempt
     when asked, and always at the end; a busy workbook (open in Excel) only
     delays ingestion: the records stay in the journal.
     """
-    from toolkit.runner.attempt import AttemptSpec
+    from toolkit.runner.attempt import AttemptSpec  # torch: not imported by prepare()
 
     began = time.monotonic()
     result = Result(campaign.workbook, planned=len(campaign.slots),
@@ -235,9 +259,9 @@ def _stop_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, handler)
 
 
-def _ingest(workbook: Path, result: Result, display: Display) -> None:
+def _ingest(workbook: Path, result: Result, display: Progress) -> None:
     try:
-        journal.ingest(workbook)
+        editing.ingest(workbook, refresh_derived=True)  # `run` keeps the derived sheets current
         result.ingest_pending = False
     except WorkbookBusyError as exc:
         if not result.ingest_pending:
@@ -246,9 +270,9 @@ def _ingest(workbook: Path, result: Result, display: Display) -> None:
         result.ingest_pending = True
 
 
-def _in_process(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
+def _in_process(spec: Any, display: Progress) -> tuple[dict[str, Any], bool]:
     """Run the attempt in this process (process policy ``shared``)."""
-    from toolkit.runner.attempt import InterruptGuard, run_attempt
+    from toolkit.runner.attempt import InterruptGuard, run_attempt  # torch, in this process
 
     with InterruptGuard() as guard:
         record = run_attempt(spec, lambda event: _show(event, display), guard)
@@ -256,7 +280,7 @@ def _in_process(spec: Any, display: Display) -> tuple[dict[str, Any], bool]:
     return record, guard.requested or record["attempt"]["status"] == "interrupted"
 
 
-def _show(event: dict[str, Any], display: Display) -> None:
+def _show(event: dict[str, Any], display: Progress) -> None:
     if event.get("event") == "phase":
         display.phase(str(event.get("phase")))
     elif event.get("event") == "items":
@@ -280,8 +304,6 @@ class Workers:
     there is none."""
 
     def __init__(self, campaign: Campaign) -> None:
-        from toolkit.runner import forkserver
-
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PROJECT_ROOT), self.env.get("PYTHONPATH")) if p)
@@ -298,8 +320,6 @@ class Workers:
 
     def start(self, stderr: Any) -> Any:
         """A new worker process (``subprocess.Popen`` or its forked equivalent)."""
-        from toolkit.runner import forkserver
-
         if self.server is not None:
             try:
                 return self.server.start(stderr)
@@ -317,9 +337,9 @@ class Workers:
             self.server = None
 
 
-def _in_worker(spec: Any, display: Display, workers: Workers) -> tuple[dict[str, Any], bool]:
+def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str, Any], bool]:
     """Run the attempt in a fresh worker process; write its row if the worker cannot."""
-    from toolkit.runner.attempt import fallback_record
+    from toolkit.runner.attempt import fallback_record  # torch: only when a worker failed
 
     started_at = now_text()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:

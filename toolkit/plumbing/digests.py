@@ -3,7 +3,7 @@
 Validation and the report check every predictions file against its recorded
 SHA-256: for 10,000 attempts, 1.2 GB, about a second of hashing here. A
 :class:`Digests` given many files hashes them in a helper process
-(:mod:`toolkit.helper`) while the caller goes on with its own work, so the
+(:mod:`toolkit.plumbing.helper`) while the caller goes on with its own work, so the
 hashing overlaps it instead of adding to it (benchmarks/README.md, target 4).
 Each file is read and hashed now, never taken from a cache. Stdlib only: the
 runner imports it too.
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-from toolkit.helper import Helper, HelperFailed
+from toolkit.plumbing.helper import Helper, HelperFailed
 
 BLOCK = 1 << 20
 #: Below this many files, starting a helper process costs more than it saves.
@@ -55,7 +55,7 @@ class Digests:
 
     def __init__(self, paths: Iterable[Path] = ()) -> None:
         given = list(dict.fromkeys(paths))
-        self._helper = Helper("toolkit.digests:hash_files", given) \
+        self._helper = Helper("toolkit.plumbing.digests:hash_files", given) \
             if len(given) >= HELPER_MIN_FILES else None
         self._found: dict[Path, str | OSError] | None = None
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from toolkit.editing import change
 from toolkit.errors import ToolkitError, UsageError
+from toolkit.evidence import locking
+from toolkit.plumbing.shipped import SAMPLES, shipped
+from toolkit.workbook import store
 
-SAMPLES = Path(__file__).resolve().parents[2] / "samples"
-EXAMPLE = SAMPLES / "example_campaign.xlsx"
+EXAMPLE_NAME = "example_campaign.xlsx"
 QUICK_ITEMS = 100
 QUICK_REPETITIONS = 2
 QUICK_CORPUS = "corpus_quick.jsonl"
@@ -26,30 +29,30 @@ def prepare(directory: Path, quick: bool = False) -> Path:
 
     Refuses a folder that already holds a demo workbook (resume it instead).
     """
-    from toolkit import protocol
-    from toolkit.workbook import store
-
-    if not EXAMPLE.exists():
-        raise ToolkitError(f"{EXAMPLE} is missing",
+    samples = shipped(SAMPLES)
+    example = samples / EXAMPLE_NAME
+    if not example.exists():
+        raise ToolkitError(f"{example} is missing",
                            hint="build it with `python samples/make_example_workbook.py`")
-    target = directory / EXAMPLE.name
+    target = directory / EXAMPLE_NAME
     if target.exists():
         raise UsageError(f"{target} already exists: the demo does not overwrite a campaign",
                          hint=f"continue it with `iteralab run {target} --resume`, or give "
                          "another folder: `iteralab demo OTHER_DIR`")
-    data = store.read(EXAMPLE)
+    data = store.read(example)
     form = data.forms["Protocol"]
     directory.mkdir(parents=True, exist_ok=True)
     corpus_name = str(form["corpus_path"])
-    shutil.copy2(SAMPLES / corpus_name, directory / corpus_name)
+    shutil.copy2(samples / corpus_name, directory / corpus_name)
     for head in sorted({str(v["head_path"]) for v in data.tables["Variants"]
                         if v.get("head_path")}):
-        shutil.copytree(SAMPLES / head, directory / head, dirs_exist_ok=True)
-    shutil.copy2(EXAMPLE, target)
+        shutil.copytree(samples / head, directory / head, dirs_exist_ok=True)
+    shutil.copy2(example, target)
     if quick:
-        lines = (SAMPLES / corpus_name).read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = (samples / corpus_name).read_text(encoding="utf-8").splitlines(keepends=True)
         (directory / QUICK_CORPUS).write_text("".join(lines[:QUICK_ITEMS]), encoding="utf-8")
-        with store.editing(target) as copy:
+        with change(target, refresh_derived=False) as edit:
+            copy = edit.data
             quick_form = copy.forms["Protocol"]
             quick_form["corpus_path"] = QUICK_CORPUS
             quick_form["repetitions"] = QUICK_REPETITIONS
@@ -57,6 +60,6 @@ def prepare(directory: Path, quick: bool = False) -> Path:
                                       f"{QUICK_ITEMS} items of {corpus_name}, "
                                       f"{QUICK_REPETITIONS} repetitions; a smoke run, not "
                                       "the comparison.")
-            protocol.amend(copy, f"quick demo: declared subset (first {QUICK_ITEMS} items of "
+            locking.amend(copy, f"quick demo: declared subset (first {QUICK_ITEMS} items of "
                            f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run")
     return target

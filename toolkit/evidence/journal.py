@@ -8,16 +8,15 @@ into the workbook. Ingestion is idempotent by ``attempt_id`` (and
 workbook (open in Excel) or a killed campaign never loses a row:
 ``iteralab ingest WORKBOOK`` replays what the workbook lacks.
 
-Attempt rows are sealed into the hash chain (:mod:`toolkit.chain`) as they
-enter the workbook. Stdlib plus the workbook store; no torch.
+This module is the file alone; adding its records to a workbook is
+:mod:`toolkit.evidence.ingest` (rows sealed into the hash chain as they enter)
+and :func:`toolkit.editing.ingest` (the locked read-change-save). Stdlib only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,69 +80,3 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
                                 hint="the journal is written by `iteralab run`; do not edit it")
         records.append(entry)
     return records
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    """What an ingestion added and what the workbook already had."""
-
-    attempts_added: int
-    manifests_added: int
-    already: int
-
-
-def missing_records(data: Any, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records whose attempt the workbook data lacks, in journal order, once each."""
-    have = {r.get("attempt_id") for r in data.tables["Attempts"]}
-    out = []
-    for entry in records:
-        attempt_id = entry["attempt"].get("attempt_id")
-        if attempt_id not in have:
-            have.add(attempt_id)
-            out.append(entry)
-    return out
-
-
-def add_records(data: Any, records: Iterable[dict[str, Any]]) -> tuple[int, int]:
-    """Append the records' attempt and manifest rows to ``data``; return the counts added.
-
-    Manifest rows are added once per ``manifest_id``; the new attempt rows are
-    sealed into the chain (``row_sha256``).
-    """
-    from toolkit import chain
-
-    manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
-    added: set[str] = set()
-    added_attempts = added_manifests = 0
-    for entry in records:
-        manifest = entry.get("manifest")
-        if manifest and manifest.get("manifest_id") not in manifests:
-            data.append("Manifest", manifest)
-            manifests.add(manifest.get("manifest_id"))
-            added_manifests += 1
-        row = dict(entry["attempt"])
-        row["row_sha256"] = None
-        data.append("Attempts", row)
-        added.add(str(row["attempt_id"]))
-        added_attempts += 1
-    chain.seal_new_rows(data, attempt_ids=added)
-    return added_attempts, added_manifests
-
-
-def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None) -> IngestResult:
-    """Add to the workbook every journal record it lacks, in one save.
-
-    ``records`` defaults to the whole journal. Nothing is saved when nothing
-    is missing, so ingesting twice changes nothing.
-    """
-    from toolkit.workbook import store
-
-    entries = read(workbook) if records is None else records
-    with store.writer_lock(workbook):
-        data = store.read(workbook)
-        todo = missing_records(data, entries)
-        if not todo:
-            return IngestResult(0, 0, len(entries))
-        attempts, manifests = add_records(data, todo)
-        store.save(data, workbook)
-    return IngestResult(attempts, manifests, len(entries) - len(todo))

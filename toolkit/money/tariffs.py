@@ -1,9 +1,10 @@
 """The tariff rules as the toolkit sees them, plus the Tariffs sheet <-> catalog.
 
 The rules themselves live once, in ``tariffs/calcul_forfaits.py`` (a standalone
-script that is also installed as the module ``calcul_forfaits``); this module
-re-exports them, turns their errors into ``toolkit.errors`` ones, finds the
-shipped catalog, and converts between the catalog and the workbook's sheet.
+script, shipped with the package and loaded from there as the module
+``calcul_forfaits``); this module re-exports them, turns their errors into
+``toolkit.errors`` ones, finds the shipped catalog, and converts between the
+catalog and the workbook's sheet.
 Stdlib only.
 """
 
@@ -11,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import site
 import sys
-import sysconfig
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -21,23 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
+from toolkit.plumbing.shipped import TARIFF_CATALOG, TARIFF_RULES, shipped
 
 
 def _load_rules() -> ModuleType:
-    """``calcul_forfaits``: installed (pip install, editable or not) or from this checkout."""
-    try:
-        import calcul_forfaits
-        return calcul_forfaits
-    except ModuleNotFoundError:
-        # Running from a source tree that was never installed: same file, same rules.
-        path = Path(__file__).resolve().parents[1] / "tariffs" / "calcul_forfaits.py"
-        spec = importlib.util.spec_from_file_location("calcul_forfaits", path)
-        if spec is None or spec.loader is None:
-            raise
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["calcul_forfaits"] = module  # dataclasses look their module up here
-        spec.loader.exec_module(module)
-        return module
+    """``calcul_forfaits``, loaded from the shipped ``tariffs/calcul_forfaits.py`` itself."""
+    if "calcul_forfaits" in sys.modules:  # already loaded (by us, or run as a script)
+        return sys.modules["calcul_forfaits"]
+    path = shipped(TARIFF_RULES)
+    spec = importlib.util.spec_from_file_location("calcul_forfaits", path)
+    if spec is None or spec.loader is None:
+        raise CatalogError(f"{path}: cannot load the tariff rules",
+                           hint="reinstall iteragpu-lab")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["calcul_forfaits"] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
 
 
 rules = _load_rules()
@@ -52,10 +50,6 @@ budget = rules.budget
 cost_per_accepted = rules.cost_per_accepted
 usd = rules.usd
 
-#: Where ``pip install .`` puts the shipped CSV (pyproject's data-files).
-DATA_DIR = Path("share") / "iteragpu-lab"
-
-
 @contextlib.contextmanager
 def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
     """Re-raise the rules' TariffError as ``error`` (exit code 2), message and hint kept."""
@@ -65,31 +59,12 @@ def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
         raise error(exc.message, hint=exc.hint) from exc
 
 
-def default_catalog_path() -> Path:
-    """The catalog shipped with the toolkit: ``tariffs/tarifs-forfaits.csv``.
-
-    Next to ``calcul_forfaits.py`` in a checkout or an editable install; under
-    ``<prefix>/share/iteragpu-lab/`` after ``pip install .``.
-    """
-    candidates = [Path(rules.__file__).with_name(rules.CATALOG_FILE)]
-    for base in (sysconfig.get_path("data"), sys.prefix, site.getuserbase()):
-        candidates.append(Path(base) / DATA_DIR / rules.CATALOG_FILE)
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise CatalogError(
-        f"the shipped catalog {rules.CATALOG_FILE} was not found (looked in "
-        f"{', '.join(str(p.parent) for p in candidates)})",
-        hint="pass --catalog PATH to a catalog CSV",
-    )
-
-
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """The catalog CSV at ``path`` (default: the shipped one), checked; CatalogError if bad."""
     with translated():
         if path is None:
-            shipped = default_catalog_path()
-            return rules.load_catalog(shipped, shipped.name)
+            default = shipped(TARIFF_CATALOG)
+            return rules.load_catalog(default, default.name)
         return rules.load_catalog(path, str(path))
 
 
@@ -130,16 +105,6 @@ def catalog_from_workbook(data: Any, origin: str = "sheet Tariffs") -> Catalog:
     """The catalog held by a WorkbookData's Tariffs sheet."""
     return catalog_from_sheet(data.tables[layout.TARIFFS.name],
                               data.row_numbers.get(layout.TARIFFS.name, []), origin)
-
-
-def column_letter(sheet: layout.Sheet, name: str) -> str:
-    """The Excel column letter(s) of ``sheet``'s column ``name`` (A, B, ..., AA)."""
-    index = sheet.names.index(name) + 1
-    text = ""
-    while index:
-        index, rest = divmod(index - 1, 26)
-        text = chr(65 + rest) + text
-    return text
 
 
 def tariff_rows(catalog: Catalog) -> list[dict[str, Any]]:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from toolkit.money.tariffs import rules
+
 #: Largest chance of a clean split without a real difference that still counts as separated.
 SIGNIFICANCE = 0.05
 #: A variant whose runs spread by more than this share of its median is named as noisy.
@@ -176,6 +178,4 @@ def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, sec
 
 
 def _money(amount: Decimal) -> str:
-    from toolkit.tariffs import rules
-
     return rules.usd(amount)

@@ -13,10 +13,12 @@ import datetime as dt
 from collections.abc import Iterable
 from pathlib import Path
 
-from toolkit import layout, schemas
-from toolkit.digests import Digests
+from toolkit import layout
+from toolkit.evidence import integrity, predictions, schemas
+from toolkit.evidence.protocol import lock_findings
 from toolkit.findings import Finding
-from toolkit.tariffs import PLAN_DAYS
+from toolkit.money.tariffs import PLAN_DAYS
+from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -31,22 +33,18 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
     the journal ``NAME.journal.jsonl`` beside it, if any, names edited cells
     and attempts missing from the sheet.
     """
-    from toolkit import chain
-
     where = None if path is None else Path(path)
-    files = chain.predictions_files(data, where.parent) if where is not None else []
+    files = predictions.predictions_files(data, where.parent) if where is not None else []
     # Many files hash in a helper process while the sheets are checked here.
     with Digests(files) as digests:
         findings = sheet_findings(data)
-        findings += chain.integrity_checks(data, where, digests).findings
+        findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
 
 def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> list[Finding]:
     """What validation finds outside the attempt chain: the schemas and rules of ``sheets``
     (every sheet by default) and the protocol's lock."""
-    from toolkit.protocol import lock_findings
-
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
     findings = validate_sheets(data, names) + lock_findings(data)
     if data.tables["Attempts"] and not any(

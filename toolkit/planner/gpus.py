@@ -17,11 +17,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from toolkit.errors import CatalogError
-from toolkit.memory import FRAGMENTATION_PCT, RUNTIME_BYTES, Estimate
+from toolkit.money import tariffs
+from toolkit.money.tariffs import rules
+from toolkit.planner.memory import FRAGMENTATION_PCT, RUNTIME_BYTES, Estimate
+from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CATALOG = REPO / "tariffs" / "gpus.csv"
-DEFAULT_TARIFFS = REPO / "tariffs" / "tarifs-forfaits.csv"
 #: Card labels say GB for binary sizes: a "24 GB" card holds 24 GiB.
 GB_LABEL = 2**30
 MAX_CARDS = 8
@@ -70,8 +70,10 @@ class Gpu:
         return self.interconnect.strip().lower() == "pcie only"
 
 
-def load_catalog(path: Path = DEFAULT_CATALOG) -> list[Gpu]:
-    """Read the GPU catalog; CatalogError names the line and column of a bad cell."""
+def load_catalog(path: Path | None = None) -> list[Gpu]:
+    """Read the GPU catalog (default: the shipped one); CatalogError names the line and
+    column of a bad cell."""
+    path = path or shipped(GPU_CATALOG)
     if not path.is_file():
         raise CatalogError(f"{path}: GPU catalog not found",
                            hint="pass --catalog PATH (the repository ships tariffs/gpus.csv)")
@@ -124,34 +126,23 @@ class Price:
     catalog_date: str
 
 
-def load_prices(path: Path = DEFAULT_TARIFFS, plan_days: int = 7) -> tuple[dict[str, Price],
-                                                                            str]:
+def load_prices(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str, Price], str]:
     """Latest price per GPU slug for a plan, and the reason when there are none.
 
-    A missing tariff file is not an error: every card then has no price.
+    The CSV is read by the one tariff reader (:func:`toolkit.money.tariffs.load_catalog`;
+    default: the shipped catalog). A missing tariff file is not an error: every card
+    then has no price.
     """
-    if not path.is_file():
+    if path is not None and not path.is_file():
         return {}, f"no price in catalog ({path.name} not found)"
     prices: dict[str, Price] = {}
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in PRICE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise CatalogError(f"{path}, line 1: missing columns {', '.join(missing)}",
-                               hint=f"the header is {','.join(PRICE_COLUMNS)}")
-        for row in reader:
-            try:
-                days, cards = int(row["plan_days"]), int(row["cards_per_lot"])
-                amount = Decimal(row["price_per_lot_usd"])
-            except (ValueError, InvalidOperation) as exc:
-                raise CatalogError(f"{path}, line {reader.line_num}: unreadable plan_days, "
-                                   "cards_per_lot or price_per_lot_usd",
-                                   hint="integers and a decimal amount in USD") from exc
-            if days != plan_days:
-                continue
-            slug, date = row["gpu_slug"].strip(), row["catalog_date"].strip()
-            if slug not in prices or date >= prices[slug].catalog_date:
-                prices[slug] = Price(cards, amount, date)
+    for plan in tariffs.load_catalog(path).plans:
+        if plan.plan_days != plan_days:
+            continue
+        known = prices.get(plan.gpu_slug)
+        if known is None or plan.catalog_date >= known.catalog_date:
+            prices[plan.gpu_slug] = Price(plan.cards_per_lot, plan.price_per_lot_usd,
+                                          plan.catalog_date)
     return prices, "no price in catalog"
 
 
@@ -231,8 +222,6 @@ class Fit:
 
 def usd(amount: Decimal) -> str:
     """An amount rounded half-up to the cent, for display."""
-    from toolkit.tariffs import rules
-
     return str(rules.to_cent(amount))
 
 

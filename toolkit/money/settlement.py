@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import UsageError
-from toolkit.tariffs import Catalog, column_letter, rules, translated
+from toolkit.money.tariffs import Catalog, rules, translated
 from toolkit.workbook.model import Formula
 
 #: Tariffs rows the lookup formulas reach (header excluded); far beyond any catalog.
@@ -71,11 +71,11 @@ def accepted_count(accepted: int | Collection[str] | None) -> int | None:
 
 
 def _columns() -> dict[str, str]:
-    return {name: column_letter(layout.SETTLEMENT, name) for name in layout.SETTLEMENT.names}
+    return {name: layout.column_letter(layout.SETTLEMENT, name) for name in layout.SETTLEMENT.names}
 
 
 def _tariff_range(column: str) -> str:
-    letter = column_letter(layout.TARIFFS, column)
+    letter = layout.column_letter(layout.TARIFFS, column)
     return f"{layout.TARIFFS.name}!${letter}$2:${letter}${TARIFF_ROWS + 1}"
 
 
@@ -158,7 +158,7 @@ def settlement_rows(configurations: Sequence[Configuration], other_costs: Sequen
     """Settlement rows: one per configuration, then one per other cost.
 
     ``catalog`` must be the one of the workbook's Tariffs sheet
-    (``toolkit.tariffs.catalog_from_workbook``), so that the formulas and the
+    (``toolkit.money.tariffs.catalog_from_workbook``), so that the formulas and the
     cached values use the same prices. Rows are meant to be written from Excel
     row ``first_row`` on, in this order (the formulas point at their own row).
     Raises CatalogError (exit 2) when a configuration's price is not in the catalog.

@@ -5,14 +5,13 @@ given as explicit sizes): weights, KV cache, activations, gradients, optimizer
 states and adapters, then a stated margin for the allocator and the runtime.
 Every term keeps the formula that produced it, with the numbers filled in, so a
 reviewer can redo it by hand. Stdlib only; an estimate never replaces measuring
-(``memory_rows`` puts both side by side for the workbook's Memory sheet).
+(:mod:`toolkit.report.memory_sheet` puts both side by side in the Memory sheet).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -513,130 +512,3 @@ def _training_activations(shape: Shape, s: int, b: int, a: int, compute: str, at
                  f"(2*H x {a} + V x ({a} logits{copy} + 4 log-softmax)) B = {head:,}")
     text += f" ({compute}; LoRA dropout and small terms omitted)"
     return Term("activations", stored, text)
-
-
-# --- Workbook Memory sheet -------------------------------------------------------------------
-
-OBSERVED = (
-    ("observed_allocated_bytes", "mem_allocated_peak_bytes"),
-    ("observed_reserved_bytes", "mem_reserved_peak_bytes"),
-    ("observed_host_rss_bytes", "host_rss_peak_bytes"),
-)
-
-
-def peak_observations(attempts: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per variant, the largest observed memory peaks over its attempts (Attempts rows).
-
-    Excluded attempts are left out, as in every other statistic (R14). A peak
-    that no attempt measured stays empty, with the attempts' reasons.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for row in attempts:
-        if row.get("excluded") == "yes":
-            continue
-        seen = out.setdefault(str(row["variant_id"]), {})
-        for _, col in OBSERVED:
-            value = row.get(col)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                seen[col] = max(int(value), seen.get(col) or 0)
-            elif seen.get(col) is None:
-                seen[col] = None
-                reasons = seen.setdefault(f"{col}_reason", [])
-                reason = row.get(f"{col}_reason") or "not measured"
-                if reason not in reasons:
-                    reasons.append(reason)
-    for seen in out.values():
-        for _, col in OBSERVED:
-            reasons = seen.pop(f"{col}_reason", [])
-            if seen.get(col) is None:
-                seen[f"{col}_reason"] = "; ".join(reasons)
-    return out
-
-
-def memory_rows(estimates_by_variant: Mapping[str, Estimate | str],
-                observed_by_variant: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of the Memory sheet: estimate beside observation, per variant (R18).
-
-    ``estimates_by_variant`` maps a variant to its Estimate, or to the reason
-    there is none; ``observed_by_variant`` maps it to its peaks under the
-    Attempts column names (see ``peak_observations``). The ratio is observed
-    allocated / estimated tensors (like for like: neither counts the margin);
-    the flag says when an observation exceeds the estimate.
-    """
-    order = list(dict.fromkeys([*estimates_by_variant, *observed_by_variant]))
-    rows = []
-    for vid in order:
-        est = estimates_by_variant.get(vid, "no estimate for this variant")
-        obs = observed_by_variant.get(vid)
-        row: dict[str, Any] = {"variant_id": vid}
-        if isinstance(est, Estimate):
-            row.update(estimate_bytes=est.total, estimate_bytes_reason=None,
-                       estimate_tensors_bytes=est.subtotal, estimate_tensors_bytes_reason=None,
-                       estimate_basis=est.basis())
-        else:
-            row.update(estimate_bytes=None, estimate_bytes_reason=est,
-                       estimate_tensors_bytes=None, estimate_tensors_bytes_reason=est,
-                       estimate_basis=None)
-        for out_col, col in OBSERVED:
-            if obs is None:
-                row[out_col], row[f"{out_col}_reason"] = None, "no attempt recorded"
-            else:
-                value = obs.get(col)
-                row[out_col] = value
-                row[f"{out_col}_reason"] = None if value is not None else \
-                    (obs.get(f"{col}_reason") or "not measured")
-        _compare(row, est)
-        rows.append(row)
-    return rows
-
-
-def _compare(row: dict[str, Any], est: Estimate | str) -> None:
-    allocated, reserved = row["observed_allocated_bytes"], row["observed_reserved_bytes"]
-    row["observed_over_estimate"] = None
-    if not isinstance(est, Estimate):
-        row["observed_over_estimate_reason"] = f"no estimate: {est}"
-        row["flag"] = "not compared: no estimate"
-        return
-    if allocated is None:
-        row["observed_over_estimate_reason"] = row["observed_allocated_bytes_reason"]
-        row["flag"] = "not compared: device memory not measured"
-        return
-    row["observed_over_estimate"] = round(allocated / est.subtotal, 4)
-    row["observed_over_estimate_reason"] = None
-    over = []
-    if allocated > est.subtotal:
-        over.append(f"allocated {allocated:,} > estimated tensors {est.subtotal:,}")
-    if reserved is not None and reserved > est.total:
-        over.append(f"reserved {reserved:,} > estimated total {est.total:,}")
-    row["flag"] = "OVER ESTIMATE: " + "; ".join(over) if over else "within estimate"
-
-
-def variant_estimate(variant: Mapping[str, Any], base_dir: Path) -> Estimate | str:
-    """The inference estimate of a Variants row, or the reason there is none.
-
-    Reads ``model_path`` (a folder relative to ``base_dir``, or
-    ``package:NAME`` for an installed package shipping ``NAME/model/``) at the
-    variant's precision, batch size and max_length (an upper bound under
-    dynamic padding); ``dynamic-int8`` quantizes the linear weights to int8.
-    """
-    model_path = str(variant.get("model_path") or "")
-    if model_path.startswith("package:"):
-        spec = importlib.util.find_spec(model_path.removeprefix("package:"))
-        if spec is None or spec.origin is None:
-            return f"package {model_path!r} is not installed: estimate not computed"
-        root = Path(spec.origin).parent
-        folder = root / "model" if (root / "model" / "config.json").is_file() else root
-    else:
-        folder = base_dir / model_path
-    if not (folder / "config.json").is_file():
-        return f"no local config.json for model_path {model_path!r}: estimate not computed"
-    try:
-        shape = shape_from_config(folder)
-        quantized = variant.get("quantization") == "dynamic-int8"
-        return estimate(shape, workload="inference",
-                        precision="int8" if quantized else str(variant["precision"]),
-                        compute=str(variant["precision"]),
-                        seq_len=int(variant["max_length"]), batch=int(variant["batch_size"]),
-                        attention=str(variant.get("attention_backend") or "sdpa"))
-    except (UsageError, KeyError, TypeError, ValueError) as exc:
-        return f"estimate not computed: {exc}"

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import UsageError
-from toolkit.tariffs import column_letter, rules, translated
+from toolkit.money.tariffs import rules, translated
 from toolkit.workbook.model import Formula
 
 PHASES: tuple[str, ...] = layout.SCHEDULE.column("phase").choices
@@ -162,7 +162,7 @@ def phases_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int]
 
 
 def _letters() -> dict[str, str]:
-    return {name: column_letter(layout.SCHEDULE, name) for name in layout.SCHEDULE.names}
+    return {name: layout.column_letter(layout.SCHEDULE, name) for name in layout.SCHEDULE.names}
 
 
 def covering_formula(span_cell: str) -> str:

@@ -1,0 +1,66 @@
+"""One unit of work for changing a workbook: lock, read, change, refresh if asked, save.
+
+Every command that writes a workbook goes through :func:`change`, and says
+by name whether the derived sheets (Summary, Memory, Settlement, Schedule's
+computed columns, the Decision draft, charts) are recomputed: only ``report``
+and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``)
+change what they own and leave the derived sheets exactly as they were read,
+formulas included (:mod:`toolkit.workbook.store`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit.evidence import journal
+from toolkit.evidence.ingest import IngestResult, add_records, missing_records
+from toolkit.report.refresh import refresh
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+
+@dataclass
+class Edit:
+    """The workbook's data under the writer lock; clear ``save`` to write nothing."""
+
+    data: WorkbookData
+    save: bool = True
+
+
+@contextlib.contextmanager
+def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
+    """Hold the writer lock, read the workbook, let the caller change it, save it.
+
+    ``refresh_derived`` recomputes the derived sheets before the save. Nothing
+    is saved when the block raises or clears ``edit.save``: the workbook stays
+    byte for byte as it was.
+    """
+    path = Path(path)
+    with store.writer_lock(path):
+        edit = Edit(store.read(path))
+        yield edit
+        if edit.save:
+            if refresh_derived:
+                refresh(edit.data, path.parent)
+            store.save(edit.data, path)
+
+
+def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
+           refresh_derived: bool) -> IngestResult:
+    """Add to the workbook every journal record it lacks, in one save.
+
+    ``records`` defaults to the whole journal. Nothing is saved when nothing
+    is missing, so ingesting twice changes nothing.
+    """
+    entries = journal.read(workbook) if records is None else records
+    with change(workbook, refresh_derived=refresh_derived) as edit:
+        todo = missing_records(edit.data, entries)
+        if not todo:
+            edit.save = False
+            return IngestResult(0, 0, len(entries))
+        attempts, manifests = add_records(edit.data, todo)
+    return IngestResult(attempts, manifests, len(entries) - len(todo))

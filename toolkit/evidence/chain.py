@@ -1,0 +1,251 @@
+"""Tamper evidence for the Attempts sheet: a hash chain over attempt rows.
+
+Each attempt row carries ``row_sha256``: the SHA-256 of the previous row's
+``row_sha256`` and of the row's own content, every Attempts column except
+the four that change on purpose through logged actions (:data:`UNCHAINED`).
+The content covers the protocol hash the attempt ran under, its manifest,
+every measurement and reason, the verdicts, the notes, and the predictions
+file's path and SHA-256, so the chain also vouches for the predictions file.
+
+Values are hashed as the workbook gives them back after a save (see
+:func:`cell_value`): text through :func:`toolkit.workbook.text.cell_text`,
+numbers as the 16 significant digits xlsxwriter writes, so a row sealed in
+memory verifies after any number of saves and reads.
+
+:func:`chain_findings` names each row whose content or position changed (and,
+given the journal, each changed cell) and each journal attempt missing from
+the sheet. What may change without breaking the chain (exclusions, amendment
+marks) is checked by :mod:`toolkit.evidence.audit`; the predictions files by
+:mod:`toolkit.evidence.predictions`.
+
+An unkeyed chain shows edits made with a spreadsheet program, not a forger who
+recomputes every hash; the journal and archived copies of the last
+``row_sha256`` witness against that. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Collection, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from toolkit import layout
+from toolkit.findings import Finding
+from toolkit.workbook.model import Formula, Row, WorkbookData
+from toolkit.workbook.text import cell_text
+
+SHEET = "Attempts"
+#: Columns that change through logged actions (exclude, amend), or hold the chain itself.
+UNCHAINED = ("row_sha256", "pre_amendment", "excluded", "exclusion_reason")
+#: Every other Attempts column is covered by the chain.
+CHAINED_COLUMNS = tuple(n for n in layout.ATTEMPTS.names if n not in UNCHAINED)
+_SORTED_CHAINED = tuple(sorted(CHAINED_COLUMNS))  # canonical JSON, without a sort per row
+#: Longest exclusion reason: it is logged whole in the Audit sheet.
+REASON_LIMIT = 2_000
+#: Hashes tried, per validation, to find where moved rows were recorded (a sort of
+#: n rows costs n x n); past it a moved row gets the general message.
+SEARCH_LIMIT = 200_000
+
+
+# ---------------------------------------------------------------- sealing
+
+
+def cell_value(value: Any) -> Any:
+    """``value`` as a save and a read give it back: what the chain hashes.
+
+    None, blank or whitespace-only text -> None; booleans -> "yes"/"no";
+    numbers -> float at xlsxwriter's 16 significant digits (-0 -> 0); a
+    formula -> its cached value; anything else -> its safe cell text.
+    """
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is str:  # the common cases first: a chain hashes every cell of every row
+        text = cell_text(value)
+        return text if text.strip() else None
+    if kind is float or kind is int:
+        return _number(value)
+    if isinstance(value, Formula):
+        value = value.value
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return layout.YES if value else layout.NO
+    if isinstance(value, (int, float, Decimal)):
+        return _number(value)
+    text = cell_text(value)
+    return text if text.strip() else None
+
+
+def _number(value: int | float | Decimal) -> float:
+    number = float(value) + 0.0  # + 0.0 turns -0.0 into 0.0, as the read does
+    if not math.isfinite(number):
+        return number
+    # xlsxwriter writes "%.16G"; repeat until stable, since 16 digits do not
+    # always survive a second round trip (the read value must hash the same).
+    for _ in range(5):
+        stored = float(f"{number:.16G}") + 0.0
+        if stored == number:
+            break
+        number = stored
+    return number
+
+
+def _content(row: Mapping[str, Any]) -> str:
+    """The row's chained cells as canonical JSON, keys sorted (blank cells left out)."""
+    cells = {name: value for name in _SORTED_CHAINED
+             if (value := cell_value(row.get(name))) is not None}
+    return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
+
+
+def _link(previous: str | None, content: str) -> str:
+    text = json.dumps([previous or ""], ensure_ascii=False) + "\n" + content
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def seal(previous_row_sha256: str | None, row: Mapping[str, Any]) -> str:
+    """The ``row_sha256`` of ``row`` recorded after a row sealed ``previous_row_sha256``.
+
+    ``None`` (or "") for the first attempt row. Returns 64 hex digits.
+    """
+    return _link(cell_value(previous_row_sha256), _content(row))
+
+
+def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None) -> int:
+    """Fill ``row_sha256`` of Attempts rows lacking it, in sheet order; return how many.
+
+    Pass the ids just appended as ``attempt_ids`` so that a row typed by hand
+    is never sealed (it stays reported as unsealed). Each row is chained to
+    the ``row_sha256`` of the row above it, whatever that holds.
+    """
+    sealed = 0
+    previous: str | None = None
+    for row in data.tables[SHEET]:
+        if cell_value(row.get("row_sha256")) is None and (
+            attempt_ids is None or row.get("attempt_id") in attempt_ids
+        ):
+            row["row_sha256"] = seal(previous, row)
+            sealed += 1
+        previous = cell_value(row.get("row_sha256"))
+    return sealed
+
+
+def chain_findings(data: WorkbookData,
+                   journal: Sequence[Mapping[str, Any]] | None = None) -> list[Finding]:
+    """Every Attempts row edited, deleted, copied or moved, each finding naming its row.
+
+    ``journal`` (the records of ``NAME.journal.jsonl``, if any) names each
+    edited cell and each recorded attempt missing from the sheet. The
+    predictions files are :mod:`toolkit.evidence.predictions`.
+    """
+    rows = data.tables[SHEET]
+    recorded = _journal_rows(journal)
+    hashes = [cell_value(r.get("row_sha256")) for r in rows]
+    contents = [_content(r) for r in rows]
+    found: list[Finding] = []
+    first_row: dict[str, int] = {}
+    budget = [SEARCH_LIMIT]
+    previous: str | None = None
+    for i, row in enumerate(rows):
+        excel = data.excel_row(SHEET, i)
+        name = f"attempt {row.get('attempt_id')!r}"
+        edits = _edits(row, contents[i], recorded.get(str(row.get("attempt_id"))), name,
+                       excel)
+        found += edits
+        if hashes[i] is None:
+            found.append(Finding(
+                SHEET, excel, "row_sha256", "sealed",
+                f"{name} has no row_sha256: iteralab did not record this row (typed or pasted "
+                "by hand?): delete it, or restore the recorded row from a copy or the journal "
+                "(`iteralab ingest`)"))
+        elif _link(previous, contents[i]) != hashes[i] and not edits:
+            found.append(_broken(data, i, name, hashes, contents, first_row, budget,
+                                 has_record=str(row.get("attempt_id")) in recorded))
+        if hashes[i] is not None:
+            first_row.setdefault(hashes[i], i)
+        previous = hashes[i]
+    present = {str(r.get("attempt_id")) for r in rows}
+    for attempt_id in recorded:
+        if attempt_id not in present:
+            found.append(Finding(
+                SHEET, None, "attempt_id", "journal",
+                f"attempt {attempt_id!r} is in the journal but not in this sheet: it was "
+                "deleted, or is not ingested yet: run `iteralab ingest WORKBOOK`"))
+    return found
+
+
+def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
+    """The first journal record's attempt row per attempt id."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for entry in journal or ():
+        attempt = entry.get("attempt") if isinstance(entry, Mapping) else None
+        if isinstance(attempt, Mapping) and attempt.get("attempt_id") is not None:
+            out.setdefault(str(attempt["attempt_id"]), attempt)
+    return out
+
+
+def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
+           excel: int) -> list[Finding]:
+    """One finding per chained cell that differs from the attempt's journal record.
+
+    ``content`` is the row's :func:`_content`: equal canonical texts mean equal
+    cells, so the cell-by-cell comparison runs only for a row that differs.
+    """
+    if record is None or _content(record) == content:
+        return []
+    found = []
+    for column in CHAINED_COLUMNS:
+        was, now = cell_value(record.get(column)), cell_value(row.get(column))
+        if was != now:
+            found.append(Finding(
+                SHEET, excel, column, "edited",
+                f"{name}: {column} was {shown(was)} when recorded (journal), now "
+                f"{shown(now)}: restore it; attempt rows change only through "
+                "`iteralab exclude`"))
+    return found
+
+
+def shown(value: Any) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: list[str],
+            first_row: dict[str, int], budget: list[int], has_record: bool) -> Finding:
+    """Say why row ``i`` does not follow the row above it: copied, moved, edited or orphaned."""
+    rows = data.tables[SHEET]
+    excel = data.excel_row(SHEET, i)
+    if hashes[i] in first_row:
+        j = first_row[hashes[i]]
+        return Finding(SHEET, excel, "row_sha256", "chain",
+                       f"{name} repeats the row_sha256 of row {data.excel_row(SHEET, j)}: a "
+                       "copied row; delete the copy")
+    candidates: list[tuple[int | None, str | None]] = [(None, None)] + [
+        (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)]
+    budget[0] -= len(candidates)
+    for j, previous in candidates if budget[0] >= 0 else ():
+        if _link(previous, contents[i]) == hashes[i]:
+            after = ("as the first attempt" if j is None else
+                     f"right after attempt {rows[j].get('attempt_id')!r} (now row "
+                     f"{data.excel_row(SHEET, j)})")
+            return Finding(SHEET, excel, "row_sha256", "chain",
+                           f"{name} was recorded {after}: rows were moved or sorted; restore "
+                           "the recorded order (undo the sort, or restore from a copy)")
+    if has_record:
+        why = ("its cells match the journal, so the attempt recorded before it was deleted "
+               "or moved: restore that row from a copy of the workbook")
+    else:
+        why = ("this row was edited after it was recorded, or the attempt recorded before "
+               "it was deleted: compare with the backup (.bak.xlsx) and the journal "
+               "(.journal.jsonl) beside the workbook, and restore the row")
+    return Finding(SHEET, excel, "row_sha256", "chain",
+                   f"{name} does not follow from its cells and the row above it: {why}")
+
+

@@ -1,0 +1,60 @@
+"""Adding journal records to a workbook's data: each attempt once, sealed as it enters.
+
+Idempotent by ``attempt_id`` (and ``manifest_id``): replaying a journal adds
+only what the data lacks. Pure on :class:`WorkbookData`; the locked
+read-change-save around it is :func:`toolkit.editing.ingest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.evidence import chain
+from toolkit.workbook.model import WorkbookData
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What an ingestion added and what the workbook already had."""
+
+    attempts_added: int
+    manifests_added: int
+    already: int
+
+
+def missing_records(data: WorkbookData, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records whose attempt the workbook data lacks, in journal order, once each."""
+    have = {r.get("attempt_id") for r in data.tables["Attempts"]}
+    out = []
+    for entry in records:
+        attempt_id = entry["attempt"].get("attempt_id")
+        if attempt_id not in have:
+            have.add(attempt_id)
+            out.append(entry)
+    return out
+
+
+def add_records(data: WorkbookData, records: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """Append the records' attempt and manifest rows to ``data``; return the counts added.
+
+    Manifest rows are added once per ``manifest_id``; the new attempt rows are
+    sealed into the chain (``row_sha256``).
+    """
+    manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
+    added: set[str] = set()
+    added_attempts = added_manifests = 0
+    for entry in records:
+        manifest = entry.get("manifest")
+        if manifest and manifest.get("manifest_id") not in manifests:
+            data.append("Manifest", manifest)
+            manifests.add(manifest.get("manifest_id"))
+            added_manifests += 1
+        row = dict(entry["attempt"])
+        row["row_sha256"] = None
+        data.append("Attempts", row)
+        added.add(str(row["attempt_id"]))
+        added_attempts += 1
+    chain.seal_new_rows(data, attempt_ids=added)
+    return added_attempts, added_manifests

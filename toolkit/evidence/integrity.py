@@ -1,0 +1,70 @@
+"""All the integrity checks of a workbook's evidence, in one pass.
+
+The attempt chain against the journal (:mod:`toolkit.evidence.chain`), every
+row's predictions file hashed once (:mod:`toolkit.evidence.predictions`), and
+the logged actions (:mod:`toolkit.evidence.audit`). ``iteralab validate`` runs
+this, and ``iteralab report`` in a helper process (toolkit.report.checks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import ToolkitError
+from toolkit.evidence import journal
+from toolkit.evidence.audit import action_findings
+from toolkit.evidence.chain import SHEET, chain_findings
+from toolkit.evidence.predictions import (
+    PredictionsCheck,
+    predictions_checks,
+    predictions_files,
+    predictions_findings,
+)
+from toolkit.findings import Finding
+from toolkit.plumbing.digests import Digests
+from toolkit.workbook.model import WorkbookData
+
+
+@dataclass
+class Integrity:
+    """The attempt rows, the journal, the logged actions and the predictions files checked."""
+
+    findings: list[Finding]
+    predictions: list[PredictionsCheck]
+
+
+def integrity_checks(data: WorkbookData, workbook: Path | None,
+                     digests: Digests | None = None) -> Integrity:
+    """The attempt chain against the journal beside ``workbook``, the logged actions
+    (exclusions, amendments), and every row's predictions file checked (one hashing).
+
+    ``digests`` is a pool already hashing the predictions files (one starts here when
+    None); the chain is checked while it hashes. Without ``workbook`` only the rows
+    themselves are checked. ``iteralab validate`` runs this, and ``iteralab report`` in a
+    helper process (toolkit.report.checks).
+    """
+    found: list[Finding] = []
+    checks: list[PredictionsCheck] = []
+    with contextlib.ExitStack() as stack:
+        if workbook is not None and digests is None:
+            digests = stack.enter_context(Digests(predictions_files(data, workbook.parent)))
+        records = _journal_records(workbook, found) if workbook is not None else None
+        found += chain_findings(data, journal=records)
+        if workbook is not None and digests is not None:
+            checks = predictions_checks(data, workbook.parent, digests)
+            found += predictions_findings(data, checks)
+    return Integrity(found + action_findings(data), checks)
+
+
+def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:
+    """The journal's records beside ``workbook``; an unreadable journal becomes a finding."""
+
+    try:
+        return journal.read(workbook)
+    except (ToolkitError, OSError) as exc:
+        found.append(Finding(SHEET, None, "", "journal", "the journal cannot be read, so "
+                             f"edits are checked by the chain alone: {exc}"))
+        return None

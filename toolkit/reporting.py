@@ -1,0 +1,81 @@
+"""`iteralab report`: validate and refresh a workbook under its lock, write the reviewer's folder.
+
+:func:`build` reads the workbook under its lock, refuses an unlocked or edited
+protocol, recomputes the derived sheets (:func:`toolkit.report.refresh.refresh`),
+saves atomically, and writes the reviewer's folder beside the workbook. The
+report validates the workbook as read (what ``iteralab validate`` checks, bar
+the sheets it is about to recompute) and states the findings in report.md: a
+reviewer sees them beside the numbers they touch. One hashing of the
+predictions files serves both the validation and the archive list
+(:mod:`toolkit.report.checks`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+from pathlib import Path
+from typing import Any
+
+from toolkit import layout
+from toolkit.editing import change
+from toolkit.evidence import protocol
+from toolkit.report import charts, reviewer
+from toolkit.report.checks import ChecksBeside
+from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
+from toolkit.report.reviewer import Outputs
+
+REPORT_MD = "report.md"
+ATTEMPTS_CSV = "attempts.csv"
+MANIFEST_CSV = "manifest.csv"
+
+
+def default_folder(workbook: Path) -> Path:
+    """``<workbook stem>_report/`` beside the workbook."""
+    return workbook.with_name(workbook.stem + "_report")
+
+
+def build(workbook: Path, folder: Path | None = None, pngs: bool = True
+          ) -> tuple[Refreshed, Outputs]:
+    """Validate and refresh ``workbook`` under its lock and write the reviewer's folder.
+
+    Raises ProtocolError when the protocol is not locked or was edited since;
+    other findings do not stop the report, they are stated in it.
+    """
+    checked = [s.name for s in layout.SHEETS
+               if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
+    with contextlib.ExitStack() as stack:
+        with change(workbook, refresh_derived=False) as edit:  # refreshed here, checks first
+            data = edit.data
+            sha = protocol.require_lock(data, workbook)
+            # Started on the data as read, before the refresh changes it.
+            checks = stack.enter_context(ChecksBeside(data, workbook, checked))
+            result = refresh(data, workbook.parent)
+            result.protocol_sha256 = sha
+        folder = folder or default_folder(workbook)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
+                 _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
+        skipped = "PNG charts skipped: --no-png"
+        if pngs:
+            pictures = charts.write_pngs(folder, result.stats, result.costs)
+            files += list(pictures.paths)
+            skipped = pictures.skipped
+        outputs = Outputs(folder, files, skipped)
+        found = checks.result()
+    result.findings = found.findings
+    md = folder / REPORT_MD
+    md.write_text(reviewer.markdown(workbook, data, result, outputs, found.predictions),
+                  encoding="utf-8")
+    outputs.files.insert(0, md)
+    return result, outputs
+
+
+def _csv(path: Path, sheet: layout.Sheet, rows: list[dict[str, Any]]) -> Path:
+    names = sheet.names
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        writer.writerows([["" if (v := row.get(n)) is None else v for n in names]
+                          for row in rows])
+    return path
