@@ -463,7 +463,7 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
 def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = None,
                    lots: int = 1) -> list[str]:
     """The coverage table for ``hours``; with ``priced``, each plan's flat price for ``lots``."""
-    rows = [("plan", "hours", f"covers {hours_text(hours)}")]
+    rows: list[tuple[str, ...]] = [("plan", "hours", f"covers {hours_text(hours)}")]
     if priced is not None:
         rows[0] += (f"flat price ({lots} lot{'s' if lots > 1 else ''})",)
     for c in coverage(hours):

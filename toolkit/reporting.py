@@ -56,7 +56,7 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
         folder.mkdir(parents=True, exist_ok=True)
         files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
                  _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
-        skipped = "PNG charts skipped: --no-png"
+        skipped: str | None = "PNG charts skipped: --no-png"
         if pngs:
             pictures = charts.write_pngs(folder, result.stats, result.costs)
             files += list(pictures.paths)

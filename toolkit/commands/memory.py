@@ -166,8 +166,11 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
     model_given = opts.get("config") is not None or opts.get("params") is not None
     if gb is not None and model_given:
         raise UsageError("--need-gb and a model together", hint="give one of them")
-    est = None if gb is not None else _estimate(opts)
-    need = lib.Need.from_gb(gb) if gb is not None else lib.Need.from_estimate(est)
+    if gb is not None:
+        est, need = None, lib.Need.from_gb(gb)
+    else:
+        est = _estimate(opts)
+        need = lib.Need.from_estimate(est)
     cards = lib.load_catalog(catalog)
     prices, price_reason = lib.load_prices(tariffs, int(plan_days))
     fits = lib.rank(need, cards, prices, price_reason)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from toolkit.errors import UsageError
+from toolkit.findings import Finding
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 
@@ -58,7 +59,7 @@ def validate(workbook: Path, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-def _table(findings: list) -> str:
+def _table(findings: list[Finding]) -> str:
     rows = [("sheet", "row", "column", "check", "message")]
     rows += [(f.sheet, "" if f.row is None else str(f.row), f.column, f.check, f.message)
              for f in findings]

@@ -230,11 +230,11 @@ def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: 
     candidates: list[tuple[int | None, str | None]] = [(None, None)] + [
         (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)]
     budget[0] -= len(candidates)
-    for j, previous in candidates if budget[0] >= 0 else ():
+    for k, previous in candidates if budget[0] >= 0 else ():
         if _link(previous, contents[i]) == hashes[i]:
-            after = ("as the first attempt" if j is None else
-                     f"right after attempt {rows[j].get('attempt_id')!r} (now row "
-                     f"{data.excel_row(SHEET, j)})")
+            after = ("as the first attempt" if k is None else
+                     f"right after attempt {rows[k].get('attempt_id')!r} (now row "
+                     f"{data.excel_row(SHEET, k)})")
             return Finding(SHEET, excel, "row_sha256", "chain",
                            f"{name} was recorded {after}: rows were moved or sorted; restore "
                            "the recorded order (undo the sort, or restore from a copy)")

@@ -38,11 +38,11 @@ def _load_rules() -> ModuleType:
     return module
 
 
-rules = _load_rules()
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the type checker reads the same file (mypy_path = "tariffs")
+    import calcul_forfaits as rules
     from calcul_forfaits import Catalog, Plan, TariffError
 else:
+    rules = _load_rules()
     Catalog, Plan, TariffError = rules.Catalog, rules.Plan, rules.TariffError
 PLAN_DAYS: tuple[int, ...] = rules.PLAN_DAYS
 UNDEFINED: str = rules.UNDEFINED

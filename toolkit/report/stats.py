@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from toolkit.money.tariffs import rules
 
@@ -104,7 +105,7 @@ def separation(first: str, first_runs: Sequence[float], second: str,
     chance = chance_of_clean_split(len(first_runs), len(second_runs))
     faster = first if a_med < b_med else second if b_med < a_med else None
     apart = max(first_runs) < min(second_runs) or max(second_runs) < min(first_runs)
-    numbers = dict(faster=faster, gap_s=gap, spread_s=spread, chance=chance)
+    numbers: dict[str, Any] = dict(faster=faster, gap_s=gap, spread_s=spread, chance=chance)
     counts = f"{len(first_runs)} vs {len(second_runs)} runs"
     if apart and chance <= SIGNIFICANCE:
         reason = (f"ranges apart, {faster} faster by {gap:.3f} s at the median; "

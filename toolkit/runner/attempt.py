@@ -238,7 +238,8 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     phase = "load"
     model: LoadedModel | None = None
     window = Window()
-    status, error = "completed", None
+    status = "completed"
+    error: BaseException | None = None
     notes: list[str] = []
     last_emit = [0.0]
 
@@ -373,9 +374,9 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     put("protocol_sha256", spec.protocol_sha256)
     put("manifest_id", manifest["manifest_id"])
     for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
-        span = spans.get(name)
-        if span is not None and span.host_s is not None:
-            put(column, _seconds(span.host_s))
+        timed = spans.get(name)
+        if timed is not None and timed.host_s is not None:
+            put(column, _seconds(timed.host_s))
         elif name == "warm-up" and warmup.none and failed_phase != "load":
             put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
         elif failed_phase == name:

@@ -97,7 +97,7 @@ def code_version() -> str:
 
 def _nvidia_driver() -> str | None:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:
@@ -147,7 +147,7 @@ def collect() -> dict[str, Any]:
         backend = f"CUDA {cuda_build} (torch build)" + (f", cuDNN {cudnn}" if cudnn else "")
     else:
         backend = "cpu only: this torch build has no CUDA or ROCm"
-    gpus = []
+    gpus: list[dict[str, Any]] = []
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(index)

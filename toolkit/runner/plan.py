@@ -71,7 +71,7 @@ def select(variants: Sequence[dict[str, Any]], series: int | None = None,
         unknown = [i for i in variant_ids if i not in known]
         if unknown:
             raise UsageError(f"variant(s) {', '.join(unknown)} not declared in Variants",
-                             hint="declared: " + ", ".join(str(k) for k in sorted(known)))
+                             hint="declared: " + ", ".join(sorted(str(k) for k in known)))
         chosen = [v for v in chosen if v.get("variant_id") in variant_ids]
         if not chosen:
             raise UsageError("no variant matches both --series and --variant",

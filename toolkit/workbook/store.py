@@ -42,7 +42,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-class _ExcelReader(ExcelReader):
+class _ExcelReader(ExcelReader):  # type: ignore[misc]  # openpyxl ships no type hints
     """openpyxl's reader with OOXML string escapes decoded as Excel decodes them."""
 
     def read_strings(self) -> None:
