@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from toolkit.evidence import locking  # noqa: E402
 from toolkit.money import tariffs  # noqa: E402
+from toolkit.plumbing.atomic import publish  # noqa: E402
 from toolkit.workbook.model import WorkbookData  # noqa: E402
 from toolkit.workbook.render import render  # noqa: E402
 
@@ -97,7 +98,7 @@ def build() -> WorkbookData:
 def main(argv: list[str]) -> int:
     """Write the example workbook to argv[0] (default samples/example_campaign.xlsx)."""
     out = Path(argv[0]) if argv else OUT
-    render(build(), out)
+    publish(out, lambda temp: render(build(), temp))
     print(f"wrote {out}")
     return 0
 

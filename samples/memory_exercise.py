@@ -31,6 +31,7 @@ from typing import Any
 
 from toolkit.errors import ModelError, ToolkitError
 from toolkit.planner.memory import Estimate, estimate, gib, shape_from_config
+from toolkit.plumbing.atomic import publish
 from toolkit.report.memory_sheet import memory_rows
 
 HERE = Path(__file__).resolve().parent
@@ -294,7 +295,7 @@ def write_notebook(path: Path = NOTEBOOK) -> Path:
     """Write :func:`build_notebook` to ``path``; return it."""
     import nbformat
 
-    nbformat.write(build_notebook(), str(path))
+    publish(path, lambda temp: nbformat.write(build_notebook(), str(temp)))
     return path
 
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
 from toolkit import layout
 from toolkit.editing import change
 from toolkit.evidence import protocol
+from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
 from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
@@ -65,17 +67,15 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
         found = checks.result()
     result.findings = found.findings
     md = folder / REPORT_MD
-    md.write_text(reviewer.markdown(workbook, data, result, outputs, found.predictions),
-                  encoding="utf-8")
+    write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))
     outputs.files.insert(0, md)
     return result, outputs
 
 
 def _csv(path: Path, sheet: layout.Sheet, rows: list[dict[str, Any]]) -> Path:
-    names = sheet.names
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(names)
-        writer.writerows([["" if (v := row.get(n)) is None else v for n in names]
-                          for row in rows])
-    return path
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(sheet.names)
+    writer.writerows([["" if (v := row.get(n)) is None else v for n in sheet.names]
+                      for row in rows])
+    return write_text(path, text.getvalue(), newline="")

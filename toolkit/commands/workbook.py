@@ -17,16 +17,20 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
 @WORKBOOK
 def init(workbook: Path) -> None:
     """Create a new campaign WORKBOOK from the template (never overwrites)."""
+    from toolkit.workbook import store
     from toolkit.workbook.model import WorkbookData
-    from toolkit.workbook.render import render
 
+    exists = UsageError(f"{workbook} already exists: not overwritten",
+                        hint="choose another name, or delete the file yourself")
     if workbook.exists():
-        raise UsageError(f"{workbook} already exists: not overwritten",
-                         hint="choose another name, or delete the file yourself")
+        raise exists
     if workbook.suffix.lower() != ".xlsx":
         raise UsageError(f"{workbook}: a campaign workbook ends in .xlsx",
                          hint=f"use {workbook.with_suffix('.xlsx')}")
-    render(WorkbookData.empty(), workbook)
+    try:
+        store.create(WorkbookData.empty(), workbook)
+    except FileExistsError:
+        raise exists from None
     click.echo(f"created {workbook}")
     click.echo("next: fill Protocol and Variants (blue cells), then "
                f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.money.tariffs import rules
+from toolkit.plumbing.atomic import publish
 from toolkit.report.costs import Costing
 from toolkit.report.summary import VariantStats
 from toolkit.workbook.charts import BAR_COLOUR, MEDIAN_COLOUR, RUN_COLOUR
@@ -74,7 +75,7 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8,
                   frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))
     plt.close(fig)  # type: ignore[attr-defined]
     return path
 
@@ -100,6 +101,6 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     ax.set_title("Cost per accepted corpus (equal-quality configurations)")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))
     plt.close(fig)  # type: ignore[attr-defined]
     return path

@@ -20,13 +20,13 @@ import csv
 import hashlib
 import io
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolkit.errors import CorpusError
+from toolkit.plumbing.atomic import write_bytes
 
 #: Length strata, by the variant's tokenizer (special tokens included): name, last token count.
 STRATA: tuple[tuple[str, int | None], ...] = (("short", 32), ("medium", 128), ("long", None))
@@ -158,9 +158,29 @@ def _item(record: dict[str, Any], line: int, path: Path, csv_row: bool = False) 
     if label_value is not None and label is None:
         raise CorpusError(f"{path}: line {line} (id {item_id!r}): label {label_value!r} is "
                           "neither text nor a whole number", hint="write labels as text")
+    for field, value in (("id", item_id), ("text", text), ("label", label)):
+        _refuse_surrogate(value, field, item_id, line, path)
     if label is not None and not label.strip():
         label = None
     return Item(item_id, text, label, line)
+
+
+def _refuse_surrogate(value: str | None, field: str, item_id: str, line: int,
+                      path: Path) -> None:
+    """A lone surrogate (JSON ``"\\ud800"``) is not a character: no UTF-8 can hold it."""
+    if value is None:
+        return
+    try:
+        value.encode("utf-8")
+        return
+    except UnicodeEncodeError as exc:
+        at = exc.start
+    raise CorpusError(
+        f"{path}: line {line} (id {item_id!r}): the {field} holds a lone surrogate "
+        f"\\u{ord(value[at]):04x} at character {at + 1}, which is not a character and "
+        "cannot be written as UTF-8",
+        hint="fix the text or its encoding: a \\ud800-\\udfff escape is only valid as "
+        "half of a pair (e.g. \\ud83d\\ude00), or write the character itself in UTF-8")
 
 
 def _check_items(items: list[Item], path: Path) -> None:
@@ -211,18 +231,13 @@ def strata_text(counts: dict[str, int]) -> str:
 
 
 def write_predictions(path: str | Path, rows: Iterable[dict[str, Any]]) -> str:
-    """Write prediction rows as JSONL (flushed to disk); return the file's SHA-256."""
+    """Write prediction rows as JSONL, whole (flushed to disk); return the file's SHA-256."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    with path.open("wb") as handle:
-        for row in rows:
-            line = (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-            digest.update(line)
-            handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return digest.hexdigest()
+    data = b"".join((json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+                    for row in rows)
+    write_bytes(path, data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_predictions(path: str | Path) -> list[dict[str, Any]]:

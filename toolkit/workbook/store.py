@@ -1,12 +1,13 @@
 """Read a workbook into plain data; save it safely (lock, temp file, replace, backup).
 
 A save never leaves a half-written workbook: the new file is rendered next to
-the old one, flushed to disk, and swapped in with ``os.replace``; a file lock
-serialises writers; the previous version is kept as ``NAME.bak.xlsx`` (itself
-written to a temporary file first, so a failed save never spoils it). A save
-that fails (disk full, permission denied) leaves the workbook's bytes as they
-were and says what to do. Reading turns any failure to parse the file into a
-:class:`WorkbookError` naming it: the file is untrusted input.
+the old one, flushed to disk, and swapped in (:mod:`toolkit.plumbing.atomic`);
+a file lock serialises writers; the previous version is kept as
+``NAME.bak.xlsx`` (itself written whole, once the new file is on disk, so a
+failed save never spoils it). A save that fails (disk full, permission denied)
+leaves the workbook's bytes as they were and says what to do. Reading turns
+any failure to parse the file into a :class:`WorkbookError` naming it: the
+file is untrusted input.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import os
-import shutil
-import tempfile
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +28,7 @@ from openpyxl.xml.functions import iterparse
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
+from toolkit.plumbing.atomic import copy_file, publish
 from toolkit.workbook import sheetxml
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.model import Formula, WorkbookData
@@ -150,7 +150,18 @@ def _read_book(book: Any, path: Path) -> WorkbookData:
             data.row_numbers[sheet.name] = numbers
     for name in layout.FORMULA_SHEETS:
         data.formulas[name] = _read_formulas(book, name, data.row_numbers[name])
+    for name in TYPED_SHEETS:  # formulas typed where a value belongs: validation names them
+        typed = _read_formulas(book, name, data.row_numbers.get(name, []))
+        if typed:
+            data.formulas[name] = typed
     return data
+
+
+#: Small sheets a person types, checked for formulas in their cells (Schedule is read with
+#: the formula sheets; Attempts and Manifest, large, are written by the toolkit).
+TYPED_SHEETS = tuple(s.name for s in layout.SHEETS if s.name in layout.INPUT_SHEETS
+                     and s.name not in layout.FORMULA_SHEETS
+                     and s.name not in (layout.ATTEMPTS.name, layout.MANIFEST.name))
 
 
 def _read_formulas(book: Any, name: str, numbers: list[int]) -> dict[tuple[int, str], Formula]:
@@ -159,28 +170,45 @@ def _read_formulas(book: Any, name: str, numbers: list[int]) -> dict[tuple[int, 
     A second, formula-only pass over one small sheet: openpyxl's read-only
     parser, told not to swap formulas for their cached values (its read-only
     sheets look ``data_only`` up on the book at each pass; the shared strings
-    already read serve both passes).
+    already read serve both passes). A cell is a formula by its type, so a
+    text that starts with ``=`` stays text. A form's formulas are keyed
+    (0, field), its one row.
     """
     ws = book[name]
+    form = layout.SHEET_BY_NAME[name].kind == "form"
     index = {excel_row: i for i, excel_row in enumerate(numbers)}
     header: list[str] = []
     found: dict[tuple[int, str], Formula] = {}
     book._data_only = False
     try:
-        for excel_row, values in enumerate(ws.iter_rows(values_only=True), start=1):
+        for excel_row, cells in enumerate(ws.iter_rows(max_col=2 if form else None), start=1):
+            if form:
+                field = cells[0].value if cells else None
+                formula = _formula(cells[1]) if excel_row > 1 and len(cells) > 1 else None
+                if formula is not None and isinstance(field, str) and field.strip():
+                    found[(0, field.strip())] = formula
+                continue
             if excel_row == 1:
-                header = [str(h).strip() if h is not None else "" for h in values]
+                header = [str(c.value).strip() if c.value is not None else "" for c in cells]
                 continue
             if excel_row not in index:
                 continue
-            for column, value in zip(header, values, strict=False):
-                if isinstance(value, ArrayFormula):
-                    found[(index[excel_row], column)] = Formula(str(value.text), array=True)
-                elif isinstance(value, str) and value.startswith("="):
-                    found[(index[excel_row], column)] = Formula(value)
+            for column, cell in zip(header, cells, strict=False):
+                formula = _formula(cell)
+                if formula is not None:
+                    found[(index[excel_row], column)] = formula
     finally:
         book._data_only = True
     return found
+
+
+def _formula(cell: Any) -> Formula | None:
+    value = cell.value
+    if isinstance(value, ArrayFormula):
+        return Formula(str(value.text), array=True)
+    if cell.data_type == "f" and isinstance(value, str):
+        return Formula(value)
+    return None
 
 
 def _layout_version(guide: Any) -> int | None:
@@ -260,51 +288,49 @@ def save(data: WorkbookData, path: str | Path) -> None:
 
     What ``data`` holds is written as it is: the derived sheets keep the
     formulas and charts they were read with (the report recomputes them; the
-    store never does). The caller holds :func:`writer_lock` when the data was
-    read from ``path``. Raises WorkbookError, with the workbook unchanged, when
-    any step fails.
+    store never does). The file keeps its mode; a read-only workbook is
+    refused. The caller holds :func:`writer_lock` when the data was read from
+    ``path``. Raises WorkbookError, with the workbook unchanged, when any step
+    fails.
     """
     path = Path(path)
-    temps: list[Path] = []
-    try:
-        tmp = _temp_beside(path, temps)
-        render(data, tmp)
-        _fsync(tmp)
+    _refuse_read_only(path)
+    backup = backup_path(path)
+
+    def keep_backup() -> None:
         if path.exists():
-            bak_tmp = _temp_beside(path, temps)
-            shutil.copy2(path, bak_tmp)
-            os.replace(bak_tmp, backup_path(path))
-        os.replace(tmp, path)
-        _fsync_folder(path.parent)
+            copy_file(path, backup)
+
+    try:
+        publish(path, lambda temp: render(data, temp), before_replace=keep_backup)
     except OSError as exc:
         raise _save_error(path, exc) from exc
-    finally:
-        for temp in temps:
-            with contextlib.suppress(OSError):
-                temp.unlink(missing_ok=True)
 
 
-def _temp_beside(path: Path, temps: list[Path]) -> Path:
-    """A new empty file in ``path``'s folder (so ``os.replace`` stays atomic)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp.xlsx", dir=path.parent)
-    os.close(fd)
-    temps.append(Path(name))
-    return temps[-1]
+def create(data: WorkbookData, path: str | Path) -> Path:
+    """Write ``data`` as a new workbook at ``path``, whole; never over an existing file.
+
+    Raises FileExistsError when ``path`` exists, WorkbookError when writing fails.
+    """
+    path = Path(path)
+    try:
+        return publish(path, lambda temp: render(data, temp), overwrite=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        raise _save_error(path, exc) from exc
 
 
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as handle:
-        os.fsync(handle.fileno())
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename durable; some systems cannot open a folder, which is fine."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _refuse_read_only(path: Path) -> None:
+    """A workbook without its owner's write bit was made read-only on purpose: say so."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return
+    if not mode & stat.S_IWUSR:
+        raise WorkbookError(f"{path}: the workbook is read-only; it is unchanged",
+                            hint=f"if it may change, make it writable (chmod u+w {path}); "
+                            "else copy it and work on the copy")
 
 
 def _save_error(path: Path, exc: OSError) -> WorkbookError:

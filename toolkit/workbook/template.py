@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from toolkit.plumbing.atomic import publish
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
 
@@ -16,9 +17,8 @@ DEFAULT_PATH = Path(__file__).resolve().parents[2] / "workbook_template.xlsx"
 
 
 def build_template(path: str | Path = DEFAULT_PATH) -> Path:
-    """Write the empty campaign workbook to ``path`` and return it."""
-    render(WorkbookData.empty(), path)
-    return Path(path)
+    """Write the empty campaign workbook to ``path`` (whole) and return it."""
+    return publish(path, lambda temp: render(WorkbookData.empty(), temp))
 
 
 if __name__ == "__main__":
