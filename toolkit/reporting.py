@@ -72,10 +72,24 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     return result, outputs
 
 
+#: A text cell starting with one of these is a formula (or its start) to a spreadsheet that
+#: opens the CSV: exported with a leading apostrophe, as spreadsheet-safe exports do.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as the CSV exports hold it: blank for None, text that a spreadsheet would
+    run as a formula neutralised with a leading ``'``; numbers stay numbers."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _csv(path: Path, sheet: layout.Sheet, rows: list[dict[str, Any]]) -> Path:
     text = io.StringIO(newline="")
     writer = csv.writer(text)
     writer.writerow(sheet.names)
-    writer.writerows([["" if (v := row.get(n)) is None else v for n in sheet.names]
-                      for row in rows])
+    writer.writerows([[csv_cell(row.get(n)) for n in sheet.names] for row in rows])
     return write_text(path, text.getvalue(), newline="")
