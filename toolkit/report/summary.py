@@ -6,12 +6,12 @@ LibreOffice recalculate it when rows are added, and readers that never
 recalculate (pandas, openpyxl ``data_only``, previews) still see it. Both
 sides apply one rule, stated once in :data:`SUCCESS_RULE`.
 
-Formulas use only what LibreOffice 7.4 and Excel evaluate alike: SUMPRODUCT
-and single-cell array formulas ``MEDIAN(IF(...))``,
-``MIN(IF(...))``, ``INDEX(..., MATCH(1, ..., 0))`` guarded against blanks and
-against an empty selection (MIN and MAX of nothing are 0 there, never "no
-data"). No FILTER, UNIQUE, MINIFS or table-column references. Ranges reach a
-fixed row far below the data so that new rows are covered.
+Formulas follow the portability rules of :class:`toolkit.workbook.model.Formula`
+(Excel, LibreOffice and Gnumeric compute the same): coerced SUMPRODUCT counts,
+single-cell array formulas ``MEDIAN(IF(...))``, ``MIN(IF(...))``,
+``INDEX(..., MATCH(1, ..., 0))`` guarded against blanks and against an empty
+selection (MIN and MAX of nothing are 0 there, never "no data"). Ranges reach
+a fixed row far below the data so that new rows are covered.
 """
 
 from __future__ import annotations
@@ -208,7 +208,8 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
 
     def count(condition: str, value: int) -> Formula:
         # SUMPRODUCT of equalities, not COUNTIFS: an id like "b*" or "<>x" stays literal.
-        return Formula(f"SUMPRODUCT({mine}{condition})", value)
+        # "1*" coerces the booleans: Excel and Gnumeric count a bare boolean array as 0.
+        return Formula(f"SUMPRODUCT(1*{mine}{condition})", value)
 
     def guarded(function: str, column: str, condition: str, value: Any) -> Formula:
         # MIN/MAX of an empty selection give 0 in a spreadsheet: count first.

@@ -17,6 +17,23 @@ class Formula:
     The cached value lets readers that never recalculate (pandas, openpyxl's
     ``data_only``, previews) see the right number; ``array`` marks a
     single-cell array formula (needed for ``MEDIAN(IF(...))``).
+
+    The rules every formula the toolkit writes follows, so that Excel,
+    LibreOffice and Gnumeric compute the same value (the tests recalculate
+    every workbook they build in LibreOffice and Gnumeric and compare):
+
+    - booleans are coerced before they are summed: ``SUMPRODUCT(1*(A=B))`` or a
+      product of conditions, never ``SUMPRODUCT((A=B))`` (Excel and Gnumeric
+      count a bare boolean array as 0; LibreOffice coerces silently);
+    - an aggregate over an array expression (``MEDIAN(IF(...))``,
+      ``MAX((cond)*range)``) is a single-cell array formula (``array=True``),
+      never left to implicit array evaluation inside ``SUMPRODUCT``;
+    - an aggregate over a possibly empty selection is guarded (``IF(n=0,"",...)``):
+      MIN/MAX of nothing give 0 in a spreadsheet;
+    - no FILTER, UNIQUE, LET, XLOOKUP, MINIFS/MAXIFS or table-column references
+      (missing from LibreOffice 7.4 or Gnumeric, or needing ``_xlfn.``);
+      no COUNTIFS/SUMIFS on user text (their criteria read ``*``, ``<>`` as
+      patterns): equalities inside SUMPRODUCT instead.
     """
 
     text: str
