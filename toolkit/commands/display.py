@@ -6,9 +6,13 @@ the phase running); one line per finished attempt.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import click
+
+from toolkit.commands.documents import attempt_document, emit
 
 
 def attempt_line(record: dict[str, Any]) -> str:
@@ -53,6 +57,18 @@ class Display:
 
     def stop(self) -> None:
         """The campaign ends."""
+
+
+class JsonLines(Display):
+    """`run --json`: one JSON line per finished attempt on stdout; other lines on stderr."""
+
+    def finished(self, record: dict[str, Any]) -> None:
+        """An attempt is recorded: its iteralab-attempt/1 line."""
+        emit(attempt_document(record))
+
+    def echo(self, text: str) -> None:
+        """Warnings go to stderr, where they cannot break the JSON stream."""
+        click.echo(text, err=True)
 
 
 class RichDisplay(Display):
@@ -105,11 +121,10 @@ class RichDisplay(Display):
 
 
 def make(quiet: bool) -> Display:
-    """Bars on an interactive terminal, plain lines otherwise, nothing when quiet."""
-    import sys
-
+    """Bars on an interactive terminal, plain lines otherwise (or with NO_COLOR set),
+    nothing when quiet."""
     if quiet:
         return Display(quiet=True)
-    if sys.stdout.isatty():
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         return RichDisplay()
     return Display()

@@ -29,9 +29,13 @@ import click
 @click.option("--catalog-date", help="Snapshot date to use (default: the newest).")
 @click.option("--list", "list_catalog", is_flag=True,
               help="List the catalog's GPUs, plans and prices.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-cost/1 JSON document (docs/json.md): a priced plan "
+              "(--gpu --days) or the catalog (--list).")
 def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
          hours: str | None, start: str | None, end: str | None, tz: str | None,
-         catalog: Path | None, catalog_date: str | None, list_catalog: bool) -> None:
+         catalog: Path | None, catalog_date: str | None, list_catalog: bool,
+         as_json: bool) -> None:
     """Flat price of N lots, cost per accepted result, plans covering a schedule.
 
     The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
@@ -49,7 +53,12 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
 
     name = str(catalog) if catalog else tariffs.rules.CATALOG_FILE
     with tariffs.translated():
-        lines = tariffs.rules.report(load, request, name)
+        lines = tariffs.rules.report(load, request, name)  # checks every option, as the script
+        if as_json:
+            from toolkit.commands import documents
+
+            documents.emit(documents.cost_document(load(), request, name))
+            return
     click.echo("\n".join(lines))
 
 
@@ -62,8 +71,10 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
               "evaluation, export, waiting); repeat it.")
 @click.option("--tz", help="Time zone for times without an offset, e.g. Europe/Paris "
               "(default UTC).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-schedule/1 JSON document (docs/json.md).")
 def schedule(workbook: Path | None, start: str | None, end: str | None,
-             phases: tuple[str, ...], tz: str | None) -> None:
+             phases: tuple[str, ...], tz: str | None, as_json: bool) -> None:
     """Access window from phases (union: overlaps count once) and the plans covering it.
 
     Phases come from WORKBOOK's Schedule sheet, or from --start/--end and
@@ -95,7 +106,14 @@ def schedule(workbook: Path | None, start: str | None, end: str | None,
     for spec in phases:
         found.append(sched.parse_phase(spec, zone))
         texts += spec.partition("=")[2].split("/", 1)
-    lines = [tariffs.rules.zone_line(texts, tz)] + sched.window_lines(sched.window(found))
+    win = sched.window(found)
+    if as_json:
+        from toolkit.commands import documents
+
+        click.echo(tariffs.rules.zone_line(texts, tz), err=True)
+        documents.emit(documents.schedule_document(win))
+        return
+    lines = [tariffs.rules.zone_line(texts, tz)] + sched.window_lines(win)
     click.echo("\n".join(line for line in lines if line))
 
 

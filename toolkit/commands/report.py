@@ -23,7 +23,9 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
               help="Folder for report.md, the PNG charts and the CSV archive. "
               "[default: WORKBOOK's stem + _report/, beside it]")
 @click.option("--no-png", is_flag=True, help="Skip the PNG charts (matplotlib).")
-def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-report/1 JSON document (docs/json.md) instead of text.")
+def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = False) -> None:
     """Refresh Summary, Memory, Settlement and the Decision draft of WORKBOOK from its attempts.
 
     Validates WORKBOOK first, as `iteralab validate` does; findings are printed
@@ -36,6 +38,13 @@ def report(workbook: Path, folder: Path | None, no_png: bool) -> None:
     from toolkit.reporting import build
 
     result, outputs = build(workbook, folder, pngs=not no_png)
+    if as_json:
+        from toolkit.commands import documents
+
+        for finding in result.findings[:5]:
+            click.echo(f"warning: {finding.location()}: {finding.message}", err=True)
+        documents.emit(documents.report_document(workbook, result, outputs))
+        return
     click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
                "Memory, Settlement, Schedule, Decision draft")
     if result.findings:

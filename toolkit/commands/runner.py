@@ -15,9 +15,29 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
-def _campaign(workbook: Path, options: object, quiet: bool) -> None:
-    """Prepare, run and report a campaign; exit 130 after Ctrl-C."""
-    from toolkit.commands import display
+def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = False) -> None:
+    """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C."""
+    from toolkit.runner.single_writer import campaign_lock
+
+    with campaign_lock(workbook.resolve()) as takeover:
+        if takeover:
+            click.echo(f"note: {takeover}", err=True)
+        _locked_campaign(workbook, options, quiet, as_json)
+
+
+def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> None:
+    from toolkit.runner.campaign import Result
+
+    assert isinstance(result, Result)
+    click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
+               f"{counts['completed']} completed, {counts['failed']} failed, "
+               f"{counts['interrupted']} interrupted")
+    click.echo(f"workbook: {workbook}")
+    click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
+
+
+def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool) -> None:
+    from toolkit.commands import display, documents
     from toolkit.errors import WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import campaign
@@ -25,11 +45,18 @@ def _campaign(workbook: Path, options: object, quiet: bool) -> None:
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
     if not prepared.todo:
-        click.echo(f"nothing to run: all {len(prepared.slots)} planned attempts are recorded "
+        message = (f"nothing to run: all {len(prepared.slots)} planned attempts are recorded "
                    f"in {workbook}")
+        if as_json:
+            click.echo(message, err=True)
+            documents.emit(documents.run_document(
+                workbook, {s: 0 for s in ("completed", "failed", "interrupted")}, 0, 0.0,
+                workbook.parent / f"{workbook.stem}_predictions", False, False))
+        else:
+            click.echo(message)
         return
-    shown = display.make(quiet)
-    if not quiet:
+    shown = display.JsonLines() if as_json else display.make(quiet)
+    if not quiet and not as_json:
         skipped = len(prepared.slots) - len(prepared.todo)
         order = " / ".join("-".join(s.variant_id for s in prepared.slots
                                     if s.repetition == rep)
@@ -41,11 +68,12 @@ def _campaign(workbook: Path, options: object, quiet: bool) -> None:
                    + (" ..." if len({s.repetition for s in prepared.slots}) > 3 else ""))
     result = campaign.run(prepared, options, shown)
     counts = result.counts()
-    click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
-               f"{counts['completed']} completed, {counts['failed']} failed, "
-               f"{counts['interrupted']} interrupted")
-    click.echo(f"workbook: {workbook}")
-    click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
+    if as_json:
+        documents.emit(documents.run_document(
+            workbook, counts, len(result.records), result.elapsed_s, result.predictions_dir,
+            result.interrupted, result.ingest_pending))
+    else:
+        _say_recorded(workbook, result, counts)
     if result.ingest_pending:
         raise WorkbookBusyError(
             f"{workbook}: busy, so the attempts are only in "
@@ -69,8 +97,11 @@ def _campaign(workbook: Path, options: object, quiet: bool) -> None:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1),
               help="Seconds an attempt may run; past it the attempt is a failed row.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One iteralab-attempt/1 JSON line per finished attempt, then an "
+              "iteralab-run/1 summary line (docs/json.md); nothing else on stdout.")
 def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume: bool,
-        threads: int | None, timeout_s: float | None, quiet: bool) -> None:
+        threads: int | None, timeout_s: float | None, quiet: bool, as_json: bool) -> None:
     """Run the locked campaign of WORKBOOK; append one Attempts row per attempted run.
 
     Every variant (or the selected ones) runs the protocol's repetitions in
@@ -82,7 +113,7 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
 
     options = Options(series=series, variant_ids=variant_ids, resume=resume, threads=threads,
                       timeout_s=timeout_s)
-    _campaign(workbook, options, quiet)
+    _campaign(workbook, options, quiet, as_json)
 
 
 @click.command()
@@ -133,7 +164,9 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
 
 @click.command()
 @WORKBOOK
-def ingest(workbook: Path) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-ingest/1 JSON document (docs/json.md).")
+def ingest(workbook: Path, as_json: bool) -> None:
     """Add to WORKBOOK the attempts its journal holds and it lacks (idempotent).
 
     The runner writes each finished attempt to NAME.journal.jsonl first; this
@@ -148,6 +181,11 @@ def ingest(workbook: Path) -> None:
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
     result = editing.ingest(workbook, refresh_derived=False)
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.ingest_document(workbook, path, result))
+        return
     click.echo(f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
                f"manifest row(s) from {path.name}; {result.already} already in {workbook}")
 

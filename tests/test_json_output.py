@@ -1,0 +1,114 @@
+"""`--json` prints one versioned document with the text output's numbers, nothing else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import report_campaign
+from builders import attempts, make_campaign, variant
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> tuple[Path, Path]:
+    """The report campaign twice: one reported as text, one as JSON."""
+    (tmp_path / "text").mkdir()
+    (tmp_path / "json").mkdir()
+    text = report_campaign.write(tmp_path / "text" / "campaign.xlsx")
+    return text, Path(shutil.copy(text, tmp_path / "json" / "campaign.xlsx"))
+
+
+def test_report_json_holds_the_verdicts_costs_and_findings_the_text_shows(
+        twins: tuple[Path, Path]) -> None:
+    text_book, json_book = twins
+    code, text, _ = _invoke("report", str(text_book), "--no-png")
+    assert code == 0
+    code, out, _ = _invoke("report", str(json_book), "--no-png", "--json")
+    assert code == 0
+    doc = json.loads(out)  # the whole stdout is one document
+    assert doc["format"] == "iteralab-report/1"
+    assert doc["findings"] == []
+    by_id = {v["variant_id"]: v for v in doc["variants"]}
+    assert list(by_id) == [str(v["variant_id"]) for v in report_campaign.variants()]
+    table = 0
+    for line in text.splitlines():
+        cells = line.split()
+        if len(cells) > 6 and cells[0] in by_id and cells[1].isdigit():  # the table
+            v = by_id[cells[0]]
+            assert cells[1:6] == [str(v[k]) for k in ("attempts", "successes", "failed",
+                                                     "interrupted", "excluded")]
+            assert cells[6] == (f"{v['median_s']:.3f}" if v["median_s"] is not None
+                                else "no")
+            table += 1
+    assert table == len(by_id)
+    sentences = {f"{s['first']} vs {s['second']}: {s['verdict']} ({s['reason']})"
+                 for s in doc["separations"]}
+    assert all(any(line.strip().startswith(s) for line in text.splitlines()) for s in sentences)
+    for c in doc["costs"]:
+        assert (c["cost_per_accepted"] is None) != (c["cost_per_accepted_reason"] is None)
+        if c["budget"] is not None:
+            assert c["budget"].endswith(" USD")
+
+
+def test_cost_json_is_the_seed_example(runner: CliRunner) -> None:
+    code, out, _ = _invoke("cost", "--gpu", "rtx-4090", "--days", "7", "--lots", "2", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["format"], doc["flat_price"], doc["cards"]) == ("iteralab-cost/1",
+                                                               "220.00 USD", 2)
+    assert doc["cost_per_accepted"] is None
+    assert doc["cost_per_accepted_reason"] == "no --accepted-results given: none invented"
+    code, out, _ = _invoke("cost", "--gpu", "b200", "--days", "7", "--accepted-results", "4",
+                           "--json")
+    assert (json.loads(out)["flat_price"], json.loads(out)["cost_per_accepted"]) == (
+        "2071.00 USD", "517.75 USD")
+
+
+def test_cost_json_refuses_what_the_text_refuses() -> None:
+    code, out, err = _invoke("cost", "--gpu", "b200", "--days", "5", "--json")
+    assert (code, out) == (2, "")
+    assert "plan length 5 days" in err
+
+
+def test_schedule_json_is_the_96_hour_example() -> None:
+    code, out, err = _invoke("schedule", "--start", "2026-12-07T09:00", "--end",
+                             "2026-12-11T09:00", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["format"], doc["window_hours"], doc["span_hours"]) == (
+        "iteralab-schedule/1", 96.0, 96.0)
+    assert [(p["plan_days"], p["covers"]) for p in doc["plans"]] == [
+        (3, False), (7, True), (30, True)]
+    assert err.startswith("time zone: UTC")
+
+
+def test_ingest_json_says_what_it_added(twins: tuple[Path, Path]) -> None:
+    code, out, _ = _invoke("ingest", str(twins[1]), "--json")
+    assert code == 0
+    assert json.loads(out) == {"format": "iteralab-ingest/1", "workbook": str(twins[1]),
+                               "journal": str(twins[1].with_name("campaign.journal.jsonl")),
+                               "attempts_added": 0, "manifests_added": 0, "already": 0}
+
+
+def test_run_json_streams_one_line_per_attempt_then_the_summary(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4), variant("b4-fp32", 4)])
+    code, out, _ = _invoke("run", str(book), "--json")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [d["format"] for d in lines] == ["iteralab-attempt/1"] * 2 + ["iteralab-run/1"]
+    rows = {r["attempt_id"]: r for r in attempts(book)}
+    for d in lines[:2]:
+        assert d["measured_s"] == rows[d["attempt_id"]]["measured_s"]
+        assert d["status"] == "completed"
+    assert {k: lines[2][k] for k in ("recorded", "completed", "failed", "interrupted")} == {
+        "recorded": 2, "completed": 2, "failed": 0, "interrupted": 0}

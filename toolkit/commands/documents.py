@@ -1,0 +1,164 @@
+"""The JSON documents that `--json` prints: one versioned format per command (docs/json.md).
+
+The same numbers as the text output and the workbook: amounts as strings with
+their currency ("220.00 USD"), durations in seconds, an empty measurement as
+``null`` beside its reason. Only the document goes to stdout; progress and
+warnings go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from toolkit.evidence.ingest import IngestResult
+from toolkit.findings import Finding
+from toolkit.money import schedule
+from toolkit.money.tariffs import rules
+from toolkit.report.refresh import Refreshed
+from toolkit.report.reviewer import Outputs
+
+REPORT = "iteralab-report/1"
+ATTEMPT = "iteralab-attempt/1"
+RUN = "iteralab-run/1"
+INGEST = "iteralab-ingest/1"
+SCHEDULE = "iteralab-schedule/1"
+COST = "iteralab-cost/1"
+
+
+def emit(document: dict[str, Any]) -> None:
+    """Print one document (or one JSON line of a stream) on stdout."""
+    click.echo(json.dumps(document, ensure_ascii=False, sort_keys=False))
+
+
+def money(amount: Decimal | None) -> str | None:
+    """An amount rounded half-up to the cent, with its currency, no thousands separator:
+    ``"2071.00 USD"``."""
+    return None if amount is None else f"{rules.to_cent(amount)} USD"
+
+
+def finding(f: Finding) -> dict[str, Any]:
+    """A finding: sheet, Excel row, column, check, message."""
+    return f.as_dict()
+
+
+def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict[str, Any]:
+    """What `iteralab report` found: per variant, the pairs, the costs, the memo draft."""
+    variants = []
+    for st in result.stats:
+        variants.append({
+            "variant_id": st.variant_id, "series": st.series, "attempts": st.attempts,
+            "completed": st.completed, "failed": st.failed, "interrupted": st.interrupted,
+            "excluded": st.excluded, "pre_amendment": st.pre_amendment,
+            "successes": st.successes, "runs_s": list(st.runs),
+            "median_s": st.median, "min_s": st.minimum, "max_s": st.maximum,
+            "median_s_reason": None if st.median is not None else "no data: no successful run",
+            "quality_verdict": st.quality_verdict, "equal_quality": st.equal_quality,
+            "metric_value": st.metric_value,
+        })
+    costs = []
+    for c in result.costs:
+        cost = c.cost_per_accepted
+        costs.append({
+            "variant_id": c.stats.variant_id, "gpu_slug": c.gpu_slug, "lots": c.lots,
+            "plan_days": None if c.plan is None else c.plan.plan_days,
+            "budget": money(c.budget), "accepted_corpora": c.accepted_count,
+            "cost_per_accepted": money(cost),
+            "cost_per_accepted_reason": None if cost is not None else c.cost_text,
+        })
+    return {
+        "format": REPORT, "workbook": str(workbook),
+        "protocol_sha256": result.protocol_sha256,
+        "findings": [finding(f) for f in result.findings],
+        "variants": variants,
+        "separations": [{"first": s.first, "second": s.second, "verdict": s.verdict,
+                         "reason": s.reason, "advice": s.advice, "faster": s.faster,
+                         "gap_s": s.gap_s, "spread_s": s.spread_s, "chance": s.chance}
+                        for s in result.decision.separations],
+        "costs": costs,
+        "money_comparisons": [m.sentence() for m in result.decision.money],
+        "decision": dict(result.decision.suggestions),
+        "notes": list(result.notes),
+        "files": [str(p) for p in outputs.files],
+        "png_skipped": outputs.png_skipped,
+    }
+
+
+def attempt_document(record: dict[str, Any]) -> dict[str, Any]:
+    """One finished attempt, as `iteralab run --json` streams it."""
+    row = record["attempt"]
+    keys = ("attempt_id", "variant_id", "repetition", "status", "items_completed",
+            "measured_s", "measured_s_reason", "metric_value", "metric_value_reason",
+            "quality_verdict", "ids_match", "corpus_accepted", "predictions_path", "notes")
+    return {"format": ATTEMPT, **{k: row.get(k) for k in keys}}
+
+
+def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_s: float,
+                 predictions: Path, interrupted: bool, ingest_pending: bool) -> dict[str, Any]:
+    """The summary line that ends `iteralab run --json`."""
+    return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
+            "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
+            "interrupted": interrupted, "ingest_pending": ingest_pending}
+
+
+def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict[str, Any]:
+    """What `iteralab ingest` added."""
+    return {"format": INGEST, "workbook": str(workbook), "journal": str(journal),
+            "attempts_added": result.attempts_added,
+            "manifests_added": result.manifests_added, "already": result.already}
+
+
+def cost_document(catalog: rules.Catalog, request: rules.Request, name: str
+                  ) -> dict[str, Any]:
+    """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans.
+
+    The request was checked by :func:`calcul_forfaits.report` first (same errors).
+    """
+    hours, _ = rules.schedule_hours(request)
+    document: dict[str, Any] = {"format": COST, "catalog": name}
+    if request.list_catalog or request.gpu is None or request.days is None:
+        day = catalog.snapshot(request.catalog_date)
+        document["snapshot"] = day
+        document["plans"] = [_plan(p) for p in catalog.plans if p.catalog_date == day]
+    else:
+        lots = int(request.lots)
+        plan = catalog.plan(request.gpu, int(request.days), request.catalog_date)
+        total = rules.budget(plan, lots)
+        accepted = None if request.accepted is None else int(request.accepted)
+        per = None if accepted is None else rules.cost_per_accepted(total, accepted)
+        document.update({
+            "snapshot": plan.catalog_date, "plan": _plan(plan), "lots": lots,
+            "cards": lots * plan.cards_per_lot, "flat_price": money(total),
+            "billing": "flat: the whole plan is due however short the run",
+            "accepted_results": accepted, "cost_per_accepted": money(per),
+            "cost_per_accepted_reason": (None if per is not None else
+                                         "no --accepted-results given: none invented"
+                                         if accepted is None else rules.UNDEFINED),
+        })
+    if hours is not None:
+        document["schedule_hours"] = float(hours)
+        document["coverage"] = [{"plan_days": c.days, "hours": c.hours, "covers": c.covers}
+                                for c in rules.coverage(hours)]
+    return document
+
+
+def _plan(plan: rules.Plan) -> dict[str, Any]:
+    return {"gpu_slug": plan.gpu_slug, "gpu_name": plan.gpu_name, "plan_days": plan.plan_days,
+            "cards_per_lot": plan.cards_per_lot, "price_per_lot": money(plan.price_per_lot_usd),
+            "source": plan.source}
+
+
+def schedule_document(win: schedule.Window) -> dict[str, Any]:
+    """The access window and the plans that cover it."""
+    return {"format": SCHEDULE,
+            "phases": [{"phase": p.name, "start": rules.stamp(p.start), "end": rules.stamp(p.end),
+                        "hours": float(Decimal(p.seconds) / 3600)} for p in win.phases],
+            "start": rules.stamp(win.start), "end": rules.stamp(win.end),
+            "window_hours": float(win.hours), "span_hours": float(win.span_hours),
+            "plans": [{"plan_days": c.days, "hours": c.hours, "covers": c.covers,
+                       "short_by_hours": float(c.short_by) if not c.covers else None}
+                      for c in rules.coverage(win.span_hours)]}
