@@ -1,4 +1,4 @@
-"""Recalculate a workbook with LibreOffice headless: the independent calculator.
+"""Recalculate a workbook with LibreOffice or Gnumeric headless: the independent calculators.
 
 ``recalculate(xlsx, out_dir)`` converts the file with ``soffice`` under a
 private profile that forces every formula to be recalculated on load (a file
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
+SSCONVERT = shutil.which("ssconvert")
 TIMEOUT_S = 120
 
 #: CI sets this: there the formula checks must run, never be skipped.
@@ -69,5 +70,29 @@ def recalculate(xlsx_path: str | Path, out_dir: str | Path) -> Path:
     result = out / source.name
     if done.returncode != 0 or not result.exists():
         raise RuntimeError(f"LibreOffice could not convert {source} (exit {done.returncode}):\n"
+                           f"{done.stdout}\n{done.stderr}")
+    return result
+
+
+def recalculate_gnumeric(xlsx_path: str | Path, out_dir: str | Path) -> Path:
+    """Recalculate ``xlsx_path`` with Gnumeric (``ssconvert --recalc``); return the copy.
+
+    Gnumeric is stricter than LibreOffice where Excel is (a bare boolean array
+    in SUMPRODUCT counts 0), so a formula both engines agree on is portable.
+    Read the copy with openpyxl ``read_only=True, data_only=True`` (its comment
+    parts trip openpyxl's full reader). Skips, or fails under CI, without it.
+    """
+    if SSCONVERT is None:
+        if REQUIRED:
+            pytest.fail("Gnumeric (ssconvert) is required (ITERALAB_REQUIRE_LIBREOFFICE=1) "
+                        "but not installed: apt-get install gnumeric")
+        pytest.skip("Gnumeric (ssconvert) is not installed")
+    source, out = Path(xlsx_path).resolve(), Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    result = out / f"gnumeric-{source.name}"
+    done = subprocess.run([SSCONVERT, "--recalc", str(source), str(result)],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    if done.returncode != 0 or not result.exists():
+        raise RuntimeError(f"Gnumeric could not convert {source} (exit {done.returncode}):\n"
                            f"{done.stdout}\n{done.stderr}")
     return result

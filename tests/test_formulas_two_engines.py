@@ -1,0 +1,122 @@
+"""Every formula the toolkit writes computes the same in LibreOffice and in Gnumeric as the
+Python generator cached (B4): Gnumeric is as strict as Excel where LibreOffice is lenient.
+
+Each workbook CI builds (the template, the example campaign, reported campaigns with
+failures, exclusions, no data, and the recorded demo) is recalculated by each engine; every
+formula cell is compared with its cached value and a difference names the sheet, the cell,
+the formula and both values.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import demo_rows
+import openpyxl
+import pytest
+import report_campaign
+from builders import filled
+from recalc import recalculate, recalculate_gnumeric
+
+from toolkit.evidence import locking
+from toolkit.reporting import build
+from toolkit.workbook import store
+
+pytestmark = pytest.mark.libreoffice
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES: dict[str, Callable[[Path, Path], Path]] = {
+    "libreoffice": recalculate, "gnumeric": recalculate_gnumeric}
+
+
+def _template(folder: Path) -> Path:
+    return Path(shutil.copy(ROOT / "workbook_template.xlsx", folder / "template.xlsx"))
+
+
+def _example(folder: Path) -> Path:
+    return Path(shutil.copy(ROOT / "samples" / "example_campaign.xlsx", folder / "example.xlsx"))
+
+
+def _reported(folder: Path) -> Path:
+    """Interrupted and excluded attempts, several variants, prices and a schedule."""
+    path = report_campaign.write(folder / "campaign.xlsx")
+    build(path, pngs=False)
+    return path
+
+
+def _no_data(folder: Path) -> Path:
+    """Locked, no attempt yet: every variant says no data."""
+    data = filled()
+    locking.lock(data)
+    path = folder / "empty.xlsx"
+    store.save(data, path)
+    build(path, pngs=False)
+    return path
+
+
+def _demo(folder: Path) -> Path:
+    path = demo_rows.workbook(folder)
+    build(path, pngs=False)
+    return path
+
+
+WORKBOOKS = {"template": _template, "example": _example, "reported": _reported,
+             "no-data": _no_data, "demo": _demo}
+#: Formula cells each workbook holds at least: the check is not vacuous.
+MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "no-data": 20, "demo": 60}
+
+
+def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:
+    written = openpyxl.load_workbook(path)
+    cached = openpyxl.load_workbook(path, data_only=True)
+    out = {}
+    for ws in written.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                text = getattr(cell.value, "text", cell.value)
+                if isinstance(text, str) and text.startswith("="):
+                    out[(ws.title, cell.coordinate)] = (text, cached[ws.title][cell.coordinate]
+                                                        .value)
+    return out
+
+
+def _values(path: Path) -> dict[tuple[str, str], Any]:
+    with warnings.catch_warnings():  # Gnumeric writes no default style: harmless here
+        warnings.filterwarnings("ignore", "Workbook contains no default style")
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    out = {}
+    for ws in book.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if hasattr(cell, "coordinate"):
+                    out[(ws.title, cell.coordinate)] = cell.value
+    book.close()
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a in (None, "") and b in (None, ""):
+        return True
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return bool(a == b)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("name", list(WORKBOOKS))
+def test_every_formula_cell_recalculates_to_its_cached_value(
+        tmp_path: Path, engine: str, name: str) -> None:
+    path = WORKBOOKS[name](tmp_path)
+    formulas = _formulas(path)
+    assert len(formulas) >= MINIMUM_FORMULAS[name]
+    recalculated = _values(ENGINES[engine](path, tmp_path / engine))
+    differences = [f"{sheet}!{cell}: {text} -> {engine} {recalculated.get((sheet, cell))!r}, "
+                   f"generator {cached!r}"
+                   for (sheet, cell), (text, cached) in sorted(formulas.items())
+                   if not _same(recalculated.get((sheet, cell)), cached)]
+    assert differences == []
