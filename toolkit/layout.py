@@ -524,4 +524,10 @@ GUIDE_STEPS = (
     "Blue cells are typed by a person; grey cells are written by the toolkit. A measurement "
     "that does not exist is an empty cell with its reason, never 0.",
     "Changing a locked protocol: `iteralab amend WORKBOOK --reason \"...\"` (logged in Audit).",
+    "Formulas and values: the grey cells of Summary (counts, runs, median, min, max, "
+    "throughput), Settlement (prices, budgets, costs) and Schedule (hours, window, covering "
+    "plans) are live formulas over the sheets they name, saved with the values iteralab "
+    "computed; Excel recalculates them when the file opens, and LibreOffice and Gnumeric "
+    "compute the same. Memory, Summary's quality columns and notes, and the Decision draft are "
+    "values written by iteralab (refreshed by `iteralab report` and `iteralab run` only).",
 )
