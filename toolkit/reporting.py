@@ -15,21 +15,35 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit import layout
 from toolkit.editing import change
 from toolkit.evidence import protocol
+from toolkit.findings import Finding
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
 from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
 from toolkit.report.reviewer import Outputs
+from toolkit.workbook.model import WorkbookData
 
 REPORT_MD = "report.md"
 ATTEMPTS_CSV = "attempts.csv"
 MANIFEST_CSV = "manifest.csv"
+
+
+def untrusted_rows(findings: Sequence[Finding], data: WorkbookData) -> dict[str, int]:
+    """Per variant, how many of its Attempts rows carry an integrity finding."""
+    rows = {f.row for f in findings if f.sheet == layout.ATTEMPTS.name and f.row is not None}
+    counts: dict[str, int] = {}
+    for i, row in enumerate(data.tables[layout.ATTEMPTS.name]):
+        if data.excel_row(layout.ATTEMPTS.name, i) in rows:
+            vid = str(row.get("variant_id"))
+            counts[vid] = counts.get(vid, 0) + 1
+    return counts
 
 
 def default_folder(workbook: Path) -> Path:
@@ -65,6 +79,14 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
             skipped = pictures.skipped
         outputs = Outputs(folder, files, skipped)
         found = checks.result()
+    untrusted = untrusted_rows(found.findings, data)
+    if untrusted:
+        # Rare: evidence with integrity findings. The numbers stay; the verdicts and the
+        # memo draft are recomputed so that none rests on those rows.
+        with change(workbook, refresh_derived=False) as edit:
+            data = edit.data
+            result = refresh(data, workbook.parent, untrusted)
+            result.protocol_sha256 = sha
     result.findings = found.findings
     md = folder / REPORT_MD
     write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))

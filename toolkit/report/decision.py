@@ -67,7 +67,13 @@ def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, 
     out = []
     for a, b in comparable_pairs(all_stats, variants):
         idle = [st.variant_id for st in (a, b) if st.attempts == 0]
-        if idle:
+        doubtful = [f"{st.untrusted} of {st.variant_id}" for st in (a, b) if st.untrusted]
+        if doubtful:
+            out.append(stats.Separation(
+                a.variant_id, b.variant_id, stats.UNTRUSTED,
+                f"attempt rows with integrity findings: {' and '.join(doubtful)}",
+                "restore the evidence (`iteralab validate` names each row), then report again"))
+        elif idle:
             out.append(stats.Separation(a.variant_id, b.variant_id, stats.NO_DATA,
                                         f"{' and '.join(idle)} not run yet",
                                         "run it under the same protocol"))
@@ -93,7 +99,8 @@ def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projectio
 
 def choose(costs: Sequence[Costing]) -> Costing | None:
     """The cheapest comparable configuration with a defined cost; ties go to the faster."""
-    candidates = [c for c in costs if c.stats.equal_quality and c.cost_per_accepted is not None]
+    candidates = [c for c in costs if c.stats.equal_quality and c.cost_per_accepted is not None
+                  and not c.stats.untrusted]
     if not candidates:
         return None
     return min(candidates, key=lambda c: (c.cost_per_accepted, c.stats.median or float("inf"),

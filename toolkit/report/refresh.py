@@ -8,6 +8,7 @@ as they are). Saving is the caller's: :mod:`toolkit.editing`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -65,16 +66,21 @@ def _catalog(data: WorkbookData) -> tuple[Catalog | None, str | None]:
         return None, exc.message
 
 
-def refresh(data: WorkbookData, base_dir: Path) -> Refreshed:
+def refresh(data: WorkbookData, base_dir: Path,
+            untrusted: Mapping[str, int] | None = None) -> Refreshed:
     """Recompute every computed sheet of ``data`` in place and return what was found.
 
     Protocol, Variants, Attempts, Manifest, Tariffs and Audit are not changed;
     Schedule keeps its typed phases (only its computed columns are refreshed);
-    Decision keeps every memo field a person edited.
+    Decision keeps every memo field a person edited. ``untrusted`` counts, per
+    variant, the attempt rows with integrity findings: their numbers stay (the
+    formulas see the same rows) but no verdict or choice rests on them.
     """
     data.formulas.clear()  # every sheet that holds formulas is recomputed below
     protocol = data.forms["Protocol"]
     all_stats = summary.variant_stats(data)
+    for st in all_stats:
+        st.untrusted = (untrusted or {}).get(st.variant_id, 0)
     quality.apply_gate(all_stats, protocol)
     data.tables["Summary"] = summary.summary_rows(all_stats, data)
     data.row_numbers["Summary"] = list(range(2, 2 + len(all_stats)))

@@ -36,6 +36,9 @@ CAUSES = "loading, input shape, compilation, concurrent activity"
 SEPARATED = "separated"
 NOT_SEPARATED = "not separated"
 NO_DATA = "no data"
+#: A pair one of whose variants has attempt rows with integrity findings (edited, copied,
+#: unsealed, changed predictions): its numbers are shown, never trusted for a verdict.
+UNTRUSTED = "cannot be trusted"
 
 
 def median(values: Sequence[float]) -> float | None:

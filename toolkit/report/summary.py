@@ -81,6 +81,9 @@ class VariantStats:
     reference_agreement: float | None = None
     peaks: dict[str, int | None] = field(default_factory=dict)
     exclusions: list[str] = field(default_factory=list)
+    #: Attempt rows of the variant with integrity findings (validate's checks): while any
+    #: remain, its numbers are shown but no verdict or choice rests on them.
+    untrusted: int = 0
     #: Filled by the quality gate (report.quality): joins the cost comparison.
     equal_quality: bool = False
     gate_note: str = ""
@@ -277,6 +280,10 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
                      "median, not in the run columns")
     if st.gate_note:
         notes.append(st.gate_note)
+    if st.untrusted:
+        notes.insert(0, f"INTEGRITY: {st.untrusted} attempt row(s) with integrity findings "
+                     "(`iteralab validate` names them): these numbers cannot be trusted until "
+                     "the evidence is restored")
     return "; ".join(notes)
 
 
