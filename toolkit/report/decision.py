@@ -68,7 +68,16 @@ def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, 
     for a, b in comparable_pairs(all_stats, variants):
         idle = [st.variant_id for st in (a, b) if st.attempts == 0]
         doubtful = [f"{st.untrusted} of {st.variant_id}" for st in (a, b) if st.untrusted]
-        if doubtful:
+        corpora = {st.variant_id: sorted(st.corpora) for st in (a, b)}
+        mixed = (len(a.corpora | b.corpora) > 1)
+        if mixed:
+            out.append(stats.Separation(
+                a.variant_id, b.variant_id, stats.NOT_COMPARABLE,
+                "measured on different corpora (" + "; ".join(
+                    f"{vid}: {', '.join(c[:12] for c in fps)}" for vid, fps in corpora.items())
+                + ")", "compare only runs on one corpus: re-run the variants on the locked "
+                "corpus, under the same protocol"))
+        elif doubtful:
             out.append(stats.Separation(
                 a.variant_id, b.variant_id, stats.UNTRUSTED,
                 f"attempt rows with integrity findings: {' and '.join(doubtful)}",

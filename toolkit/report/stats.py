@@ -39,6 +39,9 @@ NO_DATA = "no data"
 #: A pair one of whose variants has attempt rows with integrity findings (edited, copied,
 #: unsealed, changed predictions): its numbers are shown, never trusted for a verdict.
 UNTRUSTED = "cannot be trusted"
+#: A pair measured on different corpora (or a variant whose runs span several): their
+#: durations are different work, never compared.
+NOT_COMPARABLE = "not comparable"
 
 
 def median(values: Sequence[float]) -> float | None:

@@ -81,6 +81,9 @@ class VariantStats:
     reference_agreement: float | None = None
     peaks: dict[str, int | None] = field(default_factory=dict)
     exclusions: list[str] = field(default_factory=list)
+    #: Corpus fingerprints (Manifest corpus_sha256) its successes were measured on: two
+    #: variants are compared only on one and the same corpus.
+    corpora: frozenset[str] = frozenset()
     #: Attempt rows of the variant with integrity findings (validate's checks): while any
     #: remain, its numbers are shown but no verdict or choice rests on them.
     untrusted: int = 0
@@ -130,9 +133,12 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         vid = str(a.get("variant_id"))
         st = found.setdefault(vid, VariantStats(vid, None, None))
         _count(st, a)
+    corpus_of = {m.get("manifest_id"): m.get("corpus_sha256") for m in data.tables["Manifest"]}
     for st in found.values():
-        _finish(st, [a for a in data.tables["Attempts"] if str(a.get("variant_id")) ==
-                     st.variant_id])
+        mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
+        _finish(st, mine)
+        st.corpora = frozenset(str(corpus_of[a.get("manifest_id")]) for a in mine
+                               if is_success(a) and corpus_of.get(a.get("manifest_id")))
     return list(found.values())
 
 

@@ -155,7 +155,8 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
     slots = plan.rotation([str(v["variant_id"]) for v in chosen], repetitions,
                           form.get("order_rotation") != "fixed")
-    known = known_attempts(data, journal.read(workbook))
+    records = journal.read(workbook)
+    known = known_attempts(data, records)
     current = [a for a in known if a.get("protocol_sha256") == sha]
     selected = {s.variant_id for s in slots}
     recorded = [a for a in current if a.get("variant_id") in selected]
@@ -165,9 +166,30 @@ def prepare(workbook: Path, options: Options) -> Campaign:
             "under the current protocol",
             hint=f"continue the campaign with `iteralab run {workbook.name} --resume`",
         )
+    fingerprint = corpus.fingerprint(items)
+    _check_same_corpus(workbook, form, current, data, records, fingerprint)
     todo = plan.pending(slots, current)
     return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
-                    known, corpus.fingerprint(items), len(items))
+                    known, fingerprint, len(items))
+
+
+def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[str, Any]],
+                       data: Any, records: list[dict[str, Any]], fingerprint: str) -> None:
+    """Refuse to add attempts on a corpus other than the one this protocol's attempts ran on:
+    their durations would be different work, silently mixed."""
+    manifests = {m.get("manifest_id"): m for m in data.tables["Manifest"]}
+    manifests.update({e["manifest"].get("manifest_id"): e["manifest"] for e in records
+                      if e.get("manifest")})
+    recorded = {str(m.get("corpus_sha256")) for a in current
+                if (m := manifests.get(a.get("manifest_id"))) and m.get("corpus_sha256")}
+    if recorded and recorded != {fingerprint}:
+        raise ProtocolError(
+            f"{workbook.name}: the corpus {form.get('corpus_path')} changed since this "
+            f"protocol's attempts ran on it (recorded {', '.join(sorted(r[:12] for r in recorded))}"
+            f", now {fingerprint[:12]})",
+            hint="restore the corpus the attempts ran on (its fingerprint is in the Manifest "
+            "sheet), or amend the protocol for the new corpus: earlier attempts are then "
+            "marked pre_amendment")
 
 
 def _check_devices(variants: list[dict[str, Any]]) -> None:
