@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import PROTOCOL, variant
+from builders import PROTOCOL, variant
 
 from toolkit.evidence import audit, chain, locking
 from toolkit.money import tariffs
@@ -53,8 +53,10 @@ def variants() -> list[dict[str, Any]]:
     ]
 
 
-def attempt(vid: str, rep: int, measured: float | None, **overrides: Any) -> dict[str, Any]:
-    """One Attempts row as the runner writes it; a None duration is a failure."""
+def campaign_attempt(vid: str, rep: int, measured: float | None,
+                     **overrides: Any) -> dict[str, Any]:
+    """One Attempts row of this campaign as the runner writes it; a None duration is a
+    failure. (builders.attempt is the generic accepted CPU row.)"""
     ok = measured is not None
     metric = METRIC.get(vid, 0.8421)
     verdict = "fail" if vid in METRIC else "pass"
@@ -117,10 +119,10 @@ def campaign() -> WorkbookData:
         for rep, measured in enumerate(runs, start=1):
             if vid == "b1-fp32" and rep == 2:
                 # Interrupted (Ctrl-C), then the slot ran again: both rows stay (R12).
-                data.append("Attempts", attempt(vid, rep, None, attempt_id="b1-fp32-r2a",
-                                                status="interrupted",
-                                                measured_s_reason="interrupted by the user"))
-            data.append("Attempts", attempt(vid, rep, measured))
+                data.append("Attempts", campaign_attempt(
+                    vid, rep, None, attempt_id="b1-fp32-r2a", status="interrupted",
+                    measured_s_reason="interrupted by the user"))
+            data.append("Attempts", campaign_attempt(vid, rep, measured))
     for row in data.tables["Attempts"]:
         row["protocol_sha256"] = sha
     chain.seal_new_rows(data)  # as the runner seals rows: the campaign validates clean

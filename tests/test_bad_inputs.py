@@ -17,12 +17,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from builders import attempt, filled, locked_with, make_campaign, variant
 from click.testing import CliRunner, Result
 
-from tests.conftest import filled
-from tests.runner_support import make_campaign
-from tests.runner_support import variant as runner_variant
-from tests.test_validate import attempt, locked_with
 from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.errors import ModelError
@@ -46,6 +43,7 @@ def invoke(runner: CliRunner, *args: object) -> Result:
 def saved(tmp_path: Path, data: WorkbookData | None = None) -> Path:
     path = tmp_path / "campaign.xlsx"
     store.save(data if data is not None else filled(), path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     return path
 
 
@@ -166,6 +164,7 @@ def test_an_older_workbook_migrates_as_the_message_says(runner: CliRunner, tmp_p
     same lock hash; the journal replays the rows."""
     old = locked_with(attempt("a1"), attempt("a2", repetition=2))
     path = tmp_path / "campaign.xlsx"
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     manifest = {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
                 "variant_id": "b1-fp32", "corpus_sha256": "f", "corpus_items": 1000}
     for row in old.tables["Attempts"]:
@@ -342,7 +341,7 @@ CORPUS = {
 def test_a_bad_corpus_stops_the_run_before_any_attempt(runner: CliRunner, tmp_path: Path,
                                                        case: str) -> None:
     content, message, hint = CORPUS[case]
-    book = make_campaign(tmp_path, 4, [runner_variant("b1-fp32", 1)])
+    book = make_campaign(tmp_path, 4, [variant("b1-fp32", 1)])
     corpus_file = tmp_path / "corpus.jsonl"
     corpus_file.write_bytes(content)
     with unchanged(book):
@@ -360,7 +359,7 @@ def test_a_model_folder_missing_files(tmp_path: Path) -> None:
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelError) as err:
-        model.load(runner_variant("x", 1, model_path="model", head_path=None), tmp_path)
+        model.load(variant("x", 1, model_path="model", head_path=None), tmp_path)
     assert err.value.message.startswith(f"model {tmp_path / 'model'}: cannot load (")
     assert err.value.hint == ("check model_path/head_path; the folder needs config, weights "
                               "and tokenizer files")
@@ -372,7 +371,7 @@ def test_a_head_folder_missing_its_weights(tmp_path: Path) -> None:
     (tmp_path / "head").mkdir()
     (tmp_path / "head" / "head.json").write_text("{}")
     with pytest.raises(ModelError) as err:
-        model.load(runner_variant("x", 1, head_path="head"), tmp_path)
+        model.load(variant("x", 1, head_path="head"), tmp_path)
     assert str(err.value) == (f"head_path {tmp_path / 'head'}: head.safetensors is missing\n"
                               "  what to do: a head folder holds head.json and "
                               "head.safetensors")
@@ -396,7 +395,7 @@ def test_disk_full_during_a_save(runner: CliRunner, tmp_path: Path,
         f"error: {path}: could not save (No space left on device); the workbook is unchanged",
         f"  what to do: free disk space in {tmp_path}, then run the command again"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["campaign.xlsx",
-                                                          "campaign.xlsx.lock"]
+                                                          "campaign.xlsx.lock", "corpus.jsonl"]
 
 
 def test_permission_denied_during_a_save(runner: CliRunner, tmp_path: Path,

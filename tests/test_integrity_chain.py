@@ -7,11 +7,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from builders import attempt, locked_with
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_validate import attempt, locked_with
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import UsageError
@@ -89,6 +89,7 @@ def test_a_sealed_chain_verifies_after_save_and_read(tmp_path: Path) -> None:
     data = locked_with(attempt("a1", measured_s=0.1 + 0.2, padding_efficiency=1 / 3,
                                host_rss_peak_bytes=2**53 + 1, notes="=HYPERLINK(\"x\")\r\n"))
     store.save(data, tmp_path / "w.xlsx")
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     back = store.read(tmp_path / "w.xlsx")
     assert checks(back) == []
     assert validate(back, tmp_path / "w.xlsx") == []
@@ -278,6 +279,7 @@ def test_validate_reads_the_journal_beside_the_workbook(tmp_path: Path) -> None:
         journal.append(path, entry)
     data.tables["Attempts"][2]["notes"] = "rerun, looked fine"
     store.save(data, path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     found = [(f.row, f.column, f.check) for f in validate(store.read(path), path)]
     assert found == [(4, "notes", "edited")]
 
@@ -353,6 +355,7 @@ def test_an_exclusion_is_never_repeated() -> None:
 def test_the_exclude_command(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "w.xlsx"
     store.save(four(), path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     result = runner.invoke(cli, ["exclude", str(path), "a3", "--reason", "host rebooted"])
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [f"excluded attempt a3 (Attempts!4) in {path}",
@@ -378,6 +381,7 @@ def test_a_damaged_journal_is_a_finding_and_the_chain_still_checks(tmp_path: Pat
     data = four()
     data.tables["Attempts"][0]["notes"] = "edited"
     store.save(data, path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     journal.journal_path(path).write_text("not json\n{}\n", encoding="utf-8")
     found = [(f.row, f.column, f.check) for f in validate(store.read(path), path)]
     assert found == [(None, "", "journal"), (2, "row_sha256", "chain")]

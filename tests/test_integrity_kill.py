@@ -11,8 +11,8 @@ from pathlib import Path
 
 import filelock
 import pytest
+from builders import make_campaign, variant
 
-from tests.runner_support import make_campaign, variant
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import filelock
 import pytest
+from builders import filled
 
-from tests.conftest import filled
 from toolkit import editing
 from toolkit.errors import WorkbookBusyError, WorkbookError
+from toolkit.plumbing import atomic
 from toolkit.workbook import store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +119,7 @@ def test_disk_full_while_copying_the_backup_keeps_the_old_backup_whole(
         Path(target).write_bytes(b"PK\x03\x04 half a copy")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store.shutil, "copy2", full_disk)
+    monkeypatch.setattr(atomic.shutil, "copy2", full_disk)
     with pytest.raises(WorkbookError, match="No space left on device"):
         store.save(_changed(), path)  # type: ignore[arg-type]
     assert path.read_bytes() == before

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import openpyxl
+from recalc import needs_soffice, recalculate
 
-from tests.recalc import needs_soffice, recalculate
 from toolkit import editing, layout
 from toolkit.evidence import locking, protocol
 from toolkit.evidence.validate import validate
@@ -32,6 +32,7 @@ def test_filled_locked_workbook_reads_back_valid_after_libreoffice(
         data = edit.data
         sha = locking.lock(data)
     converted = recalculate(filled_workbook, tmp_path / "lo")
+    (tmp_path / "lo" / "corpus.jsonl").write_bytes((tmp_path / "corpus.jsonl").read_bytes())
     back = store.read(converted)
     assert validate(back, converted) == []
     assert protocol.require_lock(back, converted) == sha

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from builders import SAMPLES, attempts, make_campaign, variant
 from click.testing import CliRunner
-from runner_support import SAMPLES, attempts, make_campaign, variant
 
 from toolkit.cli import cli
 from toolkit.errors import ModelError

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from builders import attempt, filled, variant
 
-from tests.conftest import filled, variant
-from tests.test_validate import attempt
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence import locking, protocol
 from toolkit.evidence.validate import validate

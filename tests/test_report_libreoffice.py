@@ -105,7 +105,7 @@ def test_a_row_typed_into_attempts_later_enters_the_live_median(
     book = openpyxl.load_workbook(reported[0])
     ws = book[layout.ATTEMPTS.name]
     names = [c.value for c in ws[1]]
-    row = report_campaign.attempt("b4-fp32", 3, 14.0, attempt_id="b4-fp32-r3b")
+    row = report_campaign.campaign_attempt("b4-fp32", 3, 14.0, attempt_id="b4-fp32-r3b")
     ws.append([row.get(n) for n in names])
     edited = tmp_path / "edited.xlsx"
     book.save(edited)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_campaign import EXCLUSION, attempt, campaign
+from report_campaign import EXCLUSION, campaign, campaign_attempt
 
 from toolkit import layout
 from toolkit.report.refresh import refresh
@@ -120,7 +120,7 @@ def test_attempts_measured_before_an_amendment_stay_out_of_the_statistics(
 
 def test_an_undeclared_variant_in_attempts_still_gets_a_row(tmp_path: Path) -> None:
     data = campaign()
-    data.append("Attempts", attempt("ghost", 1, 5.0))
+    data.append("Attempts", campaign_attempt("ghost", 1, 5.0))
     refresh(data, tmp_path)
     assert _summary(data)["ghost"]["median_s"] == 5.0
 

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
-from runner_support import attempts, make_campaign, unexplained, variant
 
 from toolkit import layout
 from toolkit.cli import cli

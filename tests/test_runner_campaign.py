@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
-from runner_support import attempts, make_campaign, unexplained, variant
 
 from toolkit import editing
 from toolkit.cli import cli

@@ -8,8 +8,8 @@ from typing import Any
 
 import openpyxl
 import pytest
+from recalc import needs_soffice, recalculate
 
-from tests.recalc import needs_soffice, recalculate
 from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
 from toolkit.money import tariffs

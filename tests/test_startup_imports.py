@@ -45,6 +45,7 @@ def test_help_imports_neither_torch_nor_transformers() -> None:
 def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transformers(
         tmp_path: Path) -> None:
     workbook = demo_rows.workbook(tmp_path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings.
     assert done.returncode == 1

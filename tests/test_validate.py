@@ -5,44 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import attempt, filled, locked_with, variant
 
-from tests.conftest import filled, variant
-from toolkit.evidence import chain, locking
 from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
-
-
-def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
-    """A complete, accepted Attempts row on a CPU (device memory explained, not 0)."""
-    row: dict[str, object] = {
-        "attempt_id": attempt_id, "variant_id": "b1-fp32", "repetition": 1,
-        "order_position": 1, "started_at": "2026-12-07T09:00:00+00:00", "status": "completed",
-        "protocol_sha256": "x", "manifest_id": "m1", "load_s": 1.5, "warmup_s": 0.4,
-        "measured_s": 20.1, "device_s_reason": "cpu: no device timer",
-        "evaluation_s": 0.02, "export_s": 0.01, "items_completed": 1000,
-        "expected_ids": 1000, "observed_ids": 1000, "ids_match": "yes", "metric_value": 0.65,
-        "quality_verdict": "pass", "reference_agreement": 1.0, "corpus_accepted": "yes",
-        "mem_allocated_peak_bytes_reason": "no GPU: device memory not measured",
-        "mem_reserved_peak_bytes_reason": "no GPU: device memory not measured",
-        "host_rss_peak_bytes": 800_000_000, "padded_tokens": 40000, "padding_efficiency": 0.9,
-        "truncated": 20, "excluded": "no", "pre_amendment": "no",
-    }
-    row.update(overrides)
-    return row
-
-
-def locked_with(*attempts: dict[str, object]) -> WorkbookData:
-    """Locked, with the attempts recorded as iteralab records them (lock hash, chain)."""
-    data = filled()
-    sha = locking.lock(data)
-    data.append("Manifest", {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
-                             "variant_id": "b1-fp32", "corpus_sha256": "f", "corpus_items": 1000})
-    for row in attempts:
-        data.append("Attempts", dict(row, protocol_sha256=sha))
-    chain.seal_new_rows(data)
-    return data
 
 
 def findings_of(data: WorkbookData, sheet: str | None = None) -> list[tuple]:

@@ -15,11 +15,54 @@ from toolkit.errors import UsageError
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 WORKLOADS = ("inference", "lora", "qlora", "full")
 
+
+class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2
+    """A parameter count as people write it: 8030261248, 8e9, 8B, 7.5B, 70b, 125M, 1.2T.
+
+    K, M, B (or G) and T are thousands, millions, billions and trillions, in
+    either case. The count is exact (decimal arithmetic, no float) and must be a
+    positive whole number.
+    """
+
+    name = "COUNT"
+    SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+    #: Larger counts are typing errors, and would only build a huge integer.
+    LIMIT = 10**16
+    EXAMPLES = "e.g. 8030261248, 8e9, 8B, 7.5B, 70b or 125M"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number, text = Decimal(value), str(value)
+        else:
+            text = str(value).strip()
+            scale = self.SUFFIXES.get(text[-1:].lower(), 1)
+            digits = text[:-1].strip() if scale != 1 else text
+            try:
+                number = Decimal(digits) * scale if digits else Decimal("NaN")
+            except InvalidOperation:
+                number = Decimal("NaN")
+            if not number.is_finite():
+                self.fail(f"{text!r} is not a number of parameters ({self.EXAMPLES})",
+                          param, ctx)
+        if number < 1:
+            self.fail(f"{text!r} is not a positive number of parameters", param, ctx)
+        if number > self.LIMIT:
+            self.fail(f"{text!r} is more than {self.LIMIT:,} parameters", param, ctx)
+        if number != number.to_integral_value():
+            self.fail(f"{text!r} is {number.normalize():f} parameters, not a whole number",
+                      param, ctx)
+        return int(number)
+
+
+PARAM_COUNT = ParamCount()
+
 _MODEL_OPTIONS = (
     click.option("--config", "config", type=click.Path(path_type=Path),
                  help="Hugging Face config.json (or its folder) of the model."),
-    click.option("--params", type=click.IntRange(min=1),
-                 help="Explicit sizes instead of --config: total parameters."),
+    click.option("--params", type=PARAM_COUNT,
+                 help="Explicit sizes instead of --config: total parameters (8030261248, "
+                 "8e9, 8B, 7.5B, 125M)."),
     click.option("--layers", type=click.IntRange(min=1), help="Explicit: layers."),
     click.option("--hidden-size", type=click.IntRange(min=1), help="Explicit: hidden size."),
     click.option("--heads", type=click.IntRange(min=1), help="Explicit: attention heads."),
@@ -114,15 +157,17 @@ def estimate(as_json: bool, **opts: Any) -> None:
     click.echo(f"model: {est.shape.name} ({est.shape.family}), {p.total:,} parameters")
     click.echo(f"  parameters: {p.formula}")
     click.echo(f"estimate: {est.describe()}")
-    width = max(len(f"{t.bytes:,}") for t in (*est.terms, est.margin)) + 2
-    click.echo(f"{'term':<17}{'bytes':>{width}}{'GiB':>9}  formula")
-    for t in est.terms:
-        click.echo(f"{t.name:<17}{t.bytes:>{width},}{gib(t.bytes):>9}  {t.formula}")
-    click.echo(f"{'tensors':<17}{est.subtotal:>{width},}{gib(est.subtotal):>9}  sum of the "
-               "terms above (compare with max_memory_allocated)")
     m = est.margin
-    click.echo(f"{m.name:<17}{m.bytes:>{width},}{gib(m.bytes):>9}  {m.formula}")
-    click.echo(f"{'total':<17}{est.total:>{width},}{gib(est.total):>9}  tensors + margin")
+    rows = [(t.name, t.bytes, t.formula) for t in est.terms]
+    rows += [("tensors", est.subtotal, "sum of the terms above (compare with "
+              "max_memory_allocated)"), (m.name, m.bytes, m.formula),
+             ("total", est.total, "tensors + margin")]
+    # Columns widen with their longest value, so huge sizes never run together.
+    width = max(len(f"{n:,}") for _, n, _ in rows) + 2
+    gib_width = max(9, max(len(gib(n)) for _, n, _ in rows) + 2)
+    click.echo(f"{'term':<17}{'bytes':>{width}}{'GiB':>{gib_width}}  formula")
+    for name, n, formula in rows:
+        click.echo(f"{name:<17}{n:>{width},}{gib(n):>{gib_width}}  {formula}")
     for note in est.notes:
         click.echo(f"note: {note}")
 
@@ -188,10 +233,8 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
                    f"{gib(need.per_card(1))} GiB on one card")
     else:
         click.echo(f"need: {gb} GiB on one card (--need-gb)")
-    batch = need.batch
-    head = (f"{'gpu':<15}{'VRAM':>6} {'memory':<7}{'GB/s':>6}{'cards':>6}{'GiB/card':>9}"
-            f"{'short 1':>8}{'tok/s b=1':>10}{f'b={batch}':>8}  {plan_days}-day price")
-    click.echo(head)
+    rows = [["gpu", "VRAM", "memory", "GB/s", "cards", "GiB/card", "short 1", "tok/s b=1",
+             f"b={need.batch}", f"{plan_days}-day price"]]
     for f in fits:
         g = f.gpu
         cards_txt = str(f.cards) if f.cards else f">{lib.MAX_CARDS}"
@@ -206,8 +249,10 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
                 price += f" ({f.price.cards_per_lot} cards/lot)"
         else:
             price = f.price_reason or ""
-        click.echo(f"{g.slug:<15}{g.vram_gb:>6} {g.memory_type:<7}{g.bandwidth_gbps:>6}"
-                   f"{cards_txt:>6}{gib(f.per_card_bytes):>9}{short:>8}{t1:>10}{tb:>8}  {price}")
+        rows.append([g.slug, str(g.vram_gb), g.memory_type, str(g.bandwidth_gbps), cards_txt,
+                     gib(f.per_card_bytes), short, t1, tb, price])
+    for line in _columns(rows, GPU_COLUMNS):
+        click.echo(line)
     for f in fits:
         if f.warning:
             click.echo(f"warning: {f.gpu.slug}: {f.warning}")
@@ -221,6 +266,21 @@ def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Pat
     if est is not None:
         for note in est.notes:
             click.echo(f"note: {note}")
+
+
+#: The `gpus` table: (text before the column, alignment, narrowest width) per column.
+GPU_COLUMNS = (("", "<", 15), ("", ">", 6), (" ", "<", 7), ("", ">", 6), ("", ">", 6),
+               ("", ">", 9), ("", ">", 8), ("", ">", 10), ("", ">", 8), ("  ", "<", 0))
+
+
+def _columns(rows: list[list[str]], specs: tuple[tuple[str, str, int], ...]) -> list[str]:
+    """Rows as aligned text; a column widens past its narrowest width so that at least one
+    space always parts it from its neighbour, however long a value is."""
+    widths = [max(narrowest, max(len(r[i]) for r in rows) + 1) if narrowest else 0
+              for i, (_, _, narrowest) in enumerate(specs)]
+    return ["".join(f"{before}{cell:{align}{width}}"
+                    for cell, (before, align, _), width in zip(row, specs, widths, strict=True))
+            .rstrip() for row in rows]
 
 
 COMMANDS = [memory, gpus]

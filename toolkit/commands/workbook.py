@@ -88,7 +88,7 @@ def lock(workbook: Path) -> None:
     from toolkit.evidence import locking
 
     with change(workbook, refresh_derived=False) as edit:
-        sha = locking.lock(edit.data)
+        sha = locking.lock(edit.data, workbook)
     click.echo(f"locked {workbook}: protocol sha256 {sha}")
 
 

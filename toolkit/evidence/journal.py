@@ -6,7 +6,9 @@ beside ``NAME.xlsx`` and flushed to disk (under a millisecond), then ingested
 into the workbook. Ingestion is idempotent by ``attempt_id`` (and
 ``manifest_id``) and batched: one save for many records. So a crash, a busy
 workbook (open in Excel) or a killed campaign never loses a row:
-``iteralab ingest WORKBOOK`` replays what the workbook lacks.
+``iteralab ingest WORKBOOK`` replays what the workbook lacks. A line torn by
+a crash is never glued to the next record: the next append keeps its bytes in
+``NAME.journal.torn-N`` and starts on a fresh line (:func:`append`, :func:`notes`).
 
 This module is the file alone; adding its records to a workbook is
 :mod:`toolkit.evidence.ingest` (rows sealed into the hash chain as they enter)
@@ -23,6 +25,11 @@ from typing import Any
 from toolkit.errors import WorkbookError
 
 FORMAT = "iteralab-attempt/1"
+#: ``NAME.journal.torn-N``: a torn last line set aside before the next append.
+TORN_INFIX = ".journal.torn-"
+#: Bytes read at a time when looking back for the journal's last newline.
+TAIL_CHUNK = 64 * 1024
+
 
 def journal_path(workbook: str | Path) -> Path:
     """``NAME.journal.jsonl`` beside ``NAME.xlsx``."""
@@ -40,43 +47,184 @@ def record(attempt: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str
     }
 
 
-def append(workbook: str | Path, entry: dict[str, Any]) -> None:
-    """Append one record as a JSON line and fsync it before returning."""
+def torn_path(workbook: str | Path, number: int) -> Path:
+    """``NAME.journal.torn-N`` beside ``NAME.xlsx``: where a torn last line is kept."""
+    workbook = Path(workbook)
+    return workbook.with_name(f"{workbook.stem}{TORN_INFIX}{number}")
+
+
+def torn_files(workbook: str | Path) -> list[Path]:
+    """The torn lines kept beside the journal, in the order they were set aside."""
+    workbook = Path(workbook)
+    prefix = workbook.stem + TORN_INFIX
+    if not workbook.parent.is_dir():
+        return []
+    found = []
+    for path in workbook.parent.iterdir():
+        number = path.name[len(prefix):] if path.name.startswith(prefix) else ""
+        if number.isascii() and number.isdigit():
+            found.append((int(number), path))
+    return [p for _, p in sorted(found)]
+
+
+def append(workbook: str | Path, entry: dict[str, Any]) -> Path | None:
+    """Append one record as a JSON line and fsync it before returning.
+
+    The record always starts on a fresh line. When an interrupted write left
+    the journal ending without a newline, that torn tail is first copied to
+    ``NAME.journal.torn-N`` (fsynced) and ended with a newline, so that it
+    stays a line of its own that :func:`read` skips and notes; a tail that is
+    a whole record missing only its newline is simply ended. Returns the torn
+    file the tail was kept in, or None. Only appends ever touch the journal,
+    so a finished attempt's line is never rewritten.
+    """
     line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
     path = journal_path(workbook)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    kept = None
     try:
-        os.write(fd, line.encode("utf-8"))
+        data = line.encode("utf-8")
+        tail = _unterminated_tail(fd)
+        if tail is not None:
+            if tail.strip() and _record(tail) is None:
+                kept = _keep_torn(workbook, tail)
+            data = b"\n" + data
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    return kept
+
+
+def _unterminated_tail(fd: int) -> bytes | None:
+    """The bytes after the journal's last newline, or None when it ends with one (or is
+    empty)."""
+    end = os.fstat(fd).st_size
+    if end == 0:
+        return None
+    chunks: list[bytes] = []
+    position = end
+    while position > 0:
+        start = max(0, position - TAIL_CHUNK)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunk = os.read(fd, position - start)
+        if position == end and chunk.endswith(b"\n"):
+            return None
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            chunks.append(chunk[cut + 1:])
+            break
+        chunks.append(chunk)
+        position = start
+    return b"".join(reversed(chunks))
+
+
+def _keep_torn(workbook: str | Path, tail: bytes) -> Path:
+    """Copy a torn tail to the next ``NAME.journal.torn-N`` (one already holding exactly
+    these bytes is reused: a crash between keeping and ending it loses nothing)."""
+    existing = torn_files(workbook)
+    for kept in existing:
+        if kept.read_bytes() == tail:
+            return kept
+    number = len(existing) + 1
+    while True:
+        candidate = torn_path(workbook, number)
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            number += 1
+            continue
+        try:
+            _write_all(fd, tail)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _fsync_folder(candidate.parent)
+        return candidate
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a new file's name durable (POSIX; a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    """The journal record a line holds, or None when it is not one."""
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return entry if isinstance(entry, dict) and entry.get("format") == FORMAT else None
 
 
 def read(workbook: str | Path) -> list[dict[str, Any]]:
     """The journal's records in order; an empty list when there is no journal.
 
     A last line cut short by a crash (no newline, not JSON) is ignored: its
-    attempt never finished writing. Any other unreadable line is an error.
+    attempt never finished writing. So is a line that :func:`append` ended
+    after such a crash and kept in ``NAME.journal.torn-N`` (same bytes).
+    Any other unreadable line is an error. :func:`notes` says what was skipped.
     """
+    return _scan(workbook)[0]
+
+
+def notes(workbook: str | Path) -> list[str]:
+    """One sentence per torn line :func:`read` skipped, naming where its bytes are kept."""
+    return _scan(workbook)[1]
+
+
+def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     path = journal_path(workbook)
     if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.split("\n")
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        return [], []
+    lines = path.read_bytes().split(b"\n")
+    records: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    kept: dict[bytes, Path] | None = None
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
             continue
+        error: WorkbookError | None = None
         try:
-            entry = json.loads(line)
+            entry = json.loads(raw.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as exc:
             if number == len(lines):  # the torn tail of an interrupted write
+                skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
+                               "was cut short by an interrupted write: no finished attempt "
+                               "is lost; the next append keeps it in "
+                               f"{Path(workbook).stem}{TORN_INFIX}N")
                 break
-            raise WorkbookError(f"{path}: line {number} is not a journal record ({exc.msg})",
-                                hint="the journal is written by `iteralab run`; restore it "
-                                "from a copy or remove the damaged line") from exc
-        if not isinstance(entry, dict) or entry.get("format") != FORMAT:
-            raise WorkbookError(f"{path}: line {number} is not an {FORMAT} record",
-                                hint="the journal is written by `iteralab run`; do not edit it")
-        records.append(entry)
-    return records
+            error = WorkbookError(f"{path}: line {number} is not a journal record ({exc.msg})",
+                                  hint="the journal is written by `iteralab run`; restore it "
+                                  "from a copy or remove the damaged line")
+        else:
+            if isinstance(entry, dict) and entry.get("format") == FORMAT:
+                records.append(entry)
+                continue
+            error = WorkbookError(f"{path}: line {number} is not an {FORMAT} record",
+                                  hint="the journal is written by `iteralab run`; do not "
+                                  "edit it")
+        if kept is None:
+            kept = {p.read_bytes(): p for p in reversed(torn_files(workbook))}
+        if number == len(lines) or raw not in kept:
+            raise error
+        # A torn tail that a later append ended with a newline after keeping its bytes.
+        skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
+                       "interrupted write and is skipped: no finished attempt is lost; its "
+                       f"bytes are kept in {kept[raw].name}")
+    return records, skipped

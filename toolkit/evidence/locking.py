@@ -9,20 +9,23 @@ content and a snapshot of it; reading and checking a lock is
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence.protocol import LOCKED_SHEETS, changes, content_hash, current_lock, snapshot
-from toolkit.evidence.validate import validate_sheets
+from toolkit.evidence.validate import corpus_findings, sorted_findings, validate_sheets
 from toolkit.findings import Finding
 from toolkit.plumbing.clock import now_text
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.text import EXCEL_CELL_LIMIT
 
 
-def _require_valid(data: WorkbookData, verb: str) -> None:
+def _require_valid(data: WorkbookData, verb: str, workbook: str | Path | None = None) -> None:
     findings = validate_sheets(data, LOCKED_SHEETS)
+    if workbook is not None:
+        findings = sorted_findings(findings + corpus_findings(data, workbook))
     if findings:
         lines = "\n".join(f"  {f.location()}: {f.message}" for f in findings[:20])
         more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
@@ -45,10 +48,12 @@ def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
                           "tool_version": __version__, "reason": reason, "details": text})
 
 
-def lock(data: WorkbookData) -> str:
+def lock(data: WorkbookData, workbook: str | Path | None = None) -> str:
     """Lock Protocol and Variants; return the lock's SHA-256.
 
-    Refuses while they are incomplete or invalid, or when already locked.
+    Refuses while they are incomplete or invalid, or when already locked;
+    given the ``workbook``'s path, also while Protocol.corpus_path names no
+    file beside it.
     """
     existing = current_lock(data)
     if existing is not None:
@@ -56,7 +61,7 @@ def lock(data: WorkbookData) -> str:
             f"the protocol is already locked ({existing.sha256[:12]}, {existing.at})",
             hint="to change it, use `iteralab amend WORKBOOK --reason \"...\"`",
         )
-    _require_valid(data, "lock")
+    _require_valid(data, "lock", workbook)
     content = snapshot(data)
     sha = content_hash(content)
     _audit(data, "lock", sha, None, {"snapshot": content})

@@ -38,8 +38,26 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
     # Many files hash in a helper process while the sheets are checked here.
     with Digests(files) as digests:
         findings = sheet_findings(data)
+        if where is not None:
+            findings += corpus_findings(data, where)
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
+
+
+def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
+    """A finding when Protocol.corpus_path names no file: the runner reads it relative
+    to the workbook's folder, as here."""
+    value = data.forms["Protocol"].get("corpus_path")
+    if not isinstance(value, str) or not value.strip():
+        return []  # the schema reports a blank or a non-text value
+    resolved = Path(workbook).parent / value.strip()
+    if resolved.is_file():
+        return []
+    what = "is a folder, not a corpus file" if resolved.is_dir() else "does not exist"
+    return [Finding("Protocol", layout.PROTOCOL.names.index("corpus_path") + 2, "corpus_path",
+                    "exists", f"corpus_path {value!r} resolves to {resolved}, which {what}: "
+                    "put the corpus (JSONL or CSV) there, or correct corpus_path (relative "
+                    "to the workbook's folder)")]
 
 
 def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> list[Finding]:
@@ -57,14 +75,43 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
 
 
 def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
-    """Findings of the given sheets: their schemas and their own cross rules."""
+    """Findings of the given sheets: their schemas and their own cross rules.
+
+    A formula typed in an input cell is reported as such, in place of what its
+    (cached or missing) value would otherwise raise in that cell.
+    """
     findings: list[Finding] = []
     for name in sheets:
-        findings += schemas.sheet_findings(data, name)
+        formulas = typed_formula_findings(data, name)
+        cells = {(f.row, f.column) for f in formulas}
+        found = schemas.sheet_findings(data, name)
         rule = RULES.get(name)
         if rule is not None:
-            findings += rule(data)
+            found += rule(data)
+        findings += formulas + [f for f in found if (f.row, f.column) not in cells]
     return sorted_findings(findings)
+
+
+def typed_formula_findings(data: WorkbookData, name: str) -> list[Finding]:
+    """A finding per formula in a cell of ``name`` that a person types (the store reads
+    them from Protocol, Variants, Tariffs, Schedule and Decision)."""
+    sheet = layout.SHEET_BY_NAME[name]
+    if not sheet.input or sheet.kind == "text":
+        return []
+    found = []
+    for (index, column), formula in data.formulas.get(name, {}).items():
+        if column not in sheet.names or sheet.column(column).computed:
+            continue
+        if sheet.kind == "form":
+            row, letter = sheet.names.index(column) + 2, "B"
+        else:
+            row, letter = data.excel_row(name, index), layout.column_letter(sheet, column)
+        text = formula.text if formula.text.startswith("=") else f"={formula.text}"
+        found.append(Finding(name, row, column, "formula",
+                             f"{column} holds the formula {text} in {name}!{letter}{row}: "
+                             "formulas are not allowed in an input cell; type the value "
+                             "itself"))
+    return found
 
 
 def sorted_findings(findings: list[Finding]) -> list[Finding]:

@@ -42,8 +42,17 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def gib(n: int) -> str:
-    """``n`` bytes in GiB with two decimals, for display."""
-    return f"{n / 2**30:.2f}"
+    """``n`` bytes in GiB with two decimals, for display.
+
+    Exact integer arithmetic, rounding half to even as float formatting does:
+    the same text as ``f"{n / 2**30:.2f}"`` wherever a float is exact, and no
+    overflow or lost digits for the huge needs of hostile sizes.
+    """
+    hundredths, rest = divmod(abs(n) * 100, 2**30)
+    if 2 * rest > 2**30 or (2 * rest == 2**30 and hundredths % 2):
+        hundredths += 1
+    whole, cents = divmod(hundredths, 100)
+    return f"{'-' if n < 0 and hundredths else ''}{whole}.{cents:02d}"
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,35 @@ def _need(cfg: Mapping[str, Any], key: str) -> int:
     return value
 
 
+def _heads(cfg: Mapping[str, Any], h: int, a: int) -> tuple[int, int]:
+    """KV heads and head dimension of a decoder config, refusing sizes that cannot be.
+
+    An absent (or null) ``num_key_value_heads`` means one per attention head, an
+    absent ``head_dim`` H / A; a given one must be a positive integer (0 is not
+    "absent"), and grouped-query attention shares each KV head among a whole
+    number of query heads.
+    """
+    file = cfg["__file__"]
+    kv = a if cfg.get("num_key_value_heads") is None else _need(cfg, "num_key_value_heads")
+    if cfg.get("head_dim") is not None:
+        d = _need(cfg, "head_dim")
+    elif h % a:
+        raise UsageError(f"{file}: hidden_size {h} is not a multiple of num_attention_heads "
+                         f"{a}, and no head_dim is given", hint="check hidden_size and "
+                         "num_attention_heads, or add the model's head_dim to the config")
+    else:
+        d = h // a
+    if kv > a:
+        raise UsageError(f"{file}: num_key_value_heads {kv} is more than num_attention_heads "
+                         f"{a}", hint="a KV head serves one or more query heads: check "
+                         "num_key_value_heads")
+    if a % kv:
+        raise UsageError(f"{file}: num_attention_heads {a} is not a multiple of "
+                         f"num_key_value_heads {kv}", hint="each KV head serves the same "
+                         "number of query heads: check num_key_value_heads")
+    return kv, d
+
+
 def shape_from_config(path: Path) -> Shape:
     """Read a Hugging Face config.json (Llama/Mistral/Qwen2 decoders, BERT-style encoders).
 
@@ -141,8 +179,7 @@ def _decoder(cfg: Mapping[str, Any], name: str) -> Shape:
     v, h, n_layers = _need(cfg, "vocab_size"), _need(cfg, "hidden_size"), \
         _need(cfg, "num_hidden_layers")
     a, i = _need(cfg, "num_attention_heads"), _need(cfg, "intermediate_size")
-    kv = cfg.get("num_key_value_heads") or a
-    d = cfg.get("head_dim") or h // a
+    kv, d = _heads(cfg, h, a)
     tied = bool(cfg.get("tie_word_embeddings", False))
     qkv_bias = cfg["model_type"] == "qwen2" or bool(cfg.get("attention_bias", False))
     o_bias = bool(cfg.get("attention_bias", False))
@@ -217,8 +254,22 @@ def shape_from_sizes(*, params: int, layers: int, hidden: int, heads: int,
         if value < 1:
             raise UsageError(f"{label} must be a positive integer, got {value}",
                              hint="give the model's sizes from its card or config")
-    kv = kv_heads or heads
-    d = head_dim or hidden // heads
+    kv = heads if kv_heads is None else kv_heads
+    for label, given in (("--kv-heads", kv_heads), ("--head-dim", head_dim)):
+        if given is not None and given < 1:
+            raise UsageError(f"{label} must be a positive integer, got {given}",
+                             hint="give the model's sizes from its card or config")
+    if head_dim is None and hidden % heads:
+        raise UsageError(f"--hidden-size {hidden} is not a multiple of --heads {heads}",
+                         hint="check both, or give --head-dim")
+    if kv > heads:
+        raise UsageError(f"--kv-heads {kv} is more than --heads {heads}",
+                         hint="a KV head serves one or more query heads: check --kv-heads")
+    if heads % kv:
+        raise UsageError(f"--heads {heads} is not a multiple of --kv-heads {kv}",
+                         hint="each KV head serves the same number of query heads: check "
+                         "--kv-heads")
+    d = hidden // heads if head_dim is None else head_dim
     notes = []
     if intermediate is None:
         intermediate = 4 * hidden

