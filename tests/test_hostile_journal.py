@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from toolkit.cli import cli
 from toolkit.errors import WorkbookError
 from toolkit.evidence import journal
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
 
 
 def _entry(attempt_id: str) -> dict[str, Any]:
@@ -112,3 +116,17 @@ def test_a_damaged_middle_line_that_no_torn_file_holds_is_still_an_error(
     with pytest.raises(WorkbookError) as caught:
         journal.read(book)
     assert caught.value.message.startswith(f"{log}: line 2 is not a journal record (")
+
+
+
+def test_ingest_says_what_it_set_aside(tmp_path: Path) -> None:
+    """The note reaches the user: `iteralab ingest` prints it on stderr, adds a1, a2, a4."""
+    book, _ = _torn_journal(tmp_path)
+    store.save(WorkbookData.empty(), book)
+    journal.append(book, _entry("a4"))
+    result = CliRunner().invoke(cli, ["ingest", str(book)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("ingested 3 attempt(s)")
+    assert result.stderr == (
+        f"note: {journal.notes(book)[0]}\n")
+    assert "line 3 (" in result.stderr and "no finished attempt is lost" in result.stderr

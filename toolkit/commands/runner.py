@@ -44,6 +44,8 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
+    for note in journal.notes(workbook):
+        click.echo(f"note: {note}", err=True)
     if not prepared.todo:
         message = (f"nothing to run: all {len(prepared.slots)} planned attempts are recorded "
                    f"in {workbook}")
@@ -181,6 +183,8 @@ def ingest(workbook: Path, as_json: bool) -> None:
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
     result = editing.ingest(workbook, refresh_derived=False)
+    for note in journal.notes(workbook):
+        click.echo(f"note: {note}", err=True)
     if as_json:
         from toolkit.commands import documents
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import WorkbookError
+from toolkit.plumbing.atomic import write_bytes
 
 FORMAT = "iteralab-attempt/1"
 #: ``NAME.journal.torn-N``: a torn last line set aside before the next append.
@@ -128,39 +129,16 @@ def _keep_torn(workbook: str | Path, tail: bytes) -> Path:
             return kept
     number = len(existing) + 1
     while True:
-        candidate = torn_path(workbook, number)
         try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            return write_bytes(torn_path(workbook, number), tail, overwrite=False)
         except FileExistsError:
             number += 1
-            continue
-        try:
-            _write_all(fd, tail)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        _fsync_folder(candidate.parent)
-        return candidate
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a new file's name durable (POSIX; a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _record(line: bytes) -> dict[str, Any] | None:
