@@ -26,6 +26,8 @@ from toolkit.errors import WorkbookError
 from toolkit.plumbing.atomic import write_bytes
 
 FORMAT = "iteralab-attempt/1"
+#: An attempt about to run (its spec), appended before it starts; read() returns only records.
+START_FORMAT = "iteralab-attempt-start/1"
 #: ``NAME.journal.torn-N``: a torn last line set aside before the next append.
 TORN_INFIX = ".journal.torn-"
 #: Bytes read at a time when looking back for the journal's last newline.
@@ -166,11 +168,32 @@ def notes(workbook: str | Path) -> list[str]:
     return _scan(workbook)[1]
 
 
+def start(attempt_id: str, spec: dict[str, Any], started_at: str) -> dict[str, Any]:
+    """The line appended before an attempt runs: a kill (SIGKILL, power loss) that leaves no
+    record still leaves this, and the next run writes the attempt's interrupted row."""
+    return {"format": START_FORMAT, "attempt_id": attempt_id, "spec": spec,
+            "started_at": started_at, "pid": os.getpid()}
+
+
+def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
+    """The starts of attempts that have no record: their process died without one."""
+    records, _, starts = _scan_all(workbook)
+    done = {r["attempt"].get("attempt_id") for r in records}
+    return [s for s in starts if s.get("attempt_id") not in done]
+
+
 def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    records, skipped, _ = _scan_all(workbook)
+    return records, skipped
+
+
+def _scan_all(workbook: str | Path
+              ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
     path = journal_path(workbook)
     if not path.exists():
-        return [], []
+        return [], [], []
     lines = path.read_bytes().split(b"\n")
+    starts: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
     skipped: list[str] = []
     kept: dict[bytes, Path] | None = None
@@ -194,6 +217,9 @@ def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
             if isinstance(entry, dict) and entry.get("format") == FORMAT:
                 records.append(entry)
                 continue
+            if isinstance(entry, dict) and entry.get("format") == START_FORMAT:
+                starts.append(entry)
+                continue
             error = WorkbookError(f"{path}: line {number} is not an {FORMAT} record",
                                   hint="the journal is written by `iteralab run`; do not "
                                   "edit it")
@@ -205,4 +231,4 @@ def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
                        "interrupted write and is skipped: no finished attempt is lost; its "
                        f"bytes are kept in {kept[raw].name}")
-    return records, skipped
+    return records, skipped, starts

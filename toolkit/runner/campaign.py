@@ -138,6 +138,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     ``--resume``).
     """
     workbook = workbook.resolve()
+    _record_lost_attempts(workbook)
     if journal.read(workbook):
         # Replay what an earlier run left in the journal only.
         editing.ingest(workbook, refresh_derived=True)
@@ -171,6 +172,23 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     todo = plan.pending(slots, current)
     return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
                     known, fingerprint, len(items))
+
+
+def _record_lost_attempts(workbook: Path) -> None:
+    """An interrupted row for each attempt that started and left no record: the whole run
+    was killed (SIGKILL, power loss) while it ran. Its slot then runs again on --resume."""
+    lost = journal.unfinished(workbook)
+    if not lost:
+        return
+    from toolkit.runner.attempt import AttemptSpec, fallback_record  # torch, only here
+
+    for entry in lost:
+        spec = AttemptSpec(**entry["spec"])
+        note = (f"interrupted: the run (pid {entry.get('pid')}) ended while this attempt ran "
+                "and left no record (killed, or the machine stopped); items completed not "
+                "known (0 here is a lower bound); its slot runs again on --resume")
+        journal.append(workbook, fallback_record(spec, "interrupted", 0, note, None,
+                                                 str(entry.get("started_at"))))
 
 
 def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[str, Any]],
@@ -244,6 +262,8 @@ def run(campaign: Campaign, options: Options, display: Progress) -> Result:
                 protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,
                 corpus_items=campaign.corpus_items, reference=_reference(campaign),
                 threads=options.threads, timeout_s=options.timeout_s)
+            journal.append(campaign.workbook, journal.start(
+                spec.attempt_id, json.loads(spec.to_json()), now_text()))
             display.attempt(f"{spec.attempt_id}")
             if workers is None:
                 record, stop = _in_process(spec, display)
