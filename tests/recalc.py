@@ -41,6 +41,15 @@ _PROFILE = (
 )
 
 
+def _require(program: str | None, name: str, package: str) -> None:
+    """Skip the test without the engine; under CI (``REQUIRED``) fail instead."""
+    if program is None:
+        if REQUIRED:
+            pytest.fail(f"{name} is required (ITERALAB_REQUIRE_LIBREOFFICE=1) but not "
+                        f"installed: apt-get install {package}")
+        pytest.skip(f"{name} is not installed")
+
+
 def recalculate(xlsx_path: str | Path, out_dir: str | Path) -> Path:
     """Convert ``xlsx_path`` with LibreOffice, recalculating every formula; return the copy.
 
@@ -48,11 +57,8 @@ def recalculate(xlsx_path: str | Path, out_dir: str | Path) -> Path:
     source folder). Raises RuntimeError with LibreOffice's output when the
     conversion fails, and skips the test when LibreOffice is not installed.
     """
-    if SOFFICE is None:
-        if REQUIRED:
-            pytest.fail("LibreOffice (soffice) is required (ITERALAB_REQUIRE_LIBREOFFICE=1) "
-                        "but not installed: apt-get install libreoffice-calc-nogui")
-        pytest.skip("LibreOffice (soffice) is not installed")
+    _require(SOFFICE, "LibreOffice (soffice)", "libreoffice-calc-nogui")
+    assert SOFFICE is not None
     source, out = Path(xlsx_path).resolve(), Path(out_dir).resolve()
     if source.parent == out:
         raise ValueError(f"out_dir {out} must differ from the source folder")
@@ -82,11 +88,8 @@ def recalculate_gnumeric(xlsx_path: str | Path, out_dir: str | Path) -> Path:
     Read the copy with openpyxl ``read_only=True, data_only=True`` (its comment
     parts trip openpyxl's full reader). Skips, or fails under CI, without it.
     """
-    if SSCONVERT is None:
-        if REQUIRED:
-            pytest.fail("Gnumeric (ssconvert) is required (ITERALAB_REQUIRE_LIBREOFFICE=1) "
-                        "but not installed: apt-get install gnumeric")
-        pytest.skip("Gnumeric (ssconvert) is not installed")
+    _require(SSCONVERT, "Gnumeric (ssconvert)", "gnumeric")
+    assert SSCONVERT is not None
     source, out = Path(xlsx_path).resolve(), Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = out / f"gnumeric-{source.name}"
