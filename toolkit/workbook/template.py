@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 from toolkit.plumbing.atomic import publish
+from toolkit.plumbing.shipped import CHECKOUT, TEMPLATE
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "workbook_template.xlsx"
+#: The committed template, at the checkout's top level (plumbing.shipped names it).
+DEFAULT_PATH = CHECKOUT / TEMPLATE
 
 
 def build_template(path: str | Path = DEFAULT_PATH) -> Path:
