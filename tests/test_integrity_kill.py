@@ -42,7 +42,7 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
             env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 240
-        while not (log.exists() and log.stat().st_size) and campaign.poll() is None:
+        while not (log.exists() and journal.read(book)) and campaign.poll() is None:
             assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
             time.sleep(0.01)
         time.sleep(0.5)  # the campaign now waits for the writer lock to ingest

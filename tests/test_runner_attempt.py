@@ -102,7 +102,11 @@ def test_the_manifest_row_says_what_ran(completed: Path) -> None:
 def test_the_workbook_stays_valid_and_the_journal_holds_the_record(completed: Path) -> None:
     assert validate(store.read(completed), completed) == []
     lines = (completed.parent / "campaign.journal.jsonl").read_text().splitlines()
-    assert [json.loads(line)["attempt"]["attempt_id"] for line in lines] == ["a001-b1-fp32-r1"]
+    start, record = (json.loads(line) for line in lines)  # the start, then the record
+    assert (start["format"], start["attempt_id"]) == ("iteralab-attempt-start/1",
+                                                       "a001-b1-fp32-r1")
+    assert (record["format"], record["attempt"]["attempt_id"]) == ("iteralab-attempt/1",
+                                                                    "a001-b1-fp32-r1")
 
 
 @pytest.mark.parametrize(("fault", "error"), [
