@@ -104,7 +104,11 @@ def _c(name: str, kind: str = TEXT, help: str = "", **kw: object) -> Column:
 
 def column_letter(sheet: Sheet, name: str) -> str:
     """The Excel column letter(s) of ``sheet``'s column ``name`` (A, B, ..., AA)."""
-    index = sheet.names.index(name) + 1
+    return letter(sheet.names.index(name) + 1)
+
+
+def letter(index: int) -> str:
+    """The Excel column letter(s) of column number ``index`` (1 is A, 27 is AA)."""
     text = ""
     while index:
         index, rest = divmod(index - 1, 26)

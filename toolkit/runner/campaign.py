@@ -143,6 +143,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
         # Replay what an earlier run left in the journal only.
         editing.ingest(workbook, refresh_derived=True)
     data = store.read(workbook)
+    store.check_keepable(data, workbook)  # before any attempt: its row could not be saved
     sha = protocol.require_lock(data, workbook)
     form = dict(data.forms["Protocol"])
     plan.parse_warmup(form.get("warmup_rule"))

@@ -78,6 +78,9 @@ class WorkbookData:
     layout_version: int = layout.LAYOUT_VERSION
     charts: list[Chart] = field(default_factory=list)
     formulas: dict[str, dict[tuple[int, str], Formula]] = field(default_factory=dict)
+    #: What the file holds beyond the layout (a sheet, a column, a form row a person added):
+    #: a save would drop it, so the store refuses to save (``store.check_keepable``).
+    unkept: list[str] = field(default_factory=list)
 
     @classmethod
     def empty(cls) -> WorkbookData:

@@ -141,11 +141,13 @@ def _read_book(book: Any, path: Path) -> WorkbookData:
             "and replay the attempts with `iteralab ingest` (docs/bad-inputs.md)",
         )
     data = WorkbookData.empty()
+    data.unkept += [f"sheet {name!r}" for name in book.sheetnames
+                    if name not in layout.SHEET_BY_NAME]
     for sheet in layout.SHEETS:
         if sheet.kind == "form":
-            data.forms[sheet.name] = _read_form(book[sheet.name], sheet, path)
+            data.forms[sheet.name] = _read_form(book[sheet.name], sheet, path, data.unkept)
         elif sheet.kind == "table":
-            rows, numbers = _read_table(book[sheet.name], sheet, path)
+            rows, numbers = _read_table(book[sheet.name], sheet, path, data.unkept)
             data.tables[sheet.name] = rows
             data.row_numbers[sheet.name] = numbers
     for name in layout.FORMULA_SHEETS:
@@ -234,11 +236,15 @@ def _normalise(value: Any) -> Any:
     return value
 
 
-def _read_form(ws: Any, sheet: layout.Sheet, path: Path) -> dict[str, Any]:
+def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for row in ws.iter_rows(min_row=2, max_col=2, values_only=True):
+    known = set(sheet.names)
+    for excel_row, row in enumerate(ws.iter_rows(min_row=2, max_col=2, values_only=True),
+                                    start=2):
         if row and isinstance(row[0], str) and row[0].strip():
             values[row[0].strip()] = _normalise(row[1] if len(row) > 1 else None)
+            if row[0].strip() not in known:
+                unkept.append(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}")
     missing = [c.name for c in sheet.all_columns if c.name not in values]
     if missing:
         raise WorkbookError(
@@ -249,11 +255,14 @@ def _read_form(ws: Any, sheet: layout.Sheet, path: Path) -> dict[str, Any]:
     return {c.name: values[c.name] for c in sheet.all_columns}
 
 
-def _read_table(ws: Any, sheet: layout.Sheet, path: Path) -> tuple[list[dict[str, Any]],
-                                                                    list[int]]:
+def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]
+                ) -> tuple[list[dict[str, Any]], list[int]]:
     rows_iter = sheetxml.rows(ws)  # openpyxl's iter_rows costs more per cell (benchmarks/)
     header = [str(h).strip() if h is not None else "" for h in next(rows_iter, ())]
     positions = {name: i for i, name in enumerate(header) if name}
+    known = set(sheet.names)
+    unkept += [f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)"
+               for name, i in positions.items() if name not in known]
     missing = [name for name in sheet.names if name not in positions]
     if missing:
         raise WorkbookError(
@@ -270,6 +279,24 @@ def _read_table(ws: Any, sheet: layout.Sheet, path: Path) -> tuple[list[dict[str
             rows.append(record)
             numbers.append(excel_row)
     return rows, numbers
+
+
+def check_keepable(data: WorkbookData, path: Path) -> None:
+    """Refuse, before anything is written, a workbook holding what a save would drop.
+
+    The store writes the sheets, columns and form rows of :mod:`toolkit.layout`;
+    a sheet, a column or a form row a person added would vanish silently.
+    """
+    if not data.unkept:
+        return
+    listed = "; ".join(data.unkept[:8]) + (f"; and {len(data.unkept) - 8} more"
+                                           if len(data.unkept) > 8 else "")
+    raise WorkbookError(
+        f"{path}: holds what iteralab does not keep when it saves: {listed}; nothing was "
+        "written",
+        hint="keep such notes in a file beside the workbook, in a variant's description or "
+        "in the Decision memo (reasons, remaining_uncertainty); remove them here, then run "
+        "the command again")
 
 
 def backup_path(path: Path) -> Path:
@@ -294,6 +321,7 @@ def save(data: WorkbookData, path: str | Path) -> None:
     fails.
     """
     path = Path(path)
+    check_keepable(data, path)
     _refuse_read_only(path)
     backup = backup_path(path)
 
