@@ -42,12 +42,42 @@ class Item:
     line: int = 0
 
 
+#: Documented limits (docs/bad-inputs.md): a corpus file, and one line of it. A paragraph or
+#: a long document is a few kB to a few hundred kB; a 32 MB line is a mistake (or an attack)
+#: that would take minutes and gigabytes to tokenize.
+MAX_CORPUS_BYTES = 1024 * 2**20
+MAX_LINE_BYTES = 1 * 2**20
+
+
+def _check_file_size(size: int, path: Path) -> None:
+    """Refuse a corpus file over the documented limit before reading it."""
+    if size > MAX_CORPUS_BYTES:
+        raise CorpusError(f"{path}: {size:,} bytes, over the {MAX_CORPUS_BYTES:,}-byte "
+                          "limit of a corpus file",
+                          hint="split the corpus, or sample it for the comparison")
+
+
+def _check_line_sizes(raw: bytes, path: Path) -> None:
+    """Refuse a line over the documented limit before parsing it."""
+    start = 0
+    number = 1
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        if end - start > MAX_LINE_BYTES:
+            raise CorpusError(f"{path}: line {number} holds {end - start:,} bytes, over the "
+                              f"{MAX_LINE_BYTES:,}-byte limit of one input",
+                              hint="one input per line: split long documents into passages "
+                              "(and say so in the protocol)")
+        start, number = end + 1, number + 1
+
+
 def read_corpus(path: str | Path) -> list[Item]:
     """Read and check a JSONL or CSV corpus; return its items in file order.
 
-    Raises CorpusError naming the file and line for undecodable bytes, a
-    malformed line, a missing, empty or duplicate id, an empty text, or labels
-    given on some lines only.
+    Raises CorpusError naming the file and line for a file or a line over the
+    documented limits, undecodable bytes, a malformed line, a missing, empty or
+    duplicate id, an empty text, or labels given on some lines only.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -56,10 +86,12 @@ def read_corpus(path: str | Path) -> list[Item]:
                           hint="convert it to JSONL (id, text, label per line) or CSV with "
                           "a header row id,text,label")
     try:
+        _check_file_size(path.stat().st_size, path)
         raw = path.read_bytes()
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read the corpus ({exc.strerror or exc})",
                           hint="check Protocol.corpus_path (relative to the workbook)") from exc
+    _check_line_sizes(raw, path)
     text = _decode(raw, path)
     items = _read_csv(text, path) if suffix == ".csv" else _read_jsonl(text, path)
     if not items:

@@ -16,6 +16,7 @@ import contextlib
 import datetime as dt
 import errno
 import stat
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -76,6 +77,7 @@ def read(path: str | Path) -> WorkbookData:
                             hint="check that it is a file you may read") from exc
     with handle:
         _check_signature(handle, path)
+        _check_archive(handle, path)
         try:
             reader = _ExcelReader(handle, read_only=True, data_only=True)
             reader.read()
@@ -120,6 +122,42 @@ def _check_signature(handle: IO[bytes], path: Path) -> None:
         )
     raise _unreadable(path, "not a zip archive (an .xlsx file is one; a CSV or text file "
                            "is not)")
+
+
+#: Documented limits (docs/bad-inputs.md), checked on the sizes the archive declares before
+#: anything is unpacked (the zip reader never unpacks more than a part declares). A
+#: 10,000-attempt workbook unpacks to a few tens of MB, at a ratio of about 10.
+MAX_PART_BYTES = 256 * 2**20
+MAX_UNPACKED_BYTES = 1024 * 2**20
+MAX_RATIO = 100
+RATIO_FROM_BYTES = 16 * 2**20
+
+
+def _check_archive(handle: IO[bytes], path: Path) -> None:
+    """Refuse a decompression bomb or an oversized workbook before parsing it."""
+    try:
+        parts = zipfile.ZipFile(handle).infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise _unreadable(path, f"damaged, or not a workbook ({type(exc).__name__}: {exc})"
+                          ) from exc
+    finally:
+        handle.seek(0)
+    total = sum(p.file_size for p in parts)
+    for part in parts:
+        ratio = part.file_size / max(part.compress_size, 1)
+        if part.file_size > MAX_PART_BYTES or (part.file_size > RATIO_FROM_BYTES
+                                               and ratio > MAX_RATIO):
+            raise WorkbookError(
+                f"{path}: part {part.filename} unpacks to {part.file_size:,} bytes "
+                f"({ratio:,.0f} times its packed size): over the limits of a campaign "
+                f"workbook ({MAX_PART_BYTES:,} bytes a part, {MAX_RATIO} times packed); "
+                "not read",
+                hint="this is not a workbook iteralab wrote (or it was padded on purpose); "
+                "restore the campaign's workbook from a copy")
+    if total > MAX_UNPACKED_BYTES:
+        raise WorkbookError(f"{path}: unpacks to {total:,} bytes, over the "
+                            f"{MAX_UNPACKED_BYTES:,}-byte limit of a campaign workbook; not read",
+                            hint="restore the campaign's workbook from a copy")
 
 
 def _read_book(book: Any, path: Path) -> WorkbookData:

@@ -1,0 +1,62 @@
+"""Decompression bombs and huge inputs are refused before parsing (#14 item 5): the limits
+are documented, the message names the file, part or line, and memory stays bounded."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.errors import CorpusError
+from toolkit.runner import corpus
+from toolkit.workbook import store
+
+
+def test_a_workbook_part_that_unpacks_a_thousandfold_is_refused_unread(
+        runner: CliRunner, filled_workbook: Path) -> None:
+    with zipfile.ZipFile(filled_workbook, "a", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("xl/worksheets/sheet99.xml", b" " * (40 * 2**20))  # 40 MiB of spaces
+    before = filled_workbook.read_bytes()
+    assert len(before) < 2**20  # packed, it is small
+    result = runner.invoke(cli, ["validate", str(filled_workbook)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"error: {filled_workbook}: part xl/worksheets/sheet99.xml unpacks to 41,943,040 "
+        "bytes (")
+    assert "over the limits of a campaign workbook (268,435,456 bytes a part, 100 times " \
+           "packed); not read" in result.stderr
+    assert filled_workbook.read_bytes() == before
+
+
+def test_a_workbook_over_the_total_limit_is_refused(
+        filled_workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "MAX_UNPACKED_BYTES", 1000)
+    with pytest.raises(Exception, match=r"unpacks to [\d,]+ bytes, over the 1,000-byte limit"):
+        store.read(filled_workbook)
+
+
+def test_a_corpus_line_over_the_limit_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    lines = [json.dumps({"id": "a", "text": "short"}),
+             json.dumps({"id": "b", "text": "x" * (2 * 2**20)}),
+             json.dumps({"id": "c", "text": "short"})]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(CorpusError) as err:
+        corpus.read_corpus(path)
+    assert err.value.message == (f"{path}: line 2 holds 2,097,175 bytes, over the "
+                                 "1,048,576-byte limit of one input")
+    assert err.value.hint == ("one input per line: split long documents into passages (and "
+                              "say so in the protocol)")
+
+
+def test_a_corpus_file_over_the_limit_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": "t"}) + "\n", encoding="utf-8")
+    monkeypatch.setattr(corpus, "MAX_CORPUS_BYTES", 10)
+    with pytest.raises(CorpusError, match=r"corpus.jsonl: 25 bytes, over the 10-byte limit"):
+        corpus.read_corpus(path)
