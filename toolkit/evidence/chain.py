@@ -38,6 +38,7 @@ from toolkit.workbook.model import Formula, Row, WorkbookData
 from toolkit.workbook.text import cell_text
 
 SHEET = "Attempts"
+MANIFEST = "Manifest"
 #: Columns that change through logged actions (exclude, amend), or hold the chain itself.
 UNCHAINED = ("row_sha256", "pre_amendment", "excluded", "exclusion_reason")
 #: Every other Attempts column is covered by the chain.
@@ -205,6 +206,31 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
                 f"{name}: {column} was {shown(was)} when recorded (journal), now "
                 f"{shown(now)}: restore it; attempt rows change only through "
                 "`iteralab exclude`"))
+    return found
+
+
+def manifest_findings(data: WorkbookData,
+                      journal: Sequence[Mapping[str, Any]] | None) -> list[Finding]:
+    """One finding per Manifest cell that differs from the manifest its attempt journaled:
+    what was installed and run (torch, driver, model revision...) is evidence too."""
+    recorded: dict[str, Mapping[str, Any]] = {}
+    for entry in journal or ():
+        manifest = entry.get("manifest") if isinstance(entry, Mapping) else None
+        if isinstance(manifest, Mapping) and manifest.get("manifest_id") is not None:
+            recorded.setdefault(str(manifest["manifest_id"]), manifest)
+    found = []
+    for i, row in enumerate(data.tables[MANIFEST]):
+        record = recorded.get(str(row.get("manifest_id")))
+        if record is None:
+            continue
+        for column in layout.MANIFEST.names:
+            was, now = cell_value(record.get(column)), cell_value(row.get(column))
+            if was != now:
+                found.append(Finding(
+                    MANIFEST, data.excel_row(MANIFEST, i), column, "edited",
+                    f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
+                    f"recorded (journal), now {shown(now)}: restore it; the Manifest says "
+                    "what really ran"))
     return found
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.evidence.audit import action_findings
-from toolkit.evidence.chain import SHEET, chain_findings
+from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings
 from toolkit.evidence.predictions import (
     PredictionsCheck,
     predictions_checks,
@@ -53,6 +53,7 @@ def integrity_checks(data: WorkbookData, workbook: Path | None,
             digests = stack.enter_context(Digests(predictions_files(data, workbook.parent)))
         records = _journal_records(workbook, found) if workbook is not None else None
         found += chain_findings(data, journal=records)
+        found += manifest_findings(data, records)
         if workbook is not None and digests is not None:
             checks = predictions_checks(data, workbook.parent, digests)
             found += predictions_findings(data, checks)
