@@ -110,5 +110,7 @@ def test_run_json_streams_one_line_per_attempt_then_the_summary(tmp_path: Path) 
     for d in lines[:2]:
         assert d["measured_s"] == rows[d["attempt_id"]]["measured_s"]
         assert d["status"] == "completed"
-    assert {k: lines[2][k] for k in ("recorded", "completed", "failed", "interrupted")} == {
+    summary = lines[2]
+    assert {k: summary[k] for k in ("recorded", "completed", "failed", "interrupted")} == {
         "recorded": 2, "completed": 2, "failed": 0, "interrupted": 0}
+    assert type(summary["interrupted"]) is int and summary["stopped"] is False

@@ -99,10 +99,11 @@ def attempt_document(record: dict[str, Any]) -> dict[str, Any]:
 
 def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_s: float,
                  predictions: Path, interrupted: bool, ingest_pending: bool) -> dict[str, Any]:
-    """The summary line that ends `iteralab run --json`."""
+    """The summary line that ends `iteralab run --json`: counts by status (``interrupted``
+    counts rows), and ``stopped`` when Ctrl-C ended the run."""
     return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
             "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
-            "interrupted": interrupted, "ingest_pending": ingest_pending}
+            "stopped": interrupted, "ingest_pending": ingest_pending}
 
 
 def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict[str, Any]:
