@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.evidence import journal
+from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.report.refresh import refresh
 from toolkit.workbook import store
@@ -63,4 +64,5 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
             edit.save = False
             return IngestResult(0, 0, len(entries))
         attempts, manifests = add_records(edit.data, todo)
+    write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
     return IngestResult(attempts, manifests, len(entries) - len(todo))

@@ -15,6 +15,7 @@ from typing import Any
 
 from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
+from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
 from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings
 from toolkit.evidence.predictions import (
@@ -54,6 +55,8 @@ def integrity_checks(data: WorkbookData, workbook: Path | None,
         records = _journal_records(workbook, found) if workbook is not None else None
         found += chain_findings(data, journal=records)
         found += manifest_findings(data, records)
+        if workbook is not None:
+            found += anchor_findings(data, workbook)
         if workbook is not None and digests is not None:
             checks = predictions_checks(data, workbook.parent, digests)
             found += predictions_findings(data, checks)

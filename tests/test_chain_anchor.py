@@ -1,0 +1,40 @@
+"""A tail cut off with the journal is named: the chain's anchor outside the Attempts sheet
+(#14 item 7; toolkit.evidence.anchor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from builders import make_campaign, variant
+from click.testing import CliRunner
+
+from toolkit import editing
+from toolkit.cli import cli
+from toolkit.evidence import journal
+from toolkit.evidence.anchor import anchor_path
+from toolkit.evidence.validate import validate
+from toolkit.workbook import store
+
+
+def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(
+        tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4), variant("b4-fp32", 4)])
+    assert CliRunner().invoke(cli, ["run", str(book), "--quiet"]).exit_code == 0
+    rows = store.read(book).tables["Attempts"]
+    anchor = json.loads(anchor_path(book).read_text(encoding="utf-8"))
+    assert (anchor["attempts"], anchor["head"]) == (2, rows[-1]["row_sha256"])
+    assert validate(store.read(book), book) == []
+    # The forger's cut: the last row, its predictions file and the journal.
+    (tmp_path / str(rows[-1]["predictions_path"])).unlink()
+    journal.journal_path(book).unlink()
+    with editing.change(book, refresh_derived=False) as edit:
+        edit.data.tables["Attempts"].pop()
+    (finding,) = validate(store.read(book), book)
+    assert (finding.sheet, finding.column, finding.check) == ("Attempts", "row_sha256",
+                                                             "anchor")
+    assert finding.message == (
+        f"campaign.chain.json says the workbook held 2 attempt row(s), the last sealed "
+        f"{rows[-1]['row_sha256'][:12]}...; the sheet holds 1: rows were cut from the end "
+        "(with the journal?): restore the workbook, its journal and predictions from a copy "
+        "of the campaign folder")

@@ -1,0 +1,59 @@
+"""The chain's anchor: how many attempt rows the workbook held and the last one's hash,
+kept outside the Attempts sheet, in ``NAME.chain.json`` beside the workbook.
+
+The hash chain shows an edited or moved row, but not a tail cut off together with the
+journal and the predictions files: the rows that remain still chain. Each ingestion
+writes the anchor; validation names a sheet that no longer reaches it. (A forger who
+also rewrites the anchor is not stopped: archived copies of it are the witness.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolkit.evidence.chain import SHEET, cell_value
+from toolkit.findings import Finding
+from toolkit.plumbing.atomic import write_text
+from toolkit.plumbing.clock import now_text
+from toolkit.workbook.model import WorkbookData
+
+
+def anchor_path(workbook: str | Path) -> Path:
+    """``NAME.chain.json`` beside ``NAME.xlsx``."""
+    workbook = Path(workbook)
+    return workbook.with_name(workbook.stem + ".chain.json")
+
+
+def write_anchor(data: WorkbookData, workbook: str | Path) -> None:
+    """Record the number of attempt rows and the last row's hash (after a save)."""
+    rows = data.tables[SHEET]
+    head = cell_value(rows[-1].get("row_sha256")) if rows else None
+    write_text(anchor_path(workbook), json.dumps(
+        {"attempts": len(rows), "head": head, "updated_at": now_text()}, sort_keys=True) + "\n")
+
+
+def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
+    """A finding when the Attempts sheet no longer reaches the anchor's row and hash."""
+    path = anchor_path(workbook)
+    try:
+        anchor: Any = json.loads(path.read_text(encoding="utf-8"))
+        count, head = int(anchor["attempts"]), anchor["head"]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [Finding(SHEET, None, "", "anchor", f"{path.name} cannot be read ({exc}): "
+                        "restore it from a copy of the campaign folder")]
+    rows = data.tables[SHEET]
+    if count == 0:
+        return []
+    if len(rows) >= count and cell_value(rows[count - 1].get("row_sha256")) == head:
+        return []
+    where = (f"the sheet holds {len(rows)}" if len(rows) < count
+             else f"row {count} of the sheet does not end in that hash")
+    return [Finding(SHEET, None, "row_sha256", "anchor",
+                    f"{path.name} says the workbook held {count} attempt row(s), the last "
+                    f"sealed {str(head)[:12]}...; {where}: rows were cut from the end (with "
+                    "the journal?): restore the workbook, its journal and predictions from a "
+                    "copy of the campaign folder")]
