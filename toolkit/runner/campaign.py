@@ -139,9 +139,10 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     """
     workbook = workbook.resolve()
     _record_lost_attempts(workbook)
-    if journal.read(workbook):
+    records = journal.read(workbook)  # read once: nothing below writes the journal
+    if records:
         # Replay what an earlier run left in the journal only.
-        editing.ingest(workbook, refresh_derived=True)
+        editing.ingest(workbook, records, refresh_derived=True)
     data = store.read(workbook)
     store.check_keepable(data, workbook)  # before any attempt: its row could not be saved
     sha = protocol.require_lock(data, workbook)
@@ -157,7 +158,6 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
     slots = plan.rotation([str(v["variant_id"]) for v in chosen], repetitions,
                           form.get("order_rotation") != "fixed")
-    records = journal.read(workbook)
     known = known_attempts(data, records)
     current = [a for a in known if a.get("protocol_sha256") == sha]
     selected = {s.variant_id for s in slots}
