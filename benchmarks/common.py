@@ -465,7 +465,7 @@ class RunnerAttempts:
     """Runs the runner's real attempts (load, warm-up, measured window, ...) in this process."""
 
     def __init__(self, folder: Path, threads: int) -> None:
-        from toolkit.runner import corpus
+        from toolkit.evidence import corpus
 
         self.folder = folder
         self.threads = threads
@@ -479,7 +479,7 @@ class RunnerAttempts:
 
         Raises RuntimeError when the attempt did not complete (its notes say why).
         """
-        from toolkit.runner import corpus
+        from toolkit.evidence import corpus
         from toolkit.runner.attempt import AttemptSpec, run_attempt
 
         self.count += 1

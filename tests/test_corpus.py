@@ -1,4 +1,4 @@
-"""Corpus rules, fingerprint, strata, and checks of a predictions file (toolkit.runner.corpus)."""
+"""Corpus rules, fingerprint, strata, and checks of a predictions file (toolkit.evidence.corpus)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from toolkit.errors import CorpusError
+from toolkit.evidence import corpus
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import corpus, evaluation
+from toolkit.runner import evaluation
 
 
 def _jsonl(path: Path, *records: object) -> Path:

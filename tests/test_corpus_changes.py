@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import report_campaign
@@ -54,3 +55,35 @@ def test_variants_measured_on_different_corpora_are_not_compared(tmp_path: Path)
         else:
             assert s.verdict != NOT_COMPARABLE
     assert compared >= 2
+
+
+def test_validate_names_a_corpus_file_edited_after_the_run(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4)])
+    runner = CliRunner()
+    result = runner.invoke(cli, ["run", str(book), "--quiet"])
+    assert result.exit_code == 0, result.output
+    clean = runner.invoke(cli, ["validate", str(book)])
+    assert clean.exit_code == 0, clean.output
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(corpus.read_text(encoding="utf-8").replace("a", "e", 1), encoding="utf-8")
+    before = book.read_bytes()
+    result = runner.invoke(cli, ["validate", str(book), "--json"])
+    assert result.exit_code == 1
+    [finding] = json.loads(result.output)["findings"]
+    assert (finding["sheet"], finding["row"], finding["column"]) == (
+        "Manifest", 2, "corpus_sha256")
+    assert finding["message"].startswith(
+        "the corpus corpus.jsonl changed after the attempts ran on it")
+    assert book.read_bytes() == before
+
+
+def test_validate_names_a_corpus_file_that_no_longer_reads(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4)])
+    runner = CliRunner()
+    assert runner.invoke(cli, ["run", str(book), "--quiet"]).exit_code == 0
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a"}\n', encoding="utf-8")
+    result = runner.invoke(cli, ["validate", str(book), "--json"])
+    assert result.exit_code == 1
+    messages = [f["message"] for f in json.loads(result.output)["findings"]]
+    assert any(m.startswith("the corpus corpus.jsonl the attempts ran on no longer reads as "
+                            "a corpus") for m in messages), messages

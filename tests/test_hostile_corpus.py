@@ -1,5 +1,5 @@
 """A corpus holding a lone surrogate (JSON "\\ud800"): refused when read, not a
-UnicodeEncodeError when the predictions file is written (toolkit.runner.corpus)."""
+UnicodeEncodeError when the predictions file is written (toolkit.evidence.corpus)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.errors import CorpusError
-from toolkit.runner import corpus
+from toolkit.evidence import corpus
 
 HINT = ("fix the text or its encoding: a \\ud800-\\udfff escape is only valid as half of a "
         "pair (e.g. \\ud83d\\ude00), or write the character itself in UTF-8")

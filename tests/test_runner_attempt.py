@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
+from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import corpus
 from toolkit.workbook import store
 
 

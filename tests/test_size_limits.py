@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from toolkit.cli import cli
 from toolkit.errors import CorpusError
-from toolkit.runner import corpus
+from toolkit.evidence import corpus
 from toolkit.workbook import store
 
 

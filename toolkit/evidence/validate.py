@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from toolkit import layout
-from toolkit.evidence import integrity, predictions, schemas
+from toolkit.errors import CorpusError
+from toolkit.evidence import corpus, integrity, predictions, schemas
 from toolkit.evidence.protocol import lock_findings
 from toolkit.findings import Finding
 from toolkit.money.tariffs import PLAN_DAYS
@@ -39,7 +40,7 @@ def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding
     with Digests(files) as digests:
         findings = sheet_findings(data)
         if where is not None:
-            findings += corpus_findings(data, where)
+            findings += corpus_findings(data, where) + corpus_change_findings(data, where)
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
@@ -58,6 +59,43 @@ def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
                     "exists", f"corpus_path {value!r} resolves to {resolved}, which {what}: "
                     "put the corpus (JSONL or CSV) there, or correct corpus_path (relative "
                     "to the workbook's folder)")]
+
+
+def corpus_change_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
+    """A finding for each corpus file, still present, whose fingerprint is no longer the one
+    its Manifest rows recorded: the file was edited after the attempts ran on it, so the
+    archive no longer re-runs the question that was measured (R3, seed 000)."""
+    recorded: dict[str, dict[str, list[int]]] = {}  # corpus_path -> fingerprint -> Excel rows
+    for row, m in enumerate(data.tables["Manifest"], start=2):
+        path, sha = m.get("corpus_path"), m.get("corpus_sha256")
+        if isinstance(path, str) and path.strip() and isinstance(sha, str) and sha:
+            recorded.setdefault(path.strip(), {}).setdefault(sha, []).append(row)
+    findings = []
+    for path, by_sha in recorded.items():
+        file = Path(workbook).parent / path
+        if not file.is_file():
+            continue  # a moved archive: the Protocol's corpus_path finding names a missing one
+        first = min(r for rows in by_sha.values() for r in rows)
+        try:
+            now = corpus.fingerprint(corpus.read_corpus(file))
+        except CorpusError as exc:
+            findings.append(Finding("Manifest", first, "corpus_path", "corpus-file",
+                                    f"the corpus {path} the attempts ran on no longer reads "
+                                    f"as a corpus: {exc}"))
+            continue
+        for sha, rows in sorted(by_sha.items()):
+            if sha != now:
+                findings.append(Finding(
+                    "Manifest", rows[0], "corpus_sha256", "corpus-file",
+                    f"the corpus {path} changed after the attempts ran on it: its fingerprint "
+                    f"is now {now[:12]}, Manifest rows {_rows(rows)} recorded {sha[:12]}; "
+                    "restore the file the attempts measured (the archive must re-run the same "
+                    "question), or amend the protocol and run again"))
+    return findings
+
+
+def _rows(rows: list[int]) -> str:
+    return ", ".join(map(str, rows[:5])) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
 
 
 def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> list[Finding]:

@@ -1,7 +1,6 @@
 """The measurement runner: the only package that imports torch or transformers.
 
 - ``plan``: rotation order, warm-up rule, resume (pure, no torch);
-- ``corpus`` helpers live in ``toolkit.runner.corpus`` (stdlib, shared with validate/report);
 - ``environment``: what is really installed (OS, CPU, torch build, GPU, driver);
 - ``model``: resolve and load a model folder (classifier, or encoder + linear head);
 - ``probes``: host and CUDA timers, memory peaks;

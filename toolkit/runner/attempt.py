@@ -36,11 +36,11 @@ import torch
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import journal
+from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import corpus, environment, evaluation, faults, plan, probes
+from toolkit.runner import environment, evaluation, faults, plan, probes
 from toolkit.runner.model import LoadedModel, load
 
 Emit = Callable[[dict[str, Any]], None]

@@ -32,9 +32,9 @@ from typing import Any, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
-from toolkit.evidence import journal, protocol
+from toolkit.evidence import corpus, journal, protocol
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import corpus, evaluation, forkserver, plan
+from toolkit.runner import evaluation, forkserver, plan
 from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import CorpusError
-from toolkit.runner.corpus import STRATA, read_predictions
+from toolkit.evidence.corpus import STRATA, read_predictions
 
 #: Subgroup kinds a protocol may declare.
 SUBGROUP_KINDS = ("stratum", "label")
