@@ -151,11 +151,26 @@ def test_a_workbook_from_an_older_template_version(runner: CliRunner, tmp_path: 
         result = invoke(runner, "lock", path)
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        f"error: {path}: layout version 0; this iteralab reads layout version "
-        f"{layout.LAYOUT_VERSION}",
+        f"error: {path}: layout version 0; this iteralab reads layout versions "
+        f"{layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}",
         "  what to do: migrate: rename this file, `iteralab init` a new workbook under the old "
         "name, copy your Protocol, Variants, Tariffs and Schedule rows into it, lock it, and "
         "replay the attempts with `iteralab ingest` (docs/bad-inputs.md)"]
+
+
+def test_a_workbook_from_a_newer_iteralab_is_refused_unchanged(
+        runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(layout, "LAYOUT_VERSION", layout.LAYOUT_VERSION + 1)
+    path = saved(tmp_path)
+    monkeypatch.undo()
+    with unchanged(path):
+        result = invoke(runner, "validate", path)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"error: {path}: layout version {layout.LAYOUT_VERSION + 1}, written by a newer "
+        f"iteralab; this one reads layout versions {layout.OLDEST_READABLE} to "
+        f"{layout.LAYOUT_VERSION}")
+    assert "upgrade iteralab" in result.stderr
 
 
 def test_an_older_workbook_migrates_as_the_message_says(runner: CliRunner, tmp_path: Path,

@@ -18,8 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 #: Bumped whenever a sheet or column changes; stored in the Guide sheet so an
-#: older workbook can be recognised and migrated.
+#: older workbook can be recognised. A sheet, column or field added in version N
+#: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
+#: and is saved in the current layout. Renaming or removing one is not allowed
+#: (it would need a migration); add instead.
 LAYOUT_VERSION = 1
+#: The oldest layout this version reads.
+OLDEST_READABLE = 1
 
 # Column kinds. Each has an Excel number format and a type check.
 TEXT = "text"
@@ -53,6 +58,8 @@ class Column:
     #: Written by the toolkit (runner, report), not typed by a person.
     computed: bool = False
     width: int = 14
+    #: The layout version that added it: older workbooks lack it and read it empty.
+    since: int = 1
 
     @property
     def reason(self) -> str:
@@ -72,6 +79,8 @@ class Sheet:
     input: bool = True
     #: Columns of a table whose values must be unique.
     unique: tuple[str, ...] = ()
+    #: The layout version that added it: older workbooks lack it and read it empty.
+    since: int = 1
     all_columns: tuple[Column, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +90,7 @@ class Sheet:
             if col.measurement:
                 expanded.append(
                     Column(col.reason, TEXT, f"Why {col.name} is empty.", computed=col.computed,
-                           width=24)
+                           width=24, since=col.since)
                 )
         object.__setattr__(self, "all_columns", tuple(expanded))
 
@@ -96,6 +105,16 @@ class Sheet:
             if col.name == name:
                 return col
         raise KeyError(f"sheet {self.name} has no column {name!r}")
+
+
+def added_after(version: int, sheet: Sheet, name: str) -> bool:
+    """True when ``sheet``'s column (or field) ``name`` is newer than layout ``version``.
+
+    Such a column may be absent from a workbook of that layout, and a blank in it
+    is left out of hashes sealed then (protocol lock, attempt chain), so that a
+    seal made before the column existed still verifies.
+    """
+    return sheet.since > version or sheet.column(name).since > version
 
 
 def _c(name: str, kind: str = TEXT, help: str = "", **kw: object) -> Column:

@@ -41,10 +41,18 @@ def _plain(value: Any) -> Any:
 
 
 def snapshot(data: WorkbookData) -> dict[str, Any]:
-    """The normalised content a lock covers: Protocol fields and Variants rows."""
+    """The normalised content a lock covers: Protocol fields and Variants rows.
+
+    A blank field or column added after the first layout is left out, so a lock
+    made before it existed still verifies (:func:`layout.added_after`).
+    """
+    def plain(sheet: layout.Sheet, values: dict[str, Any]) -> dict[str, Any]:
+        return {k: _plain(v) for k, v in values.items()
+                if v is not None or not layout.added_after(1, sheet, k)}
+
     return {
-        "Protocol": {k: _plain(v) for k, v in data.forms["Protocol"].items()},
-        "Variants": [{k: _plain(v) for k, v in row.items()} for row in data.tables["Variants"]],
+        "Protocol": plain(layout.PROTOCOL, data.forms["Protocol"]),
+        "Variants": [plain(layout.VARIANTS, row) for row in data.tables["Variants"]],
     }
 
 

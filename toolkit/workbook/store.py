@@ -161,40 +161,65 @@ def _check_archive(handle: IO[bytes], path: Path) -> None:
 
 
 def _read_book(book: Any, path: Path) -> WorkbookData:
-    missing = [s.name for s in layout.SHEETS if s.name not in book.sheetnames]
+    if "Guide" not in book.sheetnames:
+        raise _missing_sheets(path, ["Guide"])
+    version = _readable_version(_layout_version(book["Guide"]), path)
+    missing = [s.name for s in layout.SHEETS
+               if s.name not in book.sheetnames and s.since <= version]
     if missing:
-        raise WorkbookError(
-            f"{path}: missing sheet(s) {', '.join(missing)}",
-            hint="this is not an iteralab workbook, or sheets were renamed or deleted; "
-            "restore them or start from `iteralab init`",
-        )
-    version = _layout_version(book["Guide"])
-    if version != layout.LAYOUT_VERSION:
-        found = ("no layout version in Guide!A2" if version is None
-                 else f"layout version {version}")
-        raise WorkbookError(
-            f"{path}: {found}; this iteralab reads layout version {layout.LAYOUT_VERSION}",
-            hint="migrate: rename this file, `iteralab init` a new workbook under the old "
-            "name, copy your Protocol, Variants, Tariffs and Schedule rows into it, lock it, "
-            "and replay the attempts with `iteralab ingest` (docs/bad-inputs.md)",
-        )
+        raise _missing_sheets(path, missing)
     data = WorkbookData.empty()
+    data.layout_version = version
     data.unkept += [f"sheet {name!r}" for name in book.sheetnames
                     if name not in layout.SHEET_BY_NAME]
     for sheet in layout.SHEETS:
+        if sheet.name not in book.sheetnames:
+            continue  # newer than the workbook's layout: it reads empty
         if sheet.kind == "form":
-            data.forms[sheet.name] = _read_form(book[sheet.name], sheet, path, data.unkept)
+            data.forms[sheet.name] = _read_form(book[sheet.name], sheet, path, data.unkept,
+                                                version)
         elif sheet.kind == "table":
-            rows, numbers = _read_table(book[sheet.name], sheet, path, data.unkept)
+            rows, numbers = _read_table(book[sheet.name], sheet, path, data.unkept, version)
             data.tables[sheet.name] = rows
             data.row_numbers[sheet.name] = numbers
     for name in layout.FORMULA_SHEETS:
-        data.formulas[name] = _read_formulas(book, name, data.row_numbers[name])
+        if name in book.sheetnames:
+            data.formulas[name] = _read_formulas(book, name, data.row_numbers[name])
     for name in TYPED_SHEETS:  # formulas typed where a value belongs: validation names them
+        if name not in book.sheetnames:
+            continue
         typed = _read_formulas(book, name, data.row_numbers.get(name, []))
         if typed:
             data.formulas[name] = typed
     return data
+
+
+def _missing_sheets(path: Path, missing: list[str]) -> WorkbookError:
+    return WorkbookError(
+        f"{path}: missing sheet(s) {', '.join(missing)}",
+        hint="this is not an iteralab workbook, or sheets were renamed or deleted; "
+        "restore them or start from `iteralab init`",
+    )
+
+
+def _readable_version(version: int | None, path: Path) -> int:
+    """The workbook's layout version when this iteralab reads it; else a WorkbookError."""
+    if version is not None and layout.OLDEST_READABLE <= version <= layout.LAYOUT_VERSION:
+        return version
+    if version is not None and version > layout.LAYOUT_VERSION:
+        raise WorkbookError(
+            f"{path}: layout version {version}, written by a newer iteralab; this one reads "
+            f"layout versions {layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}",
+            hint="upgrade iteralab (pip install -U iteragpu-lab) and run the command again; "
+            "the workbook is unchanged")
+    found = "no layout version in Guide!A2" if version is None else f"layout version {version}"
+    raise WorkbookError(
+        f"{path}: {found}; this iteralab reads layout versions {layout.OLDEST_READABLE} to "
+        f"{layout.LAYOUT_VERSION}",
+        hint="migrate: rename this file, `iteralab init` a new workbook under the old "
+        "name, copy your Protocol, Variants, Tariffs and Schedule rows into it, lock it, "
+        "and replay the attempts with `iteralab ingest` (docs/bad-inputs.md)",
+    )
 
 
 #: Small sheets a person types, checked for formulas in their cells (Schedule is read with
@@ -274,7 +299,8 @@ def _normalise(value: Any) -> Any:
     return value
 
 
-def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]) -> dict[str, Any]:
+def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str],
+               version: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
     known = set(sheet.names)
     for excel_row, row in enumerate(ws.iter_rows(min_row=2, max_col=2, values_only=True),
@@ -283,17 +309,17 @@ def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]) -> d
             values[row[0].strip()] = _normalise(row[1] if len(row) > 1 else None)
             if row[0].strip() not in known:
                 unkept.append(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}")
-    missing = [c.name for c in sheet.all_columns if c.name not in values]
+    missing = [c.name for c in sheet.all_columns if c.name not in values and c.since <= version]
     if missing:
         raise WorkbookError(
             f"{path}: sheet {sheet.name} lacks field(s) {', '.join(missing)} in column A",
             hint="restore the field rows (their names in column A) or start from "
             "`iteralab init`",
         )
-    return {c.name: values[c.name] for c in sheet.all_columns}
+    return {c.name: values.get(c.name) for c in sheet.all_columns}
 
 
-def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]
+def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str], version: int
                 ) -> tuple[list[dict[str, Any]], list[int]]:
     rows_iter = sheetxml.rows(ws)  # openpyxl's iter_rows costs more per cell (benchmarks/)
     header = [str(h).strip() if h is not None else "" for h in next(rows_iter, ())]
@@ -301,7 +327,8 @@ def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]
     known = set(sheet.names)
     unkept += [f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)"
                for name, i in positions.items() if name not in known]
-    missing = [name for name in sheet.names if name not in positions]
+    missing = [c.name for c in sheet.all_columns
+               if c.name not in positions and c.since <= version]
     if missing:
         raise WorkbookError(
             f"{path}: sheet {sheet.name} lacks column(s) {', '.join(missing)} in row 1",
@@ -309,7 +336,9 @@ def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str]
         )
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
-    where = [(name, positions[name]) for name in sheet.names]
+    # A column newer than the workbook's layout is absent: it reads empty (position past
+    # any row's end).
+    where = [(name, positions.get(name, 1 << 30)) for name in sheet.names]
     for excel_row, values in enumerate(rows_iter, start=2):
         width = len(values)
         record = {name: _normalise(values[i]) if i < width else None for name, i in where}
