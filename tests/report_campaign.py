@@ -37,14 +37,30 @@ ALLOCATED = {"b1-fp32": 512_000_000, "b4-fp32": 640_000_000, "b8-fp32": 800_000_
              "b8-b200": 800_000_000, "b8-bf16": 420_000_000, "b16-fp32": None, "b8-cpu": None}
 
 
+#: What was rented, once each: every RTX 4090 variant ran on one lot, b8-b200 on a B200 lot.
+RENTALS = [
+    {"rental_id": "r-4090", "provider": "IteraGPU", "reference": "ORD-1001",
+     "gpu_slug": "rtx-4090", "cards_per_lot": 1, "lots": 1, "billing": "flat-7d",
+     "market": "on-demand", "start": "2026-12-07T09:00+01:00", "end": "2026-12-14T09:00+01:00",
+     "currency": "USD", "source": "order confirmation ORD-1001"},
+    {"rental_id": "r-b200", "provider": "IteraGPU", "reference": "ORD-1002",
+     "gpu_slug": "b200", "cards_per_lot": 2, "lots": 1, "billing": "flat-7d",
+     "market": "on-demand", "start": "2026-12-07T09:00+01:00", "end": "2026-12-14T09:00+01:00",
+     "currency": "USD", "source": "order confirmation ORD-1002"},
+]
+#: The user's own check of the outputs (seed 000): variant -> confirmed corpora.
+CONFIRMED = {"b1-fp32": 1, "b4-fp32": 1, "b8-fp32": 1, "b8-b200": 1, "b8-bf16": 0,
+             "b16-fp32": 0, "b8-cpu": 1}
+
+
 def variants() -> list[dict[str, Any]]:
     """The Variants rows."""
-    gpu = {"device": "cuda", "gpu_slug": "rtx-4090"}
+    gpu = {"device": "cuda", "gpu_slug": "rtx-4090", "rental_id": "r-4090"}
     return [
         variant("b1-fp32", 1, **gpu),
         variant("b4-fp32", 4, **gpu),
         variant("b8-fp32", 8, **gpu),
-        variant("b8-b200", 8, series=2, device="cuda", gpu_slug="b200",
+        variant("b8-b200", 8, series=2, device="cuda", gpu_slug="b200", rental_id="r-b200",
                 description="b8-fp32 on one B200 lot"),
         variant("b8-bf16", 8, series=2, precision="bf16", **gpu,
                 description="b8-fp32 in bf16"),
@@ -101,14 +117,17 @@ def manifest(vid: str) -> dict[str, Any]:
             "corpus_items": 1000}
 
 
-def campaign() -> WorkbookData:
-    """The whole campaign, locked, with attempts, manifest, tariffs and a 96 h schedule."""
+def campaign(**protocol: Any) -> WorkbookData:
+    """The whole campaign, locked, with attempts, manifest, tariffs and a 96 h schedule;
+    ``protocol`` overrides Protocol fields before the lock."""
     data = WorkbookData.empty()
-    data.forms["Protocol"].update(PROTOCOL)
+    data.forms["Protocol"].update(PROTOCOL, **protocol)
     for row in variants():
         data.append("Variants", row)
     for row in tariffs.tariff_rows(tariffs.load_catalog()):
         data.append("Tariffs", row)
+    for rental in RENTALS:
+        data.append("Rentals", dict(rental))
     data.append("Schedule", {"phase": "install", "start": "2026-12-07T09:00+01:00",
                              "end": "2026-12-07T12:00+01:00"})
     data.append("Schedule", {"phase": "comparison", "start": "2026-12-07T12:00+01:00",
@@ -127,6 +146,11 @@ def campaign() -> WorkbookData:
         row["protocol_sha256"] = sha
     chain.seal_new_rows(data)  # as the runner seals rows: the campaign validates clean
     audit.exclude(data, "b8-fp32-r4", EXCLUSION)
+    for vid, count in CONFIRMED.items():
+        data.append("Verification", {"variant_id": vid, "verified": "yes",
+                                     "confirmed_corpora": count, "verified_by": "A. Reviewer",
+                                     "verified_at": "2026-12-11T10:00+01:00",
+                                     "checked": "ids, format, accuracy, 20 predictions read"})
     return data
 
 

@@ -48,6 +48,26 @@ def _reported(folder: Path) -> Path:
     return path
 
 
+def _money(folder: Path) -> Path:
+    """Every incurred case: a typed rental amount, a metered rental without one (an incomplete
+    total), other costs in two currencies, a variant not yet confirmed, lots grown for the
+    deadline."""
+    data = report_campaign.campaign(expected_outputs=20_000)
+    data.tables["Rentals"][0]["amount"] = 104.5
+    data.append("Rentals", {"rental_id": "r-h100", "provider": "Other cloud", "gpu_slug": "h100",
+                            "cards_per_lot": 1, "lots": 1, "billing": "hourly",
+                            "market": "spot", "currency": "USD"})
+    data.append("Settlement", {"item": "storage", "kind": "other cost", "amount": 12.5,
+                               "currency": "USD", "grounds": "invoice S-42"})
+    data.append("Settlement", {"item": "labour", "kind": "other cost", "amount": 300,
+                               "currency": "EUR", "grounds": "contract 7"})
+    data.tables["Verification"] = data.tables["Verification"][1:]
+    path = folder / "money.xlsx"
+    store.save(data, path)
+    build(path, pngs=False)
+    return path
+
+
 def _no_data(folder: Path) -> Path:
     """Locked, no attempt yet: every variant says no data."""
     data = filled()
@@ -65,9 +85,10 @@ def _demo(folder: Path) -> Path:
 
 
 WORKBOOKS = {"template": _template, "example": _example, "reported": _reported,
-             "no-data": _no_data, "demo": _demo}
+             "money": _money, "no-data": _no_data, "demo": _demo}
 #: Formula cells each workbook holds at least: the check is not vacuous.
-MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "no-data": 20, "demo": 60}
+MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "money": 150, "no-data": 20,
+                    "demo": 60}
 
 
 def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:

@@ -61,8 +61,10 @@ def test_the_gate_rechecks_the_locked_threshold_without_changing_it(tmp_path: Pa
 def test_five_accepted_repetitions_of_one_corpus_count_as_one_accepted_corpus(
         done: tuple[WorkbookData, Refreshed]) -> None:
     row = _settlement(done[0])["b1-fp32"]
-    assert (row["plan_days"], row["lots"], row["budget_usd"], row["accepted_corpora"],
-            row["cost_per_accepted_usd"]) == (7, 1, Decimal("110.00"), 1, Decimal("110.00"))
+    assert (row["part"], row["plan_days"], row["lots"], row["budget_usd"],
+            row["accepted_corpora"], row["projected_corpora"], row["cost_per_accepted_usd"]) == (
+        "decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"))
+    assert "the runner accepted 1 distinct corpus(es)" in row["grounds"]
 
 
 def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
@@ -71,17 +73,91 @@ def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
     data.append("Manifest", {**manifest("b1-fp32"), "manifest_id": "m-b1-second",
                              "corpus_sha256": other})
     data.tables["Attempts"][0]["manifest_id"] = "m-b1-second"  # b1-fp32, repetition 1
-    refresh(data, tmp_path)
-    row = _settlement(data)["b1-fp32"]
-    assert (row["accepted_corpora"], row["cost_per_accepted_usd"]) == (2, Decimal("55.00"))
+    result = refresh(data, tmp_path)
+    b1 = next(c for c in result.costs if c.stats.variant_id == "b1-fp32")
+    assert b1.runner_accepted == 2
+    assert "the runner accepted 2 distinct corpus(es)" in _settlement(data)["b1-fp32"]["grounds"]
     assert CORPUS_SHA != other
 
 
-def test_no_accepted_corpus_makes_the_cost_undefined_and_the_budget_stays(
+def test_accepted_corpora_enter_the_cost_only_once_the_user_confirmed_them(
+        tmp_path: Path) -> None:
+    data = campaign()
+    data.tables["Verification"] = [r for r in data.tables["Verification"]
+                                   if r["variant_id"] != "b1-fp32"]
+    data.tables["Verification"][0]["verified"] = "no"  # b4-fp32
+    refresh(data, tmp_path)
+    rows = _settlement(data)
+    b1, b4 = rows["b1-fp32"], rows["b4-fp32"]
+    assert (b1["budget_usd"], b1["accepted_corpora"], b1["cost_per_accepted_usd"]) == (
+        Decimal("110.00"), None, "")
+    assert "accepted corpora not confirmed: record your own check of the outputs in the " \
+        "Verification sheet" in b1["grounds"]
+    assert (b4["accepted_corpora"], b4["cost_per_accepted_usd"]) == ("", "")
+    assert "not confirmed: Verification says verified no" in b4["grounds"]
+
+
+def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
         done: tuple[WorkbookData, Refreshed]) -> None:
-    row = _settlement(done[0])["b16-fp32"]
-    assert (row["budget_usd"], row["accepted_corpora"], row["cost_per_accepted_usd"]) == (
-        Decimal("110.00"), 0, "undefined")
+    rows = _settlement(done[0])
+    assert (rows["b8-bf16"]["accepted_corpora"], rows["b8-bf16"]["cost_per_accepted_usd"]) == (
+        0, "undefined")
+    b16 = rows["b16-fp32"]  # out of memory every time: nothing to project
+    assert (b16["budget_usd"], b16["cost_per_accepted_usd"]) == (None, None)
+    assert b16["grounds"].startswith("no success with every phase timed")
+    assert "b16-fp32" in rows["r-4090"]["variants"]  # its rental is counted, once
+
+
+def test_variants_sharing_a_rental_are_counted_once_in_the_incurred_total(
+        done: tuple[WorkbookData, Refreshed]) -> None:
+    data, _ = done
+    data_rows = data.tables["Settlement"]
+    rows = _settlement(data)
+    rental = rows["r-4090"]
+    assert (rental["kind"], rental["part"], rental["lots"], rental["cards"],
+            rental["price_per_lot_usd"], rental["amount"], rental["currency"]) == (
+        "rental", "incurred", 1, 1, Decimal("110.00"), Decimal("110.00"), "USD")
+    assert rental["variants"] == "b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32"
+    b200 = rows["r-b200"]
+    assert (b200["cards_per_lot"], b200["cards"], b200["amount"]) == (2, 2, Decimal("2071.00"))
+    total = rows["total incurred (USD)"]
+    assert total["amount"] == Decimal("2181.00")  # not 5 x 110 + 2,071 = 2,621
+    assert [r["kind"] for r in data_rows] == ["configuration"] * 7 + [
+        "rental", "rental", "total incurred"]
+
+
+def test_other_costs_join_the_incurred_total_with_their_currency(tmp_path: Path) -> None:
+    data = campaign()
+    data.append("Settlement", {"item": "object storage", "kind": "other cost",
+                               "amount": 12.5, "currency": "USD",
+                               "grounds": "predictions archive, invoice S-42"})
+    data.append("Settlement", {"item": "set-up labour", "kind": "other cost",
+                               "amount": 300, "currency": "EUR",
+                               "grounds": "half a day, contract 7"})
+    refresh(data, tmp_path)
+    rows = _settlement(data)
+    assert rows["total incurred (USD)"]["amount"] == Decimal("2193.50")
+    assert rows["total incurred (EUR)"]["amount"] == Decimal("300")
+    assert rows["object storage"]["grounds"] == "predictions archive, invoice S-42"
+
+
+def test_a_rental_typed_amount_wins_and_a_metered_one_without_it_makes_the_total_incomplete(
+        tmp_path: Path) -> None:
+    data = campaign()
+    data.tables["Rentals"][0]["amount"] = 104.5  # a discount on the invoice
+    data.append("Rentals", {"rental_id": "r-h100", "provider": "Other cloud",
+                            "gpu_slug": "h100", "cards_per_lot": 1, "lots": 1,
+                            "billing": "hourly", "market": "spot", "currency": "USD"})
+    refresh(data, tmp_path)
+    rows = _settlement(data)
+    assert rows["r-4090"]["amount"] == Decimal("104.5")
+    assert "Rentals!$" in data.tables["Settlement"][7]["amount"].text
+    assert rows["r-h100"]["amount"] is None
+    assert "hourly billing: type the metered amount" in rows["r-h100"]["grounds"]
+    assert "no variant names this rental" in rows["r-h100"]["grounds"]
+    total = rows["total incurred (USD)"]
+    assert total["amount"] == "incomplete"
+    assert "no amount yet for r-h100" in total["grounds"]
 
 
 def test_a_b200_lot_is_priced_per_lot_never_per_card(done: tuple[WorkbookData, Refreshed]
@@ -90,12 +166,21 @@ def test_a_b200_lot_is_priced_per_lot_never_per_card(done: tuple[WorkbookData, R
     assert (row["cards_per_lot"], row["lots"], row["budget_usd"]) == (2, 1, Decimal("2071.00"))
 
 
-def test_lots_come_from_the_variant_notes(tmp_path: Path) -> None:
-    data = campaign()
-    data.tables["Variants"][0]["notes"] = "lots: 2 (two cards, one process each)"
+def test_lots_grow_when_one_lot_cannot_finish_before_the_deadline(tmp_path: Path) -> None:
+    data = campaign(expected_outputs=20_000)  # x ~45 s a corpus = 250 h
     refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
-    assert (row["lots"], row["budget_usd"]) == (2, Decimal("220.00"))
+    # 96 h from the window's start to the deadline: 3 lots of 6,667 corpora x 45.1 s = 83.5 h.
+    assert (row["lots"], row["plan_days"], row["budget_usd"]) == (3, 7, Decimal("330.00"))
+    assert row["deadline_check"].startswith("in time: 83.52 h of production per lot")
+    assert row["projected_hours"] == Decimal(6667) * Decimal("45.1") / 3600
+
+
+def test_a_configuration_that_cannot_finish_before_the_deadline_says_so(tmp_path: Path) -> None:
+    data = campaign(expected_outputs=200_000)
+    refresh(data, tmp_path)
+    row = _settlement(data)["b1-fp32"]
+    assert row["deadline_check"].startswith("cannot finish before the deadline")
 
 
 def test_a_cpu_variant_has_no_rental_price_and_empty_money_cells(

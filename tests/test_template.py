@@ -10,7 +10,8 @@ from toolkit import layout
 from toolkit.workbook.template import DEFAULT_PATH, build_template
 
 EXPECTED_SHEETS = ["Guide", "Protocol", "Variants", "Attempts", "Manifest", "Tariffs",
-                   "Schedule", "Memory", "Summary", "Settlement", "Decision", "Audit"]
+                   "Rentals", "Schedule", "Memory", "Summary", "Verification", "Settlement",
+                   "Ledger", "Decision", "Audit"]
 
 
 def _cells(path: Path) -> dict[str, list[tuple[str, object, str]]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -38,6 +38,7 @@ YESNO = "yesno"
 CHOICE = "choice"
 DATETIME = "datetime"  # ISO 8601 text with its UTC offset: time zones stay explicit
 USD_OR_UNDEFINED = "usd_or_undefined"  # an amount, or the text "undefined" (R21)
+MONEY = "money"  # an amount >= 0 in the currency its row names
 
 YES, NO = "yes", "no"
 STATUSES = ("completed", "failed", "interrupted")
@@ -219,6 +220,8 @@ VARIANTS = Sheet(
         _c("resume_of", help="Variant this one resumes after a failure (R13); its time and "
            "attempts count too."),
         _c("notes", width=30),
+        _c("rental_id", help="The Rentals row this variant ran on; several variants share one "
+           "rental, and it is counted once in the Settlement (R21).", since=2),
     ),
     purpose="One row per declared variant (R6).",
     unique=("variant_id",),
@@ -354,6 +357,83 @@ TARIFFS = Sheet(
     purpose="Catalog snapshot of flat-rate plans; editable. A missing price is a missing row.",
 )
 
+BILLINGS = ("flat-3d", "flat-7d", "flat-30d", "hourly", "per-second")
+#: Days of a flat billing, by its name.
+FLAT_DAYS = {"flat-3d": 3, "flat-7d": 7, "flat-30d": 30}
+
+RENTALS = Sheet(
+    "Rentals",
+    "table",
+    (
+        _c("rental_id", help="Short id of what was rented once, e.g. r1-4090; Variants name it.",
+           required=True),
+        _c("provider", help="Who rents it out.", required=True),
+        _c("reference", help="Order or invoice reference, as the provider's billing export "
+           "writes it: `iteralab ledger import` matches on it.", width=18),
+        _c("gpu_slug", help="Catalog slug of the GPU rented (joins Tariffs).", required=True),
+        _c("cards_per_lot", INT, "Cards in one lot: a B200 lot already holds two.",
+           required=True, width=9),
+        _c("lots", INT, "Lots rented (not cards).", required=True, width=7),
+        _c("billing", CHOICE, "flat-3d/7d/30d: one price for the whole plan, however short "
+           "the use; hourly or per-second: what the provider metered (type the amount).",
+           required=True, choices=BILLINGS, width=10),
+        _c("market", CHOICE, "spot (interruptible) suits checkpointed batch work only.",
+           required=True, choices=("on-demand", "spot"), width=10),
+        _c("start", DATETIME, "ISO 8601 with offset.", width=22),
+        _c("end", DATETIME, width=22),
+        _c("amount", MONEY, "What the provider charges for this rental, all lots, in its "
+           "currency. Empty for a flat plan: the Tariffs price x lots is used.", width=12),
+        _c("currency", help="ISO 4217 code, e.g. USD: amounts in different currencies are "
+           "never added together.", required=True, width=9),
+        _c("source", help="Where the amount comes from: invoice, order page, or an example "
+           "figure typed for a demo (say so).", width=30),
+    ),
+    purpose="Each lot actually rented, once (R21): several variants share a rental. The "
+    "Settlement counts each rental once and checks it against the provider's ledger.",
+    unique=("rental_id",),
+    since=2,
+)
+
+VERIFICATION = Sheet(
+    "Verification",
+    "table",
+    (
+        _c("variant_id", required=True),
+        _c("verified", YESNO, "Your own confirmation that the outputs were checked (seed 000: "
+           "the tool's verdict alone does not count).", required=True, choices=(YES, NO),
+           width=9),
+        _c("confirmed_corpora", INT, "Distinct validated corpora you confirm (R22): each "
+           "accepted corpus once, never repetitions.", width=10),
+        _c("verified_by", help="Who checked.", width=16),
+        _c("verified_at", DATETIME, width=22),
+        _c("checked", help="What was checked: ids, format, coverage, metric, samples read...",
+           width=40),
+    ),
+    purpose="The user's own verification per configuration: accepted corpora enter the cost "
+    "only once confirmed here; until then the Settlement's cell stays empty with its reason.",
+    unique=("variant_id",),
+    since=2,
+)
+
+LEDGER = Sheet(
+    "Ledger",
+    "table",
+    (
+        _c("date", help="As the billing export gives it.", required=True, computed=True,
+           width=12),
+        _c("description", computed=True, width=30),
+        _c("reference", help="Order or invoice reference: matched with Rentals.reference.",
+           computed=True, width=18),
+        _c("amount", NUMBER, "Charged amount (a refund is negative).", required=True,
+           computed=True, width=12),
+        _c("currency", required=True, computed=True, width=9),
+        _c("source", help="File and line it was imported from.", computed=True, width=30),
+    ),
+    purpose="The provider's billing export, as imported by `iteralab ledger import`: the "
+    "Settlement reconciles it with Rentals.",
+    since=2,
+)
+
 SCHEDULE = Sheet(
     "Schedule",
     "table",
@@ -437,6 +517,9 @@ SUMMARY = Sheet(
         _c("max_s", SECONDS, computed=True, width=10),
         _c("throughput_items_s", NUMBER, "Corpus items per second at the median.",
            computed=True),
+        _c("campaign_s", SECONDS, "Median over the successes of load + warm-up + measured + "
+           "evaluation + export: one corpus end to end (R9, R23).", computed=True, width=10,
+           since=2),
         _c("quality_verdict", help="fail when an evaluated success fails; pass when every "
            "evaluated success passes; not evaluated otherwise.", computed=True),
         _c("equal_quality", YESNO, "yes: quality passes the locked threshold and tolerance and "
@@ -462,7 +545,8 @@ SETTLEMENT = Sheet(
     (
         _c("item", help="A configuration (variant id) or another project cost.",
            computed=True, width=20),
-        _c("kind", CHOICE, computed=True, choices=("configuration", "other cost")),
+        _c("kind", CHOICE, computed=True, choices=("configuration", "other cost", "rental",
+                                                   "total incurred", "ledger only")),
         _c("gpu_slug", computed=True),
         _c("catalog_date", help="Tariffs snapshot the price comes from.", computed=True,
            width=11),
@@ -484,6 +568,25 @@ SETTLEMENT = Sheet(
         _c("median_s", SECONDS, computed=True),
         _c("campaign_hours", NUMBER, computed=True),
         _c("grounds", help="Why this cost applies.", computed=True, width=40),
+        _c("part", CHOICE, "incurred: money spent, each rental once; decision: the "
+           "production projection per configuration.", computed=True,
+           choices=("incurred", "decision"), since=2, width=10),
+        _c("rental_id", computed=True, since=2),
+        _c("variants", help="The variants a rental served.", computed=True, since=2, width=24),
+        _c("amount", MONEY, "Incurred: what the rental or cost charges, in its currency.",
+           computed=True, since=2, width=12),
+        _c("currency", computed=True, since=2, width=9),
+        _c("ledger_status", help="Against the imported ledger: matched, amount differs, not in "
+           "the ledger, in the ledger only.", computed=True, since=2, width=24),
+        _c("campaign_s", SECONDS, "Decision: one corpus end to end (Summary campaign_s).",
+           computed=True, since=2, width=10),
+        _c("projected_corpora", INT, "Decision: the Protocol's expected outputs.",
+           computed=True, since=2, width=10),
+        _c("projected_hours", NUMBER, "Decision: projected_corpora x campaign_s / 3600, "
+           "spread over the lots: a projection, not a measurement.", computed=True, since=2,
+           width=10),
+        _c("deadline_check", help="Decision: whether the projection finishes before the "
+           "Protocol's deadline.", computed=True, since=2, width=30),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
     "accepted corpus (R21-R23); other project costs on their own rows with their grounds. "
@@ -523,8 +626,8 @@ AUDIT = Sheet(
 )
 
 SHEETS: tuple[Sheet, ...] = (
-    GUIDE, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, SCHEDULE, MEMORY, SUMMARY,
-    SETTLEMENT, DECISION, AUDIT,
+    GUIDE, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, RENTALS, SCHEDULE, MEMORY, SUMMARY,
+    VERIFICATION, SETTLEMENT, LEDGER, DECISION, AUDIT,
 )
 SHEET_BY_NAME = {s.name: s for s in SHEETS}
 

@@ -47,6 +47,7 @@ KIND_CHECKS: dict[str, tuple[Any, str]] = {
     layout.USD: (lambda v: _is_number(v) and v >= 0, "an amount in USD (>= 0)"),
     layout.USD_OR_UNDEFINED: (lambda v: v == "undefined" or (_is_number(v) and v >= 0),
                               "an amount in USD (>= 0) or 'undefined'"),
+    layout.MONEY: (lambda v: _is_number(v) and v >= 0, "an amount (>= 0)"),
     layout.RATIO: (lambda v: _is_number(v) and 0 <= v <= 1, "a ratio between 0 and 1"),
     layout.DATETIME: (_is_datetime, "an ISO 8601 date-time with its UTC offset, e.g. "
                       "2026-12-07T09:00+01:00"),

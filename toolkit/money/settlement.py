@@ -46,6 +46,9 @@ class Configuration:
     campaign_hours: Decimal | float | None = None
     catalog_date: str | None = None  # None: the catalog's newest snapshot
     grounds: str | None = None  # None: the plan's catalog source
+    #: A projection: the budget buys this many corpora, and the cost per accepted corpus
+    #: is budget / projected corpora once ``accepted`` (the campaign's, confirmed) is > 0.
+    projected_corpora: int | None = None
 
 
 @dataclass(frozen=True)
@@ -103,8 +106,14 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
     price, lots, cards_per_lot = (f"{c[n]}{row}" for n in
                                   ("price_per_lot_usd", "lots", "cards_per_lot"))
     budget_cell, accepted_cell = f"{c['budget_usd']}{row}", f"{c['accepted_corpora']}{row}"
+    per_cell = accepted_cell
+    if config.projected_corpora is not None:
+        per_cell = f"{c['projected_corpora']}{row}"
     if accepted is None:
         cost_value: Any = ""
+    elif config.projected_corpora is not None:
+        per = rules.cost_per_accepted(total, config.projected_corpora) if accepted else None
+        cost_value = UNDEFINED if per is None else per
     else:
         per = rules.cost_per_accepted(total, accepted)
         cost_value = UNDEFINED if per is None else per
@@ -125,15 +134,16 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         "accepted_corpora": accepted,
         "cost_per_accepted_usd": Formula(
             f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
-            f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))',
+            f'IF({accepted_cell}>0,{budget_cell}/{per_cell},"{UNDEFINED}")))',
             cost_value,
         ),
         "quality_verdict": config.quality_verdict,
         "median_s": config.median_s,
         "campaign_hours": config.campaign_hours,
         "grounds": config.grounds or f"flat {plan.plan_days}-day plan, {plan.source}",
+        "projected_corpora": config.projected_corpora,
     }
-    return _full(values)
+    return full_row(values)
 
 
 def other_cost_row(cost: OtherCost) -> dict[str, Any]:
@@ -145,11 +155,12 @@ def other_cost_row(cost: OtherCost) -> dict[str, Any]:
     if not str(cost.grounds or "").strip():
         raise UsageError(f"other cost {cost.item!r} has no grounds",
                          hint="say why this cost applies (R21)")
-    return _full({"item": cost.item, "kind": "other cost", "budget_usd": amount,
+    return full_row({"item": cost.item, "kind": "other cost", "budget_usd": amount,
                   "grounds": cost.grounds})
 
 
-def _full(values: dict[str, Any]) -> dict[str, Any]:
+def full_row(values: dict[str, Any]) -> dict[str, Any]:
+    """A Settlement row with every column, blanks as None."""
     return {name: values.get(name) for name in layout.SETTLEMENT.names}
 
 

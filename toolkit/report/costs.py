@@ -1,61 +1,76 @@
-"""From variants to Settlement rows (R19-R23): GPU, plan, lots, accepted corpora, cost.
+"""From variants to Settlement rows (R19-R23): the decision part and the incurred part.
 
-Per variant (one configuration each):
+*Decision*, one row per configuration (variant), in Summary order: the
+production projection. The Protocol's expected outputs at the variant's
+measured time for one corpus end to end (Summary ``campaign_s``: load +
+warm-up + measured + evaluation + export), spread over the lots, give the
+hours; the cheapest plan and number of lots of the variant's GPU (Tariffs,
+newest snapshot) that cover them and finish before the deadline give the
+budget. Lots work on separate corpora side by side: the work splits by
+corpus, never a model across lots. Production is assumed to start when the
+Schedule's window ends. The cost per accepted corpus is budget / projected
+corpora once the user has confirmed the campaign's outputs in the
+Verification sheet (seed 000: the tool's verdict alone does not count):
+empty with its reason until then, ``undefined`` when none was accepted.
 
-- **GPU**: ``Variants.gpu_slug``. A CPU variant has none: its row says no rental
-  price applies and its money cells stay empty, never 0.
-- **plan**: the shortest plan of that GPU in the Tariffs sheet's newest
-  snapshot that covers the campaign's span from the Schedule sheet (a plan
-  runs without pause). No Schedule rows: the plan cannot be chosen, and the row
-  says so.
-- **lots**: 1, unless the variant's ``notes`` say ``lots: N`` (or ``lots=N``).
-- **accepted corpora**: distinct validated corpora (R22): the corpus
-  fingerprints (Manifest ``corpus_sha256``) of the variant's attempts with
-  ``corpus_accepted = yes`` under the current protocol, each counted once.
-  Five accepted repetitions of one benchmark corpus are one accepted corpus.
-  Empty while the variant has no attempt; 0 once its attempts produced none.
+*Incurred*: money actually spent, from the Rentals sheet, each rental once
+(:mod:`toolkit.money.incurred`), the other costs typed in the Settlement, and
+a total per currency.
 
-Budget and cost cells are the settlement module's formulas with cached values.
-A *projection* of production (expected corpora x the measured time) is
-computed for the memo and the money comparison; it is labelled as such and
-never counted as accepted output.
+Runner-accepted corpora (R22: the corpus fingerprints, Manifest
+``corpus_sha256``, of the variant's attempts with ``corpus_accepted = yes``
+under the current protocol, each counted once) are shown beside the user's
+confirmation, never in its place.
 """
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from toolkit import layout
-from toolkit.errors import ToolkitError
-from toolkit.money import settlement
+from toolkit.money import incurred, settlement
 from toolkit.money.schedule import Window
 from toolkit.money.tariffs import Catalog, Plan, rules
 from toolkit.report.summary import VariantStats
-from toolkit.workbook.model import Formula
+from toolkit.workbook.model import Formula, WorkbookData
 
-_LOTS = re.compile(r"\blots?\s*[:=]\s*(\d+)", re.IGNORECASE)
 NO_RENTAL = "cpu variant: no rental price applies"
+#: Most lots a projection considers: separate machines, each on its own corpora.
+MAX_LOTS = 16
 
 
 @dataclass
 class Costing:
-    """One configuration's settlement: the plan, or why there is no price."""
+    """One configuration's decision row: the projected plan and lots, or why there is none."""
 
     stats: VariantStats
     gpu_slug: str | None
     lots: int
     lots_ground: str
+    #: Runner-accepted distinct corpora (fingerprints); None before any attempt.
     accepted: frozenset[str] | None
     plan: Plan | None = None
     reason: str | None = None  # why there is no plan or price
+    rental_id: str | None = None
+    #: Distinct validated corpora the user confirmed (Verification); None until confirmed.
+    confirmed: int | None = None
+    confirm_reason: str = ""
+    projected_corpora: int | None = None
+    projected_hours: Decimal | None = None  # per lot
+    deadline_check: str | None = None
 
     @property
     def accepted_count(self) -> int | None:
-        """Distinct validated corpora; None while the variant has no attempt."""
+        """Distinct validated corpora the user confirmed; None until confirmed."""
+        return self.confirmed
+
+    @property
+    def runner_accepted(self) -> int | None:
+        """Distinct corpora the runner accepted; None while the variant has no attempt."""
         return None if self.accepted is None else len(self.accepted)
 
     @property
@@ -65,28 +80,35 @@ class Costing:
 
     @property
     def cost_per_accepted(self) -> Decimal | None:
-        """Budget / accepted corpora; None when undefined or unpriced."""
-        if self.budget is None or not self.accepted_count:
+        """Projected budget / projected corpora once accepted output is confirmed; else None."""
+        if self.budget is None or not self.confirmed or not self.projected_corpora:
             return None
-        return rules.cost_per_accepted(self.budget, self.accepted_count)
+        return rules.cost_per_accepted(self.budget, self.projected_corpora)
 
     @property
     def cost_text(self) -> str:
         """The cost per accepted corpus as a reviewer reads it."""
         if self.plan is None:
             return f"no price ({self.reason})"
-        if self.accepted_count is None:
-            return "empty: no attempt yet"
+        if self.confirmed is None:
+            return f"empty: {self.confirm_reason}"
         cost = self.cost_per_accepted
         return rules.UNDEFINED if cost is None else rules.usd(cost)
 
 
-def lots_of(variant: dict[str, Any]) -> tuple[int, str]:
-    """Lots rented for a variant and why: ``lots: N`` in its notes, else 1."""
-    match = _LOTS.search(str(variant.get("notes") or ""))
-    if match and int(match.group(1)) >= 1:
-        return int(match.group(1)), f"{match.group(1)} lots (the variant's notes)"
-    return 1, "1 lot (default; write 'lots: N' in the variant's notes to rent more)"
+def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
+                 ) -> tuple[int | None, str]:
+    """The user's confirmed corpora for a variant (Verification sheet), or None and why."""
+    row = next((r for r in verification if str(r.get("variant_id")) == variant_id), None)
+    if row is None:
+        return None, ("not confirmed: record your own check of the outputs in the "
+                      "Verification sheet (verified yes, confirmed_corpora)")
+    if row.get("verified") != layout.YES:
+        return None, "not confirmed: Verification says verified no"
+    count = row.get("confirmed_corpora")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        return None, "verified, but confirmed_corpora is empty: type the distinct corpora"
+    return count, f"confirmed by {row.get('verified_by') or 'someone unnamed'}"
 
 
 def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
@@ -124,19 +146,87 @@ def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan
                   "period explicitly")
 
 
-def costings(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]],
-             attempts: Sequence[dict[str, Any]], manifests: Sequence[dict[str, Any]],
-             catalog: Catalog | None, catalog_problem: str | None,
-             win: Window | None, window_problem: str | None) -> list[Costing]:
-    """One Costing per variant, in Summary order."""
-    by_id = {str(v.get("variant_id")): v for v in variants}
+@dataclass(frozen=True)
+class Cover:
+    """The cheapest plan and lots for a projection, the hours each lot works, and a note."""
+
+    plan: Plan | None
+    lots: int
+    hours_per_lot: Decimal | None
+    note: str
+    in_time: bool | None  # None: the deadline cannot be checked
+
+
+def hours_per_lot(corpora: int, lots: int, campaign_s: float) -> Decimal:
+    """Hours one lot works: its share of the corpora (rounded up) x one corpus end to end."""
+    return Decimal(math.ceil(corpora / lots)) * Decimal(repr(campaign_s)) / 3600
+
+
+def cheapest_cover(catalog: Catalog, gpu: str, corpora: int, campaign_s: float,
+                   span_hours: Decimal, available_hours: Decimal | None) -> Cover:
+    """The cheapest (plan, lots) of ``gpu`` whose plan covers the Schedule's span and each lot's
+    share of the work, finishing before the deadline when ``available_hours`` (window start to
+    deadline) is known; ties go to fewer lots, then the shorter plan. When none finishes in
+    time, the cheapest that covers the work, marked late."""
+    try:
+        sold = [p for p in catalog.plans if p.catalog_date == catalog.snapshot()
+                and p.gpu_slug == gpu]
+    except rules.TariffError as exc:
+        return Cover(None, 1, None, exc.message, None)
+    if not sold:
+        return Cover(None, 1, None, f"{gpu} has no price in the Tariffs sheet's catalog of "
+                     f"{catalog.snapshot()}", None)
+    covering = []
+    for lots in range(1, MAX_LOTS + 1):
+        work = hours_per_lot(corpora, lots, campaign_s)
+        for plan in sold:
+            if plan.hours >= max(work, span_hours):
+                late = available_hours is not None and work > available_hours
+                covering.append((late, rules.budget(plan, lots), lots, plan.plan_days, plan,
+                                 work))
+    if not covering:
+        longest = max(p.plan_days for p in sold)
+        return Cover(None, 1, None, f"no {gpu} plan in Tariffs covers the "
+                     f"{rules.hours_text(span_hours)} span and {corpora} corpus(es) on up to "
+                     f"{MAX_LOTS} lots (longest priced: {longest} days): revise the schedule or "
+                     "price the extra period explicitly", False)
+    late, _, lots, _, plan, work = min(covering, key=lambda c: c[:4])
+    note = (f"cheapest {gpu} cover: {lots} lot(s) x {plan.plan_days}-day plan for the "
+            f"{rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
+            "(lots work on separate corpora side by side)")
+    in_time = None if available_hours is None else not late
+    return Cover(plan, lots, work, note, in_time)
+
+
+def duration(hours: Decimal) -> str:
+    """Hours for display, in seconds or minutes when short, so a short run never reads ``0 h``."""
+    tenth = Decimal("0.1")
+    if hours * 60 < 1:
+        return f"{(hours * 3600).quantize(tenth, rounding=ROUND_HALF_UP)} s"
+    if hours < 1:
+        return f"{(hours * 60).quantize(tenth, rounding=ROUND_HALF_UP)} min"
+    return rules.hours_text(hours)
+
+
+def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Catalog | None,
+             catalog_problem: str | None, win: Window | None,
+             window_problem: str | None) -> list[Costing]:
+    """One Costing (decision row) per variant, in Summary order."""
+    protocol = data.forms["Protocol"]
+    expected = protocol.get("expected_outputs")
+    corpora = expected if isinstance(expected, int) and expected >= 1 else None
+    available, deadline_problem = _available_hours(win, protocol.get("deadline"))
+    by_id = {str(v.get("variant_id")): v for v in data.tables["Variants"]}
+    verification = data.tables.get(layout.VERIFICATION.name, [])
     out = []
     for st in all_stats:
         variant = by_id.get(st.variant_id, {})
-        lots, lots_ground = lots_of(variant)
         gpu = str(variant.get("gpu_slug") or "").strip().lower() or None
-        c = Costing(st, gpu, lots, lots_ground,
-                    accepted_corpora(st.variant_id, attempts, manifests))
+        c = Costing(st, gpu, 1, "", accepted_corpora(st.variant_id, data.tables["Attempts"],
+                                                      data.tables["Manifest"]))
+        c.rental_id = str(variant.get("rental_id") or "").strip() or None
+        c.confirmed, c.confirm_reason = confirmation(st.variant_id, verification)
+        c.projected_corpora = corpora
         if gpu is None:
             c.reason = NO_RENTAL if variant.get("device") != "cuda" else \
                 "no gpu_slug in Variants: no rental price can be looked up"
@@ -144,23 +234,47 @@ def costings(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any
             c.reason = f"no catalog: {catalog_problem}"
         elif win is None:
             c.reason = f"the plan cannot be chosen: {window_problem}"
+        elif corpora is None:
+            c.reason = "no expected_outputs in the Protocol: nothing to project"
+        elif st.campaign is None:
+            c.reason = ("no success with every phase timed (load, warm-up, measured, "
+                        "evaluation, export): nothing to project")
         else:
-            c.plan, why = covering_plan(catalog, gpu, win.span_hours)
-            c.reason = None if c.plan else why
-            if c.plan:
-                c.lots_ground = f"{why}; {lots_ground}"
+            cover = cheapest_cover(catalog, gpu, corpora, st.campaign, win.span_hours,
+                                   available)
+            c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
+            c.reason = None if cover.plan else cover.note
+            c.lots_ground = cover.note
+            c.deadline_check = _deadline_text(cover, deadline_problem, available)
         out.append(c)
     return out
 
 
-def settlement_rows(costs: Sequence[Costing], catalog: Catalog | None, median_cells: list[str],
-                    span_cell: str | None, win: Window | None,
-                    other_costs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Settlement rows: one per configuration (Summary order), then the other costs kept.
+def _available_hours(win: Window | None, deadline: Any) -> tuple[Decimal | None, str | None]:
+    """Hours from the access window's start to the deadline: production runs in the rental."""
+    if win is None:
+        return None, "no Schedule: the rental's start is unknown"
+    try:
+        due = rules.parse_time(str(deadline), None, "deadline")
+    except rules.TariffError:
+        return None, "no valid deadline in the Protocol"
+    return Decimal(rules.elapsed_seconds(win.start, due)) / 3600, None
 
-    ``median_cells[i]`` is the Summary cell holding configuration i's median;
-    ``span_cell`` the Schedule cell holding the span (None without a schedule).
-    """
+
+def _deadline_text(cover: Cover, problem: str | None, available: Decimal | None) -> str:
+    if cover.in_time is None or available is None or cover.hours_per_lot is None:
+        return f"not checked: {problem or cover.note}"
+    need, left = duration(cover.hours_per_lot), rules.hours_text(max(available, Decimal(0)))
+    if cover.in_time:
+        return f"in time: {need} of production per lot, {left} from the window's start to " \
+            "the deadline"
+    return f"cannot finish before the deadline: {need} per lot, {left} available"
+
+
+def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catalog | None,
+                    span_cell: str | None, win: Window | None) -> list[dict[str, Any]]:
+    """Settlement rows: the decision part (one per configuration, Summary order), then the
+    incurred part (rentals, other costs kept, totals per currency)."""
     rows = []
     hours = None if win is None else win.span_hours
     for i, c in enumerate(costs):
@@ -168,55 +282,83 @@ def settlement_rows(costs: Sequence[Costing], catalog: Catalog | None, median_ce
         if c.plan is not None and catalog is not None:
             config = settlement.Configuration(
                 item=c.stats.variant_id, gpu_slug=c.plan.gpu_slug, plan_days=c.plan.plan_days,
-                lots=c.lots, accepted=c.accepted_count,
-                quality_verdict=c.stats.quality_verdict, median_s=c.stats.median,
-                campaign_hours=hours, catalog_date=c.plan.catalog_date,
-                grounds=_grounds(c, f"flat {c.plan.plan_days}-day plan ({c.plan.source}); "
-                                 f"{c.lots_ground}"))
+                lots=c.lots, accepted=c.confirmed, quality_verdict=c.stats.quality_verdict,
+                median_s=c.stats.median, campaign_hours=hours, catalog_date=c.plan.catalog_date,
+                grounds=_grounds(c, f"projection, not a measurement: {c.lots_ground} "
+                                 f"({c.plan.source})"),
+                projected_corpora=c.projected_corpora)
             row = settlement.configuration_row(config, catalog, excel)
         else:
             row = {name: None for name in layout.SETTLEMENT.names}
             row.update(item=c.stats.variant_id, kind="configuration", gpu_slug=c.gpu_slug,
-                       accepted_corpora=c.accepted_count,
                        quality_verdict=c.stats.quality_verdict,
+                       projected_corpora=c.projected_corpora,
                        grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"))
-            if c.gpu_slug is not None:
-                row["lots"] = c.lots
-        row["median_s"] = Formula(f'IF({median_cells[i]}="","",{median_cells[i]})',
-                                  c.stats.median)
+        row.update(part="decision", rental_id=c.rental_id, deadline_check=c.deadline_check)
+        row["accepted_corpora"] = _confirmed_formula(c, data)
+        summary_row = f"{layout.SUMMARY.name}!$%s${excel}"
+        median = summary_row % layout.column_letter(layout.SUMMARY, "median_s")
+        campaign = summary_row % layout.column_letter(layout.SUMMARY, "campaign_s")
+        row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
+        row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
+        if c.projected_hours is not None and c.projected_corpora is not None:
+            col = {n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
+                   for n in ("projected_corpora", "lots", "campaign_s")}
+            row["projected_hours"] = Formula(
+                f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
+                f',0)*{col["campaign_s"]}/3600)', c.projected_hours)
         if span_cell is not None:
             row["campaign_hours"] = Formula(span_cell, hours)
         rows.append(row)
-    for other in other_costs:
-        rows.append(_other_cost(other))
-    return rows
+    return rows + incurred_rows(data, catalog, first_row=2 + len(rows))
+
+
+def _confirmed_formula(c: Costing, data: WorkbookData) -> Any:
+    """The accepted_corpora cell: the user's confirmed count from Verification, or empty."""
+    rows = data.tables.get(layout.VERIFICATION.name, [])
+    index = next((i for i, r in enumerate(rows)
+                  if str(r.get("variant_id")) == c.stats.variant_id), None)
+    if index is None:
+        return None
+    excel = data.excel_row(layout.VERIFICATION.name, index)
+    sheet = layout.VERIFICATION.name
+
+    def cell(name: str) -> str:
+        return f"{sheet}!${layout.column_letter(layout.VERIFICATION, name)}${excel}"
+
+    return Formula(f'IF(AND({cell("verified")}="yes",ISNUMBER({cell("confirmed_corpora")})),'
+                   f'{cell("confirmed_corpora")},"")',
+                   "" if c.confirmed is None else c.confirmed)
+
+
+def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int
+                  ) -> list[dict[str, Any]]:
+    """The incurred part from Excel row ``first_row``: each rental once, the other costs
+    typed in the Settlement, then one total per currency."""
+    variants = data.tables["Variants"]
+    rows = [incurred.rental_row(r, catalog, variants, first_row + i)
+            for i, r in enumerate(incurred.rentals_of(data))]
+    rows += [incurred.other_cost_row(r) for r in data.tables[layout.SETTLEMENT.name]
+             if r.get("kind") == "other cost"]
+    return rows + incurred.total_rows(rows, first_row) if rows else rows
 
 
 def _grounds(c: Costing, text: str) -> str:
     if not c.stats.equal_quality:
         text += f"; {c.stats.gate_note}: kept out of the cost comparison (R16)"
-    if c.accepted_count is None:
-        text += "; accepted corpora empty: no attempt yet"
-    elif c.accepted_count == 0:
-        text += "; no accepted corpus: cost undefined, the money spent stays"
+    runner = c.runner_accepted
+    if runner is None:
+        text += "; no attempt yet"
     else:
-        text += (f"; {c.accepted_count} distinct validated corpus(es) (repetitions of one "
+        text += (f"; the runner accepted {runner} distinct corpus(es) (repetitions of one "
                  "corpus count once, R22)")
+    if c.confirmed is None:
+        text += f"; accepted corpora {c.confirm_reason}"
+    elif c.confirmed == 0:
+        text += "; no accepted corpus confirmed: cost undefined, the money spent stays"
+    else:
+        text += f"; {c.confirmed} accepted corpus(es) {c.confirm_reason}"
     return text
-
-
-def _other_cost(row: dict[str, Any]) -> dict[str, Any]:
-    """Another project cost typed in the Settlement sheet, kept as typed (amount, grounds)."""
-    amount = row.get("budget_usd")
-    if isinstance(amount, float):
-        amount = Decimal(repr(amount))
-    elif isinstance(amount, int):
-        amount = Decimal(amount)
-    try:
-        return settlement.other_cost_row(settlement.OtherCost(
-            str(row.get("item") or ""), amount, str(row.get("grounds") or "")))  # type: ignore[arg-type]
-    except ToolkitError:
-        return {name: row.get(name) for name in layout.SETTLEMENT.names}
 
 
 def schedule_span_cell() -> str:

@@ -13,12 +13,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from toolkit.money.tariffs import Catalog, rules
+from toolkit.money.tariffs import Catalog
 from toolkit.report import stats
-from toolkit.report.costs import Costing, Projection, projection
+from toolkit.report.costs import Costing, Projection, duration, projection
 from toolkit.report.summary import VariantStats
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
@@ -134,16 +133,6 @@ def _label(c: Costing) -> str:
     return f"{c.stats.variant_id}{gpu}"
 
 
-def duration_text(hours: Decimal) -> str:
-    """Hours for display, in seconds or minutes when short, so a short run never reads ``0 h``."""
-    tenth = Decimal("0.1")
-    if hours * 60 < 1:
-        return f"{(hours * 3600).quantize(tenth, rounding=ROUND_HALF_UP)} s"
-    if hours < 1:
-        return f"{(hours * 60).quantize(tenth, rounding=ROUND_HALF_UP)} min"
-    return rules.hours_text(hours)
-
-
 def _suggest(d: Decision, all_stats: Sequence[VariantStats], costs: Sequence[Costing],
              protocol: dict[str, Any], window_text: str | None) -> dict[str, str]:
     comparable = [c for c in costs if c.stats.equal_quality]
@@ -189,9 +178,9 @@ def _load(d: Decision, protocol: dict[str, Any], window_text: str | None,
         plan = (f"; the {p.plan_at_slowest.plan_days}-day plan covers it even at the slowest "
                 "run" if p.plan_at_slowest else "")
         load.append(f"projection, not accepted output: {p.corpora} corpus(es) at "
-                    f"{target.stats.variant_id}'s median take {duration_text(p.hours_at_median)} "
-                    f"of processing ({duration_text(p.hours_at_fastest)} to "
-                    f"{duration_text(p.hours_at_slowest)} over its runs){plan}")
+                    f"{target.stats.variant_id}'s median take {duration(p.hours_at_median)} "
+                    f"of processing ({duration(p.hours_at_fastest)} to "
+                    f"{duration(p.hours_at_slowest)} over its runs){plan}")
     return "; ".join(load)
 
 

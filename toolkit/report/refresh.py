@@ -91,14 +91,9 @@ def refresh(data: WorkbookData, base_dir: Path,
     data.tables["Schedule"] = schedule.schedule_cells(data.tables["Schedule"])
     win, window_problem = _window(data)
     catalog, catalog_problem = _catalog(data)
-    found = costs.costings(all_stats, data.tables["Variants"], data.tables["Attempts"],
-                           data.tables["Manifest"], catalog, catalog_problem, win,
-                           window_problem)
-    medians = [f"{layout.SUMMARY.name}!${layout.column_letter(layout.SUMMARY, 'median_s')}${r}"
-               for r in range(2, 2 + len(all_stats))]
-    others = [r for r in data.tables["Settlement"] if r.get("kind") == "other cost"]
+    found = costs.costings(all_stats, data, catalog, catalog_problem, win, window_problem)
     span = costs.schedule_span_cell() if win is not None else None
-    data.tables["Settlement"] = costs.settlement_rows(found, catalog, medians, span, win, others)
+    data.tables["Settlement"] = costs.settlement_rows(found, data, catalog, span, win)
     data.row_numbers["Settlement"] = list(range(2, 2 + len(data.tables["Settlement"])))
 
     window_text = None

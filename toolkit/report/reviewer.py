@@ -19,7 +19,7 @@ from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
 from toolkit.report import summary
-from toolkit.report.decision import duration_text
+from toolkit.report.costs import duration
 from toolkit.report.refresh import Refreshed
 from toolkit.workbook.model import WorkbookData
 
@@ -147,9 +147,9 @@ def _settlement(result: Refreshed) -> list[str]:
             plan = (f"; {p.plan_at_fastest.plan_days}-day plan at the fastest run, "
                     f"{p.plan_at_slowest.plan_days}-day at the slowest"
                     if p.plan_at_fastest and p.plan_at_slowest else "")
-            lines.append(f"- {vid}: {p.corpora} corpus(es), {duration_text(p.hours_at_median)} "
-                         f"at the median ({duration_text(p.hours_at_fastest)} to "
-                         f"{duration_text(p.hours_at_slowest)}){plan}")
+            lines.append(f"- {vid}: {p.corpora} corpus(es), {duration(p.hours_at_median)} "
+                         f"at the median ({duration(p.hours_at_fastest)} to "
+                         f"{duration(p.hours_at_slowest)}){plan}")
     if result.decision.money:
         lines += ["", "Money against the measurement noise:"]
         lines += [f"- {m.sentence()}" for m in result.decision.money]

@@ -36,6 +36,8 @@ SUCCESS_RULE = ("a success is an attempt with status completed, ids_match yes, a
                 "and max")
 NO_DATA = "no data: no successful run (completed, ids match, not excluded, not pre-amendment)"
 MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes")
+#: The phases of one corpus end to end (R9, R23), summed per success for campaign_s.
+CAMPAIGN_PHASES = ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s")
 
 YES = layout.YES
 
@@ -74,6 +76,8 @@ class VariantStats:
     excluded: int = 0
     pre_amendment: int = 0
     runs: tuple[float, ...] = ()  # successes' measured_s, in Attempts order
+    #: Successes' load + warm-up + measured + evaluation + export, when all five are recorded.
+    campaign_runs: tuple[float, ...] = ()
     by_repetition: dict[int, float] = field(default_factory=dict)
     items: float | None = None  # corpus items (median expected_ids of the successes)
     quality_verdict: str = "not evaluated"
@@ -100,6 +104,11 @@ class VariantStats:
     def median(self) -> float | None:
         """Median measured_s of the successes; None when there is none."""
         return stats.median(self.runs)
+
+    @property
+    def campaign(self) -> float | None:
+        """Median time of one corpus end to end (campaign_s); None without a full success."""
+        return stats.median(self.campaign_runs)
 
     @property
     def minimum(self) -> float | None:
@@ -161,6 +170,8 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
         rep = a.get("repetition")
         if isinstance(rep, int) and rep not in st.by_repetition:
             st.by_repetition[rep] = float(a["measured_s"])
+    st.campaign_runs = tuple(_phases_sum(a) for a in wins
+                             if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES))
     items = [_number(a.get("expected_ids")) for a in wins]
     st.items = stats.median([i for i in items if i is not None])
     verdicts = {_text(a.get("quality_verdict")) for a in wins} - {"not evaluated", ""}
@@ -175,6 +186,13 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
     for col in MEMORY_COLUMNS:
         values = [int(v) for v in (_number(a.get(col)) for a in kept) if v is not None]
         st.peaks[col] = max(values) if values else None
+
+
+def _phases_sum(a: dict[str, Any]) -> float:
+    total = 0.0
+    for phase in CAMPAIGN_PHASES:  # left to right, as the formula adds them
+        total += float(a[phase])
+    return total
 
 
 # --------------------------------------------------------------------------- formulas
@@ -212,6 +230,7 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
     vid = _abs_cell("variant_id", row)
     mine = f'({r("variant_id")}={vid})'
     ok = success_condition(r, row)
+    full = ok + "".join(f'*({r(p)}<>"")' for p in CAMPAIGN_PHASES)
     successes = _cell("successes", row)
     median = _cell("median_s", row)
 
@@ -247,6 +266,9 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         "throughput_items_s": Formula(
             f'IF({successes}=0,"",MEDIAN(IF({ok},{r("expected_ids")}))/{median})',
             st.throughput, array=True),
+        "campaign_s": Formula(
+            f'IF(SUMPRODUCT({full}*1)=0,"",MEDIAN(IF({full},'
+            + "+".join(r(p) for p in CAMPAIGN_PHASES) + ")))", st.campaign, array=True),
         "quality_verdict": st.quality_verdict,
         "equal_quality": YES if st.equal_quality else layout.NO,
         "metric_value": guarded("MEDIAN", "metric_value", ok, st.metric_value),

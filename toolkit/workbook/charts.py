@@ -1,4 +1,4 @@
-"""The charts a reported workbook carries: durations under Summary, costs under Settlement.
+"""The charts a reported workbook carries: durations under Summary, costs beside Settlement.
 
 Their series point at the Summary and Settlement cells, so they follow the
 formulas. They depend only on how many rows those sheets hold, so the store
@@ -22,7 +22,7 @@ def _range(sheet: layout.Sheet, column: str, first: int, last: int) -> str:
 
 
 def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
-    """The durations chart under the Summary rows and the cost chart under the Settlement rows."""
+    """The durations chart under the Summary rows, the cost chart beside the Settlement."""
     charts = []
     if n_variants:
         last = n_variants + 1
@@ -46,8 +46,10 @@ def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
                             tuple(series), "variant", "measured_s (s)"))
     if n_configurations:
         last = n_configurations + 1
+        # Right of the table: the incurred rows follow the configurations below it.
+        beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
         charts.append(Chart(
-            layout.SETTLEMENT.name, f"B{last + 3}", "column",
+            layout.SETTLEMENT.name, f"{beside}2", "column",
             "Cost per accepted corpus (USD; no bar: undefined or no price)",
             ({"name": "cost per accepted corpus",
               "categories": _range(layout.SETTLEMENT, "item", 2, last),

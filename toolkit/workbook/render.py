@@ -29,6 +29,7 @@ NUMBER_FORMATS = {
     layout.BYTES: "#,##0",
     layout.USD: '#,##0.00" USD"',
     layout.USD_OR_UNDEFINED: '#,##0.00" USD"',
+    layout.MONEY: '#,##0.00',
     layout.RATIO: "0.0000",
 }
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person

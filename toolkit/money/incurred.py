@@ -1,0 +1,226 @@
+"""The incurred part of the Settlement (R21): each rental once, other costs, totals.
+
+Money spent is counted from the Rentals sheet, never from the variants: five
+variants that ran on one RTX 4090 lot are one rental, one amount. A rental's
+amount is what the provider charges (typed in Rentals.amount, from the order
+or invoice); a flat plan left without an amount is priced from the Tariffs
+sheet (price of one lot x lots, in USD). Other project costs (storage,
+egress, set-up labour) keep their own rows with amount, currency and grounds.
+Totals are per currency: amounts in different currencies are never added.
+
+Every amount is a formula (a Rentals cell, or Tariffs price x lots; a total is
+a SUMIF over the rows above it) with its cached value computed here in
+Decimal. Pure: rows in, rows out. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from toolkit import layout
+from toolkit.money.settlement import full_row as full
+from toolkit.money.settlement import lookup_formula
+from toolkit.money.tariffs import Catalog, rules
+from toolkit.workbook.model import Formula
+
+INCOMPLETE = "incomplete"
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+@dataclass(frozen=True)
+class Rental:
+    """One Rentals row, at its Excel row."""
+
+    row: int
+    values: dict[str, Any]
+
+    def get(self, name: str) -> Any:
+        """The row's cell ``name`` (None when blank)."""
+        return self.values.get(name)
+
+    @property
+    def rental_id(self) -> str:
+        """The id variants name."""
+        return str(self.get("rental_id") or "").strip()
+
+    @property
+    def currency(self) -> str:
+        """The ISO 4217 code as typed (upper case), "" when blank."""
+        return str(self.get("currency") or "").strip().upper()
+
+    @property
+    def plan_days(self) -> int | None:
+        """The flat plan's days; None for metered billing."""
+        return layout.FLAT_DAYS.get(str(self.get("billing") or ""))
+
+
+def rentals_of(data: Any) -> list[Rental]:
+    """The Rentals sheet's rows, each with its Excel row."""
+    rows = data.tables.get(layout.RENTALS.name, [])
+    return [Rental(data.excel_row(layout.RENTALS.name, i), row) for i, row in enumerate(rows)]
+
+
+def served(rental_id: str, variants: Sequence[dict[str, Any]]) -> list[str]:
+    """Ids of the variants that name ``rental_id``, in Variants order."""
+    return [str(v.get("variant_id")) for v in variants
+            if str(v.get("rental_id") or "").strip() == rental_id and v.get("variant_id")]
+
+
+def decimal(value: Any) -> Decimal | None:
+    """A typed amount as Decimal (its shortest repr for a float); None when not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    return number if number.is_finite() and number >= 0 else None
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A rental's amount, where it comes from, and the tariff plan when priced from Tariffs."""
+
+    amount: Decimal | None
+    grounds: str
+    plan: Any = None  # a tariffs Plan
+
+
+def price(rental: Rental, catalog: Catalog | None) -> Priced:
+    """The rental's amount: typed, else a flat plan's Tariffs price x lots, else None and why."""
+    typed = decimal(rental.get("amount"))
+    source = str(rental.get("source") or "").strip()
+    if typed is not None:
+        return Priced(typed, f"amount from Rentals ({source or 'no source given'})")
+    days, lots = rental.plan_days, rental.get("lots")
+    if days is None:
+        return Priced(None, f"{rental.get('billing')} billing: type the metered amount from "
+                      "the provider's invoice in Rentals.amount")
+    if catalog is None:
+        return Priced(None, "no amount in Rentals and no Tariffs price to use")
+    if rental.currency != "USD":
+        return Priced(None, f"Tariffs prices are in USD, the rental in {rental.currency}: type "
+                      "the amount charged in Rentals.amount")
+    try:
+        plan = catalog.plan(str(rental.get("gpu_slug") or ""), days)
+    except rules.TariffError as exc:
+        return Priced(None, f"no amount in Rentals and no Tariffs price: {exc.message}")
+    if not isinstance(lots, int) or lots < 1:
+        return Priced(None, "lots is not a whole number >= 1")
+    return Priced(rules.budget(plan, lots),
+                  f"Tariffs: {days}-day plan of {plan.catalog_date} x {lots} lot(s) "
+                  f"({plan.source})", plan)
+
+
+def _col(name: str) -> str:
+    return layout.column_letter(layout.SETTLEMENT, name)
+
+
+def _rentals_cell(column: str, row: int) -> str:
+    return f"{layout.RENTALS.name}!${layout.column_letter(layout.RENTALS, column)}${row}"
+
+
+def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[str, Any]],
+               row: int) -> dict[str, Any]:
+    """The Settlement row of one rental, written at Excel row ``row``."""
+    priced = price(rental, catalog)
+    lots, per_lot = rental.get("lots"), rental.get("cards_per_lot")
+    users = served(rental.rental_id, variants)
+    c = {n: f"{_col(n)}{row}" for n in ("lots", "cards_per_lot", "price_per_lot_usd")}
+    values: dict[str, Any] = {
+        "item": rental.rental_id, "kind": "rental", "part": "incurred",
+        "rental_id": rental.rental_id, "gpu_slug": rental.get("gpu_slug"),
+        "lots": lots, "cards_per_lot": per_lot, "plan_days": rental.plan_days,
+        "currency": rental.currency or None,
+        "variants": ", ".join(users) if users else None,
+    }
+    if isinstance(lots, int) and isinstance(per_lot, int):
+        # Lots x the cards each holds: a B200 lot's price already covers its two cards.
+        values["cards"] = Formula(f"{c['lots']}*{c['cards_per_lot']}", lots * per_lot)
+    typed = _rentals_cell("amount", rental.row)
+    if decimal(rental.get("amount")) is not None:
+        values["amount"] = Formula(typed, priced.amount)
+    elif priced.plan is not None:
+        values["catalog_date"] = priced.plan.catalog_date
+        values["price_per_lot_usd"] = Formula(lookup_formula("price_per_lot_usd", row),
+                                              priced.plan.price_per_lot_usd)
+        values["amount"] = Formula(
+            f'IF(ISNUMBER({c["price_per_lot_usd"]}),{c["price_per_lot_usd"]}*{c["lots"]},"")',
+            priced.amount)
+    market = rental.get("market") or "market not stated"
+    who = ", ".join(str(x) for x in (rental.get("provider"), rental.get("reference")) if x)
+    values["grounds"] = (f"{rental.get('billing')}, {market}, {who or 'provider not stated'}; "
+                         f"{priced.grounds}"
+                         + ("" if users else "; no variant names this rental"))
+    return full(values)
+
+
+def other_cost_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Another project cost typed in the Settlement: amount and currency kept as typed.
+
+    A cost typed in budget_usd (before the amount and currency columns existed)
+    is an amount in USD.
+    """
+    values = {name: row.get(name) for name in layout.SETTLEMENT.names}
+    amount = decimal(values.get("amount"))
+    if amount is None and decimal(values.get("budget_usd")) is not None:
+        amount = decimal(values["budget_usd"])
+        values["currency"] = values.get("currency") or "USD"
+    currency = values.get("currency")
+    values.update(kind="other cost", part="incurred", amount=amount,
+                  currency=currency.strip().upper() if isinstance(currency, str) else currency)
+    return values
+
+
+def total_rows(incurred: Sequence[dict[str, Any]], first: int) -> list[dict[str, Any]]:
+    """One "total incurred" row per currency, under the incurred rows from Excel row ``first``.
+
+    A total whose currency has a row without an amount is ``incomplete``:
+    money is never summed as if a missing amount were 0.
+    """
+    last = first + len(incurred) - 1
+    cur = f"${_col('currency')}${first}:${_col('currency')}${last}"
+    amt = f"${_col('amount')}${first}:${_col('amount')}${last}"
+    currencies = sorted({str(r.get("currency")) for r in incurred if r.get("currency")})
+    out = []
+    for currency in currencies:
+        mine = [r for r in incurred if r.get("currency") == currency]
+        amounts = [_value(r.get("amount")) for r in mine]
+        missing = [str(r.get("item")) for r, a in zip(mine, amounts, strict=True) if a is None]
+        total: Any = INCOMPLETE if missing else sum((a for a in amounts if a is not None),
+                                                    Decimal(0))
+        formula = (f'IF(SUMPRODUCT(1*({cur}="{currency}")*({amt}=""))>0,"{INCOMPLETE}",'
+                   f'SUMIF({cur},"{currency}",{amt}))')
+        grounds = (f"{len(mine)} row(s) in {currency}, each rental once"
+                   + (f"; no amount yet for {', '.join(missing)}" if missing else ""))
+        out.append(full({"item": f"total incurred ({currency})", "kind": "total incurred",
+                         "part": "incurred", "currency": currency,
+                         "amount": Formula(formula, total), "grounds": grounds}))
+    unnamed = [str(r.get("item")) for r in incurred if not r.get("currency")]
+    if unnamed:
+        out.append(full({"item": "total incurred (no currency)", "kind": "total incurred",
+                         "part": "incurred", "amount": INCOMPLETE,
+                         "grounds": f"no currency for {', '.join(unnamed)}: every amount has "
+                         "one; type it"}))
+    return out
+
+
+def _value(cell: Any) -> Decimal | None:
+    return decimal(cell.value if isinstance(cell, Formula) else cell)
+
+
+def currency_problems(rentals: Sequence[Rental], others: Sequence[dict[str, Any]]) -> list[str]:
+    """What makes the incurred amounts impossible to total: codes that are not ISO 4217-shaped,
+    several currencies (never converted: report them apart)."""
+    found = []
+    codes = {r.currency for r in rentals if r.currency}
+    codes |= {str(o.get("currency")).upper() for o in others if o.get("currency")}
+    bad = sorted(c for c in codes if not _CURRENCY.match(c))
+    if bad:
+        found.append(f"currency {', '.join(bad)} is not an ISO 4217 code (three letters, e.g. "
+                     "USD)")
+    if len(codes) > 1:
+        found.append(f"amounts in {', '.join(sorted(codes))}: totalled per currency, never "
+                     "converted")
+    return found
