@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
@@ -25,7 +26,8 @@ NEVER_ZERO_KINDS = (layout.SECONDS, layout.BYTES)
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    # Decimal: amounts the toolkit computes, before a save turns them into floats.
+    return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _is_datetime(v: Any) -> bool:

@@ -9,16 +9,14 @@ exclusions and amendments that the Audit sheet did not log).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from pathlib import Path
 
 from toolkit import layout
 from toolkit.errors import CorpusError
-from toolkit.evidence import corpus, integrity, predictions, schemas
+from toolkit.evidence import corpus, integrity, money_rules, predictions, schemas
 from toolkit.evidence.protocol import lock_findings
 from toolkit.findings import Finding
-from toolkit.money.tariffs import PLAN_DAYS
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import WorkbookData
 
@@ -244,51 +242,9 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
-def _tariffs_rules(data: WorkbookData) -> list[Finding]:
-    found = []
-    seen: dict[tuple[object, object, object], int] = {}
-    for i, t in enumerate(data.tables["Tariffs"]):
-        excel = data.excel_row("Tariffs", i)
-        key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"))
-        if key in seen:
-            found.append(Finding("Tariffs", excel, "plan_days", "unique",
-                                 f"{key[1]} has two {key[2]}-day prices in the catalog of "
-                                 f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
-        seen[key] = excel
-        cards, days = t.get("cards_per_lot"), t.get("plan_days")
-        if isinstance(cards, int) and cards < 1:
-            found.append(Finding("Tariffs", excel, "cards_per_lot", "positive",
-                                 f"cards_per_lot must be at least 1; found {cards}"))
-        if isinstance(days, int) and days not in PLAN_DAYS:
-            found.append(Finding("Tariffs", excel, "plan_days", "plan",
-                                 f"plan_days must be one of the flat-rate plans "
-                                 f"{', '.join(map(str, PLAN_DAYS))} (days); found {days}: "
-                                 "correct it or remove the row"))
-        if t.get("price_per_lot_usd") == 0:
-            found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
-                                 "a price of 0 is not a price: remove the row if unknown"))
-    return found
-
-
-def _schedule_rules(data: WorkbookData) -> list[Finding]:
-    found = []
-    for i, p in enumerate(data.tables["Schedule"]):
-        try:
-            start = dt.datetime.fromisoformat(str(p.get("start")))
-            end = dt.datetime.fromisoformat(str(p.get("end")))
-        except ValueError:
-            continue  # the schema already reports unreadable times
-        if start.tzinfo and end.tzinfo and end <= start:
-            found.append(Finding("Schedule", data.excel_row("Schedule", i), "end", "order",
-                                 f"phase {p.get('phase')!r} ends at or before it starts: "
-                                 "correct start or end"))
-    return found
-
-
 RULES = {
     "Protocol": _protocol_rules,
-    "Variants": _variants_rules,
+    "Variants": lambda data: _variants_rules(data) + money_rules.variants_rental_rules(data),
     "Attempts": _attempts_rules,
-    "Tariffs": _tariffs_rules,
-    "Schedule": _schedule_rules,
+    **money_rules.RULES,
 }

@@ -32,6 +32,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from toolkit import layout
+from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.money import incurred, settlement
 from toolkit.money.schedule import Window
 from toolkit.money.tariffs import Catalog, Plan, rules
@@ -109,23 +110,6 @@ def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         return None, "verified, but confirmed_corpora is empty: type the distinct corpora"
     return count, f"confirmed by {row.get('verified_by') or 'someone unnamed'}"
-
-
-def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
-                     manifests: Sequence[dict[str, Any]]) -> frozenset[str] | None:
-    """Distinct fingerprints of the variant's accepted corpora (R22); None before any attempt.
-
-    An accepted attempt whose Manifest row is missing counts under its manifest id.
-    """
-    fingerprints = {m.get("manifest_id"): m.get("corpus_sha256") for m in manifests}
-    mine = [a for a in attempts if str(a.get("variant_id")) == variant_id]
-    if not mine:
-        return None
-    return frozenset(
-        str(fingerprints.get(a.get("manifest_id")) or f"manifest {a.get('manifest_id')}")
-        for a in mine
-        if a.get("corpus_accepted") == layout.YES and a.get("pre_amendment") != layout.YES
-    )
 
 
 def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan | None, str]:

@@ -1,0 +1,187 @@
+"""Cross-row rules of the money sheets: Tariffs, Rentals, Schedule, Verification (R19-R22).
+
+Each rule returns findings (sheet, Excel row, column, check, message) for
+:mod:`toolkit.evidence.validate`, which adds the schemas and the other sheets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from toolkit import layout
+from toolkit.findings import Finding
+from toolkit.money.tariffs import PLAN_DAYS
+from toolkit.workbook.model import WorkbookData
+
+YES = layout.YES
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def _tariffs_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    seen: dict[tuple[object, object, object], int] = {}
+    for i, t in enumerate(data.tables["Tariffs"]):
+        excel = data.excel_row("Tariffs", i)
+        key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"))
+        if key in seen:
+            found.append(Finding("Tariffs", excel, "plan_days", "unique",
+                                 f"{key[1]} has two {key[2]}-day prices in the catalog of "
+                                 f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
+        seen[key] = excel
+        cards, days = t.get("cards_per_lot"), t.get("plan_days")
+        if isinstance(cards, int) and cards < 1:
+            found.append(Finding("Tariffs", excel, "cards_per_lot", "positive",
+                                 f"cards_per_lot must be at least 1; found {cards}"))
+        if isinstance(days, int) and days not in PLAN_DAYS:
+            found.append(Finding("Tariffs", excel, "plan_days", "plan",
+                                 f"plan_days must be one of the flat-rate plans "
+                                 f"{', '.join(map(str, PLAN_DAYS))} (days); found {days}: "
+                                 "correct it or remove the row"))
+        if t.get("price_per_lot_usd") == 0:
+            found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
+                                 "a price of 0 is not a price: remove the row if unknown"))
+    return found
+
+
+def _schedule_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    for i, p in enumerate(data.tables["Schedule"]):
+        try:
+            start = dt.datetime.fromisoformat(str(p.get("start")))
+            end = dt.datetime.fromisoformat(str(p.get("end")))
+        except ValueError:
+            continue  # the schema already reports unreadable times
+        if start.tzinfo and end.tzinfo and end <= start:
+            found.append(Finding("Schedule", data.excel_row("Schedule", i), "end", "order",
+                                 f"phase {p.get('phase')!r} ends at or before it starts: "
+                                 "correct start or end"))
+    return found
+
+
+def _rentals_rules(data: WorkbookData) -> list[Finding]:
+    found = []
+    slugs: dict[str, set[str]] = {}
+    for v in data.tables["Variants"]:
+        rental = str(v.get("rental_id") or "").strip()
+        if rental and v.get("gpu_slug"):
+            slugs.setdefault(rental, set()).add(str(v["gpu_slug"]).strip().lower())
+    tariff_cards = {(str(t.get("gpu_slug")), t.get("plan_days")): t.get("cards_per_lot")
+                    for t in data.tables["Tariffs"]}
+    for i, r in enumerate(data.tables[layout.RENTALS.name]):
+        excel = data.excel_row(layout.RENTALS.name, i)
+
+        def add(column: str, check: str, message: str, excel: int = excel) -> None:
+            found.append(Finding(layout.RENTALS.name, excel, column, check, message))
+
+        for name in ("lots", "cards_per_lot"):
+            value = r.get(name)
+            if isinstance(value, int) and value < 1:
+                add(name, "positive", f"{name} must be at least 1; found {value}")
+        currency = r.get("currency")
+        if isinstance(currency, str) and not _CURRENCY.match(currency.strip()):
+            add("currency", "currency", f"currency {currency!r} is not an ISO 4217 code: type "
+                "three capital letters, e.g. USD or EUR")
+        if r.get("amount") == 0:
+            add("amount", "zero", "an amount of 0 is not a price: leave it empty for a flat "
+                "plan priced by Tariffs, or type what the invoice says")
+        if r.get("billing") in ("hourly", "per-second") and r.get("amount") is None:
+            add("amount", "metered", f"{r.get('billing')} billing has no catalog price: type "
+                "the amount the provider charged (invoice or billing export)")
+        gpu = str(r.get("gpu_slug") or "").strip().lower()
+        others = slugs.get(str(r.get("rental_id") or "").strip(), set()) - {gpu}
+        if gpu and others:
+            add("gpu_slug", "same-gpu", f"rental {r.get('rental_id')!r} rented {gpu}, but "
+                f"variants naming it declare {', '.join(sorted(others))}: a variant runs on the "
+                "GPU its rental holds; correct the rental or the variant's rental_id")
+        days = layout.FLAT_DAYS.get(str(r.get("billing") or ""))
+        cards = tariff_cards.get((gpu, days))
+        if cards is not None and r.get("cards_per_lot") not in (None, cards):
+            add("cards_per_lot", "catalog", f"cards_per_lot {r.get('cards_per_lot')} differs "
+                f"from the Tariffs catalog ({cards} for {gpu}): a lot holds what the catalog "
+                "sells")
+        start, end = _time(r.get("start")), _time(r.get("end"))
+        if start and end and end <= start:
+            add("end", "order", "the rental ends at or before it starts: correct start or end")
+    return found
+
+
+def variants_rental_rules(data: WorkbookData) -> list[Finding]:
+    """Each variant's rental_id names a Rentals row."""
+    rentals = {str(r.get("rental_id") or "").strip() for r in data.tables[layout.RENTALS.name]}
+    found = []
+    for i, v in enumerate(data.tables["Variants"]):
+        rental = str(v.get("rental_id") or "").strip()
+        if rental and rental not in rentals:
+            found.append(Finding("Variants", data.excel_row("Variants", i), "rental_id",
+                                 "exists", f"rental {rental!r} has no Rentals row: add what was "
+                                 "rented (provider, lots, billing, currency) or correct the id"))
+    return found
+
+
+def _verification_rules(data: WorkbookData) -> list[Finding]:
+    variants = {str(v.get("variant_id")) for v in data.tables["Variants"]}
+    found = []
+    for i, row in enumerate(data.tables[layout.VERIFICATION.name]):
+        excel = data.excel_row(layout.VERIFICATION.name, i)
+
+        def add(column: str, check: str, message: str, excel: int = excel) -> None:
+            found.append(Finding(layout.VERIFICATION.name, excel, column, check, message))
+
+        vid = str(row.get("variant_id") or "")
+        if vid and vid not in variants:
+            add("variant_id", "exists", f"variant {vid!r} is not declared in Variants: "
+                "correct the id")
+        count = row.get("confirmed_corpora")
+        if isinstance(count, int) and count < 0:
+            add("confirmed_corpora", "positive", f"confirmed_corpora must be at least 0; "
+                f"found {count}")
+        if row.get("verified") == YES:
+            missing = [n for n in ("confirmed_corpora", "verified_by", "verified_at", "checked")
+                       if row.get(n) is None]
+            if missing:
+                add(missing[0], "verification", f"a verification says who checked, when, what, "
+                    f"and how many corpora: fill {', '.join(missing)}")
+        accepted = len(accepted_corpora(vid, data.tables["Attempts"], data.tables["Manifest"])
+                       or ())
+        if isinstance(count, int) and row.get("verified") == YES and count > accepted:
+            add("confirmed_corpora", "accepted", f"{count} corpus(es) confirmed, but the runner "
+                f"accepted {accepted} distinct corpus(es) of {vid}: only outputs that exist "
+                "and passed can be confirmed")
+    return found
+
+
+def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
+                     manifests: Sequence[dict[str, Any]]) -> frozenset[str] | None:
+    """Distinct fingerprints of the variant's accepted corpora (R22); None before any attempt.
+
+    Accepted by the runner: ``corpus_accepted = yes`` under the current protocol. An
+    accepted attempt whose Manifest row is missing counts under its manifest id.
+    """
+    fingerprints = {m.get("manifest_id"): m.get("corpus_sha256") for m in manifests}
+    mine = [a for a in attempts if str(a.get("variant_id")) == variant_id]
+    if not mine:
+        return None
+    return frozenset(
+        str(fingerprints.get(a.get("manifest_id")) or f"manifest {a.get('manifest_id')}")
+        for a in mine
+        if a.get("corpus_accepted") == YES and a.get("pre_amendment") != YES
+    )
+
+
+def _time(value: Any) -> dt.datetime | None:
+    try:
+        moment = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else None
+
+
+RULES = {
+    "Tariffs": _tariffs_rules,
+    layout.RENTALS.name: _rentals_rules,
+    "Schedule": _schedule_rules,
+    layout.VERIFICATION.name: _verification_rules,
+}
