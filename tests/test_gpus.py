@@ -1,39 +1,20 @@
-"""The GPU catalog and the card choice: VRAM first, then bandwidth (R31-R35)."""
+"""The GPU catalog, device identity, and the card choice as `iteralab gpus` shows it
+(R31-R35; splits, precision and offers in detail: tests/test_gpus_*.py)."""
 
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
-from toolkit.planner import gpus, memory
+from toolkit.planner import gpus
 from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 
 CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
 GIB = 2**30
-TARIFFS = """catalog_date,gpu_slug,gpu_name,cards_per_lot,plan_days,price_per_lot_usd,source
-2026-01-01,rtx-4090,RTX 4090,1,7,99.00,older catalog
-2026-09-24,rtx-4090,RTX 4090,1,7,110.00,catalog of 2026-09-24
-2026-09-24,rtx-4090,RTX 4090,1,3,60.00,catalog of 2026-09-24
-2026-09-24,b200,B200,2,7,2071.00,catalog of 2026-09-24
-"""
-
-
-@pytest.fixture
-def tariffs(tmp_path: Path) -> Path:
-    path = tmp_path / "tarifs-forfaits.csv"
-    path.write_text(TARIFFS, encoding="utf-8")
-    return path
-
-
-def fits_for(config: str, **kw: object) -> dict[str, gpus.Fit]:
-    est = memory.estimate(memory.shape_from_config(CONFIGS / f"{config}.json"), **kw)
-    return {f.gpu.slug: f for f in gpus.rank(gpus.Need.from_estimate(est), gpus.load_catalog(),
-                                             {})}
 
 
 # --- the catalog ---------------------------------------------------------------------------
@@ -88,154 +69,152 @@ def test_a_zero_in_the_catalog_names_its_line_and_column(tmp_path: Path) -> None
     assert err.value.exit_code == 2
 
 
+def test_a_catalog_without_device_names_names_the_missing_column(tmp_path: Path) -> None:
+    text = shipped(GPU_CATALOG).read_text(encoding="utf-8")
+    path = tmp_path / "gpus.csv"
+    path.write_text(text.replace("slug,name,device_names,", "slug,name,", 1), encoding="utf-8")
+    with pytest.raises(CatalogError) as err:
+        gpus.load_catalog(path)
+    assert err.value.message == f"{path}, line 1: missing columns device_names"
+
+
 def test_a_missing_catalog_is_a_catalog_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError) as err:
         gpus.load_catalog(tmp_path / "none.csv")
     assert err.value.message == f"{tmp_path / 'none.csv'}: GPU catalog not found"
 
 
-# --- prices ------------------------------------------------------------------------------
-
-
-def test_prices_join_by_slug_for_the_plan_latest_catalog_first(tariffs: Path) -> None:
-    prices, _ = gpus.load_prices(tariffs, 7)
-    assert prices == {
-        "rtx-4090": gpus.Price(1, Decimal("110.00"), "2026-09-24"),
-        "b200": gpus.Price(2, Decimal("2071.00"), "2026-09-24"),
+def test_every_card_names_the_devices_torch_reports_for_it() -> None:
+    names = {g.slug: g.device_names for g in gpus.load_catalog()}
+    assert names == {
+        "rtx-4090": ("NVIDIA GeForce RTX 4090",), "rtx-a6000": ("NVIDIA RTX A6000",),
+        "l40s": ("NVIDIA L40S",), "a100-80gb-sxm": ("NVIDIA A100-SXM4-80GB",),
+        "h100-sxm": ("NVIDIA H100 80GB HBM3",), "h200": ("NVIDIA H200",),
+        "b200": ("NVIDIA B200",), "mi300x": ("AMD Instinct MI300X",),
     }
-    assert gpus.load_prices(tariffs, 3)[0] == {
-        "rtx-4090": gpus.Price(1, Decimal("60.00"), "2026-09-24")}
 
 
-def test_without_a_tariff_file_no_price_is_invented(tmp_path: Path) -> None:
-    assert gpus.load_prices(tmp_path / "tarifs-forfaits.csv", 7) == (
-        {}, "no price in catalog (tarifs-forfaits.csv not found)")
+def test_precision_support_is_read_from_the_flags() -> None:
+    cards = {g.slug: g for g in gpus.load_catalog()}
+    assert [s for s, g in cards.items() if g.lacks("fp8")] == ["rtx-a6000", "a100-80gb-sxm"]
+    assert not any(g.lacks(p) for g in cards.values() for p in ("int8", "bf16", "fp32", "int4"))
 
 
-def test_a_two_card_lot_is_never_counted_twice(tariffs: Path) -> None:
-    prices, reason = gpus.load_prices(tariffs, 7)
-    fits = {f.gpu.slug: f for f in gpus.rank(gpus.Need.from_gb(Decimal(400)),
-                                             gpus.load_catalog(), prices, reason)}
-    # 400 GiB on 180 GiB cards: 3 cards; a lot holds 2, so 2 lots of 2,071.00 USD.
-    assert (fits["b200"].cards, fits["b200"].lots, fits["b200"].budget_usd) == \
-        (3, 2, Decimal("4142.00"))
-    assert fits["h100-sxm"].price_reason == "no price in catalog"
+# --- identify: is this device the card the slug names? (#16) --------------------------------
 
 
-# --- ranking -----------------------------------------------------------------------------
+@pytest.mark.parametrize(("slug", "name", "gib"), [
+    ("h200", "NVIDIA H200", 140.4),
+    ("h100-sxm", "NVIDIA H100 80GB HBM3", 79.6),
+    ("a100-80gb-sxm", "NVIDIA A100-SXM4-80GB", 79.2),
+    ("rtx-4090", "NVIDIA GeForce RTX 4090", 23.6),
+    ("b200", "NVIDIA B200", 179.1),
+])
+def test_a_device_matching_its_slug_is_identified(slug: str, name: str, gib: float) -> None:
+    assert gpus.identify(slug, name, int(gib * GIB)) is None
+    assert gpus.identify(slug, name, None) is None  # memory unknown: the name decides
 
 
-def test_a_13b_model_at_8k_int8_batch_4_ranks_single_cards_by_bandwidth() -> None:
-    fits = gpus.rank(gpus.Need.from_estimate(memory.estimate(
-        memory.shape_from_config(CONFIGS / "llama-2-13b.json"), precision="int8",
-        seq_len=8192, batch=4)), gpus.load_catalog(), {})
-    assert [(f.gpu.slug, f.cards) for f in fits] == [
-        ("b200", 1), ("mi300x", 1), ("h200", 1), ("h100-sxm", 1), ("a100-80gb-sxm", 1),
-        ("l40s", 1), ("rtx-a6000", 1), ("rtx-4090", 2)]
+def test_another_form_factor_is_not_the_slug() -> None:
+    assert gpus.identify("h100-sxm", "NVIDIA H100 PCIe", int(79.1 * GIB)) == (
+        "h100-sxm is 'NVIDIA H100 80GB HBM3' with 80 GiB; the device is 'NVIDIA H100 PCIe' "
+        "with 79.1 GiB")
 
 
-def test_a_card_that_does_not_fit_shows_its_shortfall_and_the_pcie_warning() -> None:
-    fit = fits_for("llama-2-13b", precision="int8", seq_len=8192, batch=4)["rtx-4090"]
-    tensors = 43_577_270_272 + 4_357_727_028  # subtotal + 10% allocator (rounded up)
-    one_card = tensors + 512 * 2**20
-    assert fit.shortfall_bytes == one_card - 24 * GIB == 22_702_064_436
-    assert fit.per_card_bytes == tensors // 2 + 512 * 2**20  # split over 2 cards
-    assert fit.warning == "2 cards over PCIe only: splitting one model across them is slow (R33)"
+def test_a_device_with_half_the_memory_is_not_the_slug() -> None:
+    assert gpus.identify("a100-80gb-sxm", "NVIDIA A100-SXM4-80GB", int(39.4 * GIB)) == (
+        "a100-80gb-sxm is 'NVIDIA A100-SXM4-80GB' with 80 GiB (73.6 to 81.6 GiB as reported, "
+        "the driver keeping up to 8%); the device is 'NVIDIA A100-SXM4-80GB' with 39.4 GiB")
 
 
-def test_decode_ceiling_is_bandwidth_over_bytes_read_per_step() -> None:
-    fits = fits_for("llama-2-13b", precision="int8", seq_len=8192, batch=4)
-    weights, kv = 13_343_959_040, 2 * 40 * 40 * 128 * 8192 * 2  # per sequence at 8k
-    h100 = fits["h100-sxm"]
-    assert h100.tokens_batch1 == 3_350 * 10**9 // (weights + kv) == 167
-    assert h100.tokens_batch == 4 * 3_350 * 10**9 // (weights + 4 * kv) == 333
-    # Two RTX 4090: their bandwidths add up, an upper bound (ideal tensor parallelism).
-    assert fits["rtx-4090"].tokens_batch1 == 2 * 1_008 * 10**9 // (weights + kv) == 100
+def test_an_unknown_slug_says_the_catalog_has_none() -> None:
+    assert gpus.identify("h100-pcie", "NVIDIA H100 PCIe", None) == (
+        "the GPU catalog has no slug 'h100-pcie' (known: a100-80gb-sxm, b200, h100-sxm, h200, "
+        "l40s, mi300x, rtx-4090, rtx-a6000)")
 
 
-def test_an_encoder_has_no_decode_ceiling() -> None:
-    fit = fits_for("all-minilm-l6-v2", precision="fp32", seq_len=256, batch=8)["rtx-4090"]
-    assert (fit.cards, fit.tokens_batch1, fit.ceiling_reason) == \
-        (1, None, "encoder: not generative, no decoding")
+def test_identify_reads_a_given_catalog(tmp_path: Path) -> None:
+    text = shipped(GPU_CATALOG).read_text(encoding="utf-8")
+    path = tmp_path / "gpus.csv"
+    path.write_text(text.replace(",NVIDIA H200,", ",NVIDIA H200;NVIDIA H200 NVL,"),
+                    encoding="utf-8")
+    catalog = gpus.load_catalog(path)
+    assert gpus.identify("h200", "NVIDIA H200 NVL", None, catalog) is None
+    assert gpus.identify("h200", "NVIDIA H200 NVL", None) is not None  # the shipped one
 
 
-def test_need_gb_without_a_model() -> None:
-    fits = {f.gpu.slug: f for f in gpus.rank(gpus.Need.from_gb(Decimal("40")),
-                                             gpus.load_catalog(), {})}
-    assert (fits["rtx-4090"].cards, fits["l40s"].cards) == (2, 1)
-    assert fits["l40s"].ceiling_reason == "no model sizes (--need-gb)"
+# --- the command ---------------------------------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+EXAMPLE_70B = ("$ iteralab gpus --config tests/fixtures/configs/llama-2-70b.json --precision bf16 "
+               "--seq-len 4096")
 
 
-def test_a_need_beyond_eight_cards_does_not_fit() -> None:
-    fits = {f.gpu.slug: f for f in gpus.rank(gpus.Need.from_gb(Decimal("250")),
-                                             gpus.load_catalog(), {})}
-    assert (fits["rtx-4090"].cards, fits["rtx-4090"].warning) == \
-        (None, "does not fit in 8 cards")
+def _readme_block(command: str) -> list[str]:
+    """The lines the README shows under ``command`` (up to the closing fence)."""
+    text = README.read_text(encoding="utf-8").split(command + "\n", 1)[1]
+    return text.split("\n```", 1)[0].splitlines()
 
 
-# --- seed 004's rules of thumb (R35) -------------------------------------------------------
-
-
-@pytest.mark.parametrize("config", ["mistral-7b-v0.1", "llama-2-13b"])
-def test_a_4_bit_7b_or_13b_model_fits_one_24_gb_card_at_moderate_context(config: str) -> None:
-    assert fits_for(config, precision="int4", seq_len=4096, batch=1)["rtx-4090"].cards == 1
-
-
-def test_a_70b_model_in_bf16_does_not_fit_one_80_gb_card() -> None:
-    fits = fits_for("llama-2-70b", precision="bf16", seq_len=4096)
-    for slug in ("a100-80gb-sxm", "h100-sxm"):
-        assert fits[slug].cards == 2 and fits[slug].shortfall_bytes > 60 * GIB, slug
-
-
-def test_a_70b_model_in_int8_needs_an_80_gb_class_card() -> None:
-    fits = fits_for("llama-2-70b", precision="int8", seq_len=4096)
-    assert (fits["h100-sxm"].cards, fits["l40s"].cards) == (1, 2)
-
-
-def test_full_precision_13b_serving_prefers_48_gb() -> None:
-    fits = fits_for("llama-2-13b", precision="bf16", seq_len=4096)
-    assert (fits["rtx-4090"].cards, fits["l40s"].cards) == (2, 1)
-
-
-def test_qlora_of_a_13b_model_fits_one_24_gb_card_with_checkpointing() -> None:
-    fits = fits_for("llama-2-13b", workload="qlora", seq_len=2048, checkpointing=True)
-    assert fits["rtx-4090"].cards == 1
-
-
-# --- the command -------------------------------------------------------------------------
-
-
-def test_gpus_table_for_the_readme_example(runner, tariffs: Path) -> None:
-    result = runner.invoke(cli, ["gpus", "--config", str(CONFIGS / "llama-2-13b.json"),
-                                 "--precision", "int8", "--seq-len", "8192", "--batch", "4",
-                                 "--tariffs", str(tariffs)])
+def test_the_readme_shows_the_real_70b_answer(runner) -> None:
+    result = runner.invoke(cli, EXAMPLE_70B.split()[2:])
     assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == _readme_block(EXAMPLE_70B)
+
+
+def test_gpus_never_offers_single_card_lots_summed_for_a_70b_model(runner) -> None:
+    result = runner.invoke(cli, EXAMPLE_70B.split()[2:])
     lines = result.output.splitlines()
-    assert lines[1] == ("  tensors 40.58 GiB + 10% allocator + 0.50 GiB runtime per card = "
-                        "45.14 GiB on one card")
-    assert lines[3] == ("b200              180 HBM3e    8000     1    45.14       -       398  "
-                        "   796  1 lot x 2071.00 = 2071.00 USD (2 cards/lot)")
-    assert lines[10] == ("rtx-4090           24 GDDR6X   1008     2    22.82   21.14       100  "
-                         "   200  2 lots x 110.00 = 220.00 USD")
-    assert lines[6].endswith("  no price in catalog")
-    assert "warning: rtx-4090: 2 cards over PCIe only: splitting one model across them is slow " \
-        "(R33)" in lines
-    assert any(line.startswith("note: decode tok/s is an upper bound from memory bandwidth "
-                               "alone") for line in lines)
+    rtx = next(line for line in lines if line.startswith("rtx-4090 "))
+    assert rtx.split()[4:6] == ["TP8", "PCIe"] and rtx.endswith("  not offered")
+    assert "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate " \
+        "lots are separate machines, R33)" in lines
+    assert not any("lots x" in line or "770" in line for line in lines)
 
 
-def test_gpus_json_for_scripts(runner, tariffs: Path) -> None:
-    result = runner.invoke(cli, ["gpus", "--need-gb", "40", "--tariffs", str(tariffs),
-                                 "--json"])
+def test_gpus_json_carries_splits_offers_and_margins(runner) -> None:
+    result = runner.invoke(cli, [*EXAMPLE_70B.split()[2:], "--usage", "endpoint", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert (data["format"], data["usage"], data["plan_days"]) == ("iteralab-gpus/1", "endpoint", 7)
+    assert data["need"]["allocator_margin_pct"] == 10
+    by_slug = {g["slug"]: g for g in data["gpus"]}
+    assert {k: by_slug["b200"][k] for k in (
+        "native_precision", "cards", "split", "cards_per_lot", "lot_holds_split", "replicas",
+        "budget_usd", "billing_unit", "availability", "storage_usd_per_gb_month",
+        "egress_usd_per_gb", "decode_tokens_per_s_batch1", "tokens_per_s_per_usd")} == {
+        "native_precision": True, "cards": 1,
+        "split": {"label": "1 card", "tensor_parallel": 1, "pipeline_stages": 1, "link": None,
+                  "link_gbps_per_direction": None},
+        "cards_per_lot": 2, "lot_holds_split": True, "replicas": 2, "budget_usd": "2071.00",
+        "billing_unit": "flat 7-day plan per lot of 2 cards (no hourly billing)",
+        "availability": None, "storage_usd_per_gb_month": None, "egress_usd_per_gb": None,
+        "decode_tokens_per_s_batch1": 57, "tokens_per_s_per_usd": round(2 * 57 / 2071, 6)}
+    assert by_slug["b200"]["warnings"][-1] == (
+        "the catalog does not say whether the lot can be interrupted: check before relying on "
+        "it for an always-on endpoint")
+    rtx = by_slug["rtx-4090"]
+    assert (rtx["split"]["label"], rtx["split"]["link"], rtx["split"]["link_gbps_per_direction"],
+            rtx["lot_holds_split"], rtx["budget_usd"]) == ("TP8", "PCIe Gen4", "32", False, None)
+    assert [(m["allocator_margin_pct"], m["seq_len"], m["splits"]["h100-sxm"])
+            for m in data["margins"]] == [(10, 4096, "TP2"), (20, 4096, "TP2"),
+                                          (10, 32768, "TP4"), (20, 32768, "TP4")]
+    assert data["communication_note"].startswith("split tok/s count the communication as volume")
+
+
+def test_gpus_json_for_a_bare_need(runner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["gpus", "--need-gb", "40", "--tariffs",
+                                 str(tmp_path / "none.csv"), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     rtx = next(g for g in data["gpus"] if g["slug"] == "rtx-4090")
     assert {k: rtx[k] for k in ("fits_single_card", "cards", "single_card_shortfall_bytes",
-                                "lots", "price_per_lot_usd", "budget_usd")} == {
+                                "price_reason", "decode_ceiling_reason")} == {
         "fits_single_card": False, "cards": 2, "single_card_shortfall_bytes": 16 * GIB,
-        "lots": 2, "price_per_lot_usd": "110.00", "budget_usd": "220.00"}
+        "price_reason": "no price in catalog (none.csv not found)",
+        "decode_ceiling_reason": "no model sizes (--need-gb)"}
     assert [g["slug"] for g in data["gpus"]][:2] == ["b200", "mi300x"]  # fastest memory first
-    assert data["ceiling_note"] == gpus.CEILING_NOTE
+    assert data["margins"] == [] and data["split_rule"].startswith("splits: no model sizes")
 
 
 def test_gpus_refuses_need_gb_with_a_model(runner) -> None:

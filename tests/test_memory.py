@@ -244,6 +244,37 @@ def test_full_fine_tuning_needs_several_times_the_weights() -> None:
     assert full.total > 8 * weights
 
 
+def test_the_allocator_margin_is_stated_and_can_grow() -> None:
+    base = memory.estimate(shape("llama-2-70b"), seq_len=4096)
+    wider = memory.estimate(shape("llama-2-70b"), seq_len=4096, allocator_pct=20)
+    subtotal = 137_953_296_384 + 1_342_177_280 + 839_052_800
+    assert wider.subtotal == base.subtotal == subtotal
+    assert wider.margin.bytes == -(-subtotal * 20 // 100) + 512 * MIB == 28_563_776_205
+    assert wider.margin.formula.startswith(f"allocator 20% of {subtotal:,} = ")
+    assert (base.allocator_pct, wider.as_dict()["allocator_margin_pct"]) == (10, 20)
+
+
+def test_an_allocator_margin_outside_0_to_100_is_refused() -> None:
+    with pytest.raises(UsageError) as err:
+        memory.estimate(shape("llama-2-13b"), allocator_pct=150)
+    assert err.value.message == "allocator margin 150% is not between 0 and 100"
+
+
+def test_estimating_again_keeps_every_setting_but_those_changed() -> None:
+    est = memory.estimate(shape("llama-2-13b"), workload="lora", seq_len=1024, batch=2,
+                          lora_rank=8, checkpointing=True, allocator_pct=15)
+    again = memory.again(est, seq_len=4096)
+    assert again == memory.estimate(shape("llama-2-13b"), workload="lora", seq_len=4096,
+                                    batch=2, lora_rank=8, checkpointing=True, allocator_pct=15)
+    assert memory.again(est) == est
+
+
+def test_a_config_already_read_gives_the_same_shape_as_its_file() -> None:
+    path = CONFIGS / "llama-2-70b.json"
+    assert memory.shape_from_mapping(json.loads(path.read_text()), str(path)) == \
+        memory.shape_from_config(path)
+
+
 # --- explicit sizes and errors -------------------------------------------------------------
 
 
@@ -452,6 +483,18 @@ def test_memory_estimate_from_explicit_sizes(runner) -> None:
     assert json.loads(result.output)["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 2048 * 2
 
 
+def test_memory_estimate_takes_the_allocator_margin(runner) -> None:
+    result = runner.invoke(cli, ["memory", "estimate", "--config",
+                                 str(CONFIGS / "llama-2-70b.json"), "--seq-len", "4096",
+                                 "--allocator-margin", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert (data["allocator_margin_pct"], data["margin_bytes"]) == (20, 28_563_776_205)
+    refused = runner.invoke(cli, ["memory", "estimate", "--config",
+                                  str(CONFIGS / "llama-2-70b.json"), "--allocator-margin", "101"])
+    assert refused.exit_code == 2
+
+
 def test_memory_estimate_without_a_model_is_a_usage_error(runner) -> None:
     result = runner.invoke(cli, ["memory", "estimate"])
     assert result.exit_code == 2
@@ -468,6 +511,10 @@ def test_memory_estimate_refuses_config_and_sizes_together(runner) -> None:
 
 def test_command_choices_match_the_library() -> None:
     from toolkit.commands import memory as commands
+    from toolkit.planner import offers
 
     assert commands.PRECISIONS == memory.PRECISIONS
     assert commands.WORKLOADS == memory.WORKLOADS
+    assert commands.USAGES == tuple(offers.USAGES)
+    margin = next(p for p in commands.estimate.params if p.name == "allocator_margin")
+    assert margin.default == memory.FRAGMENTATION_PCT

@@ -17,6 +17,8 @@ from types import ModuleType
 
 import pytest
 
+from toolkit.cli import cli
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SCRIPT = SAMPLES / "memory_exercise.py"
 NOTEBOOK = SAMPLES / "memory_exercise.ipynb"
@@ -69,7 +71,8 @@ def _assert_steps(text: str, on_cuda: bool) -> None:
     titles = ["== 1. environment check (iteralab env) ==",
               "== 2. estimate (toolkit.planner.memory, before running anything) ==",
               "== 3. observation (one batch through the real model) ==",
-              "== 4. estimate vs observation =="]
+              "== 4. estimate vs observation ==",
+              "== 5. which card for a 70B model (iteralab gpus, the README's example) =="]
     positions = [text.index(title) for title in titles]
     assert positions == sorted(positions)
     lines = text.splitlines()
@@ -85,6 +88,23 @@ def _assert_steps(text: str, on_cuda: bool) -> None:
         assert NO_DEVICE in lines and NOT_COMPARED in lines
         assert "flag             not compared: device memory not measured" in lines
     assert NEVER in text
+    assert "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate " \
+        "lots are separate machines, R33)" in lines
+
+
+def test_step_5_prints_what_iteralab_gpus_prints(mx: ModuleType, runner, capsys) -> None:
+    answer = mx.choose_card("bf16", 4096)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:3] == ["", "== 5. which card for a 70B model (iteralab gpus, the README's "
+                           "example) ==", "same as          iteralab gpus --config "
+                           "tests/fixtures/configs/llama-2-70b.json --precision bf16 --seq-len "
+                           "4096"]
+    config = Path(__file__).resolve().parent / "fixtures" / "configs" / "llama-2-70b.json"
+    result = runner.invoke(cli, ["gpus", "--config", str(config), "--precision", "bf16",
+                                 "--seq-len", "4096"])
+    assert result.exit_code == 0, result.output
+    assert printed[3:] == result.output.splitlines()
+    assert answer.estimate is not None and answer.estimate.shape.name == "llama-2-70b"
 
 
 def test_the_notebook_is_the_one_built_from_the_script(mx: ModuleType) -> None:

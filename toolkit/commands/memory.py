@@ -14,6 +14,7 @@ from toolkit.errors import UsageError
 
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 WORKLOADS = ("inference", "lora", "qlora", "full")
+USAGES = ("endpoint", "batch", "checkpointed", "unresumable")
 
 
 class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.2
@@ -94,6 +95,9 @@ _MODEL_OPTIONS = (
                  help="LoRA/QLoRA rank; adapters on every linear layer of the blocks."),
     click.option("--grad-checkpointing", is_flag=True,
                  help="Training: keep only each layer's input, recompute the rest."),
+    click.option("--allocator-margin", type=click.IntRange(0, 100), default=10,
+                 show_default=True, help="Allocator fragmentation margin, percent of the "
+                 "tensors."),
 )
 
 
@@ -129,7 +133,8 @@ def _estimate(opts: dict[str, Any]) -> Any:
         shape, workload=opts["workload"], precision=opts.get("precision"),
         seq_len=opts["seq_len"], batch=opts["batch"], compute=opts.get("compute_dtype"),
         kv_precision=opts.get("kv_precision"), attention=opts["attention"],
-        lora_rank=opts["lora_rank"], checkpointing=bool(opts.get("grad_checkpointing")))
+        lora_rank=opts["lora_rank"], checkpointing=bool(opts.get("grad_checkpointing")),
+        allocator_pct=opts["allocator_margin"])
 
 
 @click.group()
@@ -190,97 +195,46 @@ def _need_gb(text: str | None) -> Decimal | None:
               "(GiB).")
 @click.option("--plan-days", type=click.Choice(("3", "7", "30")), default="7", show_default=True,
               help="Plan whose lot price is shown.")
+@click.option("--usage", type=click.Choice(USAGES),
+              help="What the capacity is for: endpoint (always on), batch (fault-tolerant), "
+              "checkpointed (fine-tuning that resumes), unresumable (a long job); spot offers "
+              "are judged against it.")
 @click.option("--catalog", type=click.Path(path_type=Path), help="GPU catalog CSV. [default: "
               "tariffs/gpus.csv of the repository]")
 @click.option("--tariffs", type=click.Path(path_type=Path), help="Flat-rate price CSV. "
               "[default: tariffs/tarifs-forfaits.csv of the repository]")
-@click.option("--json", "as_json", is_flag=True, help="Print the ranking as JSON.")
-def gpus(need_gb: str | None, plan_days: str, catalog: Path | None, tariffs: Path | None,
-         as_json: bool, **opts: Any) -> None:
-    """Which catalog cards hold a model: VRAM first, then memory bandwidth (R34).
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+def gpus(need_gb: str | None, plan_days: str, usage: str | None, catalog: Path | None,
+         tariffs: Path | None, as_json: bool, **opts: Any) -> None:
+    """Which catalog cards hold a model: VRAM first, then memory bandwidth (R32-R35).
 
-    Takes the same model options as `memory estimate`, or --need-gb. Lists the
-    cards that hold it on one card (fastest memory first), then how many cards
-    the others need (PCIe-only warned) with one card's shortfall, the
-    bandwidth-bound ceiling on decode tokens/s, and the lot price where known.
+    Takes the same model options as `memory estimate`, or --need-gb. Cards that
+    lack the precision (FP8 on Ampere) are listed apart, upcast. A model too big
+    for one card is split within ONE machine: tensor-parallel degrees that
+    divide the heads and KV heads, pipeline stages beyond, over NVLink or PCIe
+    (warned). A split is priced only when one lot holds it, with its billing
+    unit, availability, storage and egress, and tokens/s per dollar; the
+    margins table shows how the answer moves at a larger allocator margin and
+    an 8x longer context.
     """
-    from toolkit.planner import gpus as lib
-    from toolkit.planner.memory import gib
+    from toolkit.planner import choice, choice_text, offers
+    from toolkit.planner import gpus as catalog_lib
+    from toolkit.planner.need import Need
 
     gb = _need_gb(need_gb)
     model_given = opts.get("config") is not None or opts.get("params") is not None
     if gb is not None and model_given:
         raise UsageError("--need-gb and a model together", hint="give one of them")
-    if gb is not None:
-        est, need = None, lib.Need.from_gb(gb)
-    else:
-        est = _estimate(opts)
-        need = lib.Need.from_estimate(est)
-    cards = lib.load_catalog(catalog)
-    prices, price_reason = lib.load_prices(tariffs, int(plan_days))
-    fits = lib.rank(need, cards, prices, price_reason)
+    est = None if gb is not None else _estimate(opts)
+    found, price_reason = offers.load_offers(tariffs, int(plan_days))
+    answer = choice.choose(catalog_lib.load_catalog(catalog), found, estimate=est,
+                           need=Need.from_gb(gb) if gb is not None else None,
+                           price_reason=price_reason, usage=usage, plan_days=int(plan_days))
     if as_json:
-        out: dict[str, Any] = {"need": est.as_dict() if est else {"need_gb": str(gb)},
-                               "need_bytes_one_card": need.per_card(1), "plan_days":
-                               int(plan_days), "ceiling_note": lib.CEILING_NOTE,
-                               "gpus": [f.as_dict() for f in fits]}
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(answer.as_dict(), indent=2))
         return
-    if est is not None:
-        click.echo(f"need: {est.shape.name}, {est.describe()}")
-        click.echo(f"  tensors {gib(est.subtotal)} GiB + {lib.FRAGMENTATION_PCT}% allocator "
-                   f"+ {gib(lib.RUNTIME_BYTES)} GiB runtime per card = "
-                   f"{gib(need.per_card(1))} GiB on one card")
-    else:
-        click.echo(f"need: {gb} GiB on one card (--need-gb)")
-    rows = [["gpu", "VRAM", "memory", "GB/s", "cards", "GiB/card", "short 1", "tok/s b=1",
-             f"b={need.batch}", f"{plan_days}-day price"]]
-    for f in fits:
-        g = f.gpu
-        cards_txt = str(f.cards) if f.cards else f">{lib.MAX_CARDS}"
-        short = gib(f.shortfall_bytes) if f.shortfall_bytes else "-"
-        t1 = f"{f.tokens_batch1:,}" if f.tokens_batch1 is not None else "-"
-        tb = f"{f.tokens_batch:,}" if f.tokens_batch is not None else "-"
-        if f.price and f.lots:
-            lots = "lot" if f.lots == 1 else "lots"
-            price = (f"{f.lots} {lots} x {lib.usd(f.price.price_per_lot_usd)} = "
-                     f"{lib.usd(f.budget_usd or Decimal(0))} USD")
-            if f.price.cards_per_lot > 1:
-                price += f" ({f.price.cards_per_lot} cards/lot)"
-        else:
-            price = f.price_reason or ""
-        rows.append([g.slug, str(g.vram_gb), g.memory_type, str(g.bandwidth_gbps), cards_txt,
-                     gib(f.per_card_bytes), short, t1, tb, price])
-    for line in _columns(rows, GPU_COLUMNS):
+    for line in choice_text.lines(answer):
         click.echo(line)
-    for f in fits:
-        if f.warning:
-            click.echo(f"warning: {f.gpu.slug}: {f.warning}")
-    reasons = {f.ceiling_reason for f in fits if f.ceiling_reason}
-    if reasons and not any(f.tokens_batch1 for f in fits):
-        click.echo(f"tok/s: not computed ({'; '.join(sorted(reasons))})")
-    click.echo(f"note: {lib.CEILING_NOTE}; with several cards, their bandwidths add up "
-               "(ideal tensor parallelism)")
-    click.echo("note: GiB/card = tensors split evenly + runtime per card; 'short 1' = what one "
-               "card lacks; VRAM as labelled (GB = GiB)")
-    if est is not None:
-        for note in est.notes:
-            click.echo(f"note: {note}")
-
-
-#: The `gpus` table: (text before the column, alignment, narrowest width) per column.
-GPU_COLUMNS = (("", "<", 15), ("", ">", 6), (" ", "<", 7), ("", ">", 6), ("", ">", 6),
-               ("", ">", 9), ("", ">", 8), ("", ">", 10), ("", ">", 8), ("  ", "<", 0))
-
-
-def _columns(rows: list[list[str]], specs: tuple[tuple[str, str, int], ...]) -> list[str]:
-    """Rows as aligned text; a column widens past its narrowest width so that at least one
-    space always parts it from its neighbour, however long a value is."""
-    widths = [max(narrowest, max(len(r[i]) for r in rows) + 1) if narrowest else 0
-              for i, (_, _, narrowest) in enumerate(specs)]
-    return ["".join(f"{before}{cell:{align}{width}}"
-                    for cell, (before, align, _), width in zip(row, specs, widths, strict=True))
-            .rstrip() for row in rows]
 
 
 COMMANDS = [memory, gpus]

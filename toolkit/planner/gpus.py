@@ -1,42 +1,42 @@
-"""GPU catalog and card choice for a memory need: VRAM first, then bandwidth (R31-R34).
+"""The GPU catalog: one row per card kind, vendor figures with their source (R31-R34).
 
-Reads ``tariffs/gpus.csv`` (vendor figures, each row with its source and date)
-and, where known, the flat-rate prices of ``tariffs/tarifs-forfaits.csv``. For a
-need (an Estimate, or a number of GB) it says which cards hold it on one card,
-how many cards the others would take (warning when they only talk over PCIe),
-the shortfall of one card, and the bandwidth-bound ceiling on generated tokens
-per second: an upper bound from memory bandwidth, never a measurement. Stdlib only.
+Reads ``tariffs/gpus.csv``: memory, bandwidth, precision support (``fp8``,
+``int8``, ``fp4``), interconnect, the PCIe link, and the names
+``torch.cuda.get_device_name()`` gives such a card (:func:`identify` checks a
+device against its row). What a card costs is the price catalog's business
+(:mod:`toolkit.planner.offers`); how a model is laid out over cards is
+:mod:`toolkit.planner.splits`'s. Stdlib only.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from toolkit.errors import CatalogError
-from toolkit.money import tariffs
-from toolkit.money.tariffs import rules
-from toolkit.planner.memory import FRAGMENTATION_PCT, RUNTIME_BYTES, Estimate
 from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 
 #: Card labels say GB for binary sizes: a "24 GB" card holds 24 GiB.
 GB_LABEL = 2**30
-MAX_CARDS = 8
-CEILING_NOTE = ("decode tok/s is an upper bound from memory bandwidth alone (weights plus the "
-                "KV cache read once per decoding step, at the full context), not a measurement")
+#: Share of a card's memory the driver may keep for itself: torch reports that much less.
+DRIVER_RESERVE_PCT = 8
+#: A device may report a little more than its label (rounding of the label).
+LABEL_ROUNDING_PCT = 2
 
-COLUMNS = ("slug", "name", "vendor", "vram_gb", "memory_type", "memory_bandwidth_gbps",
-           "bf16_dense_tflops", "fp8_dense_tflops", "fp8", "int8", "fp4", "interconnect",
-           "interconnect_gbps", "pcie", "source", "source_date", "checked", "notes")
+COLUMNS = ("slug", "name", "device_names", "vendor", "vram_gb", "memory_type",
+           "memory_bandwidth_gbps", "bf16_dense_tflops", "fp8_dense_tflops", "fp8", "int8",
+           "fp4", "interconnect", "interconnect_gbps", "pcie", "source", "source_date",
+           "checked", "notes")
 REQUIRED = ("slug", "name", "vram_gb", "memory_type", "memory_bandwidth_gbps", "interconnect",
             "source", "source_date")
 NUMBERS = ("vram_gb", "memory_bandwidth_gbps", "bf16_dense_tflops", "fp8_dense_tflops",
            "interconnect_gbps")
-PRICE_COLUMNS = ("catalog_date", "gpu_slug", "gpu_name", "cards_per_lot", "plan_days",
-                 "price_per_lot_usd", "source")
+#: PCIe x16 bandwidth per direction, GB/s, by generation (nominal).
+PCIE_X16_GBPS = {3: Decimal(16), 4: Decimal(32), 5: Decimal(64), 6: Decimal(128)}
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ class Gpu:
     source: str
     source_date: str
     notes: str
+    device_names: tuple[str, ...] = ()
+    pcie: str = ""
 
     @property
     def capacity_bytes(self) -> int:
@@ -68,6 +70,33 @@ class Gpu:
     def pcie_only(self) -> bool:
         """True when cards of this kind talk to each other over PCIe only."""
         return self.interconnect.strip().lower() == "pcie only"
+
+    @property
+    def bridge_pairs_two(self) -> bool:
+        """True when the card's NVLink is a bridge joining two cards only."""
+        return "2 cards" in self.interconnect
+
+    @property
+    def pcie_generation(self) -> int | None:
+        """The PCIe generation named in the ``pcie`` column (``PCIe Gen4 x16`` -> 4)."""
+        found = re.search(r"gen\s*(\d)", self.pcie, re.IGNORECASE)
+        return int(found.group(1)) if found else None
+
+    @property
+    def pcie_gbps(self) -> Decimal | None:
+        """Bandwidth per direction of the card's PCIe x16 link, from its generation."""
+        gen = self.pcie_generation
+        return PCIE_X16_GBPS.get(gen) if gen is not None else None
+
+    def lacks(self, precision: str) -> bool:
+        """True when the catalog says the card has no native support for ``precision``.
+
+        Only fp8 and int8 are flagged; fp32/bf16/fp16 run on every card of the
+        catalog, and 4-bit weights (int4) are dequantized to the compute dtype
+        in the kernels, which needs no 4-bit math. An empty flag counts as lacking.
+        """
+        flags = {"fp8": self.fp8, "int8": self.int8}
+        return precision in flags and flags[precision].strip().lower() != "yes"
 
 
 def load_catalog(path: Path | None = None) -> list[Gpu]:
@@ -109,150 +138,46 @@ def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
                                "number", hint="leave the cell empty (not 0) where the vendor "
                                "states no figure, and say so in notes")
     assert nums["vram_gb"] is not None and nums["memory_bandwidth_gbps"] is not None
+    names = tuple(n.strip() for n in (row.get("device_names") or "").split(";") if n.strip())
     return Gpu(row["slug"].strip(), row["name"].strip(), nums["vram_gb"],
                row["memory_type"].strip(), nums["memory_bandwidth_gbps"],
                row["interconnect"].strip(), nums["interconnect_gbps"],
                nums["bf16_dense_tflops"], nums["fp8_dense_tflops"], row["fp8"].strip(),
                row["int8"].strip(), row["fp4"].strip(), row["source"].strip(),
-               row["source_date"].strip(), (row.get("notes") or "").strip())
+               row["source_date"].strip(), (row.get("notes") or "").strip(), names,
+               (row.get("pcie") or "").strip())
 
 
-@dataclass(frozen=True)
-class Price:
-    """The flat price of one lot for a plan, from the tariff catalog."""
+def identify(slug: str, device_name: str, total_memory_bytes: int | None,
+             catalog: Sequence[Gpu] | None = None) -> str | None:
+    """None when the device is the card ``slug`` names, else one line saying why not.
 
-    cards_per_lot: int
-    price_per_lot_usd: Decimal
-    catalog_date: str
-
-
-def load_prices(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str, Price], str]:
-    """Latest price per GPU slug for a plan, and the reason when there are none.
-
-    The CSV is read by the one tariff reader (:func:`toolkit.money.tariffs.load_catalog`;
-    default: the shipped catalog). A missing tariff file is not an error: every card
-    then has no price.
+    The device matches when ``device_name`` (as ``torch.cuda.get_device_name()``
+    gives it) is one of the row's ``device_names`` and, when given, its total
+    memory lies between the label less what the driver keeps
+    (:data:`DRIVER_RESERVE_PCT`) and the label plus :data:`LABEL_ROUNDING_PCT`.
+    The reason names what the slug expects and what is present.
     """
-    if path is not None and not path.is_file():
-        return {}, f"no price in catalog ({path.name} not found)"
-    prices: dict[str, Price] = {}
-    for plan in tariffs.load_catalog(path).plans:
-        if plan.plan_days != plan_days:
-            continue
-        known = prices.get(plan.gpu_slug)
-        if known is None or plan.catalog_date >= known.catalog_date:
-            prices[plan.gpu_slug] = Price(plan.cards_per_lot, plan.price_per_lot_usd,
-                                          plan.catalog_date)
-    return prices, "no price in catalog"
+    cards = load_catalog() if catalog is None else catalog
+    gpu = next((g for g in cards if g.slug == slug), None)
+    if gpu is None:
+        known = ", ".join(sorted(g.slug for g in cards))
+        return f"the GPU catalog has no slug {slug!r} (known: {known})"
+    present = f"{device_name!r}" + (f" with {_gib(total_memory_bytes)} GiB"
+                                    if total_memory_bytes is not None else "")
+    if device_name.strip() not in gpu.device_names:
+        expected = " or ".join(repr(n) for n in gpu.device_names) or "no device name (the " \
+            "catalog's device_names is empty)"
+        return f"{slug} is {expected} with {gpu.vram_gb} GiB; the device is {present}"
+    if total_memory_bytes is not None:
+        cap = gpu.capacity_bytes
+        low, high = cap * (100 - DRIVER_RESERVE_PCT) // 100, cap * (100 + LABEL_ROUNDING_PCT) // 100
+        if not low <= total_memory_bytes <= high:
+            return (f"{slug} is {device_name!r} with {gpu.vram_gb} GiB ({_gib(low)} to "
+                    f"{_gib(high)} GiB as reported, the driver keeping up to "
+                    f"{DRIVER_RESERVE_PCT}%); the device is {present}")
+    return None
 
 
-@dataclass(frozen=True)
-class Need:
-    """What must fit: the tensors (split across cards) and a per-card runtime."""
-
-    tensors_bytes: int
-    runtime_bytes: int
-    weights_bytes: int | None = None  # read per decoding step
-    kv_per_sequence: int | None = None
-    batch: int = 1
-    ceiling_reason: str | None = None
-
-    def per_card(self, cards: int) -> int:
-        """Bytes one card must hold when the tensors are split evenly over ``cards``."""
-        return -(-self.tensors_bytes // cards) + self.runtime_bytes
-
-    @classmethod
-    def from_estimate(cls, est: Estimate) -> Need:
-        """The need of an estimate: tensors plus fragmentation, and a runtime per card."""
-        tensors = est.subtotal + -(-est.subtotal * FRAGMENTATION_PCT // 100)
-        reason = None
-        if est.workload != "inference":
-            reason = f"{est.workload} workload: no decoding"
-        elif not est.shape.generative:
-            reason = "encoder: not generative, no decoding"
-        return cls(tensors, RUNTIME_BYTES, est.term("weights").bytes, est.kv_per_sequence,
-                   est.batch, reason)
-
-    @classmethod
-    def from_gb(cls, gb: Decimal) -> Need:
-        """A total need given in the GB of the card labels (GiB)."""
-        return cls(int(gb * GB_LABEL), 0, ceiling_reason="no model sizes (--need-gb)")
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How one card kind meets a need."""
-
-    gpu: Gpu
-    cards: int | None  # None: more than MAX_CARDS
-    per_card_bytes: int
-    shortfall_bytes: int  # of one card; 0 when it fits
-    warning: str
-    tokens_batch1: int | None
-    tokens_batch: int | None
-    ceiling_reason: str | None
-    lots: int | None
-    price: Price | None
-    price_reason: str | None
-
-    @property
-    def budget_usd(self) -> Decimal | None:
-        """price of one lot x lots (R21), or None without a price."""
-        return self.price.price_per_lot_usd * self.lots if self.price and self.lots else None
-
-    def as_dict(self) -> dict[str, object]:
-        """JSON-ready: bytes as integers, money as text with cents."""
-        g = self.gpu
-        return {
-            "slug": g.slug, "name": g.name, "vram_gb": str(g.vram_gb),
-            "capacity_bytes": g.capacity_bytes, "memory_type": g.memory_type,
-            "memory_bandwidth_gbps": str(g.bandwidth_gbps), "interconnect": g.interconnect,
-            "fits_single_card": self.cards == 1, "cards": self.cards,
-            "per_card_bytes": self.per_card_bytes, "single_card_shortfall_bytes":
-            self.shortfall_bytes, "warning": self.warning or None,
-            "decode_tokens_per_s_batch1": self.tokens_batch1,
-            "decode_tokens_per_s_batch": self.tokens_batch,
-            "decode_ceiling_reason": self.ceiling_reason,
-            "cards_per_lot": self.price.cards_per_lot if self.price else None,
-            "lots": self.lots, "price_per_lot_usd": usd(self.price.price_per_lot_usd)
-            if self.price else None, "budget_usd": usd(self.budget_usd)
-            if self.budget_usd is not None else None, "price_reason": self.price_reason,
-        }
-
-
-def usd(amount: Decimal) -> str:
-    """An amount rounded half-up to the cent, for display."""
-    return str(rules.to_cent(amount))
-
-
-def rank(need: Need, catalog: Sequence[Gpu], prices: Mapping[str, Price],
-         price_reason: str = "no price in catalog") -> list[Fit]:
-    """Every card, ordered: one card holds the need (by bandwidth, fastest first), then
-    the fewest cards that do, then those that would need more than MAX_CARDS."""
-    fits = [_fit(need, g, prices, price_reason) for g in catalog]
-    return sorted(fits, key=lambda f: (f.cards or MAX_CARDS + 1, -f.gpu.bandwidth_gbps,
-                                       f.gpu.slug))
-
-
-def _fit(need: Need, g: Gpu, prices: Mapping[str, Price], price_reason: str) -> Fit:
-    cap = g.capacity_bytes
-    cards = next((n for n in range(1, MAX_CARDS + 1) if need.per_card(n) <= cap), None)
-    warning = ""
-    if cards is None:
-        warning = f"does not fit in {MAX_CARDS} cards"
-    elif cards > 1 and g.pcie_only:
-        warning = f"{cards} cards over PCIe only: splitting one model across them is slow (R33)"
-    elif cards > 2 and "2 cards" in g.interconnect:
-        warning = f"{cards} cards: the NVLink bridge pairs two, the rest goes over PCIe"
-    t1 = tb = None
-    reason = need.ceiling_reason
-    if reason is None and cards is None:
-        reason = "does not fit"
-    if reason is None and need.weights_bytes is not None and need.kv_per_sequence is not None:
-        bw = int(g.bandwidth_gbps * 10**9) * (cards or 1)
-        t1 = bw // (need.weights_bytes + need.kv_per_sequence)
-        tb = need.batch * bw // (need.weights_bytes + need.batch * need.kv_per_sequence)
-    price = prices.get(g.slug)
-    lots = -(-cards // price.cards_per_lot) if price and cards else None
-    return Fit(g, cards, need.per_card(cards or 1), max(0, need.per_card(1) - cap), warning,
-               t1, tb, reason, lots, price, None if price else price_reason)
+def _gib(n: int) -> str:
+    return f"{n / GB_LABEL:.1f}"

@@ -162,7 +162,17 @@ def shape_from_config(path: Path) -> Shape:
     heads counted as such), MLP (gated/SwiGLU or not), norms, biases, and the
     lm_head unless tied (or the pooler of an encoder).
     """
-    cfg = _read_config(path)
+    return shape_from_mapping(_read_config(path))
+
+
+def shape_from_mapping(config: Mapping[str, Any], origin: str | None = None) -> Shape:
+    """The shape of a config.json already read into a mapping (as :func:`shape_from_config`).
+
+    ``origin`` names it in messages and, without a ``_name_or_path``, is the model's
+    name (a file's stem, e.g. ``llama-2-70b``).
+    """
+    cfg = dict(config)
+    cfg.setdefault("__file__", origin or "config")
     kind = cfg.get("model_type")
     name = str(cfg.get("_name_or_path") or Path(cfg["__file__"]).stem)
     if kind in DECODERS:
@@ -321,6 +331,7 @@ class Estimate:
     kv_per_sequence: int
     adapter_params: int
     notes: tuple[str, ...]
+    allocator_pct: int = FRAGMENTATION_PCT
 
     @property
     def subtotal(self) -> int:
@@ -357,6 +368,7 @@ class Estimate:
             "precision": self.precision, "compute_dtype": self.compute,
             "kv_precision": self.kv_precision, "seq_len": self.seq_len, "batch": self.batch,
             "attention": self.attention, "gradient_checkpointing": self.checkpointing,
+            "allocator_margin_pct": self.allocator_pct,
             "parameters": self.shape.params.total, "parameters_formula": self.shape.params.formula,
         }
         if self.workload in ("lora", "qlora"):
@@ -402,7 +414,7 @@ def _defaults(workload: str, precision: str | None, compute: str | None,
 def estimate(shape: Shape, *, workload: str = "inference", precision: str | None = None,
              seq_len: int = 2048, batch: int = 1, compute: str | None = None,
              kv_precision: str | None = None, attention: str = "sdpa", lora_rank: int = 16,
-             checkpointing: bool = False) -> Estimate:
+             checkpointing: bool = False, allocator_pct: int = FRAGMENTATION_PCT) -> Estimate:
     """Estimate the memory of ``shape`` for a workload; each term keeps its formula.
 
     ``precision`` is the storage of the weights (default bf16; int4 for QLoRA);
@@ -410,11 +422,15 @@ def estimate(shape: Shape, *, workload: str = "inference", precision: str | None
     the precision, or bf16 for a quantized one); ``kv_precision`` that of the KV
     cache (default: compute). Quantized precisions shrink the blocks' linear
     weights only: embeddings, norms, biases and lm_head stay in the compute dtype.
+    ``allocator_pct`` is the allocator's fragmentation margin, in percent of the tensors.
     """
     precision, compute, kv_precision = _defaults(workload, precision, compute, kv_precision)
     if seq_len < 1 or batch < 1 or lora_rank < 1:
         raise UsageError(f"seq_len, batch and LoRA rank must be positive (got {seq_len}, "
                          f"{batch}, {lora_rank})", hint="give positive integers")
+    if not 0 <= allocator_pct <= 100:
+        raise UsageError(f"allocator margin {allocator_pct}% is not between 0 and 100",
+                         hint="give a percentage of the tensors, e.g. 10 or 20")
     if attention not in ATTENTIONS:
         raise UsageError(f"unknown attention {attention!r}", hint="sdpa or eager")
     s, b, a = seq_len, batch, BYTES[compute]
@@ -463,13 +479,24 @@ def estimate(shape: Shape, *, workload: str = "inference", precision: str | None
             optim = Term("optimizer_states", 0, "none: inference keeps no optimizer states")
     terms = (weights, kv_term, act, grads, optim, adapters)
     subtotal = sum(t.bytes for t in terms)
-    frag = _ceil_div(subtotal * FRAGMENTATION_PCT, 100)
+    frag = _ceil_div(subtotal * allocator_pct, 100)
     margin = Term("margin", frag + RUNTIME_BYTES,
-                  f"allocator {FRAGMENTATION_PCT}% of {subtotal:,} = {frag:,} + runtime "
+                  f"allocator {allocator_pct}% of {subtotal:,} = {frag:,} + runtime "
                   f"{RUNTIME_BYTES:,} (512 MiB: CUDA context, library workspaces)")
     return Estimate(shape, workload, precision, compute, kv_precision, s, b, attention,
                     lora_rank, checkpointing, terms, margin, kv_seq, adapter_params,
-                    tuple(notes))
+                    tuple(notes), allocator_pct)
+
+
+def again(est: Estimate, **changes: Any) -> Estimate:
+    """``est`` estimated again with some of its settings changed (``seq_len``, ``precision``,
+    ``kv_precision``, ``allocator_pct``, ...): the same shape, the same arithmetic."""
+    settings: dict[str, Any] = {
+        "workload": est.workload, "precision": est.precision, "seq_len": est.seq_len,
+        "batch": est.batch, "compute": est.compute, "kv_precision": est.kv_precision,
+        "attention": est.attention, "lora_rank": est.lora_rank,
+        "checkpointing": est.checkpointing, "allocator_pct": est.allocator_pct}
+    return estimate(est.shape, **{**settings, **changes})
 
 
 def _weights(p: Params, precision: str, compute: str, workload: str) -> Term:

@@ -1,0 +1,165 @@
+"""What a price catalog offers for a card: the lot, its billing, its availability (R34).
+
+Prices come from the one tariff reader (:mod:`toolkit.money.tariffs`): the flat
+price of one lot of ``cards_per_lot`` cards for a 3-, 7- or 30-day plan. A lot
+is one machine: its cards may hold one split model; two lots are two machines.
+Three optional columns of the same CSV, which the tariff rules ignore, say
+more when a catalog has them: ``availability`` (``on-demand``, ``reserved``,
+``spot`` or ``interruptible``), ``storage_usd_per_gb_month`` and
+``egress_usd_per_gb``. Whether interruptible capacity suits the work is
+:func:`usage_fit`'s answer. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from toolkit.errors import CatalogError
+from toolkit.money import tariffs
+from toolkit.plumbing.shipped import TARIFF_CATALOG, shipped
+
+AVAILABILITIES = ("on-demand", "reserved", "spot", "interruptible")
+INTERRUPTIBLE = ("spot", "interruptible")
+#: What the capacity is for (--usage): its words, and whether an interruption is tolerable.
+USAGES = {
+    "endpoint": ("an always-on endpoint", False),
+    "batch": ("fault-tolerant batch work", True),
+    "checkpointed": ("checkpointed fine-tuning", True),
+    "unresumable": ("a long job that cannot resume", False),
+}
+EXTRA_MONEY = ("storage_usd_per_gb_month", "egress_usd_per_gb")
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One lot of a card for a plan, as the price catalog sells it."""
+
+    gpu_slug: str
+    cards_per_lot: int
+    price_per_lot_usd: Decimal
+    plan_days: int
+    catalog_date: str
+    availability: str | None = None  # None: the catalog does not say
+    storage_usd_per_gb_month: Decimal | None = None
+    egress_usd_per_gb: Decimal | None = None
+
+    @property
+    def billing_unit(self) -> str:
+        """How the lot is billed: a flat plan, never by the hour (R21)."""
+        cards = "card" if self.cards_per_lot == 1 else "cards"
+        return (f"flat {self.plan_days}-day plan per lot of {self.cards_per_lot} {cards} "
+                "(no hourly billing)")
+
+    @property
+    def interruptible(self) -> bool:
+        """True for spot or interruptible capacity."""
+        return self.availability in INTERRUPTIBLE
+
+    @property
+    def availability_text(self) -> str:
+        """The availability as the catalog states it, or that it does not."""
+        return self.availability or "availability not stated"
+
+    def extras_text(self) -> str:
+        """Storage and egress prices, or that the catalog has none."""
+        parts = []
+        if self.storage_usd_per_gb_month is not None:
+            parts.append(f"storage {self.storage_usd_per_gb_month} USD per GB-month")
+        if self.egress_usd_per_gb is not None:
+            parts.append(f"egress {self.egress_usd_per_gb} USD per GB")
+        missing = [w for w, v in (("storage", self.storage_usd_per_gb_month),
+                                  ("egress", self.egress_usd_per_gb)) if v is None]
+        if missing:
+            parts.append(f"{' and '.join(missing)} not in the catalog")
+        return ", ".join(parts)
+
+
+def usage_fit(offer: Offer, usage: str | None) -> str | None:
+    """A warning when the offer's availability does not suit the usage, else None.
+
+    Interruptible capacity suits fault-tolerant batch work and checkpointed
+    fine-tuning, never an always-on endpoint or a job that cannot resume (R34).
+    """
+    if usage is not None and usage not in USAGES:
+        raise ValueError(f"unknown usage {usage!r}")
+    if offer.interruptible:
+        if usage is None:
+            return (f"{offer.availability}: only for fault-tolerant batch work or checkpointed "
+                    "fine-tuning, never for an always-on endpoint (say --usage)")
+        words, tolerant = USAGES[usage]
+        if not tolerant:
+            return f"{offer.availability}: unsuitable for {words}: it can be reclaimed at any time"
+        return None
+    if offer.availability is None and usage in ("endpoint", "unresumable"):
+        return (f"the catalog does not say whether the lot can be interrupted: check before "
+                f"relying on it for {USAGES[usage][0]}")
+    return None
+
+
+def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str, Offer], str]:
+    """The newest offer per GPU slug for a plan, and the reason a card has none.
+
+    The prices are read by :func:`toolkit.money.tariffs.load_catalog` (default:
+    the shipped catalog); a missing file is not an error, every card then has no price.
+    """
+    if path is not None and not path.is_file():
+        return {}, f"no price in catalog ({path.name} not found)"
+    plans = tariffs.load_catalog(path).plans
+    extras = _extras(path or shipped(TARIFF_CATALOG))
+    offers: dict[str, Offer] = {}
+    for plan in plans:
+        if plan.plan_days != plan_days:
+            continue
+        known = offers.get(plan.gpu_slug)
+        if known is None or plan.catalog_date >= known.catalog_date:
+            state, storage, egress = extras.get(
+                (plan.catalog_date, plan.gpu_slug, plan.plan_days), (None, None, None))
+            offers[plan.gpu_slug] = Offer(plan.gpu_slug, plan.cards_per_lot,
+                                          plan.price_per_lot_usd, plan.plan_days,
+                                          plan.catalog_date, state, storage, egress)
+    return offers, "no price in catalog"
+
+
+Extras = tuple[str | None, Decimal | None, Decimal | None]
+
+
+def _extras(path: Path) -> dict[tuple[str, str, int], Extras]:
+    """The optional columns by (catalog_date, gpu_slug, plan_days); CatalogError names the
+    line and column of a value that is not one of those allowed."""
+    found: dict[tuple[str, str, int], Extras] = {}
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        names = reader.fieldnames or []
+        if not any(c in names for c in ("availability", *EXTRA_MONEY)):
+            return found
+        for row in reader:
+            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+                continue
+            where = f"{path.name}, line {reader.line_num}"
+            state = (row.get("availability") or "").strip().lower()
+            if state and state not in AVAILABILITIES:
+                raise CatalogError(f"{where}, column availability: {state!r} is not one of "
+                                   f"{', '.join(AVAILABILITIES)}",
+                                   hint="leave it empty when the catalog does not say")
+            storage, egress = (_amount(row.get(c), f"{where}, column {c}") for c in EXTRA_MONEY)
+            key = (row["catalog_date"].strip(), row["gpu_slug"].strip(),
+                   int(row["plan_days"].strip().lstrip("+")))  # checked by the tariff reader
+            found[key] = (state or None, storage, egress)
+    return found
+
+
+def _amount(raw: str | None, where: str) -> Decimal | None:
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not value.is_finite() or value < 0:
+        raise CatalogError(f"{where}: {text!r} is not an amount in USD",
+                           hint="digits with a dot, e.g. 0.08; leave it empty when unknown")
+    return value
