@@ -15,7 +15,11 @@ def test_init_creates_a_workbook_and_never_overwrites(runner: CliRunner, tmp_pat
     path = tmp_path / "c.xlsx"
     first = runner.invoke(cli, ["init", str(path)])
     assert first.exit_code == 0
-    assert first.stdout.splitlines()[0] == f"created {path}"
+    assert first.stdout.splitlines()[0] == (
+        f"created {path} (Tariffs: the shipped catalog of 2026-09-24, 2 plan(s))")
+    tariffs = store.read(path).tables["Tariffs"]
+    assert [(t["gpu_slug"], t["plan_days"], t["price_per_lot_usd"]) for t in tariffs] == [
+        ("rtx-4090", 7, 110), ("b200", 7, 2071)]
     before = path.read_bytes()
     again = runner.invoke(cli, ["init", str(path)])
     assert again.exit_code == 2

@@ -126,7 +126,11 @@ def test_report_writes_the_reviewers_folder_beside_the_workbook(runner: CliRunne
     text = (folder / "report.md").read_text(encoding="utf-8")
     assert "![durations](durations.png)" in text
     assert f"fingerprint {report_campaign.CORPUS_SHA}" in text
-    assert "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | undefined | no |" in text
+    assert "| r-4090 | rental | b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32 | 110.00 USD | " \
+        "no ledger imported |" in text
+    assert "| total incurred (USD) | total incurred |  | 2,181.00 USD |  |" in text
+    assert "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | 0 | undefined | in time: " \
+        "12.2 s of production per lot, 96 h from the window's start to the deadline | no |" in text
 
 
 def test_without_matplotlib_the_pngs_are_skipped_and_the_report_says_why(

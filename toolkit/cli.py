@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "toolkit.commands.integrity",
     "toolkit.commands.memory",
     "toolkit.commands.money",
+    "toolkit.commands.imports",
     "toolkit.commands.runner",
     "toolkit.commands.report",
 )

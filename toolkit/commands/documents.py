@@ -28,6 +28,7 @@ RUN = "iteralab-run/1"
 INGEST = "iteralab-ingest/1"
 SCHEDULE = "iteralab-schedule/1"
 COST = "iteralab-cost/1"
+LEDGER = "iteralab-ledger/1"
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -39,6 +40,14 @@ def money(amount: Decimal | None) -> str | None:
     """An amount rounded half-up to the cent, with its currency, no thousands separator:
     ``"2071.00 USD"``."""
     return None if amount is None else f"{rules.to_cent(amount)} USD"
+
+
+def amount(value: Any, currency: Any) -> str | None:
+    """An amount in its own currency, rounded half-up to the cent: ``"110.00 USD"``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    return f"{rules.to_cent(number)} {currency or '(no currency)'}"
 
 
 def finding(f: Finding) -> dict[str, Any]:
@@ -66,10 +75,23 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
         costs.append({
             "variant_id": c.stats.variant_id, "gpu_slug": c.gpu_slug, "lots": c.lots,
             "plan_days": None if c.plan is None else c.plan.plan_days,
-            "budget": money(c.budget), "accepted_corpora": c.accepted_count,
+            "rental_id": c.rental_id, "budget": money(c.budget),
+            "campaign_s": c.stats.campaign, "projected_corpora": c.projected_corpora,
+            "projected_hours_per_lot": (None if c.projected_hours is None
+                                        else float(c.projected_hours)),
+            "deadline_check": c.deadline_check,
+            "runner_accepted_corpora": c.runner_accepted,
+            "accepted_corpora": c.accepted_count,
+            "accepted_corpora_reason": None if c.accepted_count is not None
+            else c.confirm_reason,
             "cost_per_accepted": money(cost),
             "cost_per_accepted_reason": None if cost is not None else c.cost_text,
         })
+    incurred = [{"item": r.get("item"), "kind": r.get("kind"), "variants": r.get("variants"),
+                 "amount": amount(_plain(r.get("amount")), r.get("currency")),
+                 "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "")
+                 else None,
+                 "ledger_status": r.get("ledger_status")} for r in result.incurred]
     return {
         "format": REPORT, "workbook": str(workbook),
         "protocol_sha256": result.protocol_sha256,
@@ -80,12 +102,29 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
                          "gap_s": s.gap_s, "spread_s": s.spread_s, "chance": s.chance}
                         for s in result.decision.separations],
         "costs": costs,
+        "incurred": incurred,
         "money_comparisons": [m.sentence() for m in result.decision.money],
         "decision": dict(result.decision.suggestions),
         "notes": list(result.notes),
         "files": [str(p) for p in outputs.files],
         "png_skipped": outputs.png_skipped,
     }
+
+
+def _plain(cell: Any) -> Any:
+    return getattr(cell, "value", cell)
+
+
+def ledger_document(workbook: Path, export: Path, imported: int, status: dict[str, str],
+                    extra: list[Any]) -> dict[str, Any]:
+    """What `iteralab ledger import` read, and the reconciliation with Rentals."""
+    return {"format": LEDGER, "workbook": str(workbook), "export": str(export),
+            "imported": imported,
+            "rentals": [{"rental_id": k, "status": v} for k, v in status.items()],
+            "ledger_only": [{"date": e.get("date"), "reference": e.get("reference"),
+                             "description": e.get("description"),
+                             "amount": amount(e.get("amount"), e.get("currency")),
+                             "source": e.get("source")} for e in extra]}
 
 
 def attempt_document(record: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,12 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
 @click.command()
 @WORKBOOK
 def init(workbook: Path) -> None:
-    """Create a new campaign WORKBOOK from the template (never overwrites)."""
+    """Create a new campaign WORKBOOK from the template (never overwrites).
+
+    Its Tariffs sheet holds the shipped catalog snapshot (tariffs/tarifs-forfaits.csv),
+    so that the Settlement can price flat plans from the start; edit it to your quotes.
+    """
+    from toolkit.money import tariffs
     from toolkit.workbook import store
     from toolkit.workbook.model import WorkbookData
 
@@ -27,11 +32,16 @@ def init(workbook: Path) -> None:
     if workbook.suffix.lower() != ".xlsx":
         raise UsageError(f"{workbook}: a campaign workbook ends in .xlsx",
                          hint=f"use {workbook.with_suffix('.xlsx')}")
+    data = WorkbookData.empty()
+    catalog = tariffs.load_catalog()
+    for row in tariffs.tariff_rows(catalog):
+        data.append("Tariffs", row)
     try:
-        store.create(WorkbookData.empty(), workbook)
+        store.create(data, workbook)
     except FileExistsError:
         raise exists from None
-    click.echo(f"created {workbook}")
+    click.echo(f"created {workbook} (Tariffs: the shipped catalog of "
+               f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s))")
     click.echo("next: fill Protocol and Variants (blue cells), then "
                f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
 

@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
+from toolkit.money import ledger
 from toolkit.money.settlement import full_row as full
 from toolkit.money.settlement import lookup_formula
 from toolkit.money.tariffs import Catalog, rules
@@ -62,6 +63,15 @@ def rentals_of(data: Any) -> list[Rental]:
     """The Rentals sheet's rows, each with its Excel row."""
     rows = data.tables.get(layout.RENTALS.name, [])
     return [Rental(data.excel_row(layout.RENTALS.name, i), row) for i, row in enumerate(rows)]
+
+
+def reconciliation(data: Any, catalog: Catalog | None
+                   ) -> tuple[dict[str, str], list[Any]]:
+    """The Ledger sheet against the Rentals: per rental id its status, and the ledger lines
+    no rental accounts for (:func:`toolkit.money.ledger.reconcile`)."""
+    booked = [ledger.Booked(r.rental_id, str(r.get("reference") or "").strip() or None,
+                            price(r, catalog).amount, r.currency) for r in rentals_of(data)]
+    return ledger.reconcile(booked, data.tables.get(layout.LEDGER.name, []))
 
 
 def served(rental_id: str, variants: Sequence[dict[str, Any]]) -> list[str]:

@@ -317,14 +317,30 @@ def _confirmed_formula(c: Costing, data: WorkbookData) -> Any:
 
 def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int
                   ) -> list[dict[str, Any]]:
-    """The incurred part from Excel row ``first_row``: each rental once, the other costs
-    typed in the Settlement, then one total per currency."""
+    """The incurred part from Excel row ``first_row``: each rental once (with its ledger
+    status), the other costs typed in the Settlement, one total per currency, then the
+    ledger lines no rental accounts for (outside the totals)."""
     variants = data.tables["Variants"]
+    rentals = incurred.rentals_of(data)
     rows = [incurred.rental_row(r, catalog, variants, first_row + i)
-            for i, r in enumerate(incurred.rentals_of(data))]
+            for i, r in enumerate(rentals)]
+    status, extra = incurred.reconciliation(data, catalog)
+    for row, r in zip(rows, rentals, strict=True):
+        row["ledger_status"] = status.get(r.rental_id)
     rows += [incurred.other_cost_row(r) for r in data.tables[layout.SETTLEMENT.name]
              if r.get("kind") == "other cost"]
-    return rows + incurred.total_rows(rows, first_row) if rows else rows
+    if rows:
+        rows += incurred.total_rows(rows, first_row)
+    for entry in extra:
+        rows.append(settlement.full_row({
+            "item": entry.get("reference") or entry.get("description") or "ledger line",
+            "kind": "ledger only", "part": "incurred", "amount": entry.get("amount"),
+            "currency": entry.get("currency"),
+            "ledger_status": "in the ledger, not in the workbook",
+            "grounds": f"{entry.get('date')} {entry.get('description') or ''} "
+                       f"({entry.get('source')}): add the rental to Rentals, or record it "
+                       "as another cost with its grounds".replace("  ", " ")}))
+    return rows
 
 
 def _grounds(c: Costing, text: str) -> str:

@@ -44,6 +44,8 @@ class Refreshed:
     notes: list[str] = field(default_factory=list)
     #: What validation found in the workbook as read, before the refresh.
     findings: list[Finding] = field(default_factory=list)
+    #: The Settlement's incurred part: rentals, other costs, totals, ledger-only lines.
+    incurred: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _window(data: WorkbookData) -> tuple[schedule.Window | None, str | None]:
@@ -110,7 +112,9 @@ def refresh(data: WorkbookData, base_dir: Path,
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
         notes.append(f"no plan: {window_problem}")
-    return Refreshed(all_stats, found, d, catalog, win, window_problem, notes=notes)
+    incurred = [r for r in data.tables["Settlement"] if r.get("part") == "incurred"]
+    return Refreshed(all_stats, found, d, catalog, win, window_problem, notes=notes,
+                     incurred=incurred)
 
 
 def _deadline_note(win: schedule.Window, deadline: Any) -> str:

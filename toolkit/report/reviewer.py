@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -123,16 +124,28 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
 
 
 def _settlement(result: Refreshed) -> list[str]:
+    lines = ["### Incurred: money spent, each rental once", ""]
+    incurred = [(r.get("item"), r.get("kind"), r.get("variants") or "",
+                 _amount(r.get("amount"), r.get("currency")), r.get("ledger_status") or "")
+                for r in result.incurred]
+    lines += table(("item", "kind", "variants served", "amount", "ledger"), incurred) \
+        if incurred else ["No rental recorded: fill the Rentals sheet (each lot rented, once)."]
+    lines += ["", "### Decision: production projection per configuration", "",
+              "Expected outputs (Protocol) at the measured time of one corpus end to end "
+              "(campaign_s), on the cheapest plan and lots that finish before the deadline: a "
+              "projection, not a measurement. Accepted corpora are those you confirmed in the "
+              "Verification sheet.", ""]
     rows = []
     for c in result.costs:
         rows.append((c.stats.variant_id, c.gpu_slug or "cpu",
                      f"{c.plan.plan_days} days" if c.plan else "",
-                     c.lots if c.gpu_slug else "",
+                     c.lots if c.plan else "",
                      rules.usd(c.budget) if c.budget is not None else "",
+                     "" if c.runner_accepted is None else c.runner_accepted,
                      "" if c.accepted_count is None else c.accepted_count, c.cost_text,
-                     "yes" if c.stats.equal_quality else "no"))
-    lines = table(("configuration", "GPU", "plan", "lots", "budget", "accepted corpora",
-                   "cost per accepted corpus", "compared"), rows)
+                     c.deadline_check or "", "yes" if c.stats.equal_quality else "no"))
+    lines += table(("configuration", "GPU", "plan", "lots", "budget", "runner-accepted",
+                    "confirmed", "cost per accepted corpus", "deadline", "compared"), rows)
     if result.window is not None:
         lines += ["", f"Campaign window (Schedule): {rules.stamp(result.window.start)} to "
                   f"{rules.stamp(result.window.end)}, "
@@ -154,6 +167,14 @@ def _settlement(result: Refreshed) -> list[str]:
         lines += ["", "Money against the measurement noise:"]
         lines += [f"- {m.sentence()}" for m in result.decision.money]
     return lines
+
+
+def _amount(cell: Any, currency: Any) -> str:
+    value = getattr(cell, "value", cell)
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+        return f"{rules.to_cent(number):,.2f} {currency or ''}".strip()
+    return str(value or "")
 
 
 def integrity(workbook: Path, result: Refreshed) -> list[str]:

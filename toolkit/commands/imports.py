@@ -1,0 +1,73 @@
+"""Imports of money data into a workbook: a provider's billing export (``ledger import``).
+
+Each import reads the whole file first and writes nothing when any line is
+bad; it adds rows to the workbook's own sheet and leaves the derived sheets
+as they were (``iteralab report`` recomputes the Settlement).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def ledger() -> None:
+    """The provider's billing export, reconciled with the Rentals sheet."""
+
+
+@ledger.command("import")
+@click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("export", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--column", "columns", multiple=True, metavar="FIELD=HEADER",
+              help="Which header holds a field (date, description, reference, amount, "
+              "currency) when the export names it otherwise, e.g. --column amount=Total; "
+              "repeat it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-ledger/1 JSON document (docs/json.md).")
+def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
+                  as_json: bool) -> None:
+    """Read a billing export (CSV) into the Ledger sheet and reconcile it with Rentals.
+
+    Lines are matched with Rentals.reference: matched, amount differs, in the
+    workbook but not in the ledger, in the ledger but not in the workbook.
+    Importing a file again replaces its earlier lines. Writes the Ledger sheet
+    only; `iteralab report` shows the differences in the Settlement and report.md.
+    """
+    from toolkit import editing, layout
+    from toolkit.errors import ToolkitError
+    from toolkit.money import incurred
+    from toolkit.money import ledger as book
+    from toolkit.money.tariffs import catalog_from_workbook
+
+    entries = book.read_ledger(export, book.parse_mapping(columns))
+    with editing.change(workbook, refresh_derived=False) as edit:
+        data = edit.data
+        kept = [r for r in data.tables[layout.LEDGER.name]
+                if not str(r.get("source") or "").startswith(f"{export.name}:")]
+        data.tables[layout.LEDGER.name] = []
+        data.row_numbers[layout.LEDGER.name] = []
+        for row in kept + entries:
+            data.append(layout.LEDGER.name, row)
+        try:
+            catalog = catalog_from_workbook(data) if data.tables[layout.TARIFFS.name] else None
+        except ToolkitError:  # a broken Tariffs sheet is validate's to report
+            catalog = None
+        status, extra = incurred.reconciliation(data, catalog)
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.ledger_document(workbook, export, len(entries), status, extra))
+        return
+    click.echo(f"imported {len(entries)} line(s) from {export.name} into {workbook.name} "
+               f"(Ledger sheet, {len(kept)} earlier line(s) kept)")
+    for rental_id, text in status.items():
+        click.echo(f"  {rental_id}: {text}")
+    for entry in extra:
+        click.echo(f"  in the ledger, not in the workbook: {entry.get('reference') or '-'} "
+                   f"{entry.get('amount')} {entry.get('currency')} ({entry.get('source')})")
+    click.echo(f"run `iteralab report {workbook}` to show them in the Settlement")
+
+
+COMMANDS = [ledger]

@@ -1,0 +1,173 @@
+"""A provider's billing export, read and reconciled with the Rentals sheet (seed 000).
+
+A billing export is a CSV file with one charge per line: ``date``,
+``description``, ``reference`` (order or invoice), ``amount`` and
+``currency``. Providers name these columns their own way: a mapping
+(``amount=Total``) says which header holds which field. Reading checks every
+line (a number for the amount, an ISO 4217 code for the currency) and stops at
+the first bad one with the file, line and column: nothing is imported from a
+file that does not read whole.
+
+:func:`reconcile` matches ledger lines to rentals by reference and says, per
+rental, matched / amount differs / not in the ledger, and which ledger lines
+no rental accounts for. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import ToolkitError, UsageError
+
+FIELDS = ("date", "description", "reference", "amount", "currency")
+REQUIRED = ("date", "reference", "amount", "currency")
+#: A billing export of a few rentals is kilobytes; a year of a busy account a few MB.
+MAX_LEDGER_BYTES = 64 * 2**20
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+_AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
+NO_LEDGER = "no ledger imported"
+
+
+class LedgerError(ToolkitError):
+    """A billing export that cannot be imported. Exit code 1; nothing is written."""
+
+
+def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
+    """``FIELD=HEADER`` options as a field -> header dict; UsageError for a bad one."""
+    mapping = {}
+    for pair in pairs:
+        field, sep, header = pair.partition("=")
+        if not sep or field.strip() not in FIELDS or not header.strip():
+            raise UsageError(f"--column {pair!r}: expected FIELD=HEADER with FIELD one of "
+                             f"{', '.join(FIELDS)}", hint="e.g. --column amount=Total")
+        mapping[field.strip()] = header.strip()
+    return mapping
+
+
+def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None
+                ) -> list[dict[str, Any]]:
+    """The charges of a billing export, one dict per line (amount as Decimal, currency upper
+    case, source ``FILE:LINE``); LedgerError naming the file, line and column otherwise."""
+    path = Path(path)
+    headers = {field: (mapping or {}).get(field, field) for field in FIELDS}
+    try:
+        if path.stat().st_size > MAX_LEDGER_BYTES:
+            raise LedgerError(f"{path}: over the {MAX_LEDGER_BYTES:,}-byte limit of a billing "
+                              "export", hint="export the months of the campaign only")
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read the billing export ({exc.strerror or exc})",
+                          hint="check the path") from exc
+    except UnicodeDecodeError as exc:
+        raise LedgerError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="export it as CSV in UTF-8") from exc
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    found = [h.strip() for h in reader.fieldnames or []]
+    reader.fieldnames = found
+    missing = [f"{field} (header {headers[field]!r})" for field in REQUIRED
+               if headers[field] not in found]
+    if missing:
+        raise LedgerError(
+            f"{path}: line 1: no column for {', '.join(missing)}; the header holds "
+            f"{', '.join(repr(h) for h in found) or 'nothing'}",
+            hint="name the columns with --column FIELD=HEADER, e.g. --column amount=Total "
+            "(fields: " + ", ".join(FIELDS) + ")")
+    rows = []
+    for record in reader:
+        line = reader.line_num
+        values = {field: str(record.get(headers[field]) or "").strip() for field in FIELDS}
+        if not any(values.values()):
+            continue
+        rows.append({**{f: values[f] or None for f in ("date", "description", "reference")},
+                     "amount": _amount(values["amount"], path, line, headers["amount"]),
+                     "currency": _currency(values["currency"], path, line,
+                                           headers["currency"]),
+                     "source": f"{path.name}:{line}"})
+    if not rows:
+        raise LedgerError(f"{path}: no charge in the billing export",
+                          hint="export the lines of the rental period")
+    return rows
+
+
+def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
+    if not _AMOUNT.match(text):
+        raise LedgerError(f"{path}: line {line}, column {column!r}: {text!r} is not an amount",
+                          hint="a number such as 110.00 or -12.50 (a refund), without the "
+                          "currency sign; the currency goes in its own column")
+    try:
+        return Decimal(text.replace(",", ""))
+    except InvalidOperation as exc:  # the pattern admits only numbers; kept for safety
+        raise LedgerError(f"{path}: line {line}: {text!r} is not an amount") from exc
+
+
+def _currency(text: str, path: Path, line: int, column: str) -> str:
+    code = text.upper()
+    if not _CURRENCY.match(code):
+        raise LedgerError(f"{path}: line {line}, column {column!r}: unknown currency {text!r}",
+                          hint="an ISO 4217 code such as USD or EUR")
+    return code
+
+
+@dataclass(frozen=True)
+class Booked:
+    """What the workbook says a rental cost: its id, reference, amount and currency."""
+
+    rental_id: str
+    reference: str | None
+    amount: Decimal | None
+    currency: str
+
+
+def reconcile(rentals: Sequence[Booked], ledger: Sequence[Mapping[str, Any]]
+              ) -> tuple[dict[str, str], list[Mapping[str, Any]]]:
+    """Per rental id its ledger status, and the ledger lines no rental accounts for."""
+    if not ledger:
+        return {r.rental_id: NO_LEDGER for r in rentals}, []
+
+    def key(reference: Any) -> str:
+        return str(reference or "").strip().casefold()
+
+    by_reference: dict[str, list[Mapping[str, Any]]] = {}
+    for entry in ledger:
+        by_reference.setdefault(key(entry.get("reference")), []).append(entry)
+    status = {}
+    claimed = set()
+    for r in rentals:
+        lines = by_reference.get(key(r.reference), []) if r.reference else []
+        if not r.reference:
+            status[r.rental_id] = "no reference in Rentals: cannot be matched with the ledger"
+            continue
+        claimed.add(key(r.reference))
+        if not lines:
+            status[r.rental_id] = f"not in the ledger (reference {r.reference})"
+            continue
+        currencies = {str(e.get("currency")) for e in lines}
+        if currencies != {r.currency}:
+            status[r.rental_id] = (f"currency differs: ledger {', '.join(sorted(currencies))}, "
+                                   f"workbook {r.currency}")
+            continue
+        charged = sum((_decimal(e.get("amount")) for e in lines), Decimal(0))
+        if r.amount is None:
+            status[r.rental_id] = f"ledger {_money(charged)} {r.currency}, workbook no amount"
+        elif charged == r.amount:
+            status[r.rental_id] = f"matched ({len(lines)} ledger line(s))"
+        else:
+            status[r.rental_id] = (f"amount differs: ledger {_money(charged)} {r.currency}, "
+                                   f"workbook {_money(r.amount)} {r.currency}")
+    extra = [e for e in ledger if key(e.get("reference")) not in claimed]
+    return status, extra
+
+
+def _decimal(value: Any) -> Decimal:
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _money(amount: Decimal) -> str:
+    return f"{amount.quantize(Decimal('0.01')):,}"
