@@ -17,6 +17,7 @@ from types import TracebackType
 
 from toolkit.evidence import integrity
 from toolkit.evidence.validate import sheet_findings, sorted_findings
+from toolkit.planner.identity import gpu_findings
 from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
 
@@ -42,7 +43,7 @@ class ChecksBeside:
         else:
             self._integrity = integrity.integrity_checks(data, workbook)
         # Before the caller refreshes the data: these are the sheets as read.
-        self._sheet_findings = sheet_findings(data, sheets)
+        self._sheet_findings = sheet_findings(data, sheets) + gpu_findings(data)
 
     def result(self) -> integrity.Integrity:
         """Every finding (sorted as validate sorts them) and every predictions check."""

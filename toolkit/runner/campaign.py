@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
+from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import evaluation, forkserver, plan
 from toolkit.workbook import store
@@ -221,6 +222,14 @@ def _check_devices(variants: list[dict[str, Any]]) -> None:
         raise UsageError(f"variant(s) {', '.join(cuda)} run on cuda, but torch sees no CUDA "
                          "device here", hint="run them on a GPU machine, or select the cpu "
                          "variants with --variant/--series (`iteralab env` shows this machine)")
+    props = torch.cuda.get_device_properties(0)
+    wrong = device_mismatches(variants, props.name, int(props.total_memory))
+    if wrong:
+        raise UsageError("the GPU here is not the one declared (and priced): "
+                         + "; ".join(wrong),
+                         hint="run these variants on the rented card, or select others with "
+                         "--variant/--series; a wrong gpu_slug is corrected with `iteralab "
+                         "amend`")
 
 
 def _reference(campaign: Campaign) -> dict[str, Any] | None:

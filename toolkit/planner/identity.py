@@ -1,0 +1,59 @@
+"""The GPU that was paid for is the GPU that was measured (#16, R21).
+
+A variant declares the rented GPU by its catalog slug (Variants.gpu_slug); the
+Manifest records the device each attempt really ran on (gpu_name,
+gpu_memory_bytes). :func:`gpu_findings` names every Manifest row of a CUDA
+variant whose device is not the declared card, by the catalog's device names
+and memory (:func:`toolkit.planner.gpus.identify`). A slug the catalog does not
+know cannot be checked and is left to the Tariffs lookup, which names it.
+"""
+
+from __future__ import annotations
+
+from toolkit import layout
+from toolkit.findings import Finding
+from toolkit.planner.gpus import Gpu, identify, load_catalog
+from toolkit.workbook.model import WorkbookData
+
+
+def device_mismatches(variants: list[dict[str, object]], device_name: str,
+                      total_memory_bytes: int | None) -> list[str]:
+    """One line per CUDA variant whose declared, catalogued GPU is not this device."""
+    cards = load_catalog()
+    known = {g.slug for g in cards}
+    out = []
+    for v in variants:
+        slug = str(v.get("gpu_slug") or "").strip().lower()
+        if v.get("device") == "cuda" and slug in known:
+            reason = identify(slug, device_name, total_memory_bytes, cards)
+            if reason is not None:
+                out.append(f"{v.get('variant_id')}: {reason}")
+    return out
+
+
+def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[Finding]:
+    """A finding per Manifest row whose device is not its CUDA variant's declared GPU."""
+    variants = {str(v.get("variant_id")): v for v in data.tables["Variants"]}
+    rows = data.tables[layout.MANIFEST.name]
+    if not any(v.get("device") == "cuda" and v.get("gpu_slug") for v in variants.values()):
+        return []
+    cards = load_catalog() if catalog is None else catalog
+    known = {g.slug for g in cards}
+    found = []
+    for i, m in enumerate(rows):
+        variant = variants.get(str(m.get("variant_id")), {})
+        slug = str(variant.get("gpu_slug") or "").strip().lower()
+        if variant.get("device") != "cuda" or slug not in known:
+            continue
+        name, memory = m.get("gpu_name"), m.get("gpu_memory_bytes")
+        if not isinstance(name, str) or not name.strip():
+            continue  # the Manifest schema names a missing device on a CUDA run
+        first = name.split(";")[0].strip()  # the device the attempt ran on: cuda:0
+        reason = identify(slug, first, memory if isinstance(memory, int) else None, cards)
+        if reason is not None:
+            found.append(Finding(
+                layout.MANIFEST.name, data.excel_row(layout.MANIFEST.name, i), "gpu_name",
+                "gpu-identity", f"variant {m.get('variant_id')} declares {slug}, priced as "
+                f"such, but ran on another device: {reason}; run it on the rented card, or "
+                "correct gpu_slug with `iteralab amend`"))
+    return found
