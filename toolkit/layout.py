@@ -614,8 +614,9 @@ AUDIT = Sheet(
     "table",
     (
         _c("at", DATETIME, required=True, computed=True, width=22),
-        _c("action", CHOICE, required=True, choices=("lock", "amend", "exclude"),
-           computed=True),
+        _c("action", CHOICE, "lock, amend, exclude; prices: Tariffs, Rentals and Schedule "
+           "as attempts were set against them, and each later edit.", required=True,
+           choices=("lock", "amend", "exclude", "prices"), computed=True),
         _c("protocol_sha256", required=True, computed=True, width=64),
         _c("tool_version", required=True, computed=True),
         _c("reason", width=40),

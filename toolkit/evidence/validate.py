@@ -14,7 +14,7 @@ from pathlib import Path
 
 from toolkit import layout
 from toolkit.errors import CorpusError
-from toolkit.evidence import corpus, integrity, money_rules, predictions, schemas
+from toolkit.evidence import corpus, integrity, money_log, money_rules, predictions, schemas
 from toolkit.evidence.protocol import lock_findings
 from toolkit.findings import Finding
 from toolkit.plumbing.digests import Digests
@@ -100,7 +100,8 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
     """What validation finds outside the attempt chain: the schemas and rules of ``sheets``
     (every sheet by default) and the protocol's lock."""
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
-    findings = validate_sheets(data, names) + lock_findings(data)
+    findings = (validate_sheets(data, names) + lock_findings(data)
+                + money_log.money_edit_findings(data))
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
     ):

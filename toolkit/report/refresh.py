@@ -16,6 +16,8 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
+from toolkit.evidence import money_log
+from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
 from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules
@@ -79,6 +81,8 @@ def refresh(data: WorkbookData, base_dir: Path,
     formulas see the same rows) but no verdict or choice rests on them.
     """
     data.formulas.clear()  # every sheet that holds formulas is recomputed below
+    lock = current_lock(data)
+    logged = money_log.log_money_edits(data, lock.sha256 if lock else "")
     protocol = data.forms["Protocol"]
     all_stats = summary.variant_stats(data)
     for st in all_stats:
@@ -107,7 +111,7 @@ def refresh(data: WorkbookData, base_dir: Path,
                         window_text)
     decision.update_memo(data.forms["Decision"], d)
     data.charts = workbook_charts(len(all_stats), len(found))
-    notes = []
+    notes = [f"logged in Audit (prices): {logged}"] if logged else []
     if catalog_problem and any(c.gpu_slug for c in found):
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
