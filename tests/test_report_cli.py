@@ -42,7 +42,9 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
     assert ("  b4-fp32 vs b8-fp32: not separated (ranges overlap: gap 0.450 s between medians, "
             "spread up to 0.900 s); add repetitions under the same protocol, or look at "
             "loading, input shape, compilation, concurrent activity") in lines
-    assert "  b8-bf16: undefined" in lines
+    assert "  b8-bf16: 1 lot(s) x 7-day plan, undefined" in lines
+    assert "  r-4090: 110.00 USD [no ledger imported]" in lines
+    assert "  total incurred (USD): 2,181.00 USD" in lines
     assert "  b8-cpu: no price (cpu variant: no rental price applies)" in lines
     assert "decision draft: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)" in lines
     assert "5 of 9 pair(s) separated" in lines

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolkit import editing, layout
 from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import locking
+from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
+from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.shipped import SAMPLES, shipped
 from toolkit.workbook import store
 
@@ -23,6 +26,12 @@ EXAMPLE_NAME = "example_campaign.xlsx"
 QUICK_ITEMS = 100
 QUICK_REPETITIONS = 2
 QUICK_CORPUS = "corpus_quick.jsonl"
+#: Who "verified" the demo's outputs: the demo itself, said plainly (seed 000: in a real
+#: campaign only the user's own check counts).
+STAND_IN = "iteralab demo: an EXAMPLE standing in for your own check"
+STAND_IN_CHECKED = ("EXAMPLE for the demo: the runner's checks only (exact ids, accuracy vs "
+                    "the threshold); in a real campaign, read the predictions yourself before "
+                    "you confirm")
 
 
 def prepare(directory: Path, quick: bool = False) -> Path:
@@ -66,3 +75,27 @@ def prepare(directory: Path, quick: bool = False) -> Path:
     except FileExistsError:
         raise exists from None
     return target
+
+
+def stand_in_verification(workbook: Path) -> int:
+    """Fill the Verification sheet of a demo workbook with the runner's accepted corpora,
+    marked as an example standing in for the user's check; return the rows written.
+
+    Only the demo does this, so that its report can show a cost per accepted corpus; a
+    real campaign's Verification is typed by the person who checked.
+    """
+    with editing.change(workbook, refresh_derived=False) as edit:
+        data = edit.data
+        done = {str(r.get("variant_id")) for r in data.tables[layout.VERIFICATION.name]}
+        added = 0
+        for v in data.tables["Variants"]:
+            vid = str(v.get("variant_id"))
+            accepted = accepted_corpora(vid, data.tables["Attempts"], data.tables["Manifest"])
+            if vid in done or accepted is None:
+                continue
+            data.append(layout.VERIFICATION.name, {
+                "variant_id": vid, "verified": layout.YES, "confirmed_corpora": len(accepted),
+                "verified_by": STAND_IN, "verified_at": now_text(), "checked": STAND_IN_CHECKED})
+            added += 1
+        edit.save = added > 0
+    return added

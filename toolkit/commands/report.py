@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import click
@@ -70,9 +71,18 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
         click.echo(f"  {s.sentence()}")
     if not result.decision.separations:
         click.echo("  no pair of variants in one series")
-    click.echo("cost per accepted corpus:")
+    click.echo("incurred (each rental once):")
+    for row in result.incurred:
+        click.echo(f"  {row.get('item')}: {_amount(row)}"
+                   + (f" [{row['ledger_status']}]" if row.get("ledger_status") else ""))
+        if row.get("kind") != "total incurred":
+            click.echo(f"    {row.get('grounds')}")
+    if not result.incurred:
+        click.echo("  nothing: no Rentals row (each lot rented, once)")
+    click.echo("decision (projection of the expected outputs; cost per accepted corpus):")
     for c in result.costs:
-        click.echo(f"  {c.stats.variant_id}: {c.cost_text}")
+        plan = (f"{c.lots} lot(s) x {c.plan.plan_days}-day plan, " if c.plan else "")
+        click.echo(f"  {c.stats.variant_id}: {plan}{c.cost_text}")
     for m in result.decision.money:
         click.echo(f"  money: {m.sentence()}")
     for note in result.notes:
@@ -87,6 +97,14 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     click.echo(f"wrote {outputs.folder}/: {names}")
     if outputs.png_skipped:
         click.echo(f"note: {outputs.png_skipped}")
+
+
+def _amount(row: dict[str, object]) -> str:
+    value = getattr(row.get("amount"), "value", row.get("amount"))
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        cents = Decimal(str(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        return f"{cents:,} {row.get('currency') or ''}"
+    return str(value or "no amount (see the Settlement's grounds)")
 
 
 COMMANDS = [report]

@@ -161,6 +161,9 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
                                                  if quick else ""))
     options = Options(series=None if all_variants else 1, threads=threads)
     _campaign(workbook, options, quiet)
+    if sample.stand_in_verification(workbook):
+        click.echo(f"demo: Verification filled with the runner's accepted corpora, marked "
+                   f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)")
     ctx.invoke(report, workbook=workbook, folder=None, no_png=False)
 
 

@@ -221,7 +221,8 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
         elif corpora is None:
             c.reason = "no expected_outputs in the Protocol: nothing to project"
         elif st.campaign is None:
-            c.reason = ("no success with every phase timed (load, warm-up, measured, "
+            c.reason = ("no successful run yet: nothing to project" if not st.successes else
+                        "no success with every phase timed (load, warm-up, measured, "
                         "evaluation, export): nothing to project")
         else:
             cover = cheapest_cover(catalog, gpu, corpora, st.campaign, win.span_hours,
