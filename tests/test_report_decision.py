@@ -246,3 +246,12 @@ def test_memo_fields_a_person_typed_survive_and_untouched_ones_follow_the_data(
     assert memo["reviewed_by"] == "A. Auditor"
     assert result.decision.kept_fields == ["reasons"]
     assert memo["chosen_configuration"] == "b4-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)"
+
+
+def test_the_memo_states_the_incurred_total_and_the_ledger_status(
+        done: tuple[WorkbookData, Refreshed]) -> None:
+    data, result = done
+    reasons = result.decision.suggestions["reasons"]
+    assert reasons.endswith("; money spent: 2,181.00 USD incurred, each rental once; no ledger "
+                            "imported to check it against")
+    assert data.forms["Decision"]["reasons"] == reasons

@@ -33,7 +33,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.money_rules import accepted_corpora
-from toolkit.money import incurred, settlement
+from toolkit.money import incurred, ledger, settlement
 from toolkit.money.schedule import Window
 from toolkit.money.tariffs import Catalog, Plan, rules
 from toolkit.report.summary import VariantStats
@@ -342,6 +342,27 @@ def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int
                        f"({entry.get('source')}): add the rental to Rentals, or record it "
                        "as another cost with its grounds".replace("  ", " ")}))
     return rows
+
+
+def incurred_summary(rows: Sequence[dict[str, Any]]) -> str:
+    """The incurred part in one sentence for the memo: totals per currency, ledger status."""
+    if not rows:
+        return "no rental recorded (Rentals sheet empty)"
+    totals = []
+    for r in rows:
+        if r.get("kind") == "total incurred":
+            value = r["amount"].value if isinstance(r.get("amount"), Formula) else r.get("amount")
+            shown = f"{rules.to_cent(value):,.2f}" if isinstance(value, Decimal) else str(value)
+            totals.append(f"{shown} {r.get('currency') or ''}".strip())
+    statuses = [str(r.get("ledger_status")) for r in rows if r.get("kind") == "rental"]
+    if statuses and all(s == ledger.NO_LEDGER for s in statuses):
+        ledger_text = "no ledger imported to check it against"
+    else:
+        matched = sum(s.startswith("matched") for s in statuses)
+        extra = sum(r.get("kind") == "ledger only" for r in rows)
+        ledger_text = (f"ledger: {matched} of {len(statuses)} rental(s) matched"
+                       + (f", {extra} ledger line(s) not in the workbook" if extra else ""))
+    return f"{' and '.join(totals) or 'no total'} incurred, each rental once; {ledger_text}"
 
 
 def _grounds(c: Costing, text: str) -> str:

@@ -117,7 +117,7 @@ def choose(costs: Sequence[Costing]) -> Costing | None:
 
 def decide(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]],
            costs: Sequence[Costing], protocol: dict[str, Any], catalog: Catalog | None,
-           window_text: str | None) -> Decision:
+           window_text: str | None, money_text: str = "") -> Decision:
     """Separations, money comparisons, the choice and the memo suggestions."""
     d = Decision(separations=separations(all_stats, variants))
     expected = protocol.get("expected_outputs")
@@ -125,6 +125,8 @@ def decide(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
     d.money = money_comparisons(costs, d.projections)
     d.chosen = choose(costs)
     d.suggestions = _suggest(d, all_stats, costs, protocol, window_text)
+    if money_text:
+        d.suggestions["reasons"] += f"; money spent: {money_text}"
     return d
 
 

@@ -107,8 +107,9 @@ def refresh(data: WorkbookData, base_dir: Path,
         window_text = (f"campaign window {rules.stamp(win.start)} to {rules.stamp(win.end)} "
                        f"({rules.hours_text(win.span_hours)})"
                        + _deadline_note(win, protocol.get("deadline")))
+    incurred = [r for r in data.tables["Settlement"] if r.get("part") == "incurred"]
     d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
-                        window_text)
+                        window_text, costs.incurred_summary(incurred))
     decision.update_memo(data.forms["Decision"], d)
     data.charts = workbook_charts(len(all_stats), len(found))
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
@@ -116,7 +117,6 @@ def refresh(data: WorkbookData, base_dir: Path,
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
         notes.append(f"no plan: {window_problem}")
-    incurred = [r for r in data.tables["Settlement"] if r.get("part") == "incurred"]
     return Refreshed(all_stats, found, d, catalog, win, window_problem, notes=notes,
                      incurred=incurred)
 
