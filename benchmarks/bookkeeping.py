@@ -122,9 +122,10 @@ def live(folder: Path, items: int, repetitions: int
     reference: dict[str, Any] | None = None
     rows, times = [], []
     slots = [s for s in prepared.todo if s.repetition <= repetitions]
+    tag = plan.run_tag()
     for sequence, slot in enumerate(slots, start=1):
         spec = AttemptSpec(
-            workbook=str(workbook), attempt_id=plan.attempt_id(sequence, slot),
+            workbook=str(workbook), attempt_id=plan.attempt_id(sequence, slot, tag),
             variant=prepared.variants[slot.variant_id], repetition=slot.repetition,
             order_position=slot.position, protocol=prepared.protocol,
             protocol_sha256=prepared.protocol_sha256, corpus_sha256=prepared.corpus_sha256,

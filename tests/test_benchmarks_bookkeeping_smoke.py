@@ -42,7 +42,8 @@ def test_bookkeeping_replays_the_recorded_attempts_and_prints_both_verdicts() ->
     _exit_matches(done, ratios + append)
     assert "3 completed attempts of tests/fixtures/demo_campaign_rows.json; 1 replay(s)" in lines
     for attempt_id in ("a001-b1-fp32-r1", "a002-b4-fp32-r1", "a003-b8-fp32-r1"):
-        assert sum(line.startswith(attempt_id + " ") for line in lines) == 1
+        assert sum(re.match(attempt_id + r"-[0-9a-f]{4} ", line) is not None
+                   for line in lines) == 1
     assert any(line.startswith("results row: | ") for line in lines)
 
 

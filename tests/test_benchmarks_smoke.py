@@ -70,7 +70,7 @@ def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None
     done = _script("whole_campaign.py", "--items", "8", "--repetitions", "1",
                    "--variant", "b8-fp32")
     assert len(_verdicts(done)) == 1
-    assert re.search(r"^a001-b8-fp32-r1 ", done.stdout, re.MULTILINE)
+    assert re.search(r"^a001-b8-fp32-r1-[0-9a-f]{4} ", done.stdout, re.MULTILINE)
     assert re.search(r"^wall time [\d.]+ s for 1 attempts = measured windows ", done.stdout,
                      re.MULTILINE)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from toolkit.errors import ProtocolError, UsageError
@@ -41,7 +43,9 @@ def test_pending_skips_completed_and_failed_but_reruns_interrupted() -> None:
 
 
 def test_attempt_ids_are_readable_and_numbered() -> None:
-    assert plan.attempt_id(7, plan.Slot(3, 1, "b8-fp32")) == "a007-b8-fp32-r3"
+    assert plan.attempt_id(7, plan.Slot(3, 1, "b8-fp32"), "5c1e") == "a007-b8-fp32-r3-5c1e"
+    tags = {plan.run_tag() for _ in range(50)}
+    assert all(re.fullmatch(r"[0-9a-f]{4}", t) for t in tags) and len(tags) > 40
 
 
 VARIANTS = [{"variant_id": "b1", "series": 1}, {"variant_id": "b4", "series": 1},

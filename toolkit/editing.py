@@ -11,14 +11,20 @@ formulas included (:mod:`toolkit.workbook.store`).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolkit import __version__
 from toolkit.evidence import journal
+from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
+from toolkit.evidence.protocol import current_lock
+from toolkit.plumbing.atomic import copy_file
+from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -66,3 +72,35 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
         attempts, manifests = add_records(edit.data, todo)
     write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
     return IngestResult(attempts, manifests, len(entries) - len(todo))
+
+
+def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
+    """Join the attempts of another machine's copy of this campaign, in one save.
+
+    Checks everything first (:func:`toolkit.evidence.merge.plan`: refuses the
+    whole merge on any problem, writing nothing); then copies the predictions
+    files, appends the records to this journal (so that an interrupted merge is
+    finished by `ingest`), adds them to the workbook sealed into its chain, and
+    logs the merge with its provenance in Audit. Merging twice adds nothing.
+    """
+    workbook = Path(workbook)
+    with change(workbook, refresh_derived=False) as edit:
+        plan = merging.plan(workbook, edit.data, other, journal.read(workbook))
+        if not plan.records:
+            edit.save = False
+            return plan
+        for source, target in plan.files:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copy_file(source, target)
+        for record in plan.records:
+            journal.append(workbook, record)
+        add_records(edit.data, missing_records(edit.data, plan.records))
+        lock = current_lock(edit.data)
+        edit.data.append("Audit", {
+            "at": now_text(), "action": "merge",
+            "protocol_sha256": lock.sha256 if lock else "", "tool_version": __version__,
+            "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
+                      f"({', '.join(plan.hosts)})",
+            "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
+    write_anchor(edit.data, workbook)
+    return plan

@@ -335,6 +335,8 @@ MANIFEST = Sheet(
         _c("transformers", computed=True),
         _c("code_version", help="Toolkit version and git commit.", computed=True, width=20),
         _c("packages", help="Other package versions.", computed=True, width=30),
+        _c("host", help="Name of the machine that ran it: attempts merged from another "
+           "rented box keep theirs.", computed=True, since=2, width=16),
     ),
     purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
     unique=("manifest_id",),
@@ -615,8 +617,9 @@ AUDIT = Sheet(
     (
         _c("at", DATETIME, required=True, computed=True, width=22),
         _c("action", CHOICE, "lock, amend, exclude; prices: Tariffs, Rentals and Schedule "
-           "as attempts were set against them, and each later edit.", required=True,
-           choices=("lock", "amend", "exclude", "prices"), computed=True),
+           "as attempts were set against them, and each later edit; merge: attempts joined "
+           "from another machine's copy, with their provenance.", required=True,
+           choices=("lock", "amend", "exclude", "prices", "merge"), computed=True),
         _c("protocol_sha256", required=True, computed=True, width=64),
         _c("tool_version", required=True, computed=True),
         _c("reason", width=40),

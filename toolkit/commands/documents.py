@@ -29,6 +29,7 @@ INGEST = "iteralab-ingest/1"
 SCHEDULE = "iteralab-schedule/1"
 COST = "iteralab-cost/1"
 LEDGER = "iteralab-ledger/1"
+MERGE = "iteralab-merge/1"
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -125,6 +126,14 @@ def ledger_document(workbook: Path, export: Path, imported: int, status: dict[st
                              "description": e.get("description"),
                              "amount": amount(e.get("amount"), e.get("currency")),
                              "source": e.get("source")} for e in extra]}
+
+
+def merge_document(workbook: Path, plan: Any) -> dict[str, Any]:
+    """What `iteralab merge` joined, and from where."""
+    return {"format": MERGE, "workbook": str(workbook), "source": str(plan.source),
+            "journal_sha256": plan.journal_sha256, "hosts": plan.hosts,
+            "merged": [str(r["attempt"].get("attempt_id")) for r in plan.records],
+            "files_copied": len(plan.files), "already": plan.already}
 
 
 def attempt_document(record: dict[str, Any]) -> dict[str, Any]:

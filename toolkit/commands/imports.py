@@ -1,4 +1,5 @@
-"""Imports of money data into a workbook: a provider's billing export (``ledger import``).
+"""Imports into a workbook: a provider's billing export (``ledger import``), and the
+attempts of another machine's copy of the campaign (``merge``).
 
 Each import reads the whole file first and writes nothing when any line is
 bad; it adds rows to the workbook's own sheet and leaves the derived sheets
@@ -70,4 +71,37 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
     click.echo(f"run `iteralab report {workbook}` to show them in the Settlement")
 
 
-COMMANDS = [ledger]
+@click.command()
+@click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-merge/1 JSON document (docs/json.md).")
+def merge(workbook: Path, other: Path, as_json: bool) -> None:
+    """Join the attempts another rented machine ran on its copy of this campaign.
+
+    OTHER is that copy's workbook (its NAME.journal.jsonl and predictions folder
+    beside it) or its journal. Each record must run under a protocol this
+    workbook locked, its predictions file must hash as recorded; an id already
+    here with other content is refused, never overwritten. Any problem refuses
+    the whole merge. The attempts join the chain with their machine (Manifest
+    host) and the merge is logged in Audit; merging twice adds nothing.
+    """
+    from toolkit import editing
+
+    plan = editing.merge(workbook, other)
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.merge_document(workbook, plan))
+        return
+    if not plan.records:
+        click.echo(f"nothing to merge from {plan.source}: {plan.already} attempt(s) already "
+                   f"in {workbook.name}")
+        return
+    click.echo(f"merged {len(plan.records)} attempt(s) from {plan.source} into {workbook.name} "
+               f"(ran on {', '.join(plan.hosts)}); {len(plan.files)} predictions file(s) "
+               f"copied; {plan.already} already here; logged in Audit")
+    click.echo(f"run `iteralab report {workbook}` to compare them")
+
+
+COMMANDS = [ledger, merge]

@@ -115,6 +115,8 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
                  "reviewed_by"):
         who = " (typed by a person)" if name in result.decision.kept_fields else ""
         lines.append(f"- **{name}**{who}: {memo.get(name) or ''}")
+    lines += ["", "## Where the attempts ran", ""]
+    lines += machines(data)
     lines += ["", "## Charts", ""]
     pngs = [f for f in outputs.files if f.suffix == ".png"]
     lines += [f"![{f.stem}]({f.name})" for f in pngs] or [outputs.png_skipped or "none"]
@@ -199,6 +201,25 @@ CHECK_TEXT = {"matches": "matches", "differs": "DIFFERS", "missing": "missing",
               "unreadable": "UNREADABLE", "no hash recorded": "present, no hash recorded",
               "no file recorded": "no file recorded",
               "hash without path": "hash recorded, no file path"}
+
+
+def machines(data: WorkbookData) -> list[str]:
+    """Per machine (Manifest host): its GPU, software stack and the attempts it ran."""
+    manifests = {m.get("manifest_id"): m for m in data.tables[layout.MANIFEST.name]}
+    runs: dict[tuple[str, str, str], dict[str, int]] = {}
+    for a in data.tables[layout.ATTEMPTS.name]:
+        m = manifests.get(a.get("manifest_id"), {})
+        key = (str(m.get("host") or "not recorded (before layout 2)"),
+               str(m.get("gpu_name") or ""),
+               f"torch {m.get('torch') or '?'}, transformers {m.get('transformers') or '?'}, "
+               f"{m.get('backend') or '?'}")
+        per = runs.setdefault(key, {})
+        vid = str(a.get("variant_id"))
+        per[vid] = per.get(vid, 0) + 1
+    rows = [(host, gpu, stack, ", ".join(f"{v} ({n})" for v, n in per.items()))
+            for (host, gpu, stack), per in runs.items()]
+    return table(("machine", "GPU", "software", "attempts by variant"), rows) if rows \
+        else ["No attempt yet."]
 
 
 def archive(workbook: Path, data: WorkbookData, outputs: Outputs,

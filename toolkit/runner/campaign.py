@@ -258,6 +258,7 @@ def run(campaign: Campaign, options: Options, display: Progress) -> Result:
     result = Result(campaign.workbook, planned=len(campaign.slots),
                     already=len(campaign.slots) - len(campaign.todo))
     sequence = len({a.get("attempt_id") for a in campaign.known})
+    tag = plan.run_tag()
     policy = campaign.protocol.get("process_policy") or "fresh"
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
@@ -266,7 +267,7 @@ def run(campaign: Campaign, options: Options, display: Progress) -> Result:
         for slot in campaign.todo:
             sequence += 1
             spec = AttemptSpec(
-                workbook=str(campaign.workbook), attempt_id=plan.attempt_id(sequence, slot),
+                workbook=str(campaign.workbook), attempt_id=plan.attempt_id(sequence, slot, tag),
                 variant=campaign.variants[slot.variant_id], repetition=slot.repetition,
                 order_position=slot.position, protocol=campaign.protocol,
                 protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,

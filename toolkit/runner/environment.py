@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import socket
 import subprocess
 from importlib import metadata
 from pathlib import Path
@@ -164,6 +165,7 @@ def collect() -> dict[str, Any]:
     no_gpu = "no GPU: torch sees no CUDA or ROCm device"
     versions = package_versions()
     return {
+        "host": socket.gethostname(),
         "os": os_text(),
         "python": f"{platform.python_version()} ({platform.python_implementation()})",
         "cpu": cpu_text(),
@@ -185,7 +187,7 @@ def collect() -> dict[str, Any]:
 #: Manifest columns filled from :func:`collect`.
 MANIFEST_FIELDS = ("os", "python", "cpu", "ram_bytes", "torch", "backend", "driver", "gpu_name",
                    "gpu_memory_bytes", "compute_capability", "transformers", "code_version",
-                   "packages")
+                   "packages", "host")
 
 
 def describe(env: dict[str, Any]) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@ warm-up rule read as numbers.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,16 @@ def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]]) -> list[S
     return [s for s in slots if (s.variant_id, s.repetition) not in done]
 
 
-def attempt_id(sequence: int, slot: Slot) -> str:
-    """A readable, unique id: ``a007-b8-fp32-r3`` (sequence over the whole workbook)."""
-    return f"a{sequence:03d}-{slot.variant_id}-r{slot.repetition}"
+def attempt_id(sequence: int, slot: Slot, run_tag: str) -> str:
+    """A readable id unique across machines: ``a007-b8-fp32-r3-5c1e`` (sequence over the
+    whole workbook, then the run's random tag: two copies of a campaign run on two rented
+    boxes never give the same id, so their evidence merges)."""
+    return f"a{sequence:03d}-{slot.variant_id}-r{slot.repetition}-{run_tag}"
+
+
+def run_tag() -> str:
+    """Four random hex digits naming one `iteralab run` (a clash is refused by merge)."""
+    return secrets.token_hex(2)
 
 
 def select(variants: Sequence[dict[str, Any]], series: int | None = None,

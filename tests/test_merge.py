@@ -1,0 +1,126 @@
+"""`iteralab merge`: two copies of one locked campaign run apart (two rented boxes), joined into
+one decision (#17 part 1): ids, predictions, chain, provenance, idempotence, refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import attempts, make_campaign, variant
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.evidence import journal
+from toolkit.workbook import store
+
+
+def _invoke(*args: str) -> object:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def two_boxes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One locked campaign copied to two folders; each box runs its own variant."""
+    root = tmp_path_factory.mktemp("boxes")
+    main = make_campaign(root / "box-4090", 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)],
+                         repetitions=1)
+    shutil.copytree(main.parent, root / "box-b200")
+    other = root / "box-b200" / "campaign.xlsx"
+    for book, vid in ((main, "b1-fp32"), (other, "b4-fp32")):
+        result = _invoke("run", book, "--variant", vid, "--quiet")
+        assert result.exit_code == 0, result.output
+    return main, other
+
+
+def _copy(boxes: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    main, other = boxes
+    shutil.copytree(main.parent, tmp_path / "main")
+    shutil.copytree(other.parent, tmp_path / "other")
+    return tmp_path / "main" / "campaign.xlsx", tmp_path / "other" / "campaign.xlsx"
+
+
+def test_two_copies_merge_into_one_valid_campaign(two_boxes: tuple[Path, Path],
+                                                   tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    mine, theirs = attempts(main)[0]["attempt_id"], attempts(other)[0]["attempt_id"]
+    assert mine[:-5] == "a001-b1-fp32-r1" and theirs[:-5] == "a001-b4-fp32-r1"
+    result = _invoke("merge", main, other, "--json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert (document["merged"], document["files_copied"], document["already"]) == (
+        [theirs], 1, 0)
+    assert [a["attempt_id"] for a in attempts(main)] == [mine, theirs]
+    data = store.read(main)
+    [audit] = [r for r in data.tables["Audit"] if r["action"] == "merge"]
+    details = json.loads(audit["details"])
+    assert details["attempts"] == [theirs] and details["journal_sha256"]
+    assert details["hosts"] == [data.tables["Manifest"][-1]["host"]]
+    assert (main.parent / attempts(other)[0]["predictions_path"]).is_file()
+    assert [r["attempt"]["attempt_id"] for r in journal.read(main)] == [mine, theirs]
+    assert _invoke("validate", main).exit_code == 0
+    report = _invoke("report", main, "--no-png")
+    assert report.exit_code == 0, report.output
+    assert "b1-fp32 vs b4-fp32" in report.output
+    text = (main.parent / "campaign_report" / "report.md").read_text(encoding="utf-8")
+    host = data.tables["Manifest"][-1]["host"]
+    assert "## Where the attempts ran" in text
+    assert f"| {host} |" in text and "b1-fp32 (1), b4-fp32 (1)" in text
+
+    before = main.read_bytes()
+    again = _invoke("merge", main, other)
+    assert again.exit_code == 0
+    source = other.with_name("campaign.journal.jsonl")
+    assert again.output.startswith(f"nothing to merge from {source}: 1 attempt(s) already in "
+                                   "campaign.xlsx")
+    assert main.read_bytes() == before
+
+
+def test_a_tampered_predictions_file_refuses_the_whole_merge(two_boxes: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    path = other.parent / attempts(other)[0]["predictions_path"]
+    path.write_text(path.read_text(encoding="utf-8").replace('"prediction"', '"prediction" ', 1),
+                    encoding="utf-8")
+    before = main.read_bytes()
+    result = _invoke("merge", main, other)
+    assert result.exit_code == 1
+    assert "not merged, 1 problem(s); nothing was written" in result.stderr
+    assert "was changed after the run (SHA-256" in result.stderr
+    assert main.read_bytes() == before
+    assert len(journal.read(main)) == 1
+
+
+def test_a_copy_under_another_lock_is_refused(two_boxes: tuple[Path, Path],
+                                              tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    entries = journal.read(other)
+    entries[0]["attempt"]["protocol_sha256"] = "f" * 64
+    other.with_name("campaign.journal.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    result = _invoke("merge", main, other)
+    assert result.exit_code == 1
+    assert "ran under protocol ffffffffffff, which this workbook never locked" in result.stderr
+
+
+def test_an_id_held_with_other_content_is_never_overwritten(two_boxes: tuple[Path, Path],
+                                                            tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    mine = journal.read(main)[0]
+    forged = json.loads(json.dumps(mine))
+    forged["attempt"]["measured_s"] = 0.001
+    with other.with_name("campaign.journal.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(forged) + "\n")
+    result = _invoke("merge", main, other)
+    assert result.exit_code == 1
+    assert (f"{mine['attempt']['attempt_id']}: this campaign holds another record under the "
+            "same id (never overwritten)") in result.stderr
+
+
+def test_merging_a_workbook_into_itself_is_a_usage_error(two_boxes: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    main, _ = _copy(two_boxes, tmp_path)
+    result = _invoke("merge", main, main)
+    assert result.exit_code == 2
+    assert "is this workbook's own journal" in result.stderr

@@ -1,0 +1,144 @@
+"""Evidence from another rented machine, checked before it joins this campaign (#17).
+
+Two copies of one locked campaign folder run on two boxes (an RTX 4090 here, a
+B200 there). :func:`plan` reads the other copy's journal and predictions and
+decides, without writing anything, what joins this workbook: every finished
+attempt this campaign lacks, each checked (a protocol this workbook locked,
+its predictions file present with the recorded SHA-256). An id this campaign
+already holds with the same record is skipped (merging twice adds nothing);
+with other content it is a conflict, never an overwrite. Any problem refuses
+the whole merge. The locked read-change-save that adds the records and logs
+the merge in Audit is :func:`toolkit.editing.merge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import EvidenceInvalid, UsageError
+from toolkit.evidence import journal
+from toolkit.plumbing.digests import file_sha256
+from toolkit.workbook.model import WorkbookData
+
+JOURNAL_SUFFIX = ".journal.jsonl"
+
+
+@dataclass
+class MergePlan:
+    """What joins this workbook from the other copy, and where its files come from."""
+
+    source: Path  # the other copy's journal
+    source_folder: Path  # what its predictions paths are relative to
+    journal_sha256: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: (from, to) predictions files to copy; a file already present and equal is left out.
+    files: list[tuple[Path, Path]] = field(default_factory=list)
+    already: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        """Machines the joining attempts ran on (their Manifest host)."""
+        return sorted({str((r.get("manifest") or {}).get("host") or "host not recorded")
+                       for r in self.records})
+
+
+def journal_of(other: Path) -> Path:
+    """The other copy's journal: given as a workbook (its journal beside it) or the journal."""
+    if other.name.endswith(JOURNAL_SUFFIX):
+        return other
+    if other.suffix.lower() == ".xlsx":
+        return journal.journal_path(other)
+    raise UsageError(f"{other}: expected the other copy's workbook (.xlsx) or its journal "
+                     f"(NAME{JOURNAL_SUFFIX})", hint="e.g. iteralab merge campaign.xlsx "
+                     "from-b200/campaign.xlsx")
+
+
+def plan(main: Path, data: WorkbookData, other: Path,
+         main_records: list[dict[str, Any]]) -> MergePlan:
+    """Decide what the other copy adds to ``data`` (read from ``main``); write nothing."""
+    source = journal_of(other)
+    if not source.is_file():
+        raise UsageError(f"{source}: no journal there: nothing to merge",
+                         hint="copy the other box's campaign folder here (workbook, "
+                         "NAME.journal.jsonl and NAME_predictions/), then merge it")
+    if source.resolve() == journal.journal_path(main).resolve():
+        raise UsageError(f"{other} is this workbook's own journal", hint="name the other copy")
+    workbook_of_source = source.with_name(source.name[:-len(JOURNAL_SUFFIX)] + ".xlsx")
+    result = MergePlan(source, source.parent, file_sha256(source))
+    records = [r for r in journal.read(workbook_of_source) if r.get("format") == journal.FORMAT]
+    locks = {str(r.get("protocol_sha256")) for r in data.tables["Audit"]
+             if r.get("action") in ("lock", "amend")}
+    known = {str(r["attempt"].get("attempt_id")): r for r in main_records
+             if r.get("format") == journal.FORMAT}
+    in_sheet = {str(a.get("attempt_id")) for a in data.tables["Attempts"]}
+    for record in records:
+        _consider(result, record, locks, known, in_sheet, main.parent)
+    if result.problems:
+        listed = "\n".join(f"  {p}" for p in result.problems[:20])
+        more = (f"\n  and {len(result.problems) - 20} more" if len(result.problems) > 20
+                else "")
+        raise EvidenceInvalid(f"{source}: not merged, {len(result.problems)} problem(s); "
+                              f"nothing was written:\n{listed}{more}",
+                              hint="merge only copies of this locked workbook, with their "
+                              "predictions folders as the runs left them")
+    return result
+
+
+def _consider(result: MergePlan, record: Mapping[str, Any], locks: set[str],
+              known: Mapping[str, Mapping[str, Any]], in_sheet: set[str], main_folder: Path
+              ) -> None:
+    attempt = record.get("attempt") or {}
+    attempt_id = str(attempt.get("attempt_id"))
+    if attempt_id in known:
+        if _same(known[attempt_id], record):
+            result.already += 1
+        else:
+            result.problems.append(f"{attempt_id}: this campaign holds another record under "
+                                   "the same id (never overwritten)")
+        return
+    if attempt_id in in_sheet:
+        result.problems.append(f"{attempt_id}: in this workbook's Attempts but not in its "
+                               "journal: the records cannot be compared; restore the journal")
+        return
+    sha = str(attempt.get("protocol_sha256"))
+    if sha not in locks:
+        result.problems.append(f"{attempt_id}: ran under protocol {sha[:12]}, which this "
+                               "workbook never locked: merge only copies of this campaign")
+        return
+    path, digest = attempt.get("predictions_path"), attempt.get("predictions_sha256")
+    if path:
+        source_file = result.source_folder / str(path)
+        if not source_file.is_file():
+            result.problems.append(f"{attempt_id}: predictions file {path} is missing beside "
+                                   "the other copy")
+            return
+        found = file_sha256(source_file)
+        if found != digest:
+            result.problems.append(f"{attempt_id}: predictions file {path} was changed after "
+                                   f"the run (SHA-256 {found[:12]}, recorded "
+                                   f"{str(digest)[:12]})")
+            return
+        target = main_folder / str(path)
+        if target.exists() and file_sha256(target) != digest:
+            result.problems.append(f"{attempt_id}: {path} already exists here with other "
+                                   "content (never overwritten)")
+            return
+        if not target.exists():
+            result.files.append((source_file, target))
+    result.records.append(dict(record))
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    keys = ("attempt", "manifest", "predictions_sha256")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def provenance(result: MergePlan) -> dict[str, Any]:
+    """The Audit details of a merge: where the attempts came from."""
+    return {"source": str(result.source), "journal_sha256": result.journal_sha256,
+            "hosts": result.hosts,
+            "attempts": [str(r["attempt"].get("attempt_id")) for r in result.records]}
