@@ -6,7 +6,8 @@ by novel with all-MiniLM-L6-v2 and the linear head in head/; accuracy at least
 0.60, within 0.01 of the reference b1-fp32 overall and per stratum and class.
 Variants: series 1 = batch 1, 4, 8 in fp32 (batch is the only variable);
 series 2 = batch 8 in bf16; series 3 = batch 8 fp32 sorted by length (length
-grouping is a new, declared variant, R6). Tariffs: the shipped catalog, plus an
+grouping is a new, declared variant, R6); each later variant names b8-fp32 as its
+base_variant and the one column it changes. Tariffs: the shipped catalog, plus an
 EXAMPLE price for the CPU host the demo runs on (typed for the demo: not a quote,
 not a measurement), so that the demo shows the whole money chain: a Rentals row
 counted once, a schedule, the projection and the cost per accepted corpus.
@@ -102,8 +103,10 @@ VARIANTS: list[dict[str, Any]] = [
     {"variant_id": "b8-fp32", "series": 1, "batch_size": 8,
      "description": "batch 8; everything else as b1-fp32"},
     {"variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
+     "base_variant": "b8-fp32", "changes": "precision",
      "description": "b8-fp32 in bf16: precision is the only change (R16)"},
     {"variant_id": "b8-fp32-sorted", "series": 3, "batch_size": 8, "length_grouping": "sorted",
+     "base_variant": "b8-fp32", "changes": "length_grouping",
      "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
      "declared variant (R6)"},
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence import chain, locking
+from toolkit.evidence.validate import work_differences
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -78,6 +79,21 @@ def variant(variant_id: str, batch: int, **overrides: object) -> dict[str, objec
     return row
 
 
+def declare_bases(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each later-series row that names no base declared as a person fills it
+    (R6): the first series-1 row of the same batch (else the first series-1 row) as its
+    base_variant, the columns that differ from that base as its changes."""
+    firsts = [r for r in rows if r.get("series") == 1]
+    out = []
+    for row in rows:
+        if row.get("series", 1) != 1 and not row.get("base_variant") and firsts:
+            base = next((r for r in firsts if r["batch_size"] == row["batch_size"]), firsts[0])
+            row = {**row, "base_variant": base["variant_id"],
+                   "changes": ", ".join(work_differences(base, row))}
+        out.append(row)
+    return out
+
+
 def filled() -> WorkbookData:
     """A workbook whose Protocol and Variants are complete and valid."""
     data = WorkbookData.empty()
@@ -122,14 +138,15 @@ def locked_with(*attempts: dict[str, object]) -> WorkbookData:
 def make_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
                   lock: bool = True, **protocol_fields: Any) -> Path:
     """A workbook in ``folder`` with the first ``items`` corpus rows and the sample head,
-    under :data:`RUNNER_PROTOCOL` (``protocol_fields`` override its fields)."""
+    under :data:`RUNNER_PROTOCOL` (``protocol_fields`` override its fields); later-series
+    variants get their base and changes from :func:`declare_bases`."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = (SAMPLES / "corpus.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (folder / "corpus.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
     shutil.copytree(SAMPLES / "head", folder / "head", dirs_exist_ok=True)
     data = WorkbookData.empty()
     data.forms["Protocol"].update({**RUNNER_PROTOCOL, **protocol_fields})
-    for row in variants:
+    for row in declare_bases(variants):
         data.append("Variants", row)
     if lock:
         locking.lock(data)

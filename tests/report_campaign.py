@@ -61,11 +61,14 @@ def variants() -> list[dict[str, Any]]:
         variant("b4-fp32", 4, **gpu),
         variant("b8-fp32", 8, **gpu),
         variant("b8-b200", 8, series=2, device="cuda", gpu_slug="b200", rental_id="r-b200",
-                description="b8-fp32 on one B200 lot"),
+                description="b8-fp32 on one B200 lot", base_variant="b8-fp32",
+                changes="gpu_slug"),
         variant("b8-bf16", 8, series=2, precision="bf16", **gpu,
-                description="b8-fp32 in bf16"),
-        variant("b16-fp32", 16, series=3, **gpu, description="batch 16"),
-        variant("b8-cpu", 8, series=4, description="b8-fp32 on the CPU"),
+                description="b8-fp32 in bf16", base_variant="b8-fp32", changes="precision"),
+        variant("b16-fp32", 16, series=3, **gpu, description="batch 16",
+                base_variant="b8-fp32", changes="batch_size"),
+        variant("b8-cpu", 8, series=4, description="b8-fp32 on the CPU",
+                base_variant="b8-fp32", changes="device, gpu_slug"),
     ]
 
 

@@ -272,7 +272,7 @@ def test_env_json_has_the_manifest_fields() -> None:
     assert code == 0
     assert set(info) == {"os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
                          "gpu_name", "gpu_memory_bytes", "compute_capability", "transformers",
-                         "code_version", "packages", "gpus"}
+                         "code_version", "packages", "gpus", "host"}
     assert info["code_version"].startswith("iteralab 0.1.0, ")
 
 
@@ -289,14 +289,24 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
                         r"0 interrupted", lines[1])
     assert lines[2:4] == [f"workbook: {book}", f"predictions: {folder}/example_campaign_"
                                                 "predictions/"]
-    # The demo ends with `iteralab report` on its workbook.
-    assert lines[4].startswith(f"refreshed {book} (protocol ")
+    assert lines[4].startswith("demo: Verification filled with the runner's accepted corpora, "
+                               "marked 'iteralab demo: an EXAMPLE standing in for your own "
+                               "check'")
+    # The demo ends with `iteralab report` on its workbook, the money chain shown.
+    assert lines[5].startswith(f"refreshed {book} (protocol ")
+    assert "  demo-rental: 35.00 USD [no ledger imported]" in lines
+    assert "  total incurred (USD): 35.00 USD" in lines
+    assert any(line.startswith("    flat-7d, on-demand, example provider (demo), DEMO-0001; "
+                               "Tariffs: 7-day plan of 2026-09-24 x 1 lot(s) (EXAMPLE figure "
+                               "typed for the demo") for line in lines)
+    assert "  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD" in lines
     assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
                          "manifest.csv, durations.png, cost_per_accepted.png")
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
-    assert data.tables["Audit"][-1]["action"] == "amend"
+    assert [r["action"] for r in data.tables["Audit"]] == ["lock", "amend", "prices"]
+    assert [r["confirmed_corpora"] for r in data.tables["Verification"]] == [1, 1, 1]
     assert validate(data, book) == []
     code, output = _invoke("demo", str(folder))
     assert code == 2 and "already exists: the demo does not overwrite a campaign" in output

@@ -9,6 +9,7 @@ finance reviewer validating a workbook may not have them at all).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -45,7 +46,8 @@ def test_help_imports_neither_torch_nor_transformers() -> None:
 def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transformers(
         tmp_path: Path) -> None:
     workbook = demo_rows.workbook(tmp_path)
-    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    # The real corpus: validate fingerprints it again (stdlib), as the Manifest recorded it.
+    shutil.copy(Path(__file__).parents[1] / "samples" / "corpus.jsonl", tmp_path)
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings.
     assert done.returncode == 1

@@ -30,7 +30,7 @@ def test_an_edited_row_makes_its_pairs_untrusted_and_keeps_its_numbers(tmp_path:
     for (first, second), s in by_pair.items():
         if "b4-fp32" in (first, second):
             assert s.verdict == UNTRUSTED
-            assert s.reason == "attempt rows with integrity findings: 1 of b4-fp32"
+            assert s.reason.endswith("; attempt rows with integrity findings: 1 of b4-fp32")
         else:
             clean_pair = {(c.first, c.second): c for c in clean.decision.separations}
             assert s.verdict == clean_pair[(first, second)].verdict
@@ -48,5 +48,5 @@ def test_the_report_command_prints_the_untrusted_verdict(tmp_path: Path) -> None
     _tamper(path, "b1-fp32-r1")
     result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
     assert result.exit_code == 0, result.output
-    assert ("b1-fp32 vs b4-fp32: cannot be trusted (attempt rows with integrity findings: "
-            "1 of b1-fp32); restore the evidence") in result.stdout
+    assert ("b1-fp32 vs b4-fp32: cannot be trusted (batch_size 1 -> 4; attempt rows with "
+            "integrity findings: 1 of b1-fp32); restore the evidence") in result.stdout

@@ -37,7 +37,7 @@ def _add_form_row(book: openpyxl.Workbook) -> None:
 
 @pytest.mark.parametrize(("add", "named"), [
     (_add_sheet, "sheet 'vendor quote'"),
-    (_add_column, "column 'my note' of Variants (S1)"),
+    (_add_column, "column 'my note' of Variants (U1)"),
     (_add_form_row, "row 22 ('reviewer') of Protocol"),
 ])
 def test_lock_refuses_to_drop_what_a_person_added(

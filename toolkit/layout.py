@@ -222,6 +222,11 @@ VARIANTS = Sheet(
         _c("notes", width=30),
         _c("rental_id", help="The Rentals row this variant ran on; several variants share one "
            "rental, and it is counted once in the Settlement (R21).", since=2),
+        _c("base_variant", help="Series 2 and later: the variant this one changes (R6). "
+           "Series 1 leaves it blank: batch is its only variable.", since=2),
+        _c("changes", help="Series 2 and later: the columns changed from base_variant, "
+           "comma-separated, e.g. 'precision'; every other column stays as the base's (R6).",
+           since=2, width=20),
     ),
     purpose="One row per declared variant (R6).",
     unique=("variant_id",),

@@ -9,16 +9,18 @@ exclusions and amendments that the Audit sheet did not log).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from toolkit import layout
 from toolkit.errors import CorpusError
 from toolkit.evidence import corpus, integrity, money_log, money_rules, predictions, schemas
-from toolkit.evidence.protocol import lock_findings
+from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
 from toolkit.plumbing.digests import Digests
-from toolkit.workbook.model import WorkbookData
+from toolkit.workbook.model import Row, WorkbookData
 
 YES = layout.YES
 SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
@@ -187,6 +189,151 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
             if isinstance(value, int) and value < 1:
                 found.append(Finding("Variants", excel, name, "positive",
                                      f"{name} must be at least 1; found {value}"))
+    return found + _series_1_findings(data) + _later_series_findings(data)
+
+
+# --------------------------------------------------------------- series (R6)
+
+#: Variants columns that define the work. Series 1 differs in batch_size only; a later
+#: series differs from its base_variant in the columns its ``changes`` names (R6).
+WORK_COLUMNS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
+                "gpu_slug", "padding", "max_length", "length_grouping", "compile",
+                "attention_backend")
+SERIES_1_VARIABLE = "batch_size"
+
+
+def work_value(value: Any) -> Any:
+    """A Variants cell as the series rules compare it: blank is None, text stripped, 8.0 is 8."""
+    if isinstance(value, str):
+        value = value.strip() or None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def work_differences(a: Row, b: Row) -> list[str]:
+    """The work columns in which two Variants rows differ, in column order."""
+    return [c for c in WORK_COLUMNS if work_value(a.get(c)) != work_value(b.get(c))]
+
+
+def named_changes(row: Row) -> list[str]:
+    """The column names a Variants row's ``changes`` lists, blanks dropped."""
+    text = work_value(row.get("changes"))
+    return [] if text is None else [n.strip() for n in str(text).split(",") if n.strip()]
+
+
+def declared(row: Row) -> frozenset[str] | None:
+    """The work columns a variant declares as its variables: batch_size in series 1, its
+    ``changes`` in a later series; None for a later-series variant without base_variant
+    (a workbook recorded before layout 2 added the column)."""
+    if row.get("series") == 1:
+        return frozenset({SERIES_1_VARIABLE})
+    if work_value(row.get("base_variant")) is None:
+        return None
+    return frozenset(named_changes(row)) & frozenset(WORK_COLUMNS)
+
+
+def shown(value: Any) -> str:
+    """A Variants value in a message: 'bf16', 8, or blank."""
+    return "blank" if value is None else repr(value) if isinstance(value, str) else str(value)
+
+
+def _series_1_findings(data: WorkbookData) -> list[Finding]:
+    """A finding per series-1 cell that differs from the series' usual value, batch aside."""
+    rows = [(data.excel_row("Variants", i), v) for i, v in enumerate(data.tables["Variants"])
+            if v.get("series") == 1]
+    found = []
+    for column in WORK_COLUMNS:
+        counts = Counter(work_value(v.get(column)) for _, v in rows)
+        if column == SERIES_1_VARIABLE or len(counts) < 2:
+            continue
+        usual = counts.most_common(1)[0][0]  # ties: the value of the first row
+        for excel, v in rows:
+            value, vid = work_value(v.get(column)), v.get("variant_id")
+            if value != usual and not _required_blank(v, column):
+                found.append(Finding("Variants", excel, column, "series-1", (
+                    f"series 1 varies batch_size only (R6): {vid} has {column} {shown(value)} "
+                    f"where series 1 has {shown(usual)}; set {shown(usual)}, or move {vid} to "
+                    "a later series that names its base_variant and changes")))
+    for excel, v in rows:
+        for column in ("base_variant", "changes"):
+            if work_value(v.get(column)) is not None:
+                found.append(Finding("Variants", excel, column, "series-1", (
+                    f"{v.get('variant_id')} is in series 1, whose only variable is batch_size: "
+                    f"leave {column} blank, or move it to a later series")))
+    return found
+
+
+def _required_blank(row: Row, column: str) -> bool:
+    """A blank required cell: the schema's finding already names it."""
+    return work_value(row.get(column)) is None and layout.VARIANTS.column(column).required
+
+
+def _locked_without_base(data: WorkbookData) -> set[Any]:
+    """Variants the lock in force holds without a base_variant: locked before the column
+    existed (a lock now refuses that), so their evidence keeps reading clean."""
+    lock = current_lock(data)
+    rows = lock.snapshot.get("Variants", []) if lock is not None else []
+    return {r.get("variant_id") for r in rows
+            if isinstance(r, dict) and work_value(r.get("base_variant")) is None}
+
+
+def _later_series_findings(data: WorkbookData) -> list[Finding]:
+    """Each variant of series 2 or later names its base and differs from it as declared.
+
+    A blank base_variant is a finding only where the column could have been filled: the
+    workbook's layout has it, and the lock in force did not already hold the variant
+    without it (a layout-1 campaign, upgraded by its first save).
+    """
+    rows = data.tables["Variants"]
+    by_id: dict[Any, Row] = {}
+    for v in rows:
+        by_id.setdefault(work_value(v.get("variant_id")), v)
+    exempt = _locked_without_base(data) if data.layout_version >= 2 else None
+    found = []
+    for i, v in enumerate(rows):
+        series, vid = v.get("series"), v.get("variant_id")
+        if not isinstance(series, int) or series < 2:
+            continue
+        base_id = work_value(v.get("base_variant"))
+        if base_id is None:
+            problems = [] if exempt is None or vid in exempt else [(
+                "base_variant", "base-variant", f"{vid} is in series {series}: name in "
+                "base_variant the variant it changes, and list in changes the columns it "
+                "changes (R6)")]
+        elif base_id == work_value(vid) or base_id not in by_id:
+            what = "names the variant itself" if base_id == work_value(vid) else \
+                "is not declared in Variants"
+            problems = [("base_variant", "base-variant", f"base_variant {base_id!r} {what}: "
+                         f"name the variant_id that {vid} changes")]
+        else:
+            problems = _change_findings(v, by_id[base_id], str(base_id))
+        found += [Finding("Variants", data.excel_row("Variants", i), column, check, message)
+                  for column, check, message in problems]
+    return found
+
+
+def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, str]]:
+    """(column, check, message) for each way ``v`` differs from its base other than declared."""
+    vid, named = v.get("variant_id"), named_changes(v)
+    differ = work_differences(base, v)
+    found = [("changes", "changes", f"changes names {n!r}, which is not a column that defines "
+              f"the work: use {', '.join(WORK_COLUMNS)}") for n in named if n not in WORK_COLUMNS]
+    for c in differ:
+        if c not in named and not _required_blank(v, c):
+            old, new = shown(work_value(base.get(c))), shown(work_value(v.get(c)))
+            found.append((c, "undeclared-change", f"{vid} differs from its base {base_id} in "
+                          f"{c} ({old} -> {new}) without declaring it in changes: add {c} to "
+                          f"changes, or set it back to {old} (R6: every other choice pinned)"))
+    for c in named:
+        if c in WORK_COLUMNS and c not in differ:
+            found.append(("changes", "declared-change", f"{vid} declares {c} in changes but has "
+                          f"the same {c} as its base {base_id} "
+                          f"({shown(work_value(base.get(c)))}): remove it from changes, or "
+                          "change it"))
+    if not differ and not named:
+        found.append(("changes", "declared-change", f"{vid} runs the same work as its base "
+                      f"{base_id}: declare in changes the column(s) it changes (R6)"))
     return found
 
 

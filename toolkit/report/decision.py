@@ -10,11 +10,13 @@ report never touches it again.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, work_value
 from toolkit.money.tariffs import Catalog
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection
@@ -23,6 +25,10 @@ from toolkit.report.summary import VariantStats
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
 DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \
     "you changed is never overwritten):"
+#: What this evidence is and is not (R24, seed 000); README and report.md say it too.
+SCOPE = ("Scope (R24): an offline corpus benchmark, not an MLPerf result or certification; it "
+         "does not justify an interactive service, training to convergence or another dataset, "
+         "and a catalog comparison is not an observed saving.")
 
 
 @dataclass
@@ -37,57 +43,113 @@ class Decision:
     kept_fields: list[str] = field(default_factory=list)  # typed by a person, left alone
 
 
-#: Variants columns that define the work; two variants differing in one of them form a pair.
-PARAMETERS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
-              "gpu_slug", "padding", "max_length", "length_grouping", "compile",
-              "attention_backend")
+#: Variants columns that define the work (declared once, with the series rules of R6).
+PARAMETERS = WORK_COLUMNS
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two variants, what differs between them, and why they cannot be compared, if so."""
+
+    first: VariantStats
+    second: VariantStats
+    differs: str  # "precision fp32 -> bf16", or "same parameters"
+    confounded: str = ""  # empty when the pair differs in declared columns only (R6)
+
+
+def differs_text(va: dict[str, Any], vb: dict[str, Any]) -> str:
+    """``precision fp32 -> bf16, max_length 256 -> 128``: the work columns that differ."""
+    def shown(row: dict[str, Any], column: str) -> str:
+        value = work_value(row.get(column))
+        return "blank" if value is None else str(value)
+
+    return ", ".join(f"{c} {shown(va, c)} -> {shown(vb, c)}"
+                     for c in work_differences(va, vb)) or "same parameters"
+
+
+def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, Any]
+          ) -> Pair | None:
+    """The pair to report, or None when it is no comparison of one declared change.
+
+    A variant and its base_variant: comparable when they differ in declared changes only.
+    Two others: when they differ only in columns both declare as their variables (batch
+    in series 1). A variant without base_variant (a layout-1 workbook): when one column
+    apart, which leaves no doubt about what differs.
+    """
+    differ, text = set(work_differences(va, vb)), differs_text(va, vb)
+    for child, base in ((va, vb), (vb, va)):
+        if work_value(child.get("base_variant")) == work_value(base.get("variant_id")):
+            extra = [c for c in WORK_COLUMNS if c in differ - (declared(child) or set())]
+            return Pair(a, b, text, "" if not extra else (
+                f"{child.get('variant_id')} differs from its base {base.get('variant_id')} in "
+                f"{', '.join(extra)}, not declared in its changes (R6)"))
+    da, db = declared(va), declared(vb)
+    if da is not None and db is not None:
+        if differ <= da & db:
+            return Pair(a, b, text)
+        if va.get("series") == vb.get("series") == 1:
+            return Pair(a, b, text, "series 1 varies batch_size only (R6)")
+        return None
+    return Pair(a, b, text) if len(differ) == 1 else None
+
+
+def pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]) -> list[Pair]:
+    """The pairs the report speaks of (R6, R15): comparable ones, and confounded ones of
+    series 1 or of a variant and its base (named, never given a verdict)."""
+    by_id = {str(v.get("variant_id")): v for v in variants}
+    found = []
+    for a, b in itertools.combinations(all_stats, 2):
+        va, vb = by_id.get(a.variant_id), by_id.get(b.variant_id)
+        pair = _pair(a, b, va, vb) if va and vb else None
+        if pair is not None:
+            found.append(pair)
+    return found
 
 
 def comparable_pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
                      ) -> list[tuple[VariantStats, VariantStats]]:
-    """Pairs to compare (R6, R15): the same series, or one declared parameter apart.
-
-    The second rule pairs a series-2 variant (precision or hardware changed,
-    everything else pinned) with the series-1 variant it changes.
-    """
-    by_id = {str(v.get("variant_id")): v for v in variants}
-    pairs = []
-    for a, b in itertools.combinations(all_stats, 2):
-        va, vb = by_id.get(a.variant_id, {}), by_id.get(b.variant_id, {})
-        differ = [p for p in PARAMETERS if va.get(p) != vb.get(p)]
-        if (a.series is not None and a.series == b.series) or (va and vb and len(differ) == 1):
-            pairs.append((a, b))
-    return pairs
+    """Pairs that differ in declared columns only (:func:`pairs` less the confounded)."""
+    return [(p.first, p.second) for p in pairs(all_stats, variants) if not p.confounded]
 
 
 def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
                 ) -> list[stats.Separation]:
-    """The R15 verdict for every comparable pair (:func:`comparable_pairs`)."""
+    """The R15 verdict of every pair (:func:`pairs`), its reason starting with what differs."""
     out = []
-    for a, b in comparable_pairs(all_stats, variants):
-        idle = [st.variant_id for st in (a, b) if st.attempts == 0]
-        doubtful = [f"{st.untrusted} of {st.variant_id}" for st in (a, b) if st.untrusted]
-        corpora = {st.variant_id: sorted(st.corpora) for st in (a, b)}
-        mixed = (len(a.corpora | b.corpora) > 1)
-        if mixed:
+    for p in pairs(all_stats, variants):
+        if p.confounded:
             out.append(stats.Separation(
-                a.variant_id, b.variant_id, stats.NOT_COMPARABLE,
-                "measured on different corpora (" + "; ".join(
-                    f"{vid}: {', '.join(c[:12] for c in fps)}" for vid, fps in corpora.items())
-                + ")", "compare only runs on one corpus: re-run the variants on the locked "
-                "corpus, under the same protocol"))
-        elif doubtful:
-            out.append(stats.Separation(
-                a.variant_id, b.variant_id, stats.UNTRUSTED,
-                f"attempt rows with integrity findings: {' and '.join(doubtful)}",
-                "restore the evidence (`iteralab validate` names each row), then report again"))
-        elif idle:
-            out.append(stats.Separation(a.variant_id, b.variant_id, stats.NO_DATA,
-                                        f"{' and '.join(idle)} not run yet",
-                                        "run it under the same protocol"))
-        else:
-            out.append(stats.separation(a.variant_id, a.runs, b.variant_id, b.runs))
+                p.first.variant_id, p.second.variant_id, stats.NOT_COMPARABLE,
+                f"{p.differs}: {p.confounded}", "compare variants that differ in declared "
+                "columns only: correct Variants (`iteralab validate` names each cell)"))
+            continue
+        s = _verdict(p.first, p.second)
+        out.append(dataclasses.replace(s, reason=f"{p.differs}; {s.reason}"))
     return out
+
+
+def _verdict(a: VariantStats, b: VariantStats) -> stats.Separation:
+    """The R15 verdict of a comparable pair: corpora, integrity and data checked first."""
+    idle = [st.variant_id for st in (a, b) if st.attempts == 0]
+    doubtful = [f"{st.untrusted} of {st.variant_id}" for st in (a, b) if st.untrusted]
+    corpora = {st.variant_id: sorted(st.corpora) for st in (a, b)}
+    if len(a.corpora | b.corpora) > 1:
+        return stats.Separation(
+            a.variant_id, b.variant_id, stats.NOT_COMPARABLE,
+            "measured on different corpora (" + "; ".join(
+                f"{vid}: {', '.join(c[:12] for c in fps)}" for vid, fps in corpora.items())
+            + ")", "compare only runs on one corpus: re-run the variants on the locked "
+            "corpus, under the same protocol")
+    if doubtful:
+        return stats.Separation(
+            a.variant_id, b.variant_id, stats.UNTRUSTED,
+            f"attempt rows with integrity findings: {' and '.join(doubtful)}",
+            "restore the evidence (`iteralab validate` names each row), then report again")
+    if idle:
+        return stats.Separation(a.variant_id, b.variant_id, stats.NO_DATA,
+                                f"{' and '.join(idle)} not run yet",
+                                "run it under the same protocol")
+    return stats.separation(a.variant_id, a.runs, b.variant_id, b.runs)
 
 
 def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projection | None]
@@ -227,9 +289,23 @@ def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
     unsettled += [f"money: {m.sentence()}" for m in d.money
                   if m.verdict in (stats.WITHIN_NOISE, stats.NO_DATA)]
     if not unsettled:
-        return ("the series separates every pair of equal-quality variants, and no cost "
-                "difference is within the measurement noise")
-    return "; ".join(unsettled)
+        unsettled = ["the series separates every pair of equal-quality variants, and no cost "
+                     "difference is within the measurement noise"]
+    return "; ".join(relaxation_sentences(all_stats) + unsettled)
+
+
+def relaxation_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
+    """R16: each threshold lowered or tolerance widened after attempts ran, and whose runs
+    reuse the corpus measured before it (no new, independent evaluation, R2)."""
+    out = []
+    for r in dict.fromkeys(r for st in all_stats for r in st.relaxations):
+        users = [st.variant_id for st in all_stats if r.seen(st.corpora)]
+        out.append(f"{r.text()}: " + (
+            f"runs of {', '.join(users)} reuse the corpus measured before, so they are not the "
+            "new, independent evaluation that change requires (R2, R16)" if users else
+            "runs on the corpus measured before would not be the new, independent evaluation "
+            "that change requires (R2, R16)"))
+    return out
 
 
 def draft_text(d: Decision) -> str:
@@ -238,6 +314,7 @@ def draft_text(d: Decision) -> str:
     lines += [f"{name}: {d.suggestions[name]}" for name in MEMO_FIELDS]
     lines.append("separation (R15):")
     lines += [f"- {s.sentence()}" for s in d.separations] or ["- no pair to compare"]
+    lines.append(SCOPE)
     return "\n".join(lines)
 
 

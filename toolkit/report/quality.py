@@ -32,10 +32,56 @@ def apply_gate(all_stats: Sequence[VariantStats], protocol: dict[str, Any]) -> N
     reference = next((s for s in all_stats if s.variant_id == reference_id), None)
     ref_metric = reference.metric_value if reference is not None else None
     for st in all_stats:
+        resume = resumed_by(st, all_stats)
         reasons = gate_reasons(st, threshold, tolerance, reference_id, ref_metric)
+        if st.attempts and resume is None:
+            reasons = feasibility_reasons(st) + reasons
         st.equal_quality = not reasons
         st.gate_note = ("outside the equal-quality comparison: " + "; ".join(reasons)
-                        if reasons else "")
+                        if reasons else _resume_note(st, resume))
+
+
+#: Unfinished attempts named in a note; past it, how many more.
+SHOWN = 3
+
+
+def feasibility_reasons(st: VariantStats) -> list[str]:
+    """R18: a variant is feasible only when every counted attempt finished the whole corpus."""
+    if not st.unfinished:
+        return []
+    named = ", ".join(st.unfinished[:SHOWN])
+    more = f" and {len(st.unfinished) - SHOWN} more" if len(st.unfinished) > SHOWN else ""
+    return [f"not feasible (R18): {len(st.unfinished)} attempt(s) did not finish the whole "
+            f"corpus: {named}{more}; an option must finish the corpus, long inputs included, "
+            "before its cost is compared"]
+
+
+def resumed_by(st: VariantStats, all_stats: Sequence[VariantStats]) -> VariantStats | None:
+    """The declared resume variant (``resume_of`` = this one, R13) that covers this variant's
+    unfinished attempts: it has a success and no unfinished attempt of its own."""
+    if not st.unfinished:
+        return None
+    return next((o for o in all_stats if o.resume_of == st.variant_id and o.successes
+                 and not o.unfinished), None)
+
+
+def _resume_note(st: VariantStats, resume: VariantStats | None) -> str:
+    if resume is None:
+        return ""
+    return (f"feasible with its resume variant {resume.variant_id} (R13): its "
+            f"{len(st.unfinished)} unfinished attempt(s) are resumed by {resume.variant_id}, "
+            f"which finished the whole corpus; choosing {st.variant_id} means running "
+            f"{resume.variant_id} after such a failure")
+
+
+def held_to(st: VariantStats, name: str, value: float | None) -> float | None:
+    """The threshold (or tolerance) ``st`` is held to: the locked one, or the stricter value
+    in force before an amendment loosened it after attempts on the corpus ``st`` ran on
+    (R16: a lowered threshold needs a new, independent evaluation)."""
+    before = [r.before for r in st.relaxations if r.field == name and r.seen(st.corpora)]
+    if value is None or not before:
+        return value
+    return max(value, *before) if name == "threshold" else min(value, *before)
 
 
 def gate_reasons(st: VariantStats, threshold: float | None, tolerance: float | None,
@@ -49,10 +95,17 @@ def gate_reasons(st: VariantStats, threshold: float | None, tolerance: float | N
         return [f"quality verdict {st.quality_verdict}"]
     reasons = []
     metric = st.metric_value
-    if metric is not None and threshold is not None and metric < threshold - EPSILON:
-        reasons.append(f"metric {metric:.4f} below the locked threshold {threshold:.4f}")
-    if (metric is not None and tolerance is not None and ref_metric is not None
-            and metric < ref_metric - tolerance - EPSILON):
-        reasons.append(f"metric {metric:.4f} more than {tolerance:.4f} below the reference "
-                       f"{reference_id} ({ref_metric:.4f})")
+    bar = held_to(st, "threshold", threshold)
+    if metric is not None and bar is not None and metric < bar - EPSILON:
+        reasons.append(f"metric {metric:.4f} below the locked threshold {bar:.4f}"
+                       if bar == threshold else f"metric {metric:.4f} below {bar:.4f}, the "
+                       "threshold in force before it was lowered after attempts on this corpus "
+                       "(R16)")
+    allowed = held_to(st, "tolerance", tolerance)
+    if (metric is not None and allowed is not None and ref_metric is not None
+            and metric < ref_metric - allowed - EPSILON):
+        reasons.append(f"metric {metric:.4f} more than {allowed:.4f} below the reference "
+                       f"{reference_id} ({ref_metric:.4f})" + (
+                           "" if allowed == tolerance else ": the tolerance in force before "
+                           "it was widened after attempts on this corpus (R16)"))
     return reasons

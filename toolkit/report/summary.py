@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit import layout
+from toolkit.evidence.amendments import Relaxation, relaxations
 from toolkit.report import stats
 from toolkit.workbook.model import Formula, WorkbookData
 
@@ -91,6 +92,13 @@ class VariantStats:
     #: Attempt rows of the variant with integrity findings (validate's checks): while any
     #: remain, its numbers are shown but no verdict or choice rests on them.
     untrusted: int = 0
+    #: Attempts that did not finish the whole corpus (R18), exclusions, pre-amendment runs and
+    #: interruptions aside: "b8-fp32-r3 (failed, 312 of 1000 items)".
+    unfinished: list[str] = field(default_factory=list)
+    #: The variant this one resumes after a failure (Variants resume_of, R13).
+    resume_of: str | None = None
+    #: The protocol's thresholds lowered or tolerances widened after attempts ran (R16).
+    relaxations: tuple[Relaxation, ...] = ()
     #: Filled by the quality gate (report.quality): joins the cost comparison.
     equal_quality: bool = False
     gate_note: str = ""
@@ -135,7 +143,9 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
     for v in data.tables["Variants"]:
         vid = v.get("variant_id")
         if vid is not None:
-            found[str(vid)] = VariantStats(str(vid), v.get("series"), v.get("description"))
+            found[str(vid)] = VariantStats(str(vid), v.get("series"), v.get("description"),
+                                           resume_of=str(v.get("resume_of") or "").strip()
+                                           or None)
     for a in data.tables["Attempts"]:
         if a.get("variant_id") is None:
             continue  # a row without a variant belongs to no summary (validate reports it)
@@ -143,7 +153,9 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         st = found.setdefault(vid, VariantStats(vid, None, None))
         _count(st, a)
     corpus_of = {m.get("manifest_id"): m.get("corpus_sha256") for m in data.tables["Manifest"]}
+    relaxed = tuple(relaxations(data))
     for st in found.values():
+        st.relaxations = relaxed
         mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
         _finish(st, mine)
         st.corpora = frozenset(str(corpus_of[a.get("manifest_id")]) for a in mine
@@ -161,6 +173,20 @@ def _count(st: VariantStats, a: dict[str, Any]) -> None:
         st.excluded += 1
         st.exclusions.append(f"{a.get('attempt_id')}: {a.get('exclusion_reason') or 'no reason'}")
     st.pre_amendment += _text(a.get("pre_amendment")) == YES
+    if unfinished(a):
+        st.unfinished.append(f"{a.get('attempt_id')} ({status or 'no status'}, "
+                             f"{a.get('items_completed')} of {a.get('expected_ids')} items)")
+
+
+def unfinished(attempt: dict[str, Any]) -> bool:
+    """Whether an attempt held against the variant's feasibility (R18) did not finish the
+    whole corpus: failed, or fewer items completed than expected. Exclusions, pre-amendment
+    runs and interruptions (Ctrl-C, a killed run: their slot runs again) are not held."""
+    if (_text(attempt.get("excluded")) == YES or _text(attempt.get("pre_amendment")) == YES
+            or _text(attempt.get("status")) == "interrupted"):
+        return False
+    items, expected = _number(attempt.get("items_completed")), attempt.get("expected_ids")
+    return _text(attempt.get("status")) == "failed" or items is None or items != expected
 
 
 def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
@@ -306,6 +332,10 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
     if unplaced > 0:
         notes.append(f"{unplaced} success(es) share a repetition number with another: in the "
                      "median, not in the run columns")
+    notes += [f"{r.text()}: its runs are on the corpus measured before "
+              f"({', '.join(c[:12] for c in r.seen(st.corpora))}), not the new, independent "
+              "evaluation that change requires (R2, R16)"
+              for r in st.relaxations if r.seen(st.corpora)]
     if st.gate_note:
         notes.append(st.gate_note)
     if st.untrusted:
