@@ -529,8 +529,9 @@ SUMMARY = Sheet(
            since=2),
         _c("quality_verdict", help="fail when an evaluated success fails; pass when every "
            "evaluated success passes; not evaluated otherwise.", computed=True),
-        _c("equal_quality", YESNO, "yes: quality passes the locked threshold and tolerance and "
-           "the variant joins the cost comparison; no: shown, kept out of it (R16).",
+        _c("equal_quality", YESNO, "yes: quality passes the locked threshold and tolerance, "
+           "every attempt finished the whole corpus (feasible, R18), and the variant joins the "
+           "cost comparison; no: shown, kept out of it (R16), the reason in notes.",
            choices=(YES, NO), computed=True, width=9),
         _c("metric_value", RATIO, "Median metric over the successes.", computed=True),
         _c("reference_agreement", RATIO, "Lowest agreement with the reference over the "
