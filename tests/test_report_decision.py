@@ -260,3 +260,21 @@ def test_the_memo_states_the_incurred_total_and_the_ledger_status(
     assert reasons.endswith("; money spent: 2,181.00 USD incurred, each rental once; no ledger "
                             "imported to check it against")
     assert data.forms["Decision"]["reasons"] == reasons
+
+
+def test_variants_compared_on_different_software_stacks_say_so(tmp_path: Path) -> None:
+    """R4: a B200 box with another torch build; the verdict names the differing fields."""
+    data = campaign()
+    for m in data.tables["Manifest"]:
+        m["torch"] = "2.6.0+cu126" if m["variant_id"] == "b8-b200" else "2.5.1+cu124"
+        m["driver"] = "NVIDIA 570.86"
+    result = refresh(data, tmp_path)
+    [pair] = [s for s in result.decision.separations
+              if {s.first, s.second} == {"b8-fp32", "b8-b200"}]
+    assert pair.reason.endswith("; ran on different software stacks (torch 2.5.1+cu124 vs "
+                                "2.6.0+cu126): the verdict is about each whole tested "
+                                "configuration, not the declared change alone")
+    same = [s for s in result.decision.separations if {s.first, s.second} == {"b1-fp32",
+                                                                                "b4-fp32"}]
+    assert same and "software stacks" not in same[0].reason
+    assert "different software stacks" in data.forms["Decision"]["draft"]

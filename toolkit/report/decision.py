@@ -124,8 +124,24 @@ def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, 
                 "columns only: correct Variants (`iteralab validate` names each cell)"))
             continue
         s = _verdict(p.first, p.second)
-        out.append(dataclasses.replace(s, reason=f"{p.differs}; {s.reason}"))
+        stack = stack_difference(p.first, p.second)
+        out.append(dataclasses.replace(s, reason=f"{p.differs}; {s.reason}" + (
+            f"; ran on different software stacks ({stack}): the verdict is about each whole "
+            "tested configuration, not the declared change alone" if stack else "")))
     return out
+
+
+def stack_difference(a: VariantStats, b: VariantStats) -> str:
+    """The Manifest fields (driver, CUDA/ROCm build, torch, transformers, model revision)
+    on which two variants' successes differ, as ``torch 2.5.1 vs 2.6.0``; "" when none (R4)."""
+    parts = []
+    for name, mine in a.stacks.items():
+        theirs = b.stacks.get(name, frozenset())
+        if mine and theirs and mine != theirs:
+            shown = (", ".join(sorted(v[:12] if name == "model_revision" else v for v in vals))
+                     for vals in (mine, theirs))
+            parts.append(f"{name} {' vs '.join(shown)}")
+    return "; ".join(parts)
 
 
 def _verdict(a: VariantStats, b: VariantStats) -> stats.Separation:

@@ -37,6 +37,9 @@ SUCCESS_RULE = ("a success is an attempt with status completed, ids_match yes, a
                 "and max")
 NO_DATA = "no data: no successful run (completed, ids match, not excluded, not pre-amendment)"
 MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes")
+#: The software stack a measurement belongs to (R4): two variants compared on different
+#: stacks are compared as whole tested configurations, and the verdict says so.
+STACK_FIELDS = ("driver", "backend", "torch", "transformers", "model_revision")
 #: The phases of one corpus end to end (R9, R23), summed per success for campaign_s.
 CAMPAIGN_PHASES = ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s")
 
@@ -89,6 +92,8 @@ class VariantStats:
     #: Corpus fingerprints (Manifest corpus_sha256) its successes were measured on: two
     #: variants are compared only on one and the same corpus.
     corpora: frozenset[str] = frozenset()
+    #: Software its successes ran on (R4): per Manifest field of STACK_FIELDS, the values seen.
+    stacks: dict[str, frozenset[str]] = field(default_factory=dict)
     #: Attempt rows of the variant with integrity findings (validate's checks): while any
     #: remain, its numbers are shown but no verdict or choice rests on them.
     untrusted: int = 0
@@ -153,6 +158,7 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         st = found.setdefault(vid, VariantStats(vid, None, None))
         _count(st, a)
     corpus_of = {m.get("manifest_id"): m.get("corpus_sha256") for m in data.tables["Manifest"]}
+    manifests = {m.get("manifest_id"): m for m in data.tables["Manifest"]}
     relaxed = tuple(relaxations(data))
     for st in found.values():
         st.relaxations = relaxed
@@ -160,6 +166,10 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         _finish(st, mine)
         st.corpora = frozenset(str(corpus_of[a.get("manifest_id")]) for a in mine
                                if is_success(a) and corpus_of.get(a.get("manifest_id")))
+        used = [manifests[a.get("manifest_id")] for a in mine
+                if is_success(a) and a.get("manifest_id") in manifests]
+        st.stacks = {f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
+                     for f in STACK_FIELDS}
     return list(found.values())
 
 
