@@ -7,6 +7,7 @@ fresh-process path is covered in test_runner_campaign.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,9 @@ def completed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_completed_attempt_fills_or_explains_every_column(completed: Path) -> None:
     (row,) = attempts(completed)
     assert unexplained(row) == []
+    tag = row["attempt_id"][-4:]  # the run's random tag
     expected = {
-        "attempt_id": "a001-b1-fp32-r1", "variant_id": "b1-fp32", "repetition": 1,
+        "attempt_id": f"a001-b1-fp32-r1-{tag}", "variant_id": "b1-fp32", "repetition": 1,
         "order_position": 1, "status": "completed", "items_completed": 24,
         "expected_ids": 24, "observed_ids": 24, "ids_match": "yes", "metric_value": 0.541667,
         "quality_verdict": "pass", "corpus_accepted": "yes", "truncated": 2,
@@ -51,7 +53,7 @@ def test_a_completed_attempt_fills_or_explains_every_column(completed: Path) -> 
         "mem_reserved_peak_bytes": None,
         "reference_agreement": None,
         "reference_agreement_reason": "this is the reference variant's first completed attempt",
-        "predictions_path": "campaign_predictions/a001-b1-fp32-r1.jsonl",
+        "predictions_path": f"campaign_predictions/a001-b1-fp32-r1-{tag}.jsonl",
     }
     assert {k: row[k] for k in expected} == expected
     for name in ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s"):
@@ -103,10 +105,10 @@ def test_the_workbook_stays_valid_and_the_journal_holds_the_record(completed: Pa
     assert validate(store.read(completed), completed) == []
     lines = (completed.parent / "campaign.journal.jsonl").read_text().splitlines()
     start, record = (json.loads(line) for line in lines)  # the start, then the record
-    assert (start["format"], start["attempt_id"]) == ("iteralab-attempt-start/1",
-                                                       "a001-b1-fp32-r1")
+    assert (start["format"], start["attempt_id"][:-5]) == ("iteralab-attempt-start/1",
+                                                            "a001-b1-fp32-r1")
     assert (record["format"], record["attempt"]["attempt_id"]) == ("iteralab-attempt/1",
-                                                                    "a001-b1-fp32-r1")
+                                                                    start["attempt_id"])
 
 
 @pytest.mark.parametrize(("fault", "error"), [
@@ -121,7 +123,8 @@ def test_a_fault_mid_corpus_leaves_a_failed_row_with_items_completed(
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", f"{fault}@8")
     code, output = _run(CliRunner(), book)
     assert code == 0, output
-    assert f"a001-b1-fp32-r1  failed    {error}" in output.splitlines()
+    assert any(re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4} +failed +" + re.escape(error), line)
+               for line in output.splitlines()), output
     (row,) = attempts(book)
     assert unexplained(row) == []
     assert {k: row[k] for k in ("status", "items_completed", "expected_ids", "observed_ids",
@@ -177,7 +180,8 @@ def test_precision_and_grouping_are_checked_against_the_fp32_reference(
         assert row["quality_verdict"] == "pass", row["notes"]
         assert row["corpus_accepted"] == "yes"
         agreeing = round(row["reference_agreement"] * 48)
-        assert f"reference a001-b8-fp32-r1: {agreeing}/48 predictions agree" in row["notes"]
+        assert re.search(rf"reference a001-b8-fp32-r1-[0-9a-f]{{4}}: {agreeing}/48 predictions "
+                         "agree", row["notes"]), row["notes"]
     assert bf16["reference_agreement"] >= 0.97
     assert abs(bf16["metric_value"] - 0.625) <= 0.01
     manifests = {m["variant_id"]: m for m in store.read(book).tables["Manifest"]}

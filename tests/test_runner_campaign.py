@@ -49,7 +49,7 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     assert lines[0] == (f"{book}: 9 attempt(s) to run, 4 items each, process policy shared; "
                         "order b1-fp32-b4-fp32-b8-fp32 / b4-fp32-b8-fp32-b1-fp32 / "
                         "b8-fp32-b1-fp32-b4-fp32")
-    assert re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4}  completed measured +\d+\.\d\d s  "
+    assert re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4} +completed measured +\d+\.\d\d s  "
                         r"metric 0\.5000  pass, accepted", lines[1])
     assert re.fullmatch(r"recorded 9 attempt\(s\) in .+: 9 completed, 0 failed, "
                         r"0 interrupted", lines[10])
