@@ -26,9 +26,18 @@ What it does, in order:
    (``memory_allocated`` and ``memory_reserved``, never added), throughput,
    the linear layers' FLOP rate against the BF16 ceiling and the weight stream
    against the memory bandwidth, and the quality verdict.
+5. **The CUDA review (#21)**: a float32 product after the runner's pin against
+   float64 (TF32 off: its error stays at fp32's, not TF32's), the Manifest's fp32
+   flags, the attention kernel each variant ran, the memory each attempt after the
+   first found at its start (released, not the previous attempt's model), the
+   first attempt of the process against later ones of its variant (lazy kernel
+   loading), the device, driver CUDA version and GPU wheels recorded; then a second
+   campaign, compiled fp32 with warm-up ``none`` on 301 items (a last batch of 5),
+   that must compile nothing inside its measured window.
 
 Exit codes: 0 every check passed, 1 a check failed (an attempt not
-completed, host and device spans disagreeing, or more than 5 minutes), 2 bad
+completed, host and device spans disagreeing, TF32 in an fp32 product, memory
+not released, a compilation inside the window, or more than 5 minutes), 2 bad
 arguments, 3 no CUDA device (this machine cannot run the check).
 ``--cpu-dry-run`` runs the same campaign on the CPU with a few items: a
 plumbing check of this script on a machine without a GPU, not a measurement.
@@ -59,6 +68,10 @@ TIMING_TOLERANCE = 0.02  # host span vs CUDA-event span, relative ...
 WINDOW_ALLOWANCE_S = 0.005  # ... beyond this absolute allowance (short windows)
 ATTEMPT_TIMEOUT_S = 120
 FORM_FACTORS = ("pcie", "nvl")
+FP32_ERROR = 1e-5  # relative error of a 1024^2 float32 product: fp32 ~3e-7, TF32 ~4e-4
+RELEASED_SHARE = 0.25  # an attempt's starting allocation / the smallest attempt peak
+COMPILE_ITEMS = 301  # 301 = 37 x 8 + 5: the window ends on a batch of its own shape
+BASELINE = re.compile(r"CUDA memory when the peaks were reset: allocated ([\d,]+) B")
 
 
 # ---------------------------------------------------------------- the card
@@ -158,24 +171,57 @@ def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
             "copy_gbps": 2 * copy_bytes * 5 / copy.device_s / 1e9}
 
 
+def fp32_probe(size: int = 1024) -> dict[str, float]:
+    """Relative error (Frobenius) of a float32 product against float64: with the runner's
+    pin, then with TF32 allowed for contrast (the pin is restored)."""
+    import torch
+
+    from toolkit.runner import precision
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(size, size, device="cuda", generator=gen)
+    b = torch.randn(size, size, device="cuda", generator=gen)
+    exact = a.double() @ b.double()
+
+    def error() -> float:
+        return float(torch.linalg.norm((a @ b).double() - exact) / torch.linalg.norm(exact))
+
+    precision.pin_fp32()
+    pinned = error()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    allowed = error()
+    precision.pin_fp32()
+    return {"pinned": pinned, "tf32_allowed": allowed}
+
+
 # ---------------------------------------------------------------- the campaign
 
 def variants(device: str, slug: str | None, batches: Sequence[int], precisions: Sequence[str],
              groupings: Sequence[str]) -> list[dict[str, Any]]:
-    """The Variants rows: every batch x precision x grouping (series 1 fp32, 2 bf16, 3 sorted)."""
+    """The Variants rows: every batch x precision x grouping. Each (grouping, precision) pair
+    is a series, the first one series 1 (batch its only variable); a later series names the
+    same batch of series 1 as its base_variant and the columns it changes (R6)."""
     rows = []
-    for grouping in groupings:
-        for precision in precisions:
-            for batch in batches:
-                vid = f"g{batch}-{precision}" + ("-sorted" if grouping == "sorted" else "")
-                series = 3 if grouping == "sorted" else (2 if precision != "fp32" else 1)
-                rows.append(common.variant(vid, batch, precision, grouping, device=device,
-                                           series=series, gpu_slug=slug))
+    pairs = [(grouping, precision) for grouping in groupings for precision in precisions]
+    for series, (grouping, precision) in enumerate(pairs, start=1):
+        for batch in batches:
+            vid = f"g{batch}-{precision}" + ("-sorted" if grouping == "sorted" else "")
+            row = common.variant(vid, batch, precision, grouping, device=device, series=series,
+                                 gpu_slug=slug)
+            if series > 1:
+                first_grouping, first_precision = pairs[0]
+                changes = [c for c, same in (("precision", precision == first_precision),
+                                             ("length_grouping", grouping == first_grouping))
+                           if not same]
+                base = f"g{batch}-{first_precision}" + (
+                    "-sorted" if first_grouping == "sorted" else "")
+                row.update(base_variant=base, changes=", ".join(changes))
+            rows.append(row)
     return rows
 
 
 def build_campaign(folder: Path, items: int, repetitions: int,
-                   rows: list[dict[str, Any]]) -> Path:
+                   rows: list[dict[str, Any]], warmup_rule: str | None = None) -> Path:
     """A locked workbook in ``folder`` with the corpus subset, the head and ``rows``."""
     from toolkit.evidence import locking
     from toolkit.workbook import store
@@ -184,6 +230,8 @@ def build_campaign(folder: Path, items: int, repetitions: int,
     common.prepare_folder(folder, items)
     data = WorkbookData.empty()
     data.forms["Protocol"].update(common.protocol(str(rows[0]["variant_id"]), repetitions))
+    if warmup_rule is not None:
+        data.forms["Protocol"]["warmup_rule"] = warmup_rule
     for row in rows:
         data.append("Variants", row)
     locking.lock(data)
@@ -289,6 +337,83 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
     return failures
 
 
+def baseline_allocated(row: dict[str, Any]) -> int | None:
+    """The allocated bytes an attempt's notes give for its starting baseline (CUDA only)."""
+    found = BASELINE.search(str(row.get("notes") or ""))
+    return int(found[1].replace(",", "")) if found else None
+
+
+def review_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
+                  cuda: bool) -> list[str]:
+    """Print what #21 asked of the main campaign; return the failed checks."""
+    failures: list[str] = []
+    for m in manifests:
+        flags = str(m.get("fp32_matmul"))
+        if "cuBLAS TF32 off" not in flags or "cuDNN TF32 off" not in flags or "forced" in flags:
+            failures.append(f"manifest {m['manifest_id']}: fp32 flags {flags!r}")
+    if manifests:
+        first = manifests[0]
+        for name in ("gpu_device", "driver_cuda", "gpu_packages", "fp32_matmul",
+                     "environment_variables"):
+            print(f"  {name}: {first.get(name)}")
+    print("attention kernels (load phase, shortest and longest batch):")
+    seen: dict[str, str] = {}
+    for row in rows:
+        seen.setdefault(str(row["variant_id"]), str(row.get("attention_kernels")))
+    for vid, kernels in seen.items():
+        print(f"  {vid:<16} {kernels}")
+    if not cuda or not rows:
+        return failures
+    peaks = [r["mem_allocated_peak_bytes"] for r in rows
+             if isinstance(r.get("mem_allocated_peak_bytes"), int)]
+    starts = [b for r in rows[1:] if (b := baseline_allocated(r)) is not None]
+    if peaks and starts:
+        share = max(starts) / min(peaks)
+        print(f"memory released between attempts: largest starting allocation "
+              f"{_mib(max(starts))} MiB / smallest attempt peak {_mib(min(peaks))} MiB:")
+        if not common.verdict(share, RELEASED_SHARE):
+            failures.append(f"an attempt started with {max(starts):,} B still allocated")
+    first = rows[0]
+    later = [r["measured_s"] for r in rows[1:] if r["variant_id"] == first["variant_id"]
+             and r["status"] == "completed"]
+    if first["status"] == "completed" and later:
+        print(f"lazy kernel loading: first attempt of the process {first['measured_s']:.3f} s "
+              f"/ later attempts of {first['variant_id']} (median) "
+              f"{statistics.median(later):.3f} s = "
+              f"{first['measured_s'] / statistics.median(later):.3f} (information)")
+    return failures
+
+
+def compile_check(folder: Path, slug: str | None) -> list[str]:
+    """A compiled fp32 campaign with warm-up ``none``: nothing compiles inside the window."""
+    rows_spec = [common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug),
+                 common.variant("g8-fp32-compiled", 8, device="cuda", gpu_slug=slug, series=2,
+                                compile="yes", base_variant="g8-fp32", changes="compile")]
+    book = build_campaign(folder, COMPILE_ITEMS, 1, rows_spec, warmup_rule="none")
+    print(f"compile campaign: g8-fp32 and g8-fp32-compiled, {COMPILE_ITEMS} items, warm-up "
+          "none, through `iteralab run`")
+    run_campaign(book)
+    from toolkit.workbook import store
+
+    plain, compiled = store.read(book).tables["Attempts"]
+    failures = []
+    if compiled["status"] != "completed" or compiled["quality_verdict"] != "pass":
+        failures.append(f"compiled attempt {compiled['status']}, {compiled['quality_verdict']}"
+                        f" ({compiled['notes']})")
+    if compiled["recompilations"] != 0:
+        failures.append(f"{compiled['recompilations']} graph(s) compiled inside the window")
+    if compiled["load_s"] and plain["load_s"]:
+        print(f"  load_s compiled / eager: {compiled['load_s'] / plain['load_s']:.2f}; "
+              f"recompilations in the window: {compiled['recompilations']}")
+    if compiled["measured_s"] and plain["measured_s"]:
+        print(f"  measured_s compiled / eager: "
+              f"{compiled['measured_s'] / plain['measured_s']:.3f}")
+    print(f"  attention kernels: eager {plain['attention_kernels']}; compiled "
+          f"{compiled['attention_kernels']}")
+    print(f"  notes: {compiled['notes']}")
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU check; return 0 (passed), 1 (a check failed) or 3 (no CUDA device)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -305,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build the campaign in DIR and keep it (default: a temp folder)")
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="plumbing check on the CPU (few items, no CUDA checks)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip the compiled campaign (it is skipped on the CPU dry run)")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     import torch
@@ -320,8 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     cuda = cuda and not args.cpu_dry_run
     catalog = gpus.load_catalog()
     if cuda:
-        props = torch.cuda.get_device_properties(0)
-        name, memory = torch.cuda.get_device_name(0), int(props.total_memory)
+        used = torch.cuda.current_device()  # the device the runner's "cuda" variants use
+        props = torch.cuda.get_device_properties(used)
+        name, memory = torch.cuda.get_device_name(used), int(props.total_memory)
     else:
         name, memory = "CPU (dry run)", None
     card = next((g for g in catalog if g.slug == args.card), None) if args.card else \
@@ -348,6 +476,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{probe['copy_gbps']:.0f} GB/s{copy}")
         if gap > TIMING_TOLERANCE:
             failures.append(f"timing probe: host and CUDA-event spans differ by {100 * gap:.1f} %")
+        errors = fp32_probe()
+        print(f"fp32 probe (1024^2 product vs float64, runner's pin): relative error "
+              f"{errors['pinned']:.2e}; with TF32 allowed {errors['tf32_allowed']:.2e}; "
+              f"limit {FP32_ERROR:g}:")
+        if not common.verdict(errors["pinned"] / FP32_ERROR, 1.0):
+            failures.append(f"fp32 product error {errors['pinned']:.2e}: TF32 was on")
     items = min(args.items, 24) if args.cpu_dry_run else args.items
     batches = [int(b) for b in args.batches.split(",")]
     rows_spec = variants("cuda" if cuda else "cpu", card.slug if card and cuda else None,
@@ -360,11 +494,16 @@ def main(argv: list[str] | None = None) -> int:
         wall = run_campaign(book)
         from toolkit.workbook import store
 
-        attempts = list(store.read(book).tables["Attempts"])
-    measured = sum(r["measured_s"] or 0 for r in attempts)
-    print(f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
-          f"{len(attempts)} attempts")
-    failures += report(attempts, rows_spec, items, model_work(), card, cuda)
+        data = store.read(book)
+        attempts = list(data.tables["Attempts"])
+        manifests = list(data.tables["Manifest"])
+        measured = sum(r["measured_s"] or 0 for r in attempts)
+        print(f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
+              f"{len(attempts)} attempts")
+        failures += report(attempts, rows_spec, items, model_work(), card, cuda)
+        failures += review_checks(attempts, manifests, cuda)
+        if cuda and not args.no_compile:
+            failures += compile_check(folder / "compiled", card.slug if card else None)
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

@@ -1,12 +1,16 @@
-"""The runner on a CUDA device: device span, memory peaks, precision, compile, OOM rows.
+"""The runner on a CUDA device: device span, memory peaks, precision, compile, OOM rows,
+and what the CUDA review of #21 asked: fp32 without TF32, the attention kernel recorded,
+no compilation inside the window, memory released between attempts of one process, the
+device used named. Their CPU halves are in test_gpu_readiness.py.
 
 Skipped without CUDA. On a CUDA machine the whole file runs in a few minutes:
-``pytest -m gpu tests/test_runner_gpu.py`` (the compile test is the longest).
+``pytest -m gpu tests/test_runner_gpu.py`` (the compile tests are the longest).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,10 +33,18 @@ def _gpu(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
     return variant(variant_id, batch, device="cuda", **overrides)
 
 
-def _run(book: Path, *args: str) -> str:
+def _run(book: Path, *args: str, code: int = 0) -> str:
     result = CliRunner().invoke(cli, ["run", str(book), *args])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return result.output
+
+
+def _baseline_allocated(row: dict[str, object]) -> int:
+    """The allocated bytes the attempt's notes give for its released baseline."""
+    found = re.search(r"CUDA memory when the peaks were reset: allocated ([\d,]+) B",
+                      str(row["notes"]))
+    assert found, row["notes"]
+    return int(found[1].replace(",", ""))
 
 
 def test_a_cuda_attempt_records_device_time_and_both_memory_peaks(tmp_path: Path) -> None:
@@ -48,10 +60,68 @@ def test_a_cuda_attempt_records_device_time_and_both_memory_peaks(tmp_path: Path
     assert 0 < allocated <= reserved  # two counters, not to be added
     (manifest,) = store.read(book).tables["Manifest"]
     assert manifest["backend"].startswith(("CUDA ", "ROCm/HIP "))
-    assert manifest["gpu_name"] == torch.cuda.get_device_name(0)
-    assert manifest["gpu_memory_bytes"] == torch.cuda.get_device_properties(0).total_memory
+    used = torch.cuda.current_device()  # what "cuda" means; not card 0 on every host
+    assert manifest["gpu_name"] == torch.cuda.get_device_name(used)
+    assert manifest["gpu_memory_bytes"] == torch.cuda.get_device_properties(used).total_memory
     assert not manifest["driver"].startswith("none found")
     assert validate(store.read(book), book) == []
+
+
+def test_the_manifest_names_the_device_used_and_the_driver_it_asked_once(
+        tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [_gpu("g4-fp32", 4)], reference_variant="g4-fp32")
+    _run(book)
+    (manifest,) = store.read(book).tables["Manifest"]
+    used = torch.cuda.current_device()
+    uuid = str(torch.cuda.get_device_properties(used).uuid).lower().removeprefix("gpu-")
+    assert manifest["gpu_device"].startswith(
+        f"cuda:{used} of {torch.cuda.device_count()} visible; UUID ")
+    assert uuid in manifest["gpu_device"].lower()
+    assert re.fullmatch(r"\d+\.\d+", manifest["driver_cuda"]), manifest["driver_cuda"]
+    # torch sets it at CUDA initialisation when unset: the loading mode is on record.
+    assert "CUDA_MODULE_LOADING=" in manifest["environment_variables"]
+    assert manifest["fp32_matmul"].startswith("float32 matmul precision highest; cuBLAS TF32 "
+                                              "off; cuDNN TF32 off")
+
+
+def test_fp32_on_cuda_runs_in_full_precision_after_the_pin() -> None:
+    """Relative error of a 1024 x 1024 product against float64: fp32 about 3e-7, TF32 (a
+    10-bit mantissa) about 4e-4 (both estimated on the CPU, TF32 by rounding the inputs)."""
+    from toolkit.runner import precision
+
+    def error() -> float:
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        a = torch.randn(1024, 1024, device="cuda", generator=gen)
+        b = torch.randn(1024, 1024, device="cuda", generator=gen)
+        exact = a.double() @ b.double()
+        return float(torch.linalg.norm((a @ b).double() - exact) / torch.linalg.norm(exact))
+
+    precision.pin_fp32()
+    assert error() < 1e-5
+    if torch.cuda.get_device_capability() >= (8, 0):
+        torch.backends.cuda.matmul.allow_tf32 = True  # the contrast: the check can fail
+        try:
+            assert error() > 1e-4
+        finally:
+            precision.pin_fp32()
+
+
+def test_the_attention_kernel_is_recorded_per_shape_precision_and_padding(
+        tmp_path: Path) -> None:
+    from toolkit.runner import probes
+
+    book = make_campaign(tmp_path, 24, [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8),
+                                        _gpu("g8-bf16", 8, series=2, precision="bf16")],
+                         reference_variant="g1-fp32", threshold=0.4)
+    _run(book)
+    known = set(probes.ATTENTION_OPS.values()) | {probes.NO_SDPA}
+    for row in attempts(book):
+        entries = row["attention_kernels"].split("; ")
+        assert len(entries) == 2, row["attention_kernels"]
+        for entry in entries:
+            shape, kernel = entry.split(": ")
+            assert re.fullmatch(r"\d+x\d+", shape)
+            assert set(kernel.split(" + ")) <= known, entry
 
 
 def test_cuda_bf16_stays_within_tolerance_of_the_cuda_fp32_reference(tmp_path: Path) -> None:
@@ -90,7 +160,9 @@ def test_an_injected_cuda_oom_is_a_failed_row_with_its_peaks(
 
 
 def test_a_compiled_variant_compiles_during_load(tmp_path: Path) -> None:
-    """compile = yes: torch.compile and its first compiled call are in load_s (R8)."""
+    """compile = yes: torch.compile and its compiled shapes are in load_s (R8); fp32 on a
+    TF32-capable card gives Inductor's TF32 advice, which pytest's `error` filter would turn
+    into a failed compile if the runner did not expect it."""
     book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8),
                                         _gpu("g8-compiled", 8, series=2, compile="yes")],
                          reference_variant="g8-fp32", threshold=0.4)
@@ -99,6 +171,48 @@ def test_a_compiled_variant_compiles_during_load(tmp_path: Path) -> None:
     assert compiled["status"] == "completed", compiled["notes"]
     assert compiled["load_s"] > plain["load_s"]
     assert compiled["quality_verdict"] == "pass", compiled["notes"]
+    assert compiled["recompilations"] == 0
+    files = re.search(r"fresh Inductor and Triton folders for this attempt \((\d+) files",
+                      compiled["notes"])
+    assert files and int(files[1]) > 0, compiled["notes"]
+
+
+def test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window(
+        tmp_path: Path) -> None:
+    """The case the review saw: warm-up `none`, a recompile at the first batch of 8. The
+    load phase now compiles the window's shapes (25 items: a last batch of 1 too)."""
+    book = make_campaign(tmp_path, 25, [_gpu("g8-compiled", 8, compile="yes")],
+                         reference_variant="g8-compiled", warmup_rule="none", threshold=0.4)
+    _run(book)
+    (row,) = attempts(book)
+    assert row["status"] == "completed", row["notes"]
+    assert row["recompilations"] == 0, row["notes"]
+    assert "graph(s) compiled during load (batch shapes 8x" in row["notes"]
+    assert "compiled inside the measured window" not in row["notes"]
+
+
+def test_a_shared_process_releases_each_attempt_before_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second attempt starts from a baseline without the first one's model, even after
+    an out-of-memory error whose traceback held the activations."""
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@8:g8-fp32")
+    book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
+                         reference_variant="g4-fp32", threshold=0.4)
+    _run(book)
+    first, second = attempts(book)
+    assert first["status"] == "failed" and second["status"] == "completed"
+    assert _baseline_allocated(second) < first["mem_allocated_peak_bytes"] / 4
+
+
+def test_a_cuda_error_stops_a_shared_cuda_campaign(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "cudaerror@8:g8-fp32")
+    book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
+                         reference_variant="g4-fp32", threshold=0.4)
+    output = _run(book, code=130)
+    (row,) = attempts(book)
+    assert "so the shared campaign stops here" in row["notes"]
+    assert "interrupted: continue with" in output
 
 
 def test_env_lists_each_gpu() -> None:

@@ -248,7 +248,8 @@ ATTEMPTS = Sheet(
            required=True, computed=True, width=16),
         _c("manifest_id", help="Row of the Manifest sheet describing the environment.",
            required=True, computed=True),
-        _c("load_s", SECONDS, "Model load (and compile), outside the run time (R8).",
+        _c("load_s", SECONDS, "Model load (and compile), outside the run time (R8). CUDA "
+           "context creation comes before its timer starts.",
            measurement=True, computed=True, width=10),
         _c("warmup_s", SECONDS, "Warm-up by the protocol's rule (R8).", measurement=True,
            computed=True, width=10),
@@ -295,6 +296,12 @@ ATTEMPTS = Sheet(
         _c("row_sha256", help="Hash chained to the previous attempt row.", computed=True,
            width=16),
         _c("notes", help="Errors, duplicates/missing ids, output paths.", width=40),
+        _c("attention_kernels", help="Attention kernel the profiler saw on the load phase's "
+           "shortest and longest batch (rows x tokens: kernel); it can differ by batch, "
+           "padding, precision and compilation.", computed=True, since=2, width=30),
+        _c("recompilations", INT, "Graphs torch.compile built inside the measured window "
+           "(0 expected): more put compile time into measured_s (R8). Empty when not "
+           "compiled or the window was not reached.", computed=True, since=2, width=9),
     ),
     purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",
     unique=("attempt_id",),
@@ -342,6 +349,20 @@ MANIFEST = Sheet(
         _c("packages", help="Other package versions.", computed=True, width=30),
         _c("host", help="Name of the machine that ran it: attempts merged from another "
            "rented box keep theirs.", computed=True, since=2, width=16),
+        _c("compile_setup", help="How a compiled variant is compiled (backend, cache folders "
+           "and dynamo reset per attempt, recompile limit), or 'not compiled'.", computed=True,
+           since=2, width=24),
+        _c("gpu_device", help="The device the attempts used: its index among the visible "
+           "ones, UUID and MIG mode.", computed=True, since=2, width=24),
+        _c("driver_cuda", help="CUDA version the installed driver supports (the torch "
+           "build's is in backend).", computed=True, since=2),
+        _c("gpu_packages", help="triton and nvidia-* wheels: the CUDA libraries torch loads.",
+           computed=True, since=2, width=30),
+        _c("fp32_matmul", help="float32 products as pinned (full precision, TF32 off) and "
+           "read back, with any variable forcing TF32 (R16).", computed=True, since=2,
+           width=24),
+        _c("environment_variables", help="Visible devices, module loading, allocator and "
+           "tokenizer settings, TF32 overrides.", computed=True, since=2, width=30),
     ),
     purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
     unique=("manifest_id",),

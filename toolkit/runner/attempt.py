@@ -3,7 +3,10 @@
 Phases, each timed on its own:
 
 1. **load**: resolve and hash the model, load tokenizer and weights on the
-   device (and compile, if the variant asks: the first compiled call runs here);
+   device, then run the window's shortest, longest and last batch once: a compiled
+   model compiles those shapes here, CUDA loads their kernels here, and the
+   profiler names the attention kernel each ran (CUDA context creation comes
+   before: the peak reset and the timer's first synchronise create it);
 2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
    the measured window, with the variant's batch size, padding and truncation;
 3. **measured window** (R9): read the corpus, order it (length grouping is a
@@ -17,6 +20,12 @@ Phases, each timed on its own:
 memory, crash, timeout, Ctrl-C) still yields a record: status failed or
 interrupted, items completed, the partial predictions written and checked,
 and every missing timing empty with its reason (R12-R13).
+
+Attempts may share a process (process policy ``shared``), so each starts from a
+released baseline (collected, cache emptied, recorded in the notes) with float32
+pinned to full precision, and ends by dropping its model and any traceback
+holding its tensors; after a CUDA error other than out-of-memory, a shared
+campaign stops.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -40,7 +50,7 @@ from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import environment, evaluation, faults, plan, probes
+from toolkit.runner import compilation, environment, evaluation, faults, plan, precision, probes
 from toolkit.runner.model import LoadedModel, load
 
 Emit = Callable[[dict[str, Any]], None]
@@ -101,6 +111,10 @@ class InterruptGuard:
         self.requested = False
         self.armed = True
         self._previous: Any = None
+
+    def stop_campaign(self) -> None:
+        """Ask the campaign to stop after this attempt, as a Ctrl-C does."""
+        self.requested = True
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
@@ -185,6 +199,91 @@ def run_batches(model: LoadedModel, variant: dict[str, Any], texts: list[str], w
             after_batch(len(window.predictions))
 
 
+def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_order: bool
+                  ) -> list[tuple[list[int], tuple[int, int]]]:
+    """The measured window's extreme batches, each once per shape (rows, tokens): the
+    ``size`` shortest inputs, the ``size`` longest, and the window's last, partial batch.
+
+    ``lengths``: token counts after truncation; ``width``: the fixed padded length (None:
+    padded to each batch's longest); ``sorted_order``: the window batches length-sorted
+    inputs. Indexes are listed shortest first.
+    """
+    by_length = sorted(range(len(lengths)), key=lengths.__getitem__)
+    window = by_length if sorted_order else list(range(len(lengths)))
+    rest = len(lengths) % size
+    candidates = [by_length[:size], by_length[-size:]] + ([window[-rest:]] if rest else [])
+    batches: list[tuple[list[int], tuple[int, int]]] = []
+    for indexes in candidates:
+        shape = (len(indexes), width or max(lengths[i] for i in indexes)) if indexes else None
+        if shape is not None and shape not in [known for _, known in batches]:
+            batches.append((indexes, shape))
+    return batches
+
+
+def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
+                ) -> tuple[list[tuple[int, int]], str | None]:
+    """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
+    compiles those shapes and CUDA loads their kernels before the measured window; then the
+    first two again under the profiler.
+
+    Returns the shapes run and the attention kernel seen per profiled shape
+    (``4x9: flash; 4x256: memory-efficient``), None when nothing ran.
+    """
+    max_length = int(variant["max_length"])
+    lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True,
+                                                   max_length=max_length)["input_ids"]]
+    width = None if variant["padding"] == "dynamic" else max_length
+    batches = shape_batches(lengths, int(variant["batch_size"]), width,
+                            sorted_order=variant["length_grouping"] == "sorted")
+
+    def call(indexes: list[int]) -> None:
+        run_batches(model, variant, [texts[i] for i in indexes], Window(), lambda done: None)
+
+    for indexes, _ in batches:
+        call(indexes)
+    kernels = [f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
+               for indexes, (rows, tokens) in batches[:2]]
+    return [shape for _, shape in batches], "; ".join(kernels) or None
+
+
+def breaks_cuda(error: BaseException) -> bool:
+    """Whether ``error`` is a CUDA error other than out-of-memory: after one, the process's
+    CUDA context may be unusable (a sticky error fails every later CUDA call)."""
+    if isinstance(error, torch.OutOfMemoryError) or not isinstance(error, RuntimeError):
+        return False
+    accelerator = getattr(torch, "AcceleratorError", None)  # torch >= 2.8
+    if accelerator is not None and isinstance(error, accelerator):
+        return True
+    return any(mark in str(error) for mark in ("CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_"))
+
+
+def _forget_traceback(error: BaseException) -> None:
+    """Drop the frames a failure holds (with them the batch's tensors and the model): an
+    exception caught in a frame it references is a cycle only the collector would free."""
+    pending: list[BaseException | None] = [error]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending += [current.__cause__, current.__context__]
+
+
+def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
+                   caches: compilation.Caches) -> list[str]:
+    """What a compiled attempt compiled when, and its cache folders (nothing uncompiled)."""
+    note = caches.note()
+    if note is None:
+        return []
+    shown = ", ".join(f"{rows}x{tokens}" for rows, tokens in shapes) or "none"
+    notes = [f"{counts.get('load', 0)} graph(s) compiled during load (batch shapes {shown})"]
+    if counts.get("warm-up"):
+        notes.append(f"{counts['warm-up']} graph(s) compiled during warm-up")
+    return notes + [note]
+
+
 class _Cells:
     """Builds a row where each measurement is a value or an empty cell with its reason."""
 
@@ -227,11 +326,14 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         fault = None
     threads = spec.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
+    precision.pin_fp32()
     seeds = plan.seeds(protocol.get("seeds"))
     if seeds:
         torch.manual_seed(seeds[0])
-    probes.reset_cuda_peaks(device)
+    baseline = probes.start_cuda_peaks(device)
     warmup = plan.parse_warmup(protocol.get("warmup_rule"))
+    compiled = variant.get("compile") == "yes"
+    shared = protocol.get("process_policy") == "shared"
     corpus_path = spec.base / str(protocol["corpus_path"])
 
     spans: dict[str, probes.Span] = {}
@@ -242,6 +344,11 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     error: BaseException | None = None
     notes: list[str] = []
     last_emit = [0.0]
+    shapes: list[tuple[int, int]] = []
+    kernels: str | None = None
+    caches = compilation.Caches(None)
+    count = compilation.GraphCount()
+    compiled_in: dict[str, int] = {}  # graphs compiled, by phase
 
     def after_batch(done: int, total: int) -> None:
         now = time.monotonic()
@@ -256,44 +363,45 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
             raise AttemptTimeout(f"ran past the attempt timeout of {spec.timeout_s:g} s")
 
     try:
-        emit({"event": "phase", "phase": "load"})
-        with probes.Span(device) as span:
-            spans["load"] = span
-            model = load(variant, spec.base)
-            if variant.get("compile") == "yes":
-                # The first call of a compiled model compiles it: part of loading (R8).
-                first = corpus.read_corpus(corpus_path)[:1]
-                run_batches(model, variant, [i.text for i in first], Window(), lambda d: None)
-        phase = "warm-up"
-        if not warmup.none:
-            emit({"event": "phase", "phase": "warm-up"})
+        with compilation.session(compiled) as caches:
+            emit({"event": "phase", "phase": "load"})
             with probes.Span(device) as span:
-                spans["warm-up"] = span
-                texts = [i.text for i in corpus.read_corpus(corpus_path)[:warmup.items]]
-                warm_total = len(texts)
-                for _ in range(warmup.passes):
-                    run_batches(model, variant, texts, Window(),
-                                lambda d: after_batch(d, warm_total))
-        phase = "measured"
-        emit({"event": "phase", "phase": "measured"})
-        with probes.Span(device) as span:
-            spans["measured"] = span
-            window.items = corpus.read_corpus(corpus_path)
-            total = len(window.items)
-            run_batches(model, variant, [i.text for i in window.items], window,
-                        lambda d: after_batch(d, total))
+                spans["load"] = span
+                model = load(variant, spec.base)
+                shapes, kernels = first_calls(model, variant,
+                                              [i.text for i in corpus.read_corpus(corpus_path)])
+            compiled_in["load"] = count.take()
+            phase = "warm-up"
+            if not warmup.none:
+                emit({"event": "phase", "phase": "warm-up"})
+                with probes.Span(device) as span:
+                    spans["warm-up"] = span
+                    texts = [i.text for i in corpus.read_corpus(corpus_path)[:warmup.items]]
+                    warm_total = len(texts)
+                    for _ in range(warmup.passes):
+                        run_batches(model, variant, texts, Window(),
+                                    lambda d: after_batch(d, warm_total))
+            compiled_in["warm-up"] = count.take()
+            phase = "measured"
+            emit({"event": "phase", "phase": "measured"})
+            with probes.Span(device) as span:
+                spans["measured"] = span
+                window.items = corpus.read_corpus(corpus_path)
+                total = len(window.items)
+                run_batches(model, variant, [i.text for i in window.items], window,
+                            lambda d: after_batch(d, total))
     except KeyboardInterrupt as exc:
         status, error = "interrupted", exc
-    except torch.OutOfMemoryError as exc:
-        status, error = "failed", exc
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
     except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
         status, error = "failed", exc
     finally:
         guard.armed = False
+    compiled_in[phase] = compiled_in.get(phase, 0) + count.take()
     failed_phase = phase if error is not None else None
+    broken = error is not None and breaks_cuda(error)
     if error is not None:
+        _forget_traceback(error)  # before emptying the cache: the frames hold activations
+        probes.release_memory(device, cuda=not broken)
         done = len(window.predictions)
         total = len(window.items) or spec.corpus_items
         where = (f"after {done} of {total} items" if failed_phase == "measured"
@@ -304,8 +412,21 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
             notes.append(f"out of memory {where}: {_error_text(error)}")
         elif isinstance(error, AttemptTimeout):
             notes.append(f"timed out {where}: {error}")
+        elif broken and shared:
+            notes.append(f"failed {where}: {_error_text(error)}, a CUDA error other than "
+                         "out-of-memory: this process's CUDA context cannot be trusted after "
+                         "it, so the shared campaign stops here (`--resume` continues in a new "
+                         "process)")
+            guard.stop_campaign()
         else:
             notes.append(f"failed {where}: {_error_text(error)}")
+    if compiled and compiled_in.get("measured"):
+        notes.append(f"{compiled_in['measured']} graph(s) compiled inside the measured window: "
+                     "measured_s includes compile time (R8)")
+    if baseline is not None:
+        notes.append(f"CUDA memory when the peaks were reset: allocated {baseline[0]:,} B, "
+                     f"reserved {baseline[1]:,} B (after collecting and emptying the cache)")
+    notes += _compile_notes(compiled_in, shapes, caches)
 
     # ---- evaluation, part 1: token lengths (strata, truncation) and the fingerprint
     emit({"event": "phase", "phase": "evaluation"})
@@ -360,7 +481,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
 
     peaks = probes.cuda_peaks(device)
     rss = peak_rss_bytes()
-    environment_info = environment.collect()
+    environment_info = environment.manifest_fields()
     manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seeds,
                          environment_info)
     cells = _Cells()
@@ -454,9 +575,13 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         notes.append("host RSS peak: lifetime peak of the shared campaign process")
     notes.append(f"threads {threads}; warm-up {warmup.text!r}")
     put("notes", "; ".join(notes))
+    put("attention_kernels", kernels)
+    put("recompilations", compiled_in.get("measured") if compiled else None)
     emit({"event": "phase", "phase": "done", "status": status})
     record = journal.record(cells.row, manifest)
     record["elapsed_s"] = round(time.monotonic() - began, 3)
+    model = None  # the next attempt of a shared process must not find it in memory
+    probes.release_memory(device, cuda=not broken)
     return record
 
 
@@ -518,8 +643,10 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
                   if seeds else f"none set (protocol seeds {spec.protocol.get('seeds')!r})"),
         "determinism": determinism,
         "process_policy": spec.protocol.get("process_policy"),
+        "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
+                          else compilation.NOT_COMPILED),
     }
-    row.update({name: env.get(name) for name in environment.MANIFEST_FIELDS})
+    row.update(env)
     return manifest_row(row)
 
 
@@ -541,7 +668,7 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
     """
     variant = spec.variant
     manifest = _manifest(spec, None, None, 0, {}, None, spec.threads or torch.get_num_threads(),
-                         plan.seeds(spec.protocol.get("seeds")), environment.collect())
+                         plan.seeds(spec.protocol.get("seeds")), environment.manifest_fields())
     cells = _Cells()
     put = cells.put
     for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
@@ -566,4 +693,6 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
     put("excluded", layout.NO)
     put("pre_amendment", layout.NO)
     put("notes", note)
+    put("attention_kernels", None)
+    put("recompilations", None)
     return journal.record(cells.row, manifest)

@@ -1,19 +1,26 @@
 """What is really installed, read from the machine (R3-R4, R17).
 
 OS, Python, CPU, RAM, the torch build (CUDA or ROCm version, or CPU only),
-each GPU's name, memory and compute capability, the driver (NVML, then
-``nvidia-smi``; ``amd-smi``/``rocm-smi`` and /opt/rocm on AMD), transformers
-and other package versions, the project's git commit. Nothing is inferred from
-a card's name: what cannot be read is said as such ("no GPU", "not found").
+each GPU's name, memory and compute capability, the device an attempt uses
+(index, UUID, MIG mode), the driver (``nvidia-smi``, then NVML; ``amd-smi``/
+``rocm-smi`` and /opt/rocm on AMD) and the CUDA version it supports, probed
+once per process, transformers and other package versions (triton and the
+``nvidia-*`` wheels apart), the variables that change what CUDA runs, the
+project's git commit. Nothing is inferred from a card's name: what cannot be
+read is said as such ("no GPU", "not found").
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import platform
 import shutil
 import socket
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,13 @@ PACKAGES = ("tokenizers", "safetensors", "huggingface_hub", "numpy", "accelerate
             "openpyxl", "xlsxwriter", "pandera", "pandas")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOOL_TIMEOUT_S = 10
+#: Variables that change what CUDA runs or how memory is held; the Manifest records each.
+VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "PYTORCH_CUDA_ALLOC_CONF",
+             "PYTORCH_ALLOC_CONF", "TOKENIZERS_PARALLELISM", "NVIDIA_TF32_OVERRIDE",
+             "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+NO_LIBCUDA = "none: no CUDA driver library (libcuda)"
+#: The distributions that install Triton (the compiler Inductor generates GPU kernels for).
+TRITONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-windows")
 
 
 def _run(command: list[str]) -> str | None:
@@ -96,7 +110,7 @@ def code_version() -> str:
     return f"iteralab {__version__}, {git}"
 
 
-def _nvidia_driver() -> str | None:
+def _nvml_driver() -> str | None:
     try:
         import pynvml
 
@@ -106,12 +120,8 @@ def _nvidia_driver() -> str | None:
             return f"NVIDIA {version.decode() if isinstance(version, bytes) else version} (NVML)"
         finally:
             pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - NVML absent or unusable: fall back to nvidia-smi
-        pass
-    out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    if out:
-        return f"NVIDIA {out.splitlines()[0].strip()} (nvidia-smi)"
-    return None
+    except Exception:  # noqa: BLE001 - NVML absent or unusable
+        return None
 
 
 def _amd_driver() -> str | None:
@@ -123,6 +133,81 @@ def _amd_driver() -> str | None:
     if out:
         parts.append(" ".join(out.split())[:200])
     return "; ".join(parts) or None
+
+
+def _uuid_key(uuid: str) -> str:
+    """A GPU UUID as nvidia-smi and torch both give it: lower case, no ``GPU-`` prefix."""
+    text = uuid.strip().lower()
+    return text[4:] if text.startswith("gpu-") else text
+
+
+def _cuda_driver_version() -> str | None:
+    """The CUDA version the installed driver supports (``cuDriverGetVersion``), or None."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            library = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        if library.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value:
+            return f"{version.value // 1000}.{version.value % 1000 // 10}"
+    return None
+
+
+@dataclass(frozen=True)
+class DriverProbe:
+    """What the driver said, once: its version, the CUDA version it supports, MIG modes."""
+
+    driver: str | None
+    cuda: str | None
+    #: MIG mode by GPU UUID (:func:`_uuid_key` form), as nvidia-smi lists the cards.
+    mig: dict[str, str] = field(default_factory=dict)
+
+
+@functools.cache
+def probe_driver() -> DriverProbe:
+    """Ask the driver once per process (one ``nvidia-smi`` call; AMD tools on ROCm)."""
+    import torch
+
+    out = _run(["nvidia-smi", "--query-gpu=uuid,driver_version,mig.mode.current",
+                "--format=csv,noheader"])
+    mig, version = {}, None
+    for line in (out or "").splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) == 3:
+            mig[_uuid_key(parts[0])] = parts[2]
+            version = version or parts[1]
+    nvidia = f"NVIDIA {version} (nvidia-smi)" if version else None
+    if getattr(torch.version, "hip", None):
+        driver = _amd_driver() or nvidia or _nvml_driver()
+    else:
+        driver = nvidia or _nvml_driver() or _amd_driver()
+    return DriverProbe(driver, _cuda_driver_version(), mig)
+
+
+def device_text(index: int, count: int, uuid: str, mig: Mapping[str, str]) -> str:
+    """The device an attempt used: ``cuda:1 of 2 visible; UUID GPU-...; MIG Disabled``."""
+    key = _uuid_key(uuid)
+    shown = uuid.strip() if uuid.strip().upper().startswith(("GPU-", "MIG-")) else f"GPU-{key}"
+    mode = (f"MIG {mig[key]}" if key in mig
+            else "MIG mode not read (nvidia-smi does not list this UUID)")
+    return f"cuda:{index} of {count} visible; UUID {shown}; {mode}"
+
+
+def gpu_packages() -> str:
+    """Installed triton and ``nvidia-*`` wheels (the CUDA libraries torch loads), sorted."""
+    found = set()
+    for dist in metadata.distributions():
+        name = str(dist.metadata["Name"] or "")
+        if name.lower().startswith("nvidia-") or name.lower() in TRITONS:
+            found.add(f"{name} {dist.version}")
+    return ", ".join(sorted(found)) or "none installed (no triton or nvidia-* package)"
+
+
+def variables_text(environ: Mapping[str, str]) -> str:
+    """Each of :data:`VARIABLES` as ``NAME=value`` or ``NAME unset``."""
+    return "; ".join(f"{name}={environ[name]}" if name in environ else f"{name} unset"
+                     for name in VARIABLES)
 
 
 def collect() -> dict[str, Any]:
@@ -158,10 +243,11 @@ def collect() -> dict[str, Any]:
                 "memory_bytes": int(props.total_memory),
                 "compute_capability": (getattr(props, "gcnArchName", None) if hip_build
                                        else f"{props.major}.{props.minor}"),
+                "uuid": str(getattr(props, "uuid", "") or ""),
             })
-    driver = _amd_driver() if hip_build else _nvidia_driver()
-    if driver is None:
-        driver = _nvidia_driver() or _amd_driver()
+    # The device a variant's "cuda" means: the current one, not necessarily the first.
+    used = gpus[torch.cuda.current_device()] if gpus else None
+    driver = probe_driver().driver
     no_gpu = "no GPU: torch sees no CUDA or ROCm device"
     versions = package_versions()
     return {
@@ -173,10 +259,9 @@ def collect() -> dict[str, Any]:
         "torch": torch.__version__,
         "backend": backend,
         "driver": driver or "none found (no NVML, nvidia-smi, amd-smi or rocm-smi answer)",
-        "gpu_name": "; ".join(g["name"] for g in gpus) if gpus else no_gpu,
-        "gpu_memory_bytes": gpus[0]["memory_bytes"] if gpus else None,
-        "compute_capability": ("; ".join(str(g["compute_capability"]) for g in gpus)
-                               if gpus else "n/a: no GPU"),
+        "gpu_name": used["name"] if used else no_gpu,
+        "gpu_memory_bytes": used["memory_bytes"] if used else None,
+        "compute_capability": str(used["compute_capability"]) if used else "n/a: no GPU",
         "transformers": transformers_version,
         "code_version": code_version(),
         "packages": ", ".join(f"{k} {v}" for k, v in versions.items()),
@@ -188,6 +273,30 @@ def collect() -> dict[str, Any]:
 MANIFEST_FIELDS = ("os", "python", "cpu", "ram_bytes", "torch", "backend", "driver", "gpu_name",
                    "gpu_memory_bytes", "compute_capability", "transformers", "code_version",
                    "packages", "host")
+
+
+def manifest_fields(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The Manifest's environment columns: :data:`MANIFEST_FIELDS` from :func:`collect`,
+    then the device used, the driver's CUDA version, the GPU wheels, the fp32 flags and
+    :data:`VARIABLES` (read from ``environ``, default ``os.environ``)."""
+    import torch
+
+    from toolkit.runner import precision
+
+    environ = os.environ if environ is None else environ
+    env = collect()
+    fields = {name: env.get(name) for name in MANIFEST_FIELDS}
+    probe = probe_driver()
+    gpus = env["gpus"]
+    fields["gpu_device"] = "n/a: no GPU"
+    if gpus:
+        index = torch.cuda.current_device()
+        fields["gpu_device"] = device_text(index, len(gpus), gpus[index]["uuid"], probe.mig)
+    fields["driver_cuda"] = probe.cuda or NO_LIBCUDA
+    fields["gpu_packages"] = gpu_packages()
+    fields["fp32_matmul"] = precision.fp32_text(environ)
+    fields["environment_variables"] = variables_text(environ)
+    return fields
 
 
 def describe(env: dict[str, Any]) -> list[tuple[str, str]]:

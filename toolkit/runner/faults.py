@@ -5,6 +5,8 @@ fails once ``N`` items of the measured window are done:
 
 - ``oom``: raises ``torch.OutOfMemoryError`` (as CUDA does when memory runs out);
 - ``crash``: raises ``RuntimeError``;
+- ``cudaerror``: raises the ``RuntimeError`` of a CUDA error other than out-of-memory
+  (an illegal memory access), which stops a shared campaign;
 - ``interrupt``: raises ``KeyboardInterrupt`` (as Ctrl-C does);
 - ``kill``: the process kills itself with SIGKILL (a crash that leaves no record:
   the campaign writes the row);
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from toolkit.errors import UsageError
 
 ENV = "ITERALAB_INJECT_FAULT"
-KINDS = ("oom", "crash", "interrupt", "kill", "hang")
+KINDS = ("oom", "crash", "cudaerror", "interrupt", "kill", "hang")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Fault:
             raise torch.OutOfMemoryError(f"CUDA out of memory ({text})")
         if self.kind == "crash":
             raise RuntimeError(f"simulated crash ({text})")
+        if self.kind == "cudaerror":
+            raise RuntimeError(f"CUDA error: an illegal memory access was encountered ({text})")
         if self.kind == "interrupt":
             raise KeyboardInterrupt(text)
         if self.kind == "kill":

@@ -27,6 +27,7 @@ from transformers import AutoModel, AutoModelForSequenceClassification, AutoToke
 
 from toolkit.errors import ModelError
 from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
+from toolkit.runner import compilation, precision
 
 HEAD_FORMAT = "iteragpu-linear-head/1"
 TOKENIZER_FILES = frozenset({
@@ -141,7 +142,8 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     """Load the variant's tokenizer and model on its device, precision and backend.
 
     Raises ModelError for a missing or inconsistent model or head, a CUDA
-    variant without CUDA, or a quantization the device does not support.
+    variant without CUDA, an fp32 CUDA variant the environment forces into TF32,
+    or a quantization the device does not support.
     """
     _quiet_transformers()
     device_name = variant["device"]
@@ -149,6 +151,11 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
         raise ModelError(f"variant {variant['variant_id']} runs on cuda, but torch sees no "
                          "CUDA device", hint="run it on a GPU machine (`iteralab env` says "
                          "what this one has)")
+    forced = precision.tf32_forced(os.environ)
+    if device_name == "cuda" and variant["precision"] == "fp32" and forced:
+        raise ModelError(f"variant {variant['variant_id']} is fp32, but {forced}",
+                         hint=f"unset {precision.FORCE_TF32} (torch reads it once per "
+                         "process) and run again")
     device = torch.device(device_name)
     folder, hub_id = resolve_model_path(str(variant["model_path"]), base)
     if folder is None:
@@ -198,7 +205,7 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     module.to(device)
     backend = _attention_backend(module, variant["attention_backend"])
     if variant.get("compile") == "yes":
-        module = torch.compile(module, dynamic=True)  # type: ignore[assignment]
+        module = compilation.compile_module(module)
     return LoadedModel(tokenizer, module, labels, device, model_revision, tokenizer_revision,
                        backend, folder)
 

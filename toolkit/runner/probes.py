@@ -3,16 +3,35 @@
 :class:`Span` times a phase on the host with ``perf_counter``; on CUDA it
 synchronises before starting and before stopping, and records CUDA events so
 the device span is known too (on the CPU there is no device span: None).
-Memory: CUDA peaks of ``memory_allocated`` and ``memory_reserved`` (reset at
-the start of each attempt); the process's peak resident set is :mod:`toolkit.plumbing.rss`'s.
+Memory: CUDA peaks of ``memory_allocated`` and ``memory_reserved``, reset at the
+start of each attempt once what earlier work left is collected and the cache emptied
+(the baseline is returned); the process's peak resident set is :mod:`toolkit.plumbing.rss`'s.
+Kernels: :func:`attention_kernel` names the scaled-dot-product attention kernel a call ran,
+from the operators the profiler saw.
 """
 
 from __future__ import annotations
 
+import gc
+import os
+import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 import torch
+
+#: The operators behind ``scaled_dot_product_attention``, by the kernel family they run.
+ATTENTION_OPS = {
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash (cpu)",
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_efficient_attention": "memory-efficient",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
+    "aten::_scaled_dot_product_fused_attention_overrideable": "fused (device override)",
+    "aten::_scaled_dot_product_attention_math": "math",
+}
+NO_SDPA = "no SDPA kernel (attention as matrix products and softmax)"
 
 
 class Span:
@@ -46,10 +65,29 @@ class Span:
             self.device_s = self._events[0].elapsed_time(self._events[1]) / 1000.0
 
 
-def reset_cuda_peaks(device: torch.device) -> None:
-    """Start the CUDA peak counters afresh for this attempt."""
-    if device.type == "cuda" and torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats(device)
+def release_memory(device: torch.device, cuda: bool = True) -> None:
+    """Free what nothing reaches any more (a model is held by reference cycles until the
+    collector runs), drop cuBLAS's workspaces (allocated tensors too), then hand CUDA's
+    cached blocks back (``cuda=False``: the context is broken, leave it alone)."""
+    gc.collect()
+    if cuda and device.type == "cuda" and torch.cuda.is_available():
+        clear_workspaces = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear_workspaces is not None:
+            clear_workspaces()
+        torch.cuda.empty_cache()
+
+
+def start_cuda_peaks(device: torch.device) -> tuple[int, int] | None:
+    """Release what earlier work left, then start the CUDA peak counters afresh.
+
+    Returns the baseline the peaks start from, (memory_allocated, memory_reserved) in
+    bytes; None off CUDA.
+    """
+    release_memory(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    torch.cuda.reset_peak_memory_stats(device)
+    return int(torch.cuda.memory_allocated(device)), int(torch.cuda.memory_reserved(device))
 
 
 def cuda_peaks(device: torch.device) -> tuple[int, int] | None:
@@ -57,3 +95,32 @@ def cuda_peaks(device: torch.device) -> tuple[int, int] | None:
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
     return int(torch.cuda.max_memory_allocated(device)), int(torch.cuda.max_memory_reserved(device))
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Hide file descriptor 2: the profiler's C++ side prints a line at start and stop."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 to hide
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def attention_kernel(call: Callable[[], object]) -> str:
+    """The attention kernel(s) ``call`` ran, from the operators the profiler recorded
+    (``flash``, ``memory-efficient``, ``cudnn``, ``math``...; joined by `` + ``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as recorded:
+        call()
+    names = {event.name for event in recorded.events()}
+    return " + ".join(label for op, label in ATTENTION_OPS.items() if op in names) or NO_SDPA
