@@ -161,7 +161,7 @@ def predictions_contents(items: int) -> list[tuple[bytes, str]]:
     Lines as the runner writes them (id, prediction, label, stratum); content
     k predicts the true label for 6 items in 10, shifted by k.
     """
-    from toolkit.runner import corpus
+    from toolkit.evidence import corpus
 
     rows = corpus.read_corpus(common.CORPUS)[:items]
     labels = sorted({r.label for r in rows})
