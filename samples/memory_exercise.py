@@ -165,7 +165,7 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
                               max_length=max_length, return_tensors="pt")
     inputs = {k: v.to(dev) for k, v in inputs.items()}
     resident = int(torch.cuda.memory_allocated(dev)) if dev.type == "cuda" else None
-    probes.reset_cuda_peaks(dev)  # peaks start at what is resident: weights and inputs
+    probes.start_cuda_peaks(dev)  # peaks start at what is resident: weights and inputs
     with probes.Span(dev) as span, torch.inference_mode():
         logits = loaded(inputs)
     peaks = probes.cuda_peaks(dev)

@@ -107,8 +107,11 @@ def _quiet_stderr() -> Iterator[None]:
         yield
         return
     try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 2)
+        finally:
+            os.close(null)
         yield
     finally:
         os.dup2(saved, 2)
