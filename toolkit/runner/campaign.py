@@ -222,7 +222,7 @@ def _check_devices(variants: list[dict[str, Any]]) -> None:
         raise UsageError(f"variant(s) {', '.join(cuda)} run on cuda, but torch sees no CUDA "
                          "device here", hint="run them on a GPU machine, or select the cpu "
                          "variants with --variant/--series (`iteralab env` shows this machine)")
-    props = torch.cuda.get_device_properties(0)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())  # the one used
     wrong = device_mismatches(variants, props.name, int(props.total_memory))
     if wrong:
         raise UsageError("the GPU here is not the one declared (and priced): "
