@@ -36,6 +36,7 @@ ONLY_IN = {
     "torch": ("toolkit.runner",), "transformers": ("toolkit.runner",),
     "safetensors": ("toolkit.runner",), "huggingface_hub": ("toolkit.runner",),
     "openpyxl": ("toolkit.workbook",), "xlsxwriter": ("toolkit.workbook",),
+    "python_calamine": ("toolkit.workbook",),
     "click": ("toolkit.commands", "toolkit.cli"), "rich": ("toolkit.commands",),
 }
 HEAVY = ("torch", "transformers")

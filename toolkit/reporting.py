@@ -2,7 +2,8 @@
 
 :func:`build` reads the workbook under its lock, refuses an unlocked or edited
 protocol, recomputes the derived sheets (:func:`toolkit.report.refresh.refresh`),
-saves atomically, and writes the reviewer's folder beside the workbook. The
+saves atomically (once, and only when that changed the workbook), and writes the
+reviewer's folder beside the workbook. The
 report validates the workbook as read (what ``iteralab validate`` checks, bar
 the sheets it is about to recompute) and states the findings in report.md: a
 reviewer sees them beside the numbers they touch. One hashing of the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
 from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
 from toolkit.report.reviewer import Outputs
+from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 REPORT_MD = "report.md"
@@ -55,8 +58,11 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
           ) -> tuple[Refreshed, Outputs]:
     """Validate and refresh ``workbook`` under its lock and write the reviewer's folder.
 
-    Raises ProtocolError when the protocol is not locked or was edited since;
-    other findings do not stop the report, they are stated in it.
+    The workbook is saved once, and only when the refresh changed what it holds
+    (:func:`toolkit.workbook.store.unchanged`): a second report of the same
+    evidence rewrites nothing. Raises ProtocolError when the protocol is not
+    locked or was edited since; other findings do not stop the report, they
+    are stated in it.
     """
     checked = [s.name for s in layout.SHEETS
                if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
@@ -66,32 +72,49 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
             sha = protocol.require_lock(data, workbook)
             # Started on the data as read, before the refresh changes it.
             checks = stack.enter_context(ChecksBeside(data, workbook, checked))
+            as_read = _as_read(data)
             result = refresh(data, workbook.parent)
+            folder = folder or default_folder(workbook)
+            folder.mkdir(parents=True, exist_ok=True)
+            files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
+                     _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
+            skipped: str | None = "PNG charts skipped: --no-png"
+            if pngs:
+                pictures = charts.write_pngs(folder, result.stats, result.costs)
+                files += list(pictures.paths)
+                skipped = pictures.skipped
+            outputs = Outputs(folder, files, skipped)
+            found = checks.result()  # before the save: it decides what the save holds
+            untrusted = untrusted_rows(found.findings, data)
+            if untrusted:
+                # Rare: evidence with integrity findings. The numbers stay; the verdicts and
+                # the memo draft are computed again from the workbook as read, so that none
+                # rests on those rows.
+                data = edit.data = _as_read(as_read)
+                result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
-        folder = folder or default_folder(workbook)
-        folder.mkdir(parents=True, exist_ok=True)
-        files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
-                 _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
-        skipped: str | None = "PNG charts skipped: --no-png"
-        if pngs:
-            pictures = charts.write_pngs(folder, result.stats, result.costs)
-            files += list(pictures.paths)
-            skipped = pictures.skipped
-        outputs = Outputs(folder, files, skipped)
-        found = checks.result()
-    untrusted = untrusted_rows(found.findings, data)
-    if untrusted:
-        # Rare: evidence with integrity findings. The numbers stay; the verdicts and the
-        # memo draft are recomputed so that none rests on those rows.
-        with change(workbook, refresh_derived=False) as edit:
-            data = edit.data
-            result = refresh(data, workbook.parent, untrusted)
-            result.protocol_sha256 = sha
+            edit.save = not store.unchanged(as_read, data)
     result.findings = found.findings
     md = folder / REPORT_MD
     write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))
     outputs.files.insert(0, md)
     return result, outputs
+
+
+def _as_read(data: WorkbookData) -> WorkbookData:
+    """A copy of ``data`` that :func:`refresh` does not change.
+
+    The refresh replaces the derived tables, rewrites the Decision form,
+    clears the formulas and may append to Audit (edited prices): every
+    container is copied, each row too (values are shared; about 10 ms for
+    10,000 attempts).
+    """
+    return dataclasses.replace(
+        data, forms={name: dict(values) for name, values in data.forms.items()},
+        tables={name: [dict(r) for r in rows] for name, rows in data.tables.items()},
+        row_numbers=dict(data.row_numbers), charts=list(data.charts),
+        formulas={name: dict(cells) for name, cells in data.formulas.items()},
+        unkept=list(data.unkept))
 
 
 #: A text cell starting with one of these is a formula (or its start) to a spreadsheet that

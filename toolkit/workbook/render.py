@@ -123,6 +123,33 @@ def _plain(value: Any) -> Any:
     return float(value) if isinstance(value, Decimal) else value
 
 
+def cell_image(value: Any) -> Any:
+    """What :func:`write_value` writes for ``value``, as plain data to compare.
+
+    Two values with equal images are written alike: a formula as its text,
+    array flag and cached value (xlsxwriter writes a cached number in full); a
+    number as the 16 significant digits xlsxwriter writes; text as
+    :func:`cell_text` makes it; a boolean as yes/no. Blank (None, empty or
+    whitespace-only text, which reads back blank) is None. A value read back
+    from a rendered workbook has the image of the value rendered.
+    """
+    if isinstance(value, Formula):
+        cached = value.value
+        if isinstance(cached, (int, float, Decimal)) and not isinstance(cached, bool):
+            cached = float(cached)
+        elif isinstance(cached, str) and not cached.strip():
+            cached = None
+        text = value.text  # xlsxwriter drops an array formula's braces and the leading =
+        text = text[1:-1] if text.startswith("{") and text.endswith("}") else text
+        return ("formula", text.removeprefix("="), value.array, cached)
+    if value is None or isinstance(value, bool):
+        return value if value is None else (layout.YES if value else layout.NO)
+    if isinstance(value, (int, float, Decimal)):
+        return float(f"{float(value):.16G}")
+    text = cell_text(value)
+    return text if text.strip() else None
+
+
 def _write_guide(ws: Worksheet, formats: _Formats) -> None:
     ws.set_column(0, 0, 110, formats.wrap)
     ws.write_string(0, 0, "IteraGPU Lab campaign workbook", formats.title)

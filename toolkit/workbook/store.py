@@ -13,51 +13,27 @@ file is untrusted input.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import errno
 import stat
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import filelock
-from openpyxl.reader.excel import ExcelReader
-from openpyxl.worksheet.formula import ArrayFormula
-from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
-from openpyxl.xml.functions import iterparse
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing.atomic import copy_file, publish
-from toolkit.workbook import sheetxml
+from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.model import Formula, WorkbookData
-from toolkit.workbook.render import render
-from toolkit.workbook.sheetxml import string_item_text
-from toolkit.workbook.text import ooxml_unescape
+from toolkit.workbook.render import cell_image, render
 
 LOCK_TIMEOUT_S = 60
 ZIP_MAGIC = b"PK\x03\x04"
 #: An OLE2 container: an Excel 97-2003 .xls, or an xlsx encrypted with a password.
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-
-
-class _ExcelReader(ExcelReader):  # type: ignore[misc]  # openpyxl ships no type hints
-    """openpyxl's reader with OOXML string escapes decoded as Excel decodes them."""
-
-    def read_strings(self) -> None:
-        part = self.package.find(SHARED_STRINGS)
-        if part is None:
-            return
-        strings: list[str] = []
-        tag = f"{{{SHEET_MAIN_NS}}}si"
-        with self.archive.open(part.PartName[1:]) as src:
-            for _, node in iterparse(src):
-                if node.tag == tag:
-                    strings.append(ooxml_unescape(string_item_text(node)))
-                    node.clear()
-        self.shared_strings = strings
 
 
 def read(path: str | Path) -> WorkbookData:
@@ -77,21 +53,16 @@ def read(path: str | Path) -> WorkbookData:
                             hint="check that it is a file you may read") from exc
     with handle:
         _check_signature(handle, path)
-        _check_archive(handle, path)
+        parts = _check_archive(handle, path)
         try:
-            reader = _ExcelReader(handle, read_only=True, data_only=True)
-            reader.read()
-            book = reader.wb
-            try:
+            with Book(handle) as book:
                 data = _read_book(book, path)
-                if any(name.startswith("xl/charts/") for name in reader.archive.namelist()):
-                    data.charts = workbook_charts(
-                        len(data.tables[layout.SUMMARY.name]),
-                        sum(1 for r in data.tables[layout.SETTLEMENT.name]
-                            if r.get("kind") == "configuration"))
-                return data
-            finally:
-                book.close()
+            if any(name.startswith("xl/charts/") for name in parts):
+                data.charts = workbook_charts(
+                    len(data.tables[layout.SUMMARY.name]),
+                    sum(1 for r in data.tables[layout.SETTLEMENT.name]
+                        if r.get("kind") == "configuration"))
+            return data
         except ToolkitError:
             raise
         except Exception as exc:  # any parse failure: the file is untrusted input
@@ -133,8 +104,11 @@ MAX_RATIO = 100
 RATIO_FROM_BYTES = 16 * 2**20
 
 
-def _check_archive(handle: IO[bytes], path: Path) -> None:
-    """Refuse a decompression bomb or an oversized workbook before parsing it."""
+def _check_archive(handle: IO[bytes], path: Path) -> list[str]:
+    """Refuse a decompression bomb or an oversized workbook before parsing it.
+
+    Returns the names of the archive's parts.
+    """
     try:
         parts = zipfile.ZipFile(handle).infolist()
     except (zipfile.BadZipFile, OSError) as exc:
@@ -158,12 +132,13 @@ def _check_archive(handle: IO[bytes], path: Path) -> None:
         raise WorkbookError(f"{path}: unpacks to {total:,} bytes, over the "
                             f"{MAX_UNPACKED_BYTES:,}-byte limit of a campaign workbook; not read",
                             hint="restore the campaign's workbook from a copy")
+    return [p.filename for p in parts]
 
 
-def _read_book(book: Any, path: Path) -> WorkbookData:
+def _read_book(book: Book, path: Path) -> WorkbookData:
     if "Guide" not in book.sheetnames:
         raise _missing_sheets(path, ["Guide"])
-    version = _readable_version(_layout_version(book["Guide"]), path)
+    version = _readable_version(_layout_version(book), path)
     missing = [s.name for s in layout.SHEETS
                if s.name not in book.sheetnames and s.since <= version]
     if missing:
@@ -175,22 +150,28 @@ def _read_book(book: Any, path: Path) -> WorkbookData:
     for sheet in layout.SHEETS:
         if sheet.name not in book.sheetnames:
             continue  # newer than the workbook's layout: it reads empty
+        formulas: dict[tuple[int, int], Formula] = {}
+        rows: Iterator[Sequence[Any]] = book.rows(sheet.name)
+        if sheet.name in FORMULA_PASS:
+            formulas, errors = book.formulas(sheet.name,
+                                             max_col=2 if sheet.kind == "form" else None)
+            if errors:
+                rows = _with_errors(rows, errors)
         if sheet.kind == "form":
-            data.forms[sheet.name] = _read_form(book[sheet.name], sheet, path, data.unkept,
-                                                version)
+            form_rows = list(rows)
+            data.forms[sheet.name] = _read_form(form_rows, sheet, path, data.unkept, version)
+            found = _form_formulas(formulas, form_rows)
         elif sheet.kind == "table":
-            rows, numbers = _read_table(book[sheet.name], sheet, path, data.unkept, version)
-            data.tables[sheet.name] = rows
+            header, records, numbers = _read_table(rows, sheet, path, data.unkept, version)
+            data.tables[sheet.name] = records
             data.row_numbers[sheet.name] = numbers
-    for name in layout.FORMULA_SHEETS:
-        if name in book.sheetnames:
-            data.formulas[name] = _read_formulas(book, name, data.row_numbers[name])
-    for name in TYPED_SHEETS:  # formulas typed where a value belongs: validation names them
-        if name not in book.sheetnames:
+            found = _table_formulas(formulas, header, numbers)
+        else:
             continue
-        typed = _read_formulas(book, name, data.row_numbers.get(name, []))
-        if typed:
-            data.formulas[name] = typed
+        # Formula sheets keep theirs (even none); a typed sheet's are kept for validation
+        # to name them (formulas typed where a value belongs).
+        if sheet.name in layout.FORMULA_SHEETS or found:
+            data.formulas[sheet.name] = found
     return data
 
 
@@ -227,86 +208,72 @@ def _readable_version(version: int | None, path: Path) -> int:
 TYPED_SHEETS = tuple(s.name for s in layout.SHEETS if s.name in layout.INPUT_SHEETS
                      and s.name not in layout.FORMULA_SHEETS
                      and s.name not in (layout.ATTEMPTS.name, layout.MANIFEST.name))
+#: The sheets read a second time, by openpyxl, for their formulas and error values.
+FORMULA_PASS = frozenset(layout.FORMULA_SHEETS + TYPED_SHEETS)
 
 
-def _read_formulas(book: Any, name: str, numbers: list[int]) -> dict[tuple[int, str], Formula]:
-    """The formulas of a sheet by (row index, column), as :class:`WorkbookData` keeps them.
+def _with_errors(rows: Iterator[Sequence[Any]], errors: dict[tuple[int, int], str]
+                 ) -> Iterator[Sequence[Any]]:
+    """``rows`` with each error value (``#N/A``) put back where calamine gave a blank."""
+    by_row: dict[int, list[tuple[int, str]]] = {}
+    for (excel_row, column), text in errors.items():
+        by_row.setdefault(excel_row, []).append((column, text))
+    for excel_row, row in enumerate(rows, start=1):
+        cells = by_row.get(excel_row)
+        if cells:
+            row = list(row)
+            for column, text in cells:
+                row.extend([None] * (column - len(row)))
+                row[column - 1] = text
+        yield row
 
-    A second, formula-only pass over one small sheet: openpyxl's read-only
-    parser, told not to swap formulas for their cached values (its read-only
-    sheets look ``data_only`` up on the book at each pass; the shared strings
-    already read serve both passes). A cell is a formula by its type, so a
-    text that starts with ``=`` stays text. A form's formulas are keyed
-    (0, field), its one row.
-    """
-    ws = book[name]
-    form = layout.SHEET_BY_NAME[name].kind == "form"
-    index = {excel_row: i for i, excel_row in enumerate(numbers)}
-    header: list[str] = []
+
+def _form_formulas(formulas: dict[tuple[int, int], Formula], rows: list[Sequence[Any]]
+                   ) -> dict[tuple[int, str], Formula]:
+    """A form's formulas (its column B, below the header) keyed (0, field)."""
     found: dict[tuple[int, str], Formula] = {}
-    book._data_only = False
-    try:
-        for excel_row, cells in enumerate(ws.iter_rows(max_col=2 if form else None), start=1):
-            if form:
-                field = cells[0].value if cells else None
-                formula = _formula(cells[1]) if excel_row > 1 and len(cells) > 1 else None
-                if formula is not None and isinstance(field, str) and field.strip():
-                    found[(0, field.strip())] = formula
-                continue
-            if excel_row == 1:
-                header = [str(c.value).strip() if c.value is not None else "" for c in cells]
-                continue
-            if excel_row not in index:
-                continue
-            for column, cell in zip(header, cells, strict=False):
-                formula = _formula(cell)
-                if formula is not None:
-                    found[(index[excel_row], column)] = formula
-    finally:
-        book._data_only = True
+    for (excel_row, column), formula in sorted(formulas.items()):
+        if column != 2 or excel_row < 2 or excel_row > len(rows) or not rows[excel_row - 1]:
+            continue
+        field = rows[excel_row - 1][0]
+        if isinstance(field, str) and field.strip():
+            found[(0, field.strip())] = formula
     return found
 
 
-def _formula(cell: Any) -> Formula | None:
-    value = cell.value
-    if isinstance(value, ArrayFormula):
-        return Formula(str(value.text), array=True)
-    if cell.data_type == "f" and isinstance(value, str):
-        return Formula(value)
+def _table_formulas(formulas: dict[tuple[int, int], Formula], header: list[str],
+                    numbers: list[int]) -> dict[tuple[int, str], Formula]:
+    """A table's formulas by (row index, column), as :class:`WorkbookData` keeps them.
+
+    A formula in a row read as blank (no row index) is left out, as is the header's.
+    """
+    index = {excel_row: i for i, excel_row in enumerate(numbers)}
+    found: dict[tuple[int, str], Formula] = {}
+    for (excel_row, column), formula in sorted(formulas.items()):
+        if excel_row in index:
+            name = header[column - 1] if column <= len(header) else ""
+            found[(index[excel_row], name)] = formula
+    return found
+
+
+def _layout_version(book: Book) -> int | None:
+    rows = book.rows("Guide")
+    next(rows, None)
+    second = next(rows, ())
+    value = second[0] if second else None
+    if isinstance(value, str) and value.startswith("layout_version:"):
+        with contextlib.suppress(ValueError):
+            return int(value.split(":", 1)[1])
     return None
 
 
-def _layout_version(guide: Any) -> int | None:
-    for (value,) in guide.iter_rows(min_row=2, max_row=2, max_col=1, values_only=True):
-        if isinstance(value, str) and value.startswith("layout_version:"):
-            with contextlib.suppress(ValueError):
-                return int(value.split(":", 1)[1])
-    return None
-
-
-def _normalise(value: Any) -> Any:
-    """Cell value as the data model holds it: blanks are None, dates ISO text."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value if value.strip() else None
-    if isinstance(value, dt.datetime):
-        return value.isoformat(timespec="minutes")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
-
-
-def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str],
+def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[str],
                version: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
     known = set(sheet.names)
-    for excel_row, row in enumerate(ws.iter_rows(min_row=2, max_col=2, values_only=True),
-                                    start=2):
+    for excel_row, row in enumerate(rows[1:], start=2):
         if row and isinstance(row[0], str) and row[0].strip():
-            values[row[0].strip()] = _normalise(row[1] if len(row) > 1 else None)
+            values[row[0].strip()] = normalise(row[1] if len(row) > 1 else None)
             if row[0].strip() not in known:
                 unkept.append(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}")
     missing = [c.name for c in sheet.all_columns if c.name not in values and c.since <= version]
@@ -319,10 +286,11 @@ def _read_form(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str],
     return {c.name: values.get(c.name) for c in sheet.all_columns}
 
 
-def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str], version: int
-                ) -> tuple[list[dict[str, Any]], list[int]]:
-    rows_iter = sheetxml.rows(ws)  # openpyxl's iter_rows costs more per cell (benchmarks/)
-    header = [str(h).strip() if h is not None else "" for h in next(rows_iter, ())]
+def _read_table(rows_iter: Iterator[Sequence[Any]], sheet: layout.Sheet, path: Path,
+                unkept: list[str], version: int
+                ) -> tuple[list[str], list[dict[str, Any]], list[int]]:
+    """The header, the rows that hold a value (as records) and their Excel row numbers."""
+    header = [header_text(h) for h in next(rows_iter, ())]
     positions = {name: i for i, name in enumerate(header) if name}
     known = set(sheet.names)
     unkept += [f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)"
@@ -341,11 +309,11 @@ def _read_table(ws: Any, sheet: layout.Sheet, path: Path, unkept: list[str], ver
     where = [(name, positions.get(name, 1 << 30)) for name in sheet.names]
     for excel_row, values in enumerate(rows_iter, start=2):
         width = len(values)
-        record = {name: _normalise(values[i]) if i < width else None for name, i in where}
+        record = {name: normalise(values[i]) if i < width else None for name, i in where}
         if any(v is not None for v in record.values()):
             rows.append(record)
             numbers.append(excel_row)
-    return rows, numbers
+    return header, rows, numbers
 
 
 def check_keepable(data: WorkbookData, path: Path) -> None:
@@ -364,6 +332,65 @@ def check_keepable(data: WorkbookData, path: Path) -> None:
         hint="keep such notes in a file beside the workbook, in a variant's description or "
         "in the Decision memo (reasons, remaining_uncertainty); remove them here, then run "
         "the command again")
+
+
+def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
+    """Whether saving ``data`` would write what ``read`` was read from, cell for cell.
+
+    ``read`` is a workbook as :func:`read` gave it, in containers of its own
+    (rows included, so that changes made to ``data`` since do not reach it);
+    ``data`` what a command made of it. Compared: the layout version, every
+    form field, every table's rows, their places (a save writes them from row
+    2, one after the other) and values as written (:func:`render.cell_image`),
+    formulas, charts. A row equal as Python values to the row read, in a
+    table without formulas on either side, is not compared cell by cell (a
+    large Attempts sheet: the comparison costs milliseconds). Not compared:
+    what a save writes the same from the same data (formats, dropdowns,
+    header notes, the Guide), which another iteralab version may have written
+    otherwise. Anything a save would refuse (``data.unkept``) counts as a
+    change, so that the save is tried and refuses.
+    """
+    if (data.unkept or read.unkept or data.layout_version != layout.LAYOUT_VERSION
+            or read.layout_version != data.layout_version or read.charts != data.charts):
+        return False
+    for sheet in layout.SHEETS:
+        if sheet.kind == "form":
+            old, new = read.forms.get(sheet.name, {}), data.forms.get(sheet.name, {})
+            kept = read.formulas.get(sheet.name, {})
+            for column in sheet.all_columns:
+                before = old.get(column.name)
+                formula = kept.get((0, column.name))
+                if formula is not None:
+                    before = Formula(formula.text, before, formula.array)
+                if cell_image(before) != cell_image(new.get(column.name)):
+                    return False
+        elif sheet.kind == "table" and not _same_table(read, data, sheet):
+            return False
+    return True
+
+
+def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> bool:
+    old, new = read.tables.get(sheet.name, []), data.tables.get(sheet.name, [])
+    if len(old) != len(new) or read.row_numbers.get(sheet.name, []) != list(
+            range(2, 2 + len(old))):
+        return False
+    old_formulas = read.formulas.get(sheet.name, {})
+    new_formulas = data.formulas.get(sheet.name, {})
+    plain = not old_formulas and not new_formulas
+    for i, (before_row, after_row) in enumerate(zip(old, new, strict=True)):
+        if plain and before_row == after_row:
+            continue
+        for name in sheet.names:
+            before, after = before_row.get(name), after_row.get(name)
+            formula = old_formulas.get((i, name))
+            if formula is not None:
+                before = Formula(formula.text, before, formula.array)
+            formula = new_formulas.get((i, name))  # as render merges a kept formula
+            if formula is not None and not isinstance(after, Formula):
+                after = Formula(formula.text, after, formula.array)
+            if cell_image(before) != cell_image(after):
+                return False
+    return True
 
 
 def backup_path(path: Path) -> Path:
