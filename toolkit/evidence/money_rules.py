@@ -7,17 +7,16 @@ Each rule returns findings (sheet, Excel row, column, check, message) for
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from toolkit import layout
 from toolkit.findings import Finding
+from toolkit.money.ledger import CURRENCY
 from toolkit.money.tariffs import PLAN_DAYS
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
 
 
 def _tariffs_rules(data: WorkbookData) -> list[Finding]:
@@ -81,7 +80,7 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
             if isinstance(value, int) and value < 1:
                 add(name, "positive", f"{name} must be at least 1; found {value}")
         currency = r.get("currency")
-        if isinstance(currency, str) and not _CURRENCY.match(currency.strip()):
+        if isinstance(currency, str) and not CURRENCY.match(currency.strip()):
             add("currency", "currency", f"currency {currency!r} is not an ISO 4217 code: type "
                 "three capital letters, e.g. USD or EUR")
         if r.get("amount") == 0:

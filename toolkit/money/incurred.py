@@ -15,7 +15,6 @@ Decimal. Pure: rows in, rows out. Stdlib only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -29,7 +28,6 @@ from toolkit.money.tariffs import Catalog, rules
 from toolkit.workbook.model import Formula
 
 INCOMPLETE = "incomplete"
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
 
 
 @dataclass(frozen=True)
@@ -218,19 +216,3 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int) -> list[dict[str,
 
 def _value(cell: Any) -> Decimal | None:
     return decimal(cell.value if isinstance(cell, Formula) else cell)
-
-
-def currency_problems(rentals: Sequence[Rental], others: Sequence[dict[str, Any]]) -> list[str]:
-    """What makes the incurred amounts impossible to total: codes that are not ISO 4217-shaped,
-    several currencies (never converted: report them apart)."""
-    found = []
-    codes = {r.currency for r in rentals if r.currency}
-    codes |= {str(o.get("currency")).upper() for o in others if o.get("currency")}
-    bad = sorted(c for c in codes if not _CURRENCY.match(c))
-    if bad:
-        found.append(f"currency {', '.join(bad)} is not an ISO 4217 code (three letters, e.g. "
-                     "USD)")
-    if len(codes) > 1:
-        found.append(f"amounts in {', '.join(sorted(codes))}: totalled per currency, never "
-                     "converted")
-    return found

@@ -30,7 +30,8 @@ FIELDS = ("date", "description", "reference", "amount", "currency")
 REQUIRED = ("date", "reference", "amount", "currency")
 #: A billing export of a few rentals is kilobytes; a year of a busy account a few MB.
 MAX_LEDGER_BYTES = 64 * 2**20
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
+#: An ISO 4217 code as the workbook and billing exports write it.
+CURRENCY = re.compile(r"^[A-Z]{3}$")
 _AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 NO_LEDGER = "no ledger imported"
 
@@ -109,7 +110,7 @@ def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
 
 def _currency(text: str, path: Path, line: int, column: str) -> str:
     code = text.upper()
-    if not _CURRENCY.match(code):
+    if not CURRENCY.match(code):
         raise LedgerError(f"{path}: line {line}, column {column!r}: unknown currency {text!r}",
                           hint="an ISO 4217 code such as USD or EUR")
     return code
