@@ -112,15 +112,21 @@ def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
     return count, f"confirmed by {row.get('verified_by') or 'someone unnamed'}"
 
 
+def _sold(catalog: Catalog, gpu: str) -> tuple[list[Plan], str]:
+    """The plans of ``gpu`` in the catalog's newest snapshot, or none and why."""
+    try:
+        day = catalog.snapshot()
+    except rules.TariffError as exc:
+        return [], exc.message
+    sold = [p for p in catalog.plans if p.catalog_date == day and p.gpu_slug == gpu]
+    return sold, "" if sold else f"{gpu} has no price in the Tariffs sheet's catalog of {day}"
+
+
 def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan | None, str]:
     """The shortest plan of ``gpu`` covering ``span_hours``, or None and why."""
-    try:
-        sold = [p for p in catalog.plans if p.catalog_date == catalog.snapshot()
-                and p.gpu_slug == gpu]
-    except rules.TariffError as exc:
-        return None, exc.message
+    sold, problem = _sold(catalog, gpu)
     if not sold:
-        return None, f"{gpu} has no price in the Tariffs sheet's catalog of {catalog.snapshot()}"
+        return None, problem
     for plan in sorted(sold, key=lambda p: p.plan_days):
         if plan.hours >= span_hours:
             return plan, f"shortest {gpu} plan covering the {rules.hours_text(span_hours)} span"
@@ -152,14 +158,9 @@ def cheapest_cover(catalog: Catalog, gpu: str, corpora: int, campaign_s: float,
     share of the work, finishing before the deadline when ``available_hours`` (window start to
     deadline) is known; ties go to fewer lots, then the shorter plan. When none finishes in
     time, the cheapest that covers the work, marked late."""
-    try:
-        sold = [p for p in catalog.plans if p.catalog_date == catalog.snapshot()
-                and p.gpu_slug == gpu]
-    except rules.TariffError as exc:
-        return Cover(None, 1, None, exc.message, None)
+    sold, problem = _sold(catalog, gpu)
     if not sold:
-        return Cover(None, 1, None, f"{gpu} has no price in the Tariffs sheet's catalog of "
-                     f"{catalog.snapshot()}", None)
+        return Cover(None, 1, None, problem, None)
     covering = []
     for lots in range(1, MAX_LOTS + 1):
         work = hours_per_lot(corpora, lots, campaign_s)
