@@ -77,3 +77,31 @@ def test_a_failed_helper_leaves_the_hashing_to_this_process(
     with Digests(paths) as digests:
         assert [digests.get(p) for p in paths] == [
             hashlib.sha256(b"x" * k).hexdigest() for k in range(HELPER_MIN_FILES)]
+
+
+def test_early_digests_hash_the_predictions_folder_before_the_workbook_is_read(
+        tmp_path: Path) -> None:
+    """What ``report`` and ``validate`` start before their read: the folder's files in a
+    helper (enough of them), a file elsewhere hashed when asked, a missing folder harmless."""
+    from toolkit.evidence.predictions import early_digests, predictions_folder
+
+    workbook = tmp_path / "campaign.xlsx"
+    folder = predictions_folder(workbook)
+    assert folder == tmp_path / "campaign_predictions"
+    with early_digests(workbook) as nothing_yet:  # no folder: nothing started, still answers
+        late = tmp_path / "late.jsonl"
+        late.write_bytes(b"late\n")
+        assert nothing_yet.get(late) == hashlib.sha256(b"late\n").hexdigest()
+    folder.mkdir()
+    blobs = {folder / f"a{k:03d}.jsonl": f"{k}\n".encode() * (k + 1)
+             for k in range(HELPER_MIN_FILES)}
+    for path, blob in blobs.items():
+        path.write_bytes(blob)
+    before = len(helper_module.HELPER_PEAKS)
+    with early_digests(workbook) as digests:
+        # Asked with the path as a row resolves it: the folder joined with its relative path.
+        relative = Path("campaign_predictions") / "a007.jsonl"
+        assert digests.get(tmp_path / relative) == hashlib.sha256(blobs[folder / "a007.jsonl"]
+                                                                  ).hexdigest()
+        assert all(digests.get(p) == hashlib.sha256(b).hexdigest() for p, b in blobs.items())
+    assert len(helper_module.HELPER_PEAKS) == before + 1  # hashed in one helper process

@@ -12,12 +12,12 @@ from toolkit.plumbing.helper import Helper, HelperFailed
 
 def test_the_result_comes_back_as_the_function_returned_it(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(b"abc")
-    files = [tmp_path / "a.txt", tmp_path / "no"]
+    files = [str(tmp_path / "a.txt"), str(tmp_path / "no")]
     with Helper("toolkit.plumbing.digests:hash_files", files) as helper:
         found = helper.result()
-    assert found[tmp_path / "a.txt"] == (
+    assert found[files[0]] == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-    assert isinstance(found[tmp_path / "no"], FileNotFoundError)
+    assert isinstance(found[files[1]], FileNotFoundError)
 
 
 def test_a_function_that_raises_makes_the_helper_fail_not_hang() -> None:

@@ -7,13 +7,16 @@ integrity findings it refreshes again before its one save (it used to save twice
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import report_campaign
+from click.testing import CliRunner
 
 from toolkit import editing, layout
+from toolkit.cli import cli
 from toolkit.reporting import _as_read, build
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
@@ -37,13 +40,24 @@ def test_a_second_report_of_the_same_evidence_saves_nothing(tmp_path: Path,
                                                            saves: list[Path]) -> None:
     path = report_campaign.write(tmp_path / "campaign.xlsx")
     saves.clear()
-    build(path, pngs=False)
+    assert build(path, pngs=False)[1].workbook_saved
     assert saves == [path]
     before = path.read_bytes()
     result, outputs = build(path, pngs=False)
-    assert saves == [path]
+    assert saves == [path] and not outputs.workbook_saved
     assert path.read_bytes() == before
     assert (outputs.folder / "report.md").exists() and result.stats
+
+
+def test_the_command_says_when_it_saved_nothing(tmp_path: Path) -> None:
+    path = report_campaign.write(tmp_path / "campaign.xlsx")
+    build(path, pngs=False)
+    result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0].startswith(f"up to date: {path} (protocol ")
+    assert result.stdout.splitlines()[0].endswith("already holds these figures; nothing saved")
+    document = CliRunner().invoke(cli, ["report", str(path), "--no-png", "--json"])
+    assert json.loads(document.stdout)["workbook_saved"] is False
 
 
 def test_a_report_after_a_change_saves_once(tmp_path: Path, saves: list[Path]) -> None:

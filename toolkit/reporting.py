@@ -24,6 +24,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.editing import change
 from toolkit.evidence import protocol
+from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
@@ -67,11 +68,12 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     checked = [s.name for s in layout.SHEETS
                if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
     with contextlib.ExitStack() as stack:
+        digests = stack.enter_context(early_digests(workbook))  # hashing from the start
         with change(workbook, refresh_derived=False) as edit:  # refreshed here, checks first
             data = edit.data
             sha = protocol.require_lock(data, workbook)
             # Started on the data as read, before the refresh changes it.
-            checks = stack.enter_context(ChecksBeside(data, workbook, checked))
+            checks = stack.enter_context(ChecksBeside(data, workbook, checked, digests))
             as_read = _as_read(data)
             result = refresh(data, workbook.parent)
             folder = folder or default_folder(workbook)
@@ -93,7 +95,7 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 data = edit.data = _as_read(as_read)
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
-            edit.save = not store.unchanged(as_read, data)
+            edit.save = outputs.workbook_saved = not store.unchanged(as_read, data)
     result.findings = found.findings
     md = folder / REPORT_MD
     write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))

@@ -107,6 +107,7 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
         "money_comparisons": [m.sentence() for m in result.decision.money],
         "decision": dict(result.decision.suggestions),
         "notes": list(result.notes),
+        "workbook_saved": outputs.workbook_saved,
         "files": [str(p) for p in outputs.files],
         "png_skipped": outputs.png_skipped,
     }

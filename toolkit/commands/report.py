@@ -46,8 +46,12 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
             click.echo(f"warning: {finding.location()}: {finding.message}", err=True)
         documents.emit(documents.report_document(workbook, result, outputs))
         return
-    click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
-               "Memory, Settlement, Schedule, Decision draft")
+    if outputs.workbook_saved:
+        click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
+                   "Memory, Settlement, Schedule, Decision draft")
+    else:
+        click.echo(f"up to date: {workbook} (protocol {result.protocol_sha256[:12]}) already "
+                   "holds these figures; nothing saved")
     if result.findings:
         for finding in result.findings[:5]:
             click.echo(f"warning: {finding.location()}: {finding.message}", err=True)

@@ -54,13 +54,15 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     Lists each finding with its sheet, Excel row, column, check and what to do.
     """
+    from toolkit.evidence.predictions import early_digests
     from toolkit.evidence.validate import sorted_findings
     from toolkit.evidence.validate import validate as run_validation
     from toolkit.planner.identity import gpu_findings
     from toolkit.workbook import store
 
-    data = store.read(workbook)
-    findings = sorted_findings(run_validation(data, workbook) + gpu_findings(data))
+    with early_digests(workbook) as digests:  # hashing beside the read
+        data = store.read(workbook)
+        findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data))
     if as_json:
         click.echo(json.dumps({"workbook": str(workbook), "valid": not findings,
                                "findings": [f.as_dict() for f in findings]}, indent=2))

@@ -194,8 +194,10 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
 
     ``content`` is the row's :func:`_content`: equal canonical texts mean equal
     cells, so the cell-by-cell comparison runs only for a row that differs.
+    Cells of the same type and value canonicalise alike, so a row read back as
+    it was recorded (the common case) skips building the record's text.
     """
-    if record is None or _content(record) == content:
+    if record is None or _same_cells(row, record) or _content(record) == content:
         return []
     found = []
     for column in CHAINED_COLUMNS:
@@ -207,6 +209,16 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
                 f"{shown(now)}: restore it; attempt rows change only through "
                 "`iteralab exclude`"))
     return found
+
+
+def _same_cells(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    """True when every chained cell has the same type and value in both (True == 1 and
+    1 == 1.0 do not count: those canonicalise apart or need :func:`cell_value`)."""
+    for column in CHAINED_COLUMNS:
+        was, now = record.get(column), row.get(column)
+        if type(was) is not type(now) or was != now:
+            return False
+    return True
 
 
 def manifest_findings(data: WorkbookData,

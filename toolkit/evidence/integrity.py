@@ -44,23 +44,36 @@ def integrity_checks(data: WorkbookData, workbook: Path | None,
 
     ``digests`` is a pool already hashing the predictions files (one starts here when
     None); the chain is checked while it hashes. Without ``workbook`` only the rows
-    themselves are checked. ``iteralab validate`` runs this, and ``iteralab report`` in a
-    helper process (toolkit.report.checks).
+    themselves are checked. ``iteralab validate`` runs this; ``iteralab report`` runs
+    :func:`record_checks` in a helper process and :func:`files_checks` itself
+    (toolkit.report.checks).
     """
-    found: list[Finding] = []
-    checks: list[PredictionsCheck] = []
     with contextlib.ExitStack() as stack:
         if workbook is not None and digests is None:
             digests = stack.enter_context(Digests(predictions_files(data, workbook.parent)))
-        records = _journal_records(workbook, found) if workbook is not None else None
-        found += chain_findings(data, journal=records)
-        found += manifest_findings(data, records)
-        if workbook is not None:
-            found += anchor_findings(data, workbook)
-        if workbook is not None and digests is not None:
-            checks = predictions_checks(data, workbook.parent, digests)
-            found += predictions_findings(data, checks)
-    return Integrity(found + action_findings(data), checks)
+        found = record_checks(data, workbook)
+        if workbook is None or digests is None:
+            return Integrity(found, [])
+        files = files_checks(data, workbook, digests)
+    return Integrity(found + files.findings, files.predictions)
+
+
+def record_checks(data: WorkbookData, workbook: Path | None) -> list[Finding]:
+    """The attempt chain against the journal beside ``workbook``, the Manifest rows, the
+    chain's anchor and the logged actions: every check but the predictions files'."""
+    found: list[Finding] = []
+    records = _journal_records(workbook, found) if workbook is not None else None
+    found += chain_findings(data, journal=records)
+    found += manifest_findings(data, records)
+    if workbook is not None:
+        found += anchor_findings(data, workbook)
+    return found + action_findings(data)
+
+
+def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integrity:
+    """Every row's predictions file (relative to ``workbook``'s folder) against its hash."""
+    checks = predictions_checks(data, workbook.parent, digests)
+    return Integrity(predictions_findings(data, checks), checks)
 
 
 def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:

@@ -40,6 +40,27 @@ def _resolve(relative: Any, folder: Path) -> Path:
     return path if path.is_absolute() else folder / path
 
 
+def predictions_folder(workbook: Path) -> Path:
+    """``<stem>_predictions/`` beside the workbook: where the runner writes each attempt's
+    predictions file (``merge`` copies another machine's there too)."""
+    return workbook.parent / f"{workbook.stem}_predictions"
+
+
+def early_digests(workbook: Path) -> Digests:
+    """Hashing of the files in the workbook's predictions folder, started now.
+
+    Listed before the workbook is read, so that on a large campaign the hashing
+    (seconds) runs beside the read and the checks instead of after them. A row
+    whose file lies elsewhere is hashed when asked for; each file is read now,
+    never taken from a cache.
+    """
+    try:
+        paths = list(predictions_folder(workbook).glob("*.jsonl"))
+    except OSError:
+        paths = []  # no folder: the checks name each missing file
+    return Digests(paths)
+
+
 def predictions_files(data: WorkbookData, folder: Path) -> list[Path]:
     """The predictions files that rows record with a hash: what the checks will hash."""
     return [_resolve(relative, folder) for row in data.tables[SHEET]

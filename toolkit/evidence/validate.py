@@ -9,6 +9,7 @@ exclusions and amendments that the Audit sheet did not log).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,18 +27,21 @@ YES = layout.YES
 SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
 
 
-def validate(data: WorkbookData, path: str | Path | None = None) -> list[Finding]:
+def validate(data: WorkbookData, path: str | Path | None = None,
+             digests: Digests | None = None) -> list[Finding]:
     """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock,
     the attempt chain.
 
     With ``path``, predictions files are checked (relative to its folder) and
     the journal ``NAME.journal.jsonl`` beside it, if any, names edited cells
-    and attempts missing from the sheet.
+    and attempts missing from the sheet. ``digests`` may be hashing them already
+    (:func:`toolkit.evidence.predictions.early_digests`).
     """
     where = None if path is None else Path(path)
-    files = predictions.predictions_files(data, where.parent) if where is not None else []
-    # Many files hash in a helper process while the sheets are checked here.
-    with Digests(files) as digests:
+    with contextlib.ExitStack() as stack:
+        if digests is None:  # many files hash in a helper process while the sheets are checked
+            files = [] if where is None else predictions.predictions_files(data, where.parent)
+            digests = stack.enter_context(Digests(files))
         findings = sheet_findings(data)
         if where is not None:
             findings += corpus_findings(data, where) + corpus_change_findings(data, where)

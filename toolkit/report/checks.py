@@ -3,10 +3,13 @@
 ``iteralab report`` validates the workbook as read (what ``iteralab validate``
 checks) and lists every predictions file checked against its SHA-256. The
 attempt chain, the journal and the predictions files do not depend on the
-refresh and the save, and on a large campaign they are seconds of work; so
-they run in a helper process (:mod:`toolkit.plumbing.helper`) while this one refreshes
-and saves, and the schemas run here. A small campaign, or a helper that fails,
-has them checked here, one after the other: same functions, same findings.
+refresh and the save, and on a large campaign they are seconds of work; so the
+predictions files are hashed from the moment the command starts
+(:func:`toolkit.evidence.predictions.early_digests`), the chain and journal are
+checked in a helper process (:mod:`toolkit.plumbing.helper`) while this one
+refreshes and saves, and the schemas run here. A small campaign, or a helper
+that fails, has them checked here, one after the other: same functions, same
+findings.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from types import TracebackType
 
 from toolkit.evidence import integrity
 from toolkit.evidence.validate import sheet_findings, sorted_findings
+from toolkit.findings import Finding
 from toolkit.planner.identity import gpu_findings
+from toolkit.plumbing.digests import Digests
 from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
 
@@ -28,36 +33,39 @@ HELPER_MIN_ATTEMPTS = 1000
 class ChecksBeside:
     """The report's checks of ``data`` (as read from ``workbook``), started now.
 
-    The attempt chain, journal and predictions files go to a helper process
-    when there are enough attempts. :meth:`result` adds the schemas and rules
-    of ``sheets``, checked in this process, and waits for the rest. Use as a
+    ``digests`` is hashing the predictions files already. The attempt chain and
+    journal go to a helper process when there are enough attempts.
+    :meth:`result` adds the schemas and rules of ``sheets``, checked in this
+    process, and the predictions files, and waits for the rest. Use as a
     context manager: leaving it early stops the helper.
     """
 
-    def __init__(self, data: WorkbookData, workbook: Path, sheets: Sequence[str]) -> None:
-        self._data, self._workbook = data, workbook
+    def __init__(self, data: WorkbookData, workbook: Path, sheets: Sequence[str],
+                 digests: Digests) -> None:
+        self._data, self._workbook, self._digests = data, workbook, digests
         self._helper: Helper | None = None
-        self._integrity: integrity.Integrity | None = None
+        self._records: list[Finding] | None = None
         if len(data.tables["Attempts"]) >= HELPER_MIN_ATTEMPTS:
-            self._helper = Helper("toolkit.evidence.integrity:integrity_checks", data, workbook)
+            self._helper = Helper("toolkit.evidence.integrity:record_checks", data, workbook)
         else:
-            self._integrity = integrity.integrity_checks(data, workbook)
+            self._records = integrity.record_checks(data, workbook)
         # Before the caller refreshes the data: these are the sheets as read.
         self._sheet_findings = sheet_findings(data, sheets) + gpu_findings(data)
 
     def result(self) -> integrity.Integrity:
         """Every finding (sorted as validate sorts them) and every predictions check."""
-        if self._integrity is None and self._helper is not None:
+        # The refresh rewrote only the computed sheets: Attempts, Audit and the files
+        # are as read, whichever process checks them.
+        files = integrity.files_checks(self._data, self._workbook, self._digests)
+        if self._records is None and self._helper is not None:
             try:
-                self._integrity = self._helper.result()
+                self._records = self._helper.result()
             except HelperFailed:
-                # Checked here instead: the refresh rewrote only the computed sheets, so
-                # Attempts, Audit and the files are as read.
-                self._integrity = integrity.integrity_checks(self._data, self._workbook)
-        assert self._integrity is not None
+                self._records = integrity.record_checks(self._data, self._workbook)
+        assert self._records is not None
         return integrity.Integrity(
-            sorted_findings(self._sheet_findings + self._integrity.findings),
-            self._integrity.predictions)
+            sorted_findings(self._sheet_findings + self._records + files.findings),
+            files.predictions)
 
     def __enter__(self) -> ChecksBeside:
         return self

@@ -32,6 +32,8 @@ class Outputs:
     folder: Path
     files: list[Path]
     png_skipped: str | None
+    #: False when the workbook already held what the refresh computed: nothing was saved.
+    workbook_saved: bool = False
 
 
 
