@@ -22,7 +22,8 @@ What it does, in order:
    order, one shared process (so start-up is paid once; the CUDA peaks are
    reset at each attempt's start), the whole corpus by default.
 4. **Report**: per variant the median measured window, the device span from
-   CUDA events and its agreement with the host span, memory peaks
+   CUDA events and its agreement with the host span, the forward calls' device time
+   as a share of that span (``forward_device_s / device_s``, R10), memory peaks
    (``memory_allocated`` and ``memory_reserved``, never added), throughput,
    the linear layers' FLOP rate against the BF16 ceiling and the weight stream
    against the memory bandwidth, and the quality verdict.
@@ -34,6 +35,14 @@ What it does, in order:
    loading), the device, driver CUDA version and GPU wheels recorded; then a second
    campaign, compiled fp32 with warm-up ``none`` on 301 items (a last batch of 5),
    that must compile nothing inside its measured window.
+6. **Generation (issue 19)**: benchmarks/gpu_generation.py's campaign of the sample causal
+   LM (fp32 and bf16, batch 8 and 32): TTFT, decode tokens/s against the card's bandwidth
+   ceiling as a fraction (never above 1), KV cache and device peaks, bf16 vs fp32 agreement
+   (``--no-generation`` skips it).
+7. **Utilisation (issue 20)**: every completed attempt has its model FLOPs, real- and
+   padded-token rates, utilisation and padding waste; every Manifest row the probe's
+   peaks and the catalog's line; per variant the median utilisation is printed, and none
+   may pass 1.05 of the measured peak (the FLOP formula would over-count).
 
 Exit codes: 0 every check passed, 1 a check failed (an attempt not
 completed, host and device spans disagreeing, TF32 in an fp32 product, memory
@@ -70,6 +79,7 @@ ATTEMPT_TIMEOUT_S = 120
 FORM_FACTORS = ("pcie", "nvl")
 FP32_ERROR = 1e-5  # relative error of a 1024^2 float32 product: fp32 ~3e-7, TF32 ~4e-4
 RELEASED_SHARE = 0.25  # an attempt's starting allocation / the smallest attempt peak
+UTILISATION_SLACK = 0.05  # a dedicated GPU: utilisation above 1.05 means over-counting
 COMPILE_ITEMS = 301  # 301 = 37 x 8 + 5: the window ends on a batch of its own shape
 BASELINE = re.compile(r"CUDA memory when the peaks were reset: allocated ([\d,]+) B")
 
@@ -291,9 +301,14 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
             host, dev = row["measured_s"], row["device_s"]
             if dev is None or timing_gap(host, dev) > TIMING_TOLERANCE:
                 failures.append(f"{row['attempt_id']}: host {host} s vs CUDA events {dev} s")
+            forward = row.get("forward_device_s")
+            if forward is None or dev is None or not 0 < forward <= dev:
+                failures.append(f"{row['attempt_id']}: forward calls {forward} s not within "
+                                f"the window's device span {dev} s (R10)")
     bandwidth = float(card.bandwidth_gbps) * 1e9 if card else None
     bf16_peak = float(card.bf16_dense_tflops) * 1e12 if card and card.bf16_dense_tflops else None
-    print(f"{'variant':<16} {'median_s':>9} {'dev/host':>8} {'items/s':>8} {'ktok/s':>7} "
+    print(f"{'variant':<16} {'median_s':>9} {'dev/host':>8} {'fwd/win':>7} {'items/s':>8} "
+          f"{'ktok/s':>7} "
           f"{'TFLOP/s':>8} {'%bf16':>6} {'GB/s wts':>8} {'%bw':>6} {'alloc MiB':>9} "
           f"{'resv MiB':>9} quality")
     for spec in variant_rows:
@@ -304,6 +319,9 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
             continue
         seconds = statistics.median(r["measured_s"] for r in done)
         devs = [r["device_s"] / r["measured_s"] for r in done if r["device_s"]]
+        # R10: the model's forward calls alone, as a share of the window's device span
+        forwards = [r["forward_device_s"] / r["device_s"] for r in done
+                    if r.get("forward_device_s") and r["device_s"]]
         padded = statistics.median(r["padded_tokens"] for r in done)
         real = statistics.median(r["padded_tokens"] * r["padding_efficiency"] for r in done)
         rate = work.flops_per_token * padded / seconds
@@ -317,11 +335,14 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
         reserved = _peak(done, "mem_reserved_peak_bytes")
         verdicts = ",".join(sorted({str(r["quality_verdict"]) for r in done}))
         dev_text = f"{statistics.median(devs):8.4f}" if devs else f"{'-':>8}"
-        print(f"{vid:<16} {seconds:9.3f} {dev_text} "
+        fwd_text = f"{statistics.median(forwards):7.4f}" if forwards else f"{'-':>7}"
+        print(f"{vid:<16} {seconds:9.3f} {dev_text} {fwd_text} "
               f"{items / seconds:8.0f} {real / seconds / 1e3:7.1f} {rate / 1e12:8.3f} {share} "
               f"{stream / 1e9:8.1f} {share_bw} {_mib(alloc):>9} "
               f"{_mib(reserved):>9} {verdicts}")
-    notes = ["TFLOP/s counts the linear layers of the padded tokens "
+    notes = ["fwd/win: forward_device_s / device_s, the model's forward calls' device time "
+             "as a share of the measured window's device span (R10)",
+             "TFLOP/s counts the linear layers of the padded tokens "
              f"({work.flops_per_token / 1e6:.1f} MFLOP per token; attention scores excluded)",
              f"GB/s wts: {work.weight_params:,} non-embedding weights read once per batch"]
     if card is None:
@@ -384,6 +405,55 @@ def review_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
     return failures
 
 
+def utilisation_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
+                       cuda: bool) -> list[str]:
+    """Issue 20's columns: FLOPs, rates and utilisation filled for every completed attempt,
+    the probe's peaks in every Manifest row (with the catalog's line on CUDA), and no
+    utilisation above 1 + :data:`UTILISATION_SLACK` on a dedicated device (a rate above the
+    measured peak would mean the FLOP formula over-counts)."""
+    failures: list[str] = []
+    for m in manifests:
+        missing = [c for c in ("matmul_peak_flops", "fp32_matmul_peak_flops",
+                               "memory_bandwidth_bytes_s") if not m.get(c)]
+        if missing:
+            failures.append(f"manifest {m['manifest_id']}: {', '.join(missing)} empty "
+                            f"({m.get('matmul_peak_flops_reason')})")
+        if cuda and str(m.get("catalog_peaks") or "").startswith(("n/a", "catalog")):
+            failures.append(f"manifest {m['manifest_id']}: catalog_peaks "
+                            f"{m.get('catalog_peaks')!r}")
+    if manifests:
+        print(f"  peak_probe: {manifests[0].get('peak_probe')}")
+        print(f"  catalog_peaks: {manifests[0].get('catalog_peaks')}")
+    print("utilisation (real-token FLOP rate / measured peak in the variant's precision; "
+          "median over completed attempts) and padding waste:")
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["status"] == "completed":
+            by_variant.setdefault(str(row["variant_id"]), []).append(row)
+            empty = [c for c in ("real_flops", "padded_flops", "real_flop_rate",
+                                 "padded_flop_rate", "utilisation", "padding_waste")
+                     if row.get(c) is None]
+            if empty:
+                failures.append(f"{row['attempt_id']}: {', '.join(empty)} empty "
+                                f"({row.get(empty[0] + '_reason')})")
+    for vid, mine in by_variant.items():
+        use = [r["utilisation"] for r in mine if r.get("utilisation") is not None]
+        waste = [r["padding_waste"] for r in mine if r.get("padding_waste") is not None]
+        rate = [r["real_flop_rate"] for r in mine if r.get("real_flop_rate") is not None]
+        if use:
+            print(f"  {vid:<16} utilisation {statistics.median(use):.4f}, padding waste "
+                  f"{statistics.median(waste):.3f}, real-token rate "
+                  f"{statistics.median(rate) / 1e12:.3f} TFLOP/s")
+    highest = max((r["utilisation"] for r in rows if r.get("utilisation") is not None),
+                  default=None)
+    if cuda and highest is not None:
+        print("highest utilisation / (1 + slack): a rate above the measured peak means the "
+              "formula over-counts:")
+        if not common.verdict(highest / (1 + UTILISATION_SLACK), 1.0):
+            failures.append(f"utilisation {highest:.3f} above the measured peak")
+    return failures
+
+
 def compile_check(folder: Path, slug: str | None) -> list[str]:
     """A compiled fp32 campaign with warm-up ``none``: nothing compiles inside the window."""
     rows_spec = [common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug),
@@ -430,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="build the campaign in DIR and keep it (default: a temp folder)")
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="plumbing check on the CPU (few items, no CUDA checks)")
+    parser.add_argument("--no-generation", action="store_true",
+                        help="skip the generation campaign (benchmarks/gpu_generation.py)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the compiled campaign (it is skipped on the CPU dry run)")
     args = parser.parse_args(argv)
@@ -502,6 +574,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(attempts)} attempts")
         failures += report(attempts, rows_spec, items, model_work(), card, cuda)
         failures += review_checks(attempts, manifests, cuda)
+        failures += utilisation_checks(attempts, manifests, cuda)
+        if not args.no_generation:  # issue 19: decode tokens/s against the bandwidth ceiling
+            import gpu_generation
+
+            failures += gpu_generation.check(
+                folder / "generation", cuda, card.slug if card else None,
+                min(items, 200), 1 if args.cpu_dry_run else args.repetitions, run_campaign)
         if cuda and not args.no_compile:
             failures += compile_check(folder / "compiled", card.slug if card else None)
     elapsed = time.perf_counter() - began

@@ -56,6 +56,10 @@ from pathlib import Path
 
 DEFAULT_DATA_DIR = Path("/usr/lib/R/site-library/janeaustenr/data")
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from toolkit.evidence.corpus import DEFAULT_STRATUM_BOUNDS, strata  # noqa: E402
+
 CORPUS_FILE = "corpus.jsonl"
 CALIBRATION_FILE = "calibration.jsonl"
 
@@ -74,8 +78,13 @@ SEED = 20250101
 MAX_TOKENS = 512
 MIN_WORDS = 3
 CALIBRATION_EVERY = 3  # chapter numbers divisible by this go to calibration
-# (name, lowest, highest) token counts, inclusive
-STRATA = [("short", 1, 32), ("medium", 33, 128), ("long", 129, 512)]
+# (name, lowest, highest) token counts, inclusive: the toolkit's strata of the example
+# Protocol's stratum_bounds ('32, 128', the default), the open-ended last one capped at the
+# model's MAX_TOKENS.
+STRATA = [(name, lowest, last if last is not None else MAX_TOKENS)
+          for (name, last), lowest in zip(
+              strata(DEFAULT_STRATUM_BOUNDS),
+              [1, *(b + 1 for b in DEFAULT_STRATUM_BOUNDS)], strict=True)]
 TARGET = {"short": 600, "medium": 300, "long": 100}
 
 CHAPTER_RE = re.compile(r"^(CHAPTER|Chapter) ([IVXLC]+|\d+)\.?$")

@@ -39,6 +39,7 @@ PROTOCOL: dict[str, Any] = {
     "six novels, each assigned to its novel (6 classes), processed as one batch job. Not an "
     "interactive service (R24).",
     "corpus_path": "corpus.jsonl",
+    # The path validate and lock compare with the corpus (R2), then a note after ": ".
     "tuning_data": "calibration.jsonl: 3,202 paragraphs from chapters kept apart from the "
     "corpus; the linear head (head/) was fitted on it only (R2).",
     "validated_corpus_definition": "A predictions file with exactly the corpus ids, one "
@@ -49,6 +50,8 @@ PROTOCOL: dict[str, Any] = {
     "tolerance": 0.01,
     "reference_variant": "b1-fp32",
     "subgroups": "stratum,label",
+    # stratum_bounds left blank: the default 32, 128 tokens (short, medium, long), under which
+    # tests/fixtures/demo_campaign_rows.json was recorded; typing them changes the lock.
     "warmup_rule": "first 16 items once, not timed; no compilation in any variant",
     "repetitions": 5,
     "order_rotation": "rotate",
@@ -124,7 +127,8 @@ def build() -> WorkbookData:
     data.append("Rentals", DEMO_RENTAL)
     for phase in SCHEDULE:
         data.append("Schedule", phase)
-    locking.lock(data)
+    # Checked beside the committed file: the corpus, and the tuning data apart from it (R2).
+    locking.lock(data, OUT)
     return data
 
 

@@ -14,7 +14,9 @@ The rules (IteraGPU Lab SPEC R19-R22):
   undefined, and the money spent stays;
 - a plan covers a schedule when the schedule's real elapsed hours fit in it;
   beyond the longest plan, nothing is extended automatically;
-- amounts are decimals, rounded half-up to the cent only for display.
+- amounts are decimals, rounded half-up to the cent only for display;
+- every price has a currency, and amounts in two currencies are never compared,
+  added or converted (no exchange rate is ever assumed).
 """
 
 from __future__ import annotations
@@ -34,6 +36,22 @@ CATALOG_FILE = "tarifs-forfaits.csv"
 #: The catalog's columns, in the order the shipped file writes them.
 COLUMNS = ("catalog_date", "gpu_slug", "gpu_name", "cards_per_lot", "plan_days",
            "price_per_lot_usd", "source")
+#: Optional columns: who sells the lots and the currency of the price column.
+#: The price column keeps its historical name ``price_per_lot_usd`` (files and
+#: workbooks already use it and a column is never renamed); ``currency`` says
+#: what that amount is in, and a blank or absent currency means USD, as the
+#: column's name has always said. So the shipped file and every older catalog
+#: read exactly as before, and a row of another provider states its own
+#: currency (EUR, ...) beside the same price column. A blank provider is the
+#: catalog as shipped, which names none.
+OPTIONAL_COLUMNS = ("provider", "currency")
+#: The currency of a row that states none: the price column's own.
+DEFAULT_CURRENCY = "USD"
+#: The price column's header in a file that states its currency column (another
+#: provider's snapshot): read as ``price_per_lot_usd``, the amount in ``currency``.
+PRICE_ALIAS = "price_per_lot"
+#: An ISO 4217 code as catalogs and billing exports write it: three capital letters.
+CURRENCY = re.compile(r"^[A-Z]{3}$")
 #: Plan lengths the catalog sells, in days.
 PLAN_DAYS = (3, 7, 30)
 UNDEFINED = "undefined"
@@ -74,14 +92,33 @@ class Plan:
     gpu_name: str
     cards_per_lot: int
     plan_days: int
-    price_per_lot_usd: Decimal
+    price_per_lot_usd: Decimal  # in ``currency`` (USD unless the row says otherwise)
     source: str
     where: str = ""
+    provider: str = ""  # "" for a catalog that names none (the shipped one)
+    currency: str = DEFAULT_CURRENCY
+    #: The row's other non-empty columns (name, text), which the rules do not read.
+    extra: tuple[tuple[str, str], ...] = ()
 
     @property
     def hours(self) -> int:
         """The plan's length in hours (72, 168 or 720)."""
         return self.plan_days * 24
+
+    @property
+    def price_text(self) -> str:
+        """The price of one lot with its currency, e.g. ``2,071.00 USD``."""
+        return money(self.price_per_lot_usd, self.currency)
+
+    @property
+    def seller(self) -> str:
+        """The provider as a reader sees it."""
+        return self.provider or "provider not stated"
+
+
+def same_provider(a: str | None, b: str | None) -> bool:
+    """Whether two provider names name the same provider (case and spaces ignored)."""
+    return (a or "").strip().casefold() == (b or "").strip().casefold()
 
 
 @dataclass(frozen=True)
@@ -91,12 +128,48 @@ class Catalog:
     plans: tuple[Plan, ...]
     origin: str
 
+    def providers(self) -> list[str]:
+        """The providers whose prices the catalog holds, in order of first row."""
+        seen: dict[str, str] = {}
+        for p in self.plans:
+            seen.setdefault(p.provider.casefold(), p.provider)
+        return list(seen.values())
+
+    def only(self, provider: str | None) -> Catalog:
+        """The catalog of one provider (None: the whole catalog); TariffError if it has none."""
+        if provider is None:
+            return self
+        mine = tuple(p for p in self.plans if same_provider(p.provider, provider))
+        if not mine:
+            raise TariffError(f"no prices of provider {provider!r} in {self.origin}; it holds "
+                              f"{_provider_names(self.providers())}",
+                              hint="pass one of those names with --provider")
+        return Catalog(mine, self.origin)
+
+    def newest(self) -> tuple[Plan, ...]:
+        """Each provider's newest snapshot, together: what each one sells now."""
+        latest: dict[str, str] = {}
+        for p in self.plans:
+            key = p.provider.casefold()
+            latest[key] = max(latest.get(key, ""), p.catalog_date)
+        return tuple(p for p in self.plans if p.catalog_date == latest[p.provider.casefold()])
+
     def dates(self) -> list[str]:
         """Snapshot dates held, oldest first."""
         return sorted({p.catalog_date for p in self.plans})
 
     def snapshot(self, date: str | None = None) -> str:
-        """The snapshot to use: ``date`` if given (it must exist), else the newest."""
+        """The snapshot to use: ``date`` if given (it must exist), else the newest.
+
+        Prices of two providers are never mixed: a catalog holding several needs
+        :meth:`only` first (TariffError otherwise).
+        """
+        providers = self.providers()
+        if len(providers) > 1:
+            raise TariffError(f"{self.origin} holds the prices of several providers "
+                              f"({_provider_names(providers)}): say whose prices to use",
+                              hint="pass --provider NAME; two providers' prices are never "
+                              "mixed")
         dates = self.dates()
         if date is None:
             return dates[-1]
@@ -137,6 +210,10 @@ class Catalog:
             return self.plan(gpu, days, date)
         except MissingPrice:
             return None
+
+
+def _provider_names(providers: Sequence[str]) -> str:
+    return ", ".join(repr(p) if p else "one naming no provider" for p in providers)
 
 
 def _missing_price(catalog: Catalog, slug: str, days: int, day: str, sold: list[int]) -> Plan:
@@ -196,19 +273,35 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
     if not _SLUG.match(slug):
         raise TariffError(f"{locate('gpu_slug')}: {slug!r} is not a slug",
                           hint="use lowercase letters, digits and '-', e.g. rtx-4090")
+    currency = _optional(values, "currency").upper() or DEFAULT_CURRENCY
+    if not CURRENCY.match(currency):
+        raise TariffError(f"{locate('currency')}: {_optional(values, 'currency')!r} is not an "
+                          "ISO 4217 currency code",
+                          hint="write three letters such as USD or EUR")
+    known = (*COLUMNS, *OPTIONAL_COLUMNS)
     return Plan(
         catalog_date=date,
         gpu_slug=slug,
         gpu_name=text("gpu_name"),
         cards_per_lot=count("cards_per_lot"),
         plan_days=count("plan_days", PLAN_DAYS),
-        price_per_lot_usd=_price(values.get("price_per_lot_usd"), locate("price_per_lot_usd")),
+        price_per_lot_usd=_price(values.get("price_per_lot_usd"), locate("price_per_lot_usd"),
+                                 currency),
         source=text("source"),
         where=locate("gpu_slug").rsplit(", column", 1)[0],
+        provider=_optional(values, "provider"),
+        currency=currency,
+        extra=tuple((str(k), str(v).strip()) for k, v in values.items()
+                    if k not in known and v is not None and str(v).strip()),
     )
 
 
-def _price(raw: object, where: str) -> Decimal:
+def _optional(values: Mapping[str, object], column: str) -> str:
+    value = values.get(column)
+    return "" if value is None else str(value).strip()
+
+
+def _price(raw: object, where: str, currency: str = DEFAULT_CURRENCY) -> Decimal:
     if isinstance(raw, Decimal):
         amount: Decimal | None = raw
     elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
@@ -219,7 +312,7 @@ def _price(raw: object, where: str) -> Decimal:
         amount = None
     if amount is None or not amount.is_finite() or amount <= 0:
         raise TariffError(
-            f"{where}: {raw!r} is not a price in USD",
+            f"{where}: {raw!r} is not a price in {currency}",
             hint="write the lot's price as digits with a dot, e.g. 2071.00 (no currency "
             "sign, no thousands separator); a missing price is a missing row, never 0",
         )
@@ -231,14 +324,15 @@ def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
     if not plans:
         raise TariffError(f"{origin}: no price rows",
                           hint="add one row per (GPU, plan length) under the header")
-    seen: dict[tuple[str, str, int], Plan] = {}
+    seen: dict[tuple[str, str, str, int], Plan] = {}
     for p in plans:
-        key = (p.catalog_date, p.gpu_slug, p.plan_days)
+        key = (p.provider.casefold(), p.catalog_date, p.gpu_slug, p.plan_days)
         if key in seen:
+            whose = f" of {p.provider}" if p.provider else ""
             raise TariffError(
-                f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} in the catalog "
-                f"of {p.catalog_date} (the first is at {seen[key].where})",
-                hint="keep one row per (catalog_date, gpu_slug, plan_days)",
+                f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} in the catalog"
+                f"{whose} of {p.catalog_date} (the first is at {seen[key].where})",
+                hint="keep one row per (provider, catalog_date, gpu_slug, plan_days)",
             )
         seen[key] = p
     return Catalog(tuple(plans), origin)
@@ -248,7 +342,8 @@ def parse_catalog(text: str, origin: str) -> Catalog:
     """Parse catalog CSV text; errors name the line and column."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        header = [h.strip() for h in next(reader, [])]
+        shown = [h.strip() for h in next(reader, [])]
+        header = _aliased(shown, origin)
         missing = [c for c in COLUMNS if c not in header]
         if missing:
             raise TariffError(f"{origin}, line 1: missing column(s) {', '.join(missing)}",
@@ -265,13 +360,26 @@ def parse_catalog(text: str, origin: str) -> Catalog:
             values = dict(zip(header, row, strict=True))
 
             def locate(column: str, line: int = line) -> str:
-                return f"{origin}, line {line}, column {header.index(column) + 1} ({column})"
+                index = header.index(column)
+                return f"{origin}, line {line}, column {index + 1} ({shown[index]})"
 
             plans.append(make_plan(values, locate))
     except csv.Error as exc:
         raise TariffError(f"{origin}, line {reader.line_num}: not valid CSV ({exc})",
                           hint="fix the quoting on that line") from None
     return build_catalog(plans, origin)
+
+
+def _aliased(header: list[str], origin: str) -> list[str]:
+    """``header`` with a ``price_per_lot`` column read as ``price_per_lot_usd``; that name
+    says nothing of the currency, so the file must have its currency column."""
+    if "price_per_lot_usd" in header or PRICE_ALIAS not in header:
+        return header
+    if "currency" not in header:
+        raise TariffError(f"{origin}, line 1: a {PRICE_ALIAS} column needs a currency column",
+                          hint="add the column currency (an ISO 4217 code such as EUR on each "
+                          "line), or name the price column price_per_lot_usd for USD prices")
+    return ["price_per_lot_usd" if h == PRICE_ALIAS else h for h in header]
 
 
 def load_catalog(path: str | Path, name: str | None = None) -> Catalog:
@@ -325,7 +433,12 @@ def cost_per_accepted(total: Decimal, accepted: int) -> Decimal | None:
 
 def usd(amount: Decimal) -> str:
     """``amount`` rounded half-up to the cent, e.g. ``2,071.00 USD``."""
-    return f"{to_cent(amount):,.2f} USD"
+    return money(amount, "USD")
+
+
+def money(amount: Decimal, currency: str) -> str:
+    """``amount`` rounded half-up to the cent with its currency, e.g. ``1,850.00 EUR``."""
+    return f"{to_cent(amount):,.2f} {currency}"
 
 
 def parse_count(text: str, option: str, minimum: int, what: str, example: int = 2) -> int:
@@ -471,7 +584,8 @@ def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = No
         row: tuple[str, ...] = (f"{c.days} days", f"{c.hours} h", cell)
         if priced is not None:
             plan = priced.get(c.days)
-            row += (usd(budget(plan, lots)) if plan else "no price in the catalog",)
+            row += (money(budget(plan, lots), plan.currency) if plan
+                    else "no price in the catalog",)
         rows.append(row)
     lines = table(rows)
     beyond = beyond_longest(hours)
@@ -510,6 +624,7 @@ class Request:
     tz: str | None = None
     catalog_date: str | None = None
     list_catalog: bool = False
+    provider: str | None = None  # None: the catalog must hold one provider's prices
 
 
 def schedule_hours(req: Request) -> tuple[Decimal | None, list[str]]:
@@ -575,11 +690,11 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
         check_days(days)
     hours, lines = schedule_hours(req)
     if req.list_catalog:
-        cat = catalog()
+        cat = catalog().only(req.provider)
         day = cat.snapshot(req.catalog_date)
-        lines.append(f"catalog: {catalog_name} (snapshot of {day})")
+        lines.append(f"catalog: {catalog_name} ({_whose(cat)}snapshot of {day})")
         rows = [("gpu", "name", "plan", "price per lot", "cards per lot")] + [
-            (p.gpu_slug, p.gpu_name, f"{p.plan_days} days", usd(p.price_per_lot_usd),
+            (p.gpu_slug, p.gpu_name, f"{p.plan_days} days", p.price_text,
              str(p.cards_per_lot))
             for p in sorted(cat.plans, key=lambda p: (p.gpu_slug, p.plan_days))
             if p.catalog_date == day
@@ -594,7 +709,7 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
                               hint="price a plan with --gpu SLUG --days N --lots N, check a "
                               "schedule with --hours H or --start/--end, or --list the catalog")
         return lines + coverage_lines(hours)
-    cat = catalog()
+    cat = catalog().only(req.provider)
     if days is None:
         if accepted is not None:
             raise TariffError("--accepted-results needs a plan: add --days",
@@ -604,18 +719,18 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
                               "--start/--end) to compare the plans", hint="e.g. --days 7")
         # find() is None for a missing price, and raises for an unknown GPU.
         priced = {d: cat.find(req.gpu, d, req.catalog_date) for d in PLAN_DAYS}
-        return lines + [f"catalog: {catalog_name} (snapshot of "
+        return lines + [f"catalog: {catalog_name} ({_whose(cat)}snapshot of "
                         f"{cat.snapshot(req.catalog_date)})"] + coverage_lines(hours, priced,
                                                                                lots)
     plan = cat.plan(req.gpu, days, req.catalog_date)
     total = budget(plan, lots)
     lines += [
-        f"catalog: {catalog_name} (snapshot of {plan.catalog_date})",
+        f"catalog: {catalog_name} ({_whose(cat)}snapshot of {plan.catalog_date})",
         f"plan: {plan.gpu_name} ({plan.gpu_slug}), {plan.plan_days} days, "
-        f"{usd(plan.price_per_lot_usd)} per lot of {_cards(plan.cards_per_lot)}",
-        f"flat price: {usd(total)} for {lots * plan.cards_per_lot} GPU"
+        f"{plan.price_text} per lot of {_cards(plan.cards_per_lot)}",
+        f"flat price: {money(total, plan.currency)} for {lots * plan.cards_per_lot} GPU"
         f"{'s' if lots * plan.cards_per_lot > 1 else ''} ({lots} lot{'s' if lots > 1 else ''} "
-        f"of {_cards(plan.cards_per_lot)} x {usd(plan.price_per_lot_usd)} per lot)",
+        f"of {_cards(plan.cards_per_lot)} x {plan.price_text} per lot)",
         "billing: flat; the whole plan is due however short the run (no hourly billing)",
     ]
     if hours is not None:
@@ -626,13 +741,22 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
                          "the schedule")
     if accepted is not None:
         per = cost_per_accepted(total, accepted)
+        spent = money(total, plan.currency)
         if per is None:
             lines.append(f"cost per accepted result: {UNDEFINED} (0 accepted results); the "
-                         f"{usd(total)} spent stays in the settlement")
+                         f"{spent} spent stays in the settlement")
         else:
-            lines.append(f"cost per accepted result: {usd(per)} ({usd(total)} / {accepted} "
+            lines.append(f"cost per accepted result: {money(per, plan.currency)} ({spent} / "
+                         f"{accepted} "
                          f"distinct validated corp{'us' if accepted == 1 else 'ora'})")
     return lines
+
+
+def _whose(catalog: Catalog) -> str:
+    """``NAME, `` when the catalog's prices name their provider, else nothing (the seed's
+    lines stay as they were)."""
+    providers = [p for p in catalog.providers() if p]
+    return f"{providers[0]}, " if len(providers) == 1 else ""
 
 
 def _cards(n: int) -> str:
@@ -668,6 +792,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--catalog", help=f"catalog CSV (default: {CATALOG_FILE} next to this "
                    "script)")
     p.add_argument("--catalog-date", help="snapshot date to use (default: the newest)")
+    p.add_argument("--provider", help="whose prices to use when the catalog holds several "
+                   "providers' (the provider column)")
     p.add_argument("--list", dest="list_catalog", action="store_true",
                    help="list the catalog's GPUs, plans and prices")
 
@@ -676,7 +802,8 @@ def request_from(args: argparse.Namespace) -> Request:
     """A Request from parsed arguments."""
     return Request(gpu=args.gpu, days=args.days, lots=args.lots, accepted=args.accepted,
                    hours=args.hours, start=args.start, end=args.end, tz=args.tz,
-                   catalog_date=args.catalog_date, list_catalog=args.list_catalog)
+                   catalog_date=args.catalog_date, list_catalog=args.list_catalog,
+                   provider=args.provider)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,7 +30,7 @@ SAMPLES = ROOT / "samples"
 PROTOCOL: dict[str, Any] = {
     "scenario": "offline classification of a fixed corpus of 1,000 paragraphs",
     "corpus_path": "corpus.jsonl",
-    "tuning_data": "calibration.jsonl (chapters apart from the corpus)",
+    "tuning_data": "none",
     "validated_corpus_definition": "exactly the expected ids, one prediction each, accuracy "
     "over the threshold and within tolerance of the reference",
     "metric": "accuracy",

@@ -120,12 +120,20 @@ def manifest(vid: str) -> dict[str, Any]:
             "corpus_items": 1000}
 
 
-def campaign(**protocol: Any) -> WorkbookData:
+#: The resume variant of b4-fp32 (R13), declared by ``campaign(resume=True)``: it covers
+#: b4-fp32's one failure (repetition 3, out of memory) with one completed run.
+RESUME_VARIANT = variant("b4-resume", 2, series=3, device="cuda", gpu_slug="rtx-4090",
+                         rental_id="r-4090", base_variant="b4-fp32", changes="batch_size",
+                         resume_of="b4-fp32", description="b4-fp32 resumed at batch 2")
+
+
+def campaign(resume: bool = False, **protocol: Any) -> WorkbookData:
     """The whole campaign, locked, with attempts, manifest, tariffs and a 96 h schedule;
-    ``protocol`` overrides Protocol fields before the lock."""
+    ``protocol`` overrides Protocol fields before the lock; ``resume`` declares
+    :data:`RESUME_VARIANT` and records its run."""
     data = WorkbookData.empty()
     data.forms["Protocol"].update(PROTOCOL, **protocol)
-    for row in variants():
+    for row in variants() + ([RESUME_VARIANT] if resume else []):
         data.append("Variants", row)
     for row in tariffs.tariff_rows(tariffs.load_catalog()):
         data.append("Tariffs", row)
@@ -145,6 +153,9 @@ def campaign(**protocol: Any) -> WorkbookData:
                     vid, rep, None, attempt_id="b1-fp32-r2a", status="interrupted",
                     measured_s_reason="interrupted by the user"))
             data.append("Attempts", campaign_attempt(vid, rep, measured))
+    if resume:
+        data.append("Manifest", manifest("b4-resume"))
+        data.append("Attempts", campaign_attempt("b4-resume", 1, 20.5))
     for row in data.tables["Attempts"]:
         row["protocol_sha256"] = sha
     chain.seal_new_rows(data)  # as the runner seals rows: the campaign validates clean
@@ -161,3 +172,4 @@ def write(path: Path) -> Path:
     """The campaign saved as a workbook at ``path``."""
     store.save(campaign(), path)
     return path
+

@@ -27,8 +27,9 @@ LAYERS = (
     ("toolkit.report", 6),
     ("toolkit.editing", 7), ("toolkit.reporting", 7),
     ("toolkit.runner", 8),
-    ("toolkit.commands", 9),
-    ("toolkit.cli", 10), ("toolkit.__main__", 10),
+    ("toolkit.cluster", 9),
+    ("toolkit.commands", 10),
+    ("toolkit.cli", 11), ("toolkit.__main__", 11),
     ("toolkit", 0),  # the package's own __init__: the version
 )
 #: Third-party packages and the only layers allowed to import them.
@@ -38,6 +39,7 @@ ONLY_IN = {
     "openpyxl": ("toolkit.workbook",), "xlsxwriter": ("toolkit.workbook",),
     "python_calamine": ("toolkit.workbook",),
     "click": ("toolkit.commands", "toolkit.cli"), "rich": ("toolkit.commands",),
+    "ray": ("toolkit.cluster",), "sacrebleu": ("toolkit.runner",),
 }
 HEAVY = ("torch", "transformers")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.errors import CorpusError
+from toolkit.errors import CorpusError, ProtocolError
 from toolkit.evidence import corpus
 from toolkit.plumbing.digests import file_sha256
 from toolkit.runner import evaluation
@@ -152,9 +152,10 @@ def test_accuracy_and_macro_f1() -> None:
     assert evaluation.metric("macro_f1", gold, pred) == pytest.approx((2 / 3 + 0.5 + 0) / 3)
 
 
-def test_unknown_subgroup_kind_is_refused() -> None:
-    with pytest.raises(CorpusError, match="'genre' is not a subgroup the runner computes"):
-        evaluation.parse_subgroups("stratum,genre")
+def test_a_subgroup_is_any_corpus_field_but_an_input_s_own_keys() -> None:
+    assert evaluation.parse_subgroups("stratum,genre") == ("stratum", "genre")
+    with pytest.raises(ProtocolError, match="'id' cannot be a subgroup"):
+        evaluation.parse_subgroups("stratum,id")
     assert evaluation.parse_subgroups("stratum, label") == ("stratum", "label")
     assert evaluation.parse_subgroups("none") == ()
 

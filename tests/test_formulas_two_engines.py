@@ -68,6 +68,37 @@ def _money(folder: Path) -> Path:
     return path
 
 
+def _resumed(folder: Path) -> Path:
+    """A configuration relying on its resume variant (R13): the Settlement adds both
+    variants' campaign_s."""
+    path = folder / "resumed.xlsx"
+    store.save(report_campaign.campaign(resume=True), path)
+    build(path, pngs=False)
+    return path
+
+
+def _providers(folder: Path) -> Path:
+    """Tariffs of three providers, two on one date for one plan, one in EUR: the lookups
+    match the provider too (an empty provider cell included), a EUR rental is priced from
+    its provider's EUR snapshot."""
+    data = report_campaign.campaign()
+    for provider, date, slug, cards, price, currency in (
+            ("IteraGPU", "2026-09-24", "rtx-4090", 1, 100.0, "USD"),
+            ("Example Cloud EU", "2026-11-20", "rtx-4090", 1, 104.0, "EUR"),
+            ("Example Cloud EU", "2026-11-20", "b200", 2, 1930.0, "EUR")):
+        data.append("Tariffs", {"catalog_date": date, "gpu_slug": slug, "gpu_name": slug,
+                                "cards_per_lot": cards, "plan_days": 7,
+                                "price_per_lot_usd": price, "source": "example figure",
+                                "provider": provider, "currency": currency})
+    data.append("Rentals", {"rental_id": "r-eu", "provider": "Example Cloud EU",
+                            "gpu_slug": "rtx-4090", "cards_per_lot": 1, "lots": 2,
+                            "billing": "flat-7d", "market": "on-demand", "currency": "EUR"})
+    path = folder / "providers.xlsx"
+    store.save(data, path)
+    build(path, pngs=False)
+    return path
+
+
 def _no_data(folder: Path) -> Path:
     """Locked, no attempt yet: every variant says no data."""
     data = filled()
@@ -85,10 +116,11 @@ def _demo(folder: Path) -> Path:
 
 
 WORKBOOKS = {"template": _template, "example": _example, "reported": _reported,
-             "money": _money, "no-data": _no_data, "demo": _demo}
+             "money": _money, "resumed": _resumed, "providers": _providers,
+             "no-data": _no_data, "demo": _demo}
 #: Formula cells each workbook holds at least: the check is not vacuous.
-MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "money": 150, "no-data": 20,
-                    "demo": 60}
+MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "money": 150,
+                    "resumed": 150, "providers": 150, "no-data": 20, "demo": 60}
 
 
 def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:

@@ -26,7 +26,14 @@ from toolkit.workbook import store
 
 torch = pytest.importorskip("torch")
 
-from toolkit.runner import attempt, compilation, environment, precision, probes  # noqa: E402
+from toolkit.runner import (  # noqa: E402
+    attempt,
+    attempt_parts,
+    compilation,
+    environment,
+    precision,
+    probes,
+)
 
 
 def _run(book: Path, *args: str) -> tuple[int, str]:
@@ -260,13 +267,13 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
 
 
 def test_an_out_of_memory_error_is_not_a_broken_cuda_context() -> None:
-    assert attempt.breaks_cuda(RuntimeError("CUDA error: an illegal memory access was "
+    assert attempt_parts.breaks_cuda(RuntimeError("CUDA error: an illegal memory access was "
                                             "encountered"))
-    assert attempt.breaks_cuda(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED when calling "
+    assert attempt_parts.breaks_cuda(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED when calling "
                                             "cublasSgemm"))
-    assert not attempt.breaks_cuda(torch.OutOfMemoryError("CUDA out of memory"))
-    assert not attempt.breaks_cuda(RuntimeError("simulated crash"))
-    assert not attempt.breaks_cuda(KeyboardInterrupt())
+    assert not attempt_parts.breaks_cuda(torch.OutOfMemoryError("CUDA out of memory"))
+    assert not attempt_parts.breaks_cuda(RuntimeError("simulated crash"))
+    assert not attempt_parts.breaks_cuda(KeyboardInterrupt())
 
 
 def test_a_cuda_error_stops_a_shared_campaign_with_a_clear_message(

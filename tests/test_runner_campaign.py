@@ -262,7 +262,7 @@ def test_env_says_what_is_installed() -> None:
         in output.splitlines()
     if not torch.cuda.is_available():
         assert "gpu           no GPU: torch sees no CUDA or ROCm device" in output.splitlines()
-    assert labels[-4:] == ["driver", "transformers", "packages", "code"]
+    assert labels[-5:] == ["driver", "transformers", "packages", "code", "stack"]
     assert expected_gpu[0].split()[0] in labels
 
 
@@ -272,7 +272,7 @@ def test_env_json_has_the_manifest_fields() -> None:
     assert code == 0
     assert set(info) == {"os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
                          "gpu_name", "gpu_memory_bytes", "compute_capability", "transformers",
-                         "code_version", "packages", "gpus", "host"}
+                         "code_version", "packages", "gpus", "host", "software_stack"}
     assert info["code_version"].startswith("iteralab 0.1.0, ")
 
 

@@ -58,11 +58,12 @@ def test_the_example_is_locked_valid_and_declares_the_series() -> None:
 def test_demo_folder_holds_workbook_corpus_and_head(tmp_path: Path) -> None:
     book = demo.prepare(tmp_path / "d")
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
-        "corpus.jsonl", "example_campaign.xlsx", "head"]
+        "calibration.jsonl", "corpus.jsonl", "example_campaign.xlsx", "head"]
     assert sorted(p.name for p in (tmp_path / "d" / "head").iterdir()) == [
         "head.json", "head.safetensors"]
     assert store.read(book).tables["Attempts"] == []
     assert journal.read(book) == []
+    assert validate(store.read(book), book) == []  # the tuning data is there to compare (R2)
 
 
 def test_quick_demo_declares_its_subset_as_an_amendment(tmp_path: Path) -> None:

@@ -55,6 +55,9 @@ def test_a_cuda_attempt_records_device_time_and_both_memory_peaks(tmp_path: Path
     assert (row["status"], row["items_completed"], row["ids_match"]) == ("completed", 24, "yes")
     assert 0 < row["device_s"] <= row["measured_s"]
     assert row["device_s_reason"] is None
+    # R10: the forward calls alone, within the window they ran in
+    assert 0 < row["forward_device_s"] <= row["device_s"]
+    assert row["forward_device_s_reason"] is None
     allocated, reserved = row["mem_allocated_peak_bytes"], row["mem_reserved_peak_bytes"]
     assert isinstance(allocated, int) and isinstance(reserved, int)
     assert 0 < allocated <= reserved  # two counters, not to be added

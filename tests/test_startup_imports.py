@@ -46,8 +46,10 @@ def test_help_imports_neither_torch_nor_transformers() -> None:
 def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transformers(
         tmp_path: Path) -> None:
     workbook = demo_rows.workbook(tmp_path)
-    # The real corpus: validate fingerprints it again (stdlib), as the Manifest recorded it.
-    shutil.copy(Path(__file__).parents[1] / "samples" / "corpus.jsonl", tmp_path)
+    # The real corpus: validate fingerprints it again (stdlib), as the Manifest recorded it;
+    # and the tuning data it compares with the corpus (R2), as the demo folder holds them.
+    for name in ("corpus.jsonl", "calibration.jsonl"):
+        shutil.copy(Path(__file__).parents[1] / "samples" / name, tmp_path)
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings.
     assert done.returncode == 1

@@ -331,7 +331,7 @@ def test_iteralab_cost_takes_another_catalog(runner: CliRunner, tmp_path: Path) 
 
 
 def test_the_tariffs_sheet_declares_the_catalog_columns() -> None:
-    assert tuple(layout.TARIFFS.names) == rules.COLUMNS
+    assert tuple(layout.TARIFFS.names) == rules.COLUMNS + rules.OPTIONAL_COLUMNS
 
 
 def test_the_tariffs_sheet_round_trips_the_catalog(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 
+from toolkit import layout
 from toolkit.cli import cli
 
 HINT = ("  what to do: keep such notes in a file beside the workbook, in a variant's "
@@ -37,8 +38,10 @@ def _add_form_row(book: openpyxl.Workbook) -> None:
 
 @pytest.mark.parametrize(("add", "named"), [
     (_add_sheet, "sheet 'vendor quote'"),
-    (_add_column, "column 'my note' of Variants (U1)"),
-    (_add_form_row, "row 22 ('reviewer') of Protocol"),
+    # Right after the layout's last column / field (a form's fields start at row 2).
+    (_add_column, "column 'my note' of Variants "
+     f"({layout.letter(len(layout.VARIANTS.names) + 1)}1)"),
+    (_add_form_row, f"row {len(layout.PROTOCOL.names) + 2} ('reviewer') of Protocol"),
 ])
 def test_lock_refuses_to_drop_what_a_person_added(
         runner: CliRunner, filled_workbook: Path,

@@ -23,7 +23,9 @@ COMMAND_MODULES = (
     "toolkit.commands.memory",
     "toolkit.commands.money",
     "toolkit.commands.imports",
+    "toolkit.commands.tariffs",
     "toolkit.commands.runner",
+    "toolkit.commands.cluster",
     "toolkit.commands.report",
 )
 

@@ -154,20 +154,26 @@ PROTOCOL = Sheet(
            width=60),
         _c("corpus_path", help="The final comparison corpus (JSONL or CSV with id, text, label), "
            "relative to this workbook's folder.", required=True),
-        _c("tuning_data", help="Data used to tune or fit the configuration, kept apart from the "
-           "comparison corpus (R2). 'none' if nothing was tuned.", required=True),
+        _c("tuning_data", help="Path (relative to this workbook's folder, JSONL or CSV with "
+           "id and text) of the data used to tune or fit the configuration, or 'none' if "
+           "nothing was tuned; a note may follow ': ', e.g. 'calibration.jsonl: chapters kept "
+           "apart'. `iteralab validate` names every id and text it shares with the comparison "
+           "corpus; `iteralab lock` refuses such an overlap unless acknowledged (R2).",
+           required=True),
         _c("validated_corpus_definition", help="Every check an output set must pass to count as "
            "a validated corpus: exact ids, format, coverage, task metric (R1).", required=True),
         _c("metric", CHOICE, "The task metric computed from the predictions file.",
-           required=True, choices=("accuracy", "macro_f1")),
+           required=True, choices=("accuracy", "macro_f1", "chrf")),
         _c("threshold", RATIO, "Minimum metric value for a corpus to be accepted (fixed before "
            "any timing; never lowered afterwards, R16).", required=True),
         _c("tolerance", RATIO, "Largest allowed drop of the metric against the reference "
            "variant (absolute, e.g. 0.01 = one point).", required=True),
         _c("reference_variant", help="Variant id whose predictions are the reference for "
            "tolerance and agreement.", required=True),
-        _c("subgroups", help="Predeclared subgroups checked for every variant, e.g. "
-           "'stratum,label' (R1, R16).", required=True),
+        _c("subgroups", help="Predeclared subgroups checked for every variant: corpus fields, "
+           "comma-separated, e.g. 'stratum,label' or 'stratum,label,genre' (R1, R16). stratum "
+           "is the length stratum by stratum_bounds; label and any other name is a field every "
+           "corpus record must hold. 'none' for no subgroup.", required=True),
         _c("warmup_rule", help="Which inputs, how many runs, how recompilation is handled; the "
            "same for all variants (R8).", required=True),
         _c("repetitions", INT, "Full runs per variant (R11).", required=True),
@@ -179,13 +185,42 @@ PROTOCOL = Sheet(
         _c("exclusion_rule", help="When an attempt may be excluded (documented external cause "
            "only), applied to every variant alike (R14).", required=True),
         _c("seeds", help="Seeds used, comma-separated (R17).", required=True),
-        _c("determinism", help="Determinism options set (R17).", required=True),
+        _c("determinism", help="Determinism options, in words (R17); the runner applies the "
+           "deterministic_algorithms and cudnn_benchmark fields.", required=True),
         _c("reproduction_target", CHOICE, "What is to be reproduced (R17).", required=True,
            choices=("identical outputs", "bounded numeric deviation", "business quality")),
         _c("expected_outputs", INT, "Distinct production corpora expected from the rental "
            "(R22); each accepted one counts once.", required=True),
         _c("deadline", DATETIME, "When results are due, ISO 8601 with offset, e.g. "
            "2026-12-11T09:00+01:00.", required=True),
+        _c("stratum_bounds", help="Last token count of each length stratum but the open-ended "
+           "last one, ascending and comma-separated, in the variant's tokenizer (special tokens "
+           "included): '32, 128' gives short <= 32, medium 33-128, long >= 129 (R5). Blank "
+           "means '32, 128'.", since=3),
+        _c("deterministic_algorithms", YESNO, "yes: each attempt calls "
+           "torch.use_deterministic_algorithms(True) and sets cudnn.deterministic (on CUDA also "
+           "CUBLAS_WORKSPACE_CONFIG=:4096:8; an operation without a deterministic kernel then "
+           "fails its attempt); no: both off. The Manifest records the state read back and "
+           "`iteralab validate` compares it (R17). Blank: left as torch has it.",
+           choices=(YES, NO), since=3),
+        _c("cudnn_benchmark", YESNO, "yes: cuDNN times candidate algorithms and keeps the "
+           "fastest (results may vary between runs); no: it does not. Applied, recorded and "
+           "compared as deterministic_algorithms (R17). Blank: left as torch has it.",
+           choices=(YES, NO), since=3),
+        _c("task", CHOICE, "classification: each text gets a label (the metric is accuracy or "
+           "macro_f1); generation: a causal LM continues each prompt under the decoding rule "
+           "below (metric chrf against the corpus's reference field; agreement with the "
+           "reference variant's outputs against tolerance, R16). Blank is classification.",
+           choices=("classification", "generation"), since=3),
+        _c("max_new_tokens", INT, "Generation: most new tokens per output, the same for every "
+           "variant; decoding is greedy (R1, R8).", since=3),
+        _c("stop_rule", CHOICE, "Generation: eos ends an output at the end-of-sequence token "
+           "(or max_new_tokens); max_new_tokens always generates that many. Blank is eos.",
+           choices=("eos", "max_new_tokens"), since=3),
+        _c("long_prompts", CHOICE, "Generation: a prompt longer than the variant's max_length "
+           "is truncate (its last max_length tokens kept, counted in truncated, R3) or refuse "
+           "(the attempt fails naming it). Blank is refuse.", choices=("truncate", "refuse"),
+           since=3),
     ),
     purpose="Decisions fixed before the campaign (R1-R3, R8, R11, R14, R16-R17). Lock it with "
     "`iteralab lock` before measuring.",
@@ -227,6 +262,15 @@ VARIANTS = Sheet(
         _c("changes", help="Series 2 and later: the columns changed from base_variant, "
            "comma-separated, e.g. 'precision'; every other column stays as the base's (R6).",
            since=2, width=20),
+        _c("label", help="Where it runs on a cluster (`iteralab run --cluster`): the label a "
+           "node advertises with `iteralab worker start --label`. Blank: the gpu_slug for a "
+           "cuda variant; a cpu variant needs one.", since=3, width=12),
+        _c("padding_side", CHOICE, "Generation: where a batch's shorter prompts are padded. "
+           "left keeps every prompt's end next to its new tokens; right is a declared variant "
+           "whose outputs may differ. Blank is left.", choices=("left", "right"), since=3,
+           width=8),
+        _c("kv_cache_dtype", help="Generation: the KV cache's dtype; auto (blank) keeps the "
+           "variant's precision, the only one the runner applies today.", since=3, width=10),
     ),
     purpose="One row per declared variant (R6).",
     unique=("variant_id",),
@@ -253,9 +297,12 @@ ATTEMPTS = Sheet(
            measurement=True, computed=True, width=10),
         _c("warmup_s", SECONDS, "Warm-up by the protocol's rule (R8).", measurement=True,
            computed=True, width=10),
-        _c("measured_s", SECONDS, "Main time: read corpus, tokenize, transfer, infer, "
-           "predictions on the host (R9).", measurement=True, computed=True, width=11),
-        _c("device_s", SECONDS, "CUDA-event span of the device work (R10).", measurement=True,
+        _c("measured_s", SECONDS, "Main time, on the host clock: the measured window (read "
+           "corpus, tokenize, transfer, infer, predictions on the host, R9), the device "
+           "synchronised at both ends (R10).", measurement=True, computed=True, width=11),
+        _c("device_s", SECONDS, "The same measured window on the device clock: CUDA events "
+           "at its two synchronised ends (R10). Host work between batches is inside it; the "
+           "model's own device time is forward_device_s.", measurement=True,
            computed=True, width=10),
         _c("evaluation_s", SECONDS, measurement=True, computed=True, width=10),
         _c("export_s", SECONDS, measurement=True, computed=True, width=10),
@@ -302,6 +349,57 @@ ATTEMPTS = Sheet(
         _c("recompilations", INT, "Graphs torch.compile built inside the measured window "
            "(0 expected): more put compile time into measured_s (R8). Empty when not "
            "compiled or the window was not reached.", computed=True, since=2, width=9),
+        _c("seed", INT, "The seed this attempt ran with (torch.manual_seed), one of the "
+           "Protocol's seeds: each repetition runs once per declared seed, and results stay "
+           "apart per seed (R17). Empty when the Protocol declares none.", computed=True,
+           since=3, width=8),
+        _c("forward_device_s", SECONDS, "Device time of the model's forward calls in the "
+           "measured window: CUDA events around each call, summed (R10). Tokenizing, "
+           "transfers and host work between batches are outside it, so it is at most "
+           "device_s.", measurement=True, computed=True, since=3, width=10),
+        _c("real_flops", NUMBER, "Model FLOPs the inputs need: per input F(L) = T*L + S*L^2 + "
+           "Q from the model's config, L its tokens after truncation (matrix products, 2 "
+           "FLOPs a multiply-add; README 'Utilisation').", measurement=True, computed=True,
+           since=3),
+        _c("padded_flops", NUMBER, "Model FLOPs computed: per batch rows * F(padded length); "
+           "padding positions included.", measurement=True, computed=True, since=3),
+        _c("real_flop_rate", NUMBER, "real_flops / measured_s (FLOP/s).", measurement=True,
+           computed=True, since=3),
+        _c("padded_flop_rate", NUMBER, "padded_flops / measured_s (FLOP/s).",
+           measurement=True, computed=True, since=3),
+        _c("utilisation", NUMBER, "real_flop_rate / the matrix-multiply peak the probe measured "
+           "in the variant's precision (Manifest matmul_peak_flops). Above 1 when the probe "
+           "saw a busier machine than the window.", measurement=True, computed=True, since=3,
+           width=10),
+        _c("padding_waste", RATIO, "1 - real_flops / padded_flops: the share of the model's "
+           "work spent on padding.", measurement=True, computed=True, since=3, width=10),
+        _c("prompt_tokens", INT, "Generation: prompt tokens fed to the model, after "
+           "truncation, padding excluded.", measurement=True, computed=True, since=3),
+        _c("generated_tokens", INT, "Generation: new tokens of every output (up to and "
+           "including its end-of-sequence token).", measurement=True, computed=True, since=3),
+        _c("ttft_s", SECONDS, "Generation: time to first token, median over batches: from "
+           "calling generate to the first new token (the prefill), device synchronised.",
+           measurement=True, computed=True, since=3, width=10),
+        _c("decode_tokens_per_s", NUMBER, "Generation: tokens after each output's first, "
+           "over the time from the first token to the last, summed over batches (the prefill "
+           "left out).", measurement=True, computed=True, since=3),
+        _c("kv_cache_peak_bytes", BYTES, "Generation: bytes of the KV cache's tensors at the "
+           "end of the batch that held the most (the cache grows while a batch decodes).",
+           measurement=True, computed=True, since=3),
+        _c("exact_agreement", RATIO, "Generation: share of prompts whose output is identical, "
+           "token for token, to the reference variant's.", measurement=True, computed=True,
+           since=3, width=10),
+        _c("token_agreement", RATIO, "Generation: positions holding the same token as the "
+           "reference variant's output, over the longer output's positions (R16).",
+           measurement=True, computed=True, since=3, width=10),
+        _c("bandwidth_ceiling_tokens_per_s", NUMBER, "Generation: decode tokens/s memory "
+           "bandwidth allows at the run's batch, the planner's rule: batch x bandwidth / "
+           "(weights + batch x KV cache per sequence at the longest prompt + max_new_tokens). "
+           "Bandwidth: the catalog's (gpu_slug) on a GPU, the peak probe's copy rate on a "
+           "CPU.", measurement=True, computed=True, since=3),
+        _c("decode_ceiling_fraction", RATIO, "Generation: decode_tokens_per_s / "
+           "bandwidth_ceiling_tokens_per_s.", measurement=True, computed=True, since=3,
+           width=10),
     ),
     purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",
     unique=("attempt_id",),
@@ -331,7 +429,9 @@ MANIFEST = Sheet(
         _c("padding", computed=True),
         _c("max_length", INT, computed=True),
         _c("seeds", computed=True),
-        _c("determinism", computed=True, width=24),
+        _c("determinism", help="Determinism state read back from torch at the attempt's "
+           "start (deterministic algorithms, cuDNN flags, CUBLAS_WORKSPACE_CONFIG), and the "
+           "Protocol's choices it applied (R17).", computed=True, width=24),
         _c("process_policy", computed=True),
         _c("os", computed=True, width=24),
         _c("python", computed=True),
@@ -363,6 +463,23 @@ MANIFEST = Sheet(
            width=24),
         _c("environment_variables", help="Visible devices, module loading, allocator and "
            "tokenizer settings, TF32 overrides.", computed=True, since=2, width=30),
+        _c("software_stack", help="System / GPU (gfx architecture on AMD, compute "
+           "capability on NVIDIA) / ROCm or CUDA / framework, as read from the machine, on one "
+           "line to check against the vendor's compatibility matrix (R4); what could not be "
+           "read says why.", computed=True, since=3, width=40),
+        _c("matmul_peak_flops", NUMBER, "The machine's matrix-multiply peak in the variant's "
+           "precision (FLOP/s): best torch.mm rate of a short probe after the attempt's timed "
+           "phases. The first attempt's probe of an environment stands for it (like "
+           "recorded_at, left out of manifest_id).", measurement=True, computed=True,
+           since=3),
+        _c("fp32_matmul_peak_flops", NUMBER, "The same probe in fp32.", measurement=True,
+           computed=True, since=3),
+        _c("memory_bandwidth_bytes_s", NUMBER, "Best copy rate of the probe (bytes read + "
+           "written per second).", measurement=True, computed=True, since=3),
+        _c("peak_probe", help="How the peaks were measured: sizes, repeats, threads, seconds.",
+           computed=True, since=3, width=30),
+        _c("catalog_peaks", help="On a GPU, the catalog's figures (tariffs/gpus.csv) beside "
+           "the measurement; never in its place.", computed=True, since=3, width=30),
     ),
     purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
     unique=("manifest_id",),
@@ -378,11 +495,19 @@ TARIFFS = Sheet(
         _c("cards_per_lot", INT, "Cards in one lot: a B200 lot already holds two.",
            required=True),
         _c("plan_days", INT, "3, 7 or 30.", required=True),
-        _c("price_per_lot_usd", USD, "Flat price of one lot for the whole plan.",
-           required=True),
+        _c("price_per_lot_usd", USD, "Flat price of one lot for the whole plan, in the row's "
+           "currency (USD when currency is empty).", required=True),
         _c("source", width=30),
+        # The price column keeps its name (columns are never renamed): currency says what
+        # its amount is in, empty meaning USD as before; provider names whose snapshot it is.
+        _c("provider", help="Who sells these lots; empty in the shipped snapshot. A snapshot "
+           "is one provider's prices of one date (`iteralab tariffs import`).", width=16,
+           since=3),
+        _c("currency", help="ISO 4217 code of price_per_lot_usd, e.g. EUR; empty means USD. "
+           "Prices in two currencies are never compared or converted.", width=9, since=3),
     ),
-    purpose="Catalog snapshot of flat-rate plans; editable. A missing price is a missing row.",
+    purpose="Catalog snapshots of flat-rate plans, one provider and date each; editable. A "
+    "missing price is a missing row.",
 )
 
 BILLINGS = ("flat-3d", "flat-7d", "flat-30d", "hourly", "per-second")
@@ -562,6 +687,14 @@ SUMMARY = Sheet(
         _c("mem_reserved_peak_bytes", BYTES, computed=True),
         _c("host_rss_peak_bytes", BYTES, computed=True),
         _c("notes", computed=True, width=40),
+        _c("utilisation", NUMBER, "Median over the successes of Attempts utilisation: "
+           "real-token FLOP rate / the measured matrix-multiply peak.", measurement=True,
+           computed=True, since=3, width=10),
+        _c("padding_waste", RATIO, "Median over the successes of Attempts padding_waste.",
+           computed=True, since=3, width=10),
+        _c("limited_by", help="What holds the variant below the peak: padding, precision, "
+           "batch too small, memory bound (from the figures beside it).", computed=True,
+           since=3, width=40),
     ),
     purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
     "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",

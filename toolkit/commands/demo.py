@@ -15,7 +15,7 @@ from pathlib import Path
 
 from toolkit import editing, layout
 from toolkit.errors import ToolkitError, UsageError
-from toolkit.evidence import locking
+from toolkit.evidence import locking, tuning
 from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
@@ -23,7 +23,11 @@ from toolkit.plumbing.shipped import SAMPLES, shipped
 from toolkit.workbook import store
 
 EXAMPLE_NAME = "example_campaign.xlsx"
+#: The example workbook of each Protocol task (`iteralab demo --task`).
+EXAMPLES = {"classification": EXAMPLE_NAME, "generation": "example_generation.xlsx"}
 QUICK_ITEMS = 100
+#: Generation is slower per item on a CPU: its quick subset is smaller.
+QUICK_ITEMS_BY_TASK = {"classification": QUICK_ITEMS, "generation": 40}
 QUICK_REPETITIONS = 2
 QUICK_CORPUS = "corpus_quick.jsonl"
 #: Who "verified" the demo's outputs: the demo itself, said plainly (seed 000: in a real
@@ -34,17 +38,20 @@ STAND_IN_CHECKED = ("EXAMPLE for the demo: the runner's checks only (exact ids, 
                     "you confirm")
 
 
-def prepare(directory: Path, quick: bool = False) -> Path:
-    """Copy the example campaign and its inputs into ``directory``; return the workbook.
+def prepare(directory: Path, quick: bool = False, task: str = "classification") -> Path:
+    """Copy the example campaign of ``task`` and its inputs into ``directory``; return the
+    workbook.
 
     Refuses a folder that already holds a demo workbook (resume it instead).
     """
     samples = shipped(SAMPLES)
-    example = samples / EXAMPLE_NAME
+    name = EXAMPLES[task]
+    quick_items = QUICK_ITEMS_BY_TASK[task]
+    example = samples / name
     if not example.exists():
         raise ToolkitError(f"{example} is missing",
                            hint="build it with `python samples/make_example_workbook.py`")
-    target = directory / EXAMPLE_NAME
+    target = directory / name
     exists = UsageError(f"{target} already exists: the demo does not overwrite a campaign",
                         hint=f"continue it with `iteralab run {target} --resume`, or give "
                         "another folder: `iteralab demo OTHER_DIR`")
@@ -57,18 +64,24 @@ def prepare(directory: Path, quick: bool = False) -> Path:
     # any moment leaves no workbook, or a whole one.
     corpus_name = str(form["corpus_path"])
     copy_file(samples / corpus_name, directory / corpus_name)
+    tuning_name = tuning.path_of(form.get("tuning_data"))
+    if tuning_name and (samples / tuning_name).is_file():  # validate compares it (R2)
+        copy_file(samples / tuning_name, directory / tuning_name)
     for head in sorted({str(v["head_path"]) for v in data.tables["Variants"]
                         if v.get("head_path")}):
         copy_tree(samples / head, directory / head)
+    for folder in sorted({str(v["model_path"]) for v in data.tables["Variants"]
+                          if (samples / str(v.get("model_path"))).is_dir()}):
+        copy_tree(samples / folder, directory / folder)  # a model the samples ship
     if quick:
         lines = (samples / corpus_name).read_text(encoding="utf-8").splitlines(keepends=True)
-        write_text(directory / QUICK_CORPUS, "".join(lines[:QUICK_ITEMS]))
+        write_text(directory / QUICK_CORPUS, "".join(lines[:quick_items]))
         form["corpus_path"] = QUICK_CORPUS
         form["repetitions"] = QUICK_REPETITIONS
-        form["scenario"] = (f"{form['scenario']} QUICK DEMO: the first {QUICK_ITEMS} items of "
+        form["scenario"] = (f"{form['scenario']} QUICK DEMO: the first {quick_items} items of "
                             f"{corpus_name}, {QUICK_REPETITIONS} repetitions; a smoke run, not "
                             "the comparison.")
-        locking.amend(data, f"quick demo: declared subset (first {QUICK_ITEMS} items of "
+        locking.amend(data, f"quick demo: declared subset (first {quick_items} items of "
                       f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run")
     try:
         store.create(data, target)

@@ -182,9 +182,9 @@ def cost_document(catalog: rules.Catalog, request: rules.Request, name: str
         per = None if accepted is None else rules.cost_per_accepted(total, accepted)
         document.update({
             "snapshot": plan.catalog_date, "plan": _plan(plan), "lots": lots,
-            "cards": lots * plan.cards_per_lot, "flat_price": money(total),
+            "cards": lots * plan.cards_per_lot, "flat_price": amount(total, plan.currency),
             "billing": "flat: the whole plan is due however short the run",
-            "accepted_results": accepted, "cost_per_accepted": money(per),
+            "accepted_results": accepted, "cost_per_accepted": amount(per, plan.currency),
             "cost_per_accepted_reason": (None if per is not None else
                                          "no --accepted-results given: none invented"
                                          if accepted is None else rules.UNDEFINED),
@@ -198,8 +198,9 @@ def cost_document(catalog: rules.Catalog, request: rules.Request, name: str
 
 def _plan(plan: rules.Plan) -> dict[str, Any]:
     return {"gpu_slug": plan.gpu_slug, "gpu_name": plan.gpu_name, "plan_days": plan.plan_days,
-            "cards_per_lot": plan.cards_per_lot, "price_per_lot": money(plan.price_per_lot_usd),
-            "source": plan.source}
+            "cards_per_lot": plan.cards_per_lot,
+            "price_per_lot": amount(plan.price_per_lot_usd, plan.currency),
+            "provider": plan.provider or None, "source": plan.source}
 
 
 def schedule_document(win: schedule.Window) -> dict[str, Any]:

@@ -27,6 +27,8 @@ import click
 @click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path),
               help="Catalog CSV (default: the shipped tariffs/tarifs-forfaits.csv).")
 @click.option("--catalog-date", help="Snapshot date to use (default: the newest).")
+@click.option("--provider", help="Whose prices to use when the catalog holds several "
+              "providers' (its provider column).")
 @click.option("--list", "list_catalog", is_flag=True,
               help="List the catalog's GPUs, plans and prices.")
 @click.option("--json", "as_json", is_flag=True,
@@ -35,7 +37,7 @@ import click
 def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
          hours: str | None, start: str | None, end: str | None, tz: str | None,
          catalog: Path | None, catalog_date: str | None, list_catalog: bool,
-         as_json: bool) -> None:
+         provider: str | None, as_json: bool) -> None:
     """Flat price of N lots, cost per accepted result, plans covering a schedule.
 
     The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
@@ -45,11 +47,11 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
 
     request = tariffs.rules.Request(
         gpu=gpu, days=days, lots=lots, accepted=accepted, hours=hours, start=start, end=end,
-        tz=tz, catalog_date=catalog_date, list_catalog=list_catalog,
+        tz=tz, catalog_date=catalog_date, list_catalog=list_catalog, provider=provider,
     )
 
     def load() -> tariffs.Catalog:
-        return tariffs.load_catalog(catalog)
+        return tariffs.load_catalog(catalog).only(provider)
 
     name = str(catalog) if catalog else tariffs.rules.CATALOG_FILE
     with tariffs.translated():

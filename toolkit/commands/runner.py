@@ -15,14 +15,46 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
-def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = False) -> None:
-    """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C."""
+def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = False,
+              cluster: tuple[str, float | None] | None = None) -> None:
+    """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
+    ``cluster``: the Ray cluster's address and how long to wait for its labels."""
     from toolkit.runner.single_writer import campaign_lock
 
     with campaign_lock(workbook.resolve()) as takeover:
         if takeover:
             click.echo(f"note: {takeover}", err=True)
-        _locked_campaign(workbook, options, quiet, as_json)
+        try:
+            _locked_campaign(workbook, options, quiet, as_json, cluster)
+        finally:
+            if cluster is not None:
+                _leave_cluster()
+
+
+def _join_cluster(cluster: tuple[str, float | None], prepared: object) -> object:
+    """Join the Ray cluster and check its labels before anything starts: the executor."""
+    try:
+        from toolkit.cluster import executor
+    except ImportError as exc:
+        from toolkit.errors import UsageError
+
+        raise UsageError(f"--cluster needs Ray, which is not installed here ({exc})",
+                         hint="pip install 'iteragpu-lab[cluster]'") from exc
+    address, wait_s = cluster
+    chosen = executor.RayExecutor(wait_s)
+    chosen.placement(prepared)  # type: ignore[arg-type]
+    executor.connect(address)
+    chosen.check(prepared)  # type: ignore[arg-type]
+    return chosen
+
+
+def _leave_cluster() -> None:
+    import sys
+
+    if "toolkit.cluster.executor" in sys.modules:  # it joined (ray is installed)
+        from toolkit.cluster import executor
+
+        executor.disconnect()
 
 
 def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> None:
@@ -36,7 +68,8 @@ def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> Non
     click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
 
 
-def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool) -> None:
+def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool,
+                     cluster: tuple[str, float | None] | None = None) -> None:
     from toolkit.commands import display, documents
     from toolkit.errors import WorkbookBusyError
     from toolkit.evidence import journal
@@ -57,6 +90,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
         else:
             click.echo(message)
         return
+    executor = _join_cluster(cluster, prepared) if cluster is not None else None
     shown = display.JsonLines() if as_json else display.make(quiet)
     if not quiet and not as_json:
         skipped = len(prepared.slots) - len(prepared.todo)
@@ -67,8 +101,9 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
                    + (f" ({skipped} already recorded)" if skipped else "")
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; order {order}"
-                   + (" ..." if len({s.repetition for s in prepared.slots}) > 3 else ""))
-    result = campaign.run(prepared, options, shown)
+                   + (" ..." if len({s.repetition for s in prepared.slots}) > 3 else "")
+                   + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
+    result = campaign.run(prepared, options, shown, executor)  # type: ignore[arg-type]
     counts = result.counts()
     if as_json:
         documents.emit(documents.run_document(
@@ -98,24 +133,36 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
               help="torch CPU threads (default: what torch chose); recorded in the manifest.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1),
               help="Seconds an attempt may run; past it the attempt is a failed row.")
+@click.option("--cluster", metavar="HOST:PORT|auto",
+              help="Run each attempt as a Ray task on a node of its variant's label "
+              "(`iteralab worker start`); this machine stays the only writer.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="With --cluster: wait this long for nodes of the labels needed.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
 @click.option("--json", "as_json", is_flag=True,
               help="One iteralab-attempt/1 JSON line per finished attempt, then an "
               "iteralab-run/1 summary line (docs/json.md); nothing else on stdout.")
 def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume: bool,
-        threads: int | None, timeout_s: float | None, quiet: bool, as_json: bool) -> None:
+        threads: int | None, timeout_s: float | None, cluster: str | None,
+        wait_s: float | None, quiet: bool, as_json: bool) -> None:
     """Run the locked campaign of WORKBOOK; append one Attempts row per attempted run.
 
     Every variant (or the selected ones) runs the protocol's repetitions in
     rotated order (1-4-8, 4-8-1, 8-1-4, ...), each attempt in a fresh process
     unless the protocol says shared. Failures and Ctrl-C leave rows too;
-    predictions go to WORKBOOK_predictions/ beside the workbook.
+    predictions go to WORKBOOK_predictions/ beside the workbook. With --cluster,
+    labels run in parallel, each node one attempt at a time.
     """
+    from toolkit.errors import UsageError
     from toolkit.runner.campaign import Options
 
+    if wait_s is not None and cluster is None:
+        raise UsageError("--wait waits for cluster nodes: give --cluster too",
+                         hint="iteralab run WORKBOOK --cluster HOST:PORT --wait 300")
     options = Options(series=series, variant_ids=variant_ids, resume=resume, threads=threads,
-                      timeout_s=timeout_s)
-    _campaign(workbook, options, quiet, as_json)
+                      timeout_s=timeout_s, devices_here=cluster is None)
+    _campaign(workbook, options, quiet, as_json,
+              None if cluster is None else (cluster, wait_s))
 
 
 @click.command()
@@ -140,25 +187,31 @@ def env(as_json: bool) -> None:
               "copy's protocol as an amendment).")
 @click.option("--all", "all_variants", is_flag=True,
               help="Every declared variant, not only series 1.")
+@click.option("--task", type=click.Choice(["classification", "generation"]),
+              default="classification", show_default=True,
+              help="generation: samples/example_generation.xlsx, the sample causal LM "
+              "continuing samples/prompts.jsonl (--quick: its first 40 prompts).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch CPU threads.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
 @click.pass_context
-def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool,
+def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, task: str,
          threads: int | None, quiet: bool) -> None:
     """Run the sample campaign on this machine's CPU, in DIRECTORY (default ./demo).
 
     Copies samples/example_campaign.xlsx (filled and locked), the Austen corpus
     and the MiniLM head into DIRECTORY, runs series 1 (batch 1, 4, 8; or every
     variant with --all), prints where the workbook and predictions are, then
-    runs `iteralab report` on it.
+    runs `iteralab report` on it. --task generation copies
+    samples/example_generation.xlsx, the sample causal LM and its prompts instead.
     """
     from toolkit.commands import demo as sample
     from toolkit.commands.report import report
     from toolkit.runner.campaign import Options
 
-    workbook = sample.prepare(directory, quick=quick)
-    click.echo(f"demo workbook: {workbook}" + (" (quick: first 100 items, 2 repetitions)"
-                                                 if quick else ""))
+    workbook = sample.prepare(directory, quick=quick, task=task)
+    click.echo(f"demo workbook: {workbook}" + (
+        f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
+        f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""))
     options = Options(series=None if all_variants else 1, threads=threads)
     _campaign(workbook, options, quiet)
     if sample.stand_in_verification(workbook):

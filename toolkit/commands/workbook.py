@@ -90,26 +90,36 @@ def _table(findings: list[Finding]) -> str:
 
 @click.command()
 @WORKBOOK
-def lock(workbook: Path) -> None:
+@click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
+              help="Lock although the tuning data shares ids or texts with the corpus (R2), "
+              "for this reason (logged in Audit; validate keeps naming the overlap).")
+def lock(workbook: Path, acknowledge: str | None) -> None:
     """Lock Protocol and Variants of WORKBOOK before any measurement (R1).
 
     Records a SHA-256 of their content, the time and the tool version in the
     Audit sheet; later edits show up in `validate` and stop `run` and `report`.
-    Writes only the Audit sheet: Summary, Settlement and the Decision memo stay
-    as they were until `run` or `report`.
+    Refuses tuning data that overlaps the corpus unless --acknowledge-overlap
+    says why (R2). Writes only the Audit sheet: Summary, Settlement and the
+    Decision memo stay as they were until `run` or `report`.
     """
     from toolkit.editing import change
     from toolkit.evidence import locking
 
     with change(workbook, refresh_derived=False) as edit:
-        sha = locking.lock(edit.data, workbook)
+        sha = locking.lock(edit.data, workbook, acknowledge_overlap=acknowledge)
+        note = edit.data.tables["Audit"][-1].get("reason")
     click.echo(f"locked {workbook}: protocol sha256 {sha}")
+    if note:
+        click.echo(f"logged in Audit: {note}")
 
 
 @click.command()
 @WORKBOOK
 @click.option("--reason", required=True, help="Why the locked protocol changes (logged).")
-def amend(workbook: Path, reason: str) -> None:
+@click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
+              help="Amend although the tuning data shares ids or texts with the corpus (R2), "
+              "for this reason (logged in Audit; validate keeps naming the overlap).")
+def amend(workbook: Path, reason: str, acknowledge: str | None) -> None:
     """Record edits to a locked protocol in WORKBOOK, with their reason.
 
     Earlier attempts are marked as measured under the old protocol (R2): a
@@ -120,8 +130,12 @@ def amend(workbook: Path, reason: str) -> None:
     from toolkit.evidence import locking
 
     with change(workbook, refresh_derived=False) as edit:
-        sha, changed, marked = locking.amend(edit.data, reason)
+        sha, changed, marked = locking.amend(edit.data, reason, workbook,
+                                             acknowledge_overlap=acknowledge)
+        logged = edit.data.tables["Audit"][-1].get("reason")
     click.echo(f"amended {workbook}: protocol sha256 {sha}")
+    if acknowledge is not None:
+        click.echo(f"logged in Audit: {logged}")
     for finding in changed:
         click.echo(f"  changed {finding.location()}")
     click.echo(f"{marked} earlier attempt(s) marked pre_amendment = yes")

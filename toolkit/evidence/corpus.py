@@ -1,7 +1,9 @@
 """Read a corpus, fingerprint it, stratify it; write and read predictions files. Stdlib only.
 
 A corpus is JSONL (one object per line) or CSV (a header row) with ``id``,
-``text`` and an optional ``label``. Ids are stable text; every id is present,
+``text`` and an optional ``label``; any other field (e.g. ``genre``) is kept
+with the item, so that a Protocol can declare it as a subgroup (R1). Ids are
+stable text; every id is present,
 non-empty and unique; every text is non-empty; the file is UTF-8. A broken rule
 stops the reading with an error that names the file and line (R3).
 
@@ -9,9 +11,12 @@ The fingerprint is the SHA-256 of ``json.dumps([id, text]) + "\\n"`` (compact,
 non-ASCII kept) for each item in file order: the same ids and texts in the same
 order give the same fingerprint whatever the file format.
 
+Length strata are cut by the Protocol's ``stratum_bounds`` (blank: 32 and 128
+tokens, the bounds layouts 1 and 2 fixed).
+
 A predictions file holds one JSON object per line (``id``, ``prediction``,
-``label``, ``stratum``); checking it against the corpus and the protocol is
-:mod:`toolkit.runner.evaluation`.
+``label``, ``stratum`` and each other declared subgroup field); checking it
+against the corpus and the protocol is :mod:`toolkit.runner.evaluation`.
 """
 
 from __future__ import annotations
@@ -20,26 +25,37 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import CorpusError
+from toolkit.errors import CorpusError, ProtocolError
 from toolkit.plumbing.atomic import write_bytes
 
-#: Length strata, by the variant's tokenizer (special tokens included): name, last token count.
-STRATA: tuple[tuple[str, int | None], ...] = (("short", 32), ("medium", 128), ("long", None))
+#: Stratum bounds of a Protocol that leaves ``stratum_bounds`` blank: the last token count of
+#: the short and the medium stratum (layouts 1 and 2 fixed these).
+DEFAULT_STRATUM_BOUNDS: tuple[int, ...] = (32, 128)
+#: Most bounds a Protocol may declare (eleven strata).
+MAX_STRATUM_BOUNDS = 10
+#: The subgroup computed from token lengths; every other subgroup is a corpus field.
+STRATUM = "stratum"
+#: Subgroups of a Protocol that leaves ``subgroups`` blank (what layouts 1 and 2 computed).
+DEFAULT_SUBGROUPS = (STRATUM, "label")
+#: Names no subgroup can take: a predictions row's own keys, and the text itself.
+RESERVED_FIELDS = ("id", "text", "prediction")
 
 
 @dataclass(frozen=True)
 class Item:
-    """One corpus input: its stable id, its text, its gold label (None when unlabelled)."""
+    """One corpus input: its stable id, its text, its gold label (None when unlabelled),
+    and its other fields as text (None for a null, blank or non-scalar value)."""
 
     id: str
     text: str
     label: str | None = None
     line: int = 0
+    fields: dict[str, str | None] = field(default_factory=dict, compare=False)
 
 
 #: Documented limits (docs/bad-inputs.md): a corpus file, and one line of it. A paragraph or
@@ -190,11 +206,28 @@ def _item(record: dict[str, Any], line: int, path: Path, csv_row: bool = False) 
     if label_value is not None and label is None:
         raise CorpusError(f"{path}: line {line} (id {item_id!r}): label {label_value!r} is "
                           "neither text nor a whole number", hint="write labels as text")
-    for field, value in (("id", item_id), ("text", text), ("label", label)):
-        _refuse_surrogate(value, field, item_id, line, path)
+    for name, value in (("id", item_id), ("text", text), ("label", label)):
+        _refuse_surrogate(value, name, item_id, line, path)
     if label is not None and not label.strip():
         label = None
-    return Item(item_id, text, label, line)
+    others = {str(k).strip(): _field_text(v) for k, v in record.items()
+              if k is not None and str(k).strip() not in ("id", "text", "label")}
+    return Item(item_id, text, label, line, others)
+
+
+def _field_text(value: Any) -> str | None:
+    """A subgroup field's value as text: strings, numbers and booleans; None otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return value
+    return None
 
 
 def _refuse_surrogate(value: str | None, field: str, item_id: str, line: int,
@@ -240,23 +273,178 @@ def fingerprint(items: Iterable[Item]) -> str:
     return digest.hexdigest()
 
 
-def stratum(n_tokens: int) -> str:
+# ---------------------------------------------------------------- strata and subgroups
+
+
+def stratum_names(count: int) -> tuple[str, ...]:
+    """Names of ``count`` length strata: short, long; short, medium, long; then short,
+    medium-1, medium-2, ..., long."""
+    if count <= 2:
+        return ("short", "long")[:count] if count == 2 else ("all",)
+    if count == 3:
+        return ("short", "medium", "long")
+    return ("short", *(f"medium-{i}" for i in range(1, count - 1)), "long")
+
+
+def strata(bounds: Sequence[int] = DEFAULT_STRATUM_BOUNDS
+           ) -> tuple[tuple[str, int | None], ...]:
+    """The strata ``bounds`` cut: (name, last token count), the last open-ended (None)."""
+    names = stratum_names(len(bounds) + 1)
+    return tuple(zip(names, [*bounds, None], strict=True))
+
+
+#: The strata of the default bounds.
+STRATA = strata()
+
+
+def stratum_rank(name: str) -> tuple[int, int]:
+    """Sort key of a stratum name, whatever the bounds: short, medium(-k), long, others."""
+    if name == "short":
+        return (0, 0)
+    if name == "medium":
+        return (1, 0)
+    if name.startswith("medium-") and name[7:].isdigit():
+        return (1, int(name[7:]))
+    return (2, 0) if name == "long" else (3, 0)
+
+
+def parse_stratum_bounds(value: Any) -> tuple[int, ...]:
+    """The Protocol's ``stratum_bounds`` as ascending token counts; blank is the default.
+
+    Raises ProtocolError for anything but positive whole numbers in ascending order.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return DEFAULT_STRATUM_BOUNDS
+    parts = ([value] if isinstance(value, (int, float)) and not isinstance(value, bool)
+             else str(value).split(","))
+    bounds = []
+    for part in parts:
+        text = str(part).strip()
+        number = float(text) if _is_number(text) else None
+        if number is None or not number.is_integer() or number < 1:
+            raise ProtocolError(
+                f"stratum_bounds {value!r}: {text!r} is not a whole number of tokens >= 1",
+                hint="write ascending token counts, comma-separated, e.g. '32, 128' (blank "
+                "means '32, 128')")
+        bounds.append(int(number))
+    if any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
+        raise ProtocolError(f"stratum_bounds {value!r}: the bounds are not strictly ascending",
+                            hint="write each stratum's last token count in ascending order, "
+                            "e.g. '32, 128'")
+    if len(bounds) > MAX_STRATUM_BOUNDS:
+        raise ProtocolError(f"stratum_bounds {value!r}: {len(bounds)} bounds, over the "
+                            f"{MAX_STRATUM_BOUNDS} a protocol may declare",
+                            hint="fewer, wider strata: each must hold enough inputs to measure")
+    return tuple(bounds)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.lower() not in ("nan", "inf", "-inf", "infinity", "-infinity")
+
+
+def stratum(n_tokens: int, bounds: Sequence[int] = DEFAULT_STRATUM_BOUNDS) -> str:
     """The length stratum of an input of ``n_tokens`` tokens (special tokens included)."""
-    for name, last in STRATA:
+    for name, last in strata(bounds):
         if last is None or n_tokens <= last:
             return name
     raise AssertionError("the last stratum is open-ended")
 
 
-def strata_text(counts: dict[str, int]) -> str:
-    """Stratum counts as the Manifest shows them, e.g. ``short 600 (<=32), ...``."""
+def strata_text(counts: dict[str, int], bounds: Sequence[int] = DEFAULT_STRATUM_BOUNDS) -> str:
+    """Stratum counts as the Manifest shows them, e.g. ``short 600 (1-32 tokens), ...``."""
     parts = []
     lower = 1
-    for name, last in STRATA:
+    for name, last in strata(bounds):
         bound = f"{lower}-{last}" if last is not None else f">={lower}"
         parts.append(f"{name} {counts.get(name, 0)} ({bound} tokens)")
         lower = (last or 0) + 1
     return ", ".join(parts)
+
+
+def parse_subgroups(value: Any) -> tuple[str, ...]:
+    """The Protocol's ``subgroups``: field names in order, each once; ``none`` is none and a
+    blank is :data:`DEFAULT_SUBGROUPS`.
+
+    Raises ProtocolError for a name that is a predictions row's own key or the text.
+    """
+    if value is None or not str(value).strip():
+        return DEFAULT_SUBGROUPS
+    names = []
+    for part in str(value).split(","):
+        name = part.strip()
+        if not name or name.lower() == "none":
+            continue
+        if name.lower() in RESERVED_FIELDS:
+            raise ProtocolError(f"subgroups {value!r}: {name!r} cannot be a subgroup (each "
+                                "input has its own)",
+                                hint="name corpus fields shared by several inputs, e.g. "
+                                "'stratum, label', or 'none'")
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def subgroup_value(item: Item, name: str, stratum_name: str | None) -> str | None:
+    """The value of subgroup ``name`` for ``item``: its stratum, its label or its field."""
+    if name == STRATUM:
+        return stratum_name
+    if name == "label":
+        return item.label
+    return item.fields.get(name)
+
+
+@dataclass(frozen=True)
+class MissingField:
+    """A declared subgroup field some corpus records lack (absent, null, blank or not a
+    scalar)."""
+
+    name: str
+    count: int
+    first_line: int
+    first_id: str
+
+    def text(self, path: str | Path) -> str:
+        """``corpus.jsonl line 3 (id 'a3') and 4 more record(s) hold no usable 'genre' ...``."""
+        more = f" and {self.count - 1} more record(s) hold" if self.count > 1 else " holds"
+        return (f"{path} line {self.first_line} (id {self.first_id!r}){more} no usable "
+                f"{self.name!r} (absent, null, blank, or not text or a number)")
+
+
+def missing_fields(items: Sequence[Item], names: Sequence[str]) -> list[MissingField]:
+    """Each declared subgroup field (stratum aside) that some record lacks. ``label`` in a
+    corpus without any label is left out: no metric is computed at all then."""
+    out = []
+    for name in names:
+        if name == STRATUM or (name == "label" and all(i.label is None for i in items)):
+            continue
+        lacking = [i for i in items if subgroup_value(i, name, None) is None]
+        if lacking:
+            out.append(MissingField(name, len(lacking), lacking[0].line, lacking[0].id))
+    return out
+
+
+def check_subgroup_fields(items: Sequence[Item], names: Sequence[str], path: str | Path) -> None:
+    """Raise CorpusError naming the field and line when a record lacks a declared subgroup."""
+    for missing in missing_fields(items, names):
+        raise CorpusError(f"Protocol subgroups names {missing.name!r}, but {missing.text(path)}",
+                          hint=f"give every record its {missing.name!r}, or remove it from "
+                          "Protocol subgroups (with `iteralab amend`)")
+
+
+def prediction_row(item: Item, prediction: Any, stratum_name: str | None,
+                   names: Sequence[str] = ()) -> dict[str, Any]:
+    """A predictions file row: id, prediction, label, stratum and each other declared
+    subgroup field's value, so that the file alone gives every subgroup's metric."""
+    row = {"id": item.id, "prediction": prediction, "label": item.label,
+           "stratum": stratum_name}
+    for name in names:
+        if name not in row:
+            row[name] = item.fields.get(name)
+    return row
 
 
 # ---------------------------------------------------------------- predictions file

@@ -12,8 +12,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.findings import Finding
-from toolkit.money.ledger import CURRENCY
-from toolkit.money.tariffs import PLAN_DAYS
+from toolkit.money.tariffs import CURRENCY, PLAN_DAYS
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -21,15 +20,23 @@ YES = layout.YES
 
 def _tariffs_rules(data: WorkbookData) -> list[Finding]:
     found = []
-    seen: dict[tuple[object, object, object], int] = {}
+    seen: dict[tuple[object, object, object, str], int] = {}
     for i, t in enumerate(data.tables["Tariffs"]):
         excel = data.excel_row("Tariffs", i)
-        key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"))
+        # One price per plan in a snapshot; a snapshot is one provider's prices of one date.
+        provider = str(t.get("provider") or "").strip()
+        key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"), provider.casefold())
         if key in seen:
+            whose = f" of {provider}" if provider else ""
             found.append(Finding("Tariffs", excel, "plan_days", "unique",
-                                 f"{key[1]} has two {key[2]}-day prices in the catalog of "
+                                 f"{key[1]} has two {key[2]}-day prices in the catalog{whose} of "
                                  f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
         seen[key] = excel
+        currency = t.get("currency")
+        if currency is not None and not CURRENCY.match(str(currency).strip().upper()):
+            found.append(Finding("Tariffs", excel, "currency", "currency",
+                                 f"currency {currency!r} is not an ISO 4217 code: type three "
+                                 "letters, e.g. USD or EUR (empty means USD)"))
         cards, days = t.get("cards_per_lot"), t.get("plan_days")
         if isinstance(cards, int) and cards < 1:
             found.append(Finding("Tariffs", excel, "cards_per_lot", "positive",
@@ -67,8 +74,8 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
         rental = str(v.get("rental_id") or "").strip()
         if rental and v.get("gpu_slug"):
             slugs.setdefault(rental, set()).add(str(v["gpu_slug"]).strip().lower())
-    tariff_cards = {(str(t.get("gpu_slug")), t.get("plan_days")): t.get("cards_per_lot")
-                    for t in data.tables["Tariffs"]}
+    tariff_cards = {(str(t.get("provider") or "").strip().casefold(), str(t.get("gpu_slug")),
+                     t.get("plan_days")): t.get("cards_per_lot") for t in data.tables["Tariffs"]}
     for i, r in enumerate(data.tables[layout.RENTALS.name]):
         excel = data.excel_row(layout.RENTALS.name, i)
 
@@ -96,7 +103,9 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
                 f"variants naming it declare {', '.join(sorted(others))}: a variant runs on the "
                 "GPU its rental holds; correct the rental or the variant's rental_id")
         days = layout.FLAT_DAYS.get(str(r.get("billing") or ""))
-        cards = tariff_cards.get((gpu, days))
+        # The rental's provider's lots, else those of the catalog naming no provider.
+        provider = str(r.get("provider") or "").strip().casefold()
+        cards = tariff_cards.get((provider, gpu, days), tariff_cards.get(("", gpu, days)))
         if cards is not None and r.get("cards_per_lot") not in (None, cards):
             add("cards_per_lot", "catalog", f"cards_per_lot {r.get('cards_per_lot')} differs "
                 f"from the Tariffs catalog ({cards} for {gpu}): a lot holds what the catalog "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,20 @@ LOCKED_SHEETS = ("Protocol", "Variants")
 
 @dataclass(frozen=True)
 class Lock:
-    """The protocol lock in force: its hash, when, and the content it covers."""
+    """A protocol lock or amendment: its hash, when, and the content it covers."""
 
     sha256: str
     at: str
     action: str
     snapshot: dict[str, Any]
+    #: Everything its Audit row's details hold (snapshot, changes, acknowledgements).
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> int | None:
+        """The layout it was made under; None for a lock made before layout 3 recorded it."""
+        value = self.details.get("layout")
+        return value if isinstance(value, int) else None
 
 
 def _plain(value: Any) -> Any:
@@ -62,17 +70,27 @@ def content_hash(content: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def current_lock(data: WorkbookData) -> Lock | None:
-    """The latest lock or amendment recorded in Audit, or None if never locked."""
-    for row in reversed(data.tables["Audit"]):
+def locks(data: WorkbookData) -> list[Lock]:
+    """Every lock and amendment recorded in Audit, oldest first."""
+    found = []
+    for row in data.tables["Audit"]:
         if row.get("action") in ("lock", "amend"):
             try:
-                content = json.loads(row.get("details") or "")["snapshot"]
-            except (ValueError, KeyError, TypeError):
-                content = {}
-            return Lock(str(row.get("protocol_sha256")), str(row.get("at")),
-                        str(row.get("action")), content)
-    return None
+                details = json.loads(row.get("details") or "")
+            except (ValueError, TypeError):
+                details = {}
+            details = details if isinstance(details, dict) else {}
+            content = details.get("snapshot")
+            found.append(Lock(str(row.get("protocol_sha256")), str(row.get("at")),
+                              str(row.get("action")),
+                              content if isinstance(content, dict) else {}, details))
+    return found
+
+
+def current_lock(data: WorkbookData) -> Lock | None:
+    """The latest lock or amendment recorded in Audit, or None if never locked."""
+    found = locks(data)
+    return found[-1] if found else None
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:

@@ -17,7 +17,17 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import CorpusError
-from toolkit.evidence import corpus, integrity, money_log, money_rules, predictions, schemas
+from toolkit.evidence import (
+    corpus,
+    determinism,
+    integrity,
+    money_log,
+    money_rules,
+    predictions,
+    schemas,
+    subgroups,
+    tuning,
+)
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
 from toolkit.plumbing.digests import Digests
@@ -44,7 +54,9 @@ def validate(data: WorkbookData, path: str | Path | None = None,
             digests = stack.enter_context(Digests(files))
         findings = sheet_findings(data)
         if where is not None:
-            findings += corpus_findings(data, where) + corpus_change_findings(data, where)
+            findings += (corpus_findings(data, where) + corpus_change_findings(data, where)
+                         + tuning.tuning_findings(data, where)
+                         + subgroups.field_findings(data, where))
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
@@ -178,7 +190,7 @@ def _protocol_rules(data: WorkbookData) -> list[Finding]:
         if isinstance(value, int) and value < 1:
             found.append(Finding("Protocol", row(name) + 2, name, "positive",
                                  f"{name} must be at least 1; found {value}"))
-    return found
+    return found + subgroups.protocol_findings(data)
 
 
 def _variants_rules(data: WorkbookData) -> list[Finding]:
@@ -202,7 +214,7 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
 #: series differs from its base_variant in the columns its ``changes`` names (R6).
 WORK_COLUMNS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
                 "gpu_slug", "padding", "max_length", "length_grouping", "compile",
-                "attention_backend")
+                "attention_backend", "padding_side", "kv_cache_dtype", "label")
 SERIES_1_VARIABLE = "batch_size"
 
 
@@ -360,6 +372,8 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
                 "restore it (`iteralab ingest` replays the journal)")
         for col in measured:
             value, reason = a.get(col.name), a.get(col.reason)
+            if value is None and reason is None and col.since > 1:
+                continue  # a row recorded before the column existed; the chain covers later ones
             if value is None and reason is None:
                 add(col.name, "missing-reason", f"{col.name} is empty without a reason: a "
                     f"missing measurement says why in {col.reason}")
@@ -398,5 +412,6 @@ RULES = {
     "Protocol": _protocol_rules,
     "Variants": lambda data: _variants_rules(data) + money_rules.variants_rental_rules(data),
     "Attempts": _attempts_rules,
+    "Manifest": determinism.findings,
     **money_rules.RULES,
 }

@@ -4,7 +4,9 @@ Money spent is counted from the Rentals sheet, never from the variants: five
 variants that ran on one RTX 4090 lot are one rental, one amount. A rental's
 amount is what the provider charges (typed in Rentals.amount, from the order
 or invoice); a flat plan left without an amount is priced from the Tariffs
-sheet (price of one lot x lots, in USD). Other project costs (storage,
+sheet (price of one lot x lots), from its provider's newest snapshot (or, when
+Tariffs name no such provider, from the rows naming none) and only in the
+rental's own currency: never converted. Other project costs (storage,
 egress, set-up labour) keep their own rows with amount, currency and grounds.
 Totals are per currency: amounts in different currencies are never added.
 
@@ -24,7 +26,7 @@ from toolkit import layout
 from toolkit.money import ledger
 from toolkit.money.settlement import full_row as full
 from toolkit.money.settlement import lookup_formula
-from toolkit.money.tariffs import Catalog, rules
+from toolkit.money.tariffs import Catalog, Plan, rules, same_provider
 from toolkit.workbook.model import Formula
 
 INCOMPLETE = "incomplete"
@@ -107,17 +109,33 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
                       "the provider's invoice in Rentals.amount")
     if catalog is None:
         return Priced(None, "no amount in Rentals and no Tariffs price to use")
-    if rental.currency != "USD":
-        return Priced(None, f"Tariffs prices are in USD, the rental in {rental.currency}: type "
-                      "the amount charged in Rentals.amount")
-    try:
-        plan = catalog.plan(str(rental.get("gpu_slug") or ""), days)
-    except rules.TariffError as exc:
-        return Priced(None, f"no amount in Rentals and no Tariffs price: {exc.message}")
+    named = str(rental.get("provider") or "").strip()
+    # Its provider's newest prices first, then the catalog as shipped, which names none.
+    scopes = [p for p in dict.fromkeys((named, ""))
+              if any(same_provider(q, p) for q in catalog.providers())]
+    if not scopes:
+        return Priced(None, f"no amount in Rentals and no Tariffs prices of "
+                      f"{named or 'its provider'}: type the amount charged in Rentals.amount")
+    problem = ""
+    for provider in scopes:
+        try:
+            plan: Plan = catalog.only(provider).plan(str(rental.get("gpu_slug") or ""), days)
+        except rules.TariffError as exc:
+            problem = problem or f"no amount in Rentals and no Tariffs price: {exc.message}"
+            continue
+        if plan.currency != rental.currency:  # never converted
+            problem = problem or (f"Tariffs prices are in {plan.currency}, the rental in "
+                                  f"{rental.currency}: type the amount charged in "
+                                  "Rentals.amount")
+            continue
+        break
+    else:
+        return Priced(None, problem)
     if not isinstance(lots, int) or lots < 1:
         return Priced(None, "lots is not a whole number >= 1")
     return Priced(rules.budget(plan, lots),
-                  f"Tariffs: {days}-day plan of {plan.catalog_date} x {lots} lot(s) "
+                  f"Tariffs: {days}-day plan of {plan.catalog_date}"
+                  f"{f' by {plan.provider}' if plan.provider else ''} x {lots} lot(s) "
                   f"({plan.source})", plan)
 
 
@@ -151,8 +169,11 @@ def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[
         values["amount"] = Formula(typed, priced.amount)
     elif priced.plan is not None:
         values["catalog_date"] = priced.plan.catalog_date
-        values["price_per_lot_usd"] = Formula(lookup_formula("price_per_lot_usd", row),
-                                              priced.plan.price_per_lot_usd)
+        several = catalog is not None and len(catalog.providers()) > 1
+        values["price_per_lot_usd"] = Formula(
+            lookup_formula("price_per_lot_usd", row,
+                           priced.plan.provider if several else None),
+            priced.plan.price_per_lot_usd)
         values["amount"] = Formula(
             f'IF(ISNUMBER({c["price_per_lot_usd"]}),{c["price_per_lot_usd"]}*{c["lots"]},"")',
             priced.amount)

@@ -24,14 +24,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import ToolkitError, UsageError
+from toolkit.errors import ToolkitError
+from toolkit.money.columns import column_mapping
+from toolkit.money.tariffs import CURRENCY
 
 FIELDS = ("date", "description", "reference", "amount", "currency")
 REQUIRED = ("date", "reference", "amount", "currency")
 #: A billing export of a few rentals is kilobytes; a year of a busy account a few MB.
 MAX_LEDGER_BYTES = 64 * 2**20
-#: An ISO 4217 code as the workbook and billing exports write it.
-CURRENCY = re.compile(r"^[A-Z]{3}$")
 _AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 NO_LEDGER = "no ledger imported"
 
@@ -42,14 +42,7 @@ class LedgerError(ToolkitError):
 
 def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
     """``FIELD=HEADER`` options as a field -> header dict; UsageError for a bad one."""
-    mapping = {}
-    for pair in pairs:
-        field, sep, header = pair.partition("=")
-        if not sep or field.strip() not in FIELDS or not header.strip():
-            raise UsageError(f"--column {pair!r}: expected FIELD=HEADER with FIELD one of "
-                             f"{', '.join(FIELDS)}", hint="e.g. --column amount=Total")
-        mapping[field.strip()] = header.strip()
-    return mapping
+    return column_mapping(pairs, FIELDS, "amount=Total")
 
 
 def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
-from toolkit.errors import UsageError
+from toolkit.errors import CatalogError, UsageError
 from toolkit.money.tariffs import Catalog, rules, translated
 from toolkit.workbook.model import Formula
 
@@ -25,6 +25,9 @@ from toolkit.workbook.model import Formula
 TARIFF_ROWS = 5000
 NO_PRICE = "no price in Tariffs"
 UNDEFINED = rules.UNDEFINED
+#: The currency of the configuration rows' money columns (price_per_lot_usd, budget_usd,
+#: cost_per_accepted_usd): a plan priced in another currency is refused, never converted.
+CONFIGURATION_CURRENCY = "USD"
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,9 @@ class Configuration:
     #: A projection: the budget buys this many corpora, and the cost per accepted corpus
     #: is budget / projected corpora once ``accepted`` (the campaign's, confirmed) is > 0.
     projected_corpora: int | None = None
+    #: Whose prices, when the catalog holds several providers' ("" for the unnamed one);
+    #: None for a catalog of one provider.
+    provider: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,16 +88,20 @@ def _tariff_range(column: str) -> str:
     return f"{layout.TARIFFS.name}!${letter}$2:${letter}${TARIFF_ROWS + 1}"
 
 
-def lookup_formula(column: str, row: int) -> str:
+def lookup_formula(column: str, row: int, provider: str | None = None) -> str:
     """A formula for Tariffs' ``column`` on the row matching this Settlement row's plan.
 
-    Exactly one Tariffs row must match (gpu_slug, plan_days, catalog_date);
-    otherwise it shows "no price in Tariffs" rather than 0.
+    Exactly one Tariffs row must match (gpu_slug, plan_days, catalog_date, and
+    ``provider`` when given: a catalog of several providers; "" matches the rows
+    naming none); otherwise it shows "no price in Tariffs" rather than 0.
     """
     c = _columns()
     match = (f"({_tariff_range('gpu_slug')}=${c['gpu_slug']}{row})"
              f"*({_tariff_range('plan_days')}=${c['plan_days']}{row})"
              f"*({_tariff_range('catalog_date')}=${c['catalog_date']}{row})")
+    if provider is not None:
+        text = provider.strip().replace('"', '""')  # Excel compares text without case
+        match += f'*({_tariff_range("provider")}="{text}")'
     return (f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range(column)}),'
             f'"{NO_PRICE}")')
 
@@ -100,8 +110,16 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
     """The Settlement row of one configuration written at Excel row ``row``."""
     c = _columns()
     with translated():
-        plan = catalog.plan(config.gpu_slug, config.plan_days, config.catalog_date)
+        plan = catalog.only(config.provider).plan(config.gpu_slug, config.plan_days,
+                                                  config.catalog_date)
         total = rules.budget(plan, config.lots)
+    if plan.currency != CONFIGURATION_CURRENCY:
+        raise CatalogError(
+            f"{config.item}: the {plan.plan_days}-day {plan.gpu_slug} plan of {plan.seller} is "
+            f"priced in {plan.currency}; the Settlement's configuration columns are in "
+            f"{CONFIGURATION_CURRENCY} and prices are never converted",
+            hint=f"price the configuration with a {CONFIGURATION_CURRENCY} snapshot, or leave "
+            "it unpriced with its reason")
     accepted = accepted_count(config.accepted)
     price, lots, cards_per_lot = (f"{c[n]}{row}" for n in
                                   ("price_per_lot_usd", "lots", "cards_per_lot"))
@@ -124,10 +142,11 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         "catalog_date": plan.catalog_date,
         "plan_days": plan.plan_days,
         "lots": config.lots,
-        "cards_per_lot": Formula(lookup_formula("cards_per_lot", row), plan.cards_per_lot),
+        "cards_per_lot": Formula(lookup_formula("cards_per_lot", row, config.provider),
+                                 plan.cards_per_lot),
         "cards": Formula(f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
                          config.lots * plan.cards_per_lot),
-        "price_per_lot_usd": Formula(lookup_formula("price_per_lot_usd", row),
+        "price_per_lot_usd": Formula(lookup_formula("price_per_lot_usd", row, config.provider),
                                      plan.price_per_lot_usd),
         # Lots, never cards: a B200 lot's price already covers its two cards.
         "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),

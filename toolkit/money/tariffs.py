@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -46,9 +47,14 @@ else:
     Catalog, Plan, TariffError = rules.Catalog, rules.Plan, rules.TariffError
 PLAN_DAYS: tuple[int, ...] = rules.PLAN_DAYS
 UNDEFINED: str = rules.UNDEFINED
+DEFAULT_CURRENCY: str = rules.DEFAULT_CURRENCY
+#: An ISO 4217 code as catalogs and billing exports write it: the one pattern.
+CURRENCY: re.Pattern[str] = rules.CURRENCY
 budget = rules.budget
 cost_per_accepted = rules.cost_per_accepted
 usd = rules.usd
+money = rules.money
+same_provider = rules.same_provider
 
 @contextlib.contextmanager
 def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
@@ -59,13 +65,16 @@ def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
         raise error(exc.message, hint=exc.hint) from exc
 
 
-def load_catalog(path: str | Path | None = None) -> Catalog:
-    """The catalog CSV at ``path`` (default: the shipped one), checked; CatalogError if bad."""
+def load_catalog(path: str | Path | None = None, name: str | None = None) -> Catalog:
+    """The catalog CSV at ``path`` (default: the shipped one), checked; CatalogError if bad.
+
+    Messages name the file as ``name`` (default: the path as given).
+    """
     with translated():
         if path is None:
             default = shipped(TARIFF_CATALOG)
-            return rules.load_catalog(default, default.name)
-        return rules.load_catalog(path, str(path))
+            return rules.load_catalog(default, name or default.name)
+        return rules.load_catalog(path, name or str(path))
 
 
 def catalog_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (),
@@ -108,8 +117,16 @@ def catalog_from_workbook(data: Any, origin: str = "sheet Tariffs") -> Catalog:
 
 
 def tariff_rows(catalog: Catalog) -> list[dict[str, Any]]:
-    """Tariffs sheet rows (one per plan, keyed by the sheet's columns) from a catalog."""
-    rows = []
-    for plan in catalog.plans:
-        rows.append({name: getattr(plan, name) for name in layout.TARIFFS.names})
-    return rows
+    """Tariffs sheet rows (one per plan, keyed by the sheet's columns) from a catalog.
+
+    The currency is always written (every amount has one); an unnamed provider
+    stays an empty cell.
+    """
+    return [tariff_row(plan) for plan in catalog.plans]
+
+
+def tariff_row(plan: Plan) -> dict[str, Any]:
+    """The Tariffs sheet row of one plan."""
+    row = {name: getattr(plan, name) for name in layout.TARIFFS.names}
+    row["provider"] = plan.provider or None
+    return row

@@ -3,23 +3,23 @@
 Prices come from the one tariff reader (:mod:`toolkit.money.tariffs`): the flat
 price of one lot of ``cards_per_lot`` cards for a 3-, 7- or 30-day plan. A lot
 is one machine: its cards may hold one split model; two lots are two machines.
-Three optional columns of the same CSV, which the tariff rules ignore, say
-more when a catalog has them: ``availability`` (``on-demand``, ``reserved``,
-``spot`` or ``interruptible``), ``storage_usd_per_gb_month`` and
-``egress_usd_per_gb``. Whether interruptible capacity suits the work is
-:func:`usage_fit`'s answer. Stdlib only.
+Offers are in USD: a catalog row in another currency is left out, never
+converted. Three optional columns of the same CSV, which the tariff rules
+ignore and keep on each plan (``Plan.extra``), say more when a catalog has
+them: ``availability`` (``on-demand``, ``reserved``, ``spot`` or
+``interruptible``), ``storage_usd_per_gb_month`` and ``egress_usd_per_gb``.
+Whether interruptible capacity suits the work is :func:`usage_fit`'s answer.
+Stdlib only.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from toolkit.errors import CatalogError
 from toolkit.money import tariffs
-from toolkit.plumbing.shipped import TARIFF_CATALOG, shipped
 
 AVAILABILITIES = ("on-demand", "reserved", "spot", "interruptible")
 INTERRUPTIBLE = ("spot", "interruptible")
@@ -100,23 +100,23 @@ def usage_fit(offer: Offer, usage: str | None) -> str | None:
 
 
 def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str, Offer], str]:
-    """The newest offer per GPU slug for a plan, and the reason a card has none.
+    """The newest USD offer per GPU slug for a plan, and the reason a card has none.
 
     The prices are read by :func:`toolkit.money.tariffs.load_catalog` (default:
     the shipped catalog); a missing file is not an error, every card then has no price.
+    Two providers' offers of the same date: the cheaper one.
     """
     if path is not None and not path.is_file():
         return {}, f"no price in catalog ({path.name} not found)"
-    plans = tariffs.load_catalog(path).plans
-    extras = _extras(path or shipped(TARIFF_CATALOG))
+    plans = tariffs.load_catalog(path, path.name if path else None).plans
+    extras = [_extras(plan) for plan in plans]  # every row checked, whatever the plan length
     offers: dict[str, Offer] = {}
-    for plan in plans:
-        if plan.plan_days != plan_days:
+    for plan, (state, storage, egress) in zip(plans, extras, strict=True):
+        if plan.plan_days != plan_days or plan.currency != "USD":
             continue
         known = offers.get(plan.gpu_slug)
-        if known is None or plan.catalog_date >= known.catalog_date:
-            state, storage, egress = extras.get(
-                (plan.catalog_date, plan.gpu_slug, plan.plan_days), (None, None, None))
+        if known is None or (plan.catalog_date, -plan.price_per_lot_usd) >= (
+                known.catalog_date, -known.price_per_lot_usd):
             offers[plan.gpu_slug] = Offer(plan.gpu_slug, plan.cards_per_lot,
                                           plan.price_per_lot_usd, plan.plan_days,
                                           plan.catalog_date, state, storage, egress)
@@ -126,29 +126,17 @@ def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str,
 Extras = tuple[str | None, Decimal | None, Decimal | None]
 
 
-def _extras(path: Path) -> dict[tuple[str, str, int], Extras]:
-    """The optional columns by (catalog_date, gpu_slug, plan_days); CatalogError names the
-    line and column of a value that is not one of those allowed."""
-    found: dict[tuple[str, str, int], Extras] = {}
-    with path.open(encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
-        names = reader.fieldnames or []
-        if not any(c in names for c in ("availability", *EXTRA_MONEY)):
-            return found
-        for row in reader:
-            if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
-                continue
-            where = f"{path.name}, line {reader.line_num}"
-            state = (row.get("availability") or "").strip().lower()
-            if state and state not in AVAILABILITIES:
-                raise CatalogError(f"{where}, column availability: {state!r} is not one of "
-                                   f"{', '.join(AVAILABILITIES)}",
-                                   hint="leave it empty when the catalog does not say")
-            storage, egress = (_amount(row.get(c), f"{where}, column {c}") for c in EXTRA_MONEY)
-            key = (row["catalog_date"].strip(), row["gpu_slug"].strip(),
-                   int(row["plan_days"].strip().lstrip("+")))  # checked by the tariff reader
-            found[key] = (state or None, storage, egress)
-    return found
+def _extras(plan: tariffs.Plan) -> Extras:
+    """The optional columns of a plan's row; CatalogError names the line and column of a
+    value that is not one of those allowed."""
+    row = dict(plan.extra)
+    state = row.get("availability", "").lower()
+    if state and state not in AVAILABILITIES:
+        raise CatalogError(f"{plan.where}, column availability: {state!r} is not one of "
+                           f"{', '.join(AVAILABILITIES)}",
+                           hint="leave it empty when the catalog does not say")
+    storage, egress = (_amount(row.get(c), f"{plan.where}, column {c}") for c in EXTRA_MONEY)
+    return state or None, storage, egress
 
 
 def _amount(raw: str | None, where: str) -> Decimal | None:

@@ -3,10 +3,15 @@
 *Decision*, one row per configuration (variant), in Summary order: the
 production projection. The Protocol's expected outputs at the variant's
 measured time for one corpus end to end (Summary ``campaign_s``: load +
-warm-up + measured + evaluation + export), spread over the lots, give the
+warm-up + measured + evaluation + export; for a configuration that relies on a
+declared resume variant to finish the corpus, plus the resume variant's, R13),
+spread over the lots, give the
 hours; the cheapest plan and number of lots of the variant's GPU (Tariffs,
-newest snapshot) that cover them and finish before the deadline give the
-budget. Lots work on separate corpora side by side: the work splits by
+each provider's newest snapshot) that cover them and finish before the deadline
+give the budget. The decision columns are in USD (price_per_lot_usd,
+budget_usd): offers in another currency are left out and named, never
+converted, and a GPU sold only in another currency stays unpriced with that
+reason. Lots work on separate corpora side by side: the work splits by
 corpus, never a model across lots. Production is assumed to start when the
 Schedule's window ends. The cost per accepted corpus is budget / projected
 corpora once the user has confirmed the campaign's outputs in the
@@ -36,6 +41,7 @@ from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.money import incurred, ledger, settlement
 from toolkit.money.schedule import Window
 from toolkit.money.tariffs import Catalog, Plan, rules
+from toolkit.report.quality import resumed_by
 from toolkit.report.summary import VariantStats
 from toolkit.workbook.model import Formula, WorkbookData
 
@@ -63,6 +69,21 @@ class Costing:
     projected_corpora: int | None = None
     projected_hours: Decimal | None = None  # per lot
     deadline_check: str | None = None
+    #: Offers of the GPU in another currency, left out of the comparison (never converted).
+    currency_note: str | None = None
+    #: The declared resume variant this configuration relies on to finish the corpus (R13):
+    #: its time and attempts count with this configuration.
+    resume: VariantStats | None = None
+
+    @property
+    def campaign(self) -> float | None:
+        """One corpus end to end for this configuration: its campaign_s, plus its resume
+        variant's when it relies on one (R13); None when either is missing."""
+        own = self.stats.campaign
+        if self.resume is None or own is None:
+            return own
+        other = self.resume.campaign
+        return None if other is None else own + other
 
     @property
     def accepted_count(self) -> int | None:
@@ -113,13 +134,53 @@ def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
 
 
 def _sold(catalog: Catalog, gpu: str) -> tuple[list[Plan], str]:
-    """The plans of ``gpu`` in the catalog's newest snapshot, or none and why."""
-    try:
-        day = catalog.snapshot()
-    except rules.TariffError as exc:
-        return [], exc.message
-    sold = [p for p in catalog.plans if p.catalog_date == day and p.gpu_slug == gpu]
-    return sold, "" if sold else f"{gpu} has no price in the Tariffs sheet's catalog of {day}"
+    """The USD plans of ``gpu`` in each provider's newest snapshot, or none and why.
+
+    Prices in two currencies are never compared: the decision columns are in USD,
+    so an offer in another currency is left out (:func:`currency_note` names it).
+    """
+    offers = [p for p in catalog.newest() if p.gpu_slug == gpu]
+    sold = [p for p in offers if p.currency == settlement.CONFIGURATION_CURRENCY]
+    if sold:
+        return sold, ""
+    if offers:
+        return [], (f"{gpu} is priced only in {_offers_text(offers)}: the Settlement's decision "
+                    f"columns are in {settlement.CONFIGURATION_CURRENCY} and prices in another "
+                    "currency are never compared or converted (no exchange rate is assumed)")
+    dates = sorted({p.catalog_date for p in catalog.newest()})
+    where = (f"catalog of {dates[0]}" if len(catalog.providers()) == 1
+             else f"newest snapshots ({', '.join(dates)})")
+    return [], f"{gpu} has no price in the Tariffs sheet's {where}"
+
+
+def _offers_text(offers: Sequence[Plan]) -> str:
+    """Offers grouped by currency, e.g. ``EUR (Example Cloud, snapshot of 2026-11-20)``."""
+    by_currency: dict[str, list[str]] = {}
+    for p in offers:
+        seller = f"{p.seller}, snapshot of {p.catalog_date}"
+        if seller not in by_currency.setdefault(p.currency, []):
+            by_currency[p.currency].append(seller)
+    return " and ".join(f"{cur} ({'; '.join(who)})" for cur, who in sorted(by_currency.items()))
+
+
+def currency_note(catalog: Catalog, gpu: str) -> str | None:
+    """The offers of ``gpu`` left out of the USD comparison, or None when there are none."""
+    others = [p for p in catalog.newest() if p.gpu_slug == gpu
+              and p.currency != settlement.CONFIGURATION_CURRENCY]
+    if not others or not _sold(catalog, gpu)[0]:
+        return None
+    return (f"offers of {gpu} in {_offers_text(others)} left out: prices in different "
+            "currencies are never compared or converted without a dated exchange rate typed "
+            "by you")
+
+
+def _whose(plan: Plan) -> str:
+    return f" of {plan.provider}" if plan.provider else ""
+
+
+def _provider(catalog: Catalog, plan: Plan) -> str | None:
+    """The plan's provider for the lookup formulas when the catalog holds several."""
+    return plan.provider if len(catalog.providers()) > 1 else None
 
 
 def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan | None, str]:
@@ -127,9 +188,10 @@ def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan
     sold, problem = _sold(catalog, gpu)
     if not sold:
         return None, problem
-    for plan in sorted(sold, key=lambda p: p.plan_days):
+    for plan in sorted(sold, key=lambda p: (p.plan_days, p.price_per_lot_usd)):
         if plan.hours >= span_hours:
-            return plan, f"shortest {gpu} plan covering the {rules.hours_text(span_hours)} span"
+            return plan, (f"shortest {gpu} plan{_whose(plan)} covering the "
+                          f"{rules.hours_text(span_hours)} span")
     longest = max(p.plan_days for p in sold)
     return None, (f"no {gpu} plan in Tariffs covers the {rules.hours_text(span_hours)} span "
                   f"(longest priced: {longest} days): revise the schedule or price the extra "
@@ -176,8 +238,8 @@ def cheapest_cover(catalog: Catalog, gpu: str, corpora: int, campaign_s: float,
                      f"{MAX_LOTS} lots (longest priced: {longest} days): revise the schedule or "
                      "price the extra period explicitly", False)
     late, _, lots, _, plan, work = min(covering, key=lambda c: c[:4])
-    note = (f"cheapest {gpu} cover: {lots} lot(s) x {plan.plan_days}-day plan for the "
-            f"{rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
+    note = (f"cheapest {gpu} cover{_whose(plan)}: {lots} lot(s) x {plan.plan_days}-day plan "
+            f"for the {rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
             "(lots work on separate corpora side by side)")
     in_time = None if available_hours is None else not late
     return Cover(plan, lots, work, note, in_time)
@@ -212,6 +274,7 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
         c.rental_id = str(variant.get("rental_id") or "").strip() or None
         c.confirmed, c.confirm_reason = confirmation(st.variant_id, verification)
         c.projected_corpora = corpora
+        c.resume = resumed_by(st, all_stats)
         if gpu is None:
             c.reason = NO_RENTAL if variant.get("device") != "cuda" else \
                 "no gpu_slug in Variants: no rental price can be looked up"
@@ -225,11 +288,16 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
             c.reason = ("no successful run yet: nothing to project" if not st.successes else
                         "no success with every phase timed (load, warm-up, measured, "
                         "evaluation, export): nothing to project")
+        elif c.campaign is None:
+            c.reason = (f"its resume variant {c.resume.variant_id if c.resume else '?'} has no "
+                        "success with every phase timed: the time of resuming is unknown, "
+                        "nothing to project (R13)")
         else:
-            cover = cheapest_cover(catalog, gpu, corpora, st.campaign, win.span_hours,
+            cover = cheapest_cover(catalog, gpu, corpora, c.campaign, win.span_hours,
                                    available)
             c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
             c.reason = None if cover.plan else cover.note
+            c.currency_note = currency_note(catalog, gpu)
             c.lots_ground = cover.note
             c.deadline_check = _deadline_text(cover, deadline_problem, available)
         out.append(c)
@@ -263,6 +331,7 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
     incurred part (rentals, other costs kept, totals per currency)."""
     rows = []
     hours = None if win is None else win.span_hours
+    summary_row_of = {c.stats.variant_id: 2 + i for i, c in enumerate(costs)}
     for i, c in enumerate(costs):
         excel = 2 + i
         if c.plan is not None and catalog is not None:
@@ -272,7 +341,7 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
                 median_s=c.stats.median, campaign_hours=hours, catalog_date=c.plan.catalog_date,
                 grounds=_grounds(c, f"projection, not a measurement: {c.lots_ground} "
                                  f"({c.plan.source})"),
-                projected_corpora=c.projected_corpora)
+                projected_corpora=c.projected_corpora, provider=_provider(catalog, c.plan))
             row = settlement.configuration_row(config, catalog, excel)
         else:
             row = {name: None for name in layout.SETTLEMENT.names}
@@ -287,6 +356,12 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
         campaign = summary_row % layout.column_letter(layout.SUMMARY, "campaign_s")
         row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
         row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
+        if c.resume is not None and c.resume.variant_id in summary_row_of:
+            # R13: the resume variant's time counts with the configuration it resumes.
+            other = (f"{layout.SUMMARY.name}!${layout.column_letter(layout.SUMMARY, 'campaign_s')}"
+                     f"${summary_row_of[c.resume.variant_id]}")
+            row["campaign_s"] = Formula(f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})',
+                                        c.campaign)
         if c.projected_hours is not None and c.projected_corpora is not None:
             col = {n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
                    for n in ("projected_corpora", "lots", "campaign_s")}
@@ -366,7 +441,25 @@ def incurred_summary(rows: Sequence[dict[str, Any]]) -> str:
     return f"{' and '.join(totals) or 'no total'} incurred, each rental once; {ledger_text}"
 
 
+def resume_text(c: Costing) -> str:
+    """What a resumed configuration's Settlement row counts (R13); empty without a resume."""
+    r, st = c.resume, c.stats
+    if r is None:
+        return ""
+
+    def seconds(value: float | None) -> str:
+        return "no full run" if value is None else f"{value:.3f} s"
+    return (f"with its resume variant {r.variant_id} (R13): campaign_s is {st.variant_id}'s "
+            f"{seconds(st.campaign)} + {r.variant_id}'s {seconds(r.campaign)}; attempts "
+            f"{st.variant_id} {st.attempts} ({len(st.unfinished)} unfinished) + "
+            f"{r.variant_id} {r.attempts}")
+
+
 def _grounds(c: Costing, text: str) -> str:
+    if c.currency_note:
+        text += f"; {c.currency_note}"
+    if c.resume is not None:
+        text += f"; {resume_text(c)}"
     if not c.stats.equal_quality:
         text += f"; {c.stats.gate_note}: kept out of the cost comparison (R16)"
     runner = c.runner_accepted
@@ -413,20 +506,28 @@ def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Pr
 
     Hours = corpora x measured seconds / 3600, processing only (no install,
     load or evaluation); the plan is the shortest one of the variant's GPU
-    covering those hours. None without runs or an expected count.
+    covering those hours. A configuration relying on a resume variant (R13) adds the
+    resume variant's median, fastest and slowest run to its own. None without runs or an
+    expected count.
     """
-    st = c.stats
+    st, r = c.stats, c.resume
     if (not isinstance(expected_outputs, int) or expected_outputs < 1 or st.median is None
             or st.minimum is None or st.maximum is None):
         return None
+    if r is not None and (r.median is None or r.minimum is None or r.maximum is None):
+        return None
 
-    def hours(seconds: float) -> Decimal:
-        return Decimal(repr(seconds)) * expected_outputs / 3600
+    def hours(seconds: float, resumed: float | None) -> Decimal:
+        # R13: a configuration that relies on a resume variant also runs it.
+        total = seconds if r is None or resumed is None else seconds + resumed
+        return Decimal(repr(total)) * expected_outputs / 3600
 
     def plan(h: Decimal) -> Plan | None:
         if catalog is None or c.gpu_slug is None:
             return None
         return covering_plan(catalog, c.gpu_slug, h)[0]
 
-    fast, slow = hours(st.minimum), hours(st.maximum)
-    return Projection(expected_outputs, hours(st.median), fast, slow, plan(fast), plan(slow))
+    fast = hours(st.minimum, r.minimum if r else None)
+    slow = hours(st.maximum, r.maximum if r else None)
+    return Projection(expected_outputs, hours(st.median, r.median if r else None), fast, slow,
+                      plan(fast), plan(slow))

@@ -19,7 +19,7 @@ from typing import Any
 from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, work_value
 from toolkit.money.tariffs import Catalog
 from toolkit.report import stats
-from toolkit.report.costs import Costing, Projection, duration, projection
+from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
 from toolkit.report.summary import VariantStats
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
@@ -292,6 +292,8 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
                                                 (st.excluded, "excluded")) if n]
         reasons.append(f"{st.successes} successful runs of {st.attempts} attempts"
                        + (f" ({', '.join(counts)})" if counts else ""))
+    reasons += [f"{o.stats.variant_id} counts {resume_text(o)}, in the Settlement's "
+                "projection and cost" for o in comparable if o.resume is not None]
     for st in all_stats:
         if not st.equal_quality:
             reasons.append(f"{st.variant_id} kept out: {st.gate_note.split(': ', 1)[-1]}")

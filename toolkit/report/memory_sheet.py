@@ -18,8 +18,16 @@ from toolkit.workbook.model import WorkbookData
 
 def memory_rows_of(data: WorkbookData, base_dir: Path) -> list[dict[str, Any]]:
     """The Memory sheet's rows for a workbook's variants and attempts."""
-    estimates = {str(v.get("variant_id")): variant_estimate(v, base_dir)
-                 for v in data.tables["Variants"]}
+    form = data.forms["Protocol"]
+    new_tokens = form.get("max_new_tokens")
+    if str(form.get("task") or "").strip() == "generation" and isinstance(new_tokens, int):
+        # A generation's sequences grow past the prompt budget by max_new_tokens: the KV
+        # cache and activations are estimated at max_length + max_new_tokens.
+        rows = [{**v, "max_length": int(v["max_length"]) + new_tokens}
+                if isinstance(v.get("max_length"), int) else v for v in data.tables["Variants"]]
+    else:
+        rows = list(data.tables["Variants"])
+    estimates = {str(v.get("variant_id")): variant_estimate(v, base_dir) for v in rows}
     return memory_rows(estimates, peak_observations(data.tables["Attempts"]))
 
 

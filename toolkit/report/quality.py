@@ -39,6 +39,12 @@ def apply_gate(all_stats: Sequence[VariantStats], protocol: dict[str, Any]) -> N
         st.equal_quality = not reasons
         st.gate_note = ("outside the equal-quality comparison: " + "; ".join(reasons)
                         if reasons else _resume_note(st, resume))
+    for st in all_stats:  # R13: the resume variant says where its time and attempts count
+        resumed = next((o for o in all_stats if resumed_by(o, all_stats) is st), None)
+        if resumed is not None and st.equal_quality:
+            st.gate_note = "; ".join(filter(None, [st.gate_note, (
+                f"resume variant of {resumed.variant_id} (R13): its time and attempts count "
+                f"with {resumed.variant_id} in the Settlement")]))
 
 
 #: Unfinished attempts named in a note; past it, how many more.

@@ -19,7 +19,7 @@ from toolkit import layout
 from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
-from toolkit.report import decision, summary
+from toolkit.report import decision, generation, summary, utilisation
 from toolkit.report.costs import duration
 from toolkit.report.refresh import Refreshed
 from toolkit.workbook.model import WorkbookData
@@ -99,6 +99,16 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
              if (n := summary.summary_notes(st, p.get("exclusion_rule")))]
     if notes:
         lines += ["", *[f"- {vid}: {n}" for vid, n in notes]]
+    lines += ["", "## Utilisation: how close to the machine's peak", "",
+              "Real-token model FLOPs per second of the measured window / the matrix-multiply "
+              "peak the runner's probe measured in the variant's precision (medians over the "
+              "successes); padding waste: the share of the model's work on padding.", ""]
+    lines += utilisation.report_lines([(st.variant_id, st.usage) for st in result.stats
+                                       if st.usage is not None]) or ["- no variant"]
+    produced = generation.report_lines(data, workbook.parent)  # Protocol task generation
+    if produced:
+        lines += ["", "## Generation: decode speed against the bandwidth ceiling", "",
+                  *produced]
     lines += ["", "## Does the series separate the variants? (R15)", "",
               "Rule: separated when the min-max ranges do not overlap and a clean split is "
               "unlikely by chance (2 / C(n+m, n) <= 5%: 0.8% for 5 runs against 5).", ""]

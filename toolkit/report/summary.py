@@ -23,7 +23,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.amendments import Relaxation, relaxations
-from toolkit.report import stats
+from toolkit.report import stats, utilisation
 from toolkit.workbook.model import Formula, WorkbookData
 
 #: Attempts rows the formulas reach at least (header excluded).
@@ -83,6 +83,9 @@ class VariantStats:
     #: Successes' load + warm-up + measured + evaluation + export, when all five are recorded.
     campaign_runs: tuple[float, ...] = ()
     by_repetition: dict[int, float] = field(default_factory=dict)
+    #: Successes' measured_s per seed (Attempts seed, R17): kept apart in the notes; the
+    #: variant's median stays the one over all seeds.
+    by_seed: dict[int, list[float]] = field(default_factory=dict)
     items: float | None = None  # corpus items (median expected_ids of the successes)
     quality_verdict: str = "not evaluated"
     metric_value: float | None = None
@@ -107,6 +110,8 @@ class VariantStats:
     #: Filled by the quality gate (report.quality): joins the cost comparison.
     equal_quality: bool = False
     gate_note: str = ""
+    #: Median utilisation and padding waste of the successes, and what limits them.
+    usage: utilisation.Utilisation | None = None
 
     @property
     def successes(self) -> int:
@@ -170,6 +175,10 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
                 if is_success(a) and a.get("manifest_id") in manifests]
         st.stacks = {f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
                      for f in STACK_FIELDS}
+        declared = next((v for v in data.tables["Variants"]
+                         if str(v.get("variant_id")) == st.variant_id), None)
+        st.usage = utilisation.of_variant([a for a in mine if is_success(a)], manifests,
+                                          declared)
     return list(found.values())
 
 
@@ -206,6 +215,9 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
         rep = a.get("repetition")
         if isinstance(rep, int) and rep not in st.by_repetition:
             st.by_repetition[rep] = float(a["measured_s"])
+        seed = a.get("seed")
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            st.by_seed.setdefault(seed, []).append(float(a["measured_s"]))
     st.campaign_runs = tuple(_phases_sum(a) for a in wins
                              if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES))
     items = [_number(a.get("expected_ids")) for a in wins]
@@ -319,6 +331,16 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
     kept = f'{mine}*({r("excluded")}<>"yes")'
     for col in MEMORY_COLUMNS:
         values[col] = guarded("MAX", col, kept, st.peaks.get(col))
+    usage = st.usage
+    if usage is not None:
+        values["utilisation"] = guarded("MEDIAN", "utilisation", ok, usage.value)
+        # A formula's text literal holds at most 255 characters in Excel.
+        reason = (usage.reason or "").replace('"', "'")[:200]
+        values["utilisation_reason"] = Formula(
+            f'IF(SUMPRODUCT({ok}*({r("utilisation")}<>""))=0,"{reason}","")',
+            reason or None)
+        values["padding_waste"] = guarded("MEDIAN", "padding_waste", ok, usage.padding_waste)
+        values["limited_by"] = usage.limited_by
     return {name: values.get(name) for name in layout.SUMMARY.names}
 
 
@@ -339,7 +361,9 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
         notes.append(f"repetitions {', '.join(map(str, extra))} are in the median but not in "
                      f"run_1_s..run_{RUN_COLUMNS}_s")
     unplaced = st.successes - len(st.by_repetition)
-    if unplaced > 0:
+    if len(st.by_seed) > 1:
+        notes.append(seeds_note(st.by_seed))
+    elif unplaced > 0:
         notes.append(f"{unplaced} success(es) share a repetition number with another: in the "
                      "median, not in the run columns")
     notes += [f"{r.text()}: its runs are on the corpus measured before "
@@ -353,6 +377,15 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
                      "(`iteralab validate` names them): these numbers cannot be trusted until "
                      "the evidence is restored")
     return "; ".join(notes)
+
+
+def seeds_note(by_seed: dict[int, list[float]]) -> str:
+    """Each seed's median kept apart (R17): the variant's median_s is over every seed, and
+    run_k_s shows repetition k's first success, whichever its seed."""
+    parts = [f"seed {seed}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
+             for seed, runs in by_seed.items()]
+    return (f"per seed (R17): {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
+            "and run_k_s shows repetition k's first success, whichever its seed")
 
 
 def summary_rows(all_stats: Sequence[VariantStats], data: WorkbookData) -> list[dict[str, Any]]:

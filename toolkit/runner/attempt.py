@@ -46,11 +46,32 @@ import torch
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import corpus, journal
+from toolkit.evidence import corpus, determinism, journal
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import compilation, environment, evaluation, faults, plan, precision, probes
+from toolkit.runner import (
+    achieved,
+    compilation,
+    decoding,
+    environment,
+    evaluation,
+    faults,
+    flops,
+    plan,
+    precision,
+    probes,
+    reproducibility,
+)
+from toolkit.runner.attempt_parts import (
+    AttemptTimeout,
+    Cells,
+    attempt_seed,
+    breaks_cuda,
+    error_text,
+    forget_traceback,
+    seconds,
+)
 from toolkit.runner.model import LoadedModel, load
 
 Emit = Callable[[dict[str, Any]], None]
@@ -74,6 +95,9 @@ class AttemptSpec:
     reference: dict[str, Any] | None = None
     threads: int | None = None
     timeout_s: float | None = None
+    #: The seed of this attempt's slot (R17); None: the protocol's first seed, if any (a
+    #: spec written before seeds were kept apart).
+    seed: int | None = None
 
     def to_json(self) -> str:
         """The spec as a JSON text (what the worker process reads)."""
@@ -94,10 +118,6 @@ class AttemptSpec:
         """``<workbook stem>_predictions/<attempt_id>.jsonl`` beside the workbook."""
         book = Path(self.workbook)
         return self.base / f"{book.stem}_predictions" / f"{self.attempt_id}.jsonl"
-
-
-class AttemptTimeout(Exception):
-    """The attempt ran past its allowed duration."""
 
 
 class InterruptGuard:
@@ -140,6 +160,10 @@ class Window:
     predictions: list[tuple[int, str]] = field(default_factory=list)
     padded_tokens: int = 0
     real_tokens: int = 0
+    #: For the FLOP count (runner.flops): inputs, and squared lengths real and padded.
+    sequences: int = 0
+    real_squares: int = 0
+    padded_squares: int = 0
 
 
 def _pad(encoded: dict[str, list[list[int]]], indexes: list[int], pad_id: int, width: int | None,
@@ -158,11 +182,13 @@ def _pad(encoded: dict[str, list[list[int]]], indexes: list[int], pad_id: int, w
 
 
 def run_batches(model: LoadedModel, variant: dict[str, Any], texts: list[str], window: Window,
-                after_batch: Callable[[int], None]) -> None:
+                after_batch: Callable[[int], None],
+                forward: probes.ForwardSpans | None = None) -> None:
     """Tokenize, transfer and infer ``texts`` by batches; append predictions to ``window``.
 
     The variant sets batch size, padding, truncation and length grouping; the
-    same function serves warm-up and the measured window.
+    same function serves warm-up and the measured window. ``forward`` (on CUDA) times
+    each call of the model on the device, nothing around it (R10).
     """
     tokenizer, module, labels = model.tokenizer, model.module, model.labels
     device = model.device
@@ -191,10 +217,19 @@ def run_batches(model: LoadedModel, variant: dict[str, Any], texts: list[str], w
                                    max_length=max_length, return_tensors="pt")
             mask = inputs["attention_mask"]
             window.padded_tokens += mask.numel()
-            window.real_tokens += int(mask.sum())
+            rows = mask.sum(dim=1)
+            window.real_tokens += int(rows.sum())
+            window.sequences += len(indexes)
+            window.real_squares += int((rows * rows).sum())
+            window.padded_squares += mask.shape[0] * mask.shape[1] ** 2
             if transfer:
                 inputs = {k: v.to(device) for k, v in inputs.items()}
-            best = module(**inputs).argmax(dim=-1).tolist()
+            if forward is None:
+                logits = module(**inputs)
+            else:
+                with forward:
+                    logits = module(**inputs)
+            best = logits.argmax(dim=-1).tolist()
             window.predictions.extend((i, labels[p]) for i, p in zip(indexes, best, strict=False))
             after_batch(len(window.predictions))
 
@@ -224,7 +259,9 @@ def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
                 ) -> tuple[list[tuple[int, int]], str | None]:
     """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
     compiles those shapes and CUDA loads their kernels before the measured window; then the
-    first two again under the profiler.
+    first two again under the profiler. On the CPU without compilation there is no kernel
+    to load or graph to build, so the first two run once, under the profiler (the repeat
+    cost a quick campaign about a tenth of each window: the longest batch twice).
 
     Returns the shapes run and the attention kernel seen per profiled shape
     (``4x9: flash; 4x256: memory-efficient``), None when nothing ran.
@@ -239,36 +276,12 @@ def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
     def call(indexes: list[int]) -> None:
         run_batches(model, variant, [texts[i] for i in indexes], Window(), lambda done: None)
 
-    for indexes, _ in batches:
+    once = model.device.type == "cpu" and variant.get("compile") != "yes"
+    for indexes, _ in batches[2:] if once else batches:
         call(indexes)
     kernels = [f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
                for indexes, (rows, tokens) in batches[:2]]
     return [shape for _, shape in batches], "; ".join(kernels) or None
-
-
-def breaks_cuda(error: BaseException) -> bool:
-    """Whether ``error`` is a CUDA error other than out-of-memory: after one, the process's
-    CUDA context may be unusable (a sticky error fails every later CUDA call)."""
-    if isinstance(error, torch.OutOfMemoryError) or not isinstance(error, RuntimeError):
-        return False
-    accelerator = getattr(torch, "AcceleratorError", None)  # torch >= 2.8
-    if accelerator is not None and isinstance(error, accelerator):
-        return True
-    return any(mark in str(error) for mark in ("CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_"))
-
-
-def _forget_traceback(error: BaseException) -> None:
-    """Drop the frames a failure holds (with them the batch's tensors and the model): an
-    exception caught in a frame it references is a cycle only the collector would free."""
-    pending: list[BaseException | None] = [error]
-    seen: set[int] = set()
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.__traceback__ = None
-        pending += [current.__cause__, current.__context__]
 
 
 def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
@@ -284,30 +297,6 @@ def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
     return notes + [note]
 
 
-class _Cells:
-    """Builds a row where each measurement is a value or an empty cell with its reason."""
-
-    def __init__(self) -> None:
-        self.row: dict[str, Any] = {}
-
-    def put(self, name: str, value: Any, reason: str | None = None) -> None:
-        self.row[name] = value
-        column = layout.ATTEMPTS.column(name) if name in layout.ATTEMPTS.names else None
-        if column is not None and column.measurement:
-            if value is None and not reason:
-                raise AssertionError(f"{name} is empty without a reason")
-            self.row[column.reason] = None if value is not None else reason
-
-
-def _seconds(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
-def _error_text(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text[:400]}" if text else type(exc).__name__
-
-
 def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = None
                 ) -> dict[str, Any]:
     """Run one attempt; return its journal record (Attempts row and Manifest row).
@@ -316,6 +305,10 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     receives progress events (phase changes, items done).
     """
     guard = guard or InterruptGuard()
+    from toolkit.runner import generation_attempt  # Protocol task generation: its own phases
+
+    if generation_attempt.generation_task(spec):
+        return generation_attempt.run_generation_attempt(spec, emit, guard)
     started_at = now_text()
     began = time.monotonic()
     variant, protocol = spec.variant, spec.protocol
@@ -327,9 +320,9 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     threads = spec.threads or torch.get_num_threads()
     torch.set_num_threads(threads)
     precision.pin_fp32()
-    seeds = plan.seeds(protocol.get("seeds"))
-    if seeds:
-        torch.manual_seed(seeds[0])
+    reproducibility.apply(protocol, device)
+    seed = attempt_seed(spec)
+    reproducibility.seed(seed)
     baseline = probes.start_cuda_peaks(device)
     warmup = plan.parse_warmup(protocol.get("warmup_rule"))
     compiled = variant.get("compile") == "yes"
@@ -337,6 +330,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     corpus_path = spec.base / str(protocol["corpus_path"])
 
     spans: dict[str, probes.Span] = {}
+    forward = probes.ForwardSpans() if device.type == "cuda" else None
     phase = "load"
     model: LoadedModel | None = None
     window = Window()
@@ -389,7 +383,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
                 window.items = corpus.read_corpus(corpus_path)
                 total = len(window.items)
                 run_batches(model, variant, [i.text for i in window.items], window,
-                            lambda d: after_batch(d, total))
+                            lambda d: after_batch(d, total), forward)
     except KeyboardInterrupt as exc:
         status, error = "interrupted", exc
     except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
@@ -400,26 +394,26 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     failed_phase = phase if error is not None else None
     broken = error is not None and breaks_cuda(error)
     if error is not None:
-        _forget_traceback(error)  # before emptying the cache: the frames hold activations
+        forget_traceback(error)  # before emptying the cache: the frames hold activations
         probes.release_memory(device, cuda=not broken)
         done = len(window.predictions)
         total = len(window.items) or spec.corpus_items
         where = (f"after {done} of {total} items" if failed_phase == "measured"
                  else f"during {failed_phase}")
         if isinstance(error, KeyboardInterrupt):
-            notes.append(f"interrupted {where} ({_error_text(error)})")
+            notes.append(f"interrupted {where} ({error_text(error)})")
         elif isinstance(error, torch.OutOfMemoryError):
-            notes.append(f"out of memory {where}: {_error_text(error)}")
+            notes.append(f"out of memory {where}: {error_text(error)}")
         elif isinstance(error, AttemptTimeout):
             notes.append(f"timed out {where}: {error}")
         elif broken and shared:
-            notes.append(f"failed {where}: {_error_text(error)}, a CUDA error other than "
+            notes.append(f"failed {where}: {error_text(error)}, a CUDA error other than "
                          "out-of-memory: this process's CUDA context cannot be trusted after "
                          "it, so the shared campaign stops here (`--resume` continues in a new "
                          "process)")
             guard.stop_campaign()
         else:
-            notes.append(f"failed {where}: {_error_text(error)}")
+            notes.append(f"failed {where}: {error_text(error)}")
     if compiled and compiled_in.get("measured"):
         notes.append(f"{compiled_in['measured']} graph(s) compiled inside the measured window: "
                      "measured_s includes compile time (R8)")
@@ -449,8 +443,9 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
                                                        truncation=False)["input_ids"]]
         max_length = int(variant["max_length"])
         truncated = sum(n > max_length for n in lengths)
+        bounds = corpus.parse_stratum_bounds(spec.protocol.get("stratum_bounds"))
         for item, n in zip(items, lengths, strict=False):
-            strata[item.id] = corpus.stratum(n)
+            strata[item.id] = corpus.stratum(n, bounds)
             counts[strata[item.id]] = counts.get(strata[item.id], 0) + 1
     eval_first = time.perf_counter() - eval_start
 
@@ -461,14 +456,15 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         emit({"event": "phase", "phase": "export"})
         try:
             start = time.perf_counter()
-            rows = [{"id": window.items[i].id, "prediction": p, "label": window.items[i].label,
-                     "stratum": strata.get(window.items[i].id)} for i, p in window.predictions]
+            fields = corpus.parse_subgroups(spec.protocol.get("subgroups"))
+            rows = [corpus.prediction_row(window.items[i], p, strata.get(window.items[i].id),
+                                          fields) for i, p in window.predictions]
             predictions_sha = corpus.write_predictions(spec.predictions_file, rows)
             export_s = time.perf_counter() - start
             predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
         except OSError as exc:
             status = "failed" if status == "completed" else status
-            notes.append(f"export failed: {_error_text(exc)}")
+            notes.append(f"export failed: {error_text(exc)}")
 
     # ---- evaluation, part 2: read the file back and check it
     start = time.perf_counter()
@@ -482,9 +478,11 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     peaks = probes.cuda_peaks(device)
     rss = peak_rss_bytes()
     environment_info = environment.manifest_fields()
-    manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seeds,
-                         environment_info)
-    cells = _Cells()
+    work = _work(spec, model, window, spans.get("measured"), status, threads, broken,
+                 environment_info.get("gpu_name"))
+    manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seed,
+                         environment_info, measured=work.manifest)
+    cells = Cells()
     put = cells.put
     put("attempt_id", spec.attempt_id)
     put("variant_id", variant["variant_id"])
@@ -497,7 +495,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
         timed = spans.get(name)
         if timed is not None and timed.host_s is not None:
-            put(column, _seconds(timed.host_s))
+            put(column, seconds(timed.host_s))
         elif name == "warm-up" and warmup.none and failed_phase != "load":
             put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
         elif failed_phase == name:
@@ -508,12 +506,20 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     if device.type != "cuda":
         put("device_s", None, "cpu variant: no device span (R10)")
     elif measured_span is not None and measured_span.device_s is not None:
-        put("device_s", _seconds(measured_span.device_s))
+        put("device_s", seconds(measured_span.device_s))
     else:
         put("device_s", None, f"{status}: the measured window did not finish")
-    put("evaluation_s", _seconds(evaluation_s))
+    forward_s = forward.total_s() if forward is not None and measured_span is not None \
+        and measured_span.device_s is not None else None
+    if device.type != "cuda":
+        put("forward_device_s", None, "cpu variant: no device span (R10)")
+    elif forward_s is not None:
+        put("forward_device_s", seconds(forward_s))
+    else:
+        put("forward_device_s", None, f"{status}: the measured window did not finish")
+    put("evaluation_s", seconds(evaluation_s))
     if export_s is not None:
-        put("export_s", _seconds(export_s))
+        put("export_s", seconds(export_s))
     elif window.items:
         put("export_s", None, "export failed (see notes)")
     else:
@@ -577,6 +583,11 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     put("notes", "; ".join(notes))
     put("attention_kernels", kernels)
     put("recompilations", compiled_in.get("measured") if compiled else None)
+    put("seed", seed)
+    for name in decoding.GENERATION_COLUMNS:  # Protocol task generation's columns
+        put(name, None, decoding.CLASSIFICATION_REASON)
+    for name, (figure, why) in work.attempt.items():
+        put(name, figure, why)
     emit({"event": "phase", "phase": "done", "status": status})
     record = journal.record(cells.row, manifest)
     record["elapsed_s"] = round(time.monotonic() - began, 3)
@@ -612,16 +623,43 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
         variant_id=str(spec.variant["variant_id"]))
 
 
+def _work(spec: AttemptSpec, model: LoadedModel | None, window: Window,
+          measured: probes.Span | None, status: str, threads: int, broken: bool,
+          gpu_name: str | None) -> achieved.Work:
+    """FLOPs, rates and utilisation (runner.achieved), and the peak probe, run here after
+    every timed phase, only when the window completed on a usable device."""
+    variant = spec.variant
+    measured_s = measured.host_s if measured is not None else None
+    unfinished = (None if status == "completed" and measured_s else
+                  f"{status} after {len(window.predictions)} items: FLOPs cover a whole "
+                  "corpus only")
+    found = achieved.Work()
+    probed, cells = None, None
+    peak_reason = f"not probed: the attempt ended {status} (the probe runs after a completed one)"
+    if unfinished is None and not broken:
+        probed, cells = achieved.probe_cells(str(variant["device"]), str(variant["precision"]),
+                                             threads, gpu_name)
+        peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
+    found.manifest = achieved.manifest_values(cells, peak_reason)
+    cost, cost_reason = (flops.cost_of(model.module) if model is not None
+                         else (None, "model not loaded"))
+    tally = achieved.Tally(window.sequences, window.real_tokens, window.padded_tokens,
+                           window.real_squares, window.padded_squares)
+    found.attempt = achieved.work(cost, cost_reason, tally, measured_s, unfinished, variant,
+                                  probed, peak_reason or None)
+    return found
+
+
 def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | None,
               items: int, counts: dict[str, int], truncated: int | None, threads: int,
-              seeds: list[int], env: dict[str, Any]) -> dict[str, Any]:
-    """The Manifest row: variant, corpus, revisions, environment; id = hash of the content."""
+              seed: int | None, env: dict[str, Any], state: str | None = None,
+              measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Manifest row: variant, corpus, revisions, environment; id = hash of the content.
+
+    ``state``: the determinism cell when this process's torch state is not the attempt's;
+    ``measured``: the peak probe's columns (left out of the id, as ``recorded_at`` is).
+    """
     variant = spec.variant
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    determinism = (f"torch.use_deterministic_algorithms({deterministic}); "
-                   f"cudnn.benchmark={torch.backends.cudnn.benchmark}; "
-                   f"cudnn.deterministic={torch.backends.cudnn.deterministic}; "
-                   f"torch threads {threads}; inference only (eval mode, no sampling)")
     row: dict[str, Any] = {
         "variant_id": variant["variant_id"],
         "corpus_path": spec.protocol["corpus_path"],
@@ -629,7 +667,8 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
         "corpus_items": items or spec.corpus_items,
         "processing_order": ("sorted by token length, ties in file order"
                              if variant["length_grouping"] == "sorted" else "file order"),
-        "strata": corpus.strata_text(counts) if counts else None,
+        "strata": (corpus.strata_text(counts, corpus.parse_stratum_bounds(
+            spec.protocol.get("stratum_bounds"))) if counts else None),
         "truncated": truncated,
         "model_revision": model.model_revision if model else None,
         "tokenizer_revision": model.tokenizer_revision if model else None,
@@ -639,23 +678,32 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
         "attention_backend": model.attention_backend if model else variant["attention_backend"],
         "padding": variant["padding"],
         "max_length": int(variant["max_length"]),
-        "seeds": (f"torch.manual_seed({seeds[0]}); protocol seeds {spec.protocol.get('seeds')}"
-                  if seeds else f"none set (protocol seeds {spec.protocol.get('seeds')!r})"),
-        "determinism": determinism,
+        "seeds": (f"torch.manual_seed({seed}); protocol seeds {spec.protocol.get('seeds')}"
+                  if seed is not None
+                  else f"none set (protocol seeds {spec.protocol.get('seeds')!r})"),
+        "determinism": state or reproducibility.state(spec.protocol, threads),
         "process_policy": spec.protocol.get("process_policy"),
         "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
                           else compilation.NOT_COMPILED),
     }
     row.update(env)
-    return manifest_row(row)
+    return manifest_row(row, measured)
 
 
-def manifest_row(content: dict[str, Any]) -> dict[str, Any]:
-    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now."""
-    text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now, then
+    the ``measured`` columns (the peak probe varies from run to run; it is not hashed)."""
+    hashed = dict(content)
+    if measured and measured.get("matmul_peak_flops") is None:
+        # An attempt that was not probed gets its own row, so that a later probed attempt
+        # of the same environment does not share (and lose) its peak.
+        hashed["peak"] = "not probed"
+    text = json.dumps(hashed, sort_keys=True, ensure_ascii=False, default=str)
     row = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
            "recorded_at": now_text()}
     row.update(content)
+    row.update(measured or {})
     return {name: row.get(name) for name in layout.MANIFEST.names}
 
 
@@ -668,8 +716,11 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
     """
     variant = spec.variant
     manifest = _manifest(spec, None, None, 0, {}, None, spec.threads or torch.get_num_threads(),
-                         plan.seeds(spec.protocol.get("seeds")), environment.manifest_fields())
-    cells = _Cells()
+                         attempt_seed(spec), environment.manifest_fields(),
+                         determinism.NOT_READ + " (the worker ended without a record)",
+                         measured=achieved.manifest_values(None, "not probed: the worker ended "
+                                                           "without a record"))
+    cells = Cells()
     put = cells.put
     for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
                         ("repetition", spec.repetition),
@@ -678,10 +729,12 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
                         ("manifest_id", manifest["manifest_id"])):
         put(name, value)
     lost = f"worker process ended without a record ({status} during {phase or 'start-up'})"
-    for column in ("load_s", "warmup_s", "measured_s", "device_s", "evaluation_s", "export_s",
+    for column in ("load_s", "warmup_s", "measured_s", "device_s", "forward_device_s",
+                   "evaluation_s", "export_s",
                    "observed_ids", "ids_match", "metric_value", "reference_agreement",
                    "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
-                   "host_rss_peak_bytes", "padded_tokens", "padding_efficiency", "truncated"):
+                   "host_rss_peak_bytes", "padded_tokens", "padding_efficiency", "truncated",
+                   *achieved.ATTEMPT_COLUMNS, *decoding.GENERATION_COLUMNS):
         put(column, None, lost)
     put("items_completed", items_done)
     put("expected_ids", spec.corpus_items)
@@ -695,4 +748,5 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
     put("notes", note)
     put("attention_kernels", None)
     put("recompilations", None)
+    put("seed", attempt_seed(spec))
     return journal.record(cells.row, manifest)

@@ -13,10 +13,14 @@ A worker that dies or hangs still leaves a row written here (failed, or
 interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
 running attempt as interrupted and stops; ``--resume`` runs the slots without a
 completed or failed attempt, never redoing a settled one.
+
+An :class:`Executor` may run the slots elsewhere (``iteralab run --cluster``: one Ray task
+per attempt); :class:`Books` keeps this process the only writer of ids, journal and workbook.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import queue
@@ -35,7 +39,7 @@ from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import evaluation, forkserver, plan
+from toolkit.runner import decoding, evaluation, forkserver, plan
 from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
@@ -80,6 +84,8 @@ class Options:
     threads: int | None = None
     timeout_s: float | None = None
     ingest_each: bool = True
+    #: False when the attempts run on other machines (a cluster): each node checks its GPU.
+    devices_here: bool = True
 
 
 @dataclass
@@ -149,16 +155,21 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     sha = protocol.require_lock(data, workbook)
     form = dict(data.forms["Protocol"])
     plan.parse_warmup(form.get("warmup_rule"))
-    evaluation.parse_subgroups(form.get("subgroups"))
+    decoding.check_protocol(form)  # task and decoding rule: refused before any attempt
+    subgroups = evaluation.parse_subgroups(form.get("subgroups"))
+    corpus.parse_stratum_bounds(form.get("stratum_bounds"))
     repetitions = form.get("repetitions")
     if not isinstance(repetitions, int) or repetitions < 1:
         raise ProtocolError(f"Protocol repetitions {repetitions!r} is not a positive number",
                             hint="lock a protocol with repetitions >= 1 (R11 asks for 5)")
     chosen = plan.select(data.tables["Variants"], options.series, options.variant_ids)
-    _check_devices(chosen)
+    if options.devices_here:
+        check_devices(chosen)
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
+    corpus.check_subgroup_fields(items, subgroups, str(form["corpus_path"]))
+    seeds = plan.seeds(form.get("seeds"))  # each repetition runs once per seed (R17)
     slots = plan.rotation([str(v["variant_id"]) for v in chosen], repetitions,
-                          form.get("order_rotation") != "fixed")
+                          form.get("order_rotation") != "fixed", seeds)
     known = known_attempts(data, records)
     current = [a for a in known if a.get("protocol_sha256") == sha]
     selected = {s.variant_id for s in slots}
@@ -171,7 +182,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
         )
     fingerprint = corpus.fingerprint(items)
     _check_same_corpus(workbook, form, current, data, records, fingerprint)
-    todo = plan.pending(slots, current)
+    todo = plan.pending(slots, current, seeds[0] if seeds else None)
     return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
                     known, fingerprint, len(items))
 
@@ -212,7 +223,9 @@ def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[
             "marked pre_amendment")
 
 
-def _check_devices(variants: list[dict[str, Any]]) -> None:
+def check_devices(variants: list[dict[str, Any]]) -> None:
+    """UsageError unless this machine has the CUDA device the cuda variants declare (a
+    cluster node runs it before each of its attempts)."""
     cuda = [str(v["variant_id"]) for v in variants if v.get("device") == "cuda"]
     if not cuda:
         return
@@ -232,7 +245,7 @@ def _check_devices(variants: list[dict[str, Any]]) -> None:
                          "amend`")
 
 
-def _reference(campaign: Campaign) -> dict[str, Any] | None:
+def reference_attempt(campaign: Campaign) -> dict[str, Any] | None:
     """The reference variant's first completed attempt with matching ids, under this protocol."""
     wanted = campaign.protocol.get("reference_variant")
     for row in campaign.known:
@@ -245,46 +258,88 @@ def _reference(campaign: Campaign) -> dict[str, Any] | None:
     return None
 
 
-def run(campaign: Campaign, options: Options, display: Progress) -> Result:
-    """Run the pending slots in order; return what was recorded.
+class Executor(Protocol):
+    """Runs the pending slots elsewhere than this process's own loop (a Ray cluster:
+    :class:`toolkit.cluster.executor.RayExecutor`); the bookkeeping stays here."""
+
+    def run(self, campaign: Campaign, books: Books) -> bool:
+        """Run ``campaign.todo`` through ``books``; True when stopped early (Ctrl-C)."""
+
+
+class Books:
+    """The driver's bookkeeping, whoever executes the attempts: attempt ids, the journal's
+    start lines, the records, the workbook's ingestion. The one writer of a run."""
+
+    def __init__(self, campaign: Campaign, options: Options, display: Progress,
+                 result: Result) -> None:
+        self.campaign, self.options, self.display, self.result = (campaign, options, display,
+                                                                  result)
+        self.sequence = len({a.get("attempt_id") for a in campaign.known})
+        self.tag = plan.run_tag()
+        #: Several declared seeds: each id names its seed (R17).
+        self.seeded = len(plan.seeds(campaign.protocol.get("seeds"))) > 1
+
+    def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
+        """The next attempt's spec (an AttemptSpec), its start line journaled first."""
+        from toolkit.runner.attempt import AttemptSpec  # torch: not imported by prepare()
+
+        campaign, options = self.campaign, self.options
+        self.sequence += 1
+        spec = AttemptSpec(
+            workbook=str(campaign.workbook),
+            attempt_id=plan.attempt_id(self.sequence, slot, self.tag, self.seeded),
+            variant=campaign.variants[slot.variant_id], repetition=slot.repetition,
+            order_position=slot.position, protocol=campaign.protocol,
+            protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,
+            corpus_items=campaign.corpus_items, reference=reference_attempt(campaign),
+            threads=options.threads, timeout_s=options.timeout_s, seed=slot.seed)
+        journal.append(campaign.workbook, journal.start(
+            spec.attempt_id, json.loads(spec.to_json()), now_text()))
+        self.display.attempt(spec.attempt_id + (f" on {where}" if where else ""))
+        return spec
+
+    def recorded(self, record: dict[str, Any], ingest: bool = True) -> None:
+        """A finished attempt's record, already in the journal; ingested now unless the
+        caller does it later (:meth:`ingest`)."""
+        self.result.records.append(record)
+        self.campaign.known.append(record["attempt"])
+        self.display.finished(record)
+        if ingest:
+            self.ingest()
+
+    def ingest(self) -> None:
+        """Bring the workbook up to the journal, when the run ingests after each attempt."""
+        if self.options.ingest_each:
+            _ingest(self.campaign.workbook, self.result, self.display)
+
+
+def run(campaign: Campaign, options: Options, display: Progress,
+        executor: Executor | None = None) -> Result:
+    """Run the pending slots in order (or through ``executor``); return what was recorded.
 
     Stops after an interrupted attempt (Ctrl-C). Ingests after each attempt
     when asked, and always at the end; a busy workbook (open in Excel) only
     delays ingestion: the records stay in the journal.
     """
-    from toolkit.runner.attempt import AttemptSpec  # torch: not imported by prepare()
-
     began = time.monotonic()
     result = Result(campaign.workbook, planned=len(campaign.slots),
                     already=len(campaign.slots) - len(campaign.todo))
-    sequence = len({a.get("attempt_id") for a in campaign.known})
-    tag = plan.run_tag()
+    books = Books(campaign, options, display, result)
     policy = campaign.protocol.get("process_policy") or "fresh"
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
-    workers = Workers(campaign) if policy != "shared" and campaign.todo else None
+    local = executor is None and policy != "shared" and bool(campaign.todo)
+    workers = Workers(campaign) if local else None
     try:
-        for slot in campaign.todo:
-            sequence += 1
-            spec = AttemptSpec(
-                workbook=str(campaign.workbook), attempt_id=plan.attempt_id(sequence, slot, tag),
-                variant=campaign.variants[slot.variant_id], repetition=slot.repetition,
-                order_position=slot.position, protocol=campaign.protocol,
-                protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,
-                corpus_items=campaign.corpus_items, reference=_reference(campaign),
-                threads=options.threads, timeout_s=options.timeout_s)
-            journal.append(campaign.workbook, journal.start(
-                spec.attempt_id, json.loads(spec.to_json()), now_text()))
-            display.attempt(f"{spec.attempt_id}")
+        if executor is not None:
+            result.interrupted = executor.run(campaign, books)
+        for slot in campaign.todo if executor is None else ():
+            spec = books.spec(slot)
             if workers is None:
                 record, stop = _in_process(spec, display)
             else:
                 record, stop = _in_worker(spec, display, workers)
-            result.records.append(record)
-            campaign.known.append(record["attempt"])
-            display.finished(record)
-            if options.ingest_each:
-                _ingest(campaign.workbook, result, display)
+            books.recorded(record)
             if stop:
                 result.interrupted = True
                 break
@@ -366,6 +421,11 @@ class Workers:
         on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
         if on_cpu and forkserver.available():
             paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
+            # This process needs the runner module too (AttemptSpec): importing it (torch,
+            # transformers: seconds) on the other core while the server imports the same
+            # overlaps what was sequential (issue 20).
+            threading.Thread(target=importlib.import_module, args=("toolkit.runner.attempt",),
+                             name="import-runner", daemon=True).start()
             try:
                 self.server = forkserver.ForkServer(campaign.workbook.parent, paths, self.env)
             except forkserver.ForkServerError:

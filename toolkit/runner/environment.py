@@ -19,13 +19,14 @@ import platform
 import shutil
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from toolkit import __version__
+from toolkit.runner import rocm_stack
 
 #: Packages whose versions the manifest lists besides torch and transformers.
 PACKAGES = ("tokenizers", "safetensors", "huggingface_hub", "numpy", "accelerate",
@@ -53,16 +54,27 @@ def _run(command: list[str]) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def os_text() -> str:
-    """Distribution name (from /etc/os-release) and platform string."""
-    pretty = None
+def _distribution() -> str | None:
+    """The distribution's name from /etc/os-release (``Ubuntu 22.04.4 LTS``), or None."""
     release = Path("/etc/os-release")
     if release.exists():
         for line in release.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("PRETTY_NAME="):
-                pretty = line.split("=", 1)[1].strip().strip('"')
-    plat = platform.platform()
+                return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def os_text() -> str:
+    """Distribution name (from /etc/os-release) and platform string."""
+    pretty, plat = _distribution(), platform.platform()
     return f"{pretty}; {plat}" if pretty else plat
+
+
+def system_text() -> str:
+    """The system as a compatibility matrix names it: distribution, kernel, machine."""
+    kernel = f"{platform.system()} {platform.release()}, {platform.machine()}"
+    pretty = _distribution()
+    return f"{pretty} ({kernel})" if pretty else kernel
 
 
 def cpu_text() -> str:
@@ -185,6 +197,36 @@ def probe_driver() -> DriverProbe:
     return DriverProbe(driver, _cuda_driver_version(), mig)
 
 
+@functools.cache
+def amd_reading() -> rocm_stack.AmdReading:
+    """What amd-smi/rocm-smi and /opt/rocm say, asked once per process."""
+    return rocm_stack.read_amd(_run)
+
+
+def software_stack(gpus: list[dict[str, Any]], torch_version: str, hip: str | None,
+                   cuda: str | None, driver_cuda: str | None,
+                   read_amd: Callable[[], rocm_stack.AmdReading] = amd_reading) -> str:
+    """System / GPU / ROCm or CUDA / framework on one line (R4), from what was read: the
+    AMD tools and /opt/rocm (``read_amd``) for a ROCm build of torch or where /opt/rocm
+    holds a release, torch and the driver otherwise."""
+    framework = f"torch {torch_version} " + (f"(HIP {hip} build)" if hip else
+                                            f"(CUDA {cuda} build)" if cuda else "(cpu only)")
+    counts: dict[str, int] = {}
+    for card in gpus:
+        label = (f"{card['name']} ({card['compute_capability']})" if hip else
+                 f"{card['name']} (compute capability {card['compute_capability']})")
+        counts[label] = counts.get(label, 0) + 1
+    seen = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()) or None
+    if hip or rocm_stack.ROCM_VERSION_FILE.exists():
+        gpu, runtime = rocm_stack.amd_parts(read_amd(), seen)
+    else:
+        gpu = seen or "no GPU: torch sees no CUDA or ROCm device"
+        runtime = (f"CUDA {cuda} (torch build), driver supports CUDA "
+                   f"{driver_cuda or 'unknown: no libcuda'}" if cuda
+                   else "no GPU runtime: cpu-only torch build")
+    return rocm_stack.stack_line(system_text(), gpu, runtime, framework)
+
+
 def device_text(index: int, count: int, uuid: str, mig: Mapping[str, str]) -> str:
     """The device an attempt used: ``cuda:1 of 2 visible; UUID GPU-...; MIG Disabled``."""
     key = _uuid_key(uuid)
@@ -247,7 +289,8 @@ def collect() -> dict[str, Any]:
             })
     # The device a variant's "cuda" means: the current one, not necessarily the first.
     used = gpus[torch.cuda.current_device()] if gpus else None
-    driver = probe_driver().driver
+    probe = probe_driver()
+    driver = probe.driver
     no_gpu = "no GPU: torch sees no CUDA or ROCm device"
     versions = package_versions()
     return {
@@ -265,6 +308,8 @@ def collect() -> dict[str, Any]:
         "transformers": transformers_version,
         "code_version": code_version(),
         "packages": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        "software_stack": software_stack(gpus, torch.__version__, hip_build, cuda_build,
+                                         probe.cuda),
         "gpus": gpus,
     }
 
@@ -272,7 +317,7 @@ def collect() -> dict[str, Any]:
 #: Manifest columns filled from :func:`collect`.
 MANIFEST_FIELDS = ("os", "python", "cpu", "ram_bytes", "torch", "backend", "driver", "gpu_name",
                    "gpu_memory_bytes", "compute_capability", "transformers", "code_version",
-                   "packages", "host")
+                   "packages", "host", "software_stack")
 
 
 def manifest_fields(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -322,5 +367,6 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
         ("transformers", env["transformers"]),
         ("packages", env["packages"]),
         ("code", env["code_version"]),
+        ("stack", env["software_stack"]),
     ]
     return lines

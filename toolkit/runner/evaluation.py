@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import CorpusError
-from toolkit.evidence.corpus import STRATA, read_predictions
+from toolkit.evidence import corpus
+from toolkit.evidence.corpus import read_predictions
 
-#: Subgroup kinds a protocol may declare.
-SUBGROUP_KINDS = ("stratum", "label")
 #: How many ids a note lists before saying "and N more".
 LISTED_IDS = 10
 #: Metric comparisons forgive this much floating-point noise.
@@ -93,18 +91,12 @@ def metric(name: str, gold: Sequence[str], predicted: Sequence[str]) -> float:
 
 
 def parse_subgroups(text: str | None) -> tuple[str, ...]:
-    """The subgroup kinds declared by the protocol, e.g. ``"stratum,label"``.
+    """The subgroups declared by the protocol, e.g. ``"stratum,label,genre"``: the length
+    stratum and corpus fields (:func:`toolkit.evidence.corpus.parse_subgroups`).
 
-    Raises CorpusError for a kind the runner cannot compute.
+    Raises ProtocolError for a name no input can be grouped by (id, text, prediction).
     """
-    kinds = tuple(k.strip() for k in (text or "").split(",") if k.strip()
-                  and k.strip().lower() != "none")
-    for kind in kinds:
-        if kind not in SUBGROUP_KINDS:
-            raise CorpusError(f"Protocol subgroups: {kind!r} is not a subgroup the runner "
-                              f"computes (known: {', '.join(SUBGROUP_KINDS)})",
-                              hint="declare subgroups as 'stratum', 'label' or 'stratum,label'")
-    return kinds
+    return corpus.parse_subgroups(text)
 
 
 def subgroup_metrics(name: str, rows: Sequence[dict[str, Any]],
@@ -115,8 +107,8 @@ def subgroup_metrics(name: str, rows: Sequence[dict[str, Any]],
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             groups.setdefault(str(row.get(kind)), []).append(row)
-        known = [s for s, _ in STRATA] if kind == "stratum" else []
-        order = [v for v in known if v in groups] + sorted(v for v in groups if v not in known)
+        order = sorted(groups, key=lambda v: (corpus.stratum_rank(v) if kind == corpus.STRATUM
+                                              else (0, 0), v))
         for value in order:
             members = groups.get(value)
             if members:

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -43,6 +43,27 @@ def _quiet_transformers() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+
+
+class ModelFiles(NamedTuple):
+    """A variant's model folder and the hashes that identify it across machines."""
+
+    folder: Path
+    hashes: dict[str, str]  # relative file name -> SHA-256
+    weights_revision: str  # every file but the tokenizer's
+    tokenizer_revision: str
+
+
+def model_files(model_path: str, base: Path) -> ModelFiles:
+    """The local folder of a variant's model_path (a folder, ``package:``, or a hub id in
+    the local cache) and its revisions: what is compared across machines (R4)."""
+    folder, hub_id = resolve_model_path(model_path, base)
+    if folder is None:
+        folder = _hub_folder(str(hub_id))
+    hashes = file_hashes(folder)
+    tokenizer = tree_hash({k: v for k, v in hashes.items() if Path(k).name in TOKENIZER_FILES})
+    weights = tree_hash({k: v for k, v in hashes.items() if Path(k).name not in TOKENIZER_FILES})
+    return ModelFiles(folder, hashes, weights, tokenizer)
 
 
 def _hub_folder(hub_id: str) -> Path:
@@ -157,13 +178,7 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
                          hint=f"unset {precision.FORCE_TF32} (torch reads it once per "
                          "process) and run again")
     device = torch.device(device_name)
-    folder, hub_id = resolve_model_path(str(variant["model_path"]), base)
-    if folder is None:
-        folder = _hub_folder(str(hub_id))
-    hashes = file_hashes(folder)
-    tokenizer_revision = tree_hash({k: v for k, v in hashes.items()
-                                    if Path(k).name in TOKENIZER_FILES})
-    model_hash = tree_hash({k: v for k, v in hashes.items() if Path(k).name not in TOKENIZER_FILES})
+    folder, hashes, model_hash, tokenizer_revision = model_files(str(variant["model_path"]), base)
     dtype = DTYPES[variant["precision"]]
     common = {"dtype": dtype, "attn_implementation": variant["attention_backend"],
               "local_files_only": True}

@@ -1,6 +1,7 @@
 """The campaign plan: which variant runs when, what counts as done, the warm-up rule.
 
 Pure functions (no torch): the rotation of R11 (1-4-8, 4-8-1, 8-1-4, ...),
+run once per declared seed within each repetition (R17: seeds kept apart),
 the slots still to run on ``--resume``, attempt ids, and the protocol's
 warm-up rule read as numbers.
 """
@@ -21,42 +22,58 @@ SETTLED = ("completed", "failed")
 
 @dataclass(frozen=True)
 class Slot:
-    """One planned attempt: repetition (1-based), position in it (1-based), variant."""
+    """One planned attempt: repetition (1-based), position in it (1-based), variant, and
+    the seed it runs with (None when the protocol declares none)."""
 
     repetition: int
     position: int
     variant_id: str
+    seed: int | None = None
 
 
-def rotation(variant_ids: Sequence[str], repetitions: int, rotate: bool = True) -> list[Slot]:
+def rotation(variant_ids: Sequence[str], repetitions: int, rotate: bool = True,
+             seeds: Sequence[int] = ()) -> list[Slot]:
     """Every slot of the campaign in running order.
 
     With ``rotate`` the order shifts by one each repetition, starting from the
-    declared order: [1, 4, 8] gives 1-4-8, 4-8-1, 8-1-4, 1-4-8, ...
+    declared order: [1, 4, 8] gives 1-4-8, 4-8-1, 8-1-4, 1-4-8, ... Each repetition
+    runs that order once per seed, in declared order (seeds 0, 7: rep 1 seed 0, rep 1
+    seed 7, rep 2 seed 0, ...), so every seed sees the same rotation.
     """
     slots = []
     count = len(variant_ids)
+    each: list[int | None] = [*seeds] or [None]  # no seed declared: one slot, seed None
     for rep in range(1, repetitions + 1):
         shift = (rep - 1) % count if rotate and count else 0
         order = list(variant_ids[shift:]) + list(variant_ids[:shift])
-        slots += [Slot(rep, pos, vid) for pos, vid in enumerate(order, start=1)]
+        for seed in each:
+            slots += [Slot(rep, pos, vid, seed) for pos, vid in enumerate(order, start=1)]
     return slots
 
 
-def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]]) -> list[Slot]:
-    """Slots without a settled attempt (completed or failed); interrupted ones run again."""
-    done = {
-        (a.get("variant_id"), a.get("repetition"))
-        for a in attempts if a.get("status") in SETTLED
-    }
-    return [s for s in slots if (s.variant_id, s.repetition) not in done]
+def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]],
+            unrecorded_seed: int | None = None) -> list[Slot]:
+    """Slots without a settled attempt (completed or failed); interrupted ones run again.
+
+    An attempt recorded without a seed (before layout 3 the runner applied the first
+    declared seed and did not record it) counts as ``unrecorded_seed``.
+    """
+    done = set()
+    for a in attempts:
+        if a.get("status") in SETTLED:
+            seed = a.get("seed")
+            done.add((a.get("variant_id"), a.get("repetition"),
+                      unrecorded_seed if seed is None else seed))
+    return [s for s in slots if (s.variant_id, s.repetition, s.seed) not in done]
 
 
-def attempt_id(sequence: int, slot: Slot, run_tag: str) -> str:
+def attempt_id(sequence: int, slot: Slot, run_tag: str, with_seed: bool = False) -> str:
     """A readable id unique across machines: ``a007-b8-fp32-r3-5c1e`` (sequence over the
     whole workbook, then the run's random tag: two copies of a campaign run on two rented
-    boxes never give the same id, so their evidence merges)."""
-    return f"a{sequence:03d}-{slot.variant_id}-r{slot.repetition}-{run_tag}"
+    boxes never give the same id, so their evidence merges). ``with_seed`` (a protocol of
+    several seeds) names the seed too: ``a007-b8-fp32-r3-s7-5c1e``."""
+    seed = f"-s{slot.seed}" if with_seed and slot.seed is not None else ""
+    return f"a{sequence:03d}-{slot.variant_id}-r{slot.repetition}{seed}-{run_tag}"
 
 
 def run_tag() -> str:
@@ -129,10 +146,10 @@ def parse_warmup(text: str | None) -> Warmup:
     return Warmup(int(match["items"]), passes, rule)
 
 
-def seeds(text: str | None) -> list[int]:
-    """The protocol's integer seeds, in order (``"0, 7"`` -> [0, 7])."""
-    values = []
-    for part in re.split(r"[,;\s]+", text or ""):
-        if part.strip().lstrip("-").isdigit():
+def seeds(text: object) -> list[int]:
+    """The protocol's integer seeds, in order, each once (``"0, 7, 0"`` -> [0, 7])."""
+    values: list[int] = []
+    for part in re.split(r"[,;\s]+", "" if text is None else str(text)):
+        if part.strip().lstrip("-").isdigit() and int(part) not in values:
             values.append(int(part))
     return values

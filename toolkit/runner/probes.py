@@ -3,6 +3,9 @@
 :class:`Span` times a phase on the host with ``perf_counter``; on CUDA it
 synchronises before starting and before stopping, and records CUDA events so
 the device span is known too (on the CPU there is no device span: None).
+:class:`ForwardSpans` times the model's forward calls alone on the device: a pair of CUDA
+events around each call, read once the window has synchronised (no synchronisation per
+call, so the window's own timing does not change).
 Memory: CUDA peaks of ``memory_allocated`` and ``memory_reserved``, reset at the
 start of each attempt once what earlier work left is collected and the cache emptied
 (the baseline is returned); the process's peak resident set is :mod:`toolkit.plumbing.rss`'s.
@@ -63,6 +66,40 @@ class Span:
         self.host_s = time.perf_counter() - self._start
         if self._events is not None:
             self.device_s = self._events[0].elapsed_time(self._events[1]) / 1000.0
+
+
+class ForwardSpans:
+    """Device time of forward calls: CUDA events around each (``with spans:``), summed."""
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self._start: torch.cuda.Event | None = None
+
+    def __enter__(self) -> ForwardSpans:
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._start.record()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None and self._start is not None:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._pairs.append((self._start, end))
+        self._start = None
+
+    @property
+    def calls(self) -> int:
+        """Forward calls timed."""
+        return len(self._pairs)
+
+    def total_s(self) -> float | None:
+        """Summed device span of the timed calls, in seconds (waits for the last one);
+        None when none was timed."""
+        if not self._pairs:
+            return None
+        self._pairs[-1][1].synchronize()
+        return sum(start.elapsed_time(end) for start, end in self._pairs) / 1000.0
 
 
 def release_memory(device: torch.device, cuda: bool = True) -> None:

@@ -1,0 +1,197 @@
+"""Issue 17: a campaign on a Ray cluster, two targets in one run.
+
+A ``ray.cluster_utils.Cluster`` on this machine: a head without labels and two nodes
+(one CPU each) labelled cpu-a and cpu-b. The campaign has two variants, b1 on cpu-a and
+b8 on cpu-b, ``--repetitions`` each, on the first ``--items`` rows of the sample corpus,
+run through the real ``iteralab run --cluster`` path (campaign.prepare, the Ray
+executor, campaign.run: fresh worker per attempt, the driver the only writer). Each
+workbook's reference variant (``ref``, cpu-a) runs once first, untimed: until a
+reference attempt exists, the other labels wait for it (R16), which would time that
+policy, one attempt long, rather than the parallel machinery.
+
+1. **Driver bookkeeping per attempt**: the driver's own seconds per attempt (spec and
+   start line, submission; then checking the returned predictions, writing them, the
+   journal line and the workbook's ingestion), as a share of the attempt's measured
+   window (``measured_s``). Target: the median share <= 5 %.
+2. **Parallel labels**: the wall time of the two-label campaign on both nodes, against
+   the sum of the wall times of each label's part run alone (``--variant b1``, then
+   ``--variant b8``, each on its own node). Target: <= 0.6 (the nodes really work at the
+   same time; 0.5 is perfect).
+
+Each torch attempt uses ``--threads`` (default 1), so two nodes share this machine's cores
+rather than fight over them; on two real boxes each node has its own.
+
+    python benchmarks/cluster.py                    # 300 items, 2 repetitions
+    python benchmarks/cluster.py --items 1000 --repetitions 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import common
+
+BOOKKEEPING_TARGET = 0.05
+PARALLEL_TARGET = 0.6
+STORE_BYTES = 80 * 2**20
+LABELS = {"b1": "cpu-a", "b8": "cpu-b"}
+
+
+def _campaign(folder: Path, items: int, repetitions: int) -> Path:
+    from toolkit.evidence import locking
+    from toolkit.workbook import store
+    from toolkit.workbook.model import WorkbookData
+
+    common.prepare_folder(folder, items)
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(common.protocol("ref", repetitions, policy="fresh"))
+    data.append("Variants", common.variant("ref", 1, label=LABELS["b1"]))
+    for vid, label in LABELS.items():
+        row = common.variant(vid, int(vid[1:]), label=label)
+        if label != LABELS["b1"]:  # another machine: a later series naming its changes (R6)
+            row.update(series=2, base_variant="ref", changes="batch_size, label")
+        data.append("Variants", row)
+    locking.lock(data)
+    book = folder / "campaign.xlsx"
+    store.save(data, book)
+    return book
+
+
+def _run(book: Path, address: str, variants: tuple[str, ...], threads: int
+         ) -> tuple[float, list[dict[str, Any]], Any]:
+    """One campaign through the cluster executor; (wall seconds, records, executor timing)."""
+    from toolkit.cluster import executor
+    from toolkit.commands.display import Display
+    from toolkit.runner import campaign
+
+    executor.connect(address)
+    reference = campaign.Options(variant_ids=("ref",), threads=threads, devices_here=False)
+    prepared = campaign.prepare(book, reference)
+    campaign.run(prepared, reference, Display(quiet=True), executor.RayExecutor())
+    options = campaign.Options(variant_ids=variants, threads=threads, devices_here=False)
+    began = time.perf_counter()
+    prepared = campaign.prepare(book, options)
+    chosen = executor.RayExecutor()
+    chosen.check(prepared)
+    result = campaign.run(prepared, options, Display(quiet=True), chosen)
+    wall = time.perf_counter() - began
+    bad = [r["attempt"]["attempt_id"] for r in result.records
+           if r["attempt"]["status"] != "completed"]
+    if bad:
+        raise SystemExit(f"attempts not completed: {', '.join(bad)}")
+    return wall, result.records, chosen.timing
+
+
+def _warm(address: str) -> None:
+    """Each node imports the runner's stack once, untimed: the first campaign would otherwise
+    pay for reading torch from disk into the page cache, and the others not."""
+    import ray
+
+    from toolkit.cluster import executor
+    from toolkit.cluster.labels import resource
+
+    executor.connect(address)
+
+    def imports() -> str:
+        import toolkit.runner.attempt  # noqa: F401
+
+        return "ok"
+
+    task = ray.remote(num_cpus=0, max_calls=1)(imports)
+    ray.get([task.options(resources={resource(label): 1}).remote()
+             for label in LABELS.values()])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=300,
+                        help="first N items of samples/corpus.jsonl (default 300)")
+    parser.add_argument("--repetitions", type=int, default=2,
+                        help="repetitions of each variant (default 2)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads per attempt (default 1)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of the three campaigns, in rotated order; the ratio "
+                        "uses each campaign's median wall time (default 1)")
+    args = parser.parse_args(argv)
+    try:
+        import ray
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        print("ray is not installed: pip install 'iteragpu-lab[cluster]'", file=sys.stderr)
+        return 2
+    from toolkit.cluster.labels import resource
+
+    busy_before, began = common.machine_busy_s(), time.monotonic()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "object_store_memory": STORE_BYTES, "include_dashboard": False})
+    try:
+        for label in LABELS.values():
+            cluster.add_node(num_cpus=1, resources={resource(label): 1},
+                             object_store_memory=STORE_BYTES)
+        cluster.wait_for_nodes()
+        _warm(cluster.address)
+        campaigns = [("both", ("b1", "b8")), ("b1", ("b1",)), ("b8", ("b8",))]
+        walls: dict[str, list[float]] = {name: [] for name, _ in campaigns}
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = {}
+            for number in range(args.rounds):
+                shift = number % len(campaigns)
+                for name, variants in campaigns[shift:] + campaigns[:shift]:
+                    book = _campaign(Path(tmp) / f"{name}-{number}", args.items,
+                                     args.repetitions)
+                    runs[name] = _run(book, cluster.address, variants, args.threads)
+                    walls[name].append(runs[name][0])
+                    print(f"round {number + 1} {name:>4}: {len(runs[name][1])} attempts in "
+                          f"{runs[name][0]:.1f} s wall")
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    busy_after, elapsed = common.machine_busy_s(), time.monotonic() - began
+
+    _, records, timing = runs["both"]
+    measured = [r["attempt"]["measured_s"] for r in records]
+    shares = []
+    for record in records:
+        row = record["attempt"]
+        submit, done = timing.submit_s[row["attempt_id"]], timing.record_s[row["attempt_id"]]
+        shares.append((submit + done) / row["measured_s"])
+        print(f"  {row['attempt_id']}: measured {row['measured_s']:.2f} s; driver: submit "
+              f"{submit * 1000:.1f} ms, record {done * 1000:.0f} ms")
+    shares.sort()
+    print(f"driver per attempt: submit median "
+          f"{statistics.median(timing.submit_s.values()) * 1000:.1f} ms, record (hash, "
+          "predictions file, journal, ingest) median "
+          f"{statistics.median(timing.record_s.values()) * 1000:.0f} ms; measured window "
+          f"median {statistics.median(measured):.2f} s")
+    share = statistics.median(shares)
+    print(f"bookkeeping share: median {share:.3f}, worst {shares[-1]:.3f}")
+    met_bookkeeping = common.verdict(share, BOOKKEEPING_TARGET)
+    wall = statistics.median(walls["both"])
+    first, second = statistics.median(walls["b1"]), statistics.median(walls["b8"])
+    ratio = wall / (first + second)
+    print(f"two labels at once {wall:.1f} s; alone b1 {first:.1f} s + b8 {second:.1f} s = "
+          f"{first + second:.1f} s (medians over {args.rounds} round(s))")
+    met_parallel = common.verdict(ratio, PARALLEL_TARGET)
+    if busy_before is not None and busy_after is not None:
+        print(f"all processes kept {(busy_after - busy_before) / elapsed:.2f} of this "
+              f"machine's {os.cpu_count()} cores busy during the {elapsed:.0f} s of the script")
+    print("results row:", common.results_row(
+        "cluster.py", share, BOOKKEEPING_TARGET, met_bookkeeping,
+        f"driver bookkeeping per attempt / measured window, {args.items} items, "
+        f"{args.repetitions} repetitions"))
+    print("results row:", common.results_row(
+        "cluster.py", ratio, PARALLEL_TARGET, met_parallel,
+        "two-label campaign wall / sum of each label alone"))
+    return common.exit_code([met_bookkeeping, met_parallel])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

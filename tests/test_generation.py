@@ -1,0 +1,166 @@
+"""The generation task end to end on the sample causal LM (CPU, small slices).
+
+A campaign of the real sample model (samples/causal_lm/) over a slice of
+samples/prompts.jsonl: ids, outputs and token counts exported and checked; TTFT,
+decode rate, KV cache and the bandwidth ceiling recorded, or empty with their reason;
+bf16 against the fp32 reference compared token by token; a prompt past the prompt
+budget counted as truncated or refused, per the Protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from builders import RUNNER_PROTOCOL, SAMPLES, attempts, declare_bases
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.evidence import corpus, locking
+from toolkit.evidence.validate import validate
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+GENERATION_PROTOCOL: dict[str, Any] = {
+    **RUNNER_PROTOCOL,
+    "scenario": "offline batch generation over a fixed corpus of prompts (runner tests)",
+    "corpus_path": "prompts.jsonl",
+    "validated_corpus_definition": "exactly the expected ids, one output each, chrF over the "
+    "threshold, token agreement with the reference within tolerance",
+    "task": "generation",
+    "metric": "chrf",
+    "threshold": 0.01,
+    "tolerance": 0.5,
+    "reference_variant": "b4-fp32",
+    "subgroups": "stratum",
+    "stratum_bounds": "8, 16",
+    "warmup_rule": "first 4 items once, not timed",
+    "max_new_tokens": 8,
+    "stop_rule": "eos",
+    "long_prompts": "truncate",
+}
+
+
+def gen_variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
+        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
+        "batch_size": batch, "device": "cpu", "padding": "dynamic", "max_length": 64,
+        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
+        "padding_side": "left",
+    }
+    row.update(overrides)
+    return row
+
+
+def make_generation_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
+                             extra_prompts: list[dict[str, str]] = (),  # type: ignore[assignment]
+                             **protocol_fields: Any) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    text = "".join(lines[:items]) + "".join(json.dumps(p) + "\n" for p in extra_prompts)
+    (folder / "prompts.jsonl").write_text(text, encoding="utf-8")
+    shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update({**GENERATION_PROTOCOL, **protocol_fields})
+    for row in declare_bases(variants):
+        data.append("Variants", row)
+    locking.lock(data)
+    path = folder / "campaign.xlsx"
+    store.save(data, path)
+    return path
+
+
+def _run(book: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["run", str(book)])
+    return result.exit_code, result.output
+
+
+def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) -> None:
+    long_prompt = {"id": "long-1", "text": " ".join(["the lady said that"] * 40),
+                   "reference": "she would come"}
+    book = make_generation_campaign(
+        tmp_path, 8,
+        [gen_variant("b4-fp32", 4), gen_variant("b4-bf16", 4, series=2, precision="bf16")],
+        extra_prompts=[long_prompt])
+    code, output = _run(book)
+    assert code == 0, output
+    rows = {r["variant_id"]: r for r in attempts(book)}
+    assert set(rows) == {"b4-fp32", "b4-bf16"}
+    for row in rows.values():
+        assert row["status"] == "completed", row["notes"]
+        assert row["ids_match"] == "yes" and row["observed_ids"] == 9
+        assert row["prompt_tokens"] > 9 and 9 <= row["generated_tokens"] <= 9 * 8
+        assert row["ttft_s"] > 0 and row["decode_tokens_per_s"] > 0
+        assert row["kv_cache_peak_bytes"] > 0
+        assert row["truncated"] == 1  # the long prompt, cut to max_length and counted (R3)
+        assert row["mem_allocated_peak_bytes"] is None
+        assert "cpu variant" in row["mem_allocated_peak_bytes_reason"]
+        assert row["device_s"] is None and row["device_s_reason"]
+        assert 0 < row["metric_value"] < 1  # chrF against the references, sacrebleu's
+        groups = row["subgroup_metrics"]  # chrF per stratum, with its size, short first
+        assert groups.startswith("stratum=short ") and "; stratum=long " in groups
+        assert sum(int(n) for n in re.findall(r"\(n=(\d+)\)", groups)) == 9
+        ceiling, fraction = row["bandwidth_ceiling_tokens_per_s"], row["decode_ceiling_fraction"]
+        if ceiling is None:
+            assert row["bandwidth_ceiling_tokens_per_s_reason"]
+        else:
+            assert fraction == round(row["decode_tokens_per_s"] / ceiling, 6)
+    ref, bf16 = rows["b4-fp32"], rows["b4-bf16"]
+    assert ref["token_agreement"] is None and "reference variant" in ref["token_agreement_reason"]
+    assert 0 <= bf16["exact_agreement"] <= 1 and 0 < bf16["token_agreement"] <= 1
+    assert bf16["reference_agreement"] == bf16["token_agreement"]
+    # The predictions file: every id once, its output text, token ids and counts.
+    predictions = corpus.read_predictions(book.parent / ref["predictions_path"])
+    assert [p["id"] for p in predictions][-1] == "long-1"
+    assert all(len(p["token_ids"]) == p["generated_tokens"] for p in predictions)
+    assert all(isinstance(p["prediction"], str) for p in predictions)
+    assert predictions[-1]["truncated"] is True and predictions[-1]["prompt_tokens"] == 64
+    assert predictions[-1]["stratum"] == "long"
+    assert validate(store.read(book), book) == []
+    # The report states the generation figures under the durations' statistics rules.
+    result = CliRunner().invoke(cli, ["report", str(book), "--no-png"])
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "campaign_report" / "report.md").read_text(encoding="utf-8")
+    section = report.split("## Generation: decode speed against the bandwidth ceiling")[1]
+    rate = f"{ref['decode_tokens_per_s']:.1f}"
+    assert f"| b4-fp32 | {rate} | {rate} | {rate} | {rate} |" in section
+    assert "- b4-fp32 vs b4-bf16: not separated (ranges" in section  # 1 run each: never
+    # The Memory sheet estimates a generation at max_length + max_new_tokens tokens.
+    memory = {r["variant_id"]: r for r in store.read(book).tables["Memory"]}
+    assert "seq_len 72, batch 4" in memory["b4-fp32"]["estimate_basis"]
+
+
+def test_a_long_prompt_is_refused_when_the_protocol_says_so(tmp_path: Path) -> None:
+    long_prompt = {"id": "long-1", "text": " ".join(["the lady said that"] * 40),
+                   "reference": "x"}
+    book = make_generation_campaign(tmp_path, 3, [gen_variant("b4-fp32", 4)],
+                                    extra_prompts=[long_prompt], long_prompts="refuse",
+                                    warmup_rule="none")
+    code, output = _run(book)
+    row = attempts(book)[0]
+    assert row["status"] == "failed"
+    assert "prompt 'long-1' has" in row["notes"] and "max_length of 64" in row["notes"]
+    assert row["prompt_tokens"] is None and row["prompt_tokens_reason"]
+
+
+def test_a_budget_past_the_context_is_refused_at_load(tmp_path: Path) -> None:
+    book = make_generation_campaign(tmp_path, 2, [gen_variant("b4-fp32", 4, max_length=125)],
+                                    warmup_rule="none")
+    _run(book)
+    row = attempts(book)[0]
+    assert row["status"] == "failed"
+    assert "past the model's context of 128 tokens" in row["notes"]
+    assert row["load_s"] is None and row["load_s_reason"]
+
+
+def test_a_generation_protocol_without_its_rule_is_refused_before_any_attempt(
+        tmp_path: Path) -> None:
+    book = make_generation_campaign(tmp_path, 2, [gen_variant("b4-fp32", 4)],
+                                    max_new_tokens=None)
+    code, output = _run(book)
+    assert code != 0
+    assert "max_new_tokens" in output and attempts(book) == []

@@ -1,0 +1,155 @@
+"""Utilisation: the peak probe's Manifest fields, the Attempts cells, the Summary's sentence.
+
+A cell that cannot be known (no peak, a quantized variant, a window that did not finish)
+is empty with its reason, never 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import attempt, filled, make_campaign, unexplained, variant
+from click.testing import CliRunner
+
+from toolkit import layout
+from toolkit.cli import cli
+from toolkit.report import summary, utilisation
+from toolkit.runner import achieved, flops, peak
+from toolkit.workbook import store
+
+COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test")
+TALLY = achieved.Tally(sequences=4, real_tokens=20, padded_tokens=32, real_squares=110,
+                       padded_squares=256)
+PEAK = peak.Peak({"fp32": 1e9}, 1e9, "probe", 0.1)
+
+
+def test_the_cells_follow_the_formula_and_the_peak() -> None:
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), PEAK, None)
+    real, padded = 1000 * 20 + 10 * 110 + 100 * 4, 1000 * 32 + 10 * 256 + 100 * 4
+    assert cells["real_flops"] == (real, None) and cells["padded_flops"] == (padded, None)
+    assert cells["real_flop_rate"] == (real / 2, None)
+    assert cells["utilisation"] == (round(real / 2 / 1e9, 6), None)
+    assert cells["padding_waste"] == (round(1 - real / padded, 6), None)
+
+
+def test_without_a_peak_utilisation_is_empty_with_its_reason() -> None:
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), None,
+                          "peak probe failed: RuntimeError: no bf16")
+    assert cells["utilisation"] == (None, "peak probe failed: RuntimeError: no bf16")
+    assert cells["real_flops"][0] is not None  # the FLOPs do not need a peak
+    quantized = achieved.work(COST, None, TALLY, 2.0, None,
+                              variant("q", 4, quantization="dynamic-int8"), PEAK, None)
+    assert quantized["utilisation"][0] is None and "int8" in str(quantized["utilisation"][1])
+
+
+def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained() -> None:
+    for cost, why, unfinished in ((COST, None, "failed after 3 items: FLOPs cover a whole "
+                                   "corpus only"), (None, "FLOPs unknown: no formula", None)):
+        cells = achieved.work(cost, why, TALLY, 2.0, unfinished, variant("v", 4), PEAK, None)
+        assert set(cells) == set(achieved.ATTEMPT_COLUMNS)
+        assert all(value is None and reason == (unfinished or why)
+                   for value, reason in cells.values())
+
+
+def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(peak.CACHE_VARIABLE, "0")
+    peak.measure.cache_clear()
+    measured, cells = achieved.probe_cells("cpu", "fp32", 1, None)
+    values = achieved.manifest_values(cells, "unused")
+    assert measured is not None and set(values) <= set(layout.MANIFEST.names)
+    for name in ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s"):
+        assert values[name] > 0 and values[f"{name}_reason"] is None
+    assert "torch.mm fp32" in values["peak_probe"] and "1 CPU thread" in values["peak_probe"]
+    assert values["catalog_peaks"] == "n/a: cpu variant (the catalog lists GPUs)"
+    empty = achieved.manifest_values(None, "not probed: failed during load")
+    assert empty["matmul_peak_flops"] is None
+    assert empty["matmul_peak_flops_reason"] == "not probed: failed during load"
+
+
+def test_the_catalog_figures_sit_beside_a_gpu() -> None:
+    line = peak.catalog_line("cuda", "NVIDIA H200")
+    assert line.startswith("h200 (") and "989.5 TFLOP/s bf16 dense" in line
+    assert peak.catalog_line("cuda", "Some Card") == "not in the GPU catalog: Some Card"
+
+
+def _data(*rows: dict[str, object], manifest: dict[str, object] | None = None):
+    data = filled()
+    data.append("Manifest", {"manifest_id": "m1", "variant_id": "b1-fp32", "precision": "fp32",
+                             **(manifest or {})})
+    for row in rows:
+        data.append("Attempts", row)
+    return data
+
+
+def test_summary_utilisation_is_empty_with_its_reason_when_no_peak_is_known() -> None:
+    data = _data(attempt("a1", utilisation_reason="not probed: no peak here"),
+                 attempt("a2", repetition=2, utilisation_reason="not probed: no peak here"))
+    stats = summary.variant_stats(data)
+    row = summary.summary_rows(stats, data)[0]
+    assert row["utilisation"].value is None
+    assert row["utilisation_reason"].value == "not probed: no peak here"
+    assert row["limited_by"] == "utilisation unknown: not probed: no peak here"
+    old = _data(attempt("a1"))  # recorded before the columns existed
+    (st, *_) = summary.variant_stats(old)
+    assert st.usage is not None and st.usage.reason == ("not recorded: attempts from before "
+                                                        "the utilisation columns")
+
+
+def test_summary_names_what_limits_a_variant() -> None:
+    padded = _data(attempt("a1", utilisation=0.3, padding_waste=0.4, padded_tokens=40000),
+                   manifest={"matmul_peak_flops": 1e11, "fp32_matmul_peak_flops": 1e11,
+                             "memory_bandwidth_bytes_s": 1e10})
+    (st, *_) = summary.variant_stats(padded)
+    row = summary.summary_rows([st], padded)[0]
+    assert row["utilisation"].value == 0.3 and row["padding_waste"].value == 0.4
+    # batch 1, 40 tokens a batch: 2*40/4 = 20 FLOP per weight byte, over a balance of 10
+    assert "padding (40% of the model's work" in st.usage.limited_by
+    assert "memory bound" not in st.usage.limited_by
+    bf16 = utilisation.of_variant(
+        [attempt("a1", utilisation=0.5, padding_waste=0.0, padded_tokens=8000,
+                 manifest_id="m2")],
+        {"m2": {"matmul_peak_flops": 3e10, "fp32_matmul_peak_flops": 1.7e11,
+                "memory_bandwidth_bytes_s": 1e10}},
+        variant("b8-bf16", 8, precision="bf16"))
+    assert "precision (bf16 matrix products ran at 30 GFLOP/s" in bf16.limited_by
+    bound = utilisation.of_variant(
+        [attempt("a1", utilisation=0.1, padding_waste=0.0, padded_tokens=8000,
+                 manifest_id="m2")],
+        {"m2": {"matmul_peak_flops": 2e11, "fp32_matmul_peak_flops": 2e11,
+                "memory_bandwidth_bytes_s": 1e10}},
+        variant("b1-fp32", 1))
+    assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte, under the " \
+           "machine's balance of 20" in bound.limited_by
+
+
+def test_a_real_attempt_records_flops_utilisation_and_the_probe(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 12, [variant("b1-fp32", 4, length_grouping="sorted")])
+    result = CliRunner().invoke(cli, ["run", str(book)])
+    assert result.exit_code == 0, result.output
+    data = store.read(book)
+    (row,) = data.tables["Attempts"]
+    (manifest,) = data.tables["Manifest"]
+    assert unexplained(row) == []
+    assert 0 < row["real_flops"] <= row["padded_flops"]
+    assert row["real_flop_rate"] == pytest.approx(row["real_flops"] / row["measured_s"],
+                                                  rel=1e-5)
+    assert row["utilisation"] == pytest.approx(
+        row["real_flop_rate"] / manifest["matmul_peak_flops"], rel=1e-4)
+    assert 0 <= row["padding_waste"] < 1
+    assert manifest["memory_bandwidth_bytes_s"] > 0 and "torch.mm fp32" in manifest["peak_probe"]
+
+
+def test_the_utilisation_benchmark_prints_its_ratio_and_peak() -> None:
+    """benchmarks/utilisation.py on a tiny slice: it runs and prints what it measured (no
+    target is asserted: timings are not tests)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "utilisation.py"),
+                           "--items", "16", "--runs", "1", "--precisions", "fp32"],
+                          capture_output=True, text=True, cwd=root, check=False, timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "fp32 ratio " in done.stdout and "peak probes: " in done.stdout
+    assert "where a profiled pass's time goes: matrix products " in done.stdout

@@ -1,0 +1,122 @@
+"""An attempt's model FLOPs, achieved rates and utilisation, as Attempts and Manifest cells.
+
+From the model's :class:`~toolkit.runner.flops.Cost`, the token tallies of the measured
+window (real and padded tokens, their squares per sequence), ``measured_s`` and the peak
+the probe (:mod:`toolkit.runner.peak`) measured after the timed phases:
+
+* ``real_flops`` / ``padded_flops``: the FLOPs the inputs need / the model computed;
+* ``real_flop_rate`` / ``padded_flop_rate``: those over ``measured_s``;
+* ``utilisation``: ``real_flop_rate / matmul peak`` in the variant's precision (the
+  Manifest's ``matmul_peak_flops``); it can pass 1 when the probe saw a busier machine
+  than the window did;
+* ``padding_waste``: ``1 - real_flops / padded_flops``.
+
+Each is empty with its reason when it cannot be known (failed window, no FLOP formula for
+the model, no peak, a quantized variant whose int8 products the probe does not measure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolkit import layout
+from toolkit.runner import flops, peak
+
+Cell = tuple[Any, str | None]
+ATTEMPT_COLUMNS = ("real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate",
+                   "utilisation", "padding_waste")
+MANIFEST_COLUMNS = ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s",
+                    "peak_probe", "catalog_peaks")
+
+
+@dataclass
+class Tally:
+    """Token counts of a batched pass: sequences, real and padded tokens and squares."""
+
+    sequences: int = 0
+    real_tokens: int = 0
+    padded_tokens: int = 0
+    real_squares: int = 0
+    padded_squares: int = 0
+
+
+@dataclass
+class Work:
+    """The cells to write: Attempts columns and Manifest columns, each (value, reason)."""
+
+    attempt: dict[str, Cell] = field(default_factory=dict)
+    manifest: dict[str, Cell] = field(default_factory=dict)
+
+
+def _sig(value: float, digits: int = 6) -> float:
+    return float(f"{value:.{digits}g}")
+
+
+def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None
+                ) -> tuple[peak.Peak | None, dict[str, Cell]]:
+    """Run (or reuse) the peak probe; the Manifest cells it fills."""
+    catalog = peak.catalog_line(device, gpu_name)
+    try:
+        measured = peak.measure(device, precision, threads)
+    except Exception as exc:  # noqa: BLE001 - a probe that cannot run leaves cells empty
+        reason = f"peak probe failed: {type(exc).__name__}: {str(exc)[:200]}"
+        return None, {"matmul_peak_flops": (None, reason),
+                      "fp32_matmul_peak_flops": (None, reason),
+                      "memory_bandwidth_bytes_s": (None, reason),
+                      "peak_probe": (reason, None), "catalog_peaks": (catalog, None)}
+    return measured, {
+        "matmul_peak_flops": (_sig(measured.matmul[precision]), None),
+        "fp32_matmul_peak_flops": (_sig(measured.matmul["fp32"]), None),
+        "memory_bandwidth_bytes_s": (_sig(measured.bandwidth or 0) or None,
+                                     None if measured.bandwidth else "copy not timed"),
+        "peak_probe": (measured.text, None),
+        "catalog_peaks": (catalog, None),
+    }
+
+
+def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
+         measured_s: float | None, unfinished: str | None, variant: dict[str, Any],
+         measured_peak: peak.Peak | None, peak_reason: str | None) -> dict[str, Cell]:
+    """The Attempts cells. ``unfinished``: why the window's tallies do not cover the whole
+    corpus (None when it completed); ``peak_reason``: why ``measured_peak`` is None."""
+    reason = unfinished or cost_reason
+    if reason is None and not measured_s:
+        reason = "no measured_s: no rate"
+    cells: dict[str, Cell] = {}
+    if reason is not None or cost is None or not tally.padded_tokens:
+        why = reason or "no tokens counted"
+        return {name: (None, why) for name in ATTEMPT_COLUMNS}
+    real = cost.total(tally.sequences, tally.real_tokens, tally.real_squares)
+    padded = cost.total(tally.sequences, tally.padded_tokens, tally.padded_squares)
+    assert measured_s is not None
+    cells["real_flops"] = (float(real), None)
+    cells["padded_flops"] = (float(padded), None)
+    cells["real_flop_rate"] = (_sig(real / measured_s), None)
+    cells["padded_flop_rate"] = (_sig(padded / measured_s), None)
+    cells["padding_waste"] = (round(1 - real / padded, 6), None)
+    if variant.get("quantization") not in (None, "", "none"):
+        cells["utilisation"] = (None, f"quantization {variant['quantization']}: the probe "
+                                "measures float products, not int8")
+    elif measured_peak is None:
+        cells["utilisation"] = (None, peak_reason or "no peak measured")
+    else:
+        rate = measured_peak.matmul.get(str(variant["precision"]))
+        cells["utilisation"] = ((round(real / measured_s / rate, 6), None) if rate else
+                                (None, f"no {variant['precision']} peak measured"))
+    return cells
+
+
+def manifest_values(cells: dict[str, Cell] | None, reason: str) -> dict[str, Any]:
+    """The probe's Manifest columns (values and reasons) from :func:`probe_cells`' cells;
+    every one empty with ``reason`` when ``cells`` is None."""
+    out: dict[str, Any] = {}
+    for name in MANIFEST_COLUMNS:
+        value, why = (cells or {}).get(name, (None, reason))
+        column = layout.MANIFEST.column(name)
+        out[name] = value
+        if column.measurement:
+            out[column.reason] = None if value is not None else (why or reason)
+        elif value is None:
+            out[name] = reason
+    return out

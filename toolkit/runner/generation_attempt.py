@@ -1,0 +1,483 @@
+"""One generation attempt (Protocol task ``generation``), phase by phase, to a journal record.
+
+The phases and the failure rules are the classification attempt's
+(:mod:`toolkit.runner.attempt`): load (model, then each distinct batch of the window once,
+untimed, so kernels load before timing, R8), warm-up by the protocol's rule, the measured
+window (:func:`toolkit.runner.generation.run_window`, R9-R10), export of every output with
+its id and token counts, then the predictions file read back and checked: exact id set
+(R7), agreement with the reference variant's outputs and chrF against the corpus's
+``reference`` texts when every prompt has one (:mod:`toolkit.runner.agreement`).
+
+Quality verdict: pass when the ids match, the metric (chrF when declared) reaches the
+threshold, and the token agreement with the reference variant is at least
+``1 - tolerance`` (R16: bf16 against fp32 from the same prompts).
+
+Beside the classification columns the row fills the generation ones: prompt and generated
+tokens, time to first token, decode tokens/s, the KV cache's peak, and decode tokens/s as
+a fraction of the bandwidth ceiling (catalog bandwidth on a GPU, the peak probe's copy
+bandwidth on a CPU) for the planner's bytes per step (weights + KV cache at the run's batch
+and lengths). What cannot be known is empty with its reason (R12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from toolkit import layout
+from toolkit.evidence import corpus, journal
+from toolkit.planner import memory
+from toolkit.planner.gpus import load_catalog
+from toolkit.plumbing.clock import now_text
+from toolkit.plumbing.digests import file_sha256
+from toolkit.plumbing.rss import peak_rss_bytes
+from toolkit.runner import (
+    achieved,
+    agreement,
+    compilation,
+    decoding,
+    environment,
+    evaluation,
+    generation,
+    plan,
+    precision,
+    probes,
+    reproducibility,
+)
+from toolkit.runner.attempt_parts import (
+    AttemptTimeout,
+    Cells,
+    attempt_seed,
+    breaks_cuda,
+    error_text,
+    forget_traceback,
+    seconds,
+)
+
+# toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
+# imports it back: the spec and guard are duck-typed (AttemptSpec, InterruptGuard); the row
+# helpers both use are in toolkit.runner.attempt_parts.
+Emit = Callable[[dict[str, Any]], None]
+
+
+#: The Attempts columns only a generation attempt fills.
+COLUMNS = decoding.GENERATION_COLUMNS
+
+
+def run_generation_attempt(spec: Any, emit: Emit, guard: Any) -> dict[str, Any]:
+    """Run one generation attempt (``spec`` an AttemptSpec, ``guard`` its InterruptGuard);
+    return its journal record. A failure is a row."""
+    started_at = now_text()
+    began = time.monotonic()
+    variant, protocol = spec.variant, spec.protocol
+    device = torch.device(variant["device"])
+    deadline = began + spec.timeout_s if spec.timeout_s else None
+    threads = spec.threads or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    precision.pin_fp32()
+    reproducibility.apply(protocol, device)
+    seed = attempt_seed(spec)
+    reproducibility.seed(seed)
+    baseline = probes.start_cuda_peaks(device)
+    warmup = plan.parse_warmup(protocol.get("warmup_rule"))
+    corpus_path = spec.base / str(protocol["corpus_path"])
+    bounds = corpus.parse_stratum_bounds(protocol.get("stratum_bounds"))
+    rule: generation.DecodingRule | None = None
+    spans: dict[str, probes.Span] = {}
+    phase = "load"
+    lm: generation.LoadedLM | None = None
+    window = generation.GenerationWindow()
+    status = "completed"
+    error: BaseException | None = None
+    notes: list[str] = []
+    last_emit = [0.0]
+
+    def after_batch(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last_emit[0] >= 0.2 or done == total:
+            last_emit[0] = now
+            emit({"event": "items", "phase": phase, "done": done, "total": total})
+        if deadline is not None and time.monotonic() > deadline:
+            raise AttemptTimeout(f"ran past the attempt timeout of {spec.timeout_s:g} s")
+
+    try:
+        rule = generation.decoding_rule(protocol)
+        emit({"event": "phase", "phase": "load"})
+        with probes.Span(device) as span:
+            spans["load"] = span
+            lm = generation.load_lm(variant, spec.base, rule)
+            first = _first_batches(corpus.read_corpus(corpus_path), int(variant["batch_size"]))
+            generation.run_window(lm, variant, rule, first, generation.GenerationWindow(),
+                                  lambda d: None)
+        phase = "warm-up"
+        if not warmup.none:
+            emit({"event": "phase", "phase": "warm-up"})
+            with probes.Span(device) as span:
+                spans["warm-up"] = span
+                warm = corpus.read_corpus(corpus_path)[:warmup.items]
+                for _ in range(warmup.passes):
+                    generation.run_window(lm, variant, rule, warm,
+                                          generation.GenerationWindow(),
+                                          lambda d: after_batch(d, len(warm)))
+        phase = "measured"
+        emit({"event": "phase", "phase": "measured"})
+        with probes.Span(device) as span:
+            spans["measured"] = span
+            window.items = corpus.read_corpus(corpus_path)
+            total = len(window.items)
+            generation.run_window(lm, variant, rule, window.items, window,
+                                  lambda d: after_batch(d, total))
+    except KeyboardInterrupt as exc:
+        status, error = "interrupted", exc
+    except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
+        status, error = "failed", exc
+    finally:
+        guard.armed = False
+    failed_phase = phase if error is not None else None
+    broken = error is not None and breaks_cuda(error)
+    if error is not None:
+        forget_traceback(error)
+        probes.release_memory(device, cuda=not broken)
+        where = (f"after {len(window.outputs)} of {len(window.items) or spec.corpus_items} "
+                 "prompts" if failed_phase == "measured" else f"during {failed_phase}")
+        kind = ("interrupted" if isinstance(error, KeyboardInterrupt) else
+                "out of memory" if isinstance(error, torch.OutOfMemoryError) else
+                "timed out" if isinstance(error, AttemptTimeout) else "failed")
+        notes.append(f"{kind} {where}: {error_text(error)}")
+        if broken and protocol.get("process_policy") == "shared":
+            guard.stop_campaign()
+    if baseline is not None:
+        notes.append(f"CUDA memory when the peaks were reset: allocated {baseline[0]:,} B, "
+                     f"reserved {baseline[1]:,} B")
+
+    # Export every output (also a partial window's), then read it back and check it.
+    predictions_rel = predictions_sha = None
+    export_s = None
+    subgroups = evaluation.parse_subgroups(protocol.get("subgroups"))
+    if window.items and window.outputs:
+        start = time.perf_counter()
+        try:
+            rows = generation.prediction_rows(window, bounds, subgroups)
+            predictions_sha = corpus.write_predictions(spec.predictions_file, rows)
+            predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
+            export_s = time.perf_counter() - start
+        except OSError as exc:
+            notes.append(f"export failed: {error_text(exc)}")
+    start = time.perf_counter()
+    quality = _evaluate(spec, predictions_sha, window, complete=status == "completed",
+                        notes=notes)
+    evaluation_s = time.perf_counter() - start
+
+    peaks = probes.cuda_peaks(device)
+    rss = peak_rss_bytes()
+    env = environment.manifest_fields()
+    probed, probe_cells = None, None
+    if status == "completed" and not broken:
+        probed, probe_cells = achieved.probe_cells(str(variant["device"]),
+                                                   str(variant["precision"]), threads,
+                                                   env.get("gpu_name"))
+    strata_counts: dict[str, int] = {}
+    for o in window.outputs:
+        name = corpus.stratum(o.prompt_tokens, bounds)
+        strata_counts[name] = strata_counts.get(name, 0) + 1
+    truncated = window.truncated if status == "completed" else None
+    manifest = _manifest(spec, lm, rule, window, strata_counts, bounds, truncated, threads,
+                         seed, env, achieved.manifest_values(probe_cells, "not probed: "
+                                                             f"{status} attempt"))
+
+    cells = Cells()
+    put = cells.put
+    for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
+                        ("repetition", spec.repetition),
+                        ("order_position", spec.order_position), ("started_at", started_at),
+                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
+                        ("manifest_id", manifest["manifest_id"])):
+        put(name, value)
+    for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
+        timed = spans.get(name)
+        if timed is not None and timed.host_s is not None:
+            put(column, seconds(timed.host_s))
+        elif name == "warm-up" and warmup.none and failed_phase != "load":
+            put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
+        elif failed_phase == name:
+            put(column, None, f"{status} during {name}: an unfinished phase has no duration")
+        else:
+            put(column, None, f"not reached: {status} during {failed_phase}")
+    measured = spans.get("measured")
+    finished = measured is not None and measured.host_s is not None
+    if device.type != "cuda":
+        put("device_s", None, "cpu variant: no device span (R10)")
+        put("forward_device_s", None, "cpu variant: no device span (R10)")
+    else:
+        put("device_s", seconds(measured.device_s) if finished and measured else None,
+            f"{status}: the measured window did not finish")
+        put("forward_device_s", None, "generation attempt: generate() runs many forward "
+            "calls; the window's device span is device_s")
+    put("evaluation_s", seconds(evaluation_s))
+    put("export_s", seconds(export_s), "nothing exported: no output was generated"
+        if predictions_sha is None else None)
+    put("items_completed", len(window.outputs))
+    put("expected_ids", len(window.items) or spec.corpus_items)
+    verdict = "not evaluated"
+    if quality is None:
+        reason = "no predictions file: no output was generated"
+        for name in ("observed_ids", "ids_match", "metric_value", "reference_agreement",
+                     "exact_agreement", "token_agreement"):
+            put(name, None, reason)
+    else:
+        put("observed_ids", quality["observed"])
+        put("ids_match", layout.YES if quality["ids_match"] else layout.NO)
+        put("metric_value", quality["metric"], quality["metric_reason"])
+        agreed = quality["agreement"]
+        why = quality["agreement_reason"]
+        put("reference_agreement", None if agreed is None else round(agreed.tokens, 6), why)
+        put("exact_agreement", None if agreed is None else round(agreed.exact, 6), why)
+        put("token_agreement", None if agreed is None else round(agreed.tokens, 6), why)
+        verdict = quality["verdict"]
+        notes.extend(quality["notes"])
+    put("quality_verdict", verdict)
+    put("subgroup_metrics", quality["subgroups"] if quality is not None else None)
+    accepted = status == "completed" and quality is not None and quality["ids_match"] \
+        and verdict == "pass"
+    put("corpus_accepted", layout.YES if accepted else layout.NO)
+    if peaks is None:
+        reason = ("cpu variant: torch.cuda memory counters do not apply"
+                  if device.type != "cuda" else "CUDA memory counters unavailable")
+        put("mem_allocated_peak_bytes", None, reason)
+        put("mem_reserved_peak_bytes", None, reason)
+    else:
+        put("mem_allocated_peak_bytes", peaks[0])
+        put("mem_reserved_peak_bytes", peaks[1])
+    put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
+    partial = None if status == "completed" else \
+        f"{status} after {len(window.outputs)} prompts: token counts cover a whole corpus only"
+    for name in ("padded_tokens", "padding_efficiency"):
+        put(name, None, partial or "generation attempt: see prompt_tokens and generated_tokens")
+    put("truncated", truncated, None if truncated is not None else
+        partial or "prompts not tokenised")
+    put("predictions_path", predictions_rel)
+    put("predictions_sha256", predictions_sha)
+    put("excluded", layout.NO)
+    put("exclusion_reason", None)
+    put("pre_amendment", layout.NO)
+    put("row_sha256", None)
+    for name in achieved.ATTEMPT_COLUMNS:
+        put(name, None, "generation attempt: the FLOP count covers classification only")
+    _generation_cells(put, window, partial, device, lm, variant, rule, probed)
+    if predictions_rel:
+        notes.append(f"predictions: {predictions_rel}")
+    notes.append(f"threads {threads}; warm-up {warmup.text!r}"
+                 + (f"; decoding {rule.text()}" if rule else ""))
+    put("notes", "; ".join(notes))
+    put("attention_kernels", None)
+    put("recompilations", None)
+    put("seed", seed)
+    emit({"event": "phase", "phase": "done", "status": status})
+    record = journal.record(cells.row, manifest)
+    record["elapsed_s"] = round(time.monotonic() - began, 3)
+    lm = None
+    probes.release_memory(device, cuda=not broken)
+    return record
+
+
+def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
+    """The load phase's untimed pass: the first batch, enough to load every kernel once."""
+    return items[:size]
+
+
+def _manifest(spec: Any, lm: generation.LoadedLM | None,
+              rule: generation.DecodingRule | None, window: generation.GenerationWindow,
+              counts: dict[str, int], bounds: tuple[int, ...], truncated: int | None,
+              threads: int, seed: int | None, env: dict[str, Any],
+              measured: dict[str, Any]) -> dict[str, Any]:
+    """The Manifest row (the classification attempt's columns; the decoding rule and padding
+    side in processing_order); id = hash of the content, the probe's columns left out."""
+    variant, protocol = spec.variant, spec.protocol
+    order = ("sorted by prompt tokens, ties in file order"
+             if variant.get("length_grouping") == "sorted" else "file order")
+    if rule is not None:
+        order += (f"; padding side {variant.get('padding_side') or 'left'}; decoding "
+                  f"{rule.text()}")
+    row: dict[str, Any] = {
+        "variant_id": variant["variant_id"],
+        "corpus_path": protocol["corpus_path"],
+        "corpus_sha256": corpus.fingerprint(window.items) if window.items
+        else spec.corpus_sha256,
+        "corpus_items": len(window.items) or spec.corpus_items,
+        "processing_order": order,
+        "strata": corpus.strata_text(counts, bounds) if counts else None,
+        "truncated": truncated,
+        "model_revision": lm.model_revision if lm else None,
+        "tokenizer_revision": lm.tokenizer_revision if lm else None,
+        "precision": variant["precision"],
+        "quantization": variant["quantization"],
+        "compile": variant["compile"],
+        "attention_backend": lm.attention_backend if lm else variant["attention_backend"],
+        "padding": variant["padding"],
+        "max_length": int(variant["max_length"]),
+        "seeds": (f"torch.manual_seed({seed}); protocol seeds {protocol.get('seeds')}"
+                  if seed is not None else f"none set (protocol seeds {protocol.get('seeds')!r})"),
+        "determinism": reproducibility.state(protocol, threads),
+        "process_policy": protocol.get("process_policy"),
+        "compile_setup": compilation.NOT_COMPILED,
+    }
+    row.update(env)
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+    full = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
+            "recorded_at": now_text(), **row, **measured}
+    return {name: full.get(name) for name in layout.MANIFEST.names}
+
+
+def _generation_cells(put: Any, window: generation.GenerationWindow, partial: str | None,
+                      device: torch.device, lm: generation.LoadedLM | None,
+                      variant: dict[str, Any], rule: generation.DecodingRule | None,
+                      probed: Any) -> None:
+    """The generation columns: token counts, TTFT, decode rate, KV cache, ceiling."""
+    put("prompt_tokens", None if partial else window.prompt_tokens, partial)
+    put("generated_tokens", None if partial else window.generated_tokens, partial)
+    ttft = window.ttft_s()
+    put("ttft_s", None if partial or ttft is None else round(ttft, 6),
+        partial or "no batch generated a token")
+    rate = window.decode_tokens_per_s()
+    put("decode_tokens_per_s", None if partial or rate is None else round(rate, 3),
+        partial or "no decode step: every output ended at its first token")
+    put("kv_cache_peak_bytes", None if partial else window.kv_cache_peak_bytes,
+        partial or "generate() returned no KV cache tensors")
+    ceiling, why = (None, partial) if partial else bandwidth_ceiling(
+        lm, variant, rule, window, device, probed)
+    put("bandwidth_ceiling_tokens_per_s", None if ceiling is None else round(ceiling, 3), why)
+    if ceiling is not None and rate is not None:
+        put("decode_ceiling_fraction", round(rate / ceiling, 6))
+    else:
+        put("decode_ceiling_fraction", None, why or "no decode tokens/s")
+
+
+def bandwidth_ceiling(lm: generation.LoadedLM | None, variant: dict[str, Any],
+                      rule: generation.DecodingRule | None,
+                      window: generation.GenerationWindow, device: torch.device,
+                      probed: Any) -> tuple[float | None, str | None]:
+    """Decode tokens/s the memory bandwidth allows at the run's batch (the planner's rule:
+    each step reads the weights and every row's KV cache once): batch * bandwidth /
+    (weights + batch * KV per sequence), from the planner's estimate at the longest prompt
+    plus max_new_tokens. Bandwidth: the catalog's for a GPU (gpu_slug), the peak probe's
+    copy rate on a CPU."""
+    if lm is None or rule is None:
+        return None, "model not loaded"
+    try:
+        shape = memory.shape_from_config(lm.folder / "config.json")
+        longest = max((o.prompt_tokens for o in window.outputs), default=0)
+        batch = int(variant["batch_size"])
+        est = memory.estimate(shape, precision=str(variant["precision"]),
+                              seq_len=max(longest + rule.max_new_tokens, 1), batch=batch)
+    except Exception as exc:  # noqa: BLE001 - no planner shape: the cell says why
+        return None, f"planner cannot size this model: {error_text(exc)}"
+    if device.type == "cuda":
+        bandwidth, why = _catalog_bandwidth(str(variant.get("gpu_slug") or ""))
+    else:
+        bandwidth = getattr(probed, "bandwidth", None) if probed is not None else None
+        why = None if bandwidth else "no copy bandwidth measured by the peak probe"
+    if not bandwidth:
+        return None, why
+    step_bytes = est.term("weights").bytes + batch * est.kv_per_sequence
+    return batch * float(bandwidth) / step_bytes, None
+
+
+def _catalog_bandwidth(slug: str) -> tuple[float | None, str | None]:
+    if not slug:
+        return None, "cuda variant without gpu_slug: no catalog bandwidth"
+    for gpu in load_catalog():
+        if gpu.slug == slug:
+            return float(gpu.bandwidth_gbps) * 1e9, None
+    return None, f"gpu_slug {slug!r} not in the GPU catalog"
+
+
+def _evaluate(spec: Any, predictions_sha: str | None,
+              window: generation.GenerationWindow, *, complete: bool,
+              notes: list[str]) -> dict[str, Any] | None:
+    """Read the predictions file back: ids (R7), agreement with the reference, chrF."""
+    if predictions_sha is None:
+        return None
+    protocol = spec.protocol
+    rows = corpus.read_predictions(spec.predictions_file)
+    if file_sha256(spec.predictions_file) != predictions_sha:
+        notes.append("predictions file changed between export and evaluation")
+    expected = [i.id for i in window.items]
+    ids = evaluation.check_ids(expected, [str(r["id"]) for r in rows])
+    if not ids.match:
+        notes.append(ids.notes())
+    by_id = {i.id: i for i in window.items}
+    metric, metric_reason = None, None
+    subgroups: str | None = None
+    if str(protocol.get("metric")) == "chrf":
+        if not complete:
+            metric_reason = "the window did not complete: chrF covers a whole corpus only"
+        else:
+            refs = [by_id[str(r["id"])].fields.get("reference") if str(r["id"]) in by_id
+                    else None for r in rows]
+            metric, metric_reason = agreement.chrf([str(r["prediction"]) for r in rows], refs)
+            if metric is not None:
+                by_group = agreement.chrf_by_subgroup(
+                    rows, {i.id: i.fields.get("reference") for i in window.items},
+                    evaluation.parse_subgroups(protocol.get("subgroups")))
+                subgroups = evaluation.subgroups_text(by_group) or None
+    else:
+        metric_reason = (f"metric {protocol.get('metric')!r} is a classification metric: a "
+                         "generation protocol declares chrf")
+    found: agreement.Agreement | None = None
+    agreement_reason: str | None = "no reference comparison"
+    ref = spec.reference
+    if str(spec.variant["variant_id"]) == str(protocol.get("reference_variant")):
+        agreement_reason = "this is the reference variant"
+    elif ref is None:
+        agreement_reason = "no completed attempt of the reference variant yet"
+    else:
+        ref_path = spec.base / ref["predictions_path"]
+        if not ref_path.exists() or file_sha256(ref_path) != ref["predictions_sha256"]:
+            agreement_reason = (f"reference predictions {ref['predictions_path']} missing or "
+                                "changed since its attempt")
+        else:
+            found, agreement_reason = agreement.agreement(rows,
+                                                          corpus.read_predictions(ref_path))
+            if found is not None:
+                notes.append(f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
+                             f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
+                             f"over {found.compared} prompts")
+    verdict = "pass"
+    reasons = []
+    if not complete or not ids.match:
+        verdict = "fail"
+        reasons.append("incomplete window or ids differ")
+    threshold = _number(protocol.get("threshold"))
+    if metric is not None and threshold is not None and metric < threshold:
+        verdict = "fail"
+        reasons.append(f"chrF {metric:.4f} below threshold {threshold}")
+    tolerance = _number(protocol.get("tolerance"))
+    if found is not None and tolerance is not None and found.tokens < 1 - tolerance:
+        verdict = "fail"
+        reasons.append(f"token agreement {found.tokens:.4f} below 1 - tolerance "
+                       f"{1 - tolerance:.4f}")
+    if reasons:
+        notes.append("quality: " + "; ".join(reasons))
+    return {"observed": ids.observed, "ids_match": ids.match,
+            "metric": None if metric is None else round(metric, 6),
+            "metric_reason": metric_reason, "agreement": found,
+            "agreement_reason": agreement_reason if found is None else None,
+            "verdict": verdict, "notes": [], "subgroups": subgroups}
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return None if value in (None, "") else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def generation_task(spec: Any) -> bool:
+    """Whether ``spec``'s protocol asks for generation (its task field)."""
+    return generation.task_of(spec.protocol) == "generation"
+
