@@ -59,7 +59,6 @@ from toolkit.runner import (
     faults,
     flops,
     plan,
-    precision,
     probes,
     reproducibility,
 )
@@ -71,6 +70,7 @@ from toolkit.runner.attempt_parts import (
     error_text,
     forget_traceback,
     seconds,
+    start_process,
 )
 from toolkit.runner.model import LoadedModel, load
 
@@ -317,13 +317,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     fault = faults.from_environment()
     if fault is not None and not fault.applies(variant["variant_id"], spec.repetition):
         fault = None
-    threads = spec.threads or torch.get_num_threads()
-    torch.set_num_threads(threads)
-    precision.pin_fp32()
-    reproducibility.apply(protocol, device)
-    seed = attempt_seed(spec)
-    reproducibility.seed(seed)
-    baseline = probes.start_cuda_peaks(device)
+    threads, seed, baseline = start_process(spec, device)
     warmup = plan.parse_warmup(protocol.get("warmup_rule"))
     compiled = variant.get("compile") == "yes"
     shared = protocol.get("process_policy") == "shared"

@@ -3,7 +3,8 @@
 One place for the cell rule (a measurement is a value or an empty cell with its
 reason), the error text a failed row carries, the traceback a failure must
 drop before memory is released, the CUDA errors that end a shared campaign,
-and the seed an attempt runs with (R17).
+the seed an attempt runs with (R17), and the process state every attempt starts
+from.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import torch
 
 from toolkit import layout
-from toolkit.runner import plan
+from toolkit.runner import plan, precision, probes, reproducibility
 
 
 class AttemptTimeout(Exception):
@@ -77,3 +78,17 @@ def attempt_seed(spec: Any) -> int | None:
         return int(spec.seed)
     declared = plan.seeds(spec.protocol.get("seeds"))
     return declared[0] if declared else None
+
+
+def start_process(spec: Any, device: torch.device
+                  ) -> tuple[int, int | None, tuple[int, int] | None]:
+    """Put this process in the state the attempt is measured in: torch threads, fp32 at full
+    precision (R16), the Protocol's determinism choices and the attempt's seed (R17), CUDA
+    peaks reset after memory is released. Returns (threads, seed, the peaks' baseline)."""
+    threads = spec.threads or torch.get_num_threads()
+    torch.set_num_threads(threads)
+    precision.pin_fp32()
+    reproducibility.apply(spec.protocol, device)
+    seed = attempt_seed(spec)
+    reproducibility.seed(seed)
+    return threads, seed, probes.start_cuda_peaks(device)

@@ -45,18 +45,17 @@ from toolkit.runner import (
     evaluation,
     generation,
     plan,
-    precision,
     probes,
     reproducibility,
 )
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
-    attempt_seed,
     breaks_cuda,
     error_text,
     forget_traceback,
     seconds,
+    start_process,
 )
 
 # toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
@@ -77,13 +76,7 @@ def run_generation_attempt(spec: Any, emit: Emit, guard: Any) -> dict[str, Any]:
     variant, protocol = spec.variant, spec.protocol
     device = torch.device(variant["device"])
     deadline = began + spec.timeout_s if spec.timeout_s else None
-    threads = spec.threads or torch.get_num_threads()
-    torch.set_num_threads(threads)
-    precision.pin_fp32()
-    reproducibility.apply(protocol, device)
-    seed = attempt_seed(spec)
-    reproducibility.seed(seed)
-    baseline = probes.start_cuda_peaks(device)
+    threads, seed, baseline = start_process(spec, device)
     warmup = plan.parse_warmup(protocol.get("warmup_rule"))
     corpus_path = spec.base / str(protocol["corpus_path"])
     bounds = corpus.parse_stratum_bounds(protocol.get("stratum_bounds"))
