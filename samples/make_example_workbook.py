@@ -117,10 +117,18 @@ VARIANTS: list[dict[str, Any]] = [
 
 def build() -> WorkbookData:
     """The example campaign's data, locked."""
+    return campaign(PROTOCOL, COMMON, VARIANTS, OUT)
+
+
+def campaign(protocol: dict[str, Any], common: dict[str, Any],
+             variants: list[dict[str, Any]], out: Path) -> WorkbookData:
+    """A demo campaign's data, locked as the committed file ``out``: the Protocol, each
+    variant over ``common``, the shipped tariffs, the demo host's EXAMPLE price, its rental
+    and schedule (make_generation_workbook.py builds its example with this too)."""
     data = WorkbookData.empty()
-    data.forms["Protocol"].update(PROTOCOL)
-    for variant in VARIANTS:
-        data.append("Variants", {**COMMON, **variant})
+    data.forms["Protocol"].update(protocol)
+    for variant in variants:
+        data.append("Variants", {**common, **variant})
     for row in tariffs.tariff_rows(tariffs.load_catalog()):
         data.append("Tariffs", row)
     data.append("Tariffs", DEMO_TARIFF)
@@ -128,7 +136,7 @@ def build() -> WorkbookData:
     for phase in SCHEDULE:
         data.append("Schedule", phase)
     # Checked beside the committed file: the corpus, and the tuning data apart from it (R2).
-    locking.lock(data, OUT)
+    locking.lock(data, out)
     return data
 
 

@@ -27,8 +27,6 @@ sys.path.insert(0, str(HERE))
 
 import make_example_workbook as example  # noqa: E402
 
-from toolkit.evidence import locking  # noqa: E402
-from toolkit.money import tariffs  # noqa: E402
 from toolkit.plumbing.atomic import publish  # noqa: E402
 from toolkit.workbook.model import WorkbookData  # noqa: E402
 from toolkit.workbook.render import render  # noqa: E402
@@ -88,18 +86,7 @@ VARIANTS: list[dict[str, Any]] = [
 
 def build() -> WorkbookData:
     """The example generation campaign's data, locked."""
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update(PROTOCOL)
-    for variant in VARIANTS:
-        data.append("Variants", {**COMMON, **variant})
-    for row in tariffs.tariff_rows(tariffs.load_catalog()):
-        data.append("Tariffs", row)
-    data.append("Tariffs", example.DEMO_TARIFF)
-    data.append("Rentals", example.DEMO_RENTAL)
-    for phase in example.SCHEDULE:
-        data.append("Schedule", phase)
-    locking.lock(data, OUT)
-    return data
+    return example.campaign(PROTOCOL, COMMON, VARIANTS, OUT)
 
 
 def main(argv: list[str]) -> int:
