@@ -350,6 +350,14 @@ def exit_code(met: Sequence[bool]) -> int:
     return EXIT_MET if all(met) else EXIT_MISSED
 
 
+def checks_exit(failures: Sequence[str]) -> int:
+    """Print each failed check and the tally; 0 when none failed, 1 otherwise."""
+    for failure in failures:
+        print(f"check failed: {failure}")
+    print("checks: " + ("all passed" if not failures else f"{len(failures)} failed"))
+    return EXIT_MISSED if failures else EXIT_MET
+
+
 def machine() -> str:
     """This machine in a few words (CPU, GPU if any, torch build) for the results table."""
     import torch

@@ -592,10 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         common.verdict(gap, TIMING_TOLERANCE)
     print(f"elapsed {elapsed:.1f} s / budget {BUDGET_S:.0f} s:")
     common.verdict(elapsed / BUDGET_S, 1.0)
-    for failure in failures:
-        print(f"check failed: {failure}")
-    print("checks: " + ("all passed" if not failures else f"{len(failures)} failed"))
-    return common.EXIT_MISSED if failures else common.EXIT_MET
+    return common.checks_exit(failures)
 
 
 if __name__ == "__main__":

@@ -157,10 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-gen-") as tmp:
         failures = check(Path(tmp), cuda, slug, items, 1 if args.cpu_dry_run else
                          args.repetitions, gpu_check.run_campaign)
-    for failure in failures:
-        print(f"check failed: {failure}")
-    print("checks: " + ("all passed" if not failures else f"{len(failures)} failed"))
-    return common.EXIT_MISSED if failures else common.EXIT_MET
+    return common.checks_exit(failures)
 
 
 if __name__ == "__main__":
