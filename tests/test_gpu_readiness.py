@@ -214,10 +214,11 @@ def test_the_manifest_records_fp32_flags_variables_and_the_attention_kernel(
     assert "CUDA_VISIBLE_DEVICES unset" in variables
     assert {v.split("=")[0].split()[0] for v in variables} == set(environment.VARIABLES)
     assert manifest["compile_setup"] == "not compiled"
-    # Batch 1: no padding; the shortest and the longest batch each say what ran.
+    # On the CPU without compilation the shortest batch alone names the kernel (torch's CPU
+    # choice does not depend on the length); batch 1: no padding.
     kernels = rows["b1-fp32"]["attention_kernels"].split("; ")
-    assert [k.split(": ")[1] for k in kernels] == ["flash (cpu)", "flash (cpu)"]
-    assert kernels[0].startswith("1x") and kernels[1].startswith("1x")
+    assert [k.split(": ")[1] for k in kernels] == ["flash (cpu)"]
+    assert kernels[0].startswith("1x")
     assert rows["b4-eager"]["attention_kernels"].endswith(
         ": no SDPA kernel (attention as matrix products and softmax)")
     assert rows["b1-fp32"]["recompilations"] is None  # not compiled

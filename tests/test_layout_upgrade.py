@@ -1,6 +1,6 @@
-"""Campaigns recorded by earlier layouts (real quick demos of layouts 1 and 2) read, validate
-and report under the current one: their lock and attempt chain still verify, newer sheets and
-columns read empty, and the first save writes the current layout."""
+"""Campaigns recorded by earlier layouts (real quick demos of layouts 1, 2 and 3) read,
+validate and report under the current one: their lock and attempt chain still verify, newer
+sheets and columns read empty, and the first save writes the current layout."""
 
 from __future__ import annotations
 
@@ -13,14 +13,19 @@ from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
+from toolkit.evidence import chain, protocol
+from toolkit.report.generation import NOT_GENERATION
 from toolkit.workbook import store
 
 FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLES = Path(__file__).parents[1] / "samples"
 
 
 def _campaign(tmp_path: Path, version: int = 1) -> Path:
     folder = tmp_path / "campaign"
     shutil.copytree(FIXTURES / f"layout{version}_campaign", folder)
+    if version >= 3:  # its Protocol's tuning_data names the demo's copy of the sample's file
+        shutil.copy(SAMPLES / "calibration.jsonl", folder)
     return folder / "example_campaign.xlsx"
 
 
@@ -48,15 +53,36 @@ def test_a_layout_2_campaign_validates_clean_as_read(tmp_path: Path) -> None:
     assert book.read_bytes() == before
 
 
-@pytest.mark.parametrize("version", [1, 2])
+def test_a_layout_3_campaign_validates_clean_as_read(tmp_path: Path) -> None:
+    book = _campaign(tmp_path, 3)
+    before = book.read_bytes()
+    data = store.read(book)
+    assert data.layout_version == 3
+    # Layout 4's columns read empty in a layout-3 workbook.
+    assert all(row["ttft_s"] is None for row in data.tables["Summary"])
+    assert all(row["estimate_kv_cache_bytes"] is None for row in data.tables["Memory"])
+    assert _validate(book) == {"workbook": str(book), "valid": True, "findings": []}
+    assert book.read_bytes() == before
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_campaign_reports_and_is_saved_in_the_current_layout(
         tmp_path: Path, version: int) -> None:
     assert version < layout.LAYOUT_VERSION
     book = _campaign(tmp_path, version)
-    assert store.read(book).layout_version == version
+    before = store.read(book)
+    assert before.layout_version == version
     result = CliRunner().invoke(cli, ["report", str(book), "--no-png"])
     assert result.exit_code == 0, result.output
     data = store.read(book)
     assert data.layout_version == layout.LAYOUT_VERSION
     assert len(data.tables["Attempts"]) == 6
+    # Saved in the current layout, the seals made under the old one still verify.
+    assert protocol.require_lock(data, book) == protocol.require_lock(before, book)
+    assert protocol.lock_findings(data) == [] and chain.chain_findings(data) == []
     assert _validate(book)["findings"] == []
+    # A classification campaign: the generation columns are empty, each with its reason.
+    assert {(r["ttft_s"], r["ttft_s_reason"]) for r in data.tables["Summary"]} == {
+        (None, NOT_GENERATION)}
+    assert {(r["observed_kv_cache_bytes"], r["observed_kv_cache_bytes_reason"])
+            for r in data.tables["Memory"]} == {(None, NOT_GENERATION)}

@@ -320,9 +320,9 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
     from toolkit.runner import campaign, forkserver
 
     with pytest.raises(forkserver.ForkServerError, match="did not get ready"):
-        forkserver.ForkServer(tmp_path, [], {"PYTHONHOME": str(tmp_path / "no-python")})
+        forkserver.ForkServer({"PYTHONHOME": str(tmp_path / "no-python")}).ready()
 
-    def broken(self: object, base: Path, paths: list[str], env: dict[str, str]) -> None:
+    def broken(self: object, env: dict[str, str]) -> None:
         raise forkserver.ForkServerError("cannot start the fork server: test")
 
     monkeypatch.setattr(forkserver.ForkServer, "__init__", broken)
@@ -335,3 +335,28 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
         proc.stdin.close()  # no spec: the worker stops at once
         proc.stdout.close()
         assert proc.wait(timeout=120) != 0
+
+
+def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_workers(
+        tmp_path: Path) -> None:
+    """The demo starts the server before preparing; the campaign's Workers take that one."""
+    from toolkit.runner import campaign, forkserver
+
+    campaign.prestart_workers()
+    started = forkserver._prestarted
+    assert started is not None
+    book = make_campaign(tmp_path, 4, SERIES_1[:1], process_policy="fresh")
+    workers = campaign.Workers(campaign.prepare(book, campaign.Options()))
+    try:
+        assert workers.server is started and forkserver._prestarted is None
+        with open(tmp_path / "stderr", "w+", encoding="utf-8") as stderr:
+            proc = workers.start(stderr)
+            assert isinstance(proc, forkserver.ForkedWorker)  # forked, not a new interpreter
+            proc.stdin.close()  # no spec: the worker stops at once
+            proc.stdout.close()
+            assert proc.wait() != 0
+    finally:
+        workers.close()
+    # One started under another environment is not used: the workers would not see theirs.
+    forkserver.prestart({**campaign.worker_env(), "ITERALAB_TEST_OTHER": "1"})
+    assert forkserver.take(campaign.worker_env()) is None

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -345,7 +345,9 @@ ATTEMPTS = Sheet(
         _c("notes", help="Errors, duplicates/missing ids, output paths.", width=40),
         _c("attention_kernels", help="Attention kernel the profiler saw on the load phase's "
            "shortest and longest batch (rows x tokens: kernel); it can differ by batch, "
-           "padding, precision and compilation.", computed=True, since=2, width=30),
+           "padding, precision and compilation. On the CPU without compilation, the "
+           "shortest batch alone (torch's CPU choice does not depend on the length).",
+           computed=True, since=2, width=30),
         _c("recompilations", INT, "Graphs torch.compile built inside the measured window "
            "(0 expected): more put compile time into measured_s (R8). Empty when not "
            "compiled or the window was not reached.", computed=True, since=2, width=9),
@@ -634,8 +636,15 @@ MEMORY = Sheet(
         _c("observed_over_estimate", NUMBER, "observed allocated / estimated tensors (may "
            "exceed 1: then the report flags it).",
            measurement=True, computed=True),
-        _c("flag", help="OVER ESTIMATE when allocated > tensors or reserved > total.",
-           computed=True, width=24),
+        _c("flag", help="OVER ESTIMATE when allocated > tensors, reserved > total or the "
+           "observed KV cache > its estimate.", computed=True, width=24),
+        _c("estimate_kv_cache_bytes", BYTES, "Generation: the planner's KV cache, one term of "
+           "estimate_tensors_bytes: the variant's batch_size sequences of max_length + the "
+           "Protocol's max_new_tokens tokens, in the variant's precision (an upper bound: most "
+           "prompts are shorter than max_length).", measurement=True, computed=True, since=4),
+        _c("observed_kv_cache_bytes", BYTES, "Generation: largest Attempts kv_cache_peak_bytes "
+           "over the variant's attempts, exclusions left out.", measurement=True,
+           computed=True, since=4),
     ),
     purpose="Estimate beside observation (R18); the estimate never replaces measuring.",
     input=False,
@@ -695,6 +704,16 @@ SUMMARY = Sheet(
         _c("limited_by", help="What holds the variant below the peak: padding, precision, "
            "batch too small, memory bound (from the figures beside it).", computed=True,
            since=3, width=40),
+        _c("ttft_s", SECONDS, "Generation: median over the successes of Attempts ttft_s "
+           "(time to first token: the prefill); a live formula over Attempts.",
+           measurement=True, computed=True, since=4, width=10),
+        _c("decode_tokens_per_s", NUMBER, "Generation: median over the successes of Attempts "
+           "decode_tokens_per_s (the prefill left out); a live formula over Attempts.",
+           measurement=True, computed=True, since=4),
+        _c("decode_ceiling_fraction", RATIO, "Generation: median over the successes of "
+           "Attempts decode_ceiling_fraction (decode tokens/s / the memory bandwidth's "
+           "ceiling); a live formula over Attempts.", measurement=True, computed=True,
+           since=4, width=10),
     ),
     purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
     "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",

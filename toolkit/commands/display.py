@@ -60,11 +60,16 @@ class Display:
 
 
 class JsonLines(Display):
-    """`run --json`: one JSON line per finished attempt on stdout; other lines on stderr."""
+    """`run --json`: one JSON line per finished attempt on stdout; other lines on stderr.
+    ``generation``: the Protocol's task is generation (its lines carry those columns)."""
+
+    def __init__(self, generation: bool = False) -> None:
+        super().__init__(False)
+        self.generation = generation
 
     def finished(self, record: dict[str, Any]) -> None:
         """An attempt is recorded: its iteralab-attempt/1 line."""
-        emit(attempt_document(record))
+        emit(attempt_document(record, self.generation))
 
     def echo(self, text: str) -> None:
         """Warnings go to stderr, where they cannot break the JSON stream."""

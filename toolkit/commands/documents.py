@@ -15,12 +15,14 @@ from typing import Any
 
 import click
 
+from toolkit import layout
 from toolkit.evidence.ingest import IngestResult
 from toolkit.findings import Finding
 from toolkit.money import schedule
 from toolkit.money.tariffs import rules
 from toolkit.report.refresh import Refreshed
 from toolkit.report.reviewer import Outputs
+from toolkit.runner.decoding import GENERATION_COLUMNS
 
 REPORT = "iteralab-report/1"
 ATTEMPT = "iteralab-attempt/1"
@@ -137,13 +139,18 @@ def merge_document(workbook: Path, plan: Any) -> dict[str, Any]:
             "files_copied": len(plan.files), "already": plan.already}
 
 
-def attempt_document(record: dict[str, Any]) -> dict[str, Any]:
-    """One finished attempt, as `iteralab run --json` streams it."""
+def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[str, Any]:
+    """One finished attempt, as `iteralab run --json` streams it; with ``generation`` (the
+    Protocol's task) also the generation columns, each beside its reason, keyed as the
+    Attempts sheet names them."""
     row = record["attempt"]
-    keys = ("attempt_id", "variant_id", "repetition", "status", "items_completed",
+    keys = ["attempt_id", "variant_id", "repetition", "status", "items_completed",
             "measured_s", "measured_s_reason", "metric_value", "metric_value_reason",
-            "quality_verdict", "ids_match", "corpus_accepted", "predictions_path", "notes")
-    return {"format": ATTEMPT, **{k: row.get(k) for k in keys}}
+            "quality_verdict", "ids_match", "corpus_accepted", "predictions_path"]
+    if generation:
+        for name in GENERATION_COLUMNS:
+            keys += [name, layout.ATTEMPTS.column(name).reason]
+    return {"format": ATTEMPT, **{k: row.get(k) for k in [*keys, "notes"]}}
 
 
 def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_s: float,

@@ -73,7 +73,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
     from toolkit.commands import display, documents
     from toolkit.errors import WorkbookBusyError
     from toolkit.evidence import journal
-    from toolkit.runner import campaign
+    from toolkit.runner import campaign, decoding
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -91,7 +91,8 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             click.echo(message)
         return
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
-    shown = display.JsonLines() if as_json else display.make(quiet)
+    generation = decoding.task_of(prepared.protocol) == "generation"
+    shown = display.JsonLines(generation) if as_json else display.make(quiet)
     if not quiet and not as_json:
         skipped = len(prepared.slots) - len(prepared.todo)
         order = " / ".join("-".join(s.variant_id for s in prepared.slots
@@ -206,8 +207,9 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     """
     from toolkit.commands import demo as sample
     from toolkit.commands.report import report
-    from toolkit.runner.campaign import Options
+    from toolkit.runner.campaign import Options, prestart_workers
 
+    prestart_workers()  # its imports overlap the copy and the checks below
     workbook = sample.prepare(directory, quick=quick, task=task)
     click.echo(f"demo workbook: {workbook}" + (
         f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "

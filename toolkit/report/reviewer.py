@@ -105,7 +105,8 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
               "successes); padding waste: the share of the model's work on padding.", ""]
     lines += utilisation.report_lines([(st.variant_id, st.usage) for st in result.stats
                                        if st.usage is not None]) or ["- no variant"]
-    produced = generation.report_lines(data, workbook.parent)  # Protocol task generation
+    produced = generation.report_lines(  # Protocol task generation
+        data, [(st.variant_id, st.generation) for st in result.stats])
     if produced:
         lines += ["", "## Generation: decode speed against the bandwidth ceiling", "",
                   *produced]

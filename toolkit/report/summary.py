@@ -12,6 +12,9 @@ single-cell array formulas ``MEDIAN(IF(...))``, ``MIN(IF(...))``,
 ``INDEX(..., MATCH(1, ..., 0))`` guarded against blanks and against an empty
 selection (MIN and MAX of nothing are 0 there, never "no data"). Ranges reach
 a fixed row far below the data so that new rows are covered.
+
+Under a generation protocol, ttft_s, decode_tokens_per_s and decode_ceiling_fraction are
+medians over the successes like metric_value (:mod:`toolkit.report.generation`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.amendments import Relaxation, relaxations
-from toolkit.report import stats, utilisation
+from toolkit.report import generation, stats, utilisation
 from toolkit.workbook.model import Formula, WorkbookData
 
 #: Attempts rows the formulas reach at least (header excluded).
@@ -112,6 +115,9 @@ class VariantStats:
     gate_note: str = ""
     #: Median utilisation and padding waste of the successes, and what limits them.
     usage: utilisation.Utilisation | None = None
+    #: Generation figures of the successes (TTFT, decode rate, ceiling fraction); None
+    #: when the Protocol's task is classification.
+    generation: generation.Figures | None = None
 
     @property
     def successes(self) -> int:
@@ -165,6 +171,7 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
     corpus_of = {m.get("manifest_id"): m.get("corpus_sha256") for m in data.tables["Manifest"]}
     manifests = {m.get("manifest_id"): m for m in data.tables["Manifest"]}
     relaxed = tuple(relaxations(data))
+    generative = generation.is_generation(data)
     for st in found.values():
         st.relaxations = relaxed
         mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
@@ -177,8 +184,9 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
                      for f in STACK_FIELDS}
         declared = next((v for v in data.tables["Variants"]
                          if str(v.get("variant_id")) == st.variant_id), None)
-        st.usage = utilisation.of_variant([a for a in mine if is_success(a)], manifests,
-                                          declared)
+        wins = [a for a in mine if is_success(a)]
+        st.usage = utilisation.of_variant(wins, manifests, declared)
+        st.generation = generation.of_variant(wins) if generative else None
     return list(found.values())
 
 
@@ -341,6 +349,14 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
             reason or None)
         values["padding_waste"] = guarded("MEDIAN", "padding_waste", ok, usage.padding_waste)
         values["limited_by"] = usage.limited_by
+    for col in generation.SUMMARY_COLUMNS:
+        if st.generation is None:  # a classification protocol: no generation figure
+            values[f"{col}_reason"] = generation.NOT_GENERATION
+            continue
+        values[col] = guarded("MEDIAN", col, ok, getattr(st.generation, col))
+        reason = st.generation.reasons.get(col, "").replace('"', "'")[:200]
+        values[f"{col}_reason"] = Formula(
+            f'IF(SUMPRODUCT({ok}*({r(col)}<>""))=0,"{reason}","")', reason or None)
     return {name: values.get(name) for name in layout.SUMMARY.names}
 
 

@@ -72,6 +72,18 @@ def chrf(outputs: Sequence[str], references: Sequence[str | None]
     return float(score.score) / 100.0, None
 
 
+def chrf_scores(rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None],
+                kinds: Sequence[str]
+                ) -> tuple[float | None, str | None, dict[str, tuple[float, int]]]:
+    """chrF of predictions rows against the corpus's references by id, with its reason when
+    empty, and per predeclared subgroup (none without an overall score): the figures an
+    attempt reports and its reference variant's, which R16 compares."""
+    score, reason = chrf([str(r["prediction"]) for r in rows],
+                         [references.get(str(r["id"])) for r in rows])
+    groups = chrf_by_subgroup(rows, references, kinds) if score is not None else {}
+    return score, reason, groups
+
+
 def chrf_by_subgroup(rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None],
                      kinds: Sequence[str]) -> dict[str, tuple[float, int]]:
     """chrF and size of each predeclared subgroup (``kind=value``, e.g. ``stratum=short``)

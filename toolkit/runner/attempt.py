@@ -36,9 +36,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -73,51 +72,11 @@ from toolkit.runner.attempt_parts import (
     start_process,
 )
 from toolkit.runner.model import LoadedModel, load
+from toolkit.runner.spec import AttemptSpec
 
 Emit = Callable[[dict[str, Any]], None]
 #: Progress events are sent at most this often (seconds) while items are processed.
 PROGRESS_EVERY_S = 0.2
-
-
-@dataclass
-class AttemptSpec:
-    """Everything one attempt needs, as plain JSON-ready values."""
-
-    workbook: str
-    attempt_id: str
-    variant: dict[str, Any]
-    repetition: int
-    order_position: int
-    protocol: dict[str, Any]
-    protocol_sha256: str
-    corpus_sha256: str
-    corpus_items: int
-    reference: dict[str, Any] | None = None
-    threads: int | None = None
-    timeout_s: float | None = None
-    #: The seed of this attempt's slot (R17); None: the protocol's first seed, if any (a
-    #: spec written before seeds were kept apart).
-    seed: int | None = None
-
-    def to_json(self) -> str:
-        """The spec as a JSON text (what the worker process reads)."""
-        return json.dumps(asdict(self), ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> AttemptSpec:
-        """The spec from :meth:`to_json`'s text."""
-        return cls(**json.loads(text))
-
-    @property
-    def base(self) -> Path:
-        """The workbook's folder: relative paths start here."""
-        return Path(self.workbook).resolve().parent
-
-    @property
-    def predictions_file(self) -> Path:
-        """``<workbook stem>_predictions/<attempt_id>.jsonl`` beside the workbook."""
-        book = Path(self.workbook)
-        return self.base / f"{book.stem}_predictions" / f"{self.attempt_id}.jsonl"
 
 
 class InterruptGuard:
@@ -260,8 +219,10 @@ def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
     """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
     compiles those shapes and CUDA loads their kernels before the measured window; then the
     first two again under the profiler. On the CPU without compilation there is no kernel
-    to load or graph to build, so the first two run once, under the profiler (the repeat
-    cost a quick campaign about a tenth of each window: the longest batch twice).
+    to load or graph to build, and torch's CPU attention choice does not depend on the
+    sequence length (its flash/math gates look at dtype, head size, mask shape, dropout,
+    never the length), so the shortest batch alone runs, under the profiler: the longest
+    batch cost a quick campaign about a tenth of each window (issue 20).
 
     Returns the shapes run and the attention kernel seen per profiled shape
     (``4x9: flash; 4x256: memory-efficient``), None when nothing ran.
@@ -276,9 +237,11 @@ def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
     def call(indexes: list[int]) -> None:
         run_batches(model, variant, [texts[i] for i in indexes], Window(), lambda done: None)
 
-    once = model.device.type == "cpu" and variant.get("compile") != "yes"
-    for indexes, _ in batches[2:] if once else batches:
-        call(indexes)
+    if model.device.type == "cpu" and variant.get("compile") != "yes":
+        batches = batches[:1]
+    else:
+        for indexes, _ in batches:
+            call(indexes)
     kernels = [f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
                for indexes, (rows, tokens) in batches[:2]]
     return [shape for _, shape in batches], "; ".join(kernels) or None

@@ -7,7 +7,7 @@ memory peaks), forked from the run's fork server (:mod:`toolkit.runner.forkserve
 or started as ``python -m toolkit.runner.worker``; ``shared`` runs them in this
 process. Each
 finished attempt is in the journal before anything else; it is ingested into
-the workbook after each attempt (cheap at this size) and always at the end.
+the workbook when the last ingestion is 30 s old, and always at the end.
 
 A worker that dies or hangs still leaves a row written here (failed, or
 interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
@@ -20,7 +20,6 @@ per attempt); :class:`Books` keeps this process the only writer of ids, journal 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import queue
@@ -40,6 +39,7 @@ from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import decoding, evaluation, forkserver, plan
+from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
@@ -83,7 +83,11 @@ class Options:
     resume: bool = False
     threads: int | None = None
     timeout_s: float | None = None
-    ingest_each: bool = True
+    #: Ingest a finished attempt into the workbook when the last ingestion is at least this
+    #: many seconds old (always at the end). The journal holds every record the moment it
+    #: is written, so a crash loses nothing; saving after each attempt of a short campaign
+    #: cost more wall time than its measured windows (issue 20). 0: after each attempt.
+    ingest_every_s: float = 30.0
     #: False when the attempts run on other machines (a cluster): each node checks its GPU.
     devices_here: bool = True
 
@@ -193,7 +197,7 @@ def _record_lost_attempts(workbook: Path) -> None:
     lost = journal.unfinished(workbook)
     if not lost:
         return
-    from toolkit.runner.attempt import AttemptSpec, fallback_record  # torch, only here
+    from toolkit.runner.attempt import fallback_record  # torch, only here
 
     for entry in lost:
         spec = AttemptSpec(**entry["spec"])
@@ -278,11 +282,10 @@ class Books:
         self.tag = plan.run_tag()
         #: Several declared seeds: each id names its seed (R17).
         self.seeded = len(plan.seeds(campaign.protocol.get("seeds"))) > 1
+        self.ingested_at = time.monotonic()
 
     def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
         """The next attempt's spec (an AttemptSpec), its start line journaled first."""
-        from toolkit.runner.attempt import AttemptSpec  # torch: not imported by prepare()
-
         campaign, options = self.campaign, self.options
         self.sequence += 1
         spec = AttemptSpec(
@@ -308,18 +311,20 @@ class Books:
             self.ingest()
 
     def ingest(self) -> None:
-        """Bring the workbook up to the journal, when the run ingests after each attempt."""
-        if self.options.ingest_each:
+        """Bring the workbook up to the journal when the last ingestion is old enough
+        (:attr:`Options.ingest_every_s`); :func:`run` always does at the end."""
+        if time.monotonic() - self.ingested_at >= self.options.ingest_every_s:
             _ingest(self.campaign.workbook, self.result, self.display)
+            self.ingested_at = time.monotonic()
 
 
 def run(campaign: Campaign, options: Options, display: Progress,
         executor: Executor | None = None) -> Result:
     """Run the pending slots in order (or through ``executor``); return what was recorded.
 
-    Stops after an interrupted attempt (Ctrl-C). Ingests after each attempt
-    when asked, and always at the end; a busy workbook (open in Excel) only
-    delays ingestion: the records stay in the journal.
+    Stops after an interrupted attempt (Ctrl-C). Ingests along the way
+    (:attr:`Options.ingest_every_s`) and always at the end; a busy workbook (open
+    in Excel) only delays ingestion: the records stay in the journal.
     """
     began = time.monotonic()
     result = Result(campaign.workbook, planned=len(campaign.slots),
@@ -406,30 +411,40 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
+def worker_env() -> dict[str, str]:
+    """The environment of the run's worker processes: this one's, the toolkit importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH"))
+                                        if p)
+    return env
+
+
+def prestart_workers() -> None:
+    """Start the fork server before the campaign is even prepared (the demo, whose variants
+    are known to run on the CPU in fresh processes): :class:`Workers` takes it over."""
+    forkserver.prestart(worker_env())
+
+
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.forkserver`), or ``python -m toolkit.runner.worker`` where
     there is none."""
 
     def __init__(self, campaign: Campaign) -> None:
-        self.env = dict(os.environ)
-        self.env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PROJECT_ROOT), self.env.get("PYTHONPATH")) if p)
-        self.server: forkserver.ForkServer | None = None
+        self.env = worker_env()
+        self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         # CPU variants only until a GPU machine has checked it: a fork must come before any
         # CUDA initialisation, which the server avoids but no test here can prove.
         on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
-        if on_cpu and forkserver.available():
-            paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
-            # This process needs the runner module too (AttemptSpec): importing it (torch,
-            # transformers: seconds) on the other core while the server imports the same
-            # overlaps what was sequential (issue 20).
-            threading.Thread(target=importlib.import_module, args=("toolkit.runner.attempt",),
-                             name="import-runner", daemon=True).start()
-            try:
-                self.server = forkserver.ForkServer(campaign.workbook.parent, paths, self.env)
-            except forkserver.ForkServerError:
-                self.server = None  # each worker then imports everything itself
+        if not (on_cpu and forkserver.available()):
+            self.close()
+            return
+        paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
+        try:
+            self.server = self.server or forkserver.ForkServer(self.env)
+            self.server.preload(campaign.workbook.parent, paths)
+        except forkserver.ForkServerError:
+            self.close()  # each worker then imports everything itself
 
     def start(self, stderr: Any) -> Any:
         """A new worker process (``subprocess.Popen`` or its forked equivalent)."""
@@ -452,8 +467,6 @@ class Workers:
 
 def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str, Any], bool]:
     """Run the attempt in a fresh worker process; write its row if the worker cannot."""
-    from toolkit.runner.attempt import fallback_record  # torch: only when a worker failed
-
     started_at = now_text()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
         proc = workers.start(stderr)
@@ -468,7 +481,9 @@ def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str
         stream_open = True
         while stream_open or proc.poll() is None:
             try:
-                event = events.get(timeout=0.5)
+                # Once its output has closed the worker is exiting: poll for its code often
+                # rather than sleeping half a second per attempt (issue 20).
+                event = events.get(timeout=0.5 if stream_open else 0.02)
                 if event is None:
                     stream_open = False
                 elif event.get("event") == "record":
@@ -497,6 +512,8 @@ def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str
         if record is None:
             record = _from_journal(spec)
         if record is None:
+            from toolkit.runner.attempt import fallback_record  # torch: a worker failed
+
             stderr.seek(0)
             tail = " | ".join(stderr.read().strip().splitlines()[-3:])[-600:]
             if interrupted:

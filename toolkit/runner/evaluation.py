@@ -210,26 +210,43 @@ def evaluate(rows: Sequence[dict[str, Any]], expected_ids: Sequence[str], *, com
     failures = []
     if result.metric + EPSILON < threshold:
         failures.append(f"{metric_name} {result.metric:.4f} below threshold {threshold:.4f}")
-    if reference is not None and reference.metric is not None:
-        floor = reference.metric - tolerance
-        if result.metric + EPSILON < floor:
-            failures.append(f"{metric_name} {result.metric:.4f} below reference "
-                            f"{reference.metric:.4f} - tolerance {tolerance:.4f}")
-        for key, (value, _) in result.subgroups.items():
-            ref = reference.subgroups.get(key)
-            if ref is not None and value + EPSILON < ref[0] - tolerance:
-                failures.append(f"subgroup {key} {value:.4f} below reference {ref[0]:.4f} - "
-                                f"tolerance {tolerance:.4f}")
+    below, unchecked = tolerance_failures(metric_name, result.metric, result.subgroups,
+                                          reference, reference_variant, tolerance)
+    failures.extend(below)
     result.notes.extend(failures)
     if failures:
         result.verdict = "fail"
-    elif reference is None and variant_id != reference_variant:
+    elif unchecked and variant_id != reference_variant:
         result.verdict = "not evaluated"
-        result.notes.append(f"reference {reference_variant} not yet measured: tolerance "
-                            "unchecked (`iteralab report` checks again)")
+        result.notes.append(unchecked)
     else:
         result.verdict = "pass"
     return result
+
+
+def tolerance_failures(metric_name: str, value: float,
+                       subgroups: dict[str, tuple[float, int]], reference: Reference | None,
+                       reference_variant: str, tolerance: float) -> tuple[list[str], str | None]:
+    """R16, for classification and generation alike: the metric and every predeclared
+    subgroup stay within ``tolerance`` of the reference variant's. Returns the failures and,
+    when the reference has no metric to compare with, the note saying the tolerance went
+    unchecked (None when it was checked)."""
+    if reference is None:
+        return [], (f"reference {reference_variant} not yet measured: tolerance unchecked "
+                    "(`iteralab report` checks again)")
+    if reference.metric is None:
+        return [], (f"reference {reference.attempt_id} has no {metric_name}: tolerance "
+                    f"unchecked for {metric_name} (`iteralab report` checks again)")
+    failures = []
+    if value + EPSILON < reference.metric - tolerance:
+        failures.append(f"{metric_name} {value:.4f} below reference {reference.metric:.4f} - "
+                        f"tolerance {tolerance:.4f}")
+    for key, (group_value, _) in subgroups.items():
+        ref = reference.subgroups.get(key)
+        if ref is not None and group_value + EPSILON < ref[0] - tolerance:
+            failures.append(f"subgroup {key} {group_value:.4f} below reference {ref[0]:.4f} - "
+                            f"tolerance {tolerance:.4f}")
+    return failures, None
 
 
 def _compare_reference(result: Evaluation, rows: Sequence[dict[str, Any]],

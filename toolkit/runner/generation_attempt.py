@@ -9,8 +9,12 @@ its id and token counts, then the predictions file read back and checked: exact 
 ``reference`` texts when every prompt has one (:mod:`toolkit.runner.agreement`).
 
 Quality verdict: pass when the ids match, the metric (chrF when declared) reaches the
-threshold, and the token agreement with the reference variant is at least
-``1 - tolerance`` (R16: bf16 against fp32 from the same prompts).
+threshold, the token agreement with the reference variant is at least ``1 - tolerance``,
+and chrF and each predeclared subgroup's chrF stay within the tolerance of the reference
+variant's, recomputed from its predictions file (R16, the classification rule:
+:func:`toolkit.runner.evaluation.tolerance_failures`; bf16 against fp32 from the same
+prompts). Before the reference has a chrF the verdict is ``not evaluated``, as a
+classification's.
 
 Beside the classification columns the row fills the generation ones: prompt and generated
 tokens, time to first token, decode tokens/s, the KV cache's peak, and decode tokens/s as
@@ -392,7 +396,7 @@ def _catalog_bandwidth(slug: str) -> tuple[float | None, str | None]:
 def _evaluate(spec: Any, predictions_sha: str | None,
               window: generation.GenerationWindow, *, complete: bool,
               notes: list[str]) -> dict[str, Any] | None:
-    """Read the predictions file back: ids (R7), agreement with the reference, chrF."""
+    """Read the predictions file back: ids (R7), chrF, agreement with the reference (R16)."""
     if predictions_sha is None:
         return None
     protocol = spec.protocol
@@ -403,45 +407,51 @@ def _evaluate(spec: Any, predictions_sha: str | None,
     ids = evaluation.check_ids(expected, [str(r["id"]) for r in rows])
     if not ids.match:
         notes.append(ids.notes())
-    by_id = {i.id: i for i in window.items}
+    texts = {i.id: i.fields.get("reference") for i in window.items}
+    kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
+    chrf_declared = str(protocol.get("metric")) == "chrf"
     metric, metric_reason = None, None
-    subgroups: str | None = None
-    if str(protocol.get("metric")) == "chrf":
-        if not complete:
-            metric_reason = "the window did not complete: chrF covers a whole corpus only"
-        else:
-            refs = [by_id[str(r["id"])].fields.get("reference") if str(r["id"]) in by_id
-                    else None for r in rows]
-            metric, metric_reason = agreement.chrf([str(r["prediction"]) for r in rows], refs)
-            if metric is not None:
-                by_group = agreement.chrf_by_subgroup(
-                    rows, {i.id: i.fields.get("reference") for i in window.items},
-                    evaluation.parse_subgroups(protocol.get("subgroups")))
-                subgroups = evaluation.subgroups_text(by_group) or None
-    else:
+    by_group: dict[str, tuple[float, int]] = {}
+    if not chrf_declared:
         metric_reason = (f"metric {protocol.get('metric')!r} is a classification metric: a "
                          "generation protocol declares chrf")
+    elif not complete:
+        metric_reason = "the window did not complete: chrF covers a whole corpus only"
+    else:
+        metric, metric_reason, by_group = agreement.chrf_scores(rows, texts, kinds)
     found: agreement.Agreement | None = None
     agreement_reason: str | None = "no reference comparison"
+    reference: evaluation.Reference | None = None
     ref = spec.reference
-    if str(spec.variant["variant_id"]) == str(protocol.get("reference_variant")):
-        agreement_reason = "this is the reference variant"
-    elif ref is None:
+    is_reference = str(spec.variant["variant_id"]) == str(protocol.get("reference_variant"))
+    if ref is None:
         agreement_reason = "no completed attempt of the reference variant yet"
     else:
         ref_path = spec.base / ref["predictions_path"]
         if not ref_path.exists() or file_sha256(ref_path) != ref["predictions_sha256"]:
             agreement_reason = (f"reference predictions {ref['predictions_path']} missing or "
                                 "changed since its attempt")
+            notes.append(agreement_reason + ": not used")
         else:
-            found, agreement_reason = agreement.agreement(rows,
-                                                          corpus.read_predictions(ref_path))
+            ref_rows = corpus.read_predictions(ref_path)
+            # The reference's chrF, overall and per subgroup, recomputed from its file against
+            # the same corpus references, as a classification's reference metric is.
+            ref_chrf, _, ref_groups = (agreement.chrf_scores(ref_rows, texts, kinds)
+                                       if chrf_declared else (None, None, {}))
+            reference = evaluation.Reference(
+                str(ref["variant_id"]), str(ref["attempt_id"]),
+                {str(r["id"]): str(r["prediction"]) for r in ref_rows}, ref_chrf, ref_groups)
+            if not is_reference:
+                found, agreement_reason = agreement.agreement(rows, ref_rows)
             if found is not None:
                 notes.append(f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
                              f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
                              f"over {found.compared} prompts")
+    if is_reference:
+        agreement_reason = "this is the reference variant"
     verdict = "pass"
     reasons = []
+    unchecked = None
     if not complete or not ids.match:
         verdict = "fail"
         reasons.append("incomplete window or ids differ")
@@ -454,13 +464,26 @@ def _evaluate(spec: Any, predictions_sha: str | None,
         verdict = "fail"
         reasons.append(f"token agreement {found.tokens:.4f} below 1 - tolerance "
                        f"{1 - tolerance:.4f}")
+    if metric is not None and tolerance is not None and complete and ids.match:
+        # R16, the classification rule (one implementation): chrF and every predeclared
+        # subgroup's within the tolerance of the reference variant's.
+        below, unchecked = evaluation.tolerance_failures(
+            "chrF", metric, by_group, reference, str(protocol.get("reference_variant")),
+            tolerance)
+        if below:
+            verdict = "fail"
+            reasons.extend(below)
     if reasons:
         notes.append("quality: " + "; ".join(reasons))
+    elif unchecked and not is_reference:
+        verdict = "not evaluated"
+        notes.append(unchecked)
     return {"observed": ids.observed, "ids_match": ids.match,
             "metric": None if metric is None else round(metric, 6),
             "metric_reason": metric_reason, "agreement": found,
             "agreement_reason": agreement_reason if found is None else None,
-            "verdict": verdict, "notes": [], "subgroups": subgroups}
+            "verdict": verdict, "notes": [],
+            "subgroups": evaluation.subgroups_text(by_group) or None}
 
 
 def _number(value: Any) -> float | None:

@@ -3,7 +3,7 @@
 The campaign starts one worker per attempt (process policy ``fresh``), so
 memory peaks and caches belong to that attempt alone: as this module, or as a
 fork of the run's fork server, which calls :func:`main` the same way. The worker reads an
-:class:`~toolkit.runner.attempt.AttemptSpec` as JSON on stdin, prints progress
+:class:`~toolkit.runner.spec.AttemptSpec` as JSON on stdin, prints progress
 events as JSON lines on stdout, appends the finished record to the workbook's
 journal (fsync'd) and prints it as the last event. Timings stay inside the
 worker. Exit code 0, or 130 when Ctrl-C asked the campaign to stop.
