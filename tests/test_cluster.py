@@ -81,9 +81,10 @@ def _staging_left() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob(STAGING_PREFIX + "*")}
 
 
-def _only_driver_files(book: Path) -> None:
+def _only_driver_files(book: Path, driver: int | None = None) -> None:
     """The workbook's folder holds what the driver writes and nothing else; each predictions
-    file is the one its row names, byte for byte; every start line is this process's."""
+    file is the one its row names, byte for byte; every start line is the driver's (this
+    process, or the pid ``driver``)."""
     folder = book.parent
     assert sorted(p.name for p in folder.iterdir()) == sorted([
         "campaign.xlsx", "campaign.bak.xlsx", "campaign.xlsx.lock", "campaign.journal.jsonl",
@@ -95,7 +96,8 @@ def _only_driver_files(book: Path) -> None:
     for row in rows:
         assert file_sha256(folder / row["predictions_path"]) == row["predictions_sha256"]
     lines = [json.loads(line) for line in journal.journal_path(book).read_text().splitlines()]
-    assert {e["pid"] for e in lines if e["format"] == journal.START_FORMAT} == {os.getpid()}
+    assert {e["pid"] for e in lines if e["format"] == journal.START_FORMAT} == {
+        driver or os.getpid()}
 
 
 def _overlap(book: Path, first: str, second: str) -> bool:
@@ -279,6 +281,37 @@ def _wait_for(condition: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.5)
 
 
+def _tasks_on(temp_dirs: list[str]) -> list[str]:
+    """The command lines of Ray workers running a task (not idle) on the given nodes."""
+    table = _processes()
+    pids = set().union(*(_node_pids(temp) for temp in temp_dirs))
+    return [cmd for pid, (_, cmd) in table.items()
+            if pid in pids and cmd.startswith("ray::") and not cmd.startswith(IDLE)]
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _stalled(book: Path, temp_dir: str) -> bool:
+    """Whether the reference's attempt is recorded and the node's task sits in the injected
+    hang: its worker uses (almost) no CPU for a second (loading and the first items do)."""
+    if [e["attempt"]["variant_id"] for e in journal.read(book)] != ["b1-fp32"]:
+        return False
+    table = _processes()
+    busy = [pid for pid in _node_pids(temp_dir)
+            if table.get(pid, (0, ""))[1].startswith("ray::iteralab a")]  # the task's name
+    if len(busy) != 1:
+        return False
+    try:
+        before = _cpu_ticks(busy[0])
+        time.sleep(1.0)
+        return _cpu_ticks(busy[0]) - before < 10  # under 0.1 s of CPU in a second
+    except OSError:
+        return False
+
+
 class TestRayStart:
     def test_a_head_and_a_node_started_by_worker_start_run_the_campaign(
             self, tmp_path: Path, pair: Pair) -> None:
@@ -340,6 +373,57 @@ class TestRayStart:
                                ("b4-fp32", 1, "interrupted")]
         assert validate(store.read(book), book) == []
         assert unexplained(lost) == []  # the row the driver wrote: each empty cell says why
+
+    def test_ctrl_c_interrupts_the_running_attempt_and_resume_finishes(
+            self, tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A real SIGINT to `iteralab run --cluster` while the cpu-d attempt is stalled in
+        its measured window: the driver cancels the task, the node records it interrupted
+        (Ctrl-C, after 4 of 8 items), the run exits 130 well before the driver's own
+        fallback deadline, the workbook reads back valid, no task is left on a node;
+        --resume on a node without the fault finishes the campaign."""
+        from toolkit.cluster.executor import INTERRUPT_WAIT_S
+
+        book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"),
+                                _elsewhere("cpu-d")])
+        monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4:b4-fp32")  # the node's attempts
+        stalling = pair.join("cpu-d")
+        monkeypatch.delenv("ITERALAB_INJECT_FAULT")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "toolkit", "run", str(book), "--cluster", pair.address],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            _wait_for(lambda: _stalled(book, stalling), 150,
+                      "the cpu-d attempt to stall in its measured window")
+            driver.send_signal(signal.SIGINT)
+            sent = time.monotonic()
+            output, _ = driver.communicate(timeout=INTERRUPT_WAIT_S + 60)
+            took = time.monotonic() - sent
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        assert driver.returncode == 130, output
+        assert took < INTERRUPT_WAIT_S / 2, output  # the node answered the cancel itself
+        assert "1 completed, 0 failed, 1 interrupted" in output
+        assert output.splitlines()[-1] == (
+            f"interrupted: continue with `iteralab run {book} --resume`")
+        assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted")]
+        stopped = next(r for r in attempts(book) if r["status"] == "interrupted")
+        assert stopped["items_completed"] == 4
+        assert stopped["notes"].startswith("interrupted after 4 of 8 items "
+                                           "(KeyboardInterrupt: Ctrl-C)")
+        assert "(label cpu-d) through `iteralab run --cluster`" in stopped["notes"]
+        assert validate(store.read(book), book) == []
+        _only_driver_files(book, driver.pid)
+        _wait_for(lambda: not _tasks_on(pair.temp_dirs), 30, "no Ray task left on the nodes")
+
+        _kill_node(stalling)  # its workers would stall again: a node without the fault
+        pair.join("cpu-d")
+        code, output = _invoke("run", str(book), "--cluster", pair.address, "--resume")
+        assert code == 0, output
+        assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "completed"),
+                               ("b4-fp32", 1, "interrupted")]
+        assert validate(store.read(book), book) == []
 
 
 # ---- what is refused before Ray is asked anything ----------------------------------------
