@@ -119,3 +119,30 @@ def test_open_in_office_is_detected(runner: CliRunner, filled_workbook: Path) ->
     result = runner.invoke(cli, ["lock", str(filled_workbook)])
     assert result.exit_code == 1
     assert "open in Excel or LibreOffice" in result.stderr
+
+
+def test_lock_and_amend_json_hold_what_the_text_says(runner: CliRunner,
+                                                     filled_workbook: Path) -> None:
+    locked = runner.invoke(cli, ["lock", str(filled_workbook), "--json"])
+    assert locked.exit_code == 0, locked.output
+    document = json.loads(locked.stdout)
+    sha = document.pop("protocol_sha256")
+    assert len(sha) == 64 and document == {"format": "iteralab-lock/1",
+                                           "workbook": str(filled_workbook),
+                                           "logged_in_audit": None}
+    assert store.read(filled_workbook).tables["Audit"][-1]["protocol_sha256"] == sha
+
+    data = store.read(filled_workbook)
+    data.forms["Protocol"]["tolerance"] = 0.02
+    store.save(data, filled_workbook)
+    amended = runner.invoke(cli, ["amend", str(filled_workbook), "--reason", "agreed with QA",
+                                  "--json"])
+    assert amended.exit_code == 0, amended.output
+    document = json.loads(amended.stdout)
+    assert document["format"] == "iteralab-amend/1"
+    assert document["protocol_sha256"] not in (sha, None)
+    assert [(c["sheet"], c["row"], c["column"]) for c in document["changed"]] == [
+        ("Protocol", 8, "tolerance")]
+    assert document["pre_amendment_marked"] == 0
+    assert document["logged_in_audit"] == store.read(filled_workbook).tables["Audit"][-1][
+        "reason"]

@@ -32,6 +32,8 @@ SCHEDULE = "iteralab-schedule/1"
 COST = "iteralab-cost/1"
 LEDGER = "iteralab-ledger/1"
 MERGE = "iteralab-merge/1"
+LOCK = "iteralab-lock/1"
+AMEND = "iteralab-amend/1"
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -160,6 +162,20 @@ def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_
     return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
             "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
             "stopped": interrupted, "ingest_pending": ingest_pending}
+
+
+def lock_document(workbook: Path, sha: str, logged: Any) -> dict[str, Any]:
+    """What `iteralab lock` recorded: the protocol's hash, and the Audit reason it logged."""
+    return {"format": LOCK, "workbook": str(workbook), "protocol_sha256": sha,
+            "logged_in_audit": logged or None}
+
+
+def amend_document(workbook: Path, sha: str, changed: list[Finding], marked: int,
+                   logged: Any) -> dict[str, Any]:
+    """What `iteralab amend` recorded: the new hash, each changed cell, the attempts marked."""
+    return {"format": AMEND, "workbook": str(workbook), "protocol_sha256": sha,
+            "changed": [finding(f) for f in changed], "pre_amendment_marked": marked,
+            "logged_in_audit": logged or None}
 
 
 def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict[str, Any]:

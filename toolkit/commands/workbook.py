@@ -93,7 +93,9 @@ def _table(findings: list[Finding]) -> str:
 @click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
               help="Lock although the tuning data shares ids or texts with the corpus (R2), "
               "for this reason (logged in Audit; validate keeps naming the overlap).")
-def lock(workbook: Path, acknowledge: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-lock/1 JSON document (docs/json.md).")
+def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
     """Lock Protocol and Variants of WORKBOOK before any measurement (R1).
 
     Records a SHA-256 of their content, the time and the tool version in the
@@ -108,6 +110,11 @@ def lock(workbook: Path, acknowledge: str | None) -> None:
     with change(workbook, refresh_derived=False) as edit:
         sha = locking.lock(edit.data, workbook, acknowledge_overlap=acknowledge)
         note = edit.data.tables["Audit"][-1].get("reason")
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.lock_document(workbook, sha, note))
+        return
     click.echo(f"locked {workbook}: protocol sha256 {sha}")
     if note:
         click.echo(f"logged in Audit: {note}")
@@ -119,7 +126,9 @@ def lock(workbook: Path, acknowledge: str | None) -> None:
 @click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
               help="Amend although the tuning data shares ids or texts with the corpus (R2), "
               "for this reason (logged in Audit; validate keeps naming the overlap).")
-def amend(workbook: Path, reason: str, acknowledge: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-amend/1 JSON document (docs/json.md).")
+def amend(workbook: Path, reason: str, acknowledge: str | None, as_json: bool) -> None:
     """Record edits to a locked protocol in WORKBOOK, with their reason.
 
     Earlier attempts are marked as measured under the old protocol (R2): a
@@ -133,6 +142,11 @@ def amend(workbook: Path, reason: str, acknowledge: str | None) -> None:
         sha, changed, marked = locking.amend(edit.data, reason, workbook,
                                              acknowledge_overlap=acknowledge)
         logged = edit.data.tables["Audit"][-1].get("reason")
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.amend_document(workbook, sha, changed, marked, logged))
+        return
     click.echo(f"amended {workbook}: protocol sha256 {sha}")
     if acknowledge is not None:
         click.echo(f"logged in Audit: {logged}")
