@@ -114,3 +114,24 @@ def test_run_json_streams_one_line_per_attempt_then_the_summary(tmp_path: Path) 
     assert {k: summary[k] for k in ("recorded", "completed", "failed", "interrupted")} == {
         "recorded": 2, "completed": 2, "failed": 0, "interrupted": 0}
     assert type(summary["interrupted"]) is int and summary["stopped"] is False
+
+
+def test_demo_json_streams_the_run_then_the_report(tmp_path: Path) -> None:
+    """The quick generation demo (the smaller one): only JSON lines on stdout."""
+    code, out, err = _invoke("demo", str(tmp_path / "d"), "--quick", "--task", "generation",
+                             "--json")
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [d["format"] for d in lines] == (["iteralab-attempt/1"] * 6
+                                            + ["iteralab-run/1", "iteralab-report/1"])
+    book = tmp_path / "d" / "example_generation.xlsx"
+    assert f"demo workbook: {book}" in err
+    rows = {r["attempt_id"]: r for r in attempts(book)}
+    assert {d["attempt_id"] for d in lines[:6]} == set(rows)
+    for d in lines[:6]:
+        assert d["decode_tokens_per_s"] == rows[d["attempt_id"]]["decode_tokens_per_s"]
+    assert lines[6]["completed"] == 6
+    report = lines[7]
+    assert report["workbook"] == str(book)
+    assert [v["variant_id"] for v in report["variants"] if v["successes"]] == [
+        "b4-fp32", "b8-fp32", "b16-fp32"]

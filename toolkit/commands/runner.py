@@ -194,9 +194,13 @@ def env(as_json: bool) -> None:
               "continuing samples/prompts.jsonl (--quick: its first 40 prompts).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch CPU threads.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what `run --json` prints (one iteralab-attempt/1 line per attempt, "
+              "one iteralab-run/1 line), then the iteralab-report/1 document, one per line "
+              "(docs/json.md); the demo's own lines go to stderr.")
 @click.pass_context
 def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, task: str,
-         threads: int | None, quiet: bool) -> None:
+         threads: int | None, quiet: bool, as_json: bool) -> None:
     """Run the sample campaign on this machine's CPU, in DIRECTORY (default ./demo).
 
     Copies samples/example_campaign.xlsx (filled and locked), the Austen corpus
@@ -213,13 +217,14 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     workbook = sample.prepare(directory, quick=quick, task=task)
     click.echo(f"demo workbook: {workbook}" + (
         f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
-        f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""))
+        f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""), err=as_json)
     options = Options(series=None if all_variants else 1, threads=threads)
-    _campaign(workbook, options, quiet)
+    _campaign(workbook, options, quiet, as_json)
     if sample.stand_in_verification(workbook):
         click.echo(f"demo: Verification filled with the runner's accepted corpora, marked "
-                   f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)")
-    ctx.invoke(report, workbook=workbook, folder=None, no_png=False)
+                   f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)",
+                   err=as_json)
+    ctx.invoke(report, workbook=workbook, folder=None, no_png=False, as_json=as_json)
 
 
 @click.command()
