@@ -173,3 +173,12 @@ def test_every_formula_cell_recalculates_to_its_cached_value(
                    for (sheet, cell), (text, cached) in sorted(formulas.items())
                    if not _same(recalculated.get((sheet, cell)), cached)]
     assert differences == []
+
+
+def test_a_eur_rental_shows_its_price_per_lot_in_eur_never_under_a_usd_heading(
+        tmp_path: Path) -> None:
+    rows = {r["item"]: r for r in store.read(_providers(tmp_path)).tables["Settlement"]}
+    eu = rows["r-eu"]
+    assert (float(eu["price_per_lot"]), eu["currency"], float(eu["amount"])) == (
+        104.0, "EUR", 208.0)
+    assert eu["price_per_lot_usd"] is None and eu["budget_usd"] is None

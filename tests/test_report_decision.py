@@ -115,8 +115,9 @@ def test_variants_sharing_a_rental_are_counted_once_in_the_incurred_total(
     rows = _settlement(data)
     rental = rows["r-4090"]
     assert (rental["kind"], rental["part"], rental["lots"], rental["cards"],
-            rental["price_per_lot_usd"], rental["amount"], rental["currency"]) == (
+            rental["price_per_lot"], rental["amount"], rental["currency"]) == (
         "rental", "incurred", 1, 1, Decimal("110.00"), Decimal("110.00"), "USD")
+    assert rental["price_per_lot_usd"] is None  # the decision part's column
     assert rental["variants"] == "b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32"
     b200 = rows["r-b200"]
     assert (b200["cards_per_lot"], b200["cards"], b200["amount"]) == (2, 2, Decimal("2071.00"))

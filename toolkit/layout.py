@@ -737,8 +737,8 @@ SETTLEMENT = Sheet(
            computed=True, width=9),
         _c("cards", INT, "lots x cards_per_lot: the GPUs those lots hold.", computed=True,
            width=7),
-        _c("price_per_lot_usd", USD, "From Tariffs (gpu_slug, plan_days, catalog_date).",
-           computed=True),
+        _c("price_per_lot_usd", USD, "Decision: from Tariffs (gpu_slug, plan_days, "
+           "catalog_date), in USD; a rental's own price is in price_per_lot.", computed=True),
         _c("budget_usd", USD, "price_per_lot_usd x lots: the flat plan, however short the run; "
            "for another cost, its amount.", computed=True),
         _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions; empty "
@@ -768,6 +768,9 @@ SETTLEMENT = Sheet(
            width=10),
         _c("deadline_check", help="Decision: whether the projection finishes before the "
            "Protocol's deadline.", computed=True, since=2, width=30),
+        _c("price_per_lot", MONEY, "Incurred: a rental's price per lot from Tariffs, in its "
+           "currency (amount = price_per_lot x lots); price_per_lot_usd stays the decision "
+           "part's, in USD.", computed=True, since=4, width=12),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
     "accepted corpus (R21-R23); other project costs on their own rows with their grounds. "

@@ -153,7 +153,7 @@ def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[
     priced = price(rental, catalog)
     lots, per_lot = rental.get("lots"), rental.get("cards_per_lot")
     users = served(rental.rental_id, variants)
-    c = {n: f"{_col(n)}{row}" for n in ("lots", "cards_per_lot", "price_per_lot_usd")}
+    c = {n: f"{_col(n)}{row}" for n in ("lots", "cards_per_lot", "price_per_lot")}
     values: dict[str, Any] = {
         "item": rental.rental_id, "kind": "rental", "part": "incurred",
         "rental_id": rental.rental_id, "gpu_slug": rental.get("gpu_slug"),
@@ -170,12 +170,13 @@ def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[
     elif priced.plan is not None:
         values["catalog_date"] = priced.plan.catalog_date
         several = catalog is not None and len(catalog.providers()) > 1
-        values["price_per_lot_usd"] = Formula(
+        # In the plan's own currency (the row's `currency`): never under a USD heading.
+        values["price_per_lot"] = Formula(
             lookup_formula("price_per_lot_usd", row,
                            priced.plan.provider if several else None),
             priced.plan.price_per_lot_usd)
         values["amount"] = Formula(
-            f'IF(ISNUMBER({c["price_per_lot_usd"]}),{c["price_per_lot_usd"]}*{c["lots"]},"")',
+            f'IF(ISNUMBER({c["price_per_lot"]}),{c["price_per_lot"]}*{c["lots"]},"")',
             priced.amount)
     market = rental.get("market") or "market not stated"
     who = ", ".join(str(x) for x in (rental.get("provider"), rental.get("reference")) if x)
