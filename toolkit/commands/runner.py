@@ -71,7 +71,7 @@ def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> Non
 def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None) -> None:
     from toolkit.commands import display, documents
-    from toolkit.errors import WorkbookBusyError
+    from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import campaign, decoding
 
@@ -117,6 +117,11 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             f"{workbook}: busy, so the attempts are only in "
             f"{journal.journal_path(workbook).name}",
             hint=f"close the workbook, then `iteralab ingest {workbook}`")
+    if result.cuda_broken:
+        raise ToolkitError(
+            f"{workbook}: stopped after a CUDA error other than out-of-memory: this process's "
+            "CUDA context cannot be trusted (the failed attempt's row says which)",
+            hint=f"continue in a new process: `iteralab run {workbook} --resume`")
     if result.interrupted:
         click.echo(f"interrupted: continue with `iteralab run {workbook} --resume`")
         raise click.exceptions.Exit(130)

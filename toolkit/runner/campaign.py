@@ -101,6 +101,9 @@ class Result:
     planned: int = 0
     already: int = 0
     interrupted: bool = False
+    #: A shared campaign stopped by a CUDA error other than out-of-memory (its process's
+    #: CUDA context cannot be trusted): not a Ctrl-C, though --resume continues it too.
+    cuda_broken: bool = False
     ingest_pending: bool = False
     elapsed_s: float = 0.0
 
@@ -347,6 +350,9 @@ def run(campaign: Campaign, options: Options, display: Progress,
             books.recorded(record)
             if stop:
                 result.interrupted = True
+                # In a shared process only a broken CUDA context stops after a failed row.
+                result.cuda_broken = (workers is None
+                                      and record["attempt"]["status"] == "failed")
                 break
     except KeyboardInterrupt:
         result.interrupted = True
