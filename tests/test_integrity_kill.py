@@ -28,10 +28,11 @@ def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> None:
-    """The campaign is killed after its first attempt reached the journal while it waits
-    for the workbook (this test holds the writer lock, as a second writer would): the
-    workbook is untouched and readable, `ingest` adds the attempt, the chain holds and
-    `run --resume` finishes the campaign."""
+    """The campaign is killed after its first attempt reached the journal, while the second
+    runs (hung on purpose) and before any ingestion (the run ingests every 30 s; this test
+    also holds the writer lock, as a second writer would): the workbook is untouched and
+    readable, `ingest` adds the attempt, the chain holds, and `run --resume` records the
+    killed attempt as interrupted and finishes the campaign."""
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)],
                          repetitions=2, process_policy="shared", threshold=0.4)
     before = book.read_bytes()
@@ -39,13 +40,13 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     with filelock.FileLock(str(book) + ".lock"):
         campaign = subprocess.Popen(
             [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"], cwd=ROOT,
-            env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
+            env=dict(os.environ, PYTHONPATH=str(ROOT), ITERALAB_INJECT_FAULT="hang@1:b4-fp32:1"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 240
         while not (log.exists() and journal.read(book)) and campaign.poll() is None:
             assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
             time.sleep(0.01)
-        time.sleep(0.5)  # the campaign now waits for the writer lock to ingest
+        time.sleep(0.5)  # the second attempt runs, hung; nothing ingested yet
         os.killpg(campaign.pid, signal.SIGKILL)
         assert campaign.wait(timeout=30) == -signal.SIGKILL
     assert book.read_bytes() == before
@@ -61,6 +62,11 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     resumed = _iteralab("run", str(book), "--resume", "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = store.read(book)
-    assert len(final.tables["Attempts"]) == 4
-    assert {r["status"] for r in final.tables["Attempts"]} == {"completed"}
+    statuses = [(r["variant_id"], r["repetition"], r["status"])
+                for r in final.tables["Attempts"]]
+    assert sorted(statuses) == [("b1-fp32", 1, "completed"), ("b1-fp32", 2, "completed"),
+                                ("b4-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted"),
+                                ("b4-fp32", 2, "completed")]
+    (killed,) = [r for r in final.tables["Attempts"] if r["status"] == "interrupted"]
+    assert "ended while this attempt ran and left no record" in killed["notes"]
     assert validate(final, book) == []
