@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -361,6 +362,21 @@ def test_the_exclude_command(runner: CliRunner, tmp_path: Path) -> None:
     assert result.stdout.splitlines() == [f"excluded attempt a3 (Attempts!4) in {path}",
                                           "logged in the Audit sheet (action exclude)"]
     assert runner.invoke(cli, ["validate", str(path)]).exit_code == 0
+
+
+def test_the_exclude_command_json_names_the_row_and_the_cause(runner: CliRunner,
+                                                              tmp_path: Path) -> None:
+    path = tmp_path / "w.xlsx"
+    store.save(four(), path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    result = runner.invoke(cli, ["exclude", str(path), "a2", "--reason", "host rebooted",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {
+        "format": "iteralab-exclude/1", "workbook": str(path), "attempt_id": "a2", "row": 3,
+        "reason": "host rebooted", "logged_in_audit": True}
+    logged = store.read(path).tables["Audit"][-1]
+    assert (logged["action"], logged["reason"]) == ("exclude", "host rebooted")
 
 
 def test_the_exclude_command_with_an_unknown_id_changes_nothing(runner: CliRunner,

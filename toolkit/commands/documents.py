@@ -34,6 +34,7 @@ LEDGER = "iteralab-ledger/1"
 MERGE = "iteralab-merge/1"
 LOCK = "iteralab-lock/1"
 AMEND = "iteralab-amend/1"
+EXCLUDE = "iteralab-exclude/1"
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -176,6 +177,13 @@ def amend_document(workbook: Path, sha: str, changed: list[Finding], marked: int
     return {"format": AMEND, "workbook": str(workbook), "protocol_sha256": sha,
             "changed": [finding(f) for f in changed], "pre_amendment_marked": marked,
             "logged_in_audit": logged or None}
+
+
+def exclude_document(workbook: Path, attempt_id: str, row: int, reason: str
+                     ) -> dict[str, Any]:
+    """What `iteralab exclude` recorded: the attempt, its Excel row, the logged cause."""
+    return {"format": EXCLUDE, "workbook": str(workbook), "attempt_id": attempt_id,
+            "row": row, "reason": reason, "logged_in_audit": True}
 
 
 def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict[str, Any]:
