@@ -456,3 +456,20 @@ def test_a_cpu_variant_without_a_label_is_refused_before_joining(tmp_path: Path)
         "error: Variants row b1-fp32, column label: variant b1-fp32 runs on cpu and names no "
         "label, so no node of the cluster is known to run it")
     assert not journal.journal_path(book).exists()
+
+
+def test_a_refused_ray_token_says_which_file_to_look_at(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Ray's own failure text is kept; the hint names the token an earlier ray.init() left."""
+    import subprocess
+
+    from toolkit.cluster import workers
+    from toolkit.errors import ToolkitError
+
+    said = "ray.exceptions.AuthenticationError: InvalidAuthToken: the token does not match"
+    monkeypatch.setattr(workers, "_run", lambda command, timeout_s: subprocess.CompletedProcess(
+        command, 1, "", said))
+    with pytest.raises(ToolkitError) as raised:
+        workers.start(head=True, address=None, port=None, bind="127.0.0.1", label=None)
+    assert said in raised.value.message
+    assert "~/.ray/auth_token" in str(raised.value.hint)

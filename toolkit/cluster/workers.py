@@ -94,6 +94,10 @@ def _run(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[st
                            hint="check the address and the network between the nodes") from exc
 
 
+#: Where Ray keeps an authentication token it generated (see :func:`start`'s hint).
+AUTH_TOKEN = "~/.ray/auth_token"
+
+
 def start(*, head: bool, address: str | None, port: int | None, bind: str,
           label: str | None, num_cpus: int | None = None, temp_dir: str | None = None,
           timeout_s: float = 120.0) -> Started:
@@ -104,9 +108,14 @@ def start(*, head: bool, address: str | None, port: int | None, bind: str,
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         tail = " | ".join(output.splitlines()[-4:])
-        raise ToolkitError(f"ray start failed (exit {done.returncode}): {tail}",
-                           hint="is a Ray node already running here (`iteralab worker stop`)? "
-                           "is the head's address right and reachable?")
+        hint = ("is a Ray node already running here (`iteralab worker stop`)? is the head's "
+                "address right and reachable?")
+        if "authtoken" in output.replace("_", "").replace(" ", "").lower():
+            # Seen here: a local ray.init() had left a token that a later head refused.
+            hint = (f"Ray refused an authentication token: an earlier `ray.init()` on this "
+                    f"machine may have left {AUTH_TOKEN}; remove it if no cluster of yours "
+                    "uses it, then start again")
+        raise ToolkitError(f"ray start failed (exit {done.returncode}): {tail}", hint=hint)
     joined = f"{bind}:{port or DEFAULT_PORT}" if head else str(address)
     return Started("head" if head else "worker", joined, label, command, output)
 
