@@ -146,3 +146,15 @@ def test_lock_and_amend_json_hold_what_the_text_says(runner: CliRunner,
     assert document["pre_amendment_marked"] == 0
     assert document["logged_in_audit"] == store.read(filled_workbook).tables["Audit"][-1][
         "reason"]
+
+
+def test_init_json_names_the_workbook_and_its_tariffs(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "c.xlsx"
+    result = runner.invoke(cli, ["init", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document == {"format": "iteralab-init/1", "workbook": str(path),
+                        "tariff_snapshots": ["2026-09-24"], "tariff_plans": 2,
+                        "next": document["next"]}
+    assert f"`iteralab lock {path}`" in document["next"]
+    assert len(store.read(path).tables["Tariffs"]) == 2

@@ -35,6 +35,7 @@ MERGE = "iteralab-merge/1"
 LOCK = "iteralab-lock/1"
 AMEND = "iteralab-amend/1"
 EXCLUDE = "iteralab-exclude/1"
+INIT = "iteralab-init/1"
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -163,6 +164,13 @@ def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_
     return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
             "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
             "stopped": interrupted, "ingest_pending": ingest_pending}
+
+
+def init_document(workbook: Path, dates: list[str], plans: int, following: str
+                  ) -> dict[str, Any]:
+    """What `iteralab init` created: the workbook, the Tariffs it starts with, what next."""
+    return {"format": INIT, "workbook": str(workbook), "tariff_snapshots": dates,
+            "tariff_plans": plans, "next": following}
 
 
 def lock_document(workbook: Path, sha: str, logged: Any) -> dict[str, Any]:

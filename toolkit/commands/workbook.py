@@ -15,7 +15,9 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
 
 @click.command()
 @WORKBOOK
-def init(workbook: Path) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-init/1 JSON document (docs/json.md).")
+def init(workbook: Path, as_json: bool) -> None:
     """Create a new campaign WORKBOOK from the template (never overwrites).
 
     Its Tariffs sheet holds the shipped catalog snapshot (tariffs/tarifs-forfaits.csv),
@@ -40,10 +42,17 @@ def init(workbook: Path) -> None:
         store.create(data, workbook)
     except FileExistsError:
         raise exists from None
+    following = ("fill Protocol and Variants (blue cells), then "
+                 f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
+    if as_json:
+        from toolkit.commands import documents
+
+        documents.emit(documents.init_document(workbook, catalog.dates(), len(catalog.plans),
+                                               following))
+        return
     click.echo(f"created {workbook} (Tariffs: the shipped catalog of "
                f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s))")
-    click.echo("next: fill Protocol and Variants (blue cells), then "
-               f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
+    click.echo(f"next: {following}")
 
 
 @click.command()
