@@ -312,6 +312,21 @@ def _stalled(book: Path, temp_dir: str) -> bool:
         return False
 
 
+def _hanging_campaign(tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch,
+                      label: str) -> tuple[Path, str, subprocess.Popen[str]]:
+    """b1 on cpu-a and b4 on a new ``label`` node whose attempts hang after 4 items, run by
+    a real `iteralab run --cluster` driver: (workbook, the node's folder, the driver)."""
+    book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"), _elsewhere(label)])
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4:b4-fp32")  # the node's attempts
+    node = pair.join(label)
+    monkeypatch.delenv("ITERALAB_INJECT_FAULT")
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--cluster", pair.address],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return book, node, driver
+
+
 class TestRayStart:
     def test_a_head_and_a_node_started_by_worker_start_run_the_campaign(
             self, tmp_path: Path, pair: Pair) -> None:
@@ -331,15 +346,7 @@ class TestRayStart:
         """The cpu-c node's processes are killed while its attempt runs: that row is
         interrupted with the reason, the cpu-a attempt completes; --resume on a new cpu-c
         node runs the interrupted slot only."""
-        book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"),
-                                _elsewhere("cpu-c")])
-        monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4:b4-fp32")  # the node's attempts
-        doomed = pair.join("cpu-c")
-        monkeypatch.delenv("ITERALAB_INJECT_FAULT")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "toolkit", "run", str(book), "--cluster", pair.address],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        book, doomed, driver = _hanging_campaign(tmp_path, pair, monkeypatch, "cpu-c")
         try:
             def b1_recorded_and_b4_running() -> bool:
                 done = [e["attempt"]["variant_id"] for e in journal.read(book)]
@@ -383,15 +390,7 @@ class TestRayStart:
         --resume on a node without the fault finishes the campaign."""
         from toolkit.cluster.executor import INTERRUPT_WAIT_S
 
-        book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"),
-                                _elsewhere("cpu-d")])
-        monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4:b4-fp32")  # the node's attempts
-        stalling = pair.join("cpu-d")
-        monkeypatch.delenv("ITERALAB_INJECT_FAULT")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "toolkit", "run", str(book), "--cluster", pair.address],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        book, stalling, driver = _hanging_campaign(tmp_path, pair, monkeypatch, "cpu-d")
         try:
             _wait_for(lambda: _stalled(book, stalling), 150,
                       "the cpu-d attempt to stall in its measured window")
