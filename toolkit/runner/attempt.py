@@ -64,6 +64,7 @@ from toolkit.runner import (
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
+    Emit,
     attempt_seed,
     breaks_cuda,
     error_text,
@@ -74,7 +75,6 @@ from toolkit.runner.attempt_parts import (
 from toolkit.runner.model import LoadedModel, load
 from toolkit.runner.spec import AttemptSpec
 
-Emit = Callable[[dict[str, Any]], None]
 #: Progress events are sent at most this often (seconds) while items are processed.
 PROGRESS_EVERY_S = 0.2
 

@@ -9,12 +9,16 @@ from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from toolkit import layout
 from toolkit.runner import plan, precision, probes, reproducibility
+
+#: Where an attempt sends its progress events (phase changes, items done).
+Emit = Callable[[dict[str, Any]], None]
 
 
 class AttemptTimeout(Exception):

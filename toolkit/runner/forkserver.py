@@ -264,7 +264,11 @@ def serve(fd: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the campaign's
     channel = socket.socket(fileno=fd)
     _import_runner()
-    _freeze()
+    # What the server imports lives as long as it does: frozen, out of the collector's sight,
+    # so each worker's gc.collect (two per attempt, to free a model and set memory baselines)
+    # walks only what its attempt made, not torch's and transformers' modules (0.1-0.25 s
+    # each here), and the collector never writes to the pages the forks share.
+    gc.freeze()
     channel.sendall(b"ready\n")
     pending = b""
     while True:
@@ -280,7 +284,7 @@ def serve(fd: int) -> int:
                 line, _, pending = pending.partition(b"\n")
                 request = json.loads(line.removeprefix(b"preload "))
                 _preload(Path(request["base"]), list(request["models"]))
-                _freeze()
+                gc.freeze()  # the model classes too, as above
                 channel.sendall(b"preloaded\n")
             continue
         if len(fds) != 3:
@@ -297,17 +301,6 @@ def serve(fd: int) -> int:
             channel.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode("ascii"))
         except OSError:
             return 0  # the campaign went away
-
-
-def _freeze() -> None:
-    """Put what the server imported out of the collector's sight.
-
-    Those objects live as long as the process: each worker's gc.collect (two per attempt,
-    to free a model and set memory baselines) then walks only what the attempt made, not
-    torch's and transformers' modules (0.1-0.25 s each here), and the collector never
-    writes to the pages the forks share.
-    """
-    gc.freeze()
 
 
 if __name__ == "__main__":

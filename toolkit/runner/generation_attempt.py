@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,24 +54,25 @@ from toolkit.runner import (
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
+    Emit,
     breaks_cuda,
     error_text,
     forget_traceback,
     seconds,
     start_process,
 )
+from toolkit.runner.spec import AttemptSpec
 
 # toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
-# imports it back: the spec and guard are duck-typed (AttemptSpec, InterruptGuard); the row
-# helpers both use are in toolkit.runner.attempt_parts.
-Emit = Callable[[dict[str, Any]], None]
+# imports it back: the guard is duck-typed (InterruptGuard); the spec and the row helpers
+# both use are in toolkit.runner.spec and toolkit.runner.attempt_parts.
 
 
 #: The Attempts columns only a generation attempt fills.
 COLUMNS = decoding.GENERATION_COLUMNS
 
 
-def run_generation_attempt(spec: Any, emit: Emit, guard: Any) -> dict[str, Any]:
+def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
     """Run one generation attempt (``spec`` an AttemptSpec, ``guard`` its InterruptGuard);
     return its journal record. A failure is a row."""
     started_at = now_text()
@@ -287,7 +287,7 @@ def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
     return items[:size]
 
 
-def _manifest(spec: Any, lm: generation.LoadedLM | None,
+def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
               rule: generation.DecodingRule | None, window: generation.GenerationWindow,
               counts: dict[str, int], bounds: tuple[int, ...], truncated: int | None,
               threads: int, seed: int | None, env: dict[str, Any],
@@ -393,7 +393,7 @@ def _catalog_bandwidth(slug: str) -> tuple[float | None, str | None]:
     return None, f"gpu_slug {slug!r} not in the GPU catalog"
 
 
-def _evaluate(spec: Any, predictions_sha: str | None,
+def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
               window: generation.GenerationWindow, *, complete: bool,
               notes: list[str]) -> dict[str, Any] | None:
     """Read the predictions file back: ids (R7), chrF, agreement with the reference (R16)."""
@@ -493,7 +493,7 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def generation_task(spec: Any) -> bool:
+def generation_task(spec: AttemptSpec) -> bool:
     """Whether ``spec``'s protocol asks for generation (its task field)."""
     return generation.task_of(spec.protocol) == "generation"
 
