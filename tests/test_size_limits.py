@@ -8,11 +8,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import report_campaign
 from click.testing import CliRunner
 
 from toolkit.cli import cli
 from toolkit.errors import CorpusError
-from toolkit.evidence import corpus
+from toolkit.evidence import corpus, journal
 from toolkit.workbook import store
 
 
@@ -35,7 +36,8 @@ def test_a_workbook_part_that_unpacks_a_thousandfold_is_refused_unread(
 def test_a_workbook_over_the_total_limit_is_refused(
         filled_workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "MAX_UNPACKED_BYTES", 1000)
-    with pytest.raises(Exception, match=r"unpacks to [\d,]+ bytes, over the 1,000-byte limit"):
+    with pytest.raises(Exception, match=r"unpacks to [\d,]+ bytes in all: over the limits of "
+                       r"a campaign workbook \(1,000 bytes in all\); not read"):
         store.read(filled_workbook)
 
 
@@ -60,3 +62,35 @@ def test_a_corpus_file_over_the_limit_is_refused_before_it_is_read(
     monkeypatch.setattr(corpus, "MAX_CORPUS_BYTES", 10)
     with pytest.raises(CorpusError, match=r"corpus.jsonl: 25 bytes, over the 10-byte limit"):
         corpus.read_corpus(path)
+
+
+def test_an_ingestion_that_would_outgrow_the_read_limits_is_refused_and_nothing_lost(
+        runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save never publishes a workbook `read` would refuse (a campaign of about 180,000
+    attempts reaches the 256 MiB part limit; here the limit is lowered to the workbook's own
+    size): the workbook stays as it was, the journal keeps the records, and once the limit
+    allows it (a new workbook, in real life) the same records are ingested."""
+    path = report_campaign.write(tmp_path / "campaign.xlsx")
+    with zipfile.ZipFile(path) as archive:
+        largest = max(p.file_size for p in archive.infolist())
+    monkeypatch.setattr(store, "MAX_PART_BYTES", largest + 2_000)  # still readable as it is
+    rows = store.read(path).tables["Attempts"]
+    for number, row in enumerate(rows * 4):
+        journal.append(path, journal.record(
+            dict(row, attempt_id=f"extra-{number}", row_sha256=None),
+            report_campaign.manifest(str(row["variant_id"]))))
+    before = path.read_bytes()
+
+    result = runner.invoke(cli, ["ingest", str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {path}: saving would make a workbook iteralab "
+                                    "could not read again: part xl/worksheets/")
+    assert "(the largest part is sheet Attempts); the workbook is unchanged" in result.stderr
+    assert "continue in a new campaign workbook" in result.stderr
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # no rendering left behind
+        "campaign.journal.jsonl", "campaign.xlsx", "campaign.xlsx.lock"]
+
+    monkeypatch.setattr(store, "MAX_PART_BYTES", 256 * 2**20)
+    assert runner.invoke(cli, ["ingest", str(path)]).exit_code == 0
+    assert len(store.read(path).tables["Attempts"]) == len(rows) * 5

@@ -71,13 +71,15 @@ def _alive(pid: int) -> bool:
 
 
 def publish(target: str | Path, produce: Callable[[Path], object], *,
-            overwrite: bool = True, before_replace: Callable[[], None] | None = None) -> Path:
+            overwrite: bool = True, verify: Callable[[Path], None] | None = None,
+            before_replace: Callable[[], None] | None = None) -> Path:
     """Write ``target`` whole: ``produce(temp)`` writes the content to a temporary path.
 
-    ``before_replace`` runs once the new content is safely on disk, just before
-    it takes the target's place (the store keeps its backup there). Raises
-    FileExistsError when ``overwrite`` is False and the target exists, and the
-    OSError of any failed step; the target is then as it was.
+    ``verify(temp)`` may refuse the complete content by raising (the store refuses a
+    workbook it could not read back); ``before_replace`` runs once the new content is
+    safely on disk, just before it takes the target's place (the store keeps its backup
+    there). Raises FileExistsError when ``overwrite`` is False and the target exists, and
+    what ``verify`` or any failed step raises; the target is then as it was.
     """
     target = Path(target)
     remove_stale_temps(target)
@@ -86,6 +88,8 @@ def publish(target: str | Path, produce: Callable[[Path], object], *,
     temp = temp_beside(target)
     try:
         produce(temp)
+        if verify is not None:
+            verify(temp)
         with open(temp, "rb") as handle:
             os.fsync(handle.fileno())
         os.chmod(temp, _mode_for(target))

@@ -104,6 +104,21 @@ MAX_RATIO = 100
 RATIO_FROM_BYTES = 16 * 2**20
 
 
+def _over_limits(parts: list[zipfile.ZipInfo]) -> tuple[str, str] | None:
+    """The first of the documented limits ``parts`` break: (what, the limit); None within."""
+    for part in parts:
+        ratio = part.file_size / max(part.compress_size, 1)
+        if part.file_size > MAX_PART_BYTES or (part.file_size > RATIO_FROM_BYTES
+                                               and ratio > MAX_RATIO):
+            return (f"part {part.filename} unpacks to {part.file_size:,} bytes ({ratio:,.0f} "
+                    "times its packed size)",
+                    f"{MAX_PART_BYTES:,} bytes a part, {MAX_RATIO} times packed")
+    total = sum(p.file_size for p in parts)
+    if total > MAX_UNPACKED_BYTES:
+        return f"unpacks to {total:,} bytes in all", f"{MAX_UNPACKED_BYTES:,} bytes in all"
+    return None
+
+
 def _check_archive(handle: IO[bytes], path: Path) -> list[str]:
     """Refuse a decompression bomb or an oversized workbook before parsing it.
 
@@ -116,23 +131,50 @@ def _check_archive(handle: IO[bytes], path: Path) -> list[str]:
                           ) from exc
     finally:
         handle.seek(0)
-    total = sum(p.file_size for p in parts)
-    for part in parts:
-        ratio = part.file_size / max(part.compress_size, 1)
-        if part.file_size > MAX_PART_BYTES or (part.file_size > RATIO_FROM_BYTES
-                                               and ratio > MAX_RATIO):
-            raise WorkbookError(
-                f"{path}: part {part.filename} unpacks to {part.file_size:,} bytes "
-                f"({ratio:,.0f} times its packed size): over the limits of a campaign "
-                f"workbook ({MAX_PART_BYTES:,} bytes a part, {MAX_RATIO} times packed); "
-                "not read",
-                hint="this is not a workbook iteralab wrote (or it was padded on purpose); "
-                "restore the campaign's workbook from a copy")
-    if total > MAX_UNPACKED_BYTES:
-        raise WorkbookError(f"{path}: unpacks to {total:,} bytes, over the "
-                            f"{MAX_UNPACKED_BYTES:,}-byte limit of a campaign workbook; not read",
-                            hint="restore the campaign's workbook from a copy")
+    over = _over_limits(parts)
+    if over is not None:
+        raise WorkbookError(
+            f"{path}: {over[0]}: over the limits of a campaign workbook ({over[1]}); not read",
+            hint="this is not a workbook iteralab wrote (or it was padded on purpose); "
+            "restore the campaign's workbook from a copy")
     return [p.filename for p in parts]
+
+
+def _sheet_of(archive: zipfile.ZipFile, part: str) -> str | None:
+    """The sheet name a worksheet part holds (from workbook.xml and its relationships)."""
+    import xml.etree.ElementTree as ElementTree
+
+    spreadsheet = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+    relation = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+    try:
+        targets = {r.get("Id"): "xl/" + str(r.get("Target")).removeprefix("/xl/")
+                   for r in ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))}
+        for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
+                spreadsheet + "sheet"):
+            if targets.get(sheet.get(relation)) == part:
+                return sheet.get("name")
+    except (KeyError, ElementTree.ParseError):
+        pass
+    return None
+
+
+def _check_rendered(temp: Path, path: Path) -> None:
+    """Refuse to publish a rendering that :func:`read` would refuse: the campaign outgrew
+    one workbook (about 180,000 attempts make a 256 MiB Attempts part)."""
+    with zipfile.ZipFile(temp) as archive:
+        parts = archive.infolist()
+        over = _over_limits(parts)
+        if over is None:
+            return
+        largest = max(parts, key=lambda p: p.file_size).filename
+        sheet = _sheet_of(archive, largest)
+    raise WorkbookError(
+        f"{path}: saving would make a workbook iteralab could not read again: {over[0]}, "
+        f"over {over[1]}" + (f" (the largest part is sheet {sheet})" if sheet else "")
+        + "; the workbook is unchanged",
+        hint="the campaign has outgrown one workbook: keep this one as it is (the journal "
+        "beside it keeps any records not in it) and continue in a new campaign workbook "
+        "(`iteralab init`, then lock the same protocol)")
 
 
 def _read_book(book: Book, path: Path) -> WorkbookData:
@@ -424,7 +466,8 @@ def save(data: WorkbookData, path: str | Path) -> None:
             copy_file(path, backup)
 
     try:
-        publish(path, lambda temp: render(data, temp), before_replace=keep_backup)
+        publish(path, lambda temp: render(data, temp),
+                verify=lambda temp: _check_rendered(temp, path), before_replace=keep_backup)
     except OSError as exc:
         raise _save_error(path, exc) from exc
 
@@ -436,7 +479,8 @@ def create(data: WorkbookData, path: str | Path) -> Path:
     """
     path = Path(path)
     try:
-        return publish(path, lambda temp: render(data, temp), overwrite=False)
+        return publish(path, lambda temp: render(data, temp),
+                       verify=lambda temp: _check_rendered(temp, path), overwrite=False)
     except FileExistsError:
         raise
     except OSError as exc:
