@@ -342,7 +342,7 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     """The demo starts the server before preparing; the campaign's Workers take that one."""
     from toolkit.runner import campaign, forkserver
 
-    campaign.prestart_workers()
+    forkserver.prestart()
     started = forkserver._prestarted
     assert started is not None
     book = make_campaign(tmp_path, 4, SERIES_1[:1], process_policy="fresh")
@@ -358,5 +358,5 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     finally:
         workers.close()
     # One started under another environment is not used: the workers would not see theirs.
-    forkserver.prestart({**campaign.worker_env(), "ITERALAB_TEST_OTHER": "1"})
-    assert forkserver.take(campaign.worker_env()) is None
+    forkserver.prestart({**forkserver.worker_env(), "ITERALAB_TEST_OTHER": "1"})
+    assert forkserver.take(forkserver.worker_env()) is None

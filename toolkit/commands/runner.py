@@ -214,12 +214,20 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     runs `iteralab report` on it. --task generation copies
     samples/example_generation.xlsx, the sample causal LM and its prompts instead.
     """
+    from toolkit.runner import forkserver
+
+    # First of all (issue 20): the server's imports of torch and transformers (seconds) then
+    # overlap this command's own imports, the copy and the checks below.
+    forkserver.prestart()
     from toolkit.commands import demo as sample
     from toolkit.commands.report import report
-    from toolkit.runner.campaign import Options, prestart_workers
+    from toolkit.report import charts
+    from toolkit.runner.campaign import Options
 
-    prestart_workers()  # its imports overlap the copy and the checks below
     workbook = sample.prepare(directory, quick=quick, task=task)
+    # While the server still imports, this process would only wait: it imports the closing
+    # report's plotting library now instead of after the last attempt.
+    charts.preload()
     click.echo(f"demo workbook: {workbook}" + (
         f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
         f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""), err=as_json)

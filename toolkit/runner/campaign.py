@@ -46,7 +46,6 @@ from toolkit.workbook import store
 KILL_GRACE_S = 30.0
 #: How long a worker may take to record its attempt after Ctrl-C.
 INTERRUPT_WAIT_S = 60.0
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 class Progress(Protocol):
@@ -417,27 +416,13 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
-def worker_env() -> dict[str, str]:
-    """The environment of the run's worker processes: this one's, the toolkit importable."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH"))
-                                        if p)
-    return env
-
-
-def prestart_workers() -> None:
-    """Start the fork server before the campaign is even prepared (the demo, whose variants
-    are known to run on the CPU in fresh processes): :class:`Workers` takes it over."""
-    forkserver.prestart(worker_env())
-
-
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.forkserver`), or ``python -m toolkit.runner.worker`` where
     there is none."""
 
     def __init__(self, campaign: Campaign) -> None:
-        self.env = worker_env()
+        self.env = forkserver.worker_env()
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         # CPU variants only until a GPU machine has checked it: a fork must come before any
         # CUDA initialisation, which the server avoids but no test here can prove.

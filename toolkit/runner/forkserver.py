@@ -38,12 +38,22 @@ from toolkit.planner.models import resolve_model_path
 from toolkit.runner import worker
 
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: How long the server may take to import everything before the campaign gives up on it.
 READY_TIMEOUT_S = 300.0
 
 
 class ForkServerError(Exception):
     """The server could not start, or stopped answering."""
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of a run's worker processes (forked or not): this one's, the toolkit
+    importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH"))
+                                        if p)
+    return env
 
 
 def available() -> bool:
@@ -160,13 +170,15 @@ class ForkServer:
 _prestarted: ForkServer | None = None
 
 
-def prestart(env: dict[str, str]) -> None:
+def prestart(env: dict[str, str] | None = None) -> None:
     """Start the server now for the campaign this command runs next (the demo: CPU
-    variants, fresh processes), so that its imports overlap the command's preparation."""
+    variants, fresh processes), so that its imports overlap the command's own imports and
+    preparation; ``env`` defaults to :func:`worker_env`. Light to import on purpose: the
+    demo calls it before anything heavy (issue 20)."""
     global _prestarted
     if _prestarted is None and available():
         try:
-            _prestarted = ForkServer(env)
+            _prestarted = ForkServer(worker_env() if env is None else env)
         except ForkServerError:
             pass  # the campaign starts its own, or falls back
 
