@@ -2,8 +2,8 @@
 
 :func:`build` reads the workbook under its lock, refuses an unlocked or edited
 protocol, recomputes the derived sheets (:func:`toolkit.report.refresh.refresh`),
-saves atomically (once, and only when that changed the workbook), and writes the
-reviewer's folder beside the workbook. The
+saves atomically (once, and only when that changed the workbook), then, the lock
+released, writes the reviewer's folder beside the workbook from what it saved. The
 report validates the workbook as read (what ``iteralab validate`` checks, bar
 the sheets it is about to recompute) and states the findings in report.md: a
 reviewer sees them beside the numbers they touch. One hashing of the
@@ -76,16 +76,6 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
             checks = stack.enter_context(ChecksBeside(data, workbook, checked, digests))
             as_read = _as_read(data)
             result = refresh(data, workbook.parent)
-            folder = folder or default_folder(workbook)
-            folder.mkdir(parents=True, exist_ok=True)
-            files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
-                     _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
-            skipped: str | None = "PNG charts skipped: --no-png"
-            if pngs:
-                pictures = charts.write_pngs(folder, result.stats, result.costs)
-                files += list(pictures.paths)
-                skipped = pictures.skipped
-            outputs = Outputs(folder, files, skipped)
             found = checks.result()  # before the save: it decides what the save holds
             untrusted = untrusted_rows(found.findings, data)
             if untrusted:
@@ -95,8 +85,20 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 data = edit.data = _as_read(as_read)
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
-            edit.save = outputs.workbook_saved = not store.unchanged(as_read, data)
+            edit.save = saved = not store.unchanged(as_read, data)
     result.findings = found.findings
+    # The reviewer's files come from what was saved, once the workbook's lock is released:
+    # a campaign's ingestion waits only for the workbook, not for the pictures.
+    folder = folder or default_folder(workbook)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
+             _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
+    skipped: str | None = "PNG charts skipped: --no-png"
+    if pngs:
+        pictures = charts.write_pngs(folder, result.stats, result.costs)
+        files += list(pictures.paths)
+        skipped = pictures.skipped
+    outputs = Outputs(folder, files, skipped, workbook_saved=saved)
     md = folder / REPORT_MD
     write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))
     outputs.files.insert(0, md)
