@@ -84,3 +84,15 @@ def test_an_unreadable_warmup_rule_is_refused() -> None:
 def test_seeds_are_the_integers_of_the_field() -> None:
     assert plan.seeds("20250101, 7; x") == [20250101, 7]
     assert plan.seeds(None) == []
+
+
+def test_the_run_line_shows_each_repetitions_order_once_whatever_the_seeds() -> None:
+    """`iteralab run` prints the rotation; with two seeds each repetition runs its order
+    twice, which the line says once instead of joining both runs into one order."""
+    from toolkit.commands.runner import _order_line
+
+    ids = ["b1", "b4", "b8"]
+    assert _order_line(plan.rotation(ids, 5)) == "order b1-b4-b8 / b4-b8-b1 / b8-b1-b4 ..."
+    assert _order_line(plan.rotation(ids, 2, seeds=[0, 7])) == (
+        "order b1-b4-b8 / b4-b8-b1 (each once per seed: 0, 7)")
+    assert _order_line(plan.rotation(ids, 2, seeds=[0])) == "order b1-b4-b8 / b4-b8-b1"

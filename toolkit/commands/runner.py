@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from toolkit.runner.plan import Slot
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 
@@ -95,14 +99,10 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
     if not quiet and not as_json:
         skipped = len(prepared.slots) - len(prepared.todo)
-        order = " / ".join("-".join(s.variant_id for s in prepared.slots
-                                    if s.repetition == rep)
-                           for rep in sorted({s.repetition for s in prepared.slots})[:3])
         shown.echo(f"{workbook}: {len(prepared.todo)} attempt(s) to run"
                    + (f" ({skipped} already recorded)" if skipped else "")
                    + f", {prepared.corpus_items} items each, process policy "
-                   f"{prepared.protocol.get('process_policy')}; order {order}"
-                   + (" ..." if len({s.repetition for s in prepared.slots}) > 3 else "")
+                   f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
     result = campaign.run(prepared, options, shown, executor)  # type: ignore[arg-type]
     counts = result.counts()
@@ -271,3 +271,17 @@ def ingest(workbook: Path, as_json: bool) -> None:
 
 
 COMMANDS = [run, env, demo, ingest]
+
+
+def _order_line(slots: list[Slot]) -> str:
+    """The running order of the first three repetitions (``order b1-b4-b8 / b4-b8-b1 /
+    b8-b1-b4 ...``); with several seeds each repetition's order runs once per seed, said
+    once rather than repeated (R17)."""
+    first_seed = slots[0].seed if slots else None
+    repetitions = sorted({s.repetition for s in slots})
+    order = " / ".join("-".join(s.variant_id for s in slots
+                                if s.repetition == rep and s.seed == first_seed)
+                       for rep in repetitions[:3])
+    seeds = list(dict.fromkeys(s.seed for s in slots if s.seed is not None))
+    return (f"order {order}" + (" ..." if len(repetitions) > 3 else "")
+            + (f" (each once per seed: {', '.join(map(str, seeds))})" if len(seeds) > 1 else ""))
