@@ -63,23 +63,15 @@ def _variants(batches: tuple[int, int]) -> dict[str, tuple[str, int]]:
 
 def _campaign(folder: Path, items: int, repetitions: int,
               variants: dict[str, tuple[str, int]]) -> Path:
-    from toolkit.evidence import locking
-    from toolkit.workbook import store
-    from toolkit.workbook.model import WorkbookData
-
     common.prepare_folder(folder, items)
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update(common.protocol("ref", repetitions, policy="fresh"))
-    data.append("Variants", common.variant("ref", 1, label=NODES[0]))
+    rows = [common.variant("ref", 1, label=NODES[0])]
     for vid, (label, batch) in variants.items():
         row = common.variant(vid, batch, label=label)
         if label != NODES[0]:  # another machine: a later series naming its changes (R6)
             row.update(series=2, base_variant="ref", changes="batch_size, label")
-        data.append("Variants", row)
-    locking.lock(data)
-    book = folder / "campaign.xlsx"
-    store.save(data, book)
-    return book
+        rows.append(row)
+    return common.save_locked(folder / "campaign.xlsx",
+                              common.protocol("ref", repetitions, policy="fresh"), rows)
 
 
 def _run(book: Path, address: str, variants: tuple[str, ...], threads: int

@@ -26,7 +26,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,6 +244,26 @@ def interleave(contestants: Mapping[str, Callable[[], Timing]], runs: int,
     return found
 
 
+def interleave_with_outputs(
+        contestants: Mapping[str, Callable[[], tuple[Timing, dict[str, str]]]], runs: int,
+        log: Callable[[str], None] = print) -> tuple[Runs, dict[str, dict[str, str]]]:
+    """:func:`interleave` for contestants that also return their outputs by id.
+
+    Returns the runs and, per contestant, the outputs of its last run (for
+    :func:`agreement`).
+    """
+    outputs: dict[str, dict[str, str]] = {}
+
+    def timed(name: str) -> Callable[[], Timing]:
+        def run() -> Timing:
+            timing, outputs[name] = contestants[name]()
+            return timing
+        return run
+
+    found = interleave({name: timed(name) for name in contestants}, runs, log)
+    return found, outputs
+
+
 @dataclass(frozen=True)
 class Ratio:
     """``numerator`` over ``denominator``: ratio of medians, and the median of paired ratios."""
@@ -385,6 +405,13 @@ def script_line(argv: Sequence[str] | None = None) -> str:
     return " ".join([Path(args[0]).name, *args[1:]])
 
 
+def single_target(value: float, target: float, label: str | None = None) -> int:
+    """The close of a script with one target: its verdict and results row; the exit code."""
+    met = verdict(value, target)
+    print("results row:", results_row(script_line(), value, target, met, label))
+    return exit_code([met])
+
+
 # ---------------------------------------------------------------- the sample as a runner input
 
 def prepare_folder(folder: Path, items: int) -> Path:
@@ -429,6 +456,21 @@ def protocol(reference: str, repetitions: int = 1, policy: str = "shared",
         "seeds": "0", "determinism": "inference only", "reproduction_target":
         "bounded numeric deviation", "expected_outputs": 1, "deadline": "2026-12-11T09:00+01:00",
     }
+
+
+def save_locked(book: Path, form: Mapping[str, Any], rows: Iterable[dict[str, Any]]) -> Path:
+    """Save ``book``: the Protocol ``form`` and the Variants ``rows``, locked; return it."""
+    from toolkit.evidence import locking
+    from toolkit.workbook import store
+    from toolkit.workbook.model import WorkbookData
+
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(form)
+    for row in rows:
+        data.append("Variants", row)
+    locking.lock(data)
+    store.save(data, book)
+    return book
 
 
 @contextlib.contextmanager

@@ -168,24 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         (folder / "prompts.jsonl").write_text("".join(lines), encoding="utf-8")
         runner = Runner(folder, threads, args.batch, args.precision, args.max_new_tokens)
         hand = HandLoop(folder, args.batch, args.precision, args.max_new_tokens)
-        seen: dict[str, dict[str, str]] = {}
-
-        def run_runner() -> common.Timing:
-            timing, seen["runner"] = runner()
-            return timing
-
-        def run_hand() -> common.Timing:
-            timing, seen["hand loop"] = hand()
-            return timing
-
-        runs = common.interleave({"runner": run_runner, "hand loop": run_hand}, args.runs)
+        runs, seen = common.interleave_with_outputs({"runner": runner, "hand loop": hand},
+                                                    args.runs)
         shutil.rmtree(folder / "bench_predictions", ignore_errors=True)
     print(f"outputs runner vs hand loop: {common.agreement(seen['runner'], seen['hand loop'])}")
     (found,) = common.compare(runs, args.clock, [("runner", "hand loop")])
-    met = common.verdict(found.of_medians, TARGET)
-    print("results row:", common.results_row(common.script_line(), found.of_medians, TARGET, met,
-                                             f"{args.clock} clock"))
-    return common.exit_code([met])
+    return common.single_target(found.of_medians, TARGET, f"{args.clock} clock")
 
 
 if __name__ == "__main__":

@@ -233,21 +233,11 @@ def variants(device: str, slug: str | None, batches: Sequence[int], precisions: 
 def build_campaign(folder: Path, items: int, repetitions: int,
                    rows: list[dict[str, Any]], warmup_rule: str | None = None) -> Path:
     """A locked workbook in ``folder`` with the corpus subset, the head and ``rows``."""
-    from toolkit.evidence import locking
-    from toolkit.workbook import store
-    from toolkit.workbook.model import WorkbookData
-
     common.prepare_folder(folder, items)
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update(common.protocol(str(rows[0]["variant_id"]), repetitions))
+    form = common.protocol(str(rows[0]["variant_id"]), repetitions)
     if warmup_rule is not None:
-        data.forms["Protocol"]["warmup_rule"] = warmup_rule
-    for row in rows:
-        data.append("Variants", row)
-    locking.lock(data)
-    book = folder / "gpu_check.xlsx"
-    store.save(data, book)
-    return book
+        form["warmup_rule"] = warmup_rule
+    return common.save_locked(folder / "gpu_check.xlsx", form, rows)
 
 
 def run_campaign(book: Path) -> float:

@@ -49,28 +49,18 @@ def variants(device: str, slug: str | None, cuda: bool) -> list[dict[str, Any]]:
 
 def build(folder: Path, items: int, repetitions: int, rows: list[dict[str, Any]]) -> Path:
     """A locked generation workbook in ``folder`` with the prompts subset and the model."""
-    from toolkit.evidence import locking
-    from toolkit.workbook import store
-    from toolkit.workbook.model import WorkbookData
-
     folder.mkdir(parents=True, exist_ok=True)
     lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
     shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update({
+    form = {
         **common.protocol("g8-fp32", repetitions), "task": "generation",
         "corpus_path": "prompts.jsonl", "tuning_data": "none", "metric": "chrf",
         "threshold": 0.0, "tolerance": 0.2, "subgroups": "stratum",
         "warmup_rule": "first 8 items once, not timed", "max_new_tokens": 16,
         "stop_rule": "eos", "long_prompts": "truncate",
-        "timing_boundary": "read prompts, tokenize, generate, decode outputs on the host"})
-    for row in rows:
-        data.append("Variants", row)
-    locking.lock(data)
-    book = folder / "gpu_generation.xlsx"
-    store.save(data, book)
-    return book
+        "timing_boundary": "read prompts, tokenize, generate, decode outputs on the host"}
+    return common.save_locked(folder / "gpu_generation.xlsx", form, rows)
 
 
 def _median(rows: list[dict[str, Any]], column: str) -> float | None:

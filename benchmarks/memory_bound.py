@@ -356,19 +356,11 @@ def corpus_bounds(folder: Path, line_bytes: int, quick: bool) -> dict[str, Any]:
 
 def campaign(folder: Path, corpus_file: Path) -> Path:
     """A locked one-variant campaign on ``corpus_file`` (tests/builders.py:make_campaign)."""
-    from toolkit.evidence import locking
-    from toolkit.workbook import store
-    from toolkit.workbook.model import WorkbookData
-
     common.prepare_folder(folder, 1)
     (folder / "corpus.jsonl").write_bytes(corpus_file.read_bytes())
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update(common.protocol("b8-fp32", policy="fresh"))
-    data.append("Variants", common.variant("b8-fp32", BATCH, max_length=MAX_LENGTH))
-    locking.lock(data)
-    book = folder / "memory_bound.xlsx"
-    store.save(data, book)
-    return book
+    return common.save_locked(folder / "memory_bound.xlsx",
+                              common.protocol("b8-fp32", policy="fresh"),
+                              [common.variant("b8-fp32", BATCH, max_length=MAX_LENGTH)])
 
 
 # ---------------------------------------------------------------- main

@@ -99,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"floor of the rules: (load + warm-up + windows + evaluation + export) / windows = "
           f"{floor:.3f}, with nothing else at all (no start-up, no imports, no report); "
           f"the workers alone {in_workers / measured:.3f}")
-    met = common.verdict(value, TARGET)
-    print("results row:", common.results_row(common.script_line(), value, TARGET, met))
-    return common.exit_code([met])
+    return common.single_target(value, TARGET)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ seconds by default: see benchmarks/README.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -76,24 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         attempts = common.RunnerAttempts(folder, threads)
         row = common.variant(f"b{args.batch}-{args.precision}", args.batch, args.precision,
                              args.grouping, args.max_length)
-        seen: dict[str, dict[str, str]] = {}
-
-        def runner() -> common.Timing:
-            timing, seen["runner"] = attempts.run(row)
-            return timing
-
-        def hand() -> common.Timing:
-            timing, seen["hand loop"] = hand_loop(folder, args.batch, args.precision,
-                                                  args.max_length, args.grouping)
-            return timing
-
-        runs = common.interleave({"runner": runner, "hand loop": hand}, args.runs)
+        hand = functools.partial(hand_loop, folder, args.batch, args.precision,
+                                 args.max_length, args.grouping)
+        runs, seen = common.interleave_with_outputs(
+            {"runner": functools.partial(attempts.run, row), "hand loop": hand}, args.runs)
     print(f"predictions runner vs hand loop: {common.agreement(seen['runner'], seen['hand loop'])}")
     (found,) = common.compare(runs, args.clock, [("runner", "hand loop")])
-    met = common.verdict(found.of_medians, TARGET)
-    print("results row:", common.results_row(common.script_line(), found.of_medians, TARGET, met,
-                                             f"{args.clock} clock"))
-    return common.exit_code([met])
+    return common.single_target(found.of_medians, TARGET, f"{args.clock} clock")
 
 
 if __name__ == "__main__":

@@ -156,9 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"without load and warm-up: (wall - load - warm-up) / measured = "
           f"{(wall - load - warmup) / measured:.3f}")
     value = wall / measured
-    met = common.verdict(value, TARGET)
-    print("results row:", common.results_row(common.script_line(), value, TARGET, met))
-    return common.exit_code([met])
+    return common.single_target(value, TARGET)
 
 
 if __name__ == "__main__":

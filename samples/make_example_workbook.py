@@ -18,7 +18,9 @@ Usage: python samples/make_example_workbook.py [OUT.xlsx]   (overwrites OUT)
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -97,17 +99,32 @@ COMMON: dict[str, Any] = {
     "attention_backend": "sdpa", "resume_of": None,
 }
 
+
+def batch_series(batches: Sequence[int], reference: str) -> list[dict[str, Any]]:
+    """Series 1 of a demo campaign: one fp32 variant per batch size, batch the only variable.
+
+    The first is the reference variant; ``reference`` describes its other settings, and each
+    later one says it keeps them (make_generation_workbook.py declares its series 1 so too).
+    """
+    first = f"b{batches[0]}-fp32"
+    rows: list[dict[str, Any]] = [
+        {"variant_id": first, "series": 1, "batch_size": batches[0],
+         "description": f"batch {batches[0]}; {reference}", "notes": "reference variant"}]
+    for batch in batches[1:]:
+        rows.append({"variant_id": f"b{batch}-fp32", "series": 1, "batch_size": batch,
+                     "description": f"batch {batch}; everything else as {first}"})
+    return rows
+
+
+#: Series 2 of both demo campaigns: b8-fp32 in bf16.
+BF16_VARIANT: dict[str, Any] = {
+    "variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
+    "base_variant": "b8-fp32", "changes": "precision",
+    "description": "b8-fp32 in bf16: precision is the only change (R16)"}
+
 VARIANTS: list[dict[str, Any]] = [
-    {"variant_id": "b1-fp32", "series": 1, "batch_size": 1,
-     "description": "batch 1; fp32, file order, dynamic padding, max length 256",
-     "notes": "reference variant"},
-    {"variant_id": "b4-fp32", "series": 1, "batch_size": 4,
-     "description": "batch 4; everything else as b1-fp32"},
-    {"variant_id": "b8-fp32", "series": 1, "batch_size": 8,
-     "description": "batch 8; everything else as b1-fp32"},
-    {"variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
-     "base_variant": "b8-fp32", "changes": "precision",
-     "description": "b8-fp32 in bf16: precision is the only change (R16)"},
+    *batch_series((1, 4, 8), "fp32, file order, dynamic padding, max length 256"),
+    BF16_VARIANT,
     {"variant_id": "b8-fp32-sorted", "series": 3, "batch_size": 8, "length_grouping": "sorted",
      "base_variant": "b8-fp32", "changes": "length_grouping",
      "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
@@ -140,12 +157,22 @@ def campaign(protocol: dict[str, Any], common: dict[str, Any],
     return data
 
 
-def main(argv: list[str]) -> int:
-    """Write the example workbook to argv[0] (default samples/example_campaign.xlsx)."""
-    out = Path(argv[0]) if argv else OUT
-    publish(out, lambda temp: render(build(), temp))
+def write(argv: list[str], make: Callable[[], WorkbookData], default: Path) -> int:
+    """Render ``make()`` to the path argv names (default ``default``), published whole;
+    return 0. The ``main`` of both sample builders (make_generation_workbook.py uses it too).
+    """
+    parser = argparse.ArgumentParser(description=f"Write the sample workbook (overwrites "
+                                     f"OUT; default {default.relative_to(HERE.parent)}).")
+    parser.add_argument("out", nargs="?", type=Path, default=default, metavar="OUT.xlsx")
+    out = parser.parse_args(argv).out
+    publish(out, lambda temp: render(make(), temp))
     print(f"wrote {out}")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    """Write the example workbook to argv[0] (default samples/example_campaign.xlsx)."""
+    return write(argv, build, OUT)
 
 
 if __name__ == "__main__":

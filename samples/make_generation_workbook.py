@@ -27,9 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import make_example_workbook as example  # noqa: E402
 
-from toolkit.plumbing.atomic import publish  # noqa: E402
 from toolkit.workbook.model import WorkbookData  # noqa: E402
-from toolkit.workbook.render import render  # noqa: E402
 
 OUT = HERE / "example_generation.xlsx"
 
@@ -67,16 +65,8 @@ COMMON: dict[str, Any] = {
 }
 
 VARIANTS: list[dict[str, Any]] = [
-    {"variant_id": "b4-fp32", "series": 1, "batch_size": 4,
-     "description": "batch 4; fp32, file order, left padding, prompts up to 96 tokens",
-     "notes": "reference variant"},
-    {"variant_id": "b8-fp32", "series": 1, "batch_size": 8,
-     "description": "batch 8; everything else as b4-fp32"},
-    {"variant_id": "b16-fp32", "series": 1, "batch_size": 16,
-     "description": "batch 16; everything else as b4-fp32"},
-    {"variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
-     "base_variant": "b8-fp32", "changes": "precision",
-     "description": "b8-fp32 in bf16: precision is the only change (R16)"},
+    *example.batch_series((4, 8, 16), "fp32, file order, left padding, prompts up to 96 tokens"),
+    example.BF16_VARIANT,
     {"variant_id": "b8-fp32-right", "series": 3, "batch_size": 8, "padding_side": "right",
      "base_variant": "b8-fp32", "changes": "padding_side",
      "description": "b8-fp32 padded on the right: a declared variant; its outputs are "
@@ -91,10 +81,7 @@ def build() -> WorkbookData:
 
 def main(argv: list[str]) -> int:
     """Write the example workbook to argv[0] (default samples/example_generation.xlsx)."""
-    out = Path(argv[0]) if argv else OUT
-    publish(out, lambda temp: render(build(), temp))
-    print(f"wrote {out}")
-    return 0
+    return example.write(argv, build, OUT)
 
 
 if __name__ == "__main__":
