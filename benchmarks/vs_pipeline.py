@@ -32,8 +32,10 @@ effect (file order / grouped, wall clock) is printed for both sides.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"runner vs transformers.pipeline: {items} items, batch {args.batch}, "
           f"{args.precision}, max length {args.max_length}, grouping {'/'.join(groupings)}, "
           f"{threads} threads, {args.runs} runs each, interleaved")
-    seen: dict[str, dict[str, str]] = {}
-    contestants = {}
+    contestants: dict[str, Callable[[], tuple[common.Timing, dict[str, str]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         folder = common.prepare_folder(Path(tmp), items)
         attempts = common.RunnerAttempts(folder, threads)
@@ -102,21 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             suffix = "" if grouping == "none" else " sorted"
             row = common.variant(f"b{args.batch}-{args.precision}-{grouping}", args.batch,
                                  args.precision, grouping, args.max_length)
-
-            def runner(row: dict[str, Any] = row, name: str = "runner" + suffix
-                       ) -> common.Timing:
-                timing, seen[name] = attempts.run(row)
-                return timing
-
-            def piped(grouping: str = grouping, name: str = "pipeline" + suffix
-                      ) -> common.Timing:
-                timing, seen[name] = pipeline_run(folder, args.batch, args.precision,
-                                                  args.max_length, grouping)
-                return timing
-
-            contestants["runner" + suffix] = runner
-            contestants["pipeline" + suffix] = piped
-        runs = common.interleave(contestants, args.runs)
+            contestants["runner" + suffix] = functools.partial(attempts.run, row)
+            contestants["pipeline" + suffix] = functools.partial(
+                pipeline_run, folder, args.batch, args.precision, args.max_length, grouping)
+        runs, seen = common.interleave_with_outputs(contestants, args.runs)
     suffixes = ["" if grouping == "none" else " sorted" for grouping in groupings]
     for suffix in suffixes:
         print(f"predictions runner{suffix} vs pipeline{suffix}: "
