@@ -30,8 +30,6 @@ campaign stops.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import signal
 import threading
 import time
@@ -46,8 +44,6 @@ import torch
 from toolkit import layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus, determinism, journal
-from toolkit.plumbing.clock import now_text
-from toolkit.plumbing.digests import file_sha256
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import (
     achieved,
@@ -57,7 +53,6 @@ from toolkit.runner import (
     evaluation,
     faults,
     flops,
-    plan,
     probes,
     reproducibility,
 )
@@ -66,17 +61,20 @@ from toolkit.runner.attempt_parts import (
     Cells,
     Emit,
     attempt_seed,
-    breaks_cuda,
+    checked_reference,
     error_text,
-    forget_traceback,
+    file_cells,
+    identity_cells,
+    manifest_content,
+    manifest_row,
+    memory_cells,
+    read_back,
     seconds,
-    start_process,
+    verdict_cells,
 )
 from toolkit.runner.model import LoadedModel, load
+from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, AttemptRun
 from toolkit.runner.spec import AttemptSpec
-
-#: Progress events are sent at most this often (seconds) while items are processed.
-PROGRESS_EVERY_S = 0.2
 
 
 class InterruptGuard:
@@ -272,111 +270,60 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
 
     if generation_attempt.generation_task(spec):
         return generation_attempt.run_generation_attempt(spec, emit, guard)
-    started_at = now_text()
-    began = time.monotonic()
-    variant, protocol = spec.variant, spec.protocol
-    device = torch.device(variant["device"])
-    deadline = began + spec.timeout_s if spec.timeout_s else None
+    variant = spec.variant
     fault = faults.from_environment()
     if fault is not None and not fault.applies(variant["variant_id"], spec.repetition):
         fault = None
-    threads, seed, baseline = start_process(spec, device)
-    warmup = plan.parse_warmup(protocol.get("warmup_rule"))
+    run = AttemptRun(spec, emit, guard)
+    device = run.device
     compiled = variant.get("compile") == "yes"
-    shared = protocol.get("process_policy") == "shared"
-    corpus_path = spec.base / str(protocol["corpus_path"])
+    shared = spec.protocol.get("process_policy") == "shared"
 
-    spans: dict[str, probes.Span] = {}
     forward = probes.ForwardSpans() if device.type == "cuda" else None
-    phase = "load"
     model: LoadedModel | None = None
     window = Window()
-    status = "completed"
-    error: BaseException | None = None
     notes: list[str] = []
-    last_emit = [0.0]
     shapes: list[tuple[int, int]] = []
     kernels: str | None = None
-    caches = compilation.Caches(None)
+    caches = compilation.Caches(None)  # what the notes show when the session fails to start
     count = compilation.GraphCount()
     compiled_in: dict[str, int] = {}  # graphs compiled, by phase
 
     def after_batch(done: int, total: int) -> None:
-        now = time.monotonic()
-        firing = fault is not None and phase == "measured" and done >= fault.after
-        if now - last_emit[0] >= PROGRESS_EVERY_S or done == total or firing:
-            last_emit[0] = now
-            emit({"event": "items", "phase": phase, "done": done, "total": total})
+        firing = fault is not None and run.phase == "measured" and done >= fault.after
+        run.report_items(done, total, force=firing)
         if firing:
             assert fault is not None
-            fault.fire(deadline)
-        if deadline is not None and time.monotonic() > deadline:
-            raise AttemptTimeout(f"ran past the attempt timeout of {spec.timeout_s:g} s")
+            fault.fire(run.deadline)
+        run.check_deadline()
 
-    try:
-        with compilation.session(compiled) as caches:
-            emit({"event": "phase", "phase": "load"})
-            with probes.Span(device) as span:
-                spans["load"] = span
-                model = load(variant, spec.base)
-                shapes, kernels = first_calls(model, variant,
-                                              [i.text for i in corpus.read_corpus(corpus_path)])
-            compiled_in["load"] = count.take()
-            phase = "warm-up"
-            if not warmup.none:
-                emit({"event": "phase", "phase": "warm-up"})
-                with probes.Span(device) as span:
-                    spans["warm-up"] = span
-                    texts = [i.text for i in corpus.read_corpus(corpus_path)[:warmup.items]]
-                    warm_total = len(texts)
-                    for _ in range(warmup.passes):
-                        run_batches(model, variant, texts, Window(),
-                                    lambda d: after_batch(d, warm_total))
-            compiled_in["warm-up"] = count.take()
-            phase = "measured"
-            emit({"event": "phase", "phase": "measured"})
-            with probes.Span(device) as span:
-                spans["measured"] = span
-                window.items = corpus.read_corpus(corpus_path)
-                total = len(window.items)
-                run_batches(model, variant, [i.text for i in window.items], window,
-                            lambda d: after_batch(d, total), forward)
-    except KeyboardInterrupt as exc:
-        status, error = "interrupted", exc
-    except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
-        status, error = "failed", exc
-    finally:
-        guard.armed = False
-    compiled_in[phase] = compiled_in.get(phase, 0) + count.take()
-    failed_phase = phase if error is not None else None
-    broken = error is not None and breaks_cuda(error)
-    if error is not None:
-        forget_traceback(error)  # before emptying the cache: the frames hold activations
-        probes.release_memory(device, cuda=not broken)
-        done = len(window.predictions)
-        total = len(window.items) or spec.corpus_items
-        where = (f"after {done} of {total} items" if failed_phase == "measured"
-                 else f"during {failed_phase}")
-        if isinstance(error, KeyboardInterrupt):
-            notes.append(f"interrupted {where} ({error_text(error)})")
-        elif isinstance(error, torch.OutOfMemoryError):
-            notes.append(f"out of memory {where}: {error_text(error)}")
-        elif isinstance(error, AttemptTimeout):
-            notes.append(f"timed out {where}: {error}")
-        elif broken and shared:
-            notes.append(f"failed {where}: {error_text(error)}, a CUDA error other than "
-                         "out-of-memory: this process's CUDA context cannot be trusted after "
-                         "it, so the shared campaign stops here (`--resume` continues in a new "
-                         "process)")
-            guard.stop_campaign()
-        else:
-            notes.append(f"failed {where}: {error_text(error)}")
+    def warm_pass(items: list[corpus.Item]) -> None:
+        assert model is not None
+        run_batches(model, variant, [i.text for i in items], Window(),
+                    lambda d: after_batch(d, len(items)))
+
+    with run.phases(), compilation.session(compiled) as caches:  # noqa: F811 - see above
+        with run.timed("load"):
+            model = load(variant, spec.base)
+            shapes, kernels = first_calls(model, variant,
+                                          [i.text for i in corpus.read_corpus(run.corpus_path)])
+        compiled_in["load"] = count.take()
+        run.warm_up(warm_pass)
+        compiled_in["warm-up"] = count.take()
+        with run.timed("measured"):
+            window.items = corpus.read_corpus(run.corpus_path)
+            total = len(window.items)
+            run_batches(model, variant, [i.text for i in window.items], window,
+                        lambda d: after_batch(d, total), forward)
+    compiled_in[run.phase] = compiled_in.get(run.phase, 0) + count.take()
+    if run.error is not None:
+        notes.append(_failure_note(run, run.error, window, shared))
     if compiled and compiled_in.get("measured"):
         notes.append(f"{compiled_in['measured']} graph(s) compiled inside the measured window: "
                      "measured_s includes compile time (R8)")
+    baseline = run.baseline_note()
     if baseline is not None:
-        notes.append(f"CUDA memory when the peaks were reset: allocated {baseline[0]:,} B, "
-                     f"reserved {baseline[1]:,} B (after collecting and emptying the cache)")
+        notes.append(baseline + " (after collecting and emptying the cache)")
     notes += _compile_notes(compiled_in, shapes, caches)
 
     # ---- evaluation, part 1: token lengths (strata, truncation) and the fingerprint
@@ -388,7 +335,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     items = window.items
     if not items:
         try:
-            items = corpus.read_corpus(corpus_path)
+            items = corpus.read_corpus(run.corpus_path)
         except ToolkitError as exc:
             notes.append(f"corpus unreadable: {exc.message}")
     fingerprint = corpus.fingerprint(items) if items else None
@@ -420,8 +367,9 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
             export_s = time.perf_counter() - start
             predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
         except OSError as exc:
-            status = "failed" if status == "completed" else status
+            run.status = "failed" if run.status == "completed" else run.status
             notes.append(f"export failed: {error_text(exc)}")
+    status = run.status
 
     # ---- evaluation, part 2: read the file back and check it
     start = time.perf_counter()
@@ -435,41 +383,17 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     peaks = probes.cuda_peaks(device)
     rss = peak_rss_bytes()
     environment_info = environment.manifest_fields()
-    work = _work(spec, model, window, spans.get("measured"), status, threads, broken,
-                 environment_info.get("gpu_name"))
-    manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, threads, seed,
-                         environment_info, measured=work.manifest)
-    cells = Cells()
+    work = _work(spec, model, window, run.spans.get("measured"), status, run.threads,
+                 run.broken, environment_info.get("gpu_name"))
+    manifest = _manifest(spec, model, fingerprint, len(items), counts, truncated, run.threads,
+                         run.seed, environment_info, measured=work.manifest)
+    cells = run.start_row(manifest["manifest_id"])
     put = cells.put
-    put("attempt_id", spec.attempt_id)
-    put("variant_id", variant["variant_id"])
-    put("repetition", spec.repetition)
-    put("order_position", spec.order_position)
-    put("started_at", started_at)
-    put("status", status)
-    put("protocol_sha256", spec.protocol_sha256)
-    put("manifest_id", manifest["manifest_id"])
-    for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
-        timed = spans.get(name)
-        if timed is not None and timed.host_s is not None:
-            put(column, seconds(timed.host_s))
-        elif name == "warm-up" and warmup.none and failed_phase != "load":
-            put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
-        elif failed_phase == name:
-            put(column, None, f"{status} during {name}: an unfinished phase has no duration")
-        else:
-            put(column, None, f"not reached: {status} during {failed_phase}")
-    measured_span = spans.get("measured")
-    if device.type != "cuda":
-        put("device_s", None, "cpu variant: no device span (R10)")
-    elif measured_span is not None and measured_span.device_s is not None:
-        put("device_s", seconds(measured_span.device_s))
-    else:
-        put("device_s", None, f"{status}: the measured window did not finish")
+    measured_span = run.spans.get("measured")
     forward_s = forward.total_s() if forward is not None and measured_span is not None \
         and measured_span.device_s is not None else None
     if device.type != "cuda":
-        put("forward_device_s", None, "cpu variant: no device span (R10)")
+        put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
     elif forward_s is not None:
         put("forward_device_s", seconds(forward_s))
     else:
@@ -502,20 +426,9 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         verdict = verdicts.verdict
         subgroup_text = evaluation.subgroups_text(verdicts.subgroups) or None
         notes.extend(verdicts.notes)
-    put("quality_verdict", verdict)
-    put("subgroup_metrics", subgroup_text)
-    accepted = (status == "completed" and verdicts is not None and verdicts.ids.match
-                and verdict == "pass")
-    put("corpus_accepted", layout.YES if accepted else layout.NO)
-    if peaks is None:
-        reason = ("cpu variant: torch.cuda memory counters do not apply"
-                  if device.type != "cuda" else "CUDA memory counters unavailable")
-        put("mem_allocated_peak_bytes", None, reason)
-        put("mem_reserved_peak_bytes", None, reason)
-    else:
-        put("mem_allocated_peak_bytes", peaks[0])
-        put("mem_reserved_peak_bytes", peaks[1])
-    put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
+    verdict_cells(put, status, verdict, subgroup_text,
+                  ids_match=verdicts is not None and verdicts.ids.match)
+    memory_cells(put, device, peaks, rss)
     if status == "completed" and window.padded_tokens:
         put("padded_tokens", window.padded_tokens)
         put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
@@ -526,31 +439,41 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         put("padding_efficiency", None, reason)
     put("truncated", truncated, None if truncated is not None else
         "tokenizer not loaded: token lengths unknown")
-    put("predictions_path", predictions_rel)
-    put("predictions_sha256", predictions_sha)
-    put("excluded", layout.NO)
-    put("exclusion_reason", None)
-    put("pre_amendment", layout.NO)
-    put("row_sha256", None)
+    file_cells(put, predictions_rel, predictions_sha)
     if predictions_rel:
         notes.append(f"predictions: {predictions_rel}")
-    if spec.protocol.get("process_policy") == "shared":
+    if shared:
         notes.append("host RSS peak: lifetime peak of the shared campaign process")
-    notes.append(f"threads {threads}; warm-up {warmup.text!r}")
+    notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}")
     put("notes", "; ".join(notes))
     put("attention_kernels", kernels)
     put("recompilations", compiled_in.get("measured") if compiled else None)
-    put("seed", seed)
+    put("seed", run.seed)
     for name in decoding.GENERATION_COLUMNS:  # Protocol task generation's columns
         put(name, None, decoding.CLASSIFICATION_REASON)
     for name, (figure, why) in work.attempt.items():
         put(name, figure, why)
-    emit({"event": "phase", "phase": "done", "status": status})
-    record = journal.record(cells.row, manifest)
-    record["elapsed_s"] = round(time.monotonic() - began, 3)
     model = None  # the next attempt of a shared process must not find it in memory
-    probes.release_memory(device, cuda=not broken)
-    return record
+    return run.record(cells, manifest)
+
+
+def _failure_note(run: AttemptRun, error: BaseException, window: Window, shared: bool) -> str:
+    """The note of a failed classification; after a CUDA error other than out-of-memory it
+    says why a shared campaign stops, and stops it."""
+    where = run.where(len(window.predictions), len(window.items) or run.spec.corpus_items,
+                      "items")
+    if isinstance(error, KeyboardInterrupt):
+        return f"interrupted {where} ({error_text(error)})"
+    if isinstance(error, torch.OutOfMemoryError):
+        return f"out of memory {where}: {error_text(error)}"
+    if isinstance(error, AttemptTimeout):
+        return f"timed out {where}: {error}"
+    if run.broken and shared:
+        run.guard.stop_campaign()
+        return (f"failed {where}: {error_text(error)}, a CUDA error other than out-of-memory: "
+                "this process's CUDA context cannot be trusted after it, so the shared "
+                "campaign stops here (`--resume` continues in a new process)")
+    return f"failed {where}: {error_text(error)}"
 
 
 def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str], *,
@@ -560,18 +483,11 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
         return None
     protocol = spec.protocol
     kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
-    rows = corpus.read_predictions(spec.predictions_file)
-    if file_sha256(spec.predictions_file) != predictions_sha:
-        notes.append("predictions file changed between export and evaluation")
+    rows = read_back(spec, predictions_sha, notes)
     reference = None
-    ref = spec.reference
-    if ref is not None:
-        ref_path = spec.base / ref["predictions_path"]
-        if not ref_path.exists() or file_sha256(ref_path) != ref["predictions_sha256"]:
-            notes.append(f"reference predictions {ref['predictions_path']} missing or changed "
-                         "since its attempt: not used")
-        else:
-            reference = evaluation.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
+    ref, ref_path = spec.reference, checked_reference(spec, notes)
+    if ref is not None and ref_path is not None:
+        reference = evaluation.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
                                               protocol["metric"], kinds)
     return evaluation.evaluate(
         rows, expected, complete=complete, metric_name=protocol["metric"],
@@ -617,9 +533,8 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
     ``measured``: the peak probe's columns (left out of the id, as ``recorded_at`` is).
     """
     variant = spec.variant
-    row: dict[str, Any] = {
-        "variant_id": variant["variant_id"],
-        "corpus_path": spec.protocol["corpus_path"],
+    row = manifest_content(spec, model, seed)
+    row.update({
         "corpus_sha256": fingerprint or spec.corpus_sha256,
         "corpus_items": items or spec.corpus_items,
         "processing_order": ("sorted by token length, ties in file order"
@@ -627,41 +542,12 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
         "strata": (corpus.strata_text(counts, corpus.parse_stratum_bounds(
             spec.protocol.get("stratum_bounds"))) if counts else None),
         "truncated": truncated,
-        "model_revision": model.model_revision if model else None,
-        "tokenizer_revision": model.tokenizer_revision if model else None,
-        "precision": variant["precision"],
-        "quantization": variant["quantization"],
-        "compile": variant["compile"],
-        "attention_backend": model.attention_backend if model else variant["attention_backend"],
-        "padding": variant["padding"],
-        "max_length": int(variant["max_length"]),
-        "seeds": (f"torch.manual_seed({seed}); protocol seeds {spec.protocol.get('seeds')}"
-                  if seed is not None
-                  else f"none set (protocol seeds {spec.protocol.get('seeds')!r})"),
         "determinism": state or reproducibility.state(spec.protocol, threads),
-        "process_policy": spec.protocol.get("process_policy"),
         "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
                           else compilation.NOT_COMPILED),
-    }
+    })
     row.update(env)
     return manifest_row(row, measured)
-
-
-def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None
-                 ) -> dict[str, Any]:
-    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now, then
-    the ``measured`` columns (the peak probe varies from run to run; it is not hashed)."""
-    hashed = dict(content)
-    if measured and measured.get("matmul_peak_flops") is None:
-        # An attempt that was not probed gets its own row, so that a later probed attempt
-        # of the same environment does not share (and lose) its peak.
-        hashed["peak"] = "not probed"
-    text = json.dumps(hashed, sort_keys=True, ensure_ascii=False, default=str)
-    row = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
-           "recorded_at": now_text()}
-    row.update(content)
-    row.update(measured or {})
-    return {name: row.get(name) for name in layout.MANIFEST.names}
 
 
 def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
@@ -671,7 +557,6 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
     Only what the campaign saw is filled: items completed (from the worker's
     progress), the error; every measurement is empty with its reason.
     """
-    variant = spec.variant
     manifest = _manifest(spec, None, None, 0, {}, None, spec.threads or torch.get_num_threads(),
                          attempt_seed(spec), environment.manifest_fields(),
                          determinism.NOT_READ + " (the worker ended without a record)",
@@ -679,12 +564,7 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
                                                            "without a record"))
     cells = Cells()
     put = cells.put
-    for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
-                        ("repetition", spec.repetition),
-                        ("order_position", spec.order_position), ("started_at", started_at),
-                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
-                        ("manifest_id", manifest["manifest_id"])):
-        put(name, value)
+    identity_cells(put, spec, started_at, status, manifest["manifest_id"])
     lost = f"worker process ended without a record ({status} during {phase or 'start-up'})"
     for column in ("load_s", "warmup_s", "measured_s", "device_s", "forward_device_s",
                    "evaluation_s", "export_s",
@@ -695,13 +575,8 @@ def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
         put(column, None, lost)
     put("items_completed", items_done)
     put("expected_ids", spec.corpus_items)
-    put("quality_verdict", "not evaluated")
-    put("subgroup_metrics", None)
-    put("corpus_accepted", layout.NO)
-    for name in ("predictions_path", "predictions_sha256", "exclusion_reason", "row_sha256"):
-        put(name, None)
-    put("excluded", layout.NO)
-    put("pre_amendment", layout.NO)
+    verdict_cells(put, status, "not evaluated", None, ids_match=False)
+    file_cells(put, None, None)
     put("notes", note)
     put("attention_kernels", None)
     put("recompilations", None)

@@ -3,22 +3,35 @@
 One place for the cell rule (a measurement is a value or an empty cell with its
 reason), the error text a failed row carries, the traceback a failure must
 drop before memory is released, the CUDA errors that end a shared campaign,
-the seed an attempt runs with (R17), and the process state every attempt starts
-from.
+the seed an attempt runs with (R17), the process state every attempt starts
+from, the cells every kind fills alike, the predictions file read back, and
+the Manifest row's shared columns and id. The phases themselves:
+:mod:`toolkit.runner.phases`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 
 from toolkit import layout
+from toolkit.evidence import corpus
+from toolkit.plumbing.clock import now_text
+from toolkit.plumbing.digests import file_sha256
 from toolkit.runner import plan, precision, probes, reproducibility
+from toolkit.runner.spec import AttemptSpec
 
 #: Where an attempt sends its progress events (phase changes, items done).
 Emit = Callable[[dict[str, Any]], None]
+
+
+#: Cells.put: a column's value, or None and the reason it is empty.
+Put = Callable[..., None]
 
 
 class AttemptTimeout(Exception):
@@ -96,3 +109,135 @@ def start_process(spec: Any, device: torch.device
     seed = attempt_seed(spec)
     reproducibility.seed(seed)
     return threads, seed, probes.start_cuda_peaks(device)
+
+
+# ---- the cells every kind of attempt fills alike
+
+
+def identity_cells(put: Put, spec: AttemptSpec, started_at: str, status: str,
+                   manifest_id: str) -> None:
+    """The columns that say which attempt the row is, how it ended and what it ran under."""
+    for name, value in (("attempt_id", spec.attempt_id),
+                        ("variant_id", spec.variant["variant_id"]),
+                        ("repetition", spec.repetition),
+                        ("order_position", spec.order_position), ("started_at", started_at),
+                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
+                        ("manifest_id", manifest_id)):
+        put(name, value)
+
+
+def verdict_cells(put: Put, status: str, verdict: str, subgroups: str | None,
+                  ids_match: bool) -> None:
+    """The quality verdict, the subgroups' metrics, and whether the corpus is accepted: a
+    completed attempt whose ids match and whose verdict is pass."""
+    put("quality_verdict", verdict)
+    put("subgroup_metrics", subgroups)
+    accepted = status == "completed" and ids_match and verdict == "pass"
+    put("corpus_accepted", layout.YES if accepted else layout.NO)
+
+
+def memory_cells(put: Put, device: torch.device, peaks: tuple[int, int] | None,
+                 rss: int | None) -> None:
+    """CUDA allocated and reserved peaks (read before anything else ran), host RSS peak."""
+    if peaks is None:
+        reason = ("cpu variant: torch.cuda memory counters do not apply"
+                  if device.type != "cuda" else "CUDA memory counters unavailable")
+        put("mem_allocated_peak_bytes", None, reason)
+        put("mem_reserved_peak_bytes", None, reason)
+    else:
+        put("mem_allocated_peak_bytes", peaks[0])
+        put("mem_reserved_peak_bytes", peaks[1])
+    put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
+
+
+def file_cells(put: Put, predictions_rel: str | None, predictions_sha: str | None) -> None:
+    """The predictions file, and the columns a later step fills (exclusion, row hash)."""
+    put("predictions_path", predictions_rel)
+    put("predictions_sha256", predictions_sha)
+    put("excluded", layout.NO)
+    put("exclusion_reason", None)
+    put("pre_amendment", layout.NO)
+    put("row_sha256", None)
+
+
+# ---- evaluation: the predictions file read back, the reference's checked
+
+
+def read_back(spec: AttemptSpec, predictions_sha: str, notes: list[str]) -> list[dict[str, Any]]:
+    """The exported predictions file's rows; a file changed since export is noted."""
+    rows = corpus.read_predictions(spec.predictions_file)
+    if file_sha256(spec.predictions_file) != predictions_sha:
+        notes.append("predictions file changed between export and evaluation")
+    return rows
+
+
+def reference_changed(ref: dict[str, Any]) -> str:
+    """Why the reference variant's predictions file is not used."""
+    return f"reference predictions {ref['predictions_path']} missing or changed since its attempt"
+
+
+def checked_reference(spec: AttemptSpec, notes: list[str]) -> Path | None:
+    """The reference variant's predictions file when it is still what its attempt wrote
+    (None without a reference; a missing or changed file is noted and not used)."""
+    ref = spec.reference
+    if ref is None:
+        return None
+    path = spec.base / ref["predictions_path"]
+    if not path.exists() or file_sha256(path) != ref["predictions_sha256"]:
+        notes.append(reference_changed(ref) + ": not used")
+        return None
+    return path
+
+
+# ---- the Manifest row
+
+
+class Loaded(Protocol):
+    """What the Manifest reads from a loaded model (model.LoadedModel, generation.LoadedLM)."""
+
+    model_revision: str
+    tokenizer_revision: str
+    attention_backend: str
+
+
+def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None
+                     ) -> dict[str, Any]:
+    """The Manifest columns every kind of attempt fills alike: the variant's settings, the
+    model's revisions (None when it was not loaded), the seeds and the process policy."""
+    variant, protocol = spec.variant, spec.protocol
+    return {
+        "variant_id": variant["variant_id"],
+        "corpus_path": protocol["corpus_path"],
+        "model_revision": loaded.model_revision if loaded else None,
+        "tokenizer_revision": loaded.tokenizer_revision if loaded else None,
+        "precision": variant["precision"],
+        "quantization": variant["quantization"],
+        "compile": variant["compile"],
+        "attention_backend": loaded.attention_backend if loaded else variant["attention_backend"],
+        "padding": variant["padding"],
+        "max_length": int(variant["max_length"]),
+        "seeds": (f"torch.manual_seed({seed}); protocol seeds {protocol.get('seeds')}"
+                  if seed is not None else f"none set (protocol seeds {protocol.get('seeds')!r})"),
+        "process_policy": protocol.get("process_policy"),
+    }
+
+
+def manifest_id(content: dict[str, Any]) -> str:
+    """The Manifest row's id: a hash of its content."""
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now, then
+    the ``measured`` columns (the peak probe varies from run to run; it is not hashed)."""
+    hashed = dict(content)
+    if measured and measured.get("matmul_peak_flops") is None:
+        # An attempt that was not probed gets its own row, so that a later probed attempt
+        # of the same environment does not share (and lose) its peak.
+        hashed["peak"] = "not probed"
+    row = {"manifest_id": manifest_id(hashed), "recorded_at": now_text()}
+    row.update(content)
+    row.update(measured or {})
+    return {name: row.get(name) for name in layout.MANIFEST.names}

@@ -25,19 +25,15 @@ and lengths). What cannot be known is empty with its reason (R12).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from typing import Any
 
 import torch
 
 from toolkit import layout
-from toolkit.evidence import corpus, journal
+from toolkit.evidence import corpus
 from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
-from toolkit.plumbing.clock import now_text
-from toolkit.plumbing.digests import file_sha256
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import (
     achieved,
@@ -47,25 +43,29 @@ from toolkit.runner import (
     environment,
     evaluation,
     generation,
-    plan,
     probes,
     reproducibility,
 )
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
-    Cells,
     Emit,
-    breaks_cuda,
+    checked_reference,
     error_text,
-    forget_traceback,
+    file_cells,
+    manifest_content,
+    manifest_row,
+    memory_cells,
+    read_back,
+    reference_changed,
     seconds,
-    start_process,
+    verdict_cells,
 )
+from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 
 # toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
-# imports it back: the guard is duck-typed (InterruptGuard); the spec and the row helpers
-# both use are in toolkit.runner.spec and toolkit.runner.attempt_parts.
+# imports it back: the guard is duck-typed (InterruptGuard); the spec, the phases and the
+# row helpers both use are in toolkit.runner.spec, .phases and .attempt_parts.
 
 
 #: The Attempts columns only a generation attempt fills.
@@ -75,82 +75,40 @@ COLUMNS = decoding.GENERATION_COLUMNS
 def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
     """Run one generation attempt (``spec`` an AttemptSpec, ``guard`` its InterruptGuard);
     return its journal record. A failure is a row."""
-    started_at = now_text()
-    began = time.monotonic()
+    run = AttemptRun(spec, emit, guard)
     variant, protocol = spec.variant, spec.protocol
-    device = torch.device(variant["device"])
-    deadline = began + spec.timeout_s if spec.timeout_s else None
-    threads, seed, baseline = start_process(spec, device)
-    warmup = plan.parse_warmup(protocol.get("warmup_rule"))
-    corpus_path = spec.base / str(protocol["corpus_path"])
+    device = run.device
     bounds = corpus.parse_stratum_bounds(protocol.get("stratum_bounds"))
     rule: generation.DecodingRule | None = None
-    spans: dict[str, probes.Span] = {}
-    phase = "load"
     lm: generation.LoadedLM | None = None
     window = generation.GenerationWindow()
-    status = "completed"
-    error: BaseException | None = None
     notes: list[str] = []
-    last_emit = [0.0]
 
-    def after_batch(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last_emit[0] >= 0.2 or done == total:
-            last_emit[0] = now
-            emit({"event": "items", "phase": phase, "done": done, "total": total})
-        if deadline is not None and time.monotonic() > deadline:
-            raise AttemptTimeout(f"ran past the attempt timeout of {spec.timeout_s:g} s")
+    def warm_pass(items: list[corpus.Item]) -> None:
+        assert lm is not None and rule is not None
+        generation.run_window(lm, variant, rule, items, generation.GenerationWindow(),
+                              lambda d: run.after_batch(d, len(items)))
 
-    try:
+    with run.phases():
         rule = generation.decoding_rule(protocol)
-        emit({"event": "phase", "phase": "load"})
-        with probes.Span(device) as span:
-            spans["load"] = span
+        with run.timed("load"):
             lm = generation.load_lm(variant, spec.base, rule)
-            first = _first_batches(corpus.read_corpus(corpus_path), int(variant["batch_size"]))
+            first = _first_batches(corpus.read_corpus(run.corpus_path),
+                                   int(variant["batch_size"]))
             generation.run_window(lm, variant, rule, first, generation.GenerationWindow(),
                                   lambda d: None)
-        phase = "warm-up"
-        if not warmup.none:
-            emit({"event": "phase", "phase": "warm-up"})
-            with probes.Span(device) as span:
-                spans["warm-up"] = span
-                warm = corpus.read_corpus(corpus_path)[:warmup.items]
-                for _ in range(warmup.passes):
-                    generation.run_window(lm, variant, rule, warm,
-                                          generation.GenerationWindow(),
-                                          lambda d: after_batch(d, len(warm)))
-        phase = "measured"
-        emit({"event": "phase", "phase": "measured"})
-        with probes.Span(device) as span:
-            spans["measured"] = span
-            window.items = corpus.read_corpus(corpus_path)
+        run.warm_up(warm_pass)
+        with run.timed("measured"):
+            window.items = corpus.read_corpus(run.corpus_path)
             total = len(window.items)
             generation.run_window(lm, variant, rule, window.items, window,
-                                  lambda d: after_batch(d, total))
-    except KeyboardInterrupt as exc:
-        status, error = "interrupted", exc
-    except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
-        status, error = "failed", exc
-    finally:
-        guard.armed = False
-    failed_phase = phase if error is not None else None
-    broken = error is not None and breaks_cuda(error)
-    if error is not None:
-        forget_traceback(error)
-        probes.release_memory(device, cuda=not broken)
-        where = (f"after {len(window.outputs)} of {len(window.items) or spec.corpus_items} "
-                 "prompts" if failed_phase == "measured" else f"during {failed_phase}")
-        kind = ("interrupted" if isinstance(error, KeyboardInterrupt) else
-                "out of memory" if isinstance(error, torch.OutOfMemoryError) else
-                "timed out" if isinstance(error, AttemptTimeout) else "failed")
-        notes.append(f"{kind} {where}: {error_text(error)}")
-        if broken and protocol.get("process_policy") == "shared":
-            guard.stop_campaign()
+                                  lambda d: run.after_batch(d, total))
+    if run.error is not None:
+        notes.append(_failure_note(run, run.error, window))
+    baseline = run.baseline_note()
     if baseline is not None:
-        notes.append(f"CUDA memory when the peaks were reset: allocated {baseline[0]:,} B, "
-                     f"reserved {baseline[1]:,} B")
+        notes.append(baseline)
+    status = run.status
 
     # Export every output (also a partial window's), then read it back and check it.
     predictions_rel = predictions_sha = None
@@ -174,45 +132,24 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     rss = peak_rss_bytes()
     env = environment.manifest_fields()
     probed, probe_cells = None, None
-    if status == "completed" and not broken:
+    if status == "completed" and not run.broken:
         probed, probe_cells = achieved.probe_cells(str(variant["device"]),
-                                                   str(variant["precision"]), threads,
+                                                   str(variant["precision"]), run.threads,
                                                    env.get("gpu_name"))
     strata_counts: dict[str, int] = {}
     for o in window.outputs:
         name = corpus.stratum(o.prompt_tokens, bounds)
         strata_counts[name] = strata_counts.get(name, 0) + 1
     truncated = window.truncated if status == "completed" else None
-    manifest = _manifest(spec, lm, rule, window, strata_counts, bounds, truncated, threads,
-                         seed, env, achieved.manifest_values(probe_cells, "not probed: "
-                                                             f"{status} attempt"))
+    manifest = _manifest(spec, lm, rule, window, strata_counts, bounds, truncated, run.threads,
+                         run.seed, env, achieved.manifest_values(probe_cells, "not probed: "
+                                                                 f"{status} attempt"))
 
-    cells = Cells()
+    cells = run.start_row(manifest["manifest_id"])
     put = cells.put
-    for name, value in (("attempt_id", spec.attempt_id), ("variant_id", variant["variant_id"]),
-                        ("repetition", spec.repetition),
-                        ("order_position", spec.order_position), ("started_at", started_at),
-                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
-                        ("manifest_id", manifest["manifest_id"])):
-        put(name, value)
-    for name, column in (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s")):
-        timed = spans.get(name)
-        if timed is not None and timed.host_s is not None:
-            put(column, seconds(timed.host_s))
-        elif name == "warm-up" and warmup.none and failed_phase != "load":
-            put(column, None, f"warm-up rule is {warmup.text!r}: no warm-up")
-        elif failed_phase == name:
-            put(column, None, f"{status} during {name}: an unfinished phase has no duration")
-        else:
-            put(column, None, f"not reached: {status} during {failed_phase}")
-    measured = spans.get("measured")
-    finished = measured is not None and measured.host_s is not None
     if device.type != "cuda":
-        put("device_s", None, "cpu variant: no device span (R10)")
-        put("forward_device_s", None, "cpu variant: no device span (R10)")
+        put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
     else:
-        put("device_s", seconds(measured.device_s) if finished and measured else None,
-            f"{status}: the measured window did not finish")
         put("forward_device_s", None, "generation attempt: generate() runs many forward "
             "calls; the window's device span is device_s")
     put("evaluation_s", seconds(evaluation_s))
@@ -237,49 +174,43 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
         put("token_agreement", None if agreed is None else round(agreed.tokens, 6), why)
         verdict = quality["verdict"]
         notes.extend(quality["notes"])
-    put("quality_verdict", verdict)
-    put("subgroup_metrics", quality["subgroups"] if quality is not None else None)
-    accepted = status == "completed" and quality is not None and quality["ids_match"] \
-        and verdict == "pass"
-    put("corpus_accepted", layout.YES if accepted else layout.NO)
-    if peaks is None:
-        reason = ("cpu variant: torch.cuda memory counters do not apply"
-                  if device.type != "cuda" else "CUDA memory counters unavailable")
-        put("mem_allocated_peak_bytes", None, reason)
-        put("mem_reserved_peak_bytes", None, reason)
-    else:
-        put("mem_allocated_peak_bytes", peaks[0])
-        put("mem_reserved_peak_bytes", peaks[1])
-    put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
+    verdict_cells(put, status, verdict, quality["subgroups"] if quality is not None else None,
+                  ids_match=quality is not None and quality["ids_match"])
+    memory_cells(put, device, peaks, rss)
     partial = None if status == "completed" else \
         f"{status} after {len(window.outputs)} prompts: token counts cover a whole corpus only"
     for name in ("padded_tokens", "padding_efficiency"):
         put(name, None, partial or "generation attempt: see prompt_tokens and generated_tokens")
     put("truncated", truncated, None if truncated is not None else
         partial or "prompts not tokenised")
-    put("predictions_path", predictions_rel)
-    put("predictions_sha256", predictions_sha)
-    put("excluded", layout.NO)
-    put("exclusion_reason", None)
-    put("pre_amendment", layout.NO)
-    put("row_sha256", None)
+    file_cells(put, predictions_rel, predictions_sha)
     for name in achieved.ATTEMPT_COLUMNS:
         put(name, None, "generation attempt: the FLOP count covers classification only")
     _generation_cells(put, window, partial, device, lm, variant, rule, probed)
     if predictions_rel:
         notes.append(f"predictions: {predictions_rel}")
-    notes.append(f"threads {threads}; warm-up {warmup.text!r}"
+    notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}"
                  + (f"; decoding {rule.text()}" if rule else ""))
     put("notes", "; ".join(notes))
     put("attention_kernels", None)
     put("recompilations", None)
-    put("seed", seed)
-    emit({"event": "phase", "phase": "done", "status": status})
-    record = journal.record(cells.row, manifest)
-    record["elapsed_s"] = round(time.monotonic() - began, 3)
-    lm = None
-    probes.release_memory(device, cuda=not broken)
-    return record
+    put("seed", run.seed)
+    lm = None  # the next attempt of a shared process must not find it in memory
+    return run.record(cells, manifest)
+
+
+def _failure_note(run: AttemptRun, error: BaseException,
+                  window: generation.GenerationWindow) -> str:
+    """The note of a failed generation: its kind, where, the error. A CUDA error other than
+    out-of-memory stops a shared campaign (the note does not say so)."""
+    where = run.where(len(window.outputs), len(window.items) or run.spec.corpus_items,
+                      "prompts")
+    kind = ("interrupted" if isinstance(error, KeyboardInterrupt) else
+            "out of memory" if isinstance(error, torch.OutOfMemoryError) else
+            "timed out" if isinstance(error, AttemptTimeout) else "failed")
+    if run.broken and run.spec.protocol.get("process_policy") == "shared":
+        run.guard.stop_campaign()
+    return f"{kind} {where}: {error_text(error)}"
 
 
 def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
@@ -300,34 +231,23 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
     if rule is not None:
         order += (f"; padding side {variant.get('padding_side') or 'left'}; decoding "
                   f"{rule.text()}")
-    row: dict[str, Any] = {
-        "variant_id": variant["variant_id"],
-        "corpus_path": protocol["corpus_path"],
+    row = manifest_content(spec, lm, seed)
+    row.update({
         "corpus_sha256": corpus.fingerprint(window.items) if window.items
         else spec.corpus_sha256,
         "corpus_items": len(window.items) or spec.corpus_items,
         "processing_order": order,
         "strata": corpus.strata_text(counts, bounds) if counts else None,
         "truncated": truncated,
-        "model_revision": lm.model_revision if lm else None,
-        "tokenizer_revision": lm.tokenizer_revision if lm else None,
-        "precision": variant["precision"],
-        "quantization": variant["quantization"],
-        "compile": variant["compile"],
-        "attention_backend": lm.attention_backend if lm else variant["attention_backend"],
-        "padding": variant["padding"],
-        "max_length": int(variant["max_length"]),
-        "seeds": (f"torch.manual_seed({seed}); protocol seeds {protocol.get('seeds')}"
-                  if seed is not None else f"none set (protocol seeds {protocol.get('seeds')!r})"),
         "determinism": reproducibility.state(protocol, threads),
-        "process_policy": protocol.get("process_policy"),
         "compile_setup": compilation.NOT_COMPILED,
-    }
+    })
     row.update(env)
-    text = json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
-    full = {"manifest_id": "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12],
-            "recorded_at": now_text(), **row, **measured}
-    return {name: full.get(name) for name in layout.MANIFEST.names}
+    # Unlike a classification's, the id never set an unprobed attempt apart (manifest_row
+    # with measured): the probe's columns are added after it, so existing ids stay.
+    full = manifest_row(row)
+    full.update((name, value) for name, value in measured.items() if name in full)
+    return full
 
 
 def _generation_cells(put: Any, window: generation.GenerationWindow, partial: str | None,
@@ -400,9 +320,7 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
     if predictions_sha is None:
         return None
     protocol = spec.protocol
-    rows = corpus.read_predictions(spec.predictions_file)
-    if file_sha256(spec.predictions_file) != predictions_sha:
-        notes.append("predictions file changed between export and evaluation")
+    rows = read_back(spec, predictions_sha, notes)
     expected = [i.id for i in window.items]
     ids = evaluation.check_ids(expected, [str(r["id"]) for r in rows])
     if not ids.match:
@@ -424,29 +342,26 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
     reference: evaluation.Reference | None = None
     ref = spec.reference
     is_reference = str(spec.variant["variant_id"]) == str(protocol.get("reference_variant"))
+    ref_path = checked_reference(spec, notes)
     if ref is None:
         agreement_reason = "no completed attempt of the reference variant yet"
+    elif ref_path is None:
+        agreement_reason = reference_changed(ref)
     else:
-        ref_path = spec.base / ref["predictions_path"]
-        if not ref_path.exists() or file_sha256(ref_path) != ref["predictions_sha256"]:
-            agreement_reason = (f"reference predictions {ref['predictions_path']} missing or "
-                                "changed since its attempt")
-            notes.append(agreement_reason + ": not used")
-        else:
-            ref_rows = corpus.read_predictions(ref_path)
-            # The reference's chrF, overall and per subgroup, recomputed from its file against
-            # the same corpus references, as a classification's reference metric is.
-            ref_chrf, _, ref_groups = (agreement.chrf_scores(ref_rows, texts, kinds)
-                                       if chrf_declared else (None, None, {}))
-            reference = evaluation.Reference(
-                str(ref["variant_id"]), str(ref["attempt_id"]),
-                {str(r["id"]): str(r["prediction"]) for r in ref_rows}, ref_chrf, ref_groups)
-            if not is_reference:
-                found, agreement_reason = agreement.agreement(rows, ref_rows)
-            if found is not None:
-                notes.append(f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
-                             f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
-                             f"over {found.compared} prompts")
+        ref_rows = corpus.read_predictions(ref_path)
+        # The reference's chrF, overall and per subgroup, recomputed from its file against
+        # the same corpus references, as a classification's reference metric is.
+        ref_chrf, _, ref_groups = (agreement.chrf_scores(ref_rows, texts, kinds)
+                                   if chrf_declared else (None, None, {}))
+        reference = evaluation.Reference(
+            str(ref["variant_id"]), str(ref["attempt_id"]),
+            {str(r["id"]): str(r["prediction"]) for r in ref_rows}, ref_chrf, ref_groups)
+        if not is_reference:
+            found, agreement_reason = agreement.agreement(rows, ref_rows)
+        if found is not None:
+            notes.append(f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
+                         f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
+                         f"over {found.compared} prompts")
     if is_reference:
         agreement_reason = "this is the reference variant"
     verdict = "pass"

@@ -1,0 +1,202 @@
+"""The phases every attempt (classification, generation) runs through, and how they end.
+
+Load, warm-up and measured window are each timed on their own (a :class:`probes.Span`),
+announced as a progress event, and run inside one block that turns a failure into the
+attempt's status (completed, failed, interrupted) and remembers the phase it stopped in
+(R12-R13). After the block, evaluation and export run untimed by the span; the row then
+says each phase's duration or why it has none, and :meth:`AttemptRun.record` closes the
+attempt. What each kind of attempt loads, runs and checks stays in its own module
+(:mod:`toolkit.runner.attempt`, :mod:`toolkit.runner.generation_attempt`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from toolkit.evidence import corpus, journal
+from toolkit.plumbing.clock import now_text
+from toolkit.runner import plan, probes
+from toolkit.runner.attempt_parts import (
+    AttemptTimeout,
+    Cells,
+    Emit,
+    Put,
+    breaks_cuda,
+    forget_traceback,
+    identity_cells,
+    seconds,
+    start_process,
+)
+from toolkit.runner.spec import AttemptSpec
+
+#: Progress events are sent at most this often (seconds) while items are processed.
+PROGRESS_EVERY_S = 0.2
+
+#: The timed phases and their duration columns, in the order they run.
+DURATION_COLUMNS = (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s"))
+
+#: Why a CPU variant's device columns are empty.
+CPU_NO_DEVICE_SPAN = "cpu variant: no device span (R10)"
+
+
+class AttemptRun:
+    """One attempt under way: its clock, process state, current phase and how it ended.
+
+    Creating it puts the process in the state the attempt is measured in
+    (:func:`attempt_parts.start_process`). ``guard`` is the attempt's InterruptGuard
+    (duck-typed: ``armed`` and ``stop_campaign``).
+    """
+
+    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+        self.spec = spec
+        self.emit = emit
+        self.guard = guard
+        self.started_at = now_text()
+        self.began = time.monotonic()
+        self.device = torch.device(spec.variant["device"])
+        self.deadline = self.began + spec.timeout_s if spec.timeout_s else None
+        self.threads, self.seed, self.baseline = start_process(spec, self.device)
+        self.warmup = plan.parse_warmup(spec.protocol.get("warmup_rule"))
+        self.corpus_path = spec.base / str(spec.protocol["corpus_path"])
+        self.phase = "load"
+        self.spans: dict[str, probes.Span] = {}
+        self.status = "completed"
+        self.error: BaseException | None = None
+        #: A CUDA error other than out-of-memory ended the phases (attempt_parts.breaks_cuda).
+        self.broken = False
+        self._last_emit = 0.0
+
+    # ---- the phases
+
+    @contextmanager
+    def phases(self) -> Iterator[None]:
+        """The block the timed phases run in: a failure ends it, not the attempt.
+
+        Ctrl-C makes the status interrupted, any other exception failed; either way the
+        guard is disarmed (a later Ctrl-C waits for the record), and a failure drops its
+        traceback before memory is released (the frames hold activations and the model).
+        """
+        try:
+            yield
+        except KeyboardInterrupt as exc:
+            self.status, self.error = "interrupted", exc
+        except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
+            self.status, self.error = "failed", exc
+        finally:
+            self.guard.armed = False
+        if self.error is not None:
+            self.broken = breaks_cuda(self.error)
+            forget_traceback(self.error)  # before emptying the cache
+            probes.release_memory(self.device, cuda=not self.broken)
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[probes.Span]:
+        """Enter phase ``name``: announce it and time it (on CUDA also on the device)."""
+        self.phase = name
+        self.emit({"event": "phase", "phase": name})
+        with probes.Span(self.device) as span:
+            self.spans[name] = span
+            yield span
+
+    def warm_up(self, run_pass: Callable[[list[corpus.Item]], None]) -> None:
+        """The warm-up phase by the protocol's rule: ``run_pass`` on its first items, once per
+        pass. With no warm-up the phase is still entered (a failure from here on is "during
+        warm-up"), announced and timed only when there is one."""
+        self.phase = "warm-up"
+        if self.warmup.none:
+            return
+        with self.timed("warm-up"):
+            items = corpus.read_corpus(self.corpus_path)[:self.warmup.items]
+            for _ in range(self.warmup.passes):
+                run_pass(items)
+
+    def report_items(self, done: int, total: int, *, force: bool = False) -> None:
+        """Send an items event, at most every PROGRESS_EVERY_S unless the last or forced."""
+        now = time.monotonic()
+        if now - self._last_emit >= PROGRESS_EVERY_S or done == total or force:
+            self._last_emit = now
+            self.emit({"event": "items", "phase": self.phase, "done": done, "total": total})
+
+    def check_deadline(self) -> None:
+        """Stop the attempt once it runs past its timeout."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AttemptTimeout(f"ran past the attempt timeout of {self.spec.timeout_s:g} s")
+
+    def after_batch(self, done: int, total: int) -> None:
+        """What follows each batch: progress, then the deadline."""
+        self.report_items(done, total)
+        self.check_deadline()
+
+    # ---- how the phases ended
+
+    @property
+    def failed_phase(self) -> str | None:
+        """The phase a failure stopped in, None when the phases completed."""
+        return self.phase if self.error is not None else None
+
+    def where(self, done: int, total: int, unit: str) -> str:
+        """Where the failure stopped, for its note: inside the window, how far it came."""
+        if self.failed_phase == "measured":
+            return f"after {done} of {total} {unit}"
+        return f"during {self.failed_phase}"
+
+    def baseline_note(self) -> str | None:
+        """The CUDA memory the peaks were reset at (None off CUDA)."""
+        if self.baseline is None:
+            return None
+        return (f"CUDA memory when the peaks were reset: allocated {self.baseline[0]:,} B, "
+                f"reserved {self.baseline[1]:,} B")
+
+    # ---- the row
+
+    def start_row(self, manifest_id: str) -> Cells:
+        """The row's first cells: which attempt it is and how it ended, each timed phase's
+        duration and the measured window's device span."""
+        cells = Cells()
+        identity_cells(cells.put, self.spec, self.started_at, self.status, manifest_id)
+        self.duration_cells(cells.put)
+        self.device_cell(cells.put)
+        return cells
+
+    def duration_cells(self, put: Put) -> None:
+        """Each timed phase's duration, or why it has none (R12-R13)."""
+        failed = self.failed_phase
+        for name, column in DURATION_COLUMNS:
+            timed = self.spans.get(name)
+            if timed is not None and timed.host_s is not None:
+                put(column, seconds(timed.host_s))
+            elif name == "warm-up" and self.warmup.none and failed != "load":
+                put(column, None, f"warm-up rule is {self.warmup.text!r}: no warm-up")
+            elif failed == name:
+                put(column, None, f"{self.status} during {name}: an unfinished phase has no "
+                    "duration")
+            else:
+                put(column, None, f"not reached: {self.status} during {failed}")
+
+    def device_cell(self, put: Put) -> None:
+        """The measured window's device span (R10): CUDA only, a finished window only."""
+        measured = self.spans.get("measured")
+        if self.device.type != "cuda":
+            put("device_s", None, CPU_NO_DEVICE_SPAN)
+        elif measured is not None and measured.device_s is not None:
+            put("device_s", seconds(measured.device_s))
+        else:
+            put("device_s", None, f"{self.status}: the measured window did not finish")
+
+    def record(self, cells: Cells, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Close the attempt: the done event, then its journal record with the time it took.
+
+        The caller drops its model first, so that releasing memory here frees it (the next
+        attempt of a shared process must not find it in memory).
+        """
+        self.emit({"event": "phase", "phase": "done", "status": self.status})
+        record = journal.record(cells.row, manifest)
+        record["elapsed_s"] = round(time.monotonic() - self.began, 3)
+        probes.release_memory(self.device, cuda=not self.broken)
+        return record
+
