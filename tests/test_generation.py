@@ -98,6 +98,8 @@ def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) 
         assert row["ttft_s"] > 0 and row["decode_tokens_per_s"] > 0
         assert row["kv_cache_peak_bytes"] > 0
         assert row["truncated"] == 1  # the long prompt, cut to max_length and counted (R3)
+        # One process for the campaign: its RSS peak is the process's, as classification says.
+        assert "host RSS peak: lifetime peak of the shared campaign process" in row["notes"]
         assert row["mem_allocated_peak_bytes"] is None
         assert "cpu variant" in row["mem_allocated_peak_bytes_reason"]
         assert row["device_s"] is None and row["device_s_reason"]
@@ -166,3 +168,18 @@ def test_a_generation_protocol_without_its_rule_is_refused_before_any_attempt(
     code, output = _run(book)
     assert code != 0
     assert "max_new_tokens" in output and attempts(book) == []
+
+
+def test_outputs_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None:
+    """As for classification (test_runner_attempt.py): generated outputs that never reached
+    their file are no result; the row says the export failed, not that nothing was made."""
+    book = make_generation_campaign(tmp_path, 4, [gen_variant("b4-fp32", 4)],
+                                    warmup_rule="none")
+    (tmp_path / "campaign_predictions").write_text("in the way\n", encoding="utf-8")
+    code, output = _run(book)
+    assert code == 0, output
+    (row,) = attempts(book)
+    assert (row["status"], row["items_completed"], row["export_s"]) == ("failed", 4, None)
+    assert row["export_s_reason"] == "export failed (see notes)"
+    assert "export failed: FileExistsError" in row["notes"]
+    assert (row["predictions_path"], row["corpus_accepted"]) == (None, "no")

@@ -219,3 +219,20 @@ def test_a_missing_model_folder_is_a_failed_row_during_load(tmp_path: Path) -> N
     assert row["observed_ids_reason"] == ("no predictions file: the measured window was not "
                                           "reached")
     assert layout.ATTEMPTS.names == list(row)
+
+
+def test_predictions_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None:
+    """A file where the predictions folder belongs: the window ran, but no output reached
+    its file, so there is no result to accept (the generation task does the same,
+    test_generation.py)."""
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 8)], warmup_rule="none")
+    (tmp_path / "campaign_predictions").write_text("in the way\n", encoding="utf-8")
+    code, output = _run(CliRunner(), book)
+    assert code == 0, output
+    (row,) = attempts(book)
+    assert unexplained(row) == []
+    assert (row["status"], row["items_completed"], row["export_s"]) == ("failed", 8, None)
+    assert isinstance(row["measured_s"], float)
+    assert row["export_s_reason"] == "export failed (see notes)"
+    assert "export failed: FileExistsError" in row["notes"]
+    assert (row["predictions_path"], row["corpus_accepted"]) == (None, "no")

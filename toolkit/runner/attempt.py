@@ -73,7 +73,7 @@ from toolkit.runner.attempt_parts import (
     verdict_cells,
 )
 from toolkit.runner.model import LoadedModel, load
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, AttemptRun
+from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 
 
@@ -277,7 +277,6 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     run = AttemptRun(spec, emit, guard)
     device = run.device
     compiled = variant.get("compile") == "yes"
-    shared = spec.protocol.get("process_policy") == "shared"
 
     forward = probes.ForwardSpans() if device.type == "cuda" else None
     model: LoadedModel | None = None
@@ -317,7 +316,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
                         lambda d: after_batch(d, total), forward)
     compiled_in[run.phase] = compiled_in.get(run.phase, 0) + count.take()
     if run.error is not None:
-        notes.append(_failure_note(run, run.error, window, shared))
+        notes.append(_failure_note(run, run.error, window))
     if compiled and compiled_in.get("measured"):
         notes.append(f"{compiled_in['measured']} graph(s) compiled inside the measured window: "
                      "measured_s includes compile time (R8)")
@@ -442,8 +441,8 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     file_cells(put, predictions_rel, predictions_sha)
     if predictions_rel:
         notes.append(f"predictions: {predictions_rel}")
-    if shared:
-        notes.append("host RSS peak: lifetime peak of the shared campaign process")
+    if run.shared:
+        notes.append(SHARED_RSS_NOTE)
     notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}")
     put("notes", "; ".join(notes))
     put("attention_kernels", kernels)
@@ -457,7 +456,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     return run.record(cells, manifest)
 
 
-def _failure_note(run: AttemptRun, error: BaseException, window: Window, shared: bool) -> str:
+def _failure_note(run: AttemptRun, error: BaseException, window: Window) -> str:
     """The note of a failed classification; after a CUDA error other than out-of-memory it
     says why a shared campaign stops, and stops it."""
     where = run.where(len(window.predictions), len(window.items) or run.spec.corpus_items,
@@ -468,7 +467,7 @@ def _failure_note(run: AttemptRun, error: BaseException, window: Window, shared:
         return f"out of memory {where}: {error_text(error)}"
     if isinstance(error, AttemptTimeout):
         return f"timed out {where}: {error}"
-    if run.broken and shared:
+    if run.broken and run.shared:
         run.guard.stop_campaign()
         return (f"failed {where}: {error_text(error)}, a CUDA error other than out-of-memory: "
                 "this process's CUDA context cannot be trusted after it, so the shared "

@@ -60,7 +60,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, AttemptRun
+from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 
 # toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
@@ -108,7 +108,6 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     baseline = run.baseline_note()
     if baseline is not None:
         notes.append(baseline)
-    status = run.status
 
     # Export every output (also a partial window's), then read it back and check it.
     predictions_rel = predictions_sha = None
@@ -122,7 +121,10 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
             predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
             export_s = time.perf_counter() - start
         except OSError as exc:
+            # Outputs that never reached their file are no result (as for classification).
+            run.status = "failed" if run.status == "completed" else run.status
             notes.append(f"export failed: {error_text(exc)}")
+    status = run.status
     start = time.perf_counter()
     quality = _evaluate(spec, predictions_sha, window, complete=status == "completed",
                         notes=notes)
@@ -153,8 +155,12 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
         put("forward_device_s", None, "generation attempt: generate() runs many forward "
             "calls; the window's device span is device_s")
     put("evaluation_s", seconds(evaluation_s))
-    put("export_s", seconds(export_s), "nothing exported: no output was generated"
-        if predictions_sha is None else None)
+    if export_s is not None:
+        put("export_s", seconds(export_s))
+    elif window.outputs:
+        put("export_s", None, "export failed (see notes)")
+    else:
+        put("export_s", None, "nothing exported: no output was generated")
     put("items_completed", len(window.outputs))
     put("expected_ids", len(window.items) or spec.corpus_items)
     verdict = "not evaluated"
@@ -189,6 +195,8 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     _generation_cells(put, window, partial, device, lm, variant, rule, probed)
     if predictions_rel:
         notes.append(f"predictions: {predictions_rel}")
+    if run.shared:
+        notes.append(SHARED_RSS_NOTE)
     notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}"
                  + (f"; decoding {rule.text()}" if rule else ""))
     put("notes", "; ".join(notes))
@@ -224,7 +232,8 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
               threads: int, seed: int | None, env: dict[str, Any],
               measured: dict[str, Any]) -> dict[str, Any]:
     """The Manifest row (the classification attempt's columns; the decoding rule and padding
-    side in processing_order); id = hash of the content, the probe's columns left out."""
+    side in processing_order); id = hash of the content, the probe's columns left out but an
+    unprobed attempt set apart (:func:`manifest_row`)."""
     variant, protocol = spec.variant, spec.protocol
     order = ("sorted by prompt tokens, ties in file order"
              if variant.get("length_grouping") == "sorted" else "file order")
@@ -243,11 +252,7 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
         "compile_setup": compilation.NOT_COMPILED,
     })
     row.update(env)
-    # Unlike a classification's, the id never set an unprobed attempt apart (manifest_row
-    # with measured): the probe's columns are added after it, so existing ids stay.
-    full = manifest_row(row)
-    full.update((name, value) for name, value in measured.items() if name in full)
-    return full
+    return manifest_row(row, measured)
 
 
 def _generation_cells(put: Any, window: generation.GenerationWindow, partial: str | None,

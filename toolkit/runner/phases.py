@@ -42,6 +42,8 @@ DURATION_COLUMNS = (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "m
 
 #: Why a CPU variant's device columns are empty.
 CPU_NO_DEVICE_SPAN = "cpu variant: no device span (R10)"
+#: What host_rss_peak_bytes means when attempts share one process.
+SHARED_RSS_NOTE = "host RSS peak: lifetime peak of the shared campaign process"
 
 
 class AttemptRun:
@@ -63,6 +65,8 @@ class AttemptRun:
         self.threads, self.seed, self.baseline = start_process(spec, self.device)
         self.warmup = plan.parse_warmup(spec.protocol.get("warmup_rule"))
         self.corpus_path = spec.base / str(spec.protocol["corpus_path"])
+        #: Process policy shared: attempts follow each other in one process (R18).
+        self.shared = spec.protocol.get("process_policy") == "shared"
         self.phase = "load"
         self.spans: dict[str, probes.Span] = {}
         self.status = "completed"
