@@ -183,3 +183,23 @@ def test_outputs_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None
     assert row["export_s_reason"] == "export failed (see notes)"
     assert "export failed: FileExistsError" in row["notes"]
     assert (row["predictions_path"], row["corpus_accepted"]) == (None, "no")
+
+
+def test_an_injected_fault_mid_window_leaves_a_failed_row_with_its_outputs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ITERALAB_INJECT_FAULT reaches generation attempts too (a drill on a generation
+    campaign used to do nothing): out of memory after 4 prompts fails the attempt, keeps
+    the 4 outputs made and says where it stopped."""
+    book = make_generation_campaign(tmp_path, 8, [gen_variant("b4-fp32", 4)])
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@4")
+    code, output = _run(book)
+    assert code == 0, output
+    (row,) = attempts(book)
+    assert (row["status"], row["items_completed"], row["expected_ids"]) == ("failed", 4, 8)
+    assert row["measured_s"] is None
+    assert row["measured_s_reason"] == ("failed during measured: an unfinished phase has no "
+                                        "duration")
+    assert row["notes"].startswith("out of memory after 4 of 8 prompts: OutOfMemoryError: "
+                                   "CUDA out of memory (injected by ITERALAB_INJECT_FAULT=oom@4)")
+    assert len(corpus.read_predictions(book.parent / row["predictions_path"])) == 4
+    assert validate(store.read(book), book) == []

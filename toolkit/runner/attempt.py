@@ -51,7 +51,6 @@ from toolkit.runner import (
     decoding,
     environment,
     evaluation,
-    faults,
     flops,
     probes,
     reproducibility,
@@ -271,9 +270,6 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     if generation_attempt.generation_task(spec):
         return generation_attempt.run_generation_attempt(spec, emit, guard)
     variant = spec.variant
-    fault = faults.from_environment()
-    if fault is not None and not fault.applies(variant["variant_id"], spec.repetition):
-        fault = None
     run = AttemptRun(spec, emit, guard)
     device = run.device
     compiled = variant.get("compile") == "yes"
@@ -288,18 +284,10 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     count = compilation.GraphCount()
     compiled_in: dict[str, int] = {}  # graphs compiled, by phase
 
-    def after_batch(done: int, total: int) -> None:
-        firing = fault is not None and run.phase == "measured" and done >= fault.after
-        run.report_items(done, total, force=firing)
-        if firing:
-            assert fault is not None
-            fault.fire(run.deadline)
-        run.check_deadline()
-
     def warm_pass(items: list[corpus.Item]) -> None:
         assert model is not None
         run_batches(model, variant, [i.text for i in items], Window(),
-                    lambda d: after_batch(d, len(items)))
+                    lambda d: run.after_batch(d, len(items)))
 
     with run.phases(), compilation.session(compiled) as caches:  # noqa: F811 - see above
         with run.timed("load"):
@@ -313,7 +301,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
             window.items = corpus.read_corpus(run.corpus_path)
             total = len(window.items)
             run_batches(model, variant, [i.text for i in window.items], window,
-                        lambda d: after_batch(d, total), forward)
+                        lambda d: run.after_batch(d, total), forward)
     compiled_in[run.phase] = compiled_in.get(run.phase, 0) + count.take()
     if run.error is not None:
         notes.append(_failure_note(run, run.error, window))

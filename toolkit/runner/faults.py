@@ -1,7 +1,8 @@
 """Fault injection for tests and drills: real failures inside the measured loop.
 
 Set ``ITERALAB_INJECT_FAULT=KIND@N[:VARIANT[:REPETITION]]`` and the attempt
-fails once ``N`` items of the measured window are done:
+fails once ``N`` items (prompts, for the generation task) of the measured window are
+done, whichever the task:
 
 - ``oom``: raises ``torch.OutOfMemoryError`` (as CUDA does when memory runs out);
 - ``crash``: raises ``RuntimeError``;

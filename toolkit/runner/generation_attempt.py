@@ -216,7 +216,7 @@ def _failure_note(run: AttemptRun, error: BaseException,
     kind = ("interrupted" if isinstance(error, KeyboardInterrupt) else
             "out of memory" if isinstance(error, torch.OutOfMemoryError) else
             "timed out" if isinstance(error, AttemptTimeout) else "failed")
-    if run.broken and run.spec.protocol.get("process_policy") == "shared":
+    if run.broken and run.shared:
         run.guard.stop_campaign()
     return f"{kind} {where}: {error_text(error)}"
 

@@ -20,7 +20,7 @@ import torch
 
 from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import plan, probes
+from toolkit.runner import faults, plan, probes
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
@@ -63,6 +63,9 @@ class AttemptRun:
         self.device = torch.device(spec.variant["device"])
         self.deadline = self.began + spec.timeout_s if spec.timeout_s else None
         self.threads, self.seed, self.baseline = start_process(spec, self.device)
+        fault = faults.from_environment()  # a drill's failure inside the measured window
+        self.fault = fault if fault is not None and fault.applies(
+            spec.variant["variant_id"], spec.repetition) else None
         self.warmup = plan.parse_warmup(spec.protocol.get("warmup_rule"))
         self.corpus_path = spec.base / str(spec.protocol["corpus_path"])
         #: Process policy shared: attempts follow each other in one process (R18).
@@ -132,8 +135,15 @@ class AttemptRun:
             raise AttemptTimeout(f"ran past the attempt timeout of {self.spec.timeout_s:g} s")
 
     def after_batch(self, done: int, total: int) -> None:
-        """What follows each batch: progress, then the deadline."""
-        self.report_items(done, total)
+        """What follows each batch: progress, an injected fault once its item count is
+        reached inside the measured window (its progress sent first, so the campaign knows
+        how far the window came), then the deadline."""
+        firing = (self.fault is not None and self.phase == "measured"
+                  and done >= self.fault.after)
+        self.report_items(done, total, force=firing)
+        if firing:
+            assert self.fault is not None
+            self.fault.fire(self.deadline)
         self.check_deadline()
 
     # ---- how the phases ended
