@@ -62,6 +62,7 @@ from toolkit.runner.attempt_parts import (
     attempt_seed,
     checked_reference,
     error_text,
+    export_cell,
     file_cells,
     identity_cells,
     manifest_content,
@@ -386,12 +387,8 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     else:
         put("forward_device_s", None, f"{status}: the measured window did not finish")
     put("evaluation_s", seconds(evaluation_s))
-    if export_s is not None:
-        put("export_s", seconds(export_s))
-    elif window.items:
-        put("export_s", None, "export failed (see notes)")
-    else:
-        put("export_s", None, "nothing to export: the measured window was not reached")
+    export_cell(put, export_s, bool(window.items),
+                "nothing to export: the measured window was not reached")
     put("items_completed", len(window.predictions))
     put("expected_ids", len({i.id for i in items}) if items else spec.corpus_items)
     if verdicts is None:

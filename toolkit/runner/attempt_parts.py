@@ -150,6 +150,15 @@ def memory_cells(put: Put, device: torch.device, peaks: tuple[int, int] | None,
     put("host_rss_peak_bytes", rss, None if rss is not None else "no peak memory figure on this OS")
 
 
+def export_cell(put: Put, export_s: float | None, attempted: bool, nothing: str) -> None:
+    """The export's duration; else why none: the export failed (``attempted``), or there
+    was nothing to export (``nothing`` says why)."""
+    if export_s is not None:
+        put("export_s", seconds(export_s))
+    else:
+        put("export_s", None, "export failed (see notes)" if attempted else nothing)
+
+
 def file_cells(put: Put, predictions_rel: str | None, predictions_sha: str | None) -> None:
     """The predictions file, and the columns a later step fills (exclusion, row hash)."""
     put("predictions_path", predictions_rel)

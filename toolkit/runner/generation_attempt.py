@@ -51,6 +51,7 @@ from toolkit.runner.attempt_parts import (
     Emit,
     checked_reference,
     error_text,
+    export_cell,
     file_cells,
     manifest_content,
     manifest_row,
@@ -155,12 +156,8 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
         put("forward_device_s", None, "generation attempt: generate() runs many forward "
             "calls; the window's device span is device_s")
     put("evaluation_s", seconds(evaluation_s))
-    if export_s is not None:
-        put("export_s", seconds(export_s))
-    elif window.outputs:
-        put("export_s", None, "export failed (see notes)")
-    else:
-        put("export_s", None, "nothing exported: no output was generated")
+    export_cell(put, export_s, bool(window.items and window.outputs),
+                "nothing exported: no output was generated")
     put("items_completed", len(window.outputs))
     put("expected_ids", len(window.items) or spec.corpus_items)
     verdict = "not evaluated"
