@@ -404,8 +404,9 @@ class TestRayStart:
         assert driver.returncode == 130, output
         assert took < INTERRUPT_WAIT_S / 2, output  # the node answered the cancel itself
         assert "1 completed, 0 failed, 1 interrupted" in output
-        assert output.splitlines()[-1] == (
-            f"interrupted: continue with `iteralab run {book} --resume`")
+        assert output.splitlines()[-1] == (  # the same command, so the same cluster
+            f"interrupted: continue with `iteralab run {book} --cluster {pair.address} "
+            "--resume`")
         assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted")]
         stopped = next(r for r in attempts(book) if r["status"] == "interrupted")
         assert stopped["items_completed"] == 4

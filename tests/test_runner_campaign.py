@@ -61,6 +61,27 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     assert all(manifests[r["manifest_id"]] == r["variant_id"] for r in attempts(book))
 
 
+def test_the_resume_hints_repeat_the_runs_selection(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a Ctrl-C, and when a run is refused for recorded attempts, the command offered
+    is the same run with --resume: a bare --resume would have run every variant, here b1
+    too, which this run never selected."""
+    book = make_campaign(tmp_path, 8, SERIES_1[:2], warmup_rule="none")
+    selection = ["--variant", "b4-fp32", "--threads", "1", "--timeout", "300"]
+    same = f"iteralab run {book} --variant b4-fp32 --threads 1 --timeout 300 --resume"
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "interrupt@4:b4-fp32:1")
+    code, output = _invoke("run", str(book), *selection, "--quiet")
+    assert code == 130
+    assert output.splitlines()[-1] == f"interrupted: continue with `{same}`"
+    monkeypatch.delenv("ITERALAB_INJECT_FAULT")
+    result = CliRunner().invoke(cli, ["run", str(book), *selection])
+    assert result.exit_code == 2
+    assert f"what to do: continue the campaign with `{same}`" in result.stderr
+    code, output = _invoke(*same.split()[1:])  # the hint, as the user would paste it
+    assert code == 0, output
+    assert _plan(book) == [("b4-fp32", 1, 1, "interrupted"), ("b4-fp32", 1, 1, "completed")]
+
+
 def test_ctrl_c_records_an_interrupted_row_and_resume_finishes_the_campaign(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The interrupted row stays; --resume runs only what is missing, redoing nothing."""

@@ -117,13 +117,14 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             f"{workbook}: busy, so the attempts are only in "
             f"{journal.journal_path(workbook).name}",
             hint=f"close the workbook, then `iteralab ingest {workbook}`")
+    resume = options.resume_command(workbook, cluster[0] if cluster else None)
     if result.cuda_broken:
         raise ToolkitError(
             f"{workbook}: stopped after a CUDA error other than out-of-memory: this process's "
             "CUDA context cannot be trusted (the failed attempt's row says which)",
-            hint=f"continue in a new process: `iteralab run {workbook} --resume`")
+            hint=f"continue in a new process: `{resume}`")
     if result.interrupted:
-        click.echo(f"interrupted: continue with `iteralab run {workbook} --resume`")
+        click.echo(f"interrupted: continue with `{resume}`")
         raise click.exceptions.Exit(130)
 
 

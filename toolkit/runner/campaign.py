@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import signal
 import subprocess
 import sys
@@ -90,6 +91,23 @@ class Options:
     #: False when the attempts run on other machines (a cluster): each node checks its GPU.
     devices_here: bool = True
 
+    def resume_command(self, workbook: Path, cluster: str | None = None) -> str:
+        """The command that continues this run: ``workbook`` as the user gave it, the same
+        selection, threads, timeout and cluster, with ``--resume`` (a bare ``--resume``
+        would run every series of the campaign)."""
+        words = ["iteralab", "run", str(workbook)]
+        if self.series is not None:
+            words += ["--series", str(self.series)]
+        for variant_id in self.variant_ids:
+            words += ["--variant", variant_id]
+        if self.threads is not None:
+            words += ["--threads", str(self.threads)]
+        if self.timeout_s is not None:
+            words += ["--timeout", f"{self.timeout_s:g}"]
+        if cluster is not None:
+            words += ["--cluster", cluster]
+        return shlex.join([*words, "--resume"])
+
 
 @dataclass
 class Result:
@@ -150,7 +168,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     selection, a CUDA variant without CUDA, attempts already recorded without
     ``--resume``).
     """
-    workbook = workbook.resolve()
+    typed, workbook = workbook, workbook.resolve()
     _record_lost_attempts(workbook)
     records = journal.read(workbook)  # read once: nothing below writes the journal
     if records:
@@ -184,7 +202,8 @@ def prepare(workbook: Path, options: Options) -> Campaign:
         raise UsageError(
             f"{workbook.name} already holds {len(recorded)} attempt(s) of these variants "
             "under the current protocol",
-            hint=f"continue the campaign with `iteralab run {workbook.name} --resume`",
+            hint=f"continue the campaign with `{options.resume_command(typed)}`"
+            + ("" if options.devices_here else " and your --cluster address"),
         )
     fingerprint = corpus.fingerprint(items)
     _check_same_corpus(workbook, form, current, data, records, fingerprint)
