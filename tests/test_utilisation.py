@@ -168,3 +168,15 @@ def test_an_unprobed_attempt_gets_a_manifest_row_of_its_own() -> None:
     assert probed[0]["manifest_id"] == probed[1]["manifest_id"]
     assert unprobed["manifest_id"] != probed[0]["manifest_id"]
     assert (probed[1]["matmul_peak_flops"], unprobed["matmul_peak_flops"]) == (1.7e11, None)
+
+
+def test_report_lines_say_an_empty_utilisation_s_reason_once() -> None:
+    unknown = utilisation.of_variant(
+        [attempt("a1", utilisation=None, utilisation_reason="generation attempt: the FLOP "
+                 "count covers classification only")], {}, None)
+    lines = utilisation.report_lines([("g8", unknown),
+                                      ("b16", utilisation.of_variant([], {}, None))])
+    assert lines == ["- g8: utilisation empty: generation attempt: the FLOP count covers "
+                     "classification only",
+                     "- b16: utilisation empty: no successful run"]
+    assert unknown.limited_by.startswith("utilisation unknown: ")  # the Summary cell keeps it

@@ -124,6 +124,9 @@ def report_lines(rows: Sequence[tuple[str, Utilisation]]) -> list[str]:
     lines = []
     for variant_id, found in rows:
         waste = "" if found.padding_waste is None else f", padding waste {found.padding_waste:.0%}"
-        shown = f"{found.value:.3f}" if found.value is not None else "empty"
-        lines.append(f"- {variant_id}: utilisation {shown}{waste}: {found.limited_by}")
+        if found.value is None:  # the reason alone: "utilisation empty: utilisation unknown"
+            lines.append(f"- {variant_id}: utilisation empty{waste}: {found.reason}")
+        else:
+            lines.append(f"- {variant_id}: utilisation {found.value:.3f}{waste}: "
+                         f"{found.limited_by}")
     return lines
