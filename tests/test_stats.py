@@ -81,7 +81,7 @@ def test_costs_whose_ranges_do_not_meet_differ_beyond_the_noise() -> None:
                               "b8-b200", (Decimal(2071), Decimal(2071)))
     assert c.verdict == stats.BEYOND_NOISE
     assert c.sentence() == ("b8-fp32 vs b8-b200: differ beyond the measurement noise (b8-fp32 "
-                            "cheaper than b8-b200 by at least 1,961.00 USD per accepted corpus; "
+                            "cheaper than b8-b200 by at least 1,961.00 USD per projected corpus; "
                             "the runs' spread does not change either plan)")
 
 

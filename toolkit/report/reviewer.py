@@ -187,7 +187,9 @@ def _settlement(result: Refreshed) -> list[str]:
                          f"at the median ({duration(p.hours_at_fastest)} to "
                          f"{duration(p.hours_at_slowest)}){plan}")
     if result.decision.money:
-        lines += ["", "Money against the measurement noise:"]
+        lines += ["", "Money against the measurement noise (projected cost per corpus: the "
+                  "budget of the plan each configuration needs at its fastest and at its "
+                  "slowest run, over the expected outputs):"]
         lines += [f"- {m.sentence()}" for m in result.decision.money]
     return lines
 

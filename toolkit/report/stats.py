@@ -156,6 +156,10 @@ def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, sec
                     second_costs: tuple[Decimal, Decimal] | None) -> CostComparison:
     """Compare two cost intervals (cost at the fastest run, cost at the slowest run).
 
+    The costs are the projection's (the plan's budget over the expected outputs), not the
+    cost per accepted corpus, which divides by the corpora a person confirmed: noise moves
+    the plan, not the confirmation.
+
     The costs differ beyond the noise when the intervals do not overlap; when they
     overlap, which one is cheaper depends on which run is typical.
     """
@@ -173,10 +177,10 @@ def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, sec
                else "even at the least favourable runs")
         return CostComparison(first, second, BEYOND_NOISE,
                               f"{cheaper} cheaper than {dearer} by at least "
-                              f"{_money(diff)} per accepted corpus; {how}")
+                              f"{_money(diff)} per projected corpus; {how}")
     if fixed:
         return CostComparison(first, second, SAME_COST,
-                              f"{_money(a_lo)} per accepted corpus each; the runs' spread "
+                              f"{_money(a_lo)} per projected corpus each; the runs' spread "
                               "changes neither plan")
     return CostComparison(first, second, WITHIN_NOISE,
                           f"cost ranges {_money(a_lo)}-{_money(a_hi)} and "
