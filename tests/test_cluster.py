@@ -312,6 +312,17 @@ def _stalled(book: Path, temp_dir: str) -> bool:
         return False
 
 
+def _resume_finishes(book: Path, pair: Pair, label: str) -> None:
+    """With a node of ``label`` joined, `--resume` runs b4-fp32's interrupted slot again and
+    nothing else; both rows stay and the workbook reads back valid."""
+    pair.join(label)
+    code, output = _invoke("run", str(book), "--cluster", pair.address, "--resume")
+    assert code == 0, output
+    assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "completed"),
+                           ("b4-fp32", 1, "interrupted")]
+    assert validate(store.read(book), book) == []
+
+
 def _hanging_campaign(tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch,
                       label: str) -> tuple[Path, str, subprocess.Popen[str]]:
     """b1 on cpu-a and b4 on a new ``label`` node whose attempts hang after 4 items, run by
@@ -373,12 +384,7 @@ class TestRayStart:
                                       "Manifest row describes the driver's machine: the node "
                                       "sent none")
 
-        pair.join("cpu-c")
-        code, output = _invoke("run", str(book), "--cluster", pair.address, "--resume")
-        assert code == 0, output
-        assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "completed"),
-                               ("b4-fp32", 1, "interrupted")]
-        assert validate(store.read(book), book) == []
+        _resume_finishes(book, pair, "cpu-c")
         assert unexplained(lost) == []  # the row the driver wrote: each empty cell says why
 
     def test_ctrl_c_interrupts_the_running_attempt_and_resume_finishes(
@@ -418,12 +424,7 @@ class TestRayStart:
         _wait_for(lambda: not _tasks_on(pair.temp_dirs), 30, "no Ray task left on the nodes")
 
         _kill_node(stalling)  # its workers would stall again: a node without the fault
-        pair.join("cpu-d")
-        code, output = _invoke("run", str(book), "--cluster", pair.address, "--resume")
-        assert code == 0, output
-        assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "completed"),
-                               ("b4-fp32", 1, "interrupted")]
-        assert validate(store.read(book), book) == []
+        _resume_finishes(book, pair, "cpu-d")
 
 
 # ---- what is refused before Ray is asked anything ----------------------------------------
