@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from report_campaign import CORPUS_SHA, campaign, manifest
 
-from toolkit.report import stats
+from toolkit.report import charts, stats
 from toolkit.report.decision import DRAFT_HEADER
 from toolkit.report.refresh import Refreshed, refresh
 from toolkit.workbook.model import Formula, WorkbookData
@@ -36,7 +36,11 @@ def test_a_variant_outside_tolerance_is_shown_marked_and_kept_out_of_the_cost_co
     assert (bf16["quality_verdict"], bf16["equal_quality"]) == ("fail", "no")
     assert bf16["notes"] == "outside the equal-quality comparison: quality verdict fail"
     assert _value(bf16["median_s"]) == 8.2  # shown, though the fastest
-    assert _settlement(data)["b8-bf16"]["cost_per_accepted_usd"] == "undefined"
+    bf16_cost = _settlement(data)["b8-bf16"]["cost_per_accepted_usd"]
+    assert bf16_cost == ""  # no cost to compare; its grounds say why
+    row = next(r for r in data.tables["Settlement"] if r["item"] == "b8-bf16")
+    summary_row = 2 + [r["variant_id"] for r in data.tables["Summary"]].index("b8-bf16")
+    assert row["cost_per_accepted_usd"].text.startswith(f'IF(Summary!$V${summary_row}="yes",')
     compared = {name for m in result.decision.money for name in (m.first, m.second)}
     assert "b8-bf16" not in compared
     assert result.decision.chosen is not None
@@ -65,6 +69,44 @@ def test_five_accepted_repetitions_of_one_corpus_count_as_one_accepted_corpus(
             row["accepted_corpora"], row["projected_corpora"], row["cost_per_accepted_usd"]) == (
         "decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"))
     assert "the runner accepted 1 distinct corpus(es)" in row["grounds"]
+
+
+def test_the_cost_divides_by_confirmed_corpora_never_by_the_expected_ones(
+        tmp_path: Path) -> None:
+    # Seed 000: a capacity forecast does not replace accepted results. Three corpora
+    # expected, one confirmed: the plan bought so far one accepted corpus.
+    data = campaign(expected_outputs=3)
+    result = refresh(data, tmp_path)
+    row = _settlement(data)["b1-fp32"]
+    assert (row["projected_corpora"], row["accepted_corpora"]) == (3, 1)
+    assert row["cost_per_accepted_usd"] == row["budget_usd"] == Decimal("110.00")
+    formula = data.tables["Settlement"][0]["cost_per_accepted_usd"].text
+    assert formula.endswith("J2/K2,\"undefined\"))),\"\")")  # budget / accepted_corpora
+    b8 = next(c for c in result.costs if c.stats.variant_id == "b8-fp32")
+    assert f"{b8.cost_text} per accepted corpus (its {b8.cost_text} budget over 1 confirmed" \
+        in result.decision.suggestions["reasons"]
+    for n in (2, 3):  # b1-fp32's repetitions 1 and 3 ran on two more corpora
+        data.append("Manifest", {**manifest("b1-fp32"), "manifest_id": f"m-b1-corpus{n}",
+                                 "corpus_sha256": f"{n}" * 64})
+    data.tables["Attempts"][0]["manifest_id"] = "m-b1-corpus2"
+    data.tables["Attempts"][3]["manifest_id"] = "m-b1-corpus3"
+    confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
+    confirmed["confirmed_corpora"] = 3  # all three, checked and confirmed
+    refresh(data, tmp_path)
+    assert _settlement(data)["b1-fp32"]["cost_per_accepted_usd"] == Decimal("110.00") / 3
+
+
+def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -> None:
+    data = campaign()
+    confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
+    confirmed["confirmed_corpora"] = 5  # the runner accepted one distinct corpus
+    refresh(data, tmp_path)
+    row = _settlement(data)["b1-fp32"]
+    assert (row["accepted_corpora"], row["cost_per_accepted_usd"]) == ("", "")
+    assert ("accepted corpora not counted: 5 confirmed, but the runner accepted 1 distinct "
+            "corpus(es); correct confirmed_corpora") in row["grounds"]
+    formula = data.tables["Settlement"][0]["accepted_corpora"].text
+    assert formula.endswith("<=1),Verification!$C$2,\"\")")
 
 
 def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
@@ -98,10 +140,14 @@ def test_accepted_corpora_enter_the_cost_only_once_the_user_confirmed_them(
 
 
 def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
-        done: tuple[WorkbookData, Refreshed]) -> None:
-    rows = _settlement(done[0])
-    assert (rows["b8-bf16"]["accepted_corpora"], rows["b8-bf16"]["cost_per_accepted_usd"]) == (
-        0, "undefined")
+        tmp_path: Path) -> None:
+    data = campaign()
+    confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
+    confirmed["confirmed_corpora"] = 0
+    refresh(data, tmp_path)
+    rows = _settlement(data)
+    assert (rows["b1-fp32"]["budget_usd"], rows["b1-fp32"]["accepted_corpora"],
+            rows["b1-fp32"]["cost_per_accepted_usd"]) == (Decimal("110.00"), 0, "undefined")
     b16 = rows["b16-fp32"]  # out of memory every time: nothing to project
     assert (b16["budget_usd"], b16["cost_per_accepted_usd"]) == (None, None)
     assert b16["grounds"].startswith("no successful run yet: nothing to project")
@@ -279,3 +325,15 @@ def test_variants_compared_on_different_software_stacks_say_so(tmp_path: Path) -
                                                                                 "b4-fp32"}]
     assert same and "software stacks" not in same[0].reason
     assert "different software stacks" in data.forms["Decision"]["draft"]
+
+
+def test_the_cost_chart_says_why_a_configuration_has_no_bar(tmp_path: Path) -> None:
+    data = campaign()
+    data.append("Variants", {**data.tables["Variants"][0], "variant_id": "b2-fp32",
+                             "batch_size": 2})
+    result = refresh(data, tmp_path)
+    labels = {c.stats.variant_id: charts.no_bar_label(c) for c in result.costs
+              if c.cost_per_accepted is None or not c.stats.equal_quality}
+    assert labels == {"b2-fp32": "not run yet", "b16-fp32": "no success",
+                      "b4-fp32": "not feasible", "b8-bf16": "outside quality",
+                      "b8-cpu": "no price"}

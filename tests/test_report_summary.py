@@ -134,3 +134,11 @@ def test_cached_values_are_what_a_reader_without_recalculation_sees(tmp_path: Pa
     assert (back["b8-fp32"]["median_s"], back["b8-fp32"]["successes"]) == (15.3, 4)
     assert (back["b16-fp32"]["median_s"], back["b16-fp32"]["median_s_reason"]) == (None,
                                                                                   NO_DATA)
+
+
+def test_an_empty_memory_peak_says_why_in_the_notes(refreshed: WorkbookData) -> None:
+    cpu = _summary(refreshed)["b8-cpu"]  # its attempts: no CUDA counters, "not measured"
+    assert (cpu["mem_allocated_peak_bytes"], cpu["mem_reserved_peak_bytes"]) == (None, None)
+    assert cpu["host_rss_peak_bytes"] is not None
+    assert cpu["notes"].endswith("mem_allocated_peak_bytes, mem_reserved_peak_bytes empty: "
+                                 "not measured")

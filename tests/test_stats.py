@@ -81,8 +81,8 @@ def test_costs_whose_ranges_do_not_meet_differ_beyond_the_noise() -> None:
                               "b8-b200", (Decimal(2071), Decimal(2071)))
     assert c.verdict == stats.BEYOND_NOISE
     assert c.sentence() == ("b8-fp32 vs b8-b200: differ beyond the measurement noise (b8-fp32 "
-                            "cheaper than b8-b200 by at least 1,961.00 USD per projected corpus; "
-                            "the runs' spread does not change either plan)")
+                            "cheaper than b8-b200 by at least 1,961.00 USD for the expected "
+                            "outputs; the runs' spread does not change either plan)")
 
 
 def test_equal_fixed_costs_are_the_same_cost() -> None:
@@ -95,7 +95,7 @@ def test_overlapping_cost_ranges_are_within_the_noise() -> None:
     c = stats.cost_comparison("a", (Decimal(110), Decimal(470)), "b",
                               (Decimal(235), Decimal(235)))
     assert c.verdict == stats.WITHIN_NOISE
-    assert c.reason == ("cost ranges 110.00 USD-470.00 USD and 235.00 USD-235.00 USD overlap: "
+    assert c.reason == ("budgets 110.00 USD-470.00 USD and 235.00 USD-235.00 USD overlap: "
                         "which is cheaper depends on which run is typical")
 
 

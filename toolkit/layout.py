@@ -744,10 +744,13 @@ SETTLEMENT = Sheet(
         _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions; empty "
            "until outputs are validated.", computed=True),
         _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora; 'undefined' "
-           "when none (the budget stays).", computed=True),
+           "when none (the budget stays); empty outside the equal-quality comparison.",
+           computed=True),
         _c("quality_verdict", computed=True),
         _c("median_s", SECONDS, computed=True),
-        _c("campaign_hours", NUMBER, computed=True),
+        _c("campaign_hours", NUMBER, "The Schedule's span_hours: the rental window the plan "
+           "must cover (install to export, gaps included); not campaign_s, which is one "
+           "corpus's processing.", computed=True),
         _c("grounds", help="Why this cost applies.", computed=True, width=40),
         _c("part", CHOICE, "incurred: money spent, each rental once; decision: the "
            "production projection per configuration.", computed=True,

@@ -49,8 +49,8 @@ class Configuration:
     campaign_hours: Decimal | float | None = None
     catalog_date: str | None = None  # None: the catalog's newest snapshot
     grounds: str | None = None  # None: the plan's catalog source
-    #: A projection: the budget buys this many corpora, and the cost per accepted corpus
-    #: is budget / projected corpora once ``accepted`` (the campaign's, confirmed) is > 0.
+    #: A projection: the budget is sized for this many corpora. The cost per accepted corpus
+    #: still divides by ``accepted`` (a forecast never stands in for accepted results).
     projected_corpora: int | None = None
     #: Whose prices, when the catalog holds several providers' ("" for the unnamed one);
     #: None for a catalog of one provider.
@@ -124,14 +124,8 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
     price, lots, cards_per_lot = (f"{c[n]}{row}" for n in
                                   ("price_per_lot_usd", "lots", "cards_per_lot"))
     budget_cell, accepted_cell = f"{c['budget_usd']}{row}", f"{c['accepted_corpora']}{row}"
-    per_cell = accepted_cell
-    if config.projected_corpora is not None:
-        per_cell = f"{c['projected_corpora']}{row}"
     if accepted is None:
         cost_value: Any = ""
-    elif config.projected_corpora is not None:
-        per = rules.cost_per_accepted(total, config.projected_corpora) if accepted else None
-        cost_value = UNDEFINED if per is None else per
     else:
         per = rules.cost_per_accepted(total, accepted)
         cost_value = UNDEFINED if per is None else per
@@ -153,7 +147,7 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         "accepted_corpora": accepted,
         "cost_per_accepted_usd": Formula(
             f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
-            f'IF({accepted_cell}>0,{budget_cell}/{per_cell},"{UNDEFINED}")))',
+            f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))',
             cost_value,
         ),
         "quality_verdict": config.quality_verdict,

@@ -96,6 +96,16 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
     return path
 
 
+def no_bar_label(c: Costing) -> str:
+    """Why a configuration has no bar in the cost chart, in two or three words."""
+    return ("not run yet" if c.stats.attempts == 0 else
+            "no success" if not c.stats.successes else
+            "not feasible" if c.stats.unfinished and c.resume is None else
+            "outside quality" if not c.stats.equal_quality else
+            "no price" if c.plan is None else
+            "not validated yet" if c.accepted_count is None else "undefined")
+
+
 def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
     names = [c.stats.variant_id for c in costs]
@@ -106,11 +116,8 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
             ax.annotate(f"{rules.to_cent(cost):,.2f}", (x, float(cost)),
                         ha="center", va="bottom", fontsize=8)
         else:
-            why = ("outside quality" if not c.stats.equal_quality else
-                   "no price" if c.plan is None else
-                   "not validated yet" if c.accepted_count is None else "undefined")
-            ax.annotate(why, (x, 0.02), ha="center", va="bottom", fontsize=8, color="#7F6000",
-                        xycoords=("data", "axes fraction"), rotation=90)
+            ax.annotate(no_bar_label(c), (x, 0.02), ha="center", va="bottom", fontsize=8,
+                        color="#7F6000", xycoords=("data", "axes fraction"), rotation=90)
     ax.set_xticks(range(len(costs)), names)
     ax.set_xlim(-0.6, len(costs) - 0.4)
     ax.set_ylabel("USD per accepted corpus")

@@ -102,10 +102,14 @@ class Costing:
 
     @property
     def cost_per_accepted(self) -> Decimal | None:
-        """Projected budget / projected corpora once accepted output is confirmed; else None."""
-        if self.budget is None or not self.confirmed or not self.projected_corpora:
+        """Budget / the corpora the user confirmed (R21); None until confirmed, or with none.
+
+        Never over the projected corpora: a capacity forecast does not replace accepted
+        results (seed 000), so with 3 expected and 1 confirmed the plan costs 1 corpus.
+        """
+        if self.budget is None or not self.confirmed:
             return None
-        return rules.cost_per_accepted(self.budget, self.projected_corpora)
+        return rules.cost_per_accepted(self.budget, self.confirmed)
 
     @property
     def cost_text(self) -> str:
@@ -118,9 +122,13 @@ class Costing:
         return rules.UNDEFINED if cost is None else rules.usd(cost)
 
 
-def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
-                 ) -> tuple[int | None, str]:
-    """The user's confirmed corpora for a variant (Verification sheet), or None and why."""
+def confirmation(variant_id: str, verification: Sequence[dict[str, Any]],
+                 runner_accepted: int) -> tuple[int | None, str]:
+    """The user's confirmed corpora for a variant (Verification sheet), or None and why.
+
+    A count above the corpora the runner accepted is not counted (validate names it): only
+    outputs that exist and passed can be confirmed.
+    """
     row = next((r for r in verification if str(r.get("variant_id")) == variant_id), None)
     if row is None:
         return None, ("not confirmed: record your own check of the outputs in the "
@@ -130,6 +138,9 @@ def confirmation(variant_id: str, verification: Sequence[dict[str, Any]]
     count = row.get("confirmed_corpora")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         return None, "verified, but confirmed_corpora is empty: type the distinct corpora"
+    if count > runner_accepted:
+        return None, (f"not counted: {count} confirmed, but the runner accepted "
+                      f"{runner_accepted} distinct corpus(es); correct confirmed_corpora")
     return count, f"confirmed by {row.get('verified_by') or 'someone unnamed'}"
 
 
@@ -272,7 +283,8 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
         c = Costing(st, gpu, 1, "", accepted_corpora(st.variant_id, data.tables["Attempts"],
                                                       data.tables["Manifest"]))
         c.rental_id = str(variant.get("rental_id") or "").strip() or None
-        c.confirmed, c.confirm_reason = confirmation(st.variant_id, verification)
+        c.confirmed, c.confirm_reason = confirmation(st.variant_id, verification,
+                                                     c.runner_accepted or 0)
         c.projected_corpora = corpora
         c.resume = resumed_by(st, all_stats)
         if gpu is None:
@@ -355,6 +367,14 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
         median = summary_row % layout.column_letter(layout.SUMMARY, "median_s")
         campaign = summary_row % layout.column_letter(layout.SUMMARY, "campaign_s")
         row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
+        cost = row["cost_per_accepted_usd"]
+        if isinstance(cost, Formula):
+            # R16/R18: a configuration outside the equal-quality comparison has no cost to
+            # compare (its grounds say why); its budget stays.
+            equal = summary_row % layout.column_letter(layout.SUMMARY, "equal_quality")
+            row["cost_per_accepted_usd"] = Formula(
+                f'IF({equal}="{layout.YES}",{cost.text},"")',
+                cost.value if c.stats.equal_quality else "")
         row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
         if c.resume is not None and c.resume.variant_id in summary_row_of:
             # R13: the resume variant's time counts with the configuration it resumes.
@@ -375,7 +395,8 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
 
 
 def _confirmed_formula(c: Costing, data: WorkbookData) -> Any:
-    """The accepted_corpora cell: the user's confirmed count from Verification, or empty."""
+    """The accepted_corpora cell: the user's confirmed count from Verification, or empty
+    (also when above the runner's count, written into the formula as a number)."""
     rows = data.tables.get(layout.VERIFICATION.name, [])
     index = next((i for i, r in enumerate(rows)
                   if str(r.get("variant_id")) == c.stats.variant_id), None)
@@ -387,8 +408,9 @@ def _confirmed_formula(c: Costing, data: WorkbookData) -> Any:
     def cell(name: str) -> str:
         return f"{sheet}!${layout.column_letter(layout.VERIFICATION, name)}${excel}"
 
-    return Formula(f'IF(AND({cell("verified")}="yes",ISNUMBER({cell("confirmed_corpora")})),'
-                   f'{cell("confirmed_corpora")},"")',
+    count = cell("confirmed_corpora")
+    return Formula(f'IF(AND({cell("verified")}="yes",ISNUMBER({count}),'
+                   f'{count}<={c.runner_accepted or 0}),{count},"")',
                    "" if c.confirmed is None else c.confirmed)
 
 
@@ -493,12 +515,13 @@ class Projection:
     plan_at_fastest: Plan | None
     plan_at_slowest: Plan | None
 
-    def cost_range(self, lots: int, corpora: int) -> tuple[Decimal, Decimal] | None:
-        """Projected cost per corpus at the fastest and slowest runs; None without plans."""
-        if self.plan_at_fastest is None or self.plan_at_slowest is None or corpora < 1:
+    def budget_range(self, lots: int) -> tuple[Decimal, Decimal] | None:
+        """The budget for the expected corpora at the fastest and slowest runs; None without
+        plans."""
+        if self.plan_at_fastest is None or self.plan_at_slowest is None:
             return None
-        return (rules.budget(self.plan_at_fastest, lots) / corpora,
-                rules.budget(self.plan_at_slowest, lots) / corpora)
+        return (rules.budget(self.plan_at_fastest, lots),
+                rules.budget(self.plan_at_slowest, lots))
 
 
 def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Projection | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, work_value
-from toolkit.money.tariffs import Catalog
+from toolkit.money.tariffs import Catalog, rules
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
 from toolkit.report.summary import VariantStats
@@ -170,14 +170,15 @@ def _verdict(a: VariantStats, b: VariantStats) -> stats.Separation:
 
 def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projection | None]
                       ) -> list[stats.CostComparison]:
-    """Projected cost per corpus, fastest vs slowest run, for pairs of comparable configurations."""
+    """The budget for the expected outputs, fastest vs slowest run, for pairs of comparable
+    configurations."""
     comparable = [c for c in costs if c.stats.equal_quality and c.plan is not None]
     out = []
     for a, b in itertools.combinations(comparable, 2):
         ranges = []
         for c in (a, b):
             p = projections.get(c.stats.variant_id)
-            ranges.append(None if p is None else p.cost_range(c.lots, p.corpora))
+            ranges.append(None if p is None else p.budget_range(c.lots))
         out.append(stats.cost_comparison(a.stats.variant_id, ranges[0], b.stats.variant_id,
                                          ranges[1]))
     return out
@@ -270,8 +271,9 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
     c = d.chosen
     if c is not None:
         reasons.append(f"quality {c.stats.quality_verdict} within the locked threshold and "
-                       f"tolerance; {c.cost_text} per accepted corpus ({c.accepted_count} "
-                       "distinct validated corpus(es))")
+                       f"tolerance; {c.cost_text} per accepted corpus (its "
+                       f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
+                       f"{c.accepted_count} confirmed distinct corpus(es))")
         ties = [o.stats.variant_id for o in comparable
                 if o is not c and o.cost_per_accepted == c.cost_per_accepted]
         if ties:

@@ -154,9 +154,9 @@ SAME_COST = "same cost"
 
 def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, second: str,
                     second_costs: tuple[Decimal, Decimal] | None) -> CostComparison:
-    """Compare two cost intervals (cost at the fastest run, cost at the slowest run).
+    """Compare two budget intervals (budget at the fastest run, at the slowest run).
 
-    The costs are the projection's (the plan's budget over the expected outputs), not the
+    The budgets are the projection's (the plans that cover the expected outputs), not the
     cost per accepted corpus, which divides by the corpora a person confirmed: noise moves
     the plan, not the confirmation.
 
@@ -177,13 +177,13 @@ def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, sec
                else "even at the least favourable runs")
         return CostComparison(first, second, BEYOND_NOISE,
                               f"{cheaper} cheaper than {dearer} by at least "
-                              f"{_money(diff)} per projected corpus; {how}")
+                              f"{_money(diff)} for the expected outputs; {how}")
     if fixed:
         return CostComparison(first, second, SAME_COST,
-                              f"{_money(a_lo)} per projected corpus each; the runs' spread "
+                              f"{_money(a_lo)} each for the expected outputs; the runs' spread "
                               "changes neither plan")
     return CostComparison(first, second, WITHIN_NOISE,
-                          f"cost ranges {_money(a_lo)}-{_money(a_hi)} and "
+                          f"budgets {_money(a_lo)}-{_money(a_hi)} and "
                           f"{_money(b_lo)}-{_money(b_hi)} overlap: which is cheaper depends "
                           "on which run is typical")
 

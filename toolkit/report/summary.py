@@ -94,6 +94,8 @@ class VariantStats:
     metric_value: float | None = None
     reference_agreement: float | None = None
     peaks: dict[str, int | None] = field(default_factory=dict)
+    #: Why a peak is empty: its attempts' reasons ("cpu variant: ..."), for the notes (R12).
+    peak_reasons: dict[str, str] = field(default_factory=dict)
     exclusions: list[str] = field(default_factory=list)
     #: Corpus fingerprints (Manifest corpus_sha256) its successes were measured on: two
     #: variants are compared only on one and the same corpus.
@@ -242,6 +244,9 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
     for col in MEMORY_COLUMNS:
         values = [int(v) for v in (_number(a.get(col)) for a in kept) if v is not None]
         st.peaks[col] = max(values) if values else None
+        reasons = sorted({str(a[f"{col}_reason"]) for a in kept if a.get(f"{col}_reason")})
+        if st.peaks[col] is None and reasons:
+            st.peak_reasons[col] = " / ".join(reasons)
 
 
 def _phases_sum(a: dict[str, Any]) -> float:
@@ -388,6 +393,10 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
               for r in st.relaxations if r.seen(st.corpora)]
     if st.gate_note:
         notes.append(st.gate_note)
+    by_reason: dict[str, list[str]] = {}
+    for col, reason in st.peak_reasons.items():
+        by_reason.setdefault(reason, []).append(col)
+    notes += [f"{', '.join(cols)} empty: {reason}" for reason, cols in by_reason.items()]
     if st.untrusted:
         notes.insert(0, f"INTEGRITY: {st.untrusted} attempt row(s) with integrity findings "
                      "(`iteralab validate` names them): these numbers cannot be trusted until "

@@ -24,7 +24,7 @@ SPARE_ROWS = 1000
 
 NUMBER_FORMATS = {
     layout.INT: "0",
-    layout.NUMBER: "#,##0.00",
+    layout.NUMBER: "#,##0.00##",  # 0.0027 h reads 0.0027, not 0.00
     layout.SECONDS: '0.000" s"',
     layout.BYTES: "#,##0",
     layout.USD: '#,##0.00" USD"',
