@@ -156,6 +156,8 @@ def test_the_workbook_holds_the_two_charts_pointing_at_its_cells(runner: CliRunn
     assert len(xml) == 2
     assert any(f"'Summary'!${median}$2:${median}$8" in x for x in xml)
     assert any(f"'Settlement'!${cost}$2:${cost}$8" in x for x in xml)
+    # Columns only: an empty run ("" to a spreadsheet: 0) draws nothing, never a point at 0 s.
+    assert all("<c:barChart>" in x and "<c:lineChart>" not in x for x in xml)
 
 
 def test_decision_edits_and_input_sheets_survive_a_second_report(runner: CliRunner,

@@ -12,11 +12,15 @@ give the budget. The decision columns are in USD (price_per_lot_usd,
 budget_usd): offers in another currency are left out and named, never
 converted, and a GPU sold only in another currency stays unpriced with that
 reason. Lots work on separate corpora side by side: the work splits by
-corpus, never a model across lots. Production is assumed to start when the
-Schedule's window ends. The cost per accepted corpus is budget / projected
-corpora once the user has confirmed the campaign's outputs in the
-Verification sheet (seed 000: the tool's verdict alone does not count):
-empty with its reason until then, ``undefined`` when none was accepted.
+corpus, never a model across lots. Production is assumed to run inside the
+rental (seed 000: the access window holds the whole job): each lot's work must
+fit its plan, and the deadline check compares it with the hours from the
+Schedule window's start to the deadline (the Schedule's own phases are not
+subtracted: ``deadline_check`` names both figures). The cost per accepted
+corpus is budget / the accepted corpora the user confirmed in the Verification
+sheet (seed 000: the tool's verdict alone does not count, and a capacity
+forecast never stands in for accepted results): empty with its reason until
+then, ``undefined`` when none was accepted.
 
 *Incurred*: money actually spent, from the Rentals sheet, each rental once
 (:mod:`toolkit.money.incurred`), the other costs typed in the Settlement, and

@@ -27,22 +27,20 @@ def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
     if n_variants:
         last = n_variants + 1
         categories = _range(layout.SUMMARY, "variant_id", 2, last)
+        # Columns, not points: a run that does not exist is an empty-text cell, which a
+        # spreadsheet plots as 0; a 0-high column draws nothing, a point would sit at 0 s.
         series = [
             {"name": f"run {k}", "categories": categories,
              "values": _range(layout.SUMMARY, f"run_{k}_s", 2, last),
-             "line": {"none": True},
-             "marker": {"type": "circle", "size": 6,
-                        "fill": {"color": RUN_COLOUR}, "border": {"color": RUN_COLOUR}}}
+             "fill": {"color": RUN_COLOUR}, "border": {"none": True}}
             for k in range(1, layout.RUN_COLUMNS + 1)
         ]
         series.append({"name": "median", "categories": categories,
                        "values": _range(layout.SUMMARY, "median_s", 2, last),
-                       "line": {"none": True},
-                       "marker": {"type": "dash", "size": 14,
-                                  "fill": {"color": MEDIAN_COLOUR},
-                                  "border": {"color": MEDIAN_COLOUR}}})
-        charts.append(Chart(layout.SUMMARY.name, f"B{last + 3}", "line",
-                            "Measured time per variant: every successful run, median marked",
+                       "fill": {"color": MEDIAN_COLOUR}, "border": {"none": True}})
+        charts.append(Chart(layout.SUMMARY.name, f"B{last + 3}", "column",
+                            "Measured time per variant: each successful run, then the median "
+                            "(no column: no such run)",
                             tuple(series), "variant", "measured_s (s)"))
     if n_configurations:
         last = n_configurations + 1
@@ -50,7 +48,8 @@ def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
         beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
         charts.append(Chart(
             layout.SETTLEMENT.name, f"{beside}2", "column",
-            "Cost per accepted corpus (USD; no bar: undefined or no price)",
+            "Cost per accepted corpus (USD; no bar: no price, undefined, or outside the "
+            "equal-quality comparison)",
             ({"name": "cost per accepted corpus",
               "categories": _range(layout.SETTLEMENT, "item", 2, last),
               "values": _range(layout.SETTLEMENT, "cost_per_accepted_usd", 2, last),
