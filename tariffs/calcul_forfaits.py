@@ -60,6 +60,15 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _AMOUNT = re.compile(r"^\d+(\.\d+)?$")
 _COUNT = re.compile(r"^[+]?\d+$")
 _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
+#: The one date-time form read everywhere (options, Schedule, Rentals), read by this pattern
+#: rather than by datetime.fromisoformat, whose forms grew in Python 3.11 (20261207T0900,
+#: +0100, 09:00:00.5): a workbook must read the same on every Python. A space may stand for
+#: the T (what Excel and most exports write); Z is UTC (billing exports).
+TIME_FORM = ("YYYY-MM-DDTHH:MM[:SS[.fraction]][+HH:MM or Z], e.g. 2026-12-07T09:00+01:00 "
+             "(a space may replace the T)")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?"
+                   r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?", re.ASCII)
 
 
 class TariffError(Exception):
@@ -263,9 +272,10 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
 
     date = text("catalog_date")
     try:
-        dt.date.fromisoformat(date)
-        if len(date) != 10:
+        # The pattern first: from Python 3.11 on, fromisoformat also takes 2026-W39-4.
+        if not _DATE.fullmatch(date):
             raise ValueError(date)
+        dt.date.fromisoformat(date)
     except ValueError:
         raise TariffError(f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
                           hint="write the snapshot's date, e.g. 2026-09-24") from None
@@ -471,16 +481,34 @@ def parse_zone(name: str | None) -> dt.tzinfo | None:
                           "such as +01:00 (on Windows: pip install tzdata)") from None
 
 
+def read_time(text: str) -> dt.datetime:
+    """A date-time written as :data:`TIME_FORM` (naive without an offset); ValueError else."""
+    match = _TIME.fullmatch(str(text).strip())
+    if not match:
+        raise ValueError(f"expected {TIME_FORM}")
+    year, month, day, hour, minute, second, fraction, utc, sign, off_h, off_m = match.groups()
+    zone = None
+    if utc:
+        zone = dt.timezone.utc
+    elif sign:
+        if int(off_h) > 23 or int(off_m) > 59:
+            raise ValueError(f"UTC offset {sign}{off_h}:{off_m}: hours 00-23, minutes 00-59")
+        offset = dt.timedelta(hours=int(off_h), minutes=int(off_m))
+        zone = dt.timezone(-offset if sign == "-" else offset)
+    micro = int((fraction or "0").ljust(6, "0")[:6])  # finer than a microsecond: cut off
+    return dt.datetime(int(year), int(month), int(day), int(hour), int(minute),
+                       int(second or 0), micro, tzinfo=zone)
+
+
 def parse_time(text: str, zone: dt.tzinfo | None, what: str) -> dt.datetime:
-    """An aware date-time from ISO 8601 text; naive text takes ``zone`` (UTC if None)."""
+    """An aware date-time from :data:`TIME_FORM` text; naive text takes ``zone`` (UTC if None)."""
     raw = str(text).strip()
-    cleaned = raw[:-1] + "+00:00" if raw[-1:] in ("Z", "z") else raw
     try:
-        moment = dt.datetime.fromisoformat(cleaned)
-    except ValueError:
-        raise TariffError(f"{what} {raw!r} is not a date-time",
-                          hint="write ISO 8601, e.g. 2026-12-07T09:00 or "
-                          "2026-12-07T09:00+01:00") from None
+        moment = read_time(raw)
+    except ValueError as exc:
+        reason = "" if _TIME.fullmatch(raw) is None else f" ({exc})"  # e.g. month 13
+        raise TariffError(f"{what} {raw!r} is not a date-time{reason}",
+                          hint=f"write {TIME_FORM}") from None
     if moment.tzinfo is not None:
         return moment
     zone = zone or dt.timezone.utc
@@ -670,8 +698,7 @@ def zone_line(texts: Sequence[str], tz: str | None) -> str:
 
 def _naive(text: str) -> bool:
     try:
-        raw = text.strip()
-        return raw[-1:] not in ("Z", "z") and dt.datetime.fromisoformat(raw).tzinfo is None
+        return read_time(text).tzinfo is None
     except ValueError:
         return False
 

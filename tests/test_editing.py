@@ -78,6 +78,8 @@ def test_exclude_keeps_formulas_values_and_charts_of_a_reported_workbook(
 def test_amend_keeps_the_derived_sheets_until_the_next_report(
         runner: CliRunner, reported: Path) -> None:
     before = _cells(reported)
+    # amend, like lock, refuses a corpus_path the runner could not read
+    reported.with_name("corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     with editing.change(reported, refresh_derived=False) as edit:
         edit.data.forms["Protocol"]["tolerance"] = 0.02
     result = runner.invoke(cli, ["amend", str(reported), "--reason", "agreed with QA"])

@@ -23,14 +23,14 @@ from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.text import EXCEL_CELL_LIMIT
 
 
-def _require_valid(data: WorkbookData, verb: str, workbook: str | Path | None = None,
-                   corpus: bool = True) -> None:
+def _require_valid(data: WorkbookData, verb: str, workbook: str | Path | None = None) -> None:
     """Refuse while Protocol/Variants have findings; given the ``workbook``, also the files
-    its Protocol names: the corpus (when ``corpus``), the tuning data, the subgroup fields."""
+    its Protocol names: the corpus (a file the runner reads), the tuning data, the subgroup
+    fields."""
     findings = validate_sheets(data, LOCKED_SHEETS)
     if workbook is not None:
-        files = corpus_findings(data, workbook) if corpus else []
-        findings = sorted_findings(findings + files + tuning.overlap(data, workbook)[1]
+        findings = sorted_findings(findings + corpus_findings(data, workbook)
+                                   + tuning.overlap(data, workbook)[1]
                                    + subgroups.field_findings(data, workbook))
     if findings:
         lines = "\n".join(f"  {f.location()}: {f.message}" for f in findings[:20])
@@ -60,7 +60,7 @@ def lock(data: WorkbookData, workbook: str | Path | None = None,
 
     Refuses while they are incomplete or invalid, or when already locked;
     given the ``workbook``'s path, also while Protocol.corpus_path names no
-    file beside it, tuning_data names no readable file (or ``none``), or the
+    file beside it that the runner reads, tuning_data names no readable file (or ``none``), or the
     tuning data shares an id or a text with the corpus (R2) and
     ``acknowledge_overlap`` gives no reason, which the Audit row then keeps.
     """
@@ -119,9 +119,10 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
           acknowledge_overlap: str | None = None) -> tuple[str, list[Finding], int]:
     """Record the edits made since the lock as an amendment.
 
-    Given the ``workbook``'s path, refuses as :func:`lock` does tuning data that
-    names no readable file or overlaps the corpus without ``acknowledge_overlap``,
-    and subgroup fields the corpus lacks. Returns the new hash, the changes, and
+    Given the ``workbook``'s path, refuses as :func:`lock` does a corpus_path that
+    names no file the runner reads, tuning data that names no readable file or
+    overlaps the corpus without ``acknowledge_overlap``, and subgroup fields the
+    corpus lacks. Returns the new hash, the changes, and
     how many earlier attempts were marked ``pre_amendment``.
     """
     if not reason or not reason.strip():
@@ -135,7 +136,7 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
     if not found:
         raise ProtocolError("Protocol and Variants are unchanged since the lock: nothing to amend",
                             hint="edit the workbook first, then amend with the reason")
-    _require_valid(data, "amend", workbook, corpus=False)
+    _require_valid(data, "amend", workbook)
     sha = content_hash(content)
     summary = [f"{f.sheet}!{f.row} {f.column}" for f in found]
     details: dict[str, Any] = {"changed": summary, "snapshot": content,

@@ -6,12 +6,12 @@ Each rule returns findings (sheet, Excel row, column, check, message) for
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
 from toolkit import layout
 from toolkit.findings import Finding
+from toolkit.money.incurred import Rental, aware_time
 from toolkit.money.tariffs import CURRENCY, PLAN_DAYS
 from toolkit.workbook.model import WorkbookData
 
@@ -55,12 +55,8 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
 def _schedule_rules(data: WorkbookData) -> list[Finding]:
     found = []
     for i, p in enumerate(data.tables["Schedule"]):
-        try:
-            start = dt.datetime.fromisoformat(str(p.get("start")))
-            end = dt.datetime.fromisoformat(str(p.get("end")))
-        except ValueError:
-            continue  # the schema already reports unreadable times
-        if start.tzinfo and end.tzinfo and end <= start:
+        start, end = aware_time(p.get("start")), aware_time(p.get("end"))
+        if start and end and end <= start:  # unreadable times: the schema reports them
             found.append(Finding("Schedule", data.excel_row("Schedule", i), "end", "order",
                                  f"phase {p.get('phase')!r} ends at or before it starts: "
                                  "correct start or end"))
@@ -110,9 +106,12 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
             add("cards_per_lot", "catalog", f"cards_per_lot {r.get('cards_per_lot')} differs "
                 f"from the Tariffs catalog ({cards} for {gpu}): a lot holds what the catalog "
                 "sells")
-        start, end = _time(r.get("start")), _time(r.get("end"))
+        start, end = aware_time(r.get("start")), aware_time(r.get("end"))
         if start and end and end <= start:
             add("end", "order", "the rental ends at or before it starts: correct start or end")
+        beyond = Rental(excel, r).beyond_plan()
+        if beyond:
+            add("end", "beyond-plan", f"{beyond}, or correct end")
     return found
 
 
@@ -177,14 +176,6 @@ def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
         for a in mine
         if a.get("corpus_accepted") == YES and a.get("pre_amendment") != YES
     )
-
-
-def _time(value: Any) -> dt.datetime | None:
-    try:
-        moment = dt.datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else None
 
 
 RULES = {

@@ -7,7 +7,6 @@ pandera's failure cases into findings with Excel row numbers.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from decimal import Decimal
 from functools import cache
@@ -19,6 +18,8 @@ from pandera.errors import SchemaErrors
 
 from toolkit import layout
 from toolkit.findings import Finding
+from toolkit.money.incurred import INCOMPLETE
+from toolkit.money.tariffs import rules
 from toolkit.workbook.model import WorkbookData
 
 #: Kinds whose measurements are never 0: 0 s or 0 B would stand for "not measured".
@@ -31,10 +32,12 @@ def _is_number(v: Any) -> bool:
 
 
 def _is_datetime(v: Any) -> bool:
+    """The one date-time form every command reads, alike on every Python version (3.11's
+    fromisoformat accepts forms 3.10 refuses)."""
     if not isinstance(v, str):
         return False
     try:
-        return dt.datetime.fromisoformat(v).tzinfo is not None
+        return rules.read_time(v).tzinfo is not None
     except ValueError:
         return False
 
@@ -57,7 +60,20 @@ KIND_CHECKS: dict[str, tuple[Any, str]] = {
 }
 
 
-def _column_schema(col: layout.Column, unique: bool) -> pa.Column:
+#: Texts the toolkit itself writes in a computed cell of a typed kind, by (sheet, column):
+#: its own output must validate. A total incurred whose currency has a row without an amount
+#: is 'incomplete', never a sum that counts the missing amount as 0.
+COMPUTED_TEXTS: dict[tuple[str, str], frozenset[str]] = {
+    (layout.SETTLEMENT.name, "amount"): frozenset({INCOMPLETE}),
+}
+
+
+def _or_text(predicate: Any, texts: frozenset[str]) -> Any:
+    """``predicate``, true also for one of ``texts``."""
+    return lambda v: (isinstance(v, str) and v in texts) or predicate(v)
+
+
+def _column_schema(col: layout.Column, unique: bool, sheet_name: str) -> pa.Column:
     checks = []
     if col.choices:
         choices = col.choices
@@ -65,6 +81,9 @@ def _column_schema(col: layout.Column, unique: bool) -> pa.Column:
                                name="choice", error="one of: " + ", ".join(choices)))
     elif col.kind in KIND_CHECKS:
         predicate, expected = KIND_CHECKS[col.kind]
+        texts = COMPUTED_TEXTS.get((sheet_name, col.name))
+        if texts:
+            predicate = _or_text(predicate, texts)
         checks.append(pa.Check(predicate, element_wise=True, name=col.kind, error=expected))
     return pa.Column(object, checks=checks, nullable=not col.required, unique=unique,
                      required=True, coerce=False)
@@ -74,7 +93,8 @@ def _column_schema(col: layout.Column, unique: bool) -> pa.Column:
 def schema(sheet_name: str) -> pa.DataFrameSchema:
     """The pandera schema of a form or table sheet (a form is a one-row frame)."""
     sheet = layout.SHEET_BY_NAME[sheet_name]
-    columns = {c.name: _column_schema(c, c.name in sheet.unique) for c in sheet.all_columns}
+    columns = {c.name: _column_schema(c, c.name in sheet.unique, sheet_name)
+               for c in sheet.all_columns}
     return pa.DataFrameSchema(columns, name=sheet_name, strict=False)
 
 

@@ -88,9 +88,10 @@ def _free_text_before_the_rule(data: WorkbookData, value: Any) -> bool:
 def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, list[Finding]]:
     """The overlap of the tuning data with the corpus, or None, and what stops the check.
 
-    The findings name a tuning path that is not a readable file, and a corpus or
-    tuning file that does not read; no finding and no overlap for ``none``, a
-    blank (the schema names it) or a pre-layout-3 free text.
+    The findings name a tuning path that is not a readable file and a tuning file that
+    does not read (a corpus that does not read is validate's corpus_path finding); no
+    finding and no overlap for ``none``, a blank (the schema names it) or a pre-layout-3
+    free text.
     """
     form = data.forms["Protocol"]
     value = form.get(FIELD)
@@ -119,11 +120,8 @@ def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, l
         return None, []  # the corpus_path finding names it
     try:
         corpus_items = corpus.read_corpus(corpus_file)
-    except CorpusError as exc:
-        return None, [Finding("Protocol", layout.PROTOCOL.names.index("corpus_path") + 2,
-                              "corpus_path", "corpus-file", (
-                                  f"the corpus does not read, so the tuning data cannot be "
-                                  f"compared with it: {exc.message}; {exc.hint or 'fix it'}"))]
+    except CorpusError:
+        return None, []  # validate's corpus_path finding names it, as the runner reads it
     return compare(path, tuning_items, corpus_value.strip(), corpus_items), []
 
 

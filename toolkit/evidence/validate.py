@@ -30,6 +30,7 @@ from toolkit.evidence import (
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
+from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import Row, WorkbookData
 
@@ -62,17 +63,25 @@ def validate(data: WorkbookData, path: str | Path | None = None,
 
 
 def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
-    """A finding when Protocol.corpus_path names no file: the runner reads it relative
-    to the workbook's folder, as here."""
+    """A finding when Protocol.corpus_path names no file, or a file the runner's reader
+    refuses (naming its line): the runner reads it relative to the workbook's folder, as
+    here."""
     value = data.forms["Protocol"].get("corpus_path")
     if not isinstance(value, str) or not value.strip():
         return []  # the schema reports a blank or a non-text value
+    row = layout.PROTOCOL.names.index("corpus_path") + 2
     resolved = Path(workbook).parent / value.strip()
     if resolved.is_file():
+        try:  # as the runner reads it: a corpus it would refuse is not fit to lock
+            corpus.read_corpus(resolved)
+        except CorpusError as exc:
+            return [Finding("Protocol", row, "corpus_path", "corpus-file",
+                            f"the corpus does not read: {exc.message}; "
+                            f"{exc.hint or 'correct the file'}, then validate again")]
         return []
     what = "is a folder, not a corpus file" if resolved.is_dir() else "does not exist"
-    return [Finding("Protocol", layout.PROTOCOL.names.index("corpus_path") + 2, "corpus_path",
-                    "exists", f"corpus_path {value!r} resolves to {resolved}, which {what}: "
+    return [Finding("Protocol", row, "corpus_path", "exists",
+                    f"corpus_path {value!r} resolves to {resolved}, which {what}: "
                     "put the corpus (JSONL or CSV) there, or correct corpus_path (relative "
                     "to the workbook's folder)")]
 
@@ -119,7 +128,7 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
     (every sheet by default) and the protocol's lock."""
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
     findings = (validate_sheets(data, names) + lock_findings(data)
-                + money_log.money_edit_findings(data))
+                + money_log.money_edit_findings(data) + unkept_findings(data))
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
     ):
@@ -127,6 +136,18 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
                                 "attempts were recorded without a protocol lock: they cannot "
                                 "show the protocol was fixed before timing (R1)"))
     return findings
+
+
+def unkept_findings(data: WorkbookData) -> list[Finding]:
+    """A finding per sheet, column or form row a person added: every command that saves
+    refuses the workbook while it holds one (:func:`toolkit.workbook.store.check_keepable`),
+    since a save would drop it."""
+    return [Finding(u.sheet, u.row, u.column, "kept",
+                    f"{u} is not part of the workbook iteralab keeps: every command that "
+                    "saves (report, run, exclude, amend) refuses the workbook while it is "
+                    "there; move it to a file beside the workbook (or into a variant's "
+                    "description or the Decision memo), or remove it")
+            for u in data.unkept]
 
 
 def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
@@ -408,10 +429,40 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
+def _tariffs_rules(data: WorkbookData) -> list[Finding]:
+    found = money_rules.RULES["Tariffs"](data)
+    for i, t in enumerate(data.tables["Tariffs"]):
+        excel = data.excel_row("Tariffs", i)
+        problem = _catalog_date_problem(t, excel) if t.get("catalog_date") is not None else None
+        if problem is not None:  # a blank is the schema's finding
+            found.append(Finding("Tariffs", excel, "catalog_date", "date", problem))
+    return found
+
+
+def _catalog_date_problem(row: Row, excel: int) -> str | None:
+    """What is wrong with a Tariffs row's catalog_date by the tariff rules `tariffs import`
+    applies, or None: `report` builds no catalog from a sheet with one, and prices nothing."""
+    where = f"Tariffs!{layout.column_letter(layout.TARIFFS, 'catalog_date')}{excel}"
+    located: list[str] = []
+
+    def locate(column: str) -> str:
+        located.append(column)
+        return f"{where} {column}"
+
+    try:
+        rules.make_plan(row, locate)
+    except rules.TariffError as exc:
+        if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
+            return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
+                    "prices nothing from Tariffs")
+    return None
+
+
 RULES = {
     "Protocol": _protocol_rules,
     "Variants": lambda data: _variants_rules(data) + money_rules.variants_rental_rules(data),
     "Attempts": _attempts_rules,
     "Manifest": determinism.findings,
     **money_rules.RULES,
+    "Tariffs": _tariffs_rules,
 }

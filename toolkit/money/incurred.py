@@ -17,6 +17,7 @@ Decimal. Pure: rows in, rows out. Stdlib only.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -57,6 +58,37 @@ class Rental:
     def plan_days(self) -> int | None:
         """The flat plan's days; None for metered billing."""
         return layout.FLAT_DAYS.get(str(self.get("billing") or ""))
+
+    @property
+    def hours(self) -> Decimal | None:
+        """Real elapsed hours from start to end; None unless both are times with offsets."""
+        start, end = aware_time(self.get("start")), aware_time(self.get("end"))
+        if start is None or end is None:
+            return None
+        return Decimal(rules.elapsed_seconds(start, end)) / 3600
+
+    def beyond_plan(self) -> str | None:
+        """Why a flat rental held past its plan is not one plan's cost, else None (R20).
+
+        A plan is never extended automatically: the extra period is a rental of its own,
+        with its own plan and price.
+        """
+        days, hours = self.plan_days, self.hours
+        if days is None or hours is None or hours <= days * 24:
+            return None
+        return (f"the rental spans {rules.hours_text(hours)}, beyond its {days}-day plan of "
+                f"{days * 24} h (a plan is never extended automatically): record the extra "
+                "period as its own Rentals row with its plan")
+
+
+def aware_time(value: Any) -> dt.datetime | None:
+    """A sheet's date-time with its UTC offset; None when blank, unreadable or without one
+    (the sheet's schema reports those)."""
+    try:
+        moment = rules.read_time(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else None
 
 
 def rentals_of(data: Any) -> list[Rental]:
@@ -102,7 +134,9 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
     typed = decimal(rental.get("amount"))
     source = str(rental.get("source") or "").strip()
     if typed is not None:
-        return Priced(typed, f"amount from Rentals ({source or 'no source given'})")
+        beyond = rental.beyond_plan()
+        return Priced(typed, f"amount from Rentals ({source or 'no source given'})"
+                      + (f"; {beyond}" if beyond else ""))
     days, lots = rental.plan_days, rental.get("lots")
     if days is None:
         return Priced(None, f"{rental.get('billing')} billing: type the metered amount from "
@@ -133,10 +167,15 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
         return Priced(None, problem)
     if not isinstance(lots, int) or lots < 1:
         return Priced(None, "lots is not a whole number >= 1")
-    return Priced(rules.budget(plan, lots),
-                  f"Tariffs: {days}-day plan of {plan.catalog_date}"
-                  f"{f' by {plan.provider}' if plan.provider else ''} x {lots} lot(s) "
-                  f"({plan.source})", plan)
+    grounds = (f"Tariffs: {days}-day plan of {plan.catalog_date}"
+               f"{f' by {plan.provider}' if plan.provider else ''} x {lots} lot(s) "
+               f"({plan.source})")
+    amount = rules.budget(plan, lots)
+    beyond = rental.beyond_plan()
+    if beyond:  # one plan's price is not what the whole span cost: no amount, no total
+        return Priced(None, f"{grounds} = {rules.money(amount, plan.currency)} prices the "
+                      f"plan only: {beyond}, or type the amount charged in Rentals.amount")
+    return Priced(amount, grounds, plan)
 
 
 def _col(name: str) -> str:

@@ -220,14 +220,17 @@ def unfinished(attempt: dict[str, Any]) -> bool:
 
 def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
     wins = [a for a in attempts if is_success(a)]
-    st.runs = tuple(float(a["measured_s"]) for a in wins if _number(a["measured_s"]) is not None)
-    for a in wins:
+    # A measured_s that is not a number (text typed in the cell: validate names it) is
+    # unusable: it enters none of the timings.
+    timed = [(a, float(s)) for a in wins if (s := _number(a["measured_s"])) is not None]
+    st.runs = tuple(s for _, s in timed)
+    for a, s in timed:
         rep = a.get("repetition")
         if isinstance(rep, int) and rep not in st.by_repetition:
-            st.by_repetition[rep] = float(a["measured_s"])
+            st.by_repetition[rep] = s
         seed = a.get("seed")
         if isinstance(seed, int) and not isinstance(seed, bool):
-            st.by_seed.setdefault(seed, []).append(float(a["measured_s"]))
+            st.by_seed.setdefault(seed, []).append(s)
     st.campaign_runs = tuple(_phases_sum(a) for a in wins
                              if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES))
     items = [_number(a.get("expected_ids")) for a in wins]

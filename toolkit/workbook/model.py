@@ -60,6 +60,21 @@ class Chart:
     size: tuple[int, int] = (720, 400)
 
 
+@dataclass(frozen=True)
+class Addition:
+    """Something a person added beyond the layout, and where: its sheet, its Excel row (a
+    form row's; 1, the header, for a column) and its column (a table column's name or a form
+    row's field name); a whole sheet has neither."""
+
+    text: str  # as a reader is told: "column 'my note' of Variants (Q1)"
+    sheet: str
+    row: int | None = None
+    column: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class WorkbookData:
     """Everything a workbook holds, as plain Python values.
@@ -80,7 +95,7 @@ class WorkbookData:
     formulas: dict[str, dict[tuple[int, str], Formula]] = field(default_factory=dict)
     #: What the file holds beyond the layout (a sheet, a column, a form row a person added):
     #: a save would drop it, so the store refuses to save (``store.check_keepable``).
-    unkept: list[str] = field(default_factory=list)
+    unkept: list[Addition] = field(default_factory=list)
 
     @classmethod
     def empty(cls) -> WorkbookData:

@@ -27,7 +27,7 @@ from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing.atomic import copy_file, publish
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
-from toolkit.workbook.model import Formula, WorkbookData
+from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.render import cell_image, render
 
 LOCK_TIMEOUT_S = 60
@@ -187,7 +187,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
         raise _missing_sheets(path, missing)
     data = WorkbookData.empty()
     data.layout_version = version
-    data.unkept += [f"sheet {name!r}" for name in book.sheetnames
+    data.unkept += [Addition(f"sheet {name!r}", name) for name in book.sheetnames
                     if name not in layout.SHEET_BY_NAME]
     for sheet in layout.SHEETS:
         if sheet.name not in book.sheetnames:
@@ -309,7 +309,7 @@ def _layout_version(book: Book) -> int | None:
     return None
 
 
-def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[str],
+def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[Addition],
                version: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
     known = set(sheet.names)
@@ -317,7 +317,8 @@ def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkep
         if row and isinstance(row[0], str) and row[0].strip():
             values[row[0].strip()] = normalise(row[1] if len(row) > 1 else None)
             if row[0].strip() not in known:
-                unkept.append(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}")
+                unkept.append(Addition(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}",
+                                     sheet.name, excel_row, row[0].strip()))
     missing = [c.name for c in sheet.all_columns if c.name not in values and c.since <= version]
     if missing:
         raise WorkbookError(
@@ -329,13 +330,14 @@ def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkep
 
 
 def _read_table(rows_iter: Iterator[Sequence[Any]], sheet: layout.Sheet, path: Path,
-                unkept: list[str], version: int
+                unkept: list[Addition], version: int
                 ) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     """The header, the rows that hold a value (as records) and their Excel row numbers."""
     header = [header_text(h) for h in next(rows_iter, ())]
     positions = {name: i for i, name in enumerate(header) if name}
     known = set(sheet.names)
-    unkept += [f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)"
+    unkept += [Addition(f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)",
+                      sheet.name, 1, name)
                for name, i in positions.items() if name not in known]
     missing = [c.name for c in sheet.all_columns
                if c.name not in positions and c.since <= version]
@@ -366,7 +368,7 @@ def check_keepable(data: WorkbookData, path: Path) -> None:
     """
     if not data.unkept:
         return
-    listed = "; ".join(data.unkept[:8]) + (f"; and {len(data.unkept) - 8} more"
+    listed = "; ".join(map(str, data.unkept[:8])) + (f"; and {len(data.unkept) - 8} more"
                                            if len(data.unkept) > 8 else "")
     raise WorkbookError(
         f"{path}: holds what iteralab does not keep when it saves: {listed}; nothing was "
