@@ -27,7 +27,7 @@ import datetime as dt
 import io
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
@@ -617,22 +617,27 @@ def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = No
         rows.append(row)
     lines = table(rows)
     beyond = beyond_longest(hours)
+    offered = None if priced is None else {d for d, plan in priced.items() if plan}
     if beyond:
         lines.append(f"candidates: none; {beyond}")
     else:
-        lines.append(f"candidates: {covering_text(hours)} (covering the schedule says nothing "
-                     "about finishing on time)")
+        lines.append(f"candidates: {covering_text(hours, offered)} (covering the schedule says "
+                     "nothing about finishing on time)")
     return lines
 
 
-def covering_text(hours: Decimal) -> str:
-    """The plans covering ``hours``, e.g. ``7-day and 30-day plans``, or ``none``."""
-    names = [f"{c.days}-day" for c in coverage(hours) if c.covers]
+def covering_text(hours: Decimal, offered: Collection[int] | None = None) -> str:
+    """The plans covering ``hours``, e.g. ``7-day and 30-day plans``, or ``none``; with
+    ``offered``, only the plan lengths the catalog prices, the others said not offered."""
+    covering = [c.days for c in coverage(hours) if c.covers]
+    names = [f"{d}-day" for d in covering if offered is None or d in offered]
+    unpriced = [f"{d}-day" for d in covering if offered is not None and d not in offered]
+    missing = f" ({' and '.join(unpriced)} not offered for this GPU)" if unpriced else ""
     if not names:
-        return "none"
+        return "none" + missing
     if len(names) == 1:
-        return f"{names[0]} plan"
-    return f"{', '.join(names[:-1])} and {names[-1]} plans"
+        return f"{names[0]} plan{missing}"
+    return f"{', '.join(names[:-1])} and {names[-1]} plans{missing}"
 
 
 # --------------------------------------------------------------------------- command line
@@ -761,7 +766,8 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
         "billing: flat; the whole plan is due however short the run (no hourly billing)",
     ]
     if hours is not None:
-        lines += coverage_lines(hours)
+        priced = {d: cat.find(req.gpu, d, req.catalog_date) for d in PLAN_DAYS}
+        lines += coverage_lines(hours, priced, lots)
         if hours > plan.hours:
             lines.append(f"warning: the {days}-day plan ({plan.hours} h) does not cover the "
                          f"{hours_text(hours)} schedule: choose a covering plan or revise "

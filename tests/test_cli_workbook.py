@@ -48,7 +48,8 @@ def test_validate_a_fresh_template_lists_findings_and_exits_1(runner: CliRunner,
 def test_validate_json(runner: CliRunner, filled_workbook: Path) -> None:
     result = runner.invoke(cli, ["validate", "--json", str(filled_workbook)])
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"workbook": str(filled_workbook), "valid": True,
+    assert json.loads(result.stdout) == {"format": "iteralab-validate/1",
+                                         "workbook": str(filled_workbook), "valid": True,
                                          "findings": []}
 
 

@@ -93,6 +93,7 @@ def test_schedule_json_is_the_96_hour_example() -> None:
 
 
 def test_ingest_json_says_what_it_added(twins: tuple[Path, Path]) -> None:
+    twins[1].with_name("campaign.journal.jsonl").write_text("", encoding="utf-8")
     code, out, _ = _invoke("ingest", str(twins[1]), "--json")
     assert code == 0
     assert json.loads(out) == {"format": "iteralab-ingest/1", "workbook": str(twins[1]),

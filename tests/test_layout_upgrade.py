@@ -42,14 +42,16 @@ def test_a_layout_1_campaign_validates_clean_as_read(tmp_path: Path) -> None:
     assert data.layout_version == 1
     assert data.tables["Rentals"] == [] and data.tables["Ledger"] == []
     assert {r["rental_id"] for r in data.tables["Variants"]} == {None}
-    assert _validate(book) == {"workbook": str(book), "valid": True, "findings": []}
+    assert _validate(book) == {"format": "iteralab-validate/1", "workbook": str(book),
+                              "valid": True, "findings": []}
     assert book.read_bytes() == before
 
 
 def test_a_layout_2_campaign_validates_clean_as_read(tmp_path: Path) -> None:
     book = _campaign(tmp_path, 2)
     before = book.read_bytes()
-    assert _validate(book) == {"workbook": str(book), "valid": True, "findings": []}
+    assert _validate(book) == {"format": "iteralab-validate/1", "workbook": str(book),
+                              "valid": True, "findings": []}
     assert book.read_bytes() == before
 
 
@@ -61,7 +63,8 @@ def test_a_layout_3_campaign_validates_clean_as_read(tmp_path: Path) -> None:
     # Layout 4's columns read empty in a layout-3 workbook.
     assert all(row["ttft_s"] is None for row in data.tables["Summary"])
     assert all(row["estimate_kv_cache_bytes"] is None for row in data.tables["Memory"])
-    assert _validate(book) == {"workbook": str(book), "valid": True, "findings": []}
+    assert _validate(book) == {"format": "iteralab-validate/1", "workbook": str(book),
+                              "valid": True, "findings": []}
     assert book.read_bytes() == before
 
 

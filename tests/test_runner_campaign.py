@@ -291,7 +291,7 @@ def test_env_json_has_the_manifest_fields() -> None:
     code, output = _invoke("env", "--json")
     info = json.loads(output)
     assert code == 0
-    assert set(info) == {"os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
+    assert set(info) == {"format", "os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
                          "gpu_name", "gpu_memory_bytes", "compute_capability", "transformers",
                          "code_version", "packages", "gpus", "host", "software_stack"}
     assert info["code_version"].startswith("iteralab 0.1.0, ")

@@ -41,6 +41,21 @@ class _Group(click.Group):
                 traceback.print_exc()
             click.echo(f"error: {exc}", err=True)
             raise click.exceptions.Exit(exc.exit_code) from exc
+        except OSError as exc:  # a disk full or a permission the command's checks did not meet
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            click.echo(f"error: {_os_error(exc)}", err=True)
+            raise click.exceptions.Exit(ToolkitError.exit_code) from exc
+
+
+def _os_error(exc: OSError) -> ToolkitError:
+    """What the system refused, where, and what to do; every file is written whole (a
+    temporary file, then one rename), so nothing was left half-written."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return ToolkitError(f"{where}{exc.strerror or exc} (files already written stay whole; "
+                        "none is half-written)",
+                        hint="free disk space or fix the permission, then run the command "
+                        "again (--debug shows where it failed)")
 
 
 @click.group(

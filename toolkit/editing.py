@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__
+from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
@@ -61,10 +62,13 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
     """Add to the workbook every journal record it lacks, in one save.
 
     ``records`` defaults to the whole journal. Nothing is saved when nothing
-    is missing, so ingesting twice changes nothing.
+    is missing, so ingesting twice changes nothing. Raises ToolkitError when
+    there is no journal to read, saying what the workbook holds without it.
     """
     entries = journal.read(workbook) if records is None else records
     with change(workbook, refresh_derived=refresh_derived) as edit:
+        if records is None and not journal.journal_path(workbook).exists():
+            raise _no_journal(Path(workbook), len(edit.data.tables["Attempts"]))
         todo = missing_records(edit.data, entries)
         if not todo:
             edit.save = False
@@ -72,6 +76,21 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
         attempts, manifests = add_records(edit.data, todo)
     write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
     return IngestResult(attempts, manifests, len(entries) - len(todo))
+
+
+def _no_journal(workbook: Path, attempts: int) -> ToolkitError:
+    """No journal beside the workbook: nothing to ingest. Beside recorded attempts it is
+    the runner's evidence gone missing, which deserves more than '0 ingested'."""
+    path = journal.journal_path(workbook)
+    if attempts:
+        hint = (f"the runner writes every attempt there first: it is the evidence behind "
+                f"those rows; if {workbook.name} was moved, move {path.name} beside it, "
+                "if it was deleted, restore it from a backup")
+    else:
+        hint = (f"the runner writes it when `iteralab run {workbook}` records an attempt; "
+                "until then there is nothing to ingest")
+    return ToolkitError(f"{path}: no journal at this path, nothing to ingest; {workbook} is "
+                        f"unchanged ({attempts} attempt(s) recorded in it)", hint=hint)
 
 
 def merge(workbook: str | Path, other: Path) -> merging.MergePlan:

@@ -2,7 +2,8 @@
 
 :func:`build` reads the workbook under its lock, refuses an unlocked or edited
 protocol, recomputes the derived sheets (:func:`toolkit.report.refresh.refresh`),
-saves atomically (once, and only when that changed the workbook), then, the lock
+saves atomically (once, and only when that changed the workbook; after creating
+the reviewer's folder, so that one it cannot create saves nothing), then, the lock
 released, writes the reviewer's folder beside the workbook from what it saved. The
 report validates the workbook as read (what ``iteralab validate`` checks, bar
 the sheets it is about to recompute) and states the findings in report.md: a
@@ -15,14 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
+import errno
 import io
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkit import layout
 from toolkit.editing import change
+from toolkit.errors import ToolkitError
 from toolkit.evidence import protocol
 from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
@@ -67,14 +70,16 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     """
     checked = [s.name for s in layout.SHEETS
                if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
+    folder = folder or default_folder(workbook)
     with contextlib.ExitStack() as stack:
         digests = stack.enter_context(early_digests(workbook))  # hashing from the start
         with change(workbook, refresh_derived=False) as edit:  # refreshed here, checks first
             data = edit.data
             sha = protocol.require_lock(data, workbook)
+            _make_folder(folder)  # before the save: a folder it cannot write saves nothing
             # Started on the data as read, before the refresh changes it.
             checks = stack.enter_context(ChecksBeside(data, workbook, checked, digests))
-            as_read = _as_read(data)
+            as_read = data.copy()
             result = refresh(data, workbook.parent)
             found = checks.result()  # before the save: it decides what the save holds
             untrusted = untrusted_rows(found.findings, data)
@@ -82,15 +87,13 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 # Rare: evidence with integrity findings. The numbers stay; the verdicts and
                 # the memo draft are computed again from the workbook as read, so that none
                 # rests on those rows.
-                data = edit.data = _as_read(as_read)
+                data = edit.data = as_read.copy()
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
             edit.save = saved = not store.unchanged(as_read, data)
     result.findings = found.findings
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
-    folder = folder or default_folder(workbook)
-    folder.mkdir(parents=True, exist_ok=True)
     files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
              _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
     skipped: str | None = "PNG charts skipped: --no-png"
@@ -105,20 +108,27 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     return result, outputs
 
 
-def _as_read(data: WorkbookData) -> WorkbookData:
-    """A copy of ``data`` that :func:`refresh` does not change.
+def _make_folder(folder: Path) -> None:
+    """Create the reviewer's folder, or raise ToolkitError saying why it cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+            hint = "a part of that path is a file, not a folder: give --out another folder"
+        elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            hint = "give --out a folder you may write in, or make its parent writable for you"
+        else:
+            hint = "give --out a folder you may create and write in"
+        why = f"cannot create the report folder ({exc.strerror or exc})"
+        raise _folder_error(folder, why, hint) from exc
+    if not os.access(folder, os.W_OK | os.X_OK):  # mkdir accepts a folder it may not write
+        raise _folder_error(folder, "the report folder is not writable for you",
+                            f"make {folder} writable for you, or give --out another folder")
 
-    The refresh replaces the derived tables, rewrites the Decision form,
-    clears the formulas and may append to Audit (edited prices): every
-    container is copied, each row too (values are shared; about 10 ms for
-    10,000 attempts).
-    """
-    return dataclasses.replace(
-        data, forms={name: dict(values) for name, values in data.forms.items()},
-        tables={name: [dict(r) for r in rows] for name, rows in data.tables.items()},
-        row_numbers=dict(data.row_numbers), charts=list(data.charts),
-        formulas={name: dict(cells) for name, cells in data.formulas.items()},
-        unkept=list(data.unkept))
+
+def _folder_error(folder: Path, why: str, hint: str) -> ToolkitError:
+    return ToolkitError(f"{folder}: {why}; the workbook is unchanged",
+                        hint=f"{hint}, then run the command again")
 
 
 #: A text cell starting with one of these is a formula (or its start) to a spreadsheet that

@@ -36,6 +36,9 @@ LOCK = "iteralab-lock/1"
 AMEND = "iteralab-amend/1"
 EXCLUDE = "iteralab-exclude/1"
 INIT = "iteralab-init/1"
+VALIDATE = "iteralab-validate/1"
+ENV = "iteralab-env/1"
+MEMORY_ESTIMATE = "iteralab-memory-estimate/1"
 
 
 def emit(document: dict[str, Any]) -> None:

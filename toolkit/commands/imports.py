@@ -9,6 +9,7 @@ as they were (``iteralab report`` recomputes the Settlement).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,8 +68,18 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
         click.echo(f"  {rental_id}: {text}")
     for entry in extra:
         click.echo(f"  in the ledger, not in the workbook: {entry.get('reference') or '-'} "
-                   f"{entry.get('amount')} {entry.get('currency')} ({entry.get('source')})")
+                   f"{_amount_text(entry)} ({entry.get('source')})")
     click.echo(f"run `iteralab report {workbook}` to show them in the Settlement")
+
+
+def _amount_text(entry: dict[str, Any]) -> str:
+    """A ledger line's amount as the JSON document and the report write it (``4.20 USD``)."""
+    from toolkit.money import incurred, tariffs
+
+    number = incurred.decimal(entry.get("amount"))
+    if number is None:  # not an amount the rules can round: shown as read
+        return f"{entry.get('amount')} {entry.get('currency')}"
+    return tariffs.money(number, str(entry.get("currency")))
 
 
 @click.command()

@@ -156,7 +156,10 @@ def estimate(as_json: bool, **opts: Any) -> None:
 
     est = _estimate(opts)
     if as_json:
-        click.echo(json.dumps(est.as_dict(), indent=2))
+        from toolkit.commands import documents
+
+        click.echo(json.dumps({"format": documents.MEMORY_ESTIMATE, **est.as_dict()},
+                              indent=2))
         return
     p = est.shape.params
     click.echo(f"model: {est.shape.name} ({est.shape.family}), {p.total:,} parameters")

@@ -180,7 +180,9 @@ def env(as_json: bool) -> None:
 
     info = environment.collect()
     if as_json:
-        click.echo(json.dumps(info, indent=2))
+        from toolkit.commands import documents
+
+        click.echo(json.dumps({"format": documents.ENV, **info}, indent=2))
         return
     for label, value in environment.describe(info):
         click.echo(f"{label:<13} {value}")

@@ -34,6 +34,7 @@ def init(workbook: Path, as_json: bool) -> None:
     if workbook.suffix.lower() != ".xlsx":
         raise UsageError(f"{workbook}: a campaign workbook ends in .xlsx",
                          hint=f"use {workbook.with_suffix('.xlsx')}")
+    _require_folder(workbook)
     data = WorkbookData.empty()
     catalog = tariffs.load_catalog()
     for row in tariffs.tariff_rows(catalog):
@@ -55,9 +56,24 @@ def init(workbook: Path, as_json: bool) -> None:
     click.echo(f"next: {following}")
 
 
+def _require_folder(workbook: Path) -> None:
+    """The folder that will hold a new workbook exists: `init` creates a file, never folders
+    (a mistyped folder would otherwise start a campaign somewhere unexpected)."""
+    folder = workbook.parent
+    if folder.is_dir():
+        return
+    if folder.exists():
+        raise UsageError(f"{workbook}: {folder} is a file, not a folder; nothing created",
+                         hint="give a path in an existing folder")
+    raise UsageError(f"{workbook}: the folder {folder} does not exist; nothing created",
+                     hint=f"create it first (mkdir -p {folder}), or give a path in an existing "
+                     "folder")
+
+
 @click.command()
 @WORKBOOK
-@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one iteralab-validate/1 JSON document (docs/json.md).")
 def validate(workbook: Path, as_json: bool) -> None:
     """Check every sheet of WORKBOOK; exit 1 when anything is wrong.
 
@@ -67,13 +83,18 @@ def validate(workbook: Path, as_json: bool) -> None:
     from toolkit.evidence.validate import sorted_findings
     from toolkit.evidence.validate import validate as run_validation
     from toolkit.planner.identity import gpu_findings
+    from toolkit.report.typed_over import typed_over_findings
     from toolkit.workbook import store
 
     with early_digests(workbook) as digests:  # hashing beside the read
         data = store.read(workbook)
-        findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data))
+        findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data)
+                                   + typed_over_findings(data, workbook.parent))
     if as_json:
-        click.echo(json.dumps({"workbook": str(workbook), "valid": not findings,
+        from toolkit.commands.documents import VALIDATE
+
+        click.echo(json.dumps({"format": VALIDATE, "workbook": str(workbook),
+                               "valid": not findings,
                                "findings": [f.as_dict() for f in findings]}, indent=2))
     elif findings:
         click.echo(_table(findings))
