@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import report_campaign
 from builders import filled
 from click.testing import CliRunner
 
@@ -31,6 +32,17 @@ def filled_workbook(tmp_path: Path) -> Path:
     path = tmp_path / "campaign.xlsx"
     store.save(filled(), path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def reported(tmp_path: Path) -> Path:
+    """The report campaign after `iteralab report`: every derived sheet filled, two charts."""
+    from toolkit.cli import cli
+
+    path = report_campaign.write(tmp_path / "campaign.xlsx")
+    result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
+    assert result.exit_code == 0, result.output
     return path
 
 

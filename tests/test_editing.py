@@ -10,7 +10,6 @@ from typing import Any
 
 import openpyxl
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
 from toolkit import editing, layout
@@ -43,15 +42,6 @@ def _charts(path: Path) -> list[str]:
     with zipfile.ZipFile(path) as z:
         return [re.sub(r"<c:v>(-?\d+)\.0</c:v>", r"<c:v>\1</c:v>", z.read(n).decode())
                 for n in sorted(z.namelist()) if n.startswith("xl/charts/")]
-
-
-@pytest.fixture
-def reported(tmp_path: Path) -> Path:
-    """The report campaign after `iteralab report`: every derived sheet filled, two charts."""
-    path = report_campaign.write(tmp_path / "campaign.xlsx")
-    result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def test_lock_leaves_the_derived_sheets_and_the_memo_as_they_were(

@@ -7,20 +7,10 @@ import json
 from pathlib import Path
 
 import openpyxl
-import pytest
-import report_campaign
 from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
-
-
-@pytest.fixture
-def reported(tmp_path: Path) -> Path:
-    path = report_campaign.write(tmp_path / "campaign.xlsx")
-    result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def _validate(path: Path) -> tuple[int, list[dict[str, object]]]:
