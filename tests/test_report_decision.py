@@ -92,8 +92,11 @@ def test_the_cost_divides_by_confirmed_corpora_never_by_the_expected_ones(
     data.tables["Attempts"][3]["manifest_id"] = "m-b1-corpus3"
     confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
     confirmed["confirmed_corpora"] = 3  # all three, checked and confirmed
-    refresh(data, tmp_path)
+    result = refresh(data, tmp_path)
     assert _settlement(data)["b1-fp32"]["cost_per_accepted_usd"] == Decimal("110.00") / 3
+    assert ("the costs divide by different confirmed corpora (b1-fp32 3, b8-fp32 1, b8-b200 "
+            "1): compare configurations that processed the same corpora"
+            ) in result.decision.suggestions["reasons"]
 
 
 def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -> None:

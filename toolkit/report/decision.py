@@ -288,6 +288,12 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
                   and o.cost_per_accepted > c.cost_per_accepted]
         reasons += [f"{o.stats.variant_id} costs {o.cost_text} per accepted corpus"
                     for o in dearer]
+        confirmed = {o.stats.variant_id: o.accepted_count for o in comparable
+                     if o.cost_per_accepted is not None}
+        if len(set(confirmed.values())) > 1:  # seed 000: the same corpora, the same rules
+            listed = ", ".join(f"{vid} {n}" for vid, n in confirmed.items())
+            reasons.append(f"the costs divide by different confirmed corpora ({listed}): "
+                           "compare configurations that processed the same corpora")
         st = c.stats
         counts = [f"{n} {what}" for n, what in ((st.failed, "failed"),
                                                 (st.interrupted, "interrupted"),
