@@ -202,4 +202,7 @@ def test_an_injected_fault_mid_window_leaves_a_failed_row_with_its_outputs(
     assert row["notes"].startswith("out of memory after 4 of 8 prompts: OutOfMemoryError: "
                                    "CUDA out of memory (injected by ITERALAB_INJECT_FAULT=oom@4)")
     assert len(corpus.read_predictions(book.parent / row["predictions_path"])) == 4
+    # 4 of 8 prompts are not the corpus: no strata that would read as its length mix (R3)
+    (manifest,) = store.read(book).tables["Manifest"]
+    assert (manifest["manifest_id"], manifest["strata"]) == (row["manifest_id"], None)
     assert validate(store.read(book), book) == []

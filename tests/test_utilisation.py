@@ -155,18 +155,20 @@ def test_the_utilisation_benchmark_prints_its_ratio_and_peak() -> None:
     assert "where a profiled pass's time goes: matrix products " in done.stdout
 
 
-def test_an_unprobed_attempt_gets_a_manifest_row_of_its_own() -> None:
+def test_each_manifest_row_shows_the_peak_its_attempts_divided_by() -> None:
     """Both kinds of attempt (classification, generation) complete their Manifest row with
-    attempt_parts.manifest_row: the probe's varying figures are not hashed, so probed
-    attempts of one environment share a row, but an unprobed one (a failed attempt) is set
-    apart: sharing its row, a later probed attempt's peak would be lost at ingestion."""
+    attempt_parts.manifest_row. The probe varies from run to run: attempts that measured
+    different peaks get rows of their own (ingestion keeps one row per id, so a shared row
+    would show one peak beside a utilisation divided by another); a reused peak shares its
+    row; an unprobed attempt (a failed one) is set apart."""
     from toolkit.runner.attempt_parts import manifest_row
 
     content = {"variant_id": "b8-fp32", "precision": "fp32", "torch_version": "2.13.0"}
-    probed = [manifest_row(content, {"matmul_peak_flops": flops}) for flops in (1.6e11, 1.7e11)]
+    probed = [manifest_row(content, {"matmul_peak_flops": flops})
+              for flops in (1.6e11, 1.7e11, 1.7e11)]
     unprobed = manifest_row(content, achieved.manifest_values(None, "not probed: failed"))
-    assert probed[0]["manifest_id"] == probed[1]["manifest_id"]
-    assert unprobed["manifest_id"] != probed[0]["manifest_id"]
+    assert probed[0]["manifest_id"] != probed[1]["manifest_id"] == probed[2]["manifest_id"]
+    assert unprobed["manifest_id"] not in {p["manifest_id"] for p in probed}
     assert (probed[1]["matmul_peak_flops"], unprobed["matmul_peak_flops"]) == (1.7e11, None)
 
 

@@ -239,13 +239,16 @@ def manifest_id(content: dict[str, Any]) -> str:
 
 def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None
                  ) -> dict[str, Any]:
-    """Complete a Manifest row: ``manifest_id`` from its content, ``recorded_at`` now, then
-    the ``measured`` columns (the peak probe varies from run to run; it is not hashed)."""
+    """Complete a Manifest row: ``manifest_id`` from its content and the ``measured``
+    columns, ``recorded_at`` now.
+
+    The peak probe varies from run to run, and an attempt's utilisation divides by the peak
+    it measured (or reused): hashing it gives attempts that probed apart, or not at all,
+    rows of their own, so each row shows the peak its attempts divided by.
+    """
     hashed = dict(content)
-    if measured and measured.get("matmul_peak_flops") is None:
-        # An attempt that was not probed gets its own row, so that a later probed attempt
-        # of the same environment does not share (and lose) its peak.
-        hashed["peak"] = "not probed"
+    if measured:
+        hashed["measured"] = measured
     row = {"manifest_id": manifest_id(hashed), "recorded_at": now_text()}
     row.update(content)
     row.update(measured or {})

@@ -139,8 +139,9 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
         probed, probe_cells = achieved.probe_cells(str(variant["device"]),
                                                    str(variant["precision"]), run.threads,
                                                    env.get("gpu_name"))
-    strata_counts: dict[str, int] = {}
-    for o in window.outputs:
+    strata_counts: dict[str, int] = {}  # the whole corpus's (R3), or none: never a part's
+    whole = bool(window.items) and len(window.outputs) == len(window.items)
+    for o in window.outputs if whole else ():
         name = corpus.stratum(o.prompt_tokens, bounds)
         strata_counts[name] = strata_counts.get(name, 0) + 1
     truncated = window.truncated if status == "completed" else None
