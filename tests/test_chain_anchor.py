@@ -30,7 +30,8 @@ def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(
     journal.journal_path(book).unlink()
     with editing.change(book, refresh_derived=False) as edit:
         edit.data.tables["Attempts"].pop()
-    (finding,) = validate(store.read(book), book)
+    missing, finding = validate(store.read(book), book)
+    assert (missing.sheet, missing.check) == ("Attempts", "journal")
     assert (finding.sheet, finding.column, finding.check) == ("Attempts", "row_sha256",
                                                              "anchor")
     assert finding.message == (
@@ -38,3 +39,16 @@ def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(
         f"{rows[-1]['row_sha256'][:12]}...; the sheet holds 1: rows were cut from the end "
         "(with the journal?): restore the workbook, its journal and predictions from a copy "
         "of the campaign folder")
+
+
+def test_a_journal_deleted_beside_ingested_attempts_is_named(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4)])
+    assert CliRunner().invoke(cli, ["run", str(book), "--quiet"]).exit_code == 0
+    journal.journal_path(book).unlink()
+    (finding,) = validate(store.read(book), book)
+    assert (finding.sheet, finding.check) == ("Attempts", "journal")
+    assert finding.message == (
+        "campaign.journal.jsonl is missing beside the workbook, though campaign.chain.json says "
+        "1 attempt row(s) were ingested from it: the runner's record of every attempt is gone, "
+        "and edits are checked by the chain alone; restore it from a copy of the campaign "
+        "folder (or move it beside the workbook)")

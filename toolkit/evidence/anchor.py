@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.evidence.chain import SHEET, cell_value
+from toolkit.evidence.journal import journal_path
 from toolkit.findings import Finding
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
@@ -48,12 +49,19 @@ def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
     rows = data.tables[SHEET]
     if count == 0:
         return []
+    found = []
+    if not journal_path(workbook).exists():
+        found.append(Finding(SHEET, None, "", "journal", (
+            f"{journal_path(workbook).name} is missing beside the workbook, though {path.name} "
+            f"says {count} attempt row(s) were ingested from it: the runner's record of every "
+            "attempt is gone, and edits are checked by the chain alone; restore it from a copy "
+            "of the campaign folder (or move it beside the workbook)")))
     if len(rows) >= count and cell_value(rows[count - 1].get("row_sha256")) == head:
-        return []
+        return found
     where = (f"the sheet holds {len(rows)}" if len(rows) < count
              else f"row {count} of the sheet does not end in that hash")
-    return [Finding(SHEET, None, "row_sha256", "anchor",
-                    f"{path.name} says the workbook held {count} attempt row(s), the last "
-                    f"sealed {str(head)[:12]}...; {where}: rows were cut from the end (with "
-                    "the journal?): restore the workbook, its journal and predictions from a "
-                    "copy of the campaign folder")]
+    return found + [Finding(SHEET, None, "row_sha256", "anchor",
+                            f"{path.name} says the workbook held {count} attempt row(s), the "
+                            f"last sealed {str(head)[:12]}...; {where}: rows were cut from the "
+                            "end (with the journal?): restore the workbook, its journal and "
+                            "predictions from a copy of the campaign folder")]
