@@ -61,10 +61,11 @@ def test_cards_lacking_the_precision_come_after_every_native_one() -> None:
     assert [c.native for c in found] == [True] * 6 + [False] * 2
 
 
-def test_an_fp8_kv_cache_needs_fp8_too() -> None:
+def test_an_fp8_kv_cache_is_storage_even_without_fp8_compute() -> None:
+    # The FP8 flag is about compute: runtimes keep an fp8 KV cache as storage and convert
+    # it in their attention kernels, so the A100 holds it at its size, with a note.
     found = candidates("llama-2-13b", precision="bf16", kv_precision="fp8")
-    assert found["a100-80gb-sxm"].precision_note is not None
-    assert "KV cache to bf16" in (found["a100-80gb-sxm"].precision_note or "")
+    assert found["a100-80gb-sxm"].native and found["a100-80gb-sxm"].precision_note is None
     assert found["h100-sxm"].native
 
 
@@ -233,7 +234,7 @@ def test_a_70b_model_in_int8_holds_on_one_80_gb_card_only_at_the_smallest_margin
         margin: int, seq_len: int, h100: str) -> None:
     found = candidates("llama-2-70b", precision="int8", seq_len=seq_len, allocator_pct=margin)
     assert (found["h100-sxm"].split_label, found["l40s"].cards, found["h200"].cards) == \
-        (h100, 2 if (margin, seq_len) != (20, 32768) else 4, 1)
+        (h100, 2 if seq_len != 32768 else 4, 1)  # TP2 at 32k: 45.04 GiB per card > 44.99
 
 
 @pytest.mark.parametrize(("seq_len", "l40s"), [(4096, "1 card"), (32768, "TP2")])

@@ -97,10 +97,11 @@ def test_huge_sizes_keep_the_gpus_columns_apart(runner: CliRunner, tmp_path: Pat
                                  str(tmp_path / "none.csv")])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[3] == ("gpu           VRAM memory GB/s split    link    GiB/card     short 1 "
-                        "tok/s b=1 b=100000 tok/s/USD  7-day lot")
-    assert lines[4] == ("b200           180 HBM3e  8000 >8 cards -    23918247.64 23918067.64"
-                        "         -        -         -  no price in catalog (none.csv not found)")
+    assert lines[3] == ("gpu           VRAM/usable memory GB/s split    link    GiB/card     "
+                        "short 1 tok/s b=1 b=100000 tok/s/USD  7-day lot")
+    assert lines[4] == ("b200           180/165.60 HBM3e  8000 >8 cards -    23918247.64 "
+                        "23918082.04         -        -         -  no price in catalog "
+                        "(none.csv not found)")
     # 11 columns (the split ">8 cards" in two words), then the price in 7 words.
     assert all(len(line.split()) == 12 + 7 for line in lines[4:12])
 

@@ -6,14 +6,18 @@ smallest split of one machine that holds the need (R33, :mod:`splits`), the
 decode ceiling of that split, and what the price catalog offers (R34,
 :mod:`offers`): billing unit, availability against the usage, storage and
 egress, tokens/s per dollar. A split is priced only when one lot holds it:
-separate lots are never summed into one machine. :func:`margins` shows how the
-answer moves when the allocator margin and the context grow (R35). Stdlib only.
+separate lots are never summed into one machine. Of a card's offers, the one
+taken holds the split, suits the usage (interruptible capacity only for work
+that tolerates it, or when nothing else is offered) and gives the most tok/s
+per dollar. A card fits against the memory it reports (:attr:`Gpu.usable_bytes`).
+:func:`margins` shows how the answer moves when the allocator margin and the
+context grow (R35). Stdlib only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +26,7 @@ from toolkit.planner import memory, splits
 from toolkit.planner.gpus import GB_LABEL, Gpu
 from toolkit.planner.memory import Estimate, gib
 from toolkit.planner.need import Need
-from toolkit.planner.offers import Offer, usage_fit
+from toolkit.planner.offers import USAGES, Offer, suits, usage_fit
 from toolkit.planner.splits import MAX_CARDS, Split
 
 CEILING_NOTE = ("decode tok/s is an upper bound from memory bandwidth alone (weights plus the "
@@ -65,13 +69,12 @@ class Candidate:
     @property
     def per_card_bytes(self) -> int:
         """What each card of the split holds (one card's need when nothing fits)."""
-        return self.need.per_card(self.split.tp, self.split.pp) if self.split else \
-            self.need.per_card()
+        return splits.per_card(self.need, self.split) if self.split else self.need.per_card()
 
     @property
     def shortfall_bytes(self) -> int:
         """What one card lacks to hold the need alone; 0 when it does."""
-        return max(0, self.need.per_card() - self.gpu.capacity_bytes)
+        return max(0, self.need.per_card() - self.gpu.usable_bytes)
 
     @property
     def replicas(self) -> int | None:
@@ -98,7 +101,8 @@ class Candidate:
         g, s, o = self.gpu, self.split, self.offer
         return {
             "slug": g.slug, "name": g.name, "vram_gb": str(g.vram_gb),
-            "capacity_bytes": g.capacity_bytes, "memory_type": g.memory_type,
+            "capacity_bytes": g.capacity_bytes, "usable_bytes": g.usable_bytes,
+            "usable_basis": g.usable_basis, "memory_type": g.memory_type,
             "memory_bandwidth_gbps": str(g.bandwidth_gbps), "interconnect": g.interconnect,
             "native_precision": self.native, "precision_note": self.precision_note,
             "fits_single_card": self.cards == 1, "cards": self.cards,
@@ -112,6 +116,7 @@ class Candidate:
             "decode_tokens_per_s_batch1": self.tokens_batch1,
             "decode_tokens_per_s_batch": self.tokens_batch,
             "decode_ceiling_reason": self.ceiling_reason,
+            "provider": o.provider if o else None,
             "cards_per_lot": o.cards_per_lot if o else None,
             "lot_holds_split": self.replicas is not None, "replicas": self.replicas,
             "price_per_lot_usd": usd(o.price_per_lot_usd) if o else None,
@@ -161,6 +166,26 @@ class Choice:
         """Cards listed apart: they lack the precision, shown upcast."""
         return [c for c in self.candidates if not c.native]
 
+    @property
+    def split_rule(self) -> str:
+        """Which splits are allowed for the need, and why."""
+        return splits.rule(self.need, _mlp(self.estimate))
+
+    @property
+    def kv_note(self) -> str | None:
+        """How a low-precision KV cache is sized on cards without that compute, or None."""
+        est = self.estimate
+        if est is None:
+            return None
+        without = sorted(c.gpu.slug for c in self.candidates if c.gpu.lacks(est.kv_precision))
+        if not without:
+            return None
+        return (f"the {est.kv_precision} KV cache is storage: runtimes keep it at "
+                f"{est.kv_precision} and convert it to {est.compute} in their attention "
+                f"kernels, which needs no {est.kv_precision} compute, so "
+                f"{', '.join(without)} (no native {est.kv_precision} in gpus.csv) are sized "
+                f"with it as is; only {est.kv_precision} weights are upcast for want of it")
+
     def as_dict(self) -> dict[str, Any]:
         """The `gpus --json` document."""
         return {
@@ -168,7 +193,8 @@ class Choice:
             "need": self.estimate.as_dict() if self.estimate else
             {"need_gb": str(Decimal(self.need.tensors_bytes) / GB_LABEL)},
             "need_bytes_one_card": self.need.per_card(), "plan_days": self.plan_days,
-            "usage": self.usage, "split_rule": splits.rule(self.need),
+            "usage": self.usage, "split_rule": self.split_rule,
+            "kv_cache_note": self.kv_note,
             "ceiling_note": CEILING_NOTE, "communication_note": splits.COMMUNICATION_NOTE,
             "gpus": [c.as_dict() for c in self.candidates],
             "margins": [m.as_dict() for m in self.margins],
@@ -208,42 +234,71 @@ def rank(catalog: Sequence[Gpu], offers: Mapping[str, Offer], *,
         if estimate is None:
             raise ValueError("give an estimate or a need")
         need = Need.from_estimate(estimate)
-    upcast: dict[tuple[str, ...], tuple[Need, str]] = {}
+    upcast: dict[str, tuple[Need, str]] = {}
+    mlp = _mlp(estimate)
     found = []
     for g in catalog:
         own, note = need, None
-        lacking = tuple(p for p in dict.fromkeys((estimate.precision, estimate.kv_precision))
-                        if g.lacks(p)) if estimate is not None else ()
-        if estimate is not None and lacking:
-            if lacking not in upcast:
-                upcast[lacking] = _upcast(estimate, lacking)
-            own, text = upcast[lacking]
-            note = f"{g.slug} has no native {' or '.join(lacking)} (gpus.csv): {text}"
-        found.append(_candidate(own, g, offers.get(g.slug), price_reason, usage, note))
+        if estimate is not None and g.lacks(estimate.precision):
+            if estimate.precision not in upcast:
+                upcast[estimate.precision] = _upcast(estimate)
+            own, text = upcast[estimate.precision]
+            note = f"{g.slug} has no native {estimate.precision} (gpus.csv): {text}"
+        offer = offers.get(g.slug)
+        lots = offer.all if offer else (None,)
+        found.append(_best([_candidate(own, g, o, price_reason, usage, note, mlp, len(lots) > 1)
+                            for o in lots], usage))
     return sorted(found, key=lambda c: (not c.native, c.cards or MAX_CARDS + 1,
                                         -c.gpu.bandwidth_gbps, c.gpu.slug))
 
 
-def _upcast(est: Estimate, lacking: tuple[str, ...]) -> tuple[Need, str]:
-    """The need with what the card lacks upcast to the compute dtype, and what that costs."""
-    changes: dict[str, str] = {}
-    if est.precision in lacking:
-        changes["precision"] = "int4" if est.workload == "qlora" else est.compute
-    if est.kv_precision in lacking:
-        changes["kv_precision"] = est.compute
-    wider = memory.again(est, **changes)
-    what = " and ".join(("weights to " + changes["precision"]) if k == "precision" else
-                        ("KV cache to " + changes["kv_precision"]) for k in changes)
-    text = (f"shown with the {what}, {gib(wider.subtotal)} GiB of tensors instead of "
-            f"{gib(est.subtotal)}; a runtime that keeps {est.precision} weights and dequantizes "
-            f"them in its kernels (weight-only) needs the smaller size but computes at the "
-            f"{est.compute} rate, not the {est.precision} one")
+def _mlp(estimate: Estimate | None) -> int | None:
+    """The MLP width a tensor-parallel degree must divide, when the model is known."""
+    return estimate.shape.intermediate if estimate is not None else None
+
+
+def _upcast(est: Estimate) -> tuple[Need, str]:
+    """The need with the weights upcast from a precision the card cannot compute in, and
+    what that costs. The KV cache is storage and is never upcast (:attr:`Choice.kv_note`)."""
+    target = "int4" if est.workload == "qlora" else est.compute
+    wider = memory.again(est, precision=target)
+    text = (f"shown with the weights to {target}, "
+            f"{gib(wider.subtotal)} GiB of tensors instead of {gib(est.subtotal)}; a runtime "
+            f"that keeps {est.precision} weights and dequantizes them in its kernels "
+            f"(weight-only) needs the smaller size but computes at the {est.compute} rate, "
+            f"not the {est.precision} one")
     return Need.from_estimate(wider), text
 
 
+def _best(found: list[Candidate], usage: str | None) -> Candidate:
+    """Of one card's candidates (one per offer), the one to show: a lot that holds the
+    split, of capacity that suits the usage when there is one (R34), the most tok/s per
+    USD, then the cheapest per replica; when no lot holds the split, the largest lot's."""
+    holding = [c for c in found if c.replicas]
+    if not holding:
+        return max(found, key=lambda c: c.offer.cards_per_lot if c.offer else 0)
+    suitable = [c for c in holding if c.offer and suits(c.offer, usage)]
+    best = min(suitable or holding, key=_value)
+    aside = [c for c in holding if c not in suitable and _value(c) < _value(best)]
+    if suitable and aside:
+        left = aside[0].offer
+        assert left is not None and left.availability is not None
+        words = USAGES[usage][0] if usage else "work whose usage is not stated (say --usage)"
+        best = replace(best, warnings=(*best.warnings, (
+            f"a cheaper {left.availability} lot ({left.seller}, "
+            f"{usd(left.price_per_lot_usd)} USD) is left aside: unsuitable for {words}")))
+    return best
+
+
+def _value(c: Candidate) -> tuple[Decimal, Decimal]:
+    """Sort key of a priced candidate: most tok/s per USD first, then cheapest per replica."""
+    assert c.budget_usd is not None and c.replicas
+    return -(c.tokens_per_usd or Decimal(0)), c.budget_usd / c.replicas
+
+
 def _candidate(need: Need, g: Gpu, offer: Offer | None, price_reason: str, usage: str | None,
-               note: str | None) -> Candidate:
-    split = splits.smallest(need, g, offer.cards_per_lot if offer else None)
+               note: str | None, mlp: int | None = None, several: bool = False) -> Candidate:
+    split = splits.smallest(need, g, offer.cards_per_lot if offer else None, mlp)
     said: list[str] = []
     if split is None:
         t1 = tb = None
@@ -258,8 +313,11 @@ def _candidate(need: Need, g: Gpu, offer: Offer | None, price_reason: str, usage
         if split is None:
             why = "not offered: no machine of the catalog holds it"
         elif split.cards > offer.cards_per_lot:
-            why = (f"not offered: {split.label} needs one machine of {split.cards} cards, a lot "
-                   f"holds {offer.cards_per_lot} (separate lots are separate machines, R33)")
+            largest = "the largest lot" if several else "a lot"
+            seller = f"{offer.seller}; " if offer.provider else ""
+            why = (f"not offered: {split.label} needs one machine of {split.cards} cards, "
+                   f"{largest} holds {offer.cards_per_lot} ({seller}separate lots are "
+                   "separate machines, R33)")
         else:
             if split.cards > 1:
                 said.append(f"the price catalog does not state how the lot's {split.cards} cards "

@@ -22,12 +22,13 @@ def lines(choice: Choice) -> list[str]:
     out += _table(choice, choice.native)
     if choice.apart:
         est = choice.estimate
-        lacking = sorted({p for c in choice.apart for p in (est.precision, est.kv_precision)
-                          if c.gpu.lacks(p)}) if est else []
-        out.append(f"not native for {' or '.join(lacking)} (listed apart, as they would run "
-                   "with it upcast):")
+        lacking = est.precision if est else ""
+        out.append(f"not native for {lacking} (listed apart, as they would run with the "
+                   "weights upcast):")
         out += _table(choice, choice.apart)
         out += [f"note: {c.precision_note}" for c in choice.apart]
+    if choice.kv_note:
+        out.append(f"note: {choice.kv_note}")
     out += _offers(choice)
     out += [f"warning: {c.gpu.slug}: {w}" for c in choice.candidates for w in c.warnings]
     out += _margins(choice)
@@ -36,7 +37,9 @@ def lines(choice: Choice) -> list[str]:
         out.append(f"tok/s: not computed ({'; '.join(reasons)})")
     out += [f"note: {CEILING_NOTE}", f"note: {splits.COMMUNICATION_NOTE}",
             "note: GiB/card = tensors split over the split's cards + runtime per card; "
-            "'short 1' = what one card lacks; VRAM as labelled (GB = GiB)",
+            "'short 1' = what one card lacks against its usable GiB; VRAM as labelled "
+            "(GB = GiB)",
+            *_usable(choice),
             "note: a split is priced only when one lot holds it; tok/s/USD = the lot's "
             f"replicas x tok/s at b={choice.need.batch} / the lot's plan price"]
     if choice.estimate is not None:
@@ -47,22 +50,24 @@ def lines(choice: Choice) -> list[str]:
 def _need(choice: Choice) -> list[str]:
     est, need = choice.estimate, choice.need
     if est is None:
-        head = [f"need: {gib(need.tensors_bytes)} GiB on one card (--need-gb)"]
+        head = [f"need: {gib(need.tensors_bytes)} GiB (--need-gb) + {gib(need.runtime_bytes)} "
+                f"GiB runtime per card = {gib(need.per_card())} GiB on one card"]
     else:
         head = [f"need: {est.shape.name}, {est.describe()}",
                 f"  tensors {gib(est.subtotal)} GiB + {est.allocator_pct}% allocator + "
                 f"{gib(RUNTIME_BYTES)} GiB runtime per card = {gib(need.per_card())} GiB on "
                 "one card"]
-    return [*head, f"  {splits.rule(need)}"]
+    return [*head, f"  {choice.split_rule}"]
 
 
 def _table(choice: Choice, candidates: Sequence[Candidate]) -> list[str]:
-    rows = [["gpu", "VRAM", "memory", "GB/s", "split", "link", "GiB/card", "short 1",
+    rows = [["gpu", "VRAM/usable", "memory", "GB/s", "split", "link", "GiB/card", "short 1",
              "tok/s b=1", f"b={choice.need.batch}", "tok/s/USD", f"{choice.plan_days}-day lot"]]
     for c in candidates:
         g = c.gpu
         rows.append([
-            g.slug, str(g.vram_gb), g.memory_type, str(g.bandwidth_gbps), c.split_label,
+            g.slug, f"{g.vram_gb}/{gib(g.usable_bytes)}", g.memory_type, str(g.bandwidth_gbps),
+            c.split_label,
             (c.split.link if c.split and c.split.link else "-"), gib(c.per_card_bytes),
             gib(c.shortfall_bytes) if c.shortfall_bytes else "-", _count(c.tokens_batch1),
             _count(c.tokens_batch),
@@ -91,7 +96,8 @@ def _offers(choice: Choice) -> list[str]:
         if c.replicas is None or c.split is None:
             out.append(f"  {c.gpu.slug}: {c.price_reason}")
             continue
-        text = (f"  {c.gpu.slug}: {usd(o.price_per_lot_usd)} USD, {o.billing_unit}; "
+        seller = f" from provider {o.provider}" if o.provider else ""
+        text = (f"  {c.gpu.slug}: {usd(o.price_per_lot_usd)} USD{seller}, {o.billing_unit}; "
                 f"{o.availability_text}; {o.extras_text()}")
         if c.tokens_per_usd is not None:
             copies = "replica" if c.replicas == 1 else "replicas"
@@ -99,6 +105,18 @@ def _offers(choice: Choice) -> list[str]:
                      f"at b={choice.need.batch} = {c.tokens_per_usd:.3f} tok/s per USD")
         out.append(text)
     return out
+
+
+def _usable(choice: Choice) -> list[str]:
+    """Which figure each card is fitted against: the total it reports, or the label less
+    the driver's reserve."""
+    by_basis: dict[str, list[str]] = {}
+    for c in choice.candidates:
+        basis = "reported total (gpus.csv usable_mib, with its source)" \
+            if c.gpu.usable_mib is not None else c.gpu.usable_basis
+        by_basis.setdefault(basis, []).append(c.gpu.slug)
+    return [f"note: usable GiB (what a card must hold) = {basis}: {', '.join(sorted(slugs))}"
+            for basis, slugs in sorted(by_basis.items())]
 
 
 def _margins(choice: Choice) -> list[str]:

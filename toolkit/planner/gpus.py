@@ -3,7 +3,11 @@
 Reads ``tariffs/gpus.csv``: memory, bandwidth, precision support (``fp8``,
 ``int8``, ``fp4``), interconnect, the PCIe link, and the names
 ``torch.cuda.get_device_name()`` gives such a card (:func:`identify` checks a
-device against its row). What a card costs is the price catalog's business
+device against its row). A model must fit the memory a card reports, not its
+label: the optional ``usable_mib`` column holds the total a device reports
+(``nvidia-smi --query-gpu=memory.total``) with its source in ``usable_source``;
+without it, the label less :data:`DRIVER_RESERVE_PCT` is taken
+(:attr:`Gpu.usable_bytes`). What a card costs is the price catalog's business
 (:mod:`toolkit.planner.offers`); how a model is laid out over cards is
 :mod:`toolkit.planner.splits`'s. Stdlib only.
 """
@@ -24,6 +28,8 @@ from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 GB_LABEL = 2**30
 #: Share of a card's memory the driver may keep for itself: torch reports that much less.
 DRIVER_RESERVE_PCT = 8
+#: MiB, the unit nvidia-smi reports memory.total in.
+MIB = 2**20
 #: A device may report a little more than its label (rounding of the label).
 LABEL_ROUNDING_PCT = 2
 
@@ -60,11 +66,30 @@ class Gpu:
     notes: str
     device_names: tuple[str, ...] = ()
     pcie: str = ""
+    usable_mib: int | None = None  # None: gpus.csv has no reported total for the card
+    usable_source: str = ""
 
     @property
     def capacity_bytes(self) -> int:
-        """Memory of one card in bytes (the label's GB are GiB)."""
+        """Memory of one card in bytes as labelled (the label's GB are GiB)."""
         return int(self.vram_gb * GB_LABEL)
+
+    @property
+    def usable_bytes(self) -> int:
+        """What a model may fill: the total the device reports, else the label less the
+        driver's reserve (an H100 labelled 80 GB reports 81,559 MiB, an L40S with ECC on
+        46,068 MiB of its 48)."""
+        if self.usable_mib is not None:
+            return self.usable_mib * MIB
+        return self.capacity_bytes * (100 - DRIVER_RESERVE_PCT) // 100
+
+    @property
+    def usable_basis(self) -> str:
+        """Which figure :attr:`usable_bytes` is, in words."""
+        if self.usable_mib is not None:
+            return f"{self.usable_mib:,} MiB reported total ({self.usable_source})"
+        return (f"label less {DRIVER_RESERVE_PCT}% (no reported total in gpus.csv: driver "
+                "reserve and ECC assumed)")
 
     @property
     def pcie_only(self) -> bool:
@@ -138,6 +163,7 @@ def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
                                "number", hint="leave the cell empty (not 0) where the vendor "
                                "states no figure, and say so in notes")
     assert nums["vram_gb"] is not None and nums["memory_bandwidth_gbps"] is not None
+    usable, usable_source = _usable(path, line, row)
     names = tuple(n.strip() for n in (row.get("device_names") or "").split(";") if n.strip())
     return Gpu(row["slug"].strip(), row["name"].strip(), nums["vram_gb"],
                row["memory_type"].strip(), nums["memory_bandwidth_gbps"],
@@ -145,7 +171,23 @@ def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
                nums["bf16_dense_tflops"], nums["fp8_dense_tflops"], row["fp8"].strip(),
                row["int8"].strip(), row["fp4"].strip(), row["source"].strip(),
                row["source_date"].strip(), (row.get("notes") or "").strip(), names,
-               (row.get("pcie") or "").strip())
+               (row.get("pcie") or "").strip(), usable, usable_source)
+
+
+def _usable(path: Path, line: int, row: Mapping[str, str]) -> tuple[int | None, str]:
+    """The optional reported total in MiB and its source; both or neither."""
+    text = (row.get("usable_mib") or "").strip()
+    source = (row.get("usable_source") or "").strip()
+    if not text:
+        return None, source
+    if not text.isdigit() or int(text) <= 0:
+        raise CatalogError(f"{path}, line {line}, column usable_mib: {text!r} is not a whole "
+                           "number of MiB", hint="nvidia-smi's memory.total, e.g. 81559; leave "
+                           "it empty when no device report is at hand")
+    if not source:
+        raise CatalogError(f"{path}, line {line}, column usable_source: empty",
+                           hint="say where the reported total was read (an nvidia-smi output)")
+    return int(text), source
 
 
 def identify(slug: str, device_name: str, total_memory_bytes: int | None,

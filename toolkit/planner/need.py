@@ -62,5 +62,7 @@ class Need:
 
     @classmethod
     def from_gb(cls, gb: Decimal) -> Need:
-        """A total need given in the GB of the card labels (GiB)."""
-        return cls(int(gb * GB_LABEL), 0, ceiling_reason="no model sizes (--need-gb)")
+        """A total need given in the GB of the card labels (GiB): the tensors; each card of
+        a split also holds a runtime, as for a model."""
+        return cls(int(gb * GB_LABEL), RUNTIME_BYTES,
+                   ceiling_reason="no model sizes (--need-gb)")

@@ -8,13 +8,14 @@ converted. Three optional columns of the same CSV, which the tariff rules
 ignore and keep on each plan (``Plan.extra``), say more when a catalog has
 them: ``availability`` (``on-demand``, ``reserved``, ``spot`` or
 ``interruptible``), ``storage_usd_per_gb_month`` and ``egress_usd_per_gb``.
-Whether interruptible capacity suits the work is :func:`usage_fit`'s answer.
+A ``provider`` column, when there is one, names who sells the lot. Whether
+interruptible capacity suits the work is :func:`usage_fit`'s answer.
 Stdlib only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -45,6 +46,21 @@ class Offer:
     availability: str | None = None  # None: the catalog does not say
     storage_usd_per_gb_month: Decimal | None = None
     egress_usd_per_gb: Decimal | None = None
+    provider: str | None = None  # None: the catalog does not say
+    #: The card's other offers for the plan (other providers, lot sizes, availabilities).
+    others: tuple[Offer, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def all(self) -> tuple[Offer, ...]:
+        """This offer and the card's others."""
+        return (self, *self.others)
+
+    @property
+    def seller(self) -> str:
+        """Who sells the lot, and its size: ``provider B, lot of 2 cards``."""
+        cards = "card" if self.cards_per_lot == 1 else "cards"
+        lot = f"lot of {self.cards_per_lot} {cards}"
+        return f"provider {self.provider}, {lot}" if self.provider else lot
 
     @property
     def billing_unit(self) -> str:
@@ -77,6 +93,13 @@ class Offer:
         return ", ".join(parts)
 
 
+def suits(offer: Offer, usage: str | None) -> bool:
+    """False for interruptible capacity unless the usage tolerates an interruption; an
+    unstated usage is not assumed to (R34: spot is for fault-tolerant batch work and
+    checkpointed fine-tuning, not always-on endpoints)."""
+    return not offer.interruptible or (usage is not None and USAGES[usage][1])
+
+
 def usage_fit(offer: Offer, usage: str | None) -> str | None:
     """A warning when the offer's availability does not suit the usage, else None.
 
@@ -100,27 +123,43 @@ def usage_fit(offer: Offer, usage: str | None) -> str | None:
 
 
 def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str, Offer], str]:
-    """The newest USD offer per GPU slug for a plan, and the reason a card has none.
+    """Each GPU slug's USD offers for a plan, and the reason a card has none.
 
     The prices are read by :func:`toolkit.money.tariffs.load_catalog` (default:
     the shipped catalog); a missing file is not an error, every card then has no price.
-    Two providers' offers of the same date: the cheaper one.
+    One offer per provider, lot size and availability: its newest row, the cheaper of
+    two of the same date; a newer row replaces only that offer, so a newer spot price
+    never hides an on-demand one. The offer returned per slug is the newest and
+    cheapest; :attr:`Offer.others` holds the rest, for :mod:`choice` to pick the lot
+    that holds a split and suits the usage.
     """
     if path is not None and not path.is_file():
         return {}, f"no price in catalog ({path.name} not found)"
     plans = tariffs.load_catalog(path, path.name if path else None).plans
     extras = [_extras(plan) for plan in plans]  # every row checked, whatever the plan length
-    offers: dict[str, Offer] = {}
+    newest: dict[tuple[str, str | None, int, str | None], Offer] = {}
     for plan, (state, storage, egress) in zip(plans, extras, strict=True):
         if plan.plan_days != plan_days or plan.currency != "USD":
             continue
-        known = offers.get(plan.gpu_slug)
+        provider = plan.provider.strip() or None
+        key = (plan.gpu_slug, provider, plan.cards_per_lot, state)
+        known = newest.get(key)
         if known is None or (plan.catalog_date, -plan.price_per_lot_usd) >= (
                 known.catalog_date, -known.price_per_lot_usd):
-            offers[plan.gpu_slug] = Offer(plan.gpu_slug, plan.cards_per_lot,
-                                          plan.price_per_lot_usd, plan.plan_days,
-                                          plan.catalog_date, state, storage, egress)
-    return offers, "no price in catalog"
+            newest[key] = Offer(plan.gpu_slug, plan.cards_per_lot, plan.price_per_lot_usd,
+                                plan.plan_days, plan.catalog_date, state, storage, egress,
+                                provider)
+    by_slug: dict[str, list[Offer]] = {}
+    for offer in newest.values():
+        by_slug.setdefault(offer.gpu_slug, []).append(offer)
+    return {slug: _first_with_others(found) for slug, found in by_slug.items()}, \
+        "no price in catalog"
+
+
+def _first_with_others(found: list[Offer]) -> Offer:
+    """The newest, cheapest offer, carrying the others in that order."""
+    order = sorted(found, key=lambda o: (o.catalog_date, -o.price_per_lot_usd), reverse=True)
+    return replace(order[0], others=tuple(order[1:]))
 
 
 Extras = tuple[str | None, Decimal | None, Decimal | None]

@@ -2,10 +2,12 @@
 
 A model split over several cards needs them in one machine: separately rented
 lots are separate machines, and summing them says nothing of how they would
-talk. A split is a tensor-parallel degree (which must divide the attention
-heads and the KV heads) times a number of pipeline stages (each holding a
-block of layers), over the machine's link: NVLink where the card has it, else
-PCIe. Machines are taken with 1, 2, 4 or 8 cards, or a priced lot's own count.
+talk. A split is a tensor-parallel degree times a number of pipeline stages
+(each holding a block of layers), over the machine's link: NVLink where the
+card has it, else PCIe. The degree divides the attention heads and the MLP
+width, and either divides the KV heads or is a multiple of them: then each KV
+head is replicated on degree / KV heads cards, which costs KV-cache memory
+(:func:`per_card`). Machines are taken with 1, 2, 4 or 8 cards, or a priced lot's own count.
 
 The decode ceiling is an upper bound: per-card memory bandwidth over the bytes
 each card reads per step, plus the all-reduce volume over the link; latency is
@@ -60,30 +62,39 @@ class Split:
         return " x ".join(parts)
 
 
-def degrees(need: Need) -> tuple[int, ...]:
-    """Tensor-parallel degrees allowed: those dividing both the heads and the KV heads."""
+def degrees(need: Need, intermediate: int | None = None) -> tuple[int, ...]:
+    """Tensor-parallel degrees allowed: those dividing the heads and the MLP width
+    ``intermediate`` (when known), that divide the KV heads or are a multiple of them."""
     if need.heads is None or need.kv_heads is None:
         return ASSUMED_DEGREES
+    kv = need.kv_heads
     return tuple(t for t in range(1, MAX_CARDS + 1)
-                 if need.heads % t == 0 and need.kv_heads % t == 0)
+                 if need.heads % t == 0 and (kv % t == 0 or t % kv == 0)
+                 and (intermediate is None or intermediate % t == 0))
 
 
-def rule(need: Need) -> str:
+def rule(need: Need, intermediate: int | None = None) -> str:
     """One line saying which splits are allowed, and why."""
     if need.heads is None or need.kv_heads is None:
         return ("splits: no model sizes, so tensor-parallel degrees 1, 2, 4, 8 are assumed; "
                 "give the model to check that they divide its heads and KV heads")
-    allowed = ", ".join(map(str, degrees(need)))
-    return (f"splits: tensor-parallel degrees divide {need.heads} heads and {need.kv_heads} KV "
-            f"heads ({allowed}); beyond, pipeline stages of {need.layers} layers; one machine "
-            f"of at most {MAX_CARDS} cards")
+    allowed = degrees(need, intermediate)
+    mlp = f" and the MLP width {intermediate}" if intermediate is not None else ""
+    copied = [t for t in allowed if t > need.kv_heads]
+    replicas = (f"; at TP {', '.join(map(str, copied))} each KV head is replicated on "
+                "TP / KV heads cards (its KV cache counted on each)") if copied else ""
+    return (f"splits: tensor-parallel degrees divide {need.heads} heads{mlp}, and divide "
+            f"{need.kv_heads} KV heads or are a multiple of them "
+            f"({', '.join(map(str, allowed))}){replicas}; beyond, pipeline stages of "
+            f"{need.layers} layers; one machine of at most {MAX_CARDS} cards")
 
 
-def split_of(need: Need, gpu: Gpu, cards: int) -> Split | None:
+def split_of(need: Need, gpu: Gpu, cards: int, intermediate: int | None = None) \
+        -> Split | None:
     """The split of ``cards`` cards in one machine: the largest allowed tensor-parallel
     degree dividing ``cards``, the rest as pipeline stages; None if no layers are left
     for a stage."""
-    tp = max(t for t in degrees(need) if cards % t == 0)
+    tp = max(t for t in degrees(need, intermediate) if cards % t == 0)
     pp = cards // tp
     if need.layers is not None and pp > need.layers:
         return None
@@ -91,17 +102,37 @@ def split_of(need: Need, gpu: Gpu, cards: int) -> Split | None:
     return Split(tp, pp, link, gbps)
 
 
-def smallest(need: Need, gpu: Gpu, lot_cards: int | None = None) -> Split | None:
-    """The smallest machine's split that holds the need on every card; None beyond
-    :data:`MAX_CARDS`. Sizes are :data:`MACHINE_SIZES` and the card's lot size."""
+def smallest(need: Need, gpu: Gpu, lot_cards: int | None = None,
+             intermediate: int | None = None) -> Split | None:
+    """The smallest machine's split that holds the need on every card (against the memory
+    the card reports, :attr:`Gpu.usable_bytes`); None beyond :data:`MAX_CARDS`. Sizes are
+    :data:`MACHINE_SIZES` and the card's lot size."""
     sizes = set(MACHINE_SIZES)
     if lot_cards is not None and lot_cards <= MAX_CARDS:
         sizes.add(lot_cards)
     for cards in sorted(sizes):
-        split = split_of(need, gpu, cards)
-        if split is not None and need.per_card(split.tp, split.pp) <= gpu.capacity_bytes:
+        split = split_of(need, gpu, cards, intermediate)
+        if split is not None and per_card(need, split) <= gpu.usable_bytes:
             return split
     return None
+
+
+def per_card(need: Need, split: Split) -> int:
+    """Bytes one card of the split holds: its share of the tensors and its runtime, plus,
+    when the degree exceeds the KV heads, the KV cache of the head it holds a copy of."""
+    return need.per_card(split.tp, split.pp) + _replicated_kv(need, split)
+
+
+def _replicated_kv(need: Need, split: Split) -> int:
+    """What KV-head replication adds to a card: its head's KV cache (with the allocator
+    margin) less the even share :meth:`Need.per_card` already counts."""
+    kv = need.kv_heads
+    if kv is None or split.tp <= kv or need.kv_per_sequence is None:
+        return 0
+    cache = Fraction(need.kv_per_sequence * need.batch * (100 + (need.allocator_pct or 0)), 100)
+    if split.pp > 1 and need.layers:
+        cache *= Fraction(math.ceil(need.layers / split.pp), need.layers)
+    return math.ceil(cache / kv - cache / split.tp)
 
 
 def _link(gpu: Gpu, cards: int) -> tuple[str, Decimal | None]:
@@ -155,9 +186,12 @@ def decode_ceiling(need: Need, gpu: Gpu, split: Split) -> tuple[int | None, int 
 
 
 def _tokens(need: Need, gpu: Gpu, split: Split, batch: int) -> int:
-    read = need.weights_bytes or 0
-    read += batch * (need.kv_per_sequence or 0)
-    step = Fraction(read) / (split.tp * Fraction(gpu.bandwidth_gbps) * 10**9)
+    # A card reads its share of the weights and the KV heads it holds (one, replicated,
+    # when the degree exceeds them).
+    kv_cards = min(split.tp, need.kv_heads) if need.kv_heads else split.tp
+    read = Fraction(need.weights_bytes or 0, split.tp)
+    read += Fraction(batch * (need.kv_per_sequence or 0), kv_cards)
+    step = read / (Fraction(gpu.bandwidth_gbps) * 10**9)
     if split.cards > 1 and split.link_gbps is not None:
         state = batch * (need.hidden or 0) * need.compute_bytes
         sent = Fraction(2 * (need.layers or 0) * 2 * (split.tp - 1) * state, split.tp)
