@@ -121,6 +121,15 @@ def test_summary_names_what_limits_a_variant() -> None:
         variant("b1-fp32", 1))
     assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte, under the " \
            "machine's balance of 20" in bound.limited_by
+    # Generation: each decode step computes one new token per row, whatever the prompts.
+    decoding = utilisation.of_variant(
+        [attempt("a1", utilisation=0.05, padding_waste=0.1, padded_tokens=None,
+                 generated_tokens=640, manifest_id="m2")],
+        {"m2": {"matmul_peak_flops": 2e11, "fp32_matmul_peak_flops": 2e11,
+                "memory_bandwidth_bytes_s": 1e10}},
+        variant("g8-fp32", 8))
+    assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte" \
+        in decoding.limited_by
 
 
 def test_a_real_attempt_records_flops_utilisation_and_the_probe(tmp_path: Path) -> None:

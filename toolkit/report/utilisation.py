@@ -10,7 +10,8 @@ naming what limits it, from the figures beside it (each rule states its threshol
   of fp32 on the same machine (e.g. bf16 without bf16 matrix units);
 * **memory bound**: the batches' arithmetic intensity on the weights (2 FLOPs per
   parameter per token: ``2 * tokens per batch / bytes per parameter`` FLOP per byte) is
-  under the machine's balance (measured peak / measured copy bandwidth);
+  under the machine's balance (measured peak / measured copy bandwidth); a generation
+  step computes one token per row, so decoding at small batches is memory bound;
 * **batch too small**: fewer than :data:`SMALL_BATCH` rows a batch and the padded-token
   utilisation under :data:`LOW_UTILISATION`;
 * otherwise the gap is work outside the matrix products (attention kernels, elementwise
@@ -113,6 +114,10 @@ def _limits(successes: Sequence[Mapping[str, Any]], manifests: Mapping[Any, Mapp
 
 
 def _tokens_per_batch(attempt: Mapping[str, Any], batch: float | None) -> float | None:
+    """Tokens a forward pass computes: a classification batch's padded tokens; in a
+    generation attempt, one new token per row at each decode step (decode dominates)."""
+    if _number(attempt.get("generated_tokens")) is not None:
+        return batch
     padded, items = _number(attempt.get("padded_tokens")), _number(attempt.get("expected_ids"))
     if padded is None or not items or not batch:
         return None

@@ -32,13 +32,19 @@ MANIFEST_COLUMNS = ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandw
 
 @dataclass
 class Tally:
-    """Token counts of a batched pass: sequences, real and padded tokens and squares."""
+    """Token counts of a batched pass: sequences, real and padded tokens and squares.
+
+    A generation window counts forward passes as sequences and query-key pairs as squares
+    (:func:`toolkit.runner.flops.generation_passes`); its batch runs more passes than its
+    outputs need (rows that ended early keep decoding), hence ``padded_sequences``, which
+    is ``sequences`` when None."""
 
     sequences: int = 0
     real_tokens: int = 0
     padded_tokens: int = 0
     real_squares: int = 0
     padded_squares: int = 0
+    padded_sequences: int | None = None
 
 
 @dataclass
@@ -88,7 +94,9 @@ def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
         why = reason or "no tokens counted"
         return {name: (None, why) for name in ATTEMPT_COLUMNS}
     real = cost.total(tally.sequences, tally.real_tokens, tally.real_squares)
-    padded = cost.total(tally.sequences, tally.padded_tokens, tally.padded_squares)
+    padded_sequences = tally.sequences if tally.padded_sequences is None \
+        else tally.padded_sequences
+    padded = cost.total(padded_sequences, tally.padded_tokens, tally.padded_squares)
     assert measured_s is not None
     cells["real_flops"] = (float(real), None)
     cells["padded_flops"] = (float(padded), None)

@@ -136,6 +136,18 @@ class Output:
     truncated: bool
 
 
+@dataclass(frozen=True)
+class GeneratedBatch:
+    """The sizes of one ``generate`` call that its computed FLOPs depend on
+    (:mod:`toolkit.runner.flops`): every row runs every step, ended or not."""
+
+    rows: int
+    #: The prompts' padded width.
+    width: int
+    #: Tokens generated per row: the batch's longest output before its end-of-sequence cut.
+    steps: int
+
+
 @dataclass
 class GenerationWindow:
     """What the measured window produced so far (kept when it fails midway)."""
@@ -148,6 +160,7 @@ class GenerationWindow:
     #: Generated tokens after each output's first (what decode_s produced).
     decode_tokens: int = 0
     kv_cache_peak_bytes: int | None = None
+    batches: list[GeneratedBatch] = field(default_factory=list)
 
     @property
     def prompt_tokens(self) -> int:
@@ -287,6 +300,7 @@ def run_window(lm: LoadedLM, variant: dict[str, Any], rule: DecodingRule,
                 **extra)
             width = ids.shape[1]
             new_rows = out.sequences[:, width:].tolist()
+            window.batches.append(GeneratedBatch(len(rows), width, len(new_rows[0])))
             kv = cache_bytes(getattr(out, "past_key_values", None))
             if kv is not None:
                 window.kv_cache_peak_bytes = max(kv, window.kv_cache_peak_bytes or 0)

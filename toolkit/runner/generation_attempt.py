@@ -20,7 +20,10 @@ Beside the classification columns the row fills the generation ones: prompt and 
 tokens, time to first token, decode tokens/s, the KV cache's peak, and decode tokens/s as
 a fraction of the bandwidth ceiling (catalog bandwidth on a GPU, the peak probe's copy
 bandwidth on a CPU) for the planner's bytes per step (weights + KV cache at the run's batch
-and lengths). What cannot be known is empty with its reason (R12).
+and lengths). The FLOP columns are the classification attempt's (:mod:`toolkit.runner.achieved`)
+over the decoder's generation count (:mod:`toolkit.runner.flops`): each output's prefill and
+decode steps as real FLOPs, each batch's as padded. What cannot be known is empty with its
+reason (R12).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from toolkit.runner import (
     decoding,
     environment,
     evaluation,
+    flops,
     generation,
     probes,
     reproducibility,
@@ -188,8 +192,8 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     put("truncated", truncated, None if truncated is not None else
         partial or "prompts not tokenised")
     file_cells(put, predictions_rel, predictions_sha)
-    for name in achieved.ATTEMPT_COLUMNS:
-        put(name, None, "generation attempt: the FLOP count covers classification only")
+    for name, (value, why) in _work(run, lm, window, probed, probe_cells).items():
+        put(name, value, why)
     _generation_cells(put, window, partial, device, lm, variant, rule, probed)
     if predictions_rel:
         notes.append(f"predictions: {predictions_rel}")
@@ -217,6 +221,43 @@ def _failure_note(run: AttemptRun, error: BaseException,
     if run.broken and run.shared:
         run.guard.stop_campaign()
     return f"{kind} {where}: {error_text(error)}"
+
+
+def _work(run: AttemptRun, lm: generation.LoadedLM | None,
+          window: generation.GenerationWindow, probed: Any,
+          probe_cells: dict[str, achieved.Cell] | None) -> dict[str, achieved.Cell]:
+    """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
+    the measured window's generation (runner.flops), against the peak probed after it."""
+    measured = run.spans.get("measured")
+    measured_s = measured.host_s if measured is not None else None
+    status = run.status
+    unfinished = (None if status == "completed" and measured_s else
+                  f"{status} after {len(window.outputs)} prompts: FLOPs cover a whole "
+                  "corpus only")
+    peak_reason = None
+    if probed is None:
+        peak_reason = (probe_cells["matmul_peak_flops"][1] if probe_cells is not None else
+                       f"not probed: the attempt ended {status} (the probe runs after a "
+                       "completed one)")
+    cost, cost_reason = (flops.cost_of(lm.module, generating=True) if lm is not None
+                         else (None, "model not loaded"))
+    return achieved.work(cost, cost_reason, flop_tally(window), measured_s, unfinished,
+                         run.spec.variant, probed, peak_reason)
+
+
+def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
+    """The window's passes: the real ones each output needs, the padded ones each batch ran
+    (every row to the batch's last step, from its padded width)."""
+    real = [flops.generation_passes(o.prompt_tokens, len(o.token_ids))
+            for o in window.outputs]
+    padded = [(b.rows, flops.generation_passes(b.width, b.steps)) for b in window.batches]
+    return achieved.Tally(
+        sequences=sum(p.forwards for p in real),
+        real_tokens=sum(p.tokens for p in real),
+        padded_tokens=sum(rows * p.tokens for rows, p in padded),
+        real_squares=sum(p.pairs for p in real),
+        padded_squares=sum(rows * p.pairs for rows, p in padded),
+        padded_sequences=sum(rows * p.forwards for rows, p in padded))
 
 
 def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
