@@ -25,6 +25,12 @@ def _invoke(*args: object) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
+def _refused(result: Result) -> list[str]:
+    """The lines of a refusal: the command exited 1 and said this on stderr."""
+    assert result.exit_code == 1, result.output
+    return result.stderr.splitlines()
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -44,8 +50,7 @@ def test_a_report_folder_that_cannot_be_created_saves_nothing(book: Path,
     folder = tmp_path / "a-file" / "report"
     before = _sha256(book)
     result = _invoke("report", book, "--no-png", "--out", folder)
-    assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
+    assert _refused(result) == [
         f"error: {folder}: cannot create the report folder (Not a directory); the workbook "
         "is unchanged",
         "  what to do: a part of that path is a file, not a folder: give --out another folder, "
@@ -74,8 +79,7 @@ def test_a_full_disk_while_writing_the_report_folder_is_a_message_not_a_tracebac
 
     monkeypatch.setattr(reporting, "write_text", full_disk)
     result = _invoke("report", book, "--no-png")
-    assert result.exit_code == 1
-    assert result.stderr.splitlines() == [
+    assert _refused(result) == [
         f"error: {csv}: No space left on device (files already written stay whole; none is "
         "half-written)",
         "  what to do: free disk space or fix the permission, then run the command again "
