@@ -124,3 +124,73 @@ def test_merging_a_workbook_into_itself_is_a_usage_error(two_boxes: tuple[Path, 
     result = _invoke("merge", main, main)
     assert result.exit_code == 2
     assert "is this workbook's own journal" in result.stderr
+
+
+def _rewrite_journal(book: Path, change: object) -> None:
+    entries = journal.read(book)
+    change(entries[0]["attempt"])  # type: ignore[operator]
+    book.with_name("campaign.journal.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+
+
+def test_a_journal_line_edited_after_its_row_was_sealed_is_refused(
+        two_boxes: tuple[Path, Path], tmp_path: Path) -> None:
+    """The other copy's journal is checked against its own sealed workbook: a faster time
+    typed into the journal alone never joins this campaign."""
+    main, other = _copy(two_boxes, tmp_path)
+    _rewrite_journal(other, lambda a: a.update(measured_s=0.001))
+    before = main.read_bytes()
+    result = _invoke("merge", main, other)
+    assert result.exit_code == 1
+    assert "the other copy does not hold together: Attempts!2" in result.stderr
+    assert main.read_bytes() == before
+
+
+def test_a_predictions_path_out_of_the_folder_is_refused(two_boxes: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    (tmp_path / "escape.jsonl").write_text("{}\n", encoding="utf-8")
+    _rewrite_journal(other, lambda a: a.update(predictions_path="../escape.jsonl"))
+    before = main.read_bytes()
+    result = _invoke("merge", main, other)
+    assert result.exit_code == 1
+    assert ("predictions path '../escape.jsonl' leaves the campaign folder (absolute, or "
+            "through '..')") in result.stderr
+    assert main.read_bytes() == before and len(journal.read(main)) == 1
+
+
+def test_an_attempt_excluded_on_the_other_copy_stays_excluded(two_boxes: tuple[Path, Path],
+                                                              tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    excluded = attempts(other)[0]["attempt_id"]
+    assert _invoke("exclude", other, excluded, "--reason",
+                   "host maintenance during the run, ticket 12").exit_code == 0
+    assert _invoke("merge", main, other).exit_code == 0
+    row = next(a for a in attempts(main) if a["attempt_id"] == excluded)
+    assert (row["excluded"], row["exclusion_reason"]) == (
+        "yes", "host maintenance during the run, ticket 12")
+
+
+def test_attempts_run_before_this_copy_was_amended_join_as_pre_amendment(
+        two_boxes: tuple[Path, Path], tmp_path: Path) -> None:
+    main, other = _copy(two_boxes, tmp_path)
+    book = store.read(main)
+    book.forms["Protocol"]["threshold"] = 0.65
+    store.save(book, main)
+    assert _invoke("amend", main, "--reason", "raise the threshold").exit_code == 0
+    assert _invoke("merge", main, other).exit_code == 0
+    merged = attempts(other)[0]["attempt_id"]
+    row = next(a for a in attempts(main) if a["attempt_id"] == merged)
+    assert row["pre_amendment"] == "yes"
+    assert _invoke("validate", main).exit_code == 0
+
+
+@pytest.mark.parametrize(("path", "inside"), [
+    ("campaign_predictions/a001.jsonl", True), ("../escape.jsonl", False),
+    ("/etc/passwd", False), ("a/../../b.jsonl", False), ("C:\\temp\\x.jsonl", False),
+    ("..\\escape.jsonl", False)])
+def test_only_paths_inside_the_folder_are_written(path: str, inside: bool) -> None:
+    """The rule merge and the Ray driver apply to a recorded predictions path."""
+    from toolkit.evidence.merge import inside_folder
+
+    assert inside_folder(path) is inside

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolkit import __version__
 from toolkit.errors import ToolkitError
-from toolkit.evidence import journal
+from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
@@ -114,6 +114,11 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
         for record in plan.records:
             journal.append(workbook, record)
         add_records(edit.data, missing_records(edit.data, plan.records))
+        for record in plan.records:  # excluded there (R14): excluded here, with its reason
+            attempt_id = str(record["attempt"].get("attempt_id"))
+            if attempt_id in plan.exclusions:
+                audit.exclude(edit.data, attempt_id, plan.exclusions[attempt_id]
+                              or "excluded on the other copy (no reason recorded there)")
         lock = current_lock(edit.data)
         edit.data.append("Audit", {
             "at": now_text(), "action": "merge",

@@ -44,6 +44,7 @@ from toolkit.cluster import bundle, labels, task
 from toolkit.cluster.workers import NODE_ENVIRONMENT
 from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import journal
+from toolkit.evidence.merge import inside_folder
 from toolkit.plumbing.atomic import write_bytes
 from toolkit.plumbing.clock import now_text
 from toolkit.runner.campaign import KILL_GRACE_S, Books, Campaign, reference_attempt
@@ -316,6 +317,11 @@ class RayExecutor:
         record: dict[str, Any] = payload["record"]
         row = record["attempt"]
         data: bytes | None = payload.get("predictions")
+        if data is not None and not inside_folder(str(row.get("predictions_path"))):
+            note = (f"interrupted: the node named the predictions path "
+                    f"{row.get('predictions_path')!r}, outside the campaign folder: nothing "
+                    "written; its slot runs again on --resume")
+            return fallback_record(entry.spec, "interrupted", 0, note, None, entry.started_at)
         if data is not None:
             sha = hashlib.sha256(data).hexdigest()
             if sha != row.get("predictions_sha256") or sha != payload["predictions_sha256"]:

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit import layout
 from toolkit.evidence import chain
+from toolkit.evidence.protocol import current_lock
 from toolkit.workbook.model import WorkbookData
 
 
@@ -40,9 +42,11 @@ def add_records(data: WorkbookData, records: Iterable[dict[str, Any]]) -> tuple[
     """Append the records' attempt and manifest rows to ``data``; return the counts added.
 
     Manifest rows are added once per ``manifest_id``; the new attempt rows are
-    sealed into the chain (``row_sha256``).
+    sealed into the chain (``row_sha256``); one run under a protocol other than the current
+    lock is marked ``pre_amendment`` (an unchained cell).
     """
     manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
+    lock = current_lock(data)
     added: set[str] = set()
     added_attempts = added_manifests = 0
     for entry in records:
@@ -53,6 +57,10 @@ def add_records(data: WorkbookData, records: Iterable[dict[str, Any]]) -> tuple[
             added_manifests += 1
         row = dict(entry["attempt"])
         row["row_sha256"] = None
+        if lock is not None and row.get("protocol_sha256") not in (None, lock.sha256):
+            # Run under a protocol amended since (a copy merged late, a record ingested
+            # after an amendment): out of the statistics, as amend marks the rows it finds.
+            row["pre_amendment"] = layout.YES
         data.append("Attempts", row)
         added.add(str(row["attempt_id"]))
         added_attempts += 1

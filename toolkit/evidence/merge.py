@@ -3,9 +3,11 @@
 Two copies of one locked campaign folder run on two boxes (an RTX 4090 here, a
 B200 there). :func:`plan` reads the other copy's journal and predictions and
 decides, without writing anything, what joins this workbook: every finished
-attempt this campaign lacks, each checked (a protocol this workbook locked,
-its predictions file present with the recorded SHA-256). An id this campaign
-already holds with the same record is skipped (merging twice adds nothing);
+attempt this campaign lacks, each checked (the other copy's journal against its own
+sealed workbook, a protocol this workbook locked, its predictions file inside the
+folder and present with the recorded SHA-256); the other copy's exclusions come
+along. An id this campaign already holds with the same record is skipped (merging
+twice adds nothing);
 with other content it is a conflict, never an overwrite. Any problem refuses
 the whole merge. The locked read-change-save that adds the records and logs
 the merge in Audit is :func:`toolkit.editing.merge`.
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from toolkit import layout
 from toolkit.errors import EvidenceInvalid, UsageError
 from toolkit.evidence import journal
+from toolkit.evidence.integrity import record_checks
 from toolkit.plumbing.digests import file_sha256
+from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 JOURNAL_SUFFIX = ".journal.jsonl"
@@ -38,6 +43,8 @@ class MergePlan:
     files: list[tuple[Path, Path]] = field(default_factory=list)
     already: int = 0
     problems: list[str] = field(default_factory=list)
+    #: Attempts the other copy excluded (id -> its reason): they stay excluded here.
+    exclusions: dict[str, str] = field(default_factory=dict)
 
     @property
     def hosts(self) -> list[str]:
@@ -70,6 +77,7 @@ def plan(main: Path, data: WorkbookData, other: Path,
     workbook_of_source = source.with_name(source.name[:-len(JOURNAL_SUFFIX)] + ".xlsx")
     result = MergePlan(source, source.parent, file_sha256(source))
     records = [r for r in journal.read(workbook_of_source) if r.get("format") == journal.FORMAT]
+    result.problems += _other_copy_problems(workbook_of_source, result)
     locks = {str(r.get("protocol_sha256")) for r in data.tables["Audit"]
              if r.get("action") in ("lock", "amend")}
     known = {str(r["attempt"].get("attempt_id")): r for r in main_records
@@ -110,6 +118,10 @@ def _consider(result: MergePlan, record: Mapping[str, Any], locks: set[str],
                                "workbook never locked: merge only copies of this campaign")
         return
     path, digest = attempt.get("predictions_path"), attempt.get("predictions_sha256")
+    if path and not inside_folder(str(path)):
+        result.problems.append(f"{attempt_id}: predictions path {path!r} leaves the campaign "
+                               "folder (absolute, or through '..'): the runner never writes one")
+        return
     if path:
         source_file = result.source_folder / str(path)
         if not source_file.is_file():
@@ -130,6 +142,28 @@ def _consider(result: MergePlan, record: Mapping[str, Any], locks: set[str],
         if not target.exists():
             result.files.append((source_file, target))
     result.records.append(dict(record))
+
+
+def inside_folder(relative: str) -> bool:
+    """Whether a recorded predictions path stays inside the campaign's folder, as every path
+    the runner records does (relative, no '..'): a copied record never writes elsewhere."""
+    path = PurePosixPath(relative.replace("\\", "/"))
+    return not path.is_absolute() and ".." not in path.parts and not PureWindowsPath(
+        relative).drive
+
+
+def _other_copy_problems(workbook: Path, result: MergePlan) -> list[str]:
+    """The other copy's journal checked against its own sealed workbook (a journal line
+    edited after its row was sealed, or a copy whose rows were edited, is no evidence); its
+    exclusions (R14) noted on ``result``, to stay excluded here."""
+    if not workbook.is_file():
+        return [f"{workbook.name} is missing beside the other copy's journal: its sealed rows "
+                "are what the journal is checked against; copy the whole campaign folder"]
+    other = store.read(workbook)
+    result.exclusions = {str(r.get("attempt_id")): str(r.get("exclusion_reason") or "")
+                         for r in other.tables["Attempts"] if r.get("excluded") == layout.YES}
+    return [f"the other copy does not hold together: {f.location()}: {f.message}"
+            for f in record_checks(other, workbook)]
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
