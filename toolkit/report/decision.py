@@ -20,7 +20,7 @@ from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, 
 from toolkit.money.tariffs import Catalog, rules
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
-from toolkit.report.summary import VariantStats
+from toolkit.report.summary import HARDWARE_FIELDS, STACK_FIELDS, VariantStats, machine_label
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
 DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \
@@ -55,6 +55,7 @@ class Pair:
     second: VariantStats
     differs: str  # "precision fp32 -> bf16", or "same parameters"
     confounded: str = ""  # empty when the pair differs in declared columns only (R6)
+    gpu_declared: bool = False  # gpu_slug is among the columns that differ: GPUs may differ
 
 
 def differs_text(va: dict[str, Any], vb: dict[str, Any]) -> str:
@@ -101,8 +102,9 @@ def pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]])
     for a, b in itertools.combinations(all_stats, 2):
         va, vb = by_id.get(a.variant_id), by_id.get(b.variant_id)
         pair = _pair(a, b, va, vb) if va and vb else None
-        if pair is not None:
-            found.append(pair)
+        if pair is not None and va and vb:
+            found.append(dataclasses.replace(
+                pair, gpu_declared="gpu_slug" in work_differences(va, vb)))
     return found
 
 
@@ -124,19 +126,33 @@ def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, 
                 "columns only: correct Variants (`iteralab validate` names each cell)"))
             continue
         s = _verdict(p.first, p.second)
-        stack = stack_difference(p.first, p.second)
-        out.append(dataclasses.replace(s, reason=f"{p.differs}; {s.reason}" + (
-            f"; ran on different software stacks ({stack}): the verdict is about each whole "
-            "tested configuration, not the declared change alone" if stack else "")))
+        out.append(dataclasses.replace(
+            s, reason=f"{p.differs}; {s.reason}" + _environment_clause(p)))
     return out
 
 
-def stack_difference(a: VariantStats, b: VariantStats) -> str:
-    """The Manifest fields (driver, CUDA/ROCm build, torch, transformers, model revision)
-    on which two variants' successes differ, as ``torch 2.5.1 vs 2.6.0``; "" when none (R4)."""
+def _environment_clause(p: Pair) -> str:
+    """What the pair's successes ran on beyond the declared change: another software stack
+    (R4), or GPU models that a declared gpu_slug change does not account for."""
+    kinds = [("software stacks", stack_difference(p.first, p.second, STACK_FIELDS))]
+    if not p.gpu_declared:
+        kinds.append(("GPU models", stack_difference(p.first, p.second, HARDWARE_FIELDS)))
+    found = [(kind, text) for kind, text in kinds if text]
+    if not found:
+        return ""
+    return (f"; ran on different {' and '.join(k for k, _ in found)} "
+            f"({'; '.join(t for _, t in found)}): the verdict is about each whole tested "
+            "configuration, not the declared change alone")
+
+
+def stack_difference(a: VariantStats, b: VariantStats,
+                     fields: Sequence[str] = STACK_FIELDS + HARDWARE_FIELDS) -> str:
+    """The Manifest fields (driver, CUDA/ROCm build, torch, transformers, model revision,
+    GPU model) on which two variants' successes differ, as ``torch 2.5.1 vs 2.6.0``; "" when
+    none (R4). A variant whose successes span several GPUs shows them all."""
     parts = []
-    for name, mine in a.stacks.items():
-        theirs = b.stacks.get(name, frozenset())
+    for name in fields:
+        mine, theirs = a.stacks.get(name, frozenset()), b.stacks.get(name, frozenset())
         if mine and theirs and mine != theirs:
             shown = (", ".join(sorted(v[:12] if name == "model_revision" else v for v in vals))
                      for vals in (mine, theirs))
@@ -317,7 +333,18 @@ def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
     if not unsettled:
         unsettled = ["the series separates every pair of equal-quality variants, and no cost "
                      "difference is within the measurement noise"]
-    return "; ".join(relaxation_sentences(all_stats) + unsettled)
+    return "; ".join(relaxation_sentences(all_stats) + pooled_hardware_sentences(all_stats)
+                     + unsettled)
+
+
+def pooled_hardware_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
+    """Each variant whose successes ran on several machines or GPU models (a merge, a
+    cluster): its median_s pools them under the one rule (R14), so it is no one machine's."""
+    return [f"{st.variant_id}'s median_s mixes hardware: its runs come from "
+            f"{len(st.machines)} machines ("
+            + ", ".join(f"{machine_label(m)} {len(runs)} run(s)"
+                        for m, runs in st.machines.items())
+            + "), so it is no one machine's figure" for st in all_stats if st.mixed_hardware]
 
 
 def relaxation_sentences(all_stats: Sequence[VariantStats]) -> list[str]:

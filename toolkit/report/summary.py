@@ -43,6 +43,8 @@ MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_r
 #: The software stack a measurement belongs to (R4): two variants compared on different
 #: stacks are compared as whole tested configurations, and the verdict says so.
 STACK_FIELDS = ("driver", "backend", "torch", "transformers", "model_revision")
+#: The hardware a measurement belongs to, compared beside the software stack.
+HARDWARE_FIELDS = ("gpu_name",)
 #: The phases of one corpus end to end (R9, R23), summed per success for campaign_s.
 CAMPAIGN_PHASES = ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s")
 
@@ -100,8 +102,12 @@ class VariantStats:
     #: Corpus fingerprints (Manifest corpus_sha256) its successes were measured on: two
     #: variants are compared only on one and the same corpus.
     corpora: frozenset[str] = frozenset()
-    #: Software its successes ran on (R4): per Manifest field of STACK_FIELDS, the values seen.
+    #: What its successes ran on (R4): per Manifest field of STACK_FIELDS and HARDWARE_FIELDS,
+    #: the values seen.
     stacks: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: Successes' measured_s per machine (Manifest host, gpu_name): a merge of two boxes'
+    #: copies or a cluster pools them into one median, which the notes and memo then state.
+    machines: dict[tuple[str | None, str | None], list[float]] = field(default_factory=dict)
     #: Attempt rows of the variant with integrity findings (validate's checks): while any
     #: remain, its numbers are shown but no verdict or choice rests on them.
     untrusted: int = 0
@@ -154,6 +160,13 @@ class VariantStats:
         rate = self.items / self.median
         return rate if math.isfinite(rate) else None  # a cell holds no infinity
 
+    @property
+    def mixed_hardware(self) -> bool:
+        """Whether the successes ran on more than one recorded host or GPU model."""
+        hosts = {host for host, _ in self.machines if host}
+        gpus = {gpu for _, gpu in self.machines if gpu}
+        return len(hosts) > 1 or len(gpus) > 1
+
 
 def variant_stats(data: WorkbookData) -> list[VariantStats]:
     """One VariantStats per declared variant (Variants order), then any undeclared one."""
@@ -183,13 +196,33 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         used = [manifests[a.get("manifest_id")] for a in mine
                 if is_success(a) and a.get("manifest_id") in manifests]
         st.stacks = {f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
-                     for f in STACK_FIELDS}
+                     for f in STACK_FIELDS + HARDWARE_FIELDS}
+        st.machines = _machine_runs(mine, manifests)
         declared = next((v for v in data.tables["Variants"]
                          if str(v.get("variant_id")) == st.variant_id), None)
         wins = [a for a in mine if is_success(a)]
         st.usage = utilisation.of_variant(wins, manifests, declared)
         st.generation = generation.of_variant(wins) if generative else None
     return list(found.values())
+
+
+def _machine_runs(attempts: list[dict[str, Any]], manifests: dict[Any, dict[str, Any]]
+                  ) -> dict[tuple[str | None, str | None], list[float]]:
+    """The successes' measured_s per (host, gpu_name) of their Manifest rows; None where
+    the row or the field is missing (a workbook from before host was recorded)."""
+    found: dict[tuple[str | None, str | None], list[float]] = {}
+    for a in attempts:
+        seconds = _number(a.get("measured_s"))
+        if not is_success(a) or seconds is None:
+            continue  # as in _finish: only successes with a number enter median_s
+        m = manifests.get(a.get("manifest_id"), {})
+        found.setdefault((_recorded(m, "host"), _recorded(m, "gpu_name")), []).append(seconds)
+    return found
+
+
+def _recorded(row: dict[str, Any], column: str) -> str | None:
+    """A Manifest cell as text; None when blank."""
+    return str(row.get(column) or "").strip() or None
 
 
 def _count(st: VariantStats, a: dict[str, Any]) -> None:
@@ -390,6 +423,8 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
     elif unplaced > 0:
         notes.append(f"{unplaced} success(es) share a repetition number with another: in the "
                      "median, not in the run columns")
+    if st.mixed_hardware:
+        notes.append(machines_note(st.machines))
     notes += [f"{r.text()}: its runs are on the corpus measured before "
               f"({', '.join(c[:12] for c in r.seen(st.corpora))}), not the new, independent "
               "evaluation that change requires (R2, R16)"
@@ -414,6 +449,21 @@ def seeds_note(by_seed: dict[int, list[float]]) -> str:
              for seed, runs in by_seed.items()]
     return (f"per seed (R17): {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
             "and run_k_s shows repetition k's first success, whichever its seed")
+
+
+def machine_label(machine: tuple[str | None, str | None]) -> str:
+    """``b200-box (NVIDIA B200)``: a host and its GPU model as the Manifest recorded them."""
+    host, gpu = machine
+    return (host or "host not recorded") + (f" ({gpu})" if gpu else "")
+
+
+def machines_note(machines: dict[tuple[str | None, str | None], list[float]]) -> str:
+    """Each machine's runs kept apart: median_s pools them all under the one rule (R14), so
+    it is no one machine's figure."""
+    parts = [f"{machine_label(m)}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
+             for m, runs in machines.items()]
+    return (f"runs from {len(machines)} machines pooled (R14): {'; '.join(parts)}; median_s "
+            "mixes their hardware and is no one machine's figure")
 
 
 def summary_rows(all_stats: Sequence[VariantStats], data: WorkbookData) -> list[dict[str, Any]]:
