@@ -58,11 +58,14 @@ def integrity_checks(data: WorkbookData, workbook: Path | None,
     return Integrity(found + files.findings, files.predictions)
 
 
-def record_checks(data: WorkbookData, workbook: Path | None) -> list[Finding]:
-    """The attempt chain against the journal beside ``workbook``, the Manifest rows, the
-    chain's anchor and the logged actions: every check but the predictions files'."""
+def record_checks(data: WorkbookData, workbook: Path | None,
+                  records: list[dict[str, Any]] | None = None) -> list[Finding]:
+    """The attempt chain against the journal beside ``workbook`` (``records``, when the
+    caller has read it already), the Manifest rows, the chain's anchor and the logged
+    actions: every check but the predictions files'."""
     found: list[Finding] = []
-    records = _journal_records(workbook, found) if workbook is not None else None
+    if records is None and workbook is not None:
+        records = _journal_records(workbook, found)
     found += chain_findings(data, journal=records)
     found += manifest_findings(data, records)
     if workbook is not None:

@@ -76,8 +76,9 @@ def plan(main: Path, data: WorkbookData, other: Path,
         raise UsageError(f"{other} is this workbook's own journal", hint="name the other copy")
     workbook_of_source = source.with_name(source.name[:-len(JOURNAL_SUFFIX)] + ".xlsx")
     result = MergePlan(source, source.parent, file_sha256(source))
-    records = [r for r in journal.read(workbook_of_source) if r.get("format") == journal.FORMAT]
-    result.problems += _other_copy_problems(workbook_of_source, result)
+    every = journal.read(workbook_of_source)
+    records = [r for r in every if r.get("format") == journal.FORMAT]
+    result.problems += _other_copy_problems(workbook_of_source, every, result)
     locks = {str(r.get("protocol_sha256")) for r in data.tables["Audit"]
              if r.get("action") in ("lock", "amend")}
     known = {str(r["attempt"].get("attempt_id")): r for r in main_records
@@ -152,7 +153,8 @@ def inside_folder(relative: str) -> bool:
         relative).drive
 
 
-def _other_copy_problems(workbook: Path, result: MergePlan) -> list[str]:
+def _other_copy_problems(workbook: Path, journal_records: list[dict[str, Any]],
+                         result: MergePlan) -> list[str]:
     """The other copy's journal checked against its own sealed workbook (a journal line
     edited after its row was sealed, or a copy whose rows were edited, is no evidence); its
     exclusions (R14) noted on ``result``, to stay excluded here."""
@@ -163,7 +165,7 @@ def _other_copy_problems(workbook: Path, result: MergePlan) -> list[str]:
     result.exclusions = {str(r.get("attempt_id")): str(r.get("exclusion_reason") or "")
                          for r in other.tables["Attempts"] if r.get("excluded") == layout.YES}
     return [f"the other copy does not hold together: {f.location()}: {f.message}"
-            for f in record_checks(other, workbook)]
+            for f in record_checks(other, workbook, journal_records)]
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

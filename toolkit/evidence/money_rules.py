@@ -12,7 +12,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.findings import Finding
 from toolkit.money.incurred import Rental, aware_time
-from toolkit.money.tariffs import CURRENCY, PLAN_DAYS
+from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -49,7 +49,29 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
         if t.get("price_per_lot_usd") == 0:
             found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
                                  "a price of 0 is not a price: remove the row if unknown"))
+        problem = _catalog_date_problem(t, excel) if t.get("catalog_date") is not None else None
+        if problem is not None:  # a blank is the schema's finding
+            found.append(Finding("Tariffs", excel, "catalog_date", "date", problem))
     return found
+
+
+def _catalog_date_problem(row: dict[str, Any], excel: int) -> str | None:
+    """What is wrong with a Tariffs row's catalog_date by the tariff rules `tariffs import`
+    applies, or None: `report` builds no catalog from a sheet with one, and prices nothing."""
+    where = f"Tariffs!{layout.column_letter(layout.TARIFFS, 'catalog_date')}{excel}"
+    located: list[str] = []
+
+    def locate(column: str) -> str:
+        located.append(column)
+        return f"{where} {column}"
+
+    try:
+        rules.make_plan(row, locate)
+    except rules.TariffError as exc:
+        if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
+            return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
+                    "prices nothing from Tariffs")
+    return None
 
 
 def _schedule_rules(data: WorkbookData) -> list[Finding]:

@@ -30,7 +30,6 @@ from toolkit.evidence import (
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
-from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import Row, WorkbookData
 
@@ -429,40 +428,10 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
-def _tariffs_rules(data: WorkbookData) -> list[Finding]:
-    found = money_rules.RULES["Tariffs"](data)
-    for i, t in enumerate(data.tables["Tariffs"]):
-        excel = data.excel_row("Tariffs", i)
-        problem = _catalog_date_problem(t, excel) if t.get("catalog_date") is not None else None
-        if problem is not None:  # a blank is the schema's finding
-            found.append(Finding("Tariffs", excel, "catalog_date", "date", problem))
-    return found
-
-
-def _catalog_date_problem(row: Row, excel: int) -> str | None:
-    """What is wrong with a Tariffs row's catalog_date by the tariff rules `tariffs import`
-    applies, or None: `report` builds no catalog from a sheet with one, and prices nothing."""
-    where = f"Tariffs!{layout.column_letter(layout.TARIFFS, 'catalog_date')}{excel}"
-    located: list[str] = []
-
-    def locate(column: str) -> str:
-        located.append(column)
-        return f"{where} {column}"
-
-    try:
-        rules.make_plan(row, locate)
-    except rules.TariffError as exc:
-        if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
-            return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
-                    "prices nothing from Tariffs")
-    return None
-
-
 RULES = {
     "Protocol": _protocol_rules,
     "Variants": lambda data: _variants_rules(data) + money_rules.variants_rental_rules(data),
     "Attempts": _attempts_rules,
     "Manifest": determinism.findings,
     **money_rules.RULES,
-    "Tariffs": _tariffs_rules,
 }

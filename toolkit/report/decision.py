@@ -78,20 +78,24 @@ def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, An
     apart, which leaves no doubt about what differs.
     """
     differ, text = set(work_differences(va, vb)), differs_text(va, vb)
+
+    def pair(confounded: str = "") -> Pair:
+        return Pair(a, b, text, confounded, gpu_declared="gpu_slug" in differ)
+
     for child, base in ((va, vb), (vb, va)):
         if work_value(child.get("base_variant")) == work_value(base.get("variant_id")):
             extra = [c for c in WORK_COLUMNS if c in differ - (declared(child) or set())]
-            return Pair(a, b, text, "" if not extra else (
+            return pair("" if not extra else (
                 f"{child.get('variant_id')} differs from its base {base.get('variant_id')} in "
                 f"{', '.join(extra)}, not declared in its changes (R6)"))
     da, db = declared(va), declared(vb)
     if da is not None and db is not None:
         if differ <= da & db:
-            return Pair(a, b, text)
+            return pair()
         if va.get("series") == vb.get("series") == 1:
-            return Pair(a, b, text, "series 1 varies batch_size only (R6)")
+            return pair("series 1 varies batch_size only (R6)")
         return None
-    return Pair(a, b, text) if len(differ) == 1 else None
+    return pair() if len(differ) == 1 else None
 
 
 def pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]) -> list[Pair]:
@@ -102,9 +106,8 @@ def pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]])
     for a, b in itertools.combinations(all_stats, 2):
         va, vb = by_id.get(a.variant_id), by_id.get(b.variant_id)
         pair = _pair(a, b, va, vb) if va and vb else None
-        if pair is not None and va and vb:
-            found.append(dataclasses.replace(
-                pair, gpu_declared="gpu_slug" in work_differences(va, vb)))
+        if pair is not None:
+            found.append(pair)
     return found
 
 
