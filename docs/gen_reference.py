@@ -35,7 +35,7 @@ _CODES = rf"{_CODE}(?:,\s*{_CODE})*"
 CODE = re.compile(rf"\b{_CODE}\b")
 _ONLY_CODES = re.compile(rf"\s*\({_CODES}\)")          # "(R1, R24)"
 _LEADING = re.compile(rf"\({_CODES}(?::|,)\s*")         # "(R12: no GPU ..." -> "(no GPU ..."
-_TRAILING = re.compile(rf",\s*{_CODES}(?=\))")          # "(never lowered, R16)" -> "(never lowered)"
+_TRAILING = re.compile(rf",\s*{_CODES}(?=\))")          # "(never lowered, R16)" -> "(...)"
 _MARKER = re.compile(r"^<!-- generated: (?P<what>[a-z-]+)(?: (?P<arg>\w+))? -->$", re.M)
 
 KIND_WORDS = {
