@@ -6,6 +6,7 @@ A page asks for generated text with a marker on a line of its own:
 - ``<!-- generated: sheet NAME -->``: one sheet's columns (or a form's fields);
 - ``<!-- generated: protocol-examples -->``: every Protocol field with the value the shipped
   example campaign (``samples/example_campaign.xlsx``) gives it;
+- ``<!-- generated: errors -->``: each kind of error of ``toolkit/errors.py`` and its exit code;
 - ``<!-- generated: traceability -->``: which columns the requirement codes of the layout's
   help texts point at (the only generated text that keeps the codes).
 
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from toolkit import layout
+from toolkit import errors, layout
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_WORKBOOK = ROOT / "samples" / "example_campaign.xlsx"
@@ -117,6 +118,23 @@ def protocol_examples(workbook: Path = EXAMPLE_WORKBOOK) -> str:
     return "\n".join(lines) + "\n"
 
 
+def error_kinds(base: type[errors.ToolkitError] = errors.ToolkitError) -> str:
+    """Every error class the toolkit raises on purpose, with its exit code and meaning."""
+    lines = ["| error | exit code | when |", "|---|---|---|"]
+
+    def walk(cls: type[errors.ToolkitError], depth: int) -> None:
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        doc = re.sub(r"\s*Exit code \d+\.", "", " ".join(doc.split()))
+        lines.append(f"| {'&nbsp;' * 4 * depth}`{cls.__name__}` | {cls.exit_code} | "
+                     f"{_cell(doc)} |")
+        for sub in sorted(cls.__subclasses__(), key=lambda c: c.__name__):
+            if sub.__module__ == errors.__name__:  # the tree as declared, whatever is imported
+                walk(sub, depth + 1)
+
+    walk(base, 0)
+    return "\n".join(lines) + "\n"
+
+
 def traceability(sheets: Iterable[layout.Sheet] | None = None) -> str:
     """Each code cited in the layout's help texts and the columns that cite it."""
     cited: dict[str, list[str]] = defaultdict(list)
@@ -147,6 +165,8 @@ def render(markdown: str) -> str:
             return sheet_markdown(layout.SHEET_BY_NAME[arg], heading="###")
         if what == "protocol-examples":
             return protocol_examples()
+        if what == "errors":
+            return error_kinds()
         if what == "traceability":
             return traceability()
         raise ValueError(f"unknown generated marker: {match[0]}")

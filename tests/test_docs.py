@@ -112,6 +112,21 @@ def test_a_column_added_to_the_layout_appears_in_the_workbook_reference(
     assert row in gen.render("<!-- generated: sheet Attempts -->")
 
 
+def test_an_error_kind_added_to_the_tree_appears_with_its_exit_code(gen: ModuleType) -> None:
+    from toolkit import errors
+
+    assert "QuotaError" not in gen.error_kinds()
+
+    class QuotaError(errors.UsageError):
+        """The provider refused the rental: over the account's quota."""
+
+        __module__ = errors.__name__
+
+    assert ("| &nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;`QuotaError` | 2 | The provider "
+            "refused the rental: over the account's quota. |") in gen.error_kinds()
+    del QuotaError
+
+
 def test_an_unknown_marker_stops_the_build(gen: ModuleType) -> None:
     with pytest.raises(ValueError, match="unknown generated marker"):
         gen.render("<!-- generated: sheet Nowhere -->")
