@@ -69,16 +69,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workbook", type=Path, help="a reported workbook (default: run the "
                         "quick demo)")
+    parser.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default: "
+                        "docs/img)")
     args = parser.parse_args(argv)
-    OUT.mkdir(exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="iteralab-screens-") as temp:
         folder = Path(temp)
         workbook = args.workbook.resolve() if args.workbook else demo_workbook(folder / "demo")
         pdf = to_pdf(workbook, folder)
         order = [sheet.name for sheet in layout.SHEETS]  # one page per sheet, in sheet order
         for name in SHEETS:
-            to_png(pdf, order.index(name) + 1, OUT / f"{name.lower()}.png")
-            print(f"wrote {OUT / (name.lower() + '.png')}")
+            target = args.out / f"{name.lower()}.png"
+            to_png(pdf, order.index(name) + 1, target)
+            print(f"wrote {target}")
     return 0
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +179,22 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "corpus_accepted" in workbook
     assert "iteralab ledger import" in (tmp_path / "site" / "reference" / "cli.html").read_text(
         encoding="utf-8")
+
+
+@pytest.mark.libreoffice
+def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
+    if not (shutil.which("soffice") and shutil.which("pdftoppm")):
+        if os.environ.get("ITERALAB_REQUIRE_LIBREOFFICE") == "1":
+            pytest.fail("LibreOffice and poppler-utils are required here: make system-packages")
+        pytest.skip("LibreOffice (soffice) or poppler-utils (pdftoppm) is not installed")
+    done = subprocess.run(
+        [sys.executable, str(DOCS / "screenshots.py"), "--workbook",
+         str(ROOT / "samples" / "example_campaign.xlsx"), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    pngs = {name: (tmp_path / f"{name}.png").read_bytes()
+            for name in ("summary", "settlement", "decision")}
+    for name, png in pngs.items():
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, name
+    assert len(set(pngs.values())) == 3  # three sheets, three pages
