@@ -30,8 +30,10 @@ system-packages:
 	      libreoffice-calc-nogui gnumeric r-cran-janeaustenr poppler-utils >/dev/null; } || \
 	  echo "warning: could not install LibreOffice / Gnumeric / r-cran-janeaustenr / poppler-utils (not root?): their tests will be skipped"
 
+# `make demo DEMO_FLAGS=--quick`: the declared quick subset (first 100 items, 2 repetitions).
+DEMO_FLAGS ?=
 demo: $(VENV)/.installed
-	$(VENV)/bin/iteralab demo demo
+	$(VENV)/bin/iteralab demo demo $(DEMO_FLAGS)
 
 test: $(VENV)/.installed system-packages
 	$(VENV)/bin/mypy
