@@ -43,7 +43,7 @@ test: $(VENV)/.installed system-packages
 # The site, built --strict: a broken link or anchor, a page missing from the nav or a generator
 # that fails stops it. The CLI and workbook reference are generated here, never copied.
 docs: $(VENV)/.installed
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Regenerated, not hand-made: a quick demo, its report, then LibreOffice -> PDF -> PNG.
 screenshots: $(VENV)/.installed system-packages

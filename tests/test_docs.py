@@ -170,7 +170,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir",
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
          str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent),
              "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}, check=False)
