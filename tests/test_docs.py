@@ -57,6 +57,13 @@ def test_the_readme_starts_with_the_two_set_up_commands() -> None:
         "make demo", "make test"]
 
 
+def test_every_link_of_the_readme_reaches_a_file() -> None:
+    links = re.findall(r"\]\(([^)#\s]+)", README.read_text(encoding="utf-8"))
+    assert len(links) > 10 and "docs/img/summary.png" in links
+    missing = [link for link in links if "://" not in link and not (ROOT / link).is_file()]
+    assert not missing, f"README.md links to missing files: {missing}"
+
+
 def test_the_readme_holds_no_requirement_code_even_in_its_examples() -> None:
     found = CODE.findall(README.read_text(encoding="utf-8"))
     assert not found, f"README.md cites {sorted(set(found))}: say the rule in words"
