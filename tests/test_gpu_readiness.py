@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import warnings
 import weakref
 from importlib import metadata
@@ -29,6 +30,7 @@ torch = pytest.importorskip("torch")
 from toolkit.runner import (  # noqa: E402
     attempt,
     attempt_parts,
+    campaign,
     compilation,
     environment,
     precision,
@@ -315,6 +317,32 @@ def test_a_cuda_error_stops_a_shared_campaign_with_a_clear_message(
     assert "stopped after a CUDA error other than out-of-memory" in output
     assert f"continue in a new process: `iteralab run {book} --resume`" in output
     assert "interrupted: continue" not in output
+
+
+def test_a_sigterm_into_a_shared_campaign_is_an_interrupted_row_and_exit_130(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the first GPU session showed (issue 35): the session's step limit (`timeout`
+    sends SIGTERM) fell inside the CUDA twin of the test above, whose only row then read
+    "interrupted during load (KeyboardInterrupt: SIGTERM)". The runner is right to do so (the
+    limit was too short): a real SIGTERM, sent when the attempt enters its load phase."""
+    shown = campaign._show
+
+    def sigterm_at_load(event: dict[str, Any], display: Any) -> None:
+        shown(event, display)
+        if event == {"event": "phase", "phase": "load"}:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(campaign, "_show", sigterm_at_load)
+    before = signal.getsignal(signal.SIGTERM)
+    book = make_campaign(tmp_path, 8, [variant("b4-fp32", 4), variant("b8-fp32", 8)],
+                         reference_variant="b4-fp32")
+    code, output = _run(book)
+    assert code == 130, output
+    assert f"interrupted: continue with `iteralab run {book} --resume`" in output
+    (row,) = attempts(book)  # the campaign stopped: b8-fp32 never started
+    assert row["status"] == "interrupted"
+    assert row["notes"].startswith("interrupted during load (KeyboardInterrupt: SIGTERM)")
+    assert signal.getsignal(signal.SIGTERM) == before  # restored after the campaign
 
 
 # ---------------------------------------------------------------- 9. device and driver

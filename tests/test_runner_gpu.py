@@ -215,10 +215,13 @@ def test_a_cuda_error_stops_a_shared_cuda_campaign(
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "cudaerror@8:g8-fp32")
     book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
                          reference_variant="g4-fp32", threshold=0.4)
-    output = _run(book, code=130)
-    (row,) = attempts(book)
+    output = _run(book, code=1)  # a tool stop with what to do, not a Ctrl-C (130): the CPU
+    (row,) = attempts(book)      # half in test_gpu_readiness.py says the same
+    assert row["status"] == "failed"
     assert "so the shared campaign stops here" in row["notes"]
-    assert "interrupted: continue with" in output
+    assert "stopped after a CUDA error other than out-of-memory" in output
+    assert f"continue in a new process: `iteralab run {book} --resume`" in output
+    assert "interrupted: continue" not in output
 
 
 def test_env_lists_each_gpu() -> None:
