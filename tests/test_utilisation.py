@@ -6,9 +6,11 @@ is empty with its reason, never 0.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+import torch
 from builders import attempt, filled, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
@@ -41,6 +43,39 @@ def test_without_a_peak_utilisation_is_empty_with_its_reason() -> None:
     quantized = achieved.work(COST, None, TALLY, 2.0, None,
                               variant("q", 4, quantization="dynamic-int8"), PEAK, None)
     assert quantized["utilisation"][0] is None and "int8" in str(quantized["utilisation"][1])
+
+
+def test_a_utilisation_above_the_limit_is_never_recorded() -> None:
+    """Issue 35, defect 1: a window faster than the measured peak means the peak is wrong
+    (bf16 probed in a slow layout gave 2.1-4.1); the cell is empty with its reason."""
+    real = 1000 * 20 + 10 * 110 + 100 * 4
+    at_limit = peak.Peak({"fp32": real / 2 / achieved.UTILISATION_LIMIT}, 1e9, "probe", 0.1)
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), at_limit, None)
+    assert cells["utilisation"] == (achieved.UTILISATION_LIMIT, None)
+    above = peak.Peak({"fp32": real / 2 / 1.2}, 1e9, "probe", 0.1)
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), above, None)
+    value, reason = cells["utilisation"]
+    assert value is None and str(reason).startswith("not recorded: the real-token rate ")
+    assert "is 1.20x the measured fp32 peak" in str(reason)
+    assert cells["real_flop_rate"] == (real / 2, None)  # the rate itself stays
+
+
+def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
+    """``nn.Linear`` computes ``x @ W.T``; the probe times that layout beside ``a @ b`` and
+    keeps the faster, so a precision whose plain layout falls to a slow path (bf16 on an
+    AVX2 CPU) is not under-rated."""
+    rate, calls, layout = peak.matmul_rate(torch.device("cpu"), torch.bfloat16, 256, 0.01)
+    assert rate > 0 and calls >= 2 * len(peak.LAYOUTS) and layout in peak.LAYOUTS
+    x = torch.randn(256, 256).to(torch.bfloat16)
+    linear = torch.nn.Linear(256, 256, bias=False).to(torch.bfloat16)
+    best = float("inf")
+    with torch.no_grad():
+        for _ in range(5):
+            began = time.perf_counter()
+            linear(x)
+            best = min(best, time.perf_counter() - began)
+    linear_rate = 2 * 256 ** 3 / best
+    assert linear_rate <= rate * 3, (linear_rate, rate, layout)  # same order, not 10x apart
 
 
 def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained() -> None:
