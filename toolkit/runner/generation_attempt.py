@@ -142,7 +142,7 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     if status == "completed" and not run.broken:
         probed, probe_cells = achieved.probe_cells(str(variant["device"]),
                                                    str(variant["precision"]), run.threads,
-                                                   env.get("gpu_name"))
+                                                   env.get("gpu_name"), spec.campaign_key)
     strata_counts: dict[str, int] = {}  # the whole corpus's (R3), or none: never a part's
     whole = bool(window.items) and len(window.outputs) == len(window.items)
     for o in window.outputs if whole else ():

@@ -11,14 +11,16 @@ threads; cached), after an attempt's timed phases so it never disturbs them:
 * **memory bandwidth**: a tensor copied into another (32 MiB on the CPU, 1 GiB on a GPU),
   best of a few: ``2 * bytes / seconds`` (read and written).
 
-Kept short (about 0.2-0.5 s on this project's 2-core CPU, under a second on a GPU), and
-shared: within a process by a cache, between the fresh worker processes of a campaign by a
-small file in the temporary folder (``iteralab-peaks/``, keyed by host, CPU, torch version,
-device, precision and threads), reused for :data:`REUSE_S` seconds, so a campaign pays the
-probe about once per setting and every attempt of it divides by the same peak (the one its
-Manifest row shows). ``ITERALAB_PEAK_CACHE=0`` probes in every process. A best-of-a-few is
-a floor for the true peak: on a machine shared with other work the probe sees what was
-available then.
+Kept short (about 0.5-1 s on this project's 2-core CPU, under a second on a GPU). One probe
+per campaign and machine: within a process by a cache, between the fresh worker processes of
+a campaign by a small file in the temporary folder (``iteralab-peaks/``, keyed by the
+campaign's workbook, host, CPU, torch version, device and threads). fp32 and the copy are
+probed once; each further precision is probed when an attempt first needs it and added to
+the same file, so every attempt of a campaign divides by the same peak of its precision (the
+one its Manifest row shows) and no other campaign inherits a moment's load.
+``ITERALAB_PEAK_CACHE=0`` probes in every process. A best-of-a-few is a floor for the true
+peak: on a machine shared with other work the probe sees what was available then, so its
+text names the cores other processes kept busy while it ran.
 On a GPU the catalog's figures (``tariffs/gpus.csv``) go beside the measurement, never in its
 place.
 """
@@ -42,6 +44,7 @@ import torch
 
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing.atomic import write_text
+from toolkit.runner.machine_load import OthersMeter
 
 #: Square sizes probed, by device type.
 SIZES = {"cpu": (256, 512), "cuda": (4096, 8192)}
@@ -51,8 +54,6 @@ BUDGET_S = {"cpu": 0.05, "cuda": 0.08}
 COPY_BYTES = {"cpu": 32 * 2**20, "cuda": 2**30}
 COPY_REPEATS = 5
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-#: How long a probe written by another process of this machine is reused (seconds).
-REUSE_S = 600
 CACHE_VARIABLE = "ITERALAB_PEAK_CACHE"
 
 
@@ -121,7 +122,7 @@ def _rate_text(value: float, unit: str) -> str:
     return f"{value / 1e12:.3g} T{unit}" if value >= 1e12 else f"{value / 1e9:.3g} G{unit}"
 
 
-def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
+def _cache_file(device: torch.device, threads: int, campaign: str) -> Path:
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"
              else platform.processor() or platform.machine())
     cpu = ""
@@ -129,8 +130,8 @@ def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
     if info.exists():
         cpu = next((line for line in info.read_text(errors="replace").splitlines()
                     if line.lower().startswith("model name")), "")
-    key = json.dumps([socket.gethostname(), cpu, os.cpu_count(), torch.__version__,
-                      device.type, where, precision, threads])
+    key = json.dumps([campaign, socket.gethostname(), cpu, os.cpu_count(), torch.__version__,
+                      device.type, where, threads])
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / "iteralab-peaks" / f"{name}.json"
 
@@ -138,60 +139,72 @@ def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
 def _reuse(path: Path) -> Peak | None:
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
-        if 0 <= time.time() - float(found["at"]) <= REUSE_S:
-            return Peak({str(k): float(v) for k, v in found["matmul"].items()},
-                        found["bandwidth"], str(found["text"]), float(found["seconds"]))
+        return Peak({str(k): float(v) for k, v in found["matmul"].items()},
+                    found["bandwidth"], str(found["text"]), float(found["seconds"]))
     except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
+        return None
 
 
 def _keep(path: Path, found: Peak) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Atomic: a reader sees the old file or the new one.
-        write_text(path, json.dumps({**asdict(found), "at": time.time()}))
+        write_text(path, json.dumps(asdict(found)))
     except OSError:
         pass  # no cache: the next process probes again
 
 
 @functools.cache
-def measure(device_name: str, precision: str, threads: int) -> Peak:
-    """The peak of ``device_name`` (``cpu``, ``cuda``) in ``precision`` and fp32: this
-    process's probe, or another's from the last :data:`REUSE_S` seconds on this machine."""
+def measure(device_name: str, precision: str, threads: int, campaign: str = "") -> Peak:
+    """The peak of ``device_name`` (``cpu``, ``cuda``) in ``precision`` and fp32 for the
+    campaign whose workbook is ``campaign``: the probe an earlier process of it made on this
+    machine, completed with ``precision`` when that one lacked it, else a new probe. Without
+    ``campaign``, this process's own probe."""
     device = torch.device(device_name)
-    if os.environ.get(CACHE_VARIABLE, "1") == "0":
+    if not campaign or os.environ.get(CACHE_VARIABLE, "1") == "0":
         return probe(device, precision, threads)
-    path = _cache_file(device, precision, threads)
+    path = _cache_file(device, threads, campaign)
     found = _reuse(path)
+    if found is not None and precision in found.matmul:
+        return found
     if found is None:
         found = probe(device, precision, threads)
-        _keep(path, found)
+    else:  # fp32 and the copy stay as first probed: one peak per precision per campaign
+        more = probe(device, precision, threads, with_fp32=False)
+        found = Peak({**found.matmul, **more.matmul}, found.bandwidth,
+                     f"{found.text} | then {more.text}", found.seconds + more.seconds)
+    _keep(path, found)
     return found
 
 
-def probe(device: torch.device, precision: str, threads: int) -> Peak:
-    """Probe ``device`` in ``precision`` and fp32 now. Raises what torch raises when a
-    precision cannot run."""
+def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = True) -> Peak:
+    """Probe ``device`` in ``precision`` (and fp32 and the copy, ``with_fp32``) now. Raises
+    what torch raises when a precision cannot run."""
     kind = device.type
     began = time.perf_counter()
     rates: dict[str, float] = {}
     parts = []
-    for name in dict.fromkeys(("fp32", precision)):
-        best, shown = 0.0, ""
-        for n in SIZES[kind]:
-            rate, calls, layout = matmul_rate(device, DTYPES[name], n, BUDGET_S[kind])
-            if rate > best:
-                best, shown = rate, f"{n}x{n} {layout}, best of {calls}"
-        rates[name] = best
-        parts.append(f"torch.mm {name} {_rate_text(best, 'FLOP/s')} ({shown})")
-    copied = bandwidth(device, COPY_BYTES[kind])
-    parts.append(f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, best of "
-                 f"{COPY_REPEATS})")
+    copied = None
+    with OthersMeter() as others:
+        for name in dict.fromkeys((("fp32",) if with_fp32 else ()) + (precision,)):
+            best, shown = 0.0, ""
+            for n in SIZES[kind]:
+                rate, calls, layout = matmul_rate(device, DTYPES[name], n, BUDGET_S[kind])
+                if rate > best:
+                    best, shown = rate, f"{n}x{n} {layout}, best of {calls}"
+            rates[name] = best
+            parts.append(f"torch.mm {name} {_rate_text(best, 'FLOP/s')} ({shown})")
+        if with_fp32:
+            copied = bandwidth(device, COPY_BYTES[kind])
+            parts.append(f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, "
+                         f"best of {COPY_REPEATS})")
     seconds = time.perf_counter() - began
     where = f"{threads} CPU thread(s)" if kind == "cpu" else torch.cuda.get_device_name(device)
     at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    text = f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()})"
+    load = ("other processes' load not known (no /proc/stat)" if others.cores is None else
+            f"other processes kept {others.cores:.2f} cores busy meanwhile")
+    text = (f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()}; "
+            f"{load})")
     return Peak(rates, copied, text, seconds)
 
 
