@@ -98,10 +98,12 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
         rule = generation.decoding_rule(protocol)
         with run.timed("load"):
             lm = generation.load_lm(variant, spec.base, rule)
-            first = _first_batches(corpus.read_corpus(run.corpus_path),
-                                   int(variant["batch_size"]))
-            generation.run_window(lm, variant, rule, first, generation.GenerationWindow(),
-                                  lambda d: None)
+            items = corpus.read_corpus(run.corpus_path)
+            lengths = [len(ids) for ids in lm.tokenizer([i.text for i in items])["input_ids"]]
+            for batch in load_batches(items, lengths, int(variant["batch_size"]),
+                                      on_gpu=lm.device.type != "cpu"):
+                generation.run_window(lm, variant, rule, batch, generation.GenerationWindow(),
+                                      lambda d: None)
         run.warm_up(warm_pass)
         with run.timed("measured"):
             window.items = corpus.read_corpus(run.corpus_path)
@@ -260,9 +262,22 @@ def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
         padded_sequences=sum(rows * p.forwards for rows, p in padded))
 
 
-def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
-    """The load phase's untimed pass: the first batch, enough to load every kernel once."""
-    return items[:size]
+def load_batches(items: list[corpus.Item], lengths: list[int], size: int, *, on_gpu: bool
+                 ) -> list[list[corpus.Item]]:
+    """The load phase's untimed passes: the first batch; on a GPU also the ``size`` longest
+    prompts and the last, partial batch, each once, so the kernels (and cuDNN's plans) of the
+    window's widest and narrowest batches load here, not inside the window (issue 35,
+    defect 6: the first batch's width alone left them to the first window). On the CPU
+    there is nothing to load: the first batch only. ``lengths``: prompt tokens per item."""
+    batches = [items[:size]]
+    if not on_gpu:
+        return batches
+    longest = sorted(range(len(items)), key=lengths.__getitem__)[-size:]
+    rest = len(items) % size
+    for batch in ([items[i] for i in sorted(longest)], items[-rest:] if rest else []):
+        if batch and batch not in batches:
+            batches.append(batch)
+    return batches
 
 
 def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
