@@ -73,6 +73,23 @@ def test_the_load_phase_runs_the_shortest_longest_and_last_batch() -> None:
     assert attempt.shape_batches(lengths[:1], 1, None, sorted_order=False) == [([0], (1, 20))]
 
 
+def test_on_a_gpu_the_load_phase_runs_every_shape_the_window_runs() -> None:
+    """Issue 35, defect 6: on an H200 each bf16 variant's first window took 2.5-5x its
+    second (cuDNN sets up its attention per new shape). Uncompiled on a GPU, the load phase
+    runs the extremes first (the profiler names their kernels), then one window batch of
+    each other shape."""
+    lengths = [20, 3, 7, 9, 2, 15, 11, 4, 6, 5]
+    assert attempt.shape_batches(lengths, 4, None, sorted_order=False, every_shape=True) == [
+        ([4, 1, 7, 9], (4, 5)), ([3, 6, 5, 0], (4, 20)), ([8, 9], (2, 6)),
+        ([4, 5, 6, 7], (4, 15))]
+    assert attempt.shape_batches(lengths, 4, None, sorted_order=True, every_shape=True) == [
+        ([4, 1, 7, 9], (4, 5)), ([3, 6, 5, 0], (4, 20)), ([5, 0], (2, 20)),
+        ([8, 2, 3, 6], (4, 11))]
+    window = {(4, 5), (4, 20), (4, 15), (2, 6)}  # file order: 0-3, 4-7, 8-9 and the extremes
+    assert {shape for _, shape in attempt.shape_batches(
+        lengths, 4, None, sorted_order=False, every_shape=True)} == window
+
+
 @pytest.fixture
 def eager_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     """Dynamo traces and counts graphs as it would for Inductor, without generating code."""
