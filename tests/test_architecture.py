@@ -170,7 +170,7 @@ def test_the_checks_above_can_fail() -> None:
     """The rank table knows an upward import when it sees one, and torch's reach."""
     assert _rank("toolkit.workbook.store") < _rank("toolkit.report.refresh")
     assert "toolkit.runner.attempt" in _loads_torch(_imports())
-    assert "toolkit.runner.campaign" not in _loads_torch(_imports())
+    assert "toolkit.runner.driver.campaign" not in _loads_torch(_imports())
 
 
 def test_every_subpackage_is_in_the_wheel() -> None:

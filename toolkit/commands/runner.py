@@ -23,7 +23,7 @@ def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = Fals
               cluster: tuple[str, float | None] | None = None) -> None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
     ``cluster``: the Ray cluster's address and how long to wait for its labels."""
-    from toolkit.runner.single_writer import campaign_lock
+    from toolkit.runner.driver.single_writer import campaign_lock
 
     with campaign_lock(workbook.resolve()) as takeover:
         if takeover:
@@ -62,7 +62,7 @@ def _leave_cluster() -> None:
 
 
 def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> None:
-    from toolkit.runner.campaign import Result
+    from toolkit.runner.driver.campaign import Result
 
     assert isinstance(result, Result)
     click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
@@ -77,7 +77,8 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
     from toolkit.commands import display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
-    from toolkit.runner import campaign, decoding
+    from toolkit.runner import decoding
+    from toolkit.runner.driver import campaign
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -161,7 +162,7 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
     labels run in parallel, each node one attempt at a time.
     """
     from toolkit.errors import UsageError
-    from toolkit.runner.campaign import Options
+    from toolkit.runner.driver.campaign import Options
 
     if wait_s is not None and cluster is None:
         raise UsageError("--wait waits for cluster nodes: give --cluster too",
@@ -176,7 +177,7 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
 @click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
 def env(as_json: bool) -> None:
     """Print what is really installed: OS, CPU, RAM, torch build, GPUs, driver, versions."""
-    from toolkit.runner import environment
+    from toolkit.runner.instruments import environment
 
     info = environment.collect()
     if as_json:
@@ -217,7 +218,7 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     runs `iteralab report` on it. --task generation copies
     samples/example_generation.xlsx, the sample causal LM and its prompts instead.
     """
-    from toolkit.runner import forkserver
+    from toolkit.runner.driver import forkserver
 
     # First of all (issue 20): the server's imports of torch and transformers (seconds) then
     # overlap this command's own imports, the copy and the checks below.
@@ -225,7 +226,7 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     from toolkit.commands import demo as sample
     from toolkit.commands.report import report
     from toolkit.report import charts
-    from toolkit.runner.campaign import Options
+    from toolkit.runner.driver.campaign import Options
 
     workbook = sample.prepare(directory, quick=quick, task=task)
     # While the server still imports, this process would only wait: it imports the closing

@@ -37,14 +37,7 @@ from toolkit import layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import (
-    achieved,
-    compilation,
-    environment,
-    evaluation,
-    probes,
-    reproducibility,
-)
+from toolkit.runner import evaluation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -60,6 +53,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns

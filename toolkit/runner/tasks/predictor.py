@@ -35,7 +35,8 @@ import torch
 
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
-from toolkit.runner import attempt_parts, flops, generation, model
+from toolkit.runner import attempt_parts, generation, model
+from toolkit.runner.instruments import flops
 
 
 @dataclass

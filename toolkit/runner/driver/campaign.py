@@ -3,8 +3,8 @@
 Reads the locked protocol and the variants, checks the corpus once, plans the
 slots (1-4-8, 4-8-1, 8-1-4, ...), and runs each attempt under the protocol's
 process policy: ``fresh`` runs each attempt in a new worker process (honest
-memory peaks), forked from the run's fork server (:mod:`toolkit.runner.forkserver`)
-or started as ``python -m toolkit.runner.worker``; ``shared`` runs them in this
+memory peaks), forked from the run's fork server (:mod:`toolkit.runner.driver.forkserver`)
+or started as ``python -m toolkit.runner.driver.worker``; ``shared`` runs them in this
 process. Each
 finished attempt is in the journal before anything else; it is ingested into
 the workbook when the last ingestion is 30 s old, and always at the end.
@@ -39,7 +39,8 @@ from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import decoding, evaluation, forkserver, plan
+from toolkit.runner import decoding, evaluation, plan
+from toolkit.runner.driver import forkserver
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
 
@@ -437,7 +438,7 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
 
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
-    (:mod:`toolkit.runner.forkserver`), or ``python -m toolkit.runner.worker`` where
+    (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
     there is none."""
 
     def __init__(self, campaign: Campaign) -> None:
@@ -465,7 +466,7 @@ class Workers:
                 self.server.close()
                 self.server = None
         return subprocess.Popen(
-            [sys.executable, "-m", "toolkit.runner.worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "toolkit.runner.driver.worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=self.env,
             start_new_session=True)  # Ctrl-C reaches the worker through us, once
 
