@@ -33,10 +33,12 @@ from toolkit.workbook.model import WorkbookData
 
 @dataclass
 class Edit:
-    """The workbook's data under the writer lock; clear ``save`` to write nothing."""
+    """The workbook's data under the writer lock; clear ``save`` to write nothing; set
+    ``anchor`` when the change adds sealed rows (the chain anchor follows the save)."""
 
     data: WorkbookData
     save: bool = True
+    anchor: bool = False
 
 
 @contextlib.contextmanager
@@ -45,7 +47,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
 
     ``refresh_derived`` recomputes the derived sheets before the save. Nothing
     is saved when the block raises or clears ``edit.save``: the workbook stays
-    byte for byte as it was.
+    byte for byte as it was. With ``edit.anchor`` the chain anchor is written after the
+    save, still under the lock (a second writer never finds the workbook ahead of it).
     """
     path = Path(path)
     with store.writer_lock(path):
@@ -55,6 +58,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
             if refresh_derived:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
+            if edit.anchor:
+                write_anchor(edit.data, path)  # the chain now reaches its last row
 
 
 def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
@@ -74,7 +79,7 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
             edit.save = False
             return IngestResult(0, 0, len(entries))
         attempts, manifests = add_records(edit.data, todo)
-    write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
+        edit.anchor = True
     return IngestResult(attempts, manifests, len(entries) - len(todo))
 
 
@@ -126,5 +131,5 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
             "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
                       f"({', '.join(plan.hosts)})",
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
-    write_anchor(edit.data, workbook)
+        edit.anchor = True
     return plan
