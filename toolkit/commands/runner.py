@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolkit.plumbing import beside
+
 if TYPE_CHECKING:
     from toolkit.runner.plan import Slot
 
@@ -91,7 +93,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             click.echo(message, err=True)
             documents.emit(documents.run_document(
                 workbook, {s: 0 for s in ("completed", "failed", "interrupted")}, 0, 0.0,
-                workbook.parent / f"{workbook.stem}_predictions", False, False))
+                beside.predictions_folder(workbook), False, False))
         else:
             click.echo(message)
         return

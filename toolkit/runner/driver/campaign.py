@@ -39,6 +39,7 @@ from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
+from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import decoding, evaluation, plan
 from toolkit.runner.driver import forkserver
@@ -129,7 +130,7 @@ class Result:
     @property
     def predictions_dir(self) -> Path:
         """The folder holding the predictions files."""
-        return self.workbook.parent / f"{self.workbook.stem}_predictions"
+        return beside.predictions_folder(self.workbook)
 
     def counts(self) -> dict[str, int]:
         """Attempts recorded in this run, by status."""
