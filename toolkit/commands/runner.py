@@ -25,7 +25,7 @@ def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = Fals
               cluster: tuple[str, float | None] | None = None) -> None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
     ``cluster``: the Ray cluster's address and how long to wait for its labels."""
-    from toolkit.runner.driver.single_writer import campaign_lock
+    from toolkit.runner.driver.campaign_lock import campaign_lock
 
     with campaign_lock(workbook.resolve()) as takeover:
         if takeover:

@@ -6,5 +6,6 @@
 - ``worker``: ``python -m toolkit.runner.driver.worker SPEC`` runs one attempt in a fresh
   process;
 - ``forkserver``: imports the runner once per campaign run and forks a worker per attempt;
-- ``single_writer``: one campaign writer per workbook at a time.
+- ``campaign_lock``: one ``run`` per workbook at a time (the campaign lock, a file beside
+  the workbook: :mod:`toolkit.plumbing.beside`).
 """
