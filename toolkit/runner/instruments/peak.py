@@ -44,7 +44,7 @@ import torch
 
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing.atomic import write_text
-from toolkit.runner.machine_load import OthersMeter
+from toolkit.runner.instruments.machine_load import OthersMeter
 
 #: Square sizes probed, by device type.
 SIZES = {"cpu": (256, 512), "cuda": (4096, 8192)}
