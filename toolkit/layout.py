@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -271,6 +271,10 @@ VARIANTS = Sheet(
            width=8),
         _c("kv_cache_dtype", help="Generation: the KV cache's dtype; auto (blank) keeps the "
            "variant's precision, the only one the runner applies today.", since=3, width=10),
+        _c("engine", help="What runs the model: torch (blank; every workbook before layout 5 "
+           "reads as torch), onnxruntime (classification), ctranslate2 (generation), or "
+           "python:MODULE:CALLABLE, a predictor of your own (docs/engines.md). A work column "
+           "like precision: a later series names it in changes.", since=5, width=14),
     ),
     purpose="One row per declared variant (R6).",
     unique=("variant_id",),
@@ -482,6 +486,11 @@ MANIFEST = Sheet(
            computed=True, since=3, width=30),
         _c("catalog_peaks", help="On a GPU, the catalog's figures (tariffs/gpus.csv) beside "
            "the measurement; never in its place.", computed=True, since=3, width=30),
+        _c("engine", help="The engine that ran the attempts and its version (torch's is in "
+           "torch; a python: predictor's package version).", computed=True, since=5, width=20),
+        _c("engine_artifact", help="What the engine ran, by hash: the ONNX file's SHA-256 and "
+           "the session's providers, the converted CTranslate2 model's hash and compute type, "
+           "or a python: predictor's module file hashes.", computed=True, since=5, width=30),
     ),
     purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
     unique=("manifest_id",),

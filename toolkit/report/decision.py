@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, work_value
+from toolkit.evidence.validate import (
+    WORK_COLUMNS,
+    declared,
+    work_cell,
+    work_differences,
+    work_value,
+)
 from toolkit.money.tariffs import Catalog, rules
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
@@ -61,7 +67,7 @@ class Pair:
 def differs_text(va: dict[str, Any], vb: dict[str, Any]) -> str:
     """``precision fp32 -> bf16, max_length 256 -> 128``: the work columns that differ."""
     def shown(row: dict[str, Any], column: str) -> str:
-        value = work_value(row.get(column))
+        value = work_cell(row, column)
         return "blank" if value is None else str(value)
 
     return ", ".join(f"{c} {shown(va, c)} -> {shown(vb, c)}"

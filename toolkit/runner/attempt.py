@@ -42,8 +42,9 @@ from typing import Any
 import torch
 
 from toolkit import layout
-from toolkit.errors import ToolkitError
+from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus, determinism, journal
+from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import (
     achieved,
@@ -72,6 +73,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.engines import onnx, predictor
 from toolkit.runner.model import LoadedModel, load
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
@@ -245,6 +247,21 @@ def first_calls(model: LoadedModel, variant: dict[str, Any], texts: list[str]
     return [shape for _, shape in batches], "; ".join(kernels) or None
 
 
+def load_engine(variant: dict[str, Any], base: Any, threads: int
+                ) -> LoadedModel | predictor.LoadedPredictor:
+    """The variant's classifier under its engine: torch, an onnxruntime session, or a
+    ``python:`` predictor (runner.engines)."""
+    engine = engines.engine_of(variant)
+    if engine == engines.ONNXRUNTIME:
+        return onnx.load(variant, base, threads)
+    if engine.startswith(engines.PYTHON_PREFIX):
+        return predictor.load(variant, base)
+    if engine != engines.TORCH:
+        raise ModelError(f"variant {variant['variant_id']}: engine {engine!r} does not run "
+                         "classification", hint="use torch, onnxruntime or python:MODULE:CALLABLE")
+    return load(variant, base)
+
+
 def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
                    caches: compilation.Caches) -> list[str]:
     """What a compiled attempt compiled when, and its cache folders (nothing uncompiled)."""
@@ -276,7 +293,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     compiled = variant.get("compile") == "yes"
 
     forward = probes.ForwardSpans() if device.type == "cuda" else None
-    model: LoadedModel | None = None
+    model: LoadedModel | predictor.LoadedPredictor | None = None
     window = Window()
     notes: list[str] = []
     shapes: list[tuple[int, int]] = []
@@ -285,24 +302,30 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     count = compilation.GraphCount()
     compiled_in: dict[str, int] = {}  # graphs compiled, by phase
 
+    def batches(items: list[corpus.Item], into: Window, after: Callable[[int], None],
+                spans: probes.ForwardSpans | None = None) -> None:
+        if isinstance(model, predictor.LoadedPredictor):
+            predictor.run_batches(model, variant, items, into.predictions, after)
+        else:
+            assert model is not None
+            run_batches(model, variant, [i.text for i in items], into, after, spans)
+
     def warm_pass(items: list[corpus.Item]) -> None:
-        assert model is not None
-        run_batches(model, variant, [i.text for i in items], Window(),
-                    lambda d: run.after_batch(d, len(items)))
+        batches(items, Window(), lambda d: run.after_batch(d, len(items)))
 
     with run.phases(), compilation.session(compiled) as caches:  # noqa: F811 - see above
         with run.timed("load"):
-            model = load(variant, spec.base)
-            shapes, kernels = first_calls(model, variant,
-                                          [i.text for i in corpus.read_corpus(run.corpus_path)])
+            model = load_engine(variant, spec.base, run.threads)
+            if isinstance(model, LoadedModel):
+                shapes, kernels = first_calls(
+                    model, variant, [i.text for i in corpus.read_corpus(run.corpus_path)])
         compiled_in["load"] = count.take()
         run.warm_up(warm_pass)
         compiled_in["warm-up"] = count.take()
         with run.timed("measured"):
             window.items = corpus.read_corpus(run.corpus_path)
             total = len(window.items)
-            run_batches(model, variant, [i.text for i in window.items], window,
-                        lambda d: run.after_batch(d, total), forward)
+            batches(window.items, window, lambda d: run.after_batch(d, total), forward)
     compiled_in[run.phase] = compiled_in.get(run.phase, 0) + count.take()
     if run.error is not None:
         notes.append(_failure_note(run, run.error, window))
@@ -313,6 +336,11 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     if baseline is not None:
         notes.append(baseline + " (after collecting and emptying the cache)")
     notes += _compile_notes(compiled_in, shapes, caches)
+    if model is not None:
+        notes += model.engine_notes
+    if isinstance(model, predictor.LoadedPredictor):
+        closed = model.close()
+        notes += [closed] if closed else []
 
     # ---- evaluation, part 1: token lengths (strata, truncation) and the fingerprint
     emit({"event": "phase", "phase": "evaluation"})
@@ -330,7 +358,13 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     if fingerprint and fingerprint != spec.corpus_sha256:
         notes.append(f"corpus fingerprint {fingerprint[:12]} differs from the campaign's "
                      f"{spec.corpus_sha256[:12]}: the corpus changed during the campaign")
-    if model is not None and items:
+    if isinstance(model, predictor.LoadedPredictor):
+        strata = predictor.reference_strata(checked_reference(spec, []))
+        for name in strata.values():
+            counts[name] = counts.get(name, 0) + 1
+        notes.append("strata as the reference attempt's tokenizer counted them"
+                     if strata else "no reference attempt yet: strata unknown")
+    elif model is not None and items:
         lengths = [len(ids) for ids in model.tokenizer([i.text for i in items],
                                                        truncation=False)["input_ids"]]
         max_length = int(variant["max_length"])
@@ -413,7 +447,10 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     verdict_cells(put, status, verdict, subgroup_text,
                   ids_match=verdicts is not None and verdicts.ids.match)
     memory_cells(put, device, peaks, rss)
-    if status == "completed" and window.padded_tokens:
+    if isinstance(model, predictor.LoadedPredictor):
+        put("padded_tokens", None, predictor.NO_TOKENS)
+        put("padding_efficiency", None, predictor.NO_TOKENS)
+    elif status == "completed" and window.padded_tokens:
         put("padded_tokens", window.padded_tokens)
         put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
     else:
@@ -422,6 +459,7 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
         put("padded_tokens", None, reason)
         put("padding_efficiency", None, reason)
     put("truncated", truncated, None if truncated is not None else
+        predictor.NO_TOKENS if isinstance(model, predictor.LoadedPredictor) else
         "tokenizer not loaded: token lengths unknown")
     file_cells(put, predictions_rel, predictions_sha)
     if predictions_rel:
@@ -480,7 +518,8 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
         variant_id=str(spec.variant["variant_id"]))
 
 
-def _work(spec: AttemptSpec, model: LoadedModel | None, window: Window,
+def _work(spec: AttemptSpec, model: LoadedModel | predictor.LoadedPredictor | None,
+          window: Window,
           measured: probes.Span | None, status: str, threads: int, broken: bool,
           gpu_name: str | None) -> achieved.Work:
     """FLOPs, rates and utilisation (runner.achieved), and the peak probe, run here after
@@ -498,7 +537,10 @@ def _work(spec: AttemptSpec, model: LoadedModel | None, window: Window,
                                              threads, gpu_name)
         peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
     found.manifest = achieved.manifest_values(cells, peak_reason)
-    cost, cost_reason = (flops.cost_of(model.module) if model is not None
+    cost, cost_reason = (model.module.cost if isinstance(model, LoadedModel)
+                         and isinstance(model.module, onnx.OnnxLogits)
+                         else flops.cost_of(model.module) if isinstance(model, LoadedModel)
+                         else (None, predictor.NO_FLOPS) if model is not None
                          else (None, "model not loaded"))
     tally = achieved.Tally(window.sequences, window.real_tokens, window.padded_tokens,
                            window.real_squares, window.padded_squares)
@@ -507,7 +549,8 @@ def _work(spec: AttemptSpec, model: LoadedModel | None, window: Window,
     return found
 
 
-def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | None,
+def _manifest(spec: AttemptSpec, model: LoadedModel | predictor.LoadedPredictor | None,
+              fingerprint: str | None,
               items: int, counts: dict[str, int], truncated: int | None, threads: int,
               seed: int | None, env: dict[str, Any], state: str | None = None,
               measured: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -529,6 +572,8 @@ def _manifest(spec: AttemptSpec, model: LoadedModel | None, fingerprint: str | N
         "determinism": state or reproducibility.state(spec.protocol, threads),
         "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
                           else compilation.NOT_COMPILED),
+        "engine": model.engine if model is not None else engines.engine_of(variant),
+        "engine_artifact": model.engine_artifact if model is not None else None,
     })
     row.update(env)
     return manifest_row(row, measured)

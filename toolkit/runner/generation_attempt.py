@@ -29,14 +29,17 @@ reason (R12).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from toolkit import layout
+from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
+from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import (
     achieved,
@@ -65,6 +68,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.engines import ctranslate
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 
@@ -89,30 +93,34 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     window = generation.GenerationWindow()
     notes: list[str] = []
 
-    def warm_pass(items: list[corpus.Item]) -> None:
+    def generate(items: list[corpus.Item], into: generation.GenerationWindow,
+                 after: Callable[[int], None]) -> None:
         assert lm is not None and rule is not None
-        generation.run_window(lm, variant, rule, items, generation.GenerationWindow(),
-                              lambda d: run.after_batch(d, len(items)))
+        engine_window = ctranslate.run_window if ctranslate.is_ct2(lm) else generation.run_window
+        engine_window(lm, variant, rule, items, into, after)
+
+    def warm_pass(items: list[corpus.Item]) -> None:
+        generate(items, generation.GenerationWindow(), lambda d: run.after_batch(d, len(items)))
 
     with run.phases():
         rule = generation.decoding_rule(protocol)
         with run.timed("load"):
-            lm = generation.load_lm(variant, spec.base, rule)
+            lm = load_engine(variant, spec.base, rule, run.threads)
             first = _first_batches(corpus.read_corpus(run.corpus_path),
                                    int(variant["batch_size"]))
-            generation.run_window(lm, variant, rule, first, generation.GenerationWindow(),
-                                  lambda d: None)
+            generate(first, generation.GenerationWindow(), lambda d: None)
         run.warm_up(warm_pass)
         with run.timed("measured"):
             window.items = corpus.read_corpus(run.corpus_path)
             total = len(window.items)
-            generation.run_window(lm, variant, rule, window.items, window,
-                                  lambda d: run.after_batch(d, total))
+            generate(window.items, window, lambda d: run.after_batch(d, total))
     if run.error is not None:
         notes.append(_failure_note(run, run.error, window))
     baseline = run.baseline_note()
     if baseline is not None:
         notes.append(baseline)
+    if lm is not None:
+        notes += lm.engine_notes
 
     # Export every output (also a partial window's), then read it back and check it.
     predictions_rel = predictions_sha = None
@@ -209,6 +217,18 @@ def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[st
     return run.record(cells, manifest)
 
 
+def load_engine(variant: dict[str, Any], base: Any, rule: generation.DecodingRule,
+                threads: int) -> generation.LoadedLM:
+    """The variant's causal LM under its engine: torch, or CTranslate2 (runner.engines)."""
+    engine = engines.engine_of(variant)
+    if engine == engines.CTRANSLATE2:
+        return ctranslate.load(variant, base, rule, threads)
+    if engine != engines.TORCH:
+        raise ModelError(f"variant {variant.get('variant_id')}: engine {engine!r} does not run "
+                         "generation", hint="use torch or ctranslate2")
+    return generation.load_lm(variant, base, rule)
+
+
 def _failure_note(run: AttemptRun, error: BaseException,
                   window: generation.GenerationWindow) -> str:
     """The note of a failed generation: its kind, where, the error. A CUDA error other than
@@ -239,7 +259,8 @@ def _work(run: AttemptRun, lm: generation.LoadedLM | None,
         peak_reason = (probe_cells["matmul_peak_flops"][1] if probe_cells is not None else
                        f"not probed: the attempt ended {status} (the probe runs after a "
                        "completed one)")
-    cost, cost_reason = (flops.cost_of(lm.module, generating=True) if lm is not None
+    cost, cost_reason = (ctranslate.cost(lm) if ctranslate.is_ct2(lm) and lm is not None
+                         else flops.cost_of(lm.module, generating=True) if lm is not None
                          else (None, "model not loaded"))
     return achieved.work(cost, cost_reason, flop_tally(window), measured_s, unfinished,
                          run.spec.variant, probed, peak_reason)
@@ -289,6 +310,8 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
         "truncated": truncated,
         "determinism": reproducibility.state(protocol, threads),
         "compile_setup": compilation.NOT_COMPILED,
+        "engine": lm.engine if lm is not None else engines.engine_of(variant),
+        "engine_artifact": lm.engine_artifact if lm is not None else None,
     })
     row.update(env)
     return manifest_row(row, measured)
@@ -308,7 +331,8 @@ def _generation_cells(put: Any, window: generation.GenerationWindow, partial: st
     put("decode_tokens_per_s", None if partial or rate is None else round(rate, 3),
         partial or "no decode step: every output ended at its first token")
     put("kv_cache_peak_bytes", None if partial else window.kv_cache_peak_bytes,
-        partial or "generate() returned no KV cache tensors")
+        partial or (ctranslate.NO_KV_CACHE if ctranslate.is_ct2(lm) else
+                    "generate() returned no KV cache tensors"))
     ceiling, why = (None, partial) if partial else bandwidth_ceiling(
         lm, variant, rule, window, device, probed)
     put("bandwidth_ceiling_tokens_per_s", None if ceiling is None else round(ceiling, 3), why)
