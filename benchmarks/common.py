@@ -483,10 +483,10 @@ def _instrumented_runner() -> Iterator[dict[str, Any]]:
     on its encoder. The yielded dict receives ``spans`` (every span opened, in
     order: load, warm-up, measured window) and ``model`` (the ModelClock).
     """
-    from toolkit.runner import attempt, probes
+    from toolkit.runner import model, probes
 
     seen: dict[str, Any] = {"spans": [], "model": None}
-    real_span, real_load = probes.Span, attempt.load
+    real_span, real_load = probes.Span, model.load
 
     class CpuSpan(real_span):  # type: ignore[misc, valid-type]
         def __enter__(self) -> Any:
@@ -504,11 +504,11 @@ def _instrumented_runner() -> Iterator[dict[str, Any]]:
         seen["model"] = ModelClock(getattr(loaded.module, "encoder", loaded.module))
         return loaded
 
-    probes.Span, attempt.load = CpuSpan, load
+    probes.Span, model.load = CpuSpan, load
     try:
         yield seen
     finally:
-        probes.Span, attempt.load = real_span, real_load
+        probes.Span, model.load = real_span, real_load
 
 
 class RunnerAttempts:

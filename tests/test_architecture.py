@@ -180,3 +180,31 @@ def test_every_subpackage_is_in_the_wheel() -> None:
         "packages"]
     folders = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
     assert folders <= set(listed)
+
+
+#: The longest function toolkit/runner/ may hold (issue 37: the attempt was 181 lines).
+RUNNER_FUNCTION_LINES = 80
+
+
+def test_no_function_in_the_runner_is_longer_than_80_lines() -> None:
+    long = []
+    for path in sorted((PACKAGE / "runner").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > RUNNER_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
+                                f"({lines} lines)")
+    assert long == []
+
+
+def test_the_task_kinds_declare_every_measured_attempts_column_exactly_once() -> None:
+    from toolkit import layout
+    from toolkit.runner.tasks import columns
+
+    declared = [*columns.EVERY_KIND, *(name for own in columns.OWN.values() for name in own)]
+    measured = [c.name for c in layout.ATTEMPTS.columns if c.measurement]
+    assert sorted(declared) == sorted(measured)
+    assert len(declared) == len(set(declared))
+    assert set(columns.OWN) == set(columns.ABSENT)

@@ -65,11 +65,6 @@ class LoadedLM:
     context: int | None
     pad_id: int
     eos_id: int | None
-    #: The engine that generates (runner.engines.ctranslate for ctranslate2), what it ran by
-    #: hash, and what loading it did.
-    engine: str = "torch"
-    engine_artifact: str | None = None
-    engine_notes: list[str] = field(default_factory=list)
 
 
 def load_lm(variant: dict[str, Any], base: Path, rule: DecodingRule) -> LoadedLM:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -116,18 +116,13 @@ class LoadedModel:
     """A model ready for inference and what the manifest says about it."""
 
     tokenizer: Any
-    module: Any  # an nn.Module under torch; a callable returning logits under other engines
+    module: nn.Module
     labels: list[str]
     device: torch.device
     model_revision: str
     tokenizer_revision: str
     attention_backend: str
     folder: Path
-    #: The engine that runs ``module`` (its name and version for the Manifest), what it
-    #: ran by hash, and what loading it did (an export built or reused): see runner.engines.
-    engine: str = "torch"
-    engine_artifact: str | None = None
-    engine_notes: list[str] = field(default_factory=list)
 
     def __call__(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits for a batch already on the model's device."""

@@ -38,14 +38,44 @@ from toolkit.runner.engines import cache
 NO_KV_CACHE = "ctranslate2 does not expose its KV cache: its peak is not measured"
 
 
-class Ct2Module:
-    """The converted model as the generation task holds it: the generator, its compute type
-    and the source config (what the FLOP count and the bandwidth ceiling read)."""
+class Ct2Generator:
+    """The CTranslate2 engine of generation (a :class:`tasks.predictor.Generator`)."""
 
-    def __init__(self, generator: Any, compute_type: str, config: dict[str, Any]) -> None:
-        self.generator = generator
-        self.compute_type = compute_type
-        self.config = config
+    attention_backend = "ctranslate2"
+    kv_cache_reason = NO_KV_CACHE
+
+    def __init__(self, generator: Any, tokenizer: Any, variant: dict[str, Any],
+                 rule: generation.DecodingRule, files: Any, config: dict[str, Any],
+                 eos: int | None, engine: str, artifact: str, notes: list[str]) -> None:
+        self.generator, self.tokenizer = generator, tokenizer
+        self.variant, self.rule = variant, rule
+        self.folder: Path = files.folder
+        self.model_revision = files.weights_revision
+        self.tokenizer_revision = files.tokenizer_revision
+        self.config, self.eos_id = config, eos
+        self.device = torch.device(str(variant["device"]))
+        self.engine: str = engine
+        self.engine_artifact: str | None = artifact
+        self.engine_notes: list[str] = notes
+
+    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
+                 after_batch: Callable[[int], None]) -> None:
+        run_window(self, items, window, after_batch)
+
+    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
+        """The decoder's generation cost from its config: the blocks and the LM head (the
+        one linear layer outside them, hidden x vocabulary), as torch's count of it."""
+        try:
+            head = [(int(self.config["hidden_size"]), int(self.config["vocab_size"]))]
+            return flops.cost_from_config(self.config, head, generating=True), None
+        except (KeyError, ValueError) as exc:
+            return None, f"FLOPs unknown: {exc}"
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: ``generate_batch`` returns when its tokens are on the host."""
+
+    def close(self) -> None:
+        self.generator = None
 
 
 def compute_type(variant: dict[str, Any]) -> str:
@@ -55,15 +85,16 @@ def compute_type(variant: dict[str, Any]) -> str:
     return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}[str(variant["precision"])]
 
 
-def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule,
-         threads: int) -> generation.LoadedLM:
-    """The variant's causal LM converted and loaded by CTranslate2 (ModelError when not)."""
+def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> Ct2Generator:
+    """The variant's causal LM converted and loaded by CTranslate2 (ModelError when not);
+    intra threads = the attempt's (``--threads``, already torch's in this process)."""
     import ctranslate2
     from ctranslate2.converters import TransformersConverter
     from transformers import AutoTokenizer
 
     vid = variant.get("variant_id", "?")
     device = str(variant["device"])
+    threads = torch.get_num_threads()
     if device == "cuda" and ctranslate2.get_cuda_device_count() == 0:
         raise ModelError(f"variant {vid} runs on cuda, but ctranslate2 "
                          f"{ctranslate2.__version__} sees no CUDA device",
@@ -94,47 +125,26 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule,
         raise ModelError(f"ctranslate2 cannot load variant {vid} as {kind} on {device}: {exc}",
                          hint="declare a precision this device supports") from exc
     tokenizer = AutoTokenizer.from_pretrained(str(files.folder), local_files_only=True)
-    eos = tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     weights = built.folder / "model.bin"
-    return generation.LoadedLM(
-        tokenizer, Ct2Module(generator, kind, config), torch.device("cpu"),
-        files.weights_revision, files.tokenizer_revision, "ctranslate2", files.folder,
-        None if context is None else int(context), int(pad or 0),
-        None if eos is None else int(eos), engine=f"ctranslate2 {ctranslate2.__version__}",
-        engine_artifact=f"converted model.bin sha256 {cache.sha256_of(weights)}; compute "
-        f"type {kind}; device {device}; intra threads {threads}",
-        engine_notes=[built.note("ctranslate2 conversion")])
+    return Ct2Generator(
+        generator, tokenizer, variant, rule, files, config, tokenizer.eos_token_id,
+        f"ctranslate2 {ctranslate2.__version__}",
+        f"converted model.bin sha256 {cache.sha256_of(weights)}; compute type {kind}; device "
+        f"{device}; intra threads {threads}", [built.note("ctranslate2 conversion")])
 
 
-def is_ct2(lm: generation.LoadedLM | None) -> bool:
-    """Whether ``lm`` runs on CTranslate2."""
-    return lm is not None and isinstance(lm.module, Ct2Module)
-
-
-def cost(lm: generation.LoadedLM) -> tuple[flops.Cost | None, str | None]:
-    """The decoder's generation cost from its config: the blocks and the LM head (the one
-    linear layer outside them, hidden x vocabulary), as torch's count of the same model."""
-    config = lm.module.config
-    try:
-        head = [(int(config["hidden_size"]), int(config["vocab_size"]))]
-        return flops.cost_from_config(config, head, generating=True), None
-    except (KeyError, ValueError) as exc:
-        return None, f"FLOPs unknown: {exc}"
-
-
-def run_window(lm: generation.LoadedLM, variant: dict[str, Any],
-               rule: generation.DecodingRule, items: Sequence[corpus.Item],
+def run_window(lm: Ct2Generator, items: Sequence[corpus.Item],
                window: generation.GenerationWindow, after_batch: Callable[[int], None]) -> None:
     """:func:`generation.run_window` on CTranslate2: the same prompts, order, cut, outputs
     and clocks (see the module's docstring for what is timed)."""
+    variant, rule = lm.variant, lm.rule
     size = int(variant["batch_size"])
-    encoded = generation.prompt_ids(lm, [i.text for i in items], [i.id for i in items],
+    tokenized: Any = lm  # prompt_ids reads only its tokenizer
+    encoded = generation.prompt_ids(tokenized, [i.text for i in items], [i.id for i in items],
                                     int(variant["max_length"]), rule)
     order = list(range(len(items)))
     if variant.get("length_grouping") == "sorted":
         order.sort(key=lambda i: len(encoded[i][0]))
-    module: Ct2Module = lm.module
     eos = lm.eos_id if rule.stop == "eos" else None
     for start in range(0, len(order), size):
         indexes = order[start:start + size]
@@ -146,7 +156,7 @@ def run_window(lm: generation.LoadedLM, variant: dict[str, Any],
             return False  # never stop early: the Protocol's rule decides
 
         began = time.perf_counter()
-        results = module.generator.generate_batch(
+        results = lm.generator.generate_batch(
             prompts, max_length=rule.max_new_tokens, sampling_topk=1, beam_size=1,
             include_prompt_in_result=False, end_token=[] if eos is None else [eos],
             return_end_token=True,

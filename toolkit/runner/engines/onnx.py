@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -33,31 +33,17 @@ import numpy as np
 import torch
 
 from toolkit.errors import ModelError
+from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import flops
 from toolkit.runner import model as torch_model
 from toolkit.runner.engines import cache
+from toolkit.runner.tasks.predictor import Batch
 
 EXPORTED = "model.onnx"
 OPSET = 18
 CPU_PROVIDER = "CPUExecutionProvider"
 CUDA_PROVIDER = "CUDAExecutionProvider"
-
-
-class OnnxLogits:
-    """A session as the classification loop calls a module: tensors in, logits out.
-
-    ``cost``: the source module's FLOP count (runner.flops), taken before the torch copy is
-    dropped: the graph computes the same function, so the same products."""
-
-    def __init__(self, session: Any, cost: tuple[flops.Cost | None, str | None]) -> None:
-        self.session = session
-        self.inputs = [i.name for i in session.get_inputs()]
-        self.cost = cost
-
-    def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
-        feed = {name: inputs[name].cpu().numpy() for name in self.inputs}
-        return torch.from_numpy(np.asarray(self.session.run(None, feed)[0]))
 
 
 class _Positional(torch.nn.Module):
@@ -150,9 +136,63 @@ def exported(source: torch_model.LoadedModel, variant: dict[str, Any], base: Pat
     return int8.folder / EXPORTED, notes + [int8.note("onnxruntime dynamic-int8 quantization")]
 
 
-def load(variant: dict[str, Any], base: Path, threads: int) -> torch_model.LoadedModel:
-    """The variant's classifier as an onnxruntime session (ModelError when it cannot run)."""
+class OnnxClassifier:
+    """The onnxruntime engine of classification (a :class:`tasks.predictor.Predictor`): the
+    torch runner's tokenisation, padding and truncation, the session in place of the module.
+    """
+
+    tokens_reason: str | None = None
+    attention_backend = "onnxruntime graph"
+
+    def __init__(self, variant: dict[str, Any], session: Any, source: torch_model.LoadedModel,
+                 engine: str, artifact: str, notes: list[str]) -> None:
+        self.session = session
+        self.inputs = [i.name for i in session.get_inputs()]
+        self.tokenizer, self.labels = source.tokenizer, source.labels
+        self.model_revision = source.model_revision
+        self.tokenizer_revision = source.tokenizer_revision
+        # The graph computes the source module's function: the same products (runner.flops).
+        self.cost = flops.cost_of(source.module)
+        self.device = torch.device(str(variant["device"]))
+        self.max_length = int(variant["max_length"])
+        self.padding = "longest" if variant["padding"] == "dynamic" else "max_length"
+        self.engine: str = engine
+        self.engine_artifact: str | None = artifact
+        self.engine_notes: list[str] = notes
+
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int]:
+        encoded = self.tokenizer(list(texts), truncation=truncate,
+                                 max_length=self.max_length if truncate else None)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def predict(self, items: Sequence[corpus.Item],
+                timer: AbstractContextManager[Any] | None = None) -> Batch:
+        inputs = self.tokenizer([i.text for i in items], padding=self.padding, truncation=True,
+                                max_length=self.max_length, return_tensors="np")
+        mask = inputs["attention_mask"]
+        feed = {name: inputs[name] for name in self.inputs}
+        with timer if timer is not None else nullcontext():
+            logits = self.session.run(None, feed)[0]
+        best = np.asarray(logits).argmax(axis=-1).tolist()
+        return Batch([self.labels[b] for b in best], [int(n) for n in mask.sum(axis=1)],
+                     int(mask.shape[1]))
+
+    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
+        return self.cost
+
+    def synchronize(self) -> None:
+        """Nothing to wait for: ``session.run`` returns host arrays."""
+
+    def close(self) -> None:
+        self.session = None
+
+
+def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
+    """The variant's classifier as an onnxruntime session (ModelError when it cannot run);
+    intra-op threads = the attempt's (``--threads``, already torch's in this process)."""
     import onnxruntime as ort
+
+    threads = torch.get_num_threads()
 
     if variant["precision"] == "bf16":
         raise ModelError(f"variant {variant['variant_id']}: onnxruntime has no bf16 "
@@ -163,10 +203,6 @@ def load(variant: dict[str, Any], base: Path, threads: int) -> torch_model.Loade
     source_variant = {**variant, "device": "cpu", "quantization": "none", "compile": "no"}
     source = torch_model.load(source_variant, base)
     path, notes = exported(source, variant, base)
-    cost = flops.cost_of(source.module)
-    tokenizer, labels = source.tokenizer, source.labels
-    revision, tokenizer_revision = source.model_revision, source.tokenizer_revision
-    del source  # the session holds its own weights: the torch copy leaves memory now
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
@@ -182,8 +218,7 @@ def load(variant: dict[str, Any], base: Path, threads: int) -> torch_model.Loade
     used = session.get_providers()
     artifact = (f"onnx sha256 {cache.sha256_of(path)}; providers {', '.join(used)}; "
                 f"graph optimisation all, intra-op threads {threads}")
-    return torch_model.LoadedModel(
-        tokenizer, OnnxLogits(session, cost), labels, torch.device("cpu"), revision,
-        tokenizer_revision, "onnxruntime graph", path.parent,
-        engine=f"onnxruntime {ort.__version__}", engine_artifact=artifact, engine_notes=notes)
+    # The classifier keeps the tokenizer and labels; the torch weights leave with ``source``.
+    return OnnxClassifier(variant, session, source, f"onnxruntime {ort.__version__}",
+                          artifact, notes)
 

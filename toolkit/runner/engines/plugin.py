@@ -19,19 +19,23 @@ the attempt as failed with that reason; the campaign goes on.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
 from toolkit.plumbing import engines
 from toolkit.plumbing.digests import file_sha256
+from toolkit.runner.tasks.predictor import Batch
 
 NO_TOKENIZER = "none: a python: predictor reads text its own way"
 NO_FLOPS = "a python: predictor's work is its own: FLOPs not counted"
@@ -42,18 +46,36 @@ class PredictorError(Exception):
     """A predictor broke the contract (wrong count, foreign id, bad label)."""
 
 
-@dataclass
-class LoadedPredictor:
-    """A built predictor and what the Manifest says about it."""
+class PythonPredictor:
+    """A user's predictor as the classification task runs it (a
+    :class:`tasks.predictor.Predictor`): ids and texts in, checked labels out."""
 
-    predictor: Any
-    module_name: str
-    model_revision: str
-    engine: str
-    engine_artifact: str
-    tokenizer_revision: str = NO_TOKENIZER
-    attention_backend: str = "n/a (python: predictor)"
-    engine_notes: list[str] = field(default_factory=list)
+    tokenizer_revision = NO_TOKENIZER
+    attention_backend = "n/a (python: predictor)"
+    tokens_reason: str | None = NO_TOKENS
+
+    def __init__(self, predictor: Any, variant: dict[str, Any], model_revision: str,
+                 engine: str, artifact: str) -> None:
+        self.predictor = predictor
+        self.device = torch.device(str(variant["device"]))
+        self.model_revision = model_revision
+        self.engine: str = engine
+        self.engine_artifact: str | None = artifact
+        self.engine_notes: list[str] = []
+
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> None:
+        """None: the predictor reads text its own way (``tokens_reason``)."""
+        return None
+
+    def predict(self, items: Sequence[corpus.Item],
+                timer: AbstractContextManager[Any] | None = None) -> Batch:
+        records = [{"id": i.id, "text": i.text} for i in items]
+        with timer if timer is not None else nullcontext():
+            outputs = self.predictor.predict(records)
+        return Batch(check_outputs(records, outputs), [], 0)
+
+    def flop_cost(self) -> tuple[None, str]:
+        return None, NO_FLOPS
 
     def synchronize(self) -> None:
         """The predictor's ``synchronize()``, when it has one."""
@@ -61,16 +83,14 @@ class LoadedPredictor:
         if callable(sync):
             sync()
 
-    def close(self) -> str | None:
-        """The predictor's ``close()``, when it has one; a failure is returned as a note."""
+    def close(self) -> None:
+        """The predictor's ``close()``, when it has one. It runs after the row is written:
+        a failure there is not the measurement's and is ignored (the contract says so)."""
         close = getattr(self.predictor, "close", None)
-        if not callable(close):
-            return None
-        try:
-            close()
-        except Exception as exc:  # noqa: BLE001 - a failing close is noted, not fatal
-            return f"predictor close() raised {type(exc).__name__}: {exc}"
-        return None
+        self.predictor = None
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
 
 
 def _import(module_name: str, base: Path) -> Any:
@@ -109,7 +129,7 @@ def _package_version(module_name: str) -> str:
     return "not an installed distribution"
 
 
-def load(variant: dict[str, Any], base: Path) -> LoadedPredictor:
+def load(variant: dict[str, Any], base: Path) -> PythonPredictor:
     """Import the variant's predictor and build it on its ``model_path`` folder."""
     engine = engines.engine_of(variant)
     target = engines.python_target(engine)
@@ -134,7 +154,7 @@ def load(variant: dict[str, Any], base: Path) -> LoadedPredictor:
     files = _module_files(module)
     shown = ", ".join(f"{n} {h[:16]}" for n, h in sorted(files.items())) or "no source file"
     artifact = f"{module_name}.{name}; module files {shown}"
-    return LoadedPredictor(predictor, module_name, tree_hash(file_hashes(folder)),
+    return PythonPredictor(predictor, variant, tree_hash(file_hashes(folder)),
                            f"python {_package_version(module_name)}", artifact)
 
 
@@ -165,20 +185,6 @@ def check_outputs(records: Sequence[dict[str, str]], outputs: Any) -> list[str]:
                                  "label is text")
         labels[rid] = label
     return [labels[r["id"]] for r in records]
-
-
-def run_batches(loaded: LoadedPredictor, variant: dict[str, Any], items: list[corpus.Item],
-                predictions: list[tuple[int, str]], after_batch: Callable[[int], None]
-                ) -> None:
-    """Predict ``items`` in file order by the variant's batch size; append ``(index,
-    label)`` to ``predictions``; synchronize after the last batch."""
-    size = int(variant["batch_size"])
-    for start in range(0, len(items), size):
-        records = [{"id": i.id, "text": i.text} for i in items[start:start + size]]
-        labels = check_outputs(records, loaded.predictor.predict(records))
-        predictions.extend(zip(range(start, start + len(records)), labels, strict=True))
-        after_batch(len(predictions))
-    loaded.synchronize()
 
 
 def reference_strata(path: Path | None) -> dict[str, str]:
