@@ -202,3 +202,27 @@ def test_an_engine_for_the_other_task_is_a_validate_finding(tmp_path: Path) -> N
                 if f["column"] == "engine"]
     assert messages == ["ct2: engine ctranslate2 does not run the classification task: "
                         "ctranslate2 runs generation; use torch for classification"]
+
+
+def test_a_layout_3_workbook_reads_as_torch() -> None:
+    from toolkit.evidence.validate import work_differences
+
+    data = store.read(Path(__file__).parent / "fixtures" / "layout3_campaign"
+                      / "example_campaign.xlsx")
+    assert data.layout_version == 3
+    rows = data.tables["Variants"]
+    assert {r["engine"] for r in rows} == {None}  # the column is newer than the workbook
+    assert {engines.engine_of(r) for r in rows} == {"torch"}
+    assert work_differences(rows[0], {**rows[0], "engine": "torch"}) == []
+    assert work_differences(rows[0], {**rows[0], "engine": "onnxruntime"}) == ["engine"]
+
+
+def test_env_lists_the_engines_with_their_versions() -> None:
+    import onnxruntime
+
+    result = CliRunner().invoke(cli, ["env"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("engine ")]
+    assert lines[0].startswith("engine torch ")
+    assert f"engine onnxruntime onnxruntime {onnxruntime.__version__}, onnx " in lines[1]
+    assert lines[-1].startswith("engine python: a predictor of your own")
