@@ -90,7 +90,7 @@ def report(book: Path) -> list[str]:
     failures = []
     for vid, row in rows.items():
         window, acc = row["measured_s"], row["metric_value"]
-        ratio = f"{window / base_s:.2f}x" if window and base_s else "-"
+        ratio = f"{window / base_s:.3g}x" if window and base_s else "-"
         change = f"{acc - base_acc:+.4f}" if acc is not None and base_acc is not None else "-"
         print(f"{vid:<9} {engines[vid]:<30} {row['status']:<10} "
               f"{row['load_s'] or 0:>7.1f} {window or 0:>9.2f} {ratio:>9} "

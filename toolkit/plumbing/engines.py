@@ -78,7 +78,10 @@ def problem(variant: dict[str, Any], task: str) -> tuple[str, str] | None:
     if engine.startswith(PYTHON_PREFIX):
         if python_target(engine) is None:
             return (f"engine {engine!r} is not python:MODULE:CALLABLE",
-                    "write e.g. python:samples_plugin.tfidf:Predictor (docs/engines.md)")
+                    "write e.g. python:austen_tfidf:Predictor (docs/engines.md)")
+        if task != "classification":
+            return (f"a python: predictor runs the classification task, not {task}",
+                    "use torch or ctranslate2 for generation")
         return None
     known = ENGINES.get(engine)
     if known is None:

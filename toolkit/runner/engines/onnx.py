@@ -193,7 +193,6 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
     import onnxruntime as ort
 
     threads = torch.get_num_threads()
-
     if variant["precision"] == "bf16":
         raise ModelError(f"variant {variant['variant_id']}: onnxruntime has no bf16 "
                          "classification path here", hint="declare fp32 (or fp16 on cuda)")
@@ -203,6 +202,8 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
     source_variant = {**variant, "device": "cpu", "quantization": "none", "compile": "no"}
     source = torch_model.load(source_variant, base)
     path, notes = exported(source, variant, base)
+    notes.append("load phase: the torch model is loaded once (the export's source, its "
+                 "labels and FLOP count), then dropped; host_rss_peak_bytes includes it")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
