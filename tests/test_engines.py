@@ -229,3 +229,24 @@ def test_env_lists_the_engines_with_their_versions() -> None:
     assert lines[0].startswith("engine torch ")
     assert f"engine onnxruntime onnxruntime {onnxruntime.__version__}, onnx " in lines[1]
     assert lines[-1].startswith("engine python: a predictor of your own")
+
+
+def test_demo_all_declares_the_engine_series_as_an_amendment(tmp_path: Path) -> None:
+    from toolkit.commands import demo
+    from toolkit.evidence import protocol
+    from toolkit.evidence.validate import validate
+
+    book = demo.prepare(tmp_path / "d", engines=True)
+    data = store.read(book)
+    series = [(v["variant_id"], v["series"], v["engine"], v["base_variant"], v["changes"])
+              for v in data.tables["Variants"]][-3:]
+    assert series == [
+        ("b8-ort-fp32", 4, "onnxruntime", "b8-fp32", "engine"),
+        ("b8-ort-int8", 4, "onnxruntime", "b8-fp32", "engine, quantization"),
+        ("b8-tfidf", 4, "python:austen_tfidf:Predictor", "b8-fp32",
+         "engine, model_path, head_path")]
+    assert (tmp_path / "d" / "austen_tfidf" / "model.json").is_file()
+    audit = data.tables["Audit"][-1]
+    assert audit["action"] == "amend" and audit["reason"].startswith("demo --all: series 4")
+    assert protocol.require_lock(data, book) == audit["protocol_sha256"]
+    assert validate(data, book) == []

@@ -48,11 +48,7 @@ def test_the_example_is_locked_valid_and_declares_the_series() -> None:
                v["length_grouping"]) for v in data.tables["Variants"]]
     assert series == [("b1-fp32", 1, 1, "fp32", "none"), ("b4-fp32", 1, 4, "fp32", "none"),
                       ("b8-fp32", 1, 8, "fp32", "none"), ("b8-bf16", 2, 8, "bf16", "none"),
-                      ("b8-fp32-sorted", 3, 8, "fp32", "sorted"),
-                      ("b8-ort-fp32", 4, 8, "fp32", "none"), ("b8-ort-int8", 4, 8, "fp32", "none"),
-                      ("b8-tfidf", 4, 8, "fp32", "none")]
-    assert [v.get("engine") for v in data.tables["Variants"]][-3:] == [
-        "onnxruntime", "onnxruntime", "python:austen_tfidf:Predictor"]
+                      ("b8-fp32-sorted", 3, 8, "fp32", "sorted")]
     form = data.forms["Protocol"]
     assert (form["metric"], form["threshold"], form["tolerance"], form["reference_variant"],
             form["repetitions"], form["process_policy"]) == (
@@ -62,7 +58,7 @@ def test_the_example_is_locked_valid_and_declares_the_series() -> None:
 def test_demo_folder_holds_workbook_corpus_and_head(tmp_path: Path) -> None:
     book = demo.prepare(tmp_path / "d")
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
-        "austen_tfidf", "calibration.jsonl", "corpus.jsonl", "example_campaign.xlsx", "head"]
+        "calibration.jsonl", "corpus.jsonl", "example_campaign.xlsx", "head"]
     assert sorted(p.name for p in (tmp_path / "d" / "head").iterdir()) == [
         "head.json", "head.safetensors"]
     assert store.read(book).tables["Attempts"] == []

@@ -232,7 +232,8 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     from toolkit.report import charts
     from toolkit.runner.campaign import Options
 
-    workbook = sample.prepare(directory, quick=quick, task=task)
+    workbook = sample.prepare(directory, quick=quick, task=task,
+                              engines=all_variants and task == "classification")
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()
