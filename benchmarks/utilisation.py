@@ -1,12 +1,12 @@
 """Issue 20: how close the length-sorted variant comes to this machine's matrix-multiply peak.
 
 In one process, for fp32 and bf16 in turn, interleaved round by round: the peak probe the
-runner records in the Manifest (``toolkit.runner.peak.probe``, fresh each round, no cache),
+runner records in the Manifest (``runner.instruments.peak.probe``, fresh each round, no cache),
 then one pass of the runner's own batching code (``tasks.classification.run_batches``,
 the code of the measured window) over the first N corpus items with the sample's
 ``b8-fp32-sorted`` settings (batch 8, dynamic padding, length-sorted, sdpa, max length 256,
 not compiled; ``--batch``, ``--attention``, ``--compile`` change those) in that precision.
-Real-token FLOPs come from ``toolkit.runner.flops`` and the window's own tallies. The figure is
+Real-token FLOPs come from ``runner.instruments.flops`` and the window's own tallies. The figure is
 
     achieved real-token FLOP rate (median over the rounds) / measured peak (best probe)
 
@@ -24,7 +24,7 @@ against fp32).
     TORCHINDUCTOR_FREEZING=1 python benchmarks/utilisation.py --compile --precisions fp32
 
 ``--compile`` loads the variant with ``compile`` = yes on the runner's own path: inside
-``toolkit.runner.compilation.session`` (fresh caches, dynamo reset, failing recompile
+``toolkit.runner.instruments.compilation.session`` (fresh caches, dynamo reset, failing recompile
 limit), ``load`` (torch.compile, dynamic shapes), the load phase's first calls
 (``classification.first_calls``: the window's shortest, longest and last batch compile there), then
 the warm-up; graphs compiled in each phase are counted, and one compiled inside a timed pass
@@ -71,7 +71,7 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
           ) -> tuple[Any, dict[str, Any], dict[str, int]]:
     """The model as the runner's load phase leaves it, then the protocol's warm-up; with
     the graphs compiled in each (both 0 uncompiled)."""
-    from toolkit.runner import compilation
+    from toolkit.runner.instruments import compilation
     from toolkit.runner.model import load
     from toolkit.runner.tasks.classification import first_calls
     from toolkit.runner.tasks.predictor import TorchClassifier
@@ -137,7 +137,7 @@ def _measure(precision: str, args: argparse.Namespace, folder: Path, texts: list
     whether it met its target and its results row."""
     import torch
 
-    from toolkit.runner import compilation, peak
+    from toolkit.runner.instruments import compilation, peak
 
     model, variant, graphs = _load(precision, folder, args, texts)
     cost, reason = model.flop_cost()
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     from toolkit.evidence import corpus
-    from toolkit.runner import compilation
+    from toolkit.runner.instruments import compilation
 
     threads = common.set_threads(1)
     met_all = []

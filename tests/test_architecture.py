@@ -171,7 +171,7 @@ def test_the_checks_above_can_fail() -> None:
     """The rank table knows an upward import when it sees one, and torch's reach."""
     assert _rank("toolkit.workbook.store") < _rank("toolkit.report.refresh")
     assert "toolkit.runner.attempt" in _loads_torch(_imports())
-    assert "toolkit.runner.campaign" not in _loads_torch(_imports())
+    assert "toolkit.runner.driver.campaign" not in _loads_torch(_imports())
 
 
 def test_every_subpackage_is_in_the_wheel() -> None:
@@ -209,3 +209,17 @@ def test_the_task_kinds_declare_every_measured_attempts_column_exactly_once() ->
     assert sorted(declared) == sorted(measured)
     assert len(declared) == len(set(declared))
     assert set(columns.OWN) == set(columns.ABSENT)
+
+
+def test_the_tariff_rules_are_the_one_module_loaded_by_path_and_import_no_toolkit() -> None:
+    """money/tariffs.py loads tariffs/calcul_forfaits.py by path (a standalone script too):
+    the graph above cannot see that edge, so it must lead nowhere back into toolkit."""
+    by_path = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+                     if "spec_from_file_location" in p.read_text(encoding="utf-8"))
+    assert by_path == ["toolkit/money/tariffs.py"]
+    rules = ast.parse((ROOT / "tariffs" / "calcul_forfaits.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(rules)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(rules)
+                 if isinstance(node, ast.ImportFrom)}
+    assert "toolkit" not in imported

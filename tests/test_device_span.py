@@ -22,7 +22,7 @@ from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
-from toolkit.runner import probes
+from toolkit.runner.instruments import probes
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import TorchClassifier
 from toolkit.workbook import store

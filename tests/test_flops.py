@@ -1,4 +1,4 @@
-"""The FLOP formula (toolkit.runner.flops) against torch's FLOP counter on real forward passes.
+"""The FLOP formula (runner.instruments.flops) against torch's FLOP counter on real forward passes.
 
 Attention runs as ``eager`` here: torch's counter counts the matrix products of eager
 attention, but not the CPU flash kernel SDPA picks (it would undercount by exactly the
@@ -20,7 +20,7 @@ from transformers import (
 
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
-from toolkit.runner import flops
+from toolkit.runner.instruments import flops
 from toolkit.runner.model import ClassifierLogits, LoadedModel, load
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import TorchClassifier

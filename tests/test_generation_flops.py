@@ -1,4 +1,4 @@
-"""Generation FLOPs (toolkit.runner.flops, SPEC B5): the decoder's formula against torch's
+"""Generation FLOPs (runner.instruments.flops, SPEC B5): the decoder's formula against torch's
 FLOP counter on the shipped tiny causal LM, run through the runner's own generation window,
 and the Attempts row of a generation attempt."""
 
@@ -15,7 +15,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
-from toolkit.runner import flops, generation
+from toolkit.runner import generation
+from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.generation import flop_tally
 
 SAME_LENGTH = [corpus.Item("a", "the lady said that"), corpus.Item("b", "the lady said that")]

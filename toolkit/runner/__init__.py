@@ -17,7 +17,7 @@
 - ``probes``, ``peak``, ``flops``, ``achieved``: timers and memory peaks, the peak probe,
   the FLOP count, rates and utilisation;
 - ``faults``: the documented fault-injection hook used by tests and drills;
-- ``worker``, ``forkserver``, ``single_writer``, ``campaign``: a fresh process per attempt,
+- ``worker``, ``forkserver``, ``campaign_lock``, ``campaign``: a fresh process per attempt,
   the fork server, one writer per workbook, the campaign loop.
 
 Importing this package imports no torch; its modules do, lazily where they can.

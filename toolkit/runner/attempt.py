@@ -24,7 +24,6 @@ from typing import Any
 import torch
 
 from toolkit.evidence import determinism, journal
-from toolkit.runner import achieved, environment
 from toolkit.runner.attempt_parts import (
     Cells,
     Emit,
@@ -33,6 +32,7 @@ from toolkit.runner.attempt_parts import (
     identity_cells,
     verdict_cells,
 )
+from toolkit.runner.instruments import achieved, environment
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import classification, columns
 from toolkit.runner.tasks.kinds import kind_of

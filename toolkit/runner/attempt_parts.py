@@ -23,7 +23,8 @@ from toolkit import layout
 from toolkit.evidence import corpus
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import plan, precision, probes, reproducibility
+from toolkit.runner import plan
+from toolkit.runner.instruments import precision, probes, reproducibility
 from toolkit.runner.spec import AttemptSpec
 
 #: Where an attempt sends its progress events (phase changes, items done).

@@ -20,7 +20,7 @@ import torch
 
 from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import faults, plan, probes
+from toolkit.runner import plan
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
@@ -32,6 +32,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     start_process,
 )
+from toolkit.runner.instruments import faults, probes
 from toolkit.runner.spec import AttemptSpec
 
 #: Progress events are sent at most this often (seconds) while items are processed.

@@ -35,9 +35,9 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
-from toolkit.runner import flops
 from toolkit.runner import model as torch_model
 from toolkit.runner.engines import cache
+from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.predictor import Batch
 
 EXPORTED = "model.onnx"

@@ -38,14 +38,7 @@ from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import (
-    achieved,
-    compilation,
-    environment,
-    evaluation,
-    probes,
-    reproducibility,
-)
+from toolkit.runner import evaluation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -63,6 +56,7 @@ from toolkit.runner.attempt_parts import (
 )
 from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
 from toolkit.runner.engines.plugin import reference_strata
+from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns

@@ -21,8 +21,8 @@ Beside the classification columns the row fills the generation ones: prompt and 
 tokens, time to first token, decode tokens/s, the KV cache's peak, and decode tokens/s as
 a fraction of the bandwidth ceiling (catalog bandwidth on a GPU, the peak probe's copy
 bandwidth on a CPU) for the planner's bytes per step (weights + KV cache at the run's batch
-and lengths). The FLOP columns are the classification attempt's (:mod:`toolkit.runner.achieved`)
-over the decoder's generation count (:mod:`toolkit.runner.flops`): each output's prefill and
+and lengths). The FLOP columns are the classification attempt's (:mod:`..instruments.achieved`)
+over the decoder's generation count (:mod:`..instruments.flops`): each output's prefill and
 decode steps as real FLOPs, each batch's as padded. What cannot be known is empty with its
 reason (R12).
 """
@@ -42,17 +42,7 @@ from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import (
-    achieved,
-    agreement,
-    compilation,
-    environment,
-    evaluation,
-    flops,
-    generation,
-    probes,
-    reproducibility,
-)
+from toolkit.runner import agreement, evaluation, generation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -70,6 +60,14 @@ from toolkit.runner.attempt_parts import (
     verdict_cells,
 )
 from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.instruments import (
+    achieved,
+    compilation,
+    environment,
+    flops,
+    probes,
+    reproducibility,
+)
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns

@@ -36,7 +36,8 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
-from toolkit.runner import attempt_parts, flops, generation, model
+from toolkit.runner import attempt_parts, generation, model
+from toolkit.runner.instruments import flops
 
 
 @dataclass
