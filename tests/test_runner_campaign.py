@@ -322,7 +322,7 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
                                "typed for the demo") for line in lines)
     assert "  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD" in lines
     assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
-                         "manifest.csv, durations.png, cost_per_accepted.png")
+                         "manifest.csv, durations.png, projected_cost_per_expected.png")
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}

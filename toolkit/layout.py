@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -61,6 +61,10 @@ class Column:
     width: int = 14
     #: The layout version that added it: older workbooks lack it and read it empty.
     since: int = 1
+    #: A money column shown in its row's currency: the column naming it (e.g. "currency").
+    currency: str = ""
+    #: The currency a blank currency cell means (Tariffs: USD); "" claims none.
+    blank_currency: str = ""
 
     @property
     def reason(self) -> str:
@@ -498,7 +502,8 @@ TARIFFS = Sheet(
            required=True),
         _c("plan_days", INT, "3, 7 or 30.", required=True),
         _c("price_per_lot_usd", USD, "Flat price of one lot for the whole plan, in the row's "
-           "currency (USD when currency is empty).", required=True),
+           "currency (USD when currency is empty).", required=True, currency="currency",
+           blank_currency="USD"),
         _c("source", width=30),
         # The price column keeps its name (columns are never renamed): currency says what
         # its amount is in, empty meaning USD as before; provider names whose snapshot it is.
@@ -537,7 +542,8 @@ RENTALS = Sheet(
         _c("start", DATETIME, "ISO 8601 with offset.", width=22),
         _c("end", DATETIME, width=22),
         _c("amount", MONEY, "What the provider charges for this rental, all lots, in its "
-           "currency. Empty for a flat plan: the Tariffs price x lots is used.", width=12),
+           "currency. Empty for a flat plan: the Tariffs price x lots is used.", width=12,
+           currency="currency"),
         _c("currency", help="ISO 4217 code, e.g. USD: amounts in different currencies are "
            "never added together.", required=True, width=9),
         _c("source", help="Where the amount comes from: invoice, order page, or an example "
@@ -580,7 +586,7 @@ LEDGER = Sheet(
         _c("reference", help="Order or invoice reference: matched with Rentals.reference.",
            computed=True, width=18),
         _c("amount", NUMBER, "Charged amount (a refund is negative).", required=True,
-           computed=True, width=12),
+           computed=True, width=12, currency="currency"),
         _c("currency", required=True, computed=True, width=9),
         _c("source", help="File and line it was imported from.", computed=True, width=30),
     ),
@@ -743,8 +749,11 @@ SETTLEMENT = Sheet(
            "for another cost, its amount.", computed=True),
         _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions; empty "
            "until outputs are validated.", computed=True),
-        _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora; 'undefined' "
-           "when none (the budget stays); empty outside the equal-quality comparison.",
+        _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora, for a plan "
+           "actually rented for those corpora; 'undefined' when none (the budget stays). Empty "
+           "on a projected configuration (since layout 5): a plan sized for the expected "
+           "outputs divided by a benchmark count blends a forecast with a count; read "
+           "projected_cost_per_expected_usd (forecast) and the total's spent_per_accepted.",
            computed=True),
         _c("quality_verdict", computed=True),
         _c("median_s", SECONDS, computed=True),
@@ -757,8 +766,9 @@ SETTLEMENT = Sheet(
            choices=("incurred", "decision"), since=2, width=10),
         _c("rental_id", computed=True, since=2),
         _c("variants", help="The variants a rental served.", computed=True, since=2, width=24),
-        _c("amount", MONEY, "Incurred: what the rental or cost charges, in its currency.",
-           computed=True, since=2, width=12),
+        _c("amount", MONEY, "Incurred: what the rental or cost charges, in its currency; on a "
+           "total row, the sum per currency, or 'incomplete' while a row lacks its amount.",
+           computed=True, since=2, width=12, currency="currency"),
         _c("currency", computed=True, since=2, width=9),
         _c("ledger_status", help="Against the imported ledger: matched, amount differs, not in "
            "the ledger, in the ledger only.", computed=True, since=2, width=24),
@@ -773,7 +783,18 @@ SETTLEMENT = Sheet(
            "Protocol's deadline.", computed=True, since=2, width=30),
         _c("price_per_lot", MONEY, "Incurred: a rental's price per lot from Tariffs, in its "
            "currency (amount = price_per_lot x lots); price_per_lot_usd stays the decision "
-           "part's, in USD.", computed=True, since=4, width=12),
+           "part's, in USD.", computed=True, since=4, width=12, currency="currency"),
+        _c("projected_cost_per_expected_usd", USD, "Decision: a FORECAST, budget_usd / "
+           "projected_corpora: what one expected corpus would cost on this plan. It becomes an "
+           "accepted figure only as outputs are confirmed (spent_per_accepted).",
+           computed=True, since=5, width=14),
+        _c("spent_per_accepted", MONEY, "Total incurred rows: the total / the corpora accepted "
+           "and confirmed in this campaign (accepted_corpora on the same row), in the row's "
+           "currency; 'undefined' when none; empty while the total is incomplete or nothing "
+           "is confirmed.", computed=True, since=5, width=14, currency="currency"),
+        _c("known_subtotal", MONEY, "Total incurred rows: the sum of the amounts known so "
+           "far, shown beside an 'incomplete' total (never in its place).", computed=True,
+           since=5, width=14, currency="currency"),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
     "accepted corpus (R21-R23); other project costs on their own rows with their grounds. "

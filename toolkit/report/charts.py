@@ -18,7 +18,7 @@ from toolkit.report.summary import VariantStats
 from toolkit.workbook.charts import BAR_COLOUR, MEDIAN_COLOUR, RUN_COLOUR
 
 DURATIONS_PNG = "durations.png"
-COSTS_PNG = "cost_per_accepted.png"
+COSTS_PNG = "projected_cost_per_expected.png"
 
 
 @dataclass(frozen=True)
@@ -102,15 +102,14 @@ def no_bar_label(c: Costing) -> str:
             "no success" if not c.stats.successes else
             "not feasible" if c.stats.unfinished and c.resume is None else
             "outside quality" if not c.stats.equal_quality else
-            "no price" if c.plan is None else
-            "not validated yet" if c.accepted_count is None else "undefined")
+            "no price" if c.plan is None else "no forecast")
 
 
 def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
     names = [c.stats.variant_id for c in costs]
     for x, c in enumerate(costs):
-        cost = c.cost_per_accepted
+        cost = c.forecast_per_expected
         if cost is not None and c.stats.equal_quality:
             ax.bar(x, float(cost), color=BAR_COLOUR)
             ax.annotate(f"{rules.to_cent(cost):,.2f}", (x, float(cost)),
@@ -120,8 +119,9 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
                         color="#7F6000", xycoords=("data", "axes fraction"), rotation=90)
     ax.set_xticks(range(len(costs)), names)
     ax.set_xlim(-0.6, len(costs) - 0.4)
-    ax.set_ylabel("USD per accepted corpus")
-    ax.set_title("Cost per accepted corpus (equal-quality configurations)")
+    ax.set_ylabel("USD per expected corpus (forecast)")
+    ax.set_title("Projected cost per expected corpus, a FORECAST (equal-quality "
+                 "configurations)")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))

@@ -98,8 +98,7 @@ def refresh(data: WorkbookData, base_dir: Path,
     win, window_problem = _window(data)
     catalog, catalog_problem = _catalog(data)
     found = costs.costings(all_stats, data, catalog, catalog_problem, win, window_problem)
-    span = costs.schedule_span_cell() if win is not None else None
-    data.tables["Settlement"] = costs.settlement_rows(found, data, catalog, span, win)
+    data.tables["Settlement"] = costs.settlement_rows(found, data, catalog, win)
     data.row_numbers["Settlement"] = list(range(2, 2 + len(data.tables["Settlement"])))
 
     window_text = None

@@ -48,11 +48,11 @@ def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
         beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
         charts.append(Chart(
             layout.SETTLEMENT.name, f"{beside}2", "column",
-            "Cost per accepted corpus (USD; no bar: no price, undefined, or outside the "
-            "equal-quality comparison)",
-            ({"name": "cost per accepted corpus",
+            "Projected cost per expected corpus, a FORECAST (USD; no bar: no price or "
+            "outside the equal-quality comparison)",
+            ({"name": "projected cost per expected corpus (forecast)",
               "categories": _range(layout.SETTLEMENT, "item", 2, last),
-              "values": _range(layout.SETTLEMENT, "cost_per_accepted_usd", 2, last),
+              "values": _range(layout.SETTLEMENT, "projected_cost_per_expected_usd", 2, last),
               "fill": {"color": BAR_COLOUR}},),
             "configuration", "USD"))
     return charts

@@ -32,6 +32,9 @@ NUMBER_FORMATS = {
     layout.MONEY: '#,##0.00',
     layout.RATIO: "0.0000",
 }
+#: A money column shown in its row's currency: the amount, then the ISO 4217 code.
+CURRENCY_FORMAT = '#,##0.00" {}"'
+PLAIN_MONEY = "#,##0.00"
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
 
@@ -47,10 +50,12 @@ class _Formats:
         )
         self.title = book.add_format({"bold": True, "font_size": 14})
         self.wrap = book.add_format({"text_wrap": True, "valign": "top"})
-        self._cache: dict[tuple[str, bool], Any] = {}
+        self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
-    def cell(self, kind: str, computed: bool) -> Any:
-        key = (kind, computed)
+    def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
+        """The format of a cell of ``kind``; ``currency``: a money cell shown in that
+        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown)."""
+        key = (kind, computed, currency)
         if key not in self._cache:
             spec: dict[str, Any] = {
                 "bg_color": COMPUTED_FILL if computed else INPUT_FILL,
@@ -58,7 +63,10 @@ class _Formats:
                 "border_color": "#BFBFBF",
                 "valign": "top",
             }
-            if kind in NUMBER_FORMATS:
+            if currency is not None:
+                spec["num_format"] = CURRENCY_FORMAT.format(currency) if currency \
+                    else PLAIN_MONEY
+            elif kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
             self._cache[key] = self.book.add_format(spec)
         return self._cache[key]
@@ -186,7 +194,9 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
     ws.freeze_panes(1, 1)
     last_row = len(rows) + SPARE_ROWS
     for col, column in enumerate(sheet.all_columns):
-        cell_format = formats.cell(column.kind, column.computed)
+        # A money column in its row's currency: rows typed later show no code until saved.
+        cell_format = formats.cell(column.kind, column.computed,
+                                   "" if column.currency else None)
         ws.set_column(col, col, column.width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
@@ -200,9 +210,17 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
-                write_value(ws, r, col, value, cell_format)
+                write_value(ws, r, col, value, _money_format(formats, column, row)
+                            if column.currency else cell_format)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
+
+
+def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any]) -> Any:
+    """A money cell's format in its row's currency (every amount shows its own code)."""
+    code = str(row.get(column.currency) or "").strip().upper() or column.blank_currency
+    return formats.cell(column.kind, column.computed,
+                        code if code.isascii() and code.isalpha() and len(code) == 3 else "")
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
