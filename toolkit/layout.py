@@ -792,6 +792,11 @@ SETTLEMENT = Sheet(
            "and confirmed in this campaign (accepted_corpora on the same row), in the row's "
            "currency; 'undefined' when none; empty while the total is incomplete or nothing "
            "is confirmed.", computed=True, since=5, width=14, currency="currency"),
+        _c("counted_amount", MONEY, "Rentals and other costs: what the row adds to its "
+           "currency's total (its amount; empty while it has none, which makes the total "
+           "incomplete). A total sums this column by currency, so the rows may be sorted in "
+           "any order and no total counts another.", computed=True, since=5, width=12,
+           currency="currency"),
         _c("known_subtotal", MONEY, "Total incurred rows: the sum of the amounts known so "
            "far, shown beside an 'incomplete' total (never in its place).", computed=True,
            since=5, width=14, currency="currency"),

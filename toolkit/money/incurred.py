@@ -258,31 +258,33 @@ def other_cost_row(row: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-#: Settlement rows a total reaches below its own: far beyond any settlement.
+#: Settlement rows a total reaches (header excluded): far beyond any settlement.
 TOTAL_REACH = 10000
 #: The rows a total adds: rentals and other costs (never a ledger-only line or a total).
 SUMMED = ("rental", "other cost")
 
 
-def _around(name: str, row: int) -> tuple[str, str]:
-    """The Settlement column ``name`` above and below ``row``, as ranges that keep leaving
-    out their own row when a sort moves it (relative inner ends): no circular reference,
-    and any order of the rows gives the same sums."""
+def counted(row: dict[str, Any], excel: int) -> Formula:
+    """A rental's or other cost's counted_amount at Excel row ``excel``: its own amount,
+    empty while it has none."""
+    amount, value = f"{_col('amount')}{excel}", _value(row.get("amount"))
+    return Formula(f'IF({amount}="","",{amount})', "" if value is None else value)
+
+
+def _reach(name: str) -> str:
     col = _col(name)
-    return f"{col}$1:{col}{row - 1}", f"{col}{row + 1}:{col}${TOTAL_REACH}"
+    return f"${col}$2:${col}${TOTAL_REACH + 1}"
 
 
-def total_formulas(currency: str, row: int) -> tuple[str, str]:
-    """The total incurred in ``currency`` at Settlement row ``row`` ('incomplete' while a
-    summed row lacks its amount) and its known subtotal, found by kind and currency."""
-    known, missing = [], []
-    for part in (0, 1):
-        amt, cur, kind = (_around(n, row)[part] for n in ("amount", "currency", "kind"))
-        for k in SUMMED:
-            known.append(f'SUMIFS({amt},{cur},"{currency}",{kind},"{k}")')
-            missing.append(f'SUMPRODUCT(({cur}="{currency}")*({kind}="{k}")*({amt}=""))')
-    subtotal = "+".join(known)
-    return f'IF({"+".join(missing)}>0,"{INCOMPLETE}",{subtotal})', subtotal
+def total_formulas(currency: str) -> tuple[str, str]:
+    """The total incurred in ``currency`` ('incomplete' while a summed row lacks its amount)
+    and its known subtotal: counted_amount by currency over the whole sheet, whatever the
+    rows' order (totals leave counted_amount empty: none counts another)."""
+    cur, kind, amt = _reach("currency"), _reach("kind"), _reach("counted_amount")
+    missing = "+".join(f'SUMPRODUCT(({cur}="{currency}")*({kind}="{k}")*({amt}=""))'
+                       for k in SUMMED)
+    subtotal = f'SUMIFS({amt},{cur},"{currency}")'
+    return f'IF({missing}>0,"{INCOMPLETE}",{subtotal})', subtotal
 
 
 def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | None = None
@@ -298,7 +300,7 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | N
     """
     out = []
     currencies = sorted({str(r.get("currency")) for r in incurred if r.get("currency")})
-    acc = f"${_col('accepted_corpora')}$2:${_col('accepted_corpora')}${TOTAL_REACH}"
+    acc = _reach("accepted_corpora")
     for i, currency in enumerate(currencies):
         row = first + len(incurred) + i
         mine = [r for r in incurred if r.get("currency") == currency]
@@ -306,7 +308,7 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | N
         missing = [str(r.get("item")) for r, a in zip(mine, amounts, strict=True) if a is None]
         known = sum((a for a in amounts if a is not None), Decimal(0))
         total: Any = INCOMPLETE if missing else known
-        formula, subtotal = total_formulas(currency, row)
+        formula, subtotal = total_formulas(currency)
         amount = f"{_col('amount')}{row}"
         spent = Formula(f'IF(AND(ISNUMBER({amount}),COUNT({acc})>0),IF(MAX({acc})>0,'
                         f'{amount}/MAX({acc}),"{rules.UNDEFINED}"),"")',

@@ -475,6 +475,8 @@ def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int,
     for row in rows + others:
         row["ledger_status"] = status.get(str(row.get("item")))
     rows += others
+    for i, row in enumerate(rows):
+        row["counted_amount"] = incurred.counted(row, first_row + i)
     if rows:
         rows += incurred.total_rows(rows, first_row, accepted)
     for entry in extra:
