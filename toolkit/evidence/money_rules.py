@@ -134,7 +134,42 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
         beyond = Rental(excel, r).beyond_plan()
         if beyond:
             add("end", "beyond-plan", f"{beyond}, or correct end")
+        outside = attempts_outside(data, str(r.get("rental_id") or "").strip(), start, end)
+        if outside:
+            add("start" if outside[0] == "before" else "end", "rental-window",
+                f"{outside[1]}: they ran on a machine this rental did not pay for; correct "
+                "the rental's start or end, the variants' rental_id, or record the rental "
+                "that paid for them")
     return found
+
+
+def attempts_outside(data: WorkbookData, rental_id: str, start: Any, end: Any
+                     ) -> tuple[str, str] | None:
+    """Attempts of the variants naming ``rental_id`` that started before the rental's
+    ``start`` or after its ``end`` (aware date-times; None where unknown): ("before" or
+    "after", what to say), or None when every attempt falls inside it."""
+    if not rental_id or (start is None and end is None):
+        return None
+    users = {str(v.get("variant_id")) for v in data.tables["Variants"]
+             if str(v.get("rental_id") or "").strip() == rental_id}
+    before, after = [], []
+    for a in data.tables["Attempts"]:
+        at = aware_time(a.get("started_at")) if str(a.get("variant_id")) in users else None
+        if at is None:
+            continue
+        if start is not None and at < start:
+            before.append((at, str(a.get("attempt_id"))))
+        elif end is not None and at > end:
+            after.append((at, str(a.get("attempt_id"))))
+    for side, rows, bound in (("before", before, start), ("after", after, end)):
+        if rows:
+            rows.sort()
+            more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+            edge = "start" if side == "before" else "end"
+            return side, (f"attempt {rows[0][1]}{more} of rental {rental_id!r} started "
+                          f"{side} the rental's {edge} ({rules.stamp(bound)}), the first at "
+                          f"{rules.stamp(rows[0][0])}")
+    return None
 
 
 def variants_rental_rules(data: WorkbookData) -> list[Finding]:
