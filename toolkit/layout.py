@@ -818,6 +818,11 @@ DECISION = Sheet(
         _c("draft", help="Filled by `iteralab report` from the data; edit the fields above.",
            computed=True),
         _c("reviewed_by", help="Who checked this memo."),
+        _c("report_run", help="Which `iteralab report` run the memo and draft reflect: its "
+           "time and a hash of each input sheet then. `iteralab validate` names a memo "
+           "older than the numbers it quotes (a tariff, rental, ledger line, attempt or "
+           "confirmation changed since): run `iteralab report` again.", computed=True,
+           since=5),
     ),
     purpose="Decision memo (R23). Your edits survive `iteralab report`.",
 )

@@ -6,7 +6,10 @@ Each rule returns findings (sheet, Excel row, column, check, message) for
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
@@ -235,7 +238,67 @@ def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
     )
 
 
+#: The sheets a report's numbers come from, as the memo's stamp names them.
+MEMO_INPUTS = ("Protocol", "Variants", "Attempts", "Tariffs", "Rentals", "Schedule",
+               "Verification", "Ledger", "Settlement")
+STAMP_INPUTS = "; inputs "
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):  # computed before a save, a float after
+        value = float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
+def input_hashes(data: WorkbookData) -> dict[str, str]:
+    """A short SHA-256 of each input sheet's typed content: order-free (a sort changes no
+    number, so no hash), the Settlement's other costs only, the Schedule's typed phases."""
+    out = {}
+    for name in MEMO_INPUTS:
+        sheet = layout.SHEET_BY_NAME[name]
+        if sheet.kind == "form":
+            rows = [data.forms.get(name, {})]
+        else:
+            rows = [r for r in data.tables.get(name, [])
+                    if name != "Settlement" or r.get("kind") == "other cost"]
+        columns = [c.name for c in sheet.all_columns
+                   if not c.computed or name in ("Attempts", "Ledger")
+                   or (name == "Settlement" and c.name in ("item", "amount", "currency",
+                                                          "grounds"))]
+        lines = sorted(json.dumps([_plain(r.get(c)) for c in columns], default=str)
+                       for r in rows)
+        out[name] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+    return out
+
+
+def memo_stamp(data: WorkbookData, at: str) -> str:
+    """The Decision's report_run: when the report ran and the hash of each input then."""
+    hashes = input_hashes(data)
+    return f"report of {at}{STAMP_INPUTS}" + ", ".join(f"{k} {v}" for k, v in hashes.items())
+
+
+def _stale_memo_rules(data: WorkbookData) -> list[Finding]:
+    """The memo quotes numbers of the report run its stamp names: an input changed since
+    (a tariff typed in Excel, a ledger imported, an attempt excluded) makes it stale."""
+    stamp = str(data.forms.get(layout.DECISION.name, {}).get("report_run") or "")
+    if STAMP_INPUTS not in stamp:
+        return []
+    when, listed = stamp.split(STAMP_INPUTS, 1)
+    then = dict(part.rsplit(" ", 1) for part in listed.split(", ") if " " in part)
+    now = input_hashes(data)
+    changed = [name for name in MEMO_INPUTS if then.get(name) != now[name]]
+    if not changed:
+        return []
+    return [Finding(layout.DECISION.name, layout.DECISION.names.index("report_run") + 2,
+                    "report_run", "stale-memo",
+                    f"the memo reflects the {when}; {', '.join(changed)} changed since, so the "
+                    "numbers it quotes may be out of date: run `iteralab report` again")]
+
+
 RULES = {
+    layout.DECISION.name: _stale_memo_rules,
     "Tariffs": _tariffs_rules,
     layout.RENTALS.name: _rentals_rules,
     "Schedule": _schedule_rules,

@@ -16,11 +16,12 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import money_log
+from toolkit.evidence import money_log, money_rules
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
 from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules
+from toolkit.plumbing.clock import now_text
 from toolkit.report import costs, decision, memory_sheet, quality, summary
 from toolkit.report.costs import Costing
 from toolkit.report.decision import Decision
@@ -110,6 +111,8 @@ def refresh(data: WorkbookData, base_dir: Path,
     d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
                         window_text, costs.incurred_summary(incurred))
     decision.update_memo(data.forms["Decision"], d)
+    # Which run the memo reflects: validate names a memo older than the numbers it quotes.
+    data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
     data.charts = workbook_charts(len(all_stats), len(found))
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
     if catalog_problem and any(c.gpu_slug for c in found):
