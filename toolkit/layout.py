@@ -41,6 +41,9 @@ USD_OR_UNDEFINED = "usd_or_undefined"  # an amount, or the text "undefined" (R21
 MONEY = "money"  # an amount >= 0 in the currency its row names
 
 YES, NO = "yes", "no"
+#: The word that marks a figure typed for a demo or an example (a Tariffs or Rentals source,
+#: a Verification's verified_by): every amount, cost and chart resting on one says so.
+EXAMPLE = "EXAMPLE"
 STATUSES = ("completed", "failed", "interrupted")
 VERDICTS = ("pass", "fail", "not evaluated")
 

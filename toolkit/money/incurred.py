@@ -316,6 +316,7 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | N
         grounds = (f"{len(mine)} row(s) in {currency}, each rental once"
                    + (f"; no amount yet for {', '.join(missing)}: the known subtotal is "
                       f"{rules.money(known, currency)}" if missing else "")
+                   + _example_note(mine)
                    + f"; {BRIDGE}{_bridge(total, accepted, currency)}")
         out.append(full({"item": f"total incurred ({currency})", "kind": "total incurred",
                          "part": "incurred", "currency": currency,
@@ -331,6 +332,12 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | N
                          "grounds": f"no currency for {', '.join(unnamed)}: every amount has "
                          "one; type it"}))
     return out
+
+
+def _example_note(rows: Sequence[dict[str, Any]]) -> str:
+    """Which of a total's rows rest on an EXAMPLE figure: the total does too."""
+    marked = [str(r.get("item")) for r in rows if layout.EXAMPLE in str(r.get("grounds") or "")]
+    return f"; {layout.EXAMPLE} figures in {', '.join(marked)}" if marked else ""
 
 
 def _spent(total: Any, accepted: int | None) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit import layout
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.atomic import publish
 from toolkit.report.costs import Costing
@@ -105,6 +106,21 @@ def no_bar_label(c: Costing) -> str:
             "no price" if c.plan is None else "no forecast")
 
 
+def costs_note(costs: Sequence[Costing]) -> str:
+    """Whose plans, which plan lengths and catalog dates the bars come from; EXAMPLE first
+    when one rests on an example figure (the workbook's chart says the same)."""
+    plans = [c.plan for c in costs if c.plan is not None]
+    sellers = sorted({p.provider or "shipped catalog" for p in plans})
+    days = sorted({p.plan_days for p in plans})
+    dates = sorted({p.catalog_date for p in plans})
+    note = "; ".join(x for x in (", ".join(sellers),
+                                 f"{'/'.join(map(str, days))}-day plans" if days else "",
+                                 f"catalog of {', '.join(dates)}" if dates else "") if x)
+    if any(c.example for c in costs):
+        note = f"{layout.EXAMPLE} figures: {note}"
+    return note or "no priced configuration"
+
+
 def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
     names = [c.stats.variant_id for c in costs]
@@ -121,7 +137,7 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     ax.set_xlim(-0.6, len(costs) - 0.4)
     ax.set_ylabel("USD per expected corpus (forecast)")
     ax.set_title("Projected cost per expected corpus, a FORECAST (equal-quality "
-                 "configurations)")
+                 f"configurations)\n{costs_note(costs)}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))

@@ -126,7 +126,15 @@ class Costing:
         cost = self.forecast_per_expected
         if cost is None:
             return "no forecast: no expected outputs in the Protocol"
-        return f"{rules.usd(cost)} per expected corpus (forecast)"
+        marked = f"; {layout.EXAMPLE} figures" if self.example else ""
+        return f"{rules.usd(cost)} per expected corpus (forecast{marked})"
+
+    @property
+    def example(self) -> bool:
+        """Whether the row rests on an example figure: its price's source or its
+        confirmation says EXAMPLE (the Settlement's grounds say the same)."""
+        source = self.plan.source if self.plan is not None else ""
+        return layout.EXAMPLE in source or layout.EXAMPLE in self.confirm_reason
 
 
 def campaign_accepted(costs: Sequence[Costing]) -> int | None:

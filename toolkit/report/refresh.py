@@ -113,7 +113,7 @@ def refresh(data: WorkbookData, base_dir: Path,
     decision.update_memo(data.forms["Decision"], d)
     # Which run the memo reflects: validate names a memo older than the numbers it quotes.
     data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
-    data.charts = workbook_charts(len(all_stats), len(found))
+    data.charts = workbook_charts(data)
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
     if catalog_problem and any(c.gpu_slug for c in found):
         notes.append(f"no prices: {catalog_problem}")

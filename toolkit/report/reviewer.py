@@ -150,10 +150,10 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
 def _settlement(result: Refreshed) -> list[str]:
     lines = ["### Incurred: money spent, each rental once", ""]
     incurred = [(r.get("item"), r.get("kind"), r.get("variants") or "",
-                 _amount(r.get("amount"), r.get("currency")),
-                 _amount(r.get("known_subtotal"), r.get("currency"))
+                 _marked(_amount(r.get("amount"), r.get("currency")), r),
+                 _marked(_amount(r.get("known_subtotal"), r.get("currency")), r)
                  if _plain(r.get("amount")) == INCOMPLETE else "",
-                 _amount(r.get("spent_per_accepted"), r.get("currency")),
+                 _marked(_amount(r.get("spent_per_accepted"), r.get("currency")), r),
                  r.get("ledger_status") or "")
                 for r in result.incurred]
     lines += table(("item", "kind", "variants served", "amount", "known subtotal",
@@ -173,7 +173,8 @@ def _settlement(result: Refreshed) -> list[str]:
         rows.append((c.stats.variant_id, c.gpu_slug or "cpu",
                      f"{c.plan.plan_days} days" if c.plan else "",
                      c.lots if c.plan else "",
-                     rules.usd(c.budget) if c.budget is not None else "",
+                     (rules.usd(c.budget) + (f" {layout.EXAMPLE}" if c.example else ""))
+                     if c.budget is not None else "",
                      "" if c.runner_accepted is None else c.runner_accepted,
                      "" if c.accepted_count is None else c.accepted_count, c.cost_text,
                      c.deadline_check or "", "yes" if c.stats.equal_quality else "no"))
@@ -203,6 +204,14 @@ def _settlement(result: Refreshed) -> list[str]:
                   "slowest run, over the expected outputs):"]
         lines += [f"- {m.sentence()}" for m in result.decision.money]
     return lines
+
+
+def _marked(amount: str, row: dict[str, Any]) -> str:
+    """An amount marked EXAMPLE when its Settlement row rests on an example figure (the
+    Settlement shows the same mark)."""
+    if amount and layout.EXAMPLE in str(row.get("grounds") or ""):
+        return f"{amount} {layout.EXAMPLE}"
+    return amount
 
 
 def _plain(cell: Any) -> Any:

@@ -35,6 +35,10 @@ NUMBER_FORMATS = {
 #: A money column shown in its row's currency: the amount, then the ISO 4217 code.
 CURRENCY_FORMAT = '#,##0.00" {}"'
 PLAIN_MONEY = "#,##0.00"
+#: Kinds of an amount in USD by the column's name.
+USD_KINDS = (layout.USD, layout.USD_OR_UNDEFINED)
+#: Where a row says it rests on an example figure (layout.EXAMPLE in it).
+EXAMPLE_COLUMNS = ("grounds", "source")
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
 
@@ -54,7 +58,8 @@ class _Formats:
 
     def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
         """The format of a cell of ``kind``; ``currency``: a money cell shown in that
-        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown)."""
+        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown), with
+        " EXAMPLE" after it for an example figure."""
         key = (kind, computed, currency)
         if key not in self._cache:
             spec: dict[str, Any] = {
@@ -195,6 +200,7 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
     last_row = len(rows) + SPARE_ROWS
     for col, column in enumerate(sheet.all_columns):
         # A money column in its row's currency: rows typed later show no code until saved.
+        money = bool(column.currency) or column.kind in USD_KINDS
         cell_format = formats.cell(column.kind, column.computed,
                                    "" if column.currency else None)
         ws.set_column(col, col, column.width, cell_format)
@@ -211,16 +217,22 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
                 write_value(ws, r, col, value, _money_format(formats, column, row)
-                            if column.currency else cell_format)
+                            if money else cell_format)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
 
 
 def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any]) -> Any:
-    """A money cell's format in its row's currency (every amount shows its own code)."""
-    code = str(row.get(column.currency) or "").strip().upper() or column.blank_currency
-    return formats.cell(column.kind, column.computed,
-                        code if code.isascii() and code.isalpha() and len(code) == 3 else "")
+    """A money cell's format in its row's currency (every amount shows its own code), marked
+    EXAMPLE when the row's grounds or source say it rests on an example figure."""
+    if column.currency:
+        code = str(row.get(column.currency) or "").strip().upper() or column.blank_currency
+        code = code if code.isascii() and code.isalpha() and len(code) == 3 else ""
+    else:
+        code = "USD"
+    if any(layout.EXAMPLE in str(row.get(name) or "") for name in EXAMPLE_COLUMNS):
+        code = f"{code} {layout.EXAMPLE}".strip()
+    return formats.cell(column.kind, column.computed, code)
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
