@@ -3,6 +3,7 @@ that differs reaching the total, the known subtotal of an incomplete total."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import report_campaign
 
 from toolkit import layout
+from toolkit.evidence.validate import validate
 from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
@@ -124,3 +126,27 @@ def test_spent_per_accepted_and_the_forecast_agree_between_python_and_the_cached
     assert rows["b8-fp32"]["cost_per_accepted_usd"] is None
     assert rows["total incurred (USD)"]["spent_per_accepted"] == 2193.5  # / 1 confirmed
     assert rows["total incurred (EUR)"]["spent_per_accepted"] == 508
+
+
+def test_a_catalog_date_typed_as_an_excel_date_validates_and_prices(tmp_path: Path) -> None:
+    """Excel turns 2026-09-24 typed in a cell into a date: accepted as that day, and the
+    report writes it back as ISO text the Settlement's lookups match."""
+    path = tmp_path / "dated.xlsx"
+    store.save(report_campaign.priced(), path)
+    book = openpyxl.load_workbook(path)
+    ws = book[layout.TARIFFS.name]
+    column = layout.TARIFFS.names.index("catalog_date") + 1
+    dated = [r for r in range(2, ws.max_row + 1) if ws.cell(r, column).value == "2026-09-24"]
+    for r in dated:
+        ws.cell(r, column).value = dt.datetime(2026, 9, 24)
+        ws.cell(r, column).number_format = "yyyy-mm-dd"
+    book.save(path)
+    assert dated
+    data = store.read(path)
+    assert data.tables["Tariffs"][0]["catalog_date"] == "2026-09-24T00:00"
+    assert [f for f in validate(data, path) if f.sheet == "Tariffs"] == []
+    build(path, pngs=False)
+    back = store.read(path)
+    assert {r["catalog_date"] for r in back.tables["Tariffs"]} == {"2026-09-24", "2026-11-20"}
+    rows = {r["item"]: r for r in back.tables["Settlement"]}
+    assert rows["b8-fp32"]["budget_usd"] == 110

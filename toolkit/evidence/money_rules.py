@@ -15,7 +15,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.findings import Finding
 from toolkit.money.incurred import Rental, aware_time
-from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules
+from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules, with_iso_date
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -69,7 +69,7 @@ def _catalog_date_problem(row: dict[str, Any], excel: int) -> str | None:
         return f"{where} {column}"
 
     try:
-        rules.make_plan(row, locate)
+        rules.make_plan(with_iso_date(row), locate)
     except rules.TariffError as exc:
         if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
             return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "

@@ -20,7 +20,7 @@ from toolkit.evidence import money_log, money_rules
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
-from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules
+from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules, with_iso_date
 from toolkit.plumbing.clock import now_text
 from toolkit.report import costs, decision, memory_sheet, quality, summary
 from toolkit.report.costs import Costing
@@ -82,6 +82,9 @@ def refresh(data: WorkbookData, base_dir: Path,
     formulas see the same rows) but no verdict or choice rests on them.
     """
     data.formulas.clear()  # every sheet that holds formulas is recomputed below
+    # A catalog date Excel turned into a date is written back as the ISO day it stands for,
+    # so that the Settlement's lookups compare text with text.
+    data.tables["Tariffs"] = [with_iso_date(r) for r in data.tables["Tariffs"]]
     lock = current_lock(data)
     logged = money_log.log_money_edits(data, lock.sha256 if lock else "")
     protocol = data.forms["Protocol"]
