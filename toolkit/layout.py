@@ -369,13 +369,13 @@ ATTEMPTS = Sheet(
         _c("real_flops", NUMBER, "Model FLOPs the inputs need: per input F(L) = T*L + S*L^2 + "
            "Q from the model's config, L its tokens after truncation (matrix products, 2 "
            "FLOPs a multiply-add; README 'Utilisation').", measurement=True, computed=True,
-           since=3),
+           since=3, width=24),
         _c("padded_flops", NUMBER, "Model FLOPs computed: per batch rows * F(padded length); "
-           "padding positions included.", measurement=True, computed=True, since=3),
+           "padding positions included.", measurement=True, computed=True, since=3, width=24),
         _c("real_flop_rate", NUMBER, "real_flops / measured_s (FLOP/s).", measurement=True,
-           computed=True, since=3),
+           computed=True, since=3, width=24),
         _c("padded_flop_rate", NUMBER, "padded_flops / measured_s (FLOP/s).",
-           measurement=True, computed=True, since=3),
+           measurement=True, computed=True, since=3, width=24),
         _c("utilisation", NUMBER, "real_flop_rate / the matrix-multiply peak the probe measured "
            "in the variant's precision (Manifest matmul_peak_flops). Above 1 when the probe "
            "saw a busier machine than the window.", measurement=True, computed=True, since=3,
@@ -480,11 +480,11 @@ MANIFEST = Sheet(
            "precision (FLOP/s): best torch.mm rate of a short probe after the attempt's timed "
            "phases. The first attempt's probe of an environment stands for it (like "
            "recorded_at, left out of manifest_id).", measurement=True, computed=True,
-           since=3),
+           since=3, width=24),
         _c("fp32_matmul_peak_flops", NUMBER, "The same probe in fp32.", measurement=True,
-           computed=True, since=3),
+           computed=True, since=3, width=24),
         _c("memory_bandwidth_bytes_s", NUMBER, "Best copy rate of the probe (bytes read + "
-           "written per second).", measurement=True, computed=True, since=3),
+           "written per second).", measurement=True, computed=True, since=3, width=24),
         _c("peak_probe", help="How the peaks were measured: sizes, repeats, threads, seconds.",
            computed=True, since=3, width=30),
         _c("catalog_peaks", help="On a GPU, the catalog's figures (tariffs/gpus.csv) beside "
