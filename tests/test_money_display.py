@@ -150,3 +150,17 @@ def test_a_catalog_date_typed_as_an_excel_date_validates_and_prices(tmp_path: Pa
     assert {r["catalog_date"] for r in back.tables["Tariffs"]} == {"2026-09-24", "2026-11-20"}
     rows = {r["item"]: r for r in back.tables["Settlement"]}
     assert rows["b8-fp32"]["budget_usd"] == 110
+
+
+def test_a_typed_other_cost_is_blue_and_the_excluded_column_grey(priced: Path) -> None:
+    """Blue: typed by a person; grey: written by the toolkit (`exclude` writes excluded)."""
+    book = openpyxl.load_workbook(priced)
+    ws = book[layout.SETTLEMENT.name]
+    fill = {ws.cell(r, 1).value: {n: ws.cell(r, layout.SETTLEMENT.names.index(n) + 1)
+                                  .fill.fgColor.rgb for n in ("item", "amount", "grounds")}
+            for r in range(2, ws.max_row + 1)}
+    assert set(fill["S3-12"].values()) == {"FFDDEBF7"}  # other cost: typed
+    assert set(fill["r-4090"].values()) == {"FFEDEDED"}  # rental: from Rentals
+    attempts = book[layout.ATTEMPTS.name]
+    excluded = layout.ATTEMPTS.names.index("excluded") + 1
+    assert attempts.cell(2, excluded).fill.fgColor.rgb == "FFEDEDED"

@@ -342,9 +342,11 @@ ATTEMPTS = Sheet(
         _c("predictions_path", help="Predictions file, relative to the workbook.",
            computed=True, width=30),
         _c("predictions_sha256", computed=True, width=16),
-        _c("excluded", YESNO, "Excluded for a documented external cause (R14).",
-           required=True, choices=(YES, NO), width=9),
-        _c("exclusion_reason", width=24),
+        _c("excluded", YESNO, "Excluded for a documented external cause (R14); written by "
+           "`iteralab exclude`, which logs it in Audit.", required=True, choices=(YES, NO),
+           computed=True, width=9),
+        _c("exclusion_reason", help="Written by `iteralab exclude --reason`.", computed=True,
+           width=24),
         _c("pre_amendment", YESNO, "Measured under a protocol amended since.", required=True,
            choices=(YES, NO), computed=True, width=9),
         _c("row_sha256", help="Hash chained to the previous attempt row.", computed=True,
@@ -809,6 +811,9 @@ SETTLEMENT = Sheet(
     "Refreshed by `iteralab report`.",
     input=False,
 )
+
+#: The Settlement cells of an "other cost" row, typed by a person (blue, kept by reports).
+OTHER_COST_COLUMNS = ("item", "kind", "amount", "currency", "grounds")
 
 DECISION = Sheet(
     "Decision",

@@ -216,13 +216,26 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
-                write_value(ws, r, col, value, _money_format(formats, column, row)
-                            if money else cell_format)
+                typed = _typed_here(sheet, column, row)
+                if money:
+                    fmt = _money_format(formats, column, row, typed)
+                elif typed:
+                    fmt = formats.cell(column.kind, False)
+                else:
+                    fmt = cell_format
+                write_value(ws, r, col, value, fmt)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
 
 
-def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any]) -> Any:
+def _typed_here(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any]) -> bool:
+    """A grey column's cell a person types on this row: an other cost's in the Settlement."""
+    return (column.computed and sheet is layout.SETTLEMENT and row.get("kind") == "other cost"
+            and column.name in layout.OTHER_COST_COLUMNS)
+
+
+def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any],
+                  typed: bool = False) -> Any:
     """A money cell's format in its row's currency (every amount shows its own code), marked
     EXAMPLE when the row's grounds or source say it rests on an example figure."""
     if column.currency:
@@ -232,7 +245,7 @@ def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any])
         code = "USD"
     if any(layout.EXAMPLE in str(row.get(name) or "") for name in EXAMPLE_COLUMNS):
         code = f"{code} {layout.EXAMPLE}".strip()
-    return formats.cell(column.kind, column.computed, code)
+    return formats.cell(column.kind, column.computed and not typed, code)
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
