@@ -89,6 +89,7 @@ def render(data: WorkbookData, path: str | Path) -> None:
     sheets = {}
     for sheet in layout.SHEETS:
         ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
+        _print_setup(ws, sheet)
         if sheet.kind == "text":
             _write_guide(ws, formats)
         elif sheet.kind == "form":
@@ -99,6 +100,20 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
+
+
+def _print_setup(ws: Worksheet, sheet: layout.Sheet) -> None:
+    """Every sheet prints on A4, one page wide: a table in landscape with its header row
+    repeated on each page, a form or the Guide in portrait."""
+    ws.set_paper(9)
+    ws.fit_to_pages(1, 0)
+    ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
+    ws.set_footer(f"&L{sheet.name}&RPage &P of &N")
+    if sheet.kind == "table":
+        ws.set_landscape()
+        ws.repeat_rows(0)
+    else:
+        ws.set_portrait()
 
 
 def _insert_chart(book: xlsxwriter.Workbook, ws: Worksheet, spec: Chart) -> None:
