@@ -853,9 +853,20 @@ AUDIT = Sheet(
     input=False,
 )
 
+OVERVIEW = Sheet(
+    "Overview",
+    "text",
+    purpose="One page for a reviewer: the decision, the incurred total per currency with its "
+    "ledger status, spent per accepted corpus, the forecast per expected corpus, the verdicts "
+    "and any EXAMPLE or quick-demo warning; each figure a formula into the sheet that holds "
+    "it. Rebuilt at every save.",
+    input=False,
+    since=5,
+)
+
 SHEETS: tuple[Sheet, ...] = (
-    GUIDE, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, RENTALS, SCHEDULE, MEMORY, SUMMARY,
-    VERIFICATION, SETTLEMENT, LEDGER, DECISION, AUDIT,
+    GUIDE, OVERVIEW, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, RENTALS, SCHEDULE, MEMORY,
+    SUMMARY, VERIFICATION, SETTLEMENT, LEDGER, DECISION, AUDIT,
 )
 SHEET_BY_NAME = {s.name: s for s in SHEETS}
 

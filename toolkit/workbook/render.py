@@ -90,7 +90,9 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for sheet in layout.SHEETS:
         ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
         _print_setup(ws, sheet)
-        if sheet.kind == "text":
+        if sheet is layout.OVERVIEW:
+            _write_overview(ws, data, formats)
+        elif sheet.kind == "text":
             _write_guide(ws, formats)
         elif sheet.kind == "form":
             _write_form(ws, sheet, data.forms.get(sheet.name, {}), formats)
@@ -192,6 +194,80 @@ def _write_guide(ws: Worksheet, formats: _Formats) -> None:
     for sheet in layout.SHEETS[1:]:
         row += 1
         ws.write_string(row, 0, f"{sheet.name}: {sheet.purpose}")
+
+
+#: Rows of the Settlement the Overview's lookups reach: far beyond any settlement.
+OVERVIEW_REACH = 10001
+
+
+def _plain_value(cell: Any) -> Any:
+    value = cell.value if isinstance(cell, Formula) else cell
+    return "" if value is None else _plain(value)
+
+
+def _lookup(sheet: layout.Sheet, column: str, key: str, last: int) -> str:
+    """``sheet``'s ``column`` on the row whose first column is ``key`` (by id, not position);
+    empty when the row or the cell is."""
+    def rng(name: str) -> str:
+        letter = layout.column_letter(sheet, name)
+        return f"{sheet.name}!${letter}$2:${letter}${last}"
+    text = key.replace('"', '""')
+    found = f'INDEX({rng(column)},MATCH("{text}",{rng(sheet.names[0])},0))'
+    return f'IFERROR(IF({found}="","",{found}),"")'
+
+
+def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> None:
+    """The reviewer's page: each figure a formula into the sheet that holds it, found by id,
+    with the value the report computed cached."""
+    ws.set_column(0, 0, 34, formats.wrap)
+    ws.set_column(1, 1, 44, formats.wrap)
+    ws.set_column(2, 2, 60, formats.wrap)
+    ws.write_string(0, 0, "Overview", formats.title)
+    rows: list[tuple[str, Any, Any, str]] = []  # label, formula text, cached value, format
+    decision = data.forms.get(layout.DECISION.name, {})
+    for field in ("chosen_configuration", "report_run"):
+        row = layout.DECISION.names.index(field) + 2
+        cell = f"{layout.DECISION.name}!$B${row}"
+        rows.append((f"Decision: {field.replace('_', ' ')}", f'IF({cell}="","",{cell})',
+                     decision.get(field), ""))
+    settlement = data.tables.get(layout.SETTLEMENT.name, [])
+    for r in settlement:
+        if r.get("kind") != "total incurred" or not r.get("currency"):
+            continue
+        item, code = str(r["item"]), str(r["currency"])
+        for label, column, money in (("incurred total", "amount", True),
+                                     ("known subtotal", "known_subtotal", True),
+                                     ("ledger status", "ledger_status", False),
+                                     ("spent per accepted corpus", "spent_per_accepted", True)):
+            rows.append((f"{label} ({code})",
+                         _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
+                         r.get(column), code if money else ""))
+    for r in settlement:
+        forecast = _plain_value(r.get("projected_cost_per_expected_usd"))
+        if r.get("kind") == "configuration" and forecast != "":
+            rows.append((f"forecast per expected corpus: {r['item']}",
+                         _lookup(layout.SETTLEMENT, "projected_cost_per_expected_usd",
+                                 str(r["item"]), OVERVIEW_REACH), forecast, "USD"))
+    summary = data.tables.get(layout.SUMMARY.name, [])
+    for r in summary:
+        for label, column in (("quality verdict", "quality_verdict"),
+                              ("in the cost comparison", "equal_quality")):
+            rows.append((f"{r['variant_id']}: {label}",
+                         _lookup(layout.SUMMARY, column, str(r["variant_id"]),
+                                 len(summary) + 1), r.get(column), ""))
+    for i, (label, text, cached, code) in enumerate(rows, start=2):
+        ws.write_string(i, 0, label, formats.cell(layout.TEXT, True))
+        fmt = formats.cell(layout.MONEY, True, code) if code else formats.cell(layout.TEXT, True)
+        ws.write_formula(i, 1, text, fmt, _plain_value(cached))
+    warnings = []
+    if any(layout.EXAMPLE in str(r.get("grounds") or "") for r in settlement):
+        warnings.append(f"{layout.EXAMPLE}: some amounts rest on figures typed for a demo or an "
+                        "example (their cells say EXAMPLE): not a quote, not a measurement")
+    scenario = str(data.forms.get(layout.PROTOCOL.name, {}).get("scenario") or "")
+    if "QUICK DEMO" in scenario:
+        warnings.append("QUICK DEMO: a declared subset for a smoke run, not the comparison")
+    for i, text in enumerate(warnings, start=len(rows) + 3):
+        ws.write_string(i, 0, text, formats.title)
 
 
 def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
