@@ -1,6 +1,6 @@
 """The priced workbook prints as a reviewer expects (issue 33): LibreOffice converts it to PDF
-in at most 25 pages, the Settlement on at most 2, the Decision memo on 1, each page's footer
-naming its sheet."""
+in at most 25 pages, the Overview and the Decision memo on 1 each, the Settlement on at most 2,
+each page's footer naming its sheet."""
 
 from __future__ import annotations
 
@@ -46,3 +46,4 @@ def test_the_priced_workbook_prints_in_at_most_25_pages(tmp_path: Path) -> None:
     assert sum(pages.values()) <= 25
     assert pages["Settlement"] <= 2
     assert pages["Decision"] == 1
+    assert pages["Overview"] == 1
