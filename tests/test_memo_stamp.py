@@ -54,3 +54,14 @@ def test_sorting_an_input_table_does_not_make_the_memo_stale(tmp_path: Path) -> 
     data.tables["Verification"].reverse()
     store.save(data, path)
     assert _stale(path) == []
+
+
+def test_report_does_not_state_the_stale_memo_it_rewrites(tmp_path: Path) -> None:
+    path = _reported(tmp_path)
+    data = store.read(path)
+    data.tables["Verification"][0]["checked"] = "ids, format, 40 predictions read"
+    store.save(data, path)
+    assert len(_stale(path)) == 1
+    result, _ = build(path, pngs=False)
+    assert [f for f in result.findings if f.check == "stale-memo"] == []
+    assert _stale(path) == []

@@ -242,6 +242,8 @@ def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
 MEMO_INPUTS = ("Protocol", "Variants", "Attempts", "Tariffs", "Rentals", "Schedule",
                "Verification", "Ledger", "Settlement")
 STAMP_INPUTS = "; inputs "
+#: The check of a memo older than the numbers it quotes (`report` rewrites it: not its finding).
+STALE_MEMO = "stale-memo"
 
 
 def _plain(value: Any) -> Any:
@@ -292,7 +294,7 @@ def _stale_memo_rules(data: WorkbookData) -> list[Finding]:
     if not changed:
         return []
     return [Finding(layout.DECISION.name, layout.DECISION.names.index("report_run") + 2,
-                    "report_run", "stale-memo",
+                    "report_run", STALE_MEMO,
                     f"the memo reflects the {when}; {', '.join(changed)} changed since, so the "
                     "numbers it quotes may be out of date: run `iteralab report` again")]
 

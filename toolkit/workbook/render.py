@@ -54,6 +54,8 @@ class _Formats:
         )
         self.title = book.add_format({"bold": True, "font_size": 14})
         self.wrap = book.add_format({"text_wrap": True, "valign": "top"})
+        self.warning = book.add_format({"bold": True, "text_wrap": True, "valign": "top",
+                                        "font_color": "#9C0006", "bg_color": "#FFC7CE"})
         self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
     def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
@@ -198,6 +200,8 @@ def _write_guide(ws: Worksheet, formats: _Formats) -> None:
 
 #: Rows of the Settlement the Overview's lookups reach: far beyond any settlement.
 OVERVIEW_REACH = 10001
+#: Characters of a line of the Overview's value column (70 wide).
+OVERVIEW_LINE = 75
 
 
 def _plain_value(cell: Any) -> Any:
@@ -216,12 +220,18 @@ def _lookup(sheet: layout.Sheet, column: str, key: str, last: int) -> str:
     return f'IFERROR(IF({found}="","",{found}),"")'
 
 
+def _marked(code: str, row: dict[str, Any]) -> str:
+    """A currency code, with EXAMPLE after it when the row rests on an example figure."""
+    example = any(layout.EXAMPLE in str(row.get(name) or "") for name in EXAMPLE_COLUMNS)
+    return f"{code} {layout.EXAMPLE}" if example else code
+
+
 def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> None:
     """The reviewer's page: each figure a formula into the sheet that holds it, found by id,
     with the value the report computed cached."""
     ws.set_column(0, 0, 34, formats.wrap)
-    ws.set_column(1, 1, 44, formats.wrap)
-    ws.set_column(2, 2, 60, formats.wrap)
+    ws.set_column(1, 1, 70, formats.wrap)
+    ws.set_column(2, 2, 20, formats.wrap)
     ws.write_string(0, 0, "Overview", formats.title)
     rows: list[tuple[str, Any, Any, str]] = []  # label, formula text, cached value, format
     decision = data.forms.get(layout.DECISION.name, {})
@@ -234,12 +244,12 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     for r in settlement:
         if r.get("kind") != "total incurred" or not r.get("currency"):
             continue
-        item, code = str(r["item"]), str(r["currency"])
+        item, code = str(r["item"]), _marked(str(r["currency"]), r)
         for label, column, money in (("incurred total", "amount", True),
                                      ("known subtotal", "known_subtotal", True),
                                      ("ledger status", "ledger_status", False),
                                      ("spent per accepted corpus", "spent_per_accepted", True)):
-            rows.append((f"{label} ({code})",
+            rows.append((f"{label} ({r['currency']})",
                          _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
                          r.get(column), code if money else ""))
     for r in settlement:
@@ -247,7 +257,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
         if r.get("kind") == "configuration" and forecast != "":
             rows.append((f"forecast per expected corpus: {r['item']}",
                          _lookup(layout.SETTLEMENT, "projected_cost_per_expected_usd",
-                                 str(r["item"]), OVERVIEW_REACH), forecast, "USD"))
+                                 str(r["item"]), OVERVIEW_REACH), forecast, _marked("USD", r)))
     summary = data.tables.get(layout.SUMMARY.name, [])
     for r in summary:
         for label, column in (("quality verdict", "quality_verdict"),
@@ -255,10 +265,17 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
             rows.append((f"{r['variant_id']}: {label}",
                          _lookup(layout.SUMMARY, column, str(r["variant_id"]),
                                  len(summary) + 1), r.get(column), ""))
+    wrapped = formats.book.add_format({"bg_color": COMPUTED_FILL, "border": 1,
+                                       "border_color": "#BFBFBF", "valign": "top",
+                                       "text_wrap": True})
     for i, (label, text, cached, code) in enumerate(rows, start=2):
-        ws.write_string(i, 0, label, formats.cell(layout.TEXT, True))
-        fmt = formats.cell(layout.MONEY, True, code) if code else formats.cell(layout.TEXT, True)
+        ws.write_string(i, 0, label, wrapped)
+        fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
         ws.write_formula(i, 1, text, fmt, _plain_value(cached))
+        # A formula's row keeps its height in a spreadsheet: room for the memo's lines.
+        lines = -(-len(str(_plain_value(cached))) // OVERVIEW_LINE)
+        if lines > 1:
+            ws.set_row(i, 15 * min(lines, 12))
     warnings = []
     if any(layout.EXAMPLE in str(r.get("grounds") or "") for r in settlement):
         warnings.append(f"{layout.EXAMPLE}: some amounts rest on figures typed for a demo or an "
@@ -266,8 +283,12 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     scenario = str(data.forms.get(layout.PROTOCOL.name, {}).get("scenario") or "")
     if "QUICK DEMO" in scenario:
         warnings.append("QUICK DEMO: a declared subset for a smoke run, not the comparison")
-    for i, text in enumerate(warnings, start=len(rows) + 3):
-        ws.write_string(i, 0, text, formats.title)
+    last = len(rows) + 2
+    for i, text in enumerate(warnings, start=last + 1):
+        ws.merge_range(i, 0, i, 2, text, formats.warning)
+        last = i
+    ws.print_area(0, 0, last, 2)
+    ws.fit_to_pages(1, 1)  # one page, whatever the memo's length
 
 
 def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
@@ -334,9 +355,7 @@ def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any],
         code = code if code.isascii() and code.isalpha() and len(code) == 3 else ""
     else:
         code = "USD"
-    if any(layout.EXAMPLE in str(row.get(name) or "") for name in EXAMPLE_COLUMNS):
-        code = f"{code} {layout.EXAMPLE}".strip()
-    return formats.cell(column.kind, column.computed and not typed, code)
+    return formats.cell(column.kind, column.computed and not typed, _marked(code, row).strip())
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
