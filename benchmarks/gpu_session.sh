@@ -154,7 +154,8 @@ step env 25 bash -c environment
 
 check=(--encoder "$encoder" --head "$head" --no-generation --keep "$work/campaign")
 generation=()
-gpu_tests=(tests/test_runner_gpu.py tests/test_gpu_identity.py)
+# GPU_SESSION_TESTS narrows a rerun to some tests (pytest node ids, space-separated).
+read -ra gpu_tests <<<"${GPU_SESSION_TESTS:-tests/test_runner_gpu.py tests/test_gpu_identity.py}"
 # Tests that once assumed a CPU-only host or transformers 5.24 (issue 35, defects 4 and 5).
 readiness=tests/test_gpu_readiness.py
 host_tests=("$readiness::test_a_cpu_manifest_says_there_is_no_gpu_device"
