@@ -11,7 +11,7 @@ What it does, in order:
    ``tariffs/gpus.csv`` (via ``toolkit.planner.gpus``; ``--card SLUG`` overrides). Without a
    match the ceilings stay empty, with the reason.
 2. **Timing probe**: bf16 matrix products timed by the runner's own
-   :class:`toolkit.runner.probes.Span` (synchronised host timer and CUDA
+   :class:`toolkit.runner.instruments.probes.Span` (synchronised host timer and CUDA
    events) must agree within 2 %; an unsynchronised host timer is shown
    beside them (it only times the kernel launches). The achieved matrix rate
    and a device-to-device copy rate are compared with the catalog's dense
@@ -116,7 +116,7 @@ def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
     """bf16 matrix products timed three ways, and a device copy; seconds and rates."""
     import torch
 
-    from toolkit.runner import probes
+    from toolkit.runner.instruments import probes
 
     device = torch.device("cuda")
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
@@ -153,7 +153,7 @@ def fp32_probe(size: int = 1024) -> dict[str, float]:
     pin, then with TF32 allowed for contrast (the pin is restored)."""
     import torch
 
-    from toolkit.runner import precision
+    from toolkit.runner.instruments import precision
 
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(size, size, device="cuda", generator=gen)

@@ -21,8 +21,9 @@ from click.testing import CliRunner
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
-from toolkit.runner import probes
-from toolkit.runner.attempt import Window, run_batches
+from toolkit.runner.instruments import probes
+from toolkit.runner.tasks.classification import Window, run_batches
+from toolkit.runner.tasks.predictor import TorchClassifier
 from toolkit.workbook import store
 
 
@@ -67,9 +68,11 @@ def test_the_forward_timer_wraps_each_model_call_and_nothing_around_it() -> None
         return torch.zeros(len(inputs["input_ids"]), 2)
 
     model = SimpleNamespace(tokenizer=tokenizer, module=module, labels=["a", "b"],
-                            device=torch.device("cpu"))
+                            device=torch.device("cpu"), model_revision="m",
+                            tokenizer_revision="t", attention_backend="sdpa")
     window = Window()
-    run_batches(model, variant("b4", 4), [f"text {i}" for i in range(10)],  # type: ignore[arg-type]
+    predictor = TorchClassifier(model, variant("b4", 4))  # type: ignore[arg-type]
+    run_batches(predictor, variant("b4", 4), [f"text {i}" for i in range(10)],
                 window, lambda done: None, spans)  # type: ignore[arg-type]
     assert calls == [True, True, True]  # 4 + 4 + 2 items: three forward calls, each timed
     assert spans.entered == 3 and len(window.predictions) == 10

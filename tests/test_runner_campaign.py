@@ -139,7 +139,7 @@ def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
     """Process policy fresh: one worker per attempt; a worker killed mid-corpus leaves a
     failed row written by the campaign, with the items it reported done."""
-    from toolkit.runner import forkserver
+    from toolkit.runner.driver import forkserver
 
     forked: list[int] = []
     real_start = forkserver.ForkServer.start
@@ -180,8 +180,8 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
     import subprocess
     import tempfile
 
-    from toolkit.runner import campaign, forkserver
     from toolkit.runner.attempt import AttemptSpec
+    from toolkit.runner.driver import campaign, forkserver
 
     book = make_campaign(tmp_path, 24, SERIES_1[:1], process_policy="fresh")
     prepared = campaign.prepare(book, campaign.Options())
@@ -341,7 +341,7 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
     """A server whose interpreter dies at start is said, and the run falls back."""
     import subprocess
 
-    from toolkit.runner import campaign, forkserver
+    from toolkit.runner.driver import campaign, forkserver
 
     with pytest.raises(forkserver.ForkServerError, match="did not get ready"):
         forkserver.ForkServer({"PYTHONHOME": str(tmp_path / "no-python")}).ready()
@@ -364,7 +364,7 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
 def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_workers(
         tmp_path: Path) -> None:
     """The demo starts the server before preparing; the campaign's Workers take that one."""
-    from toolkit.runner import campaign, forkserver
+    from toolkit.runner.driver import campaign, forkserver
 
     forkserver.prestart()
     started = forkserver._prestarted

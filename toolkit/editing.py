@@ -3,9 +3,9 @@
 Every command that writes a workbook goes through :func:`change`, and says
 by name whether the derived sheets (Summary, Memory, Settlement, Schedule's
 computed columns, the Decision draft, charts) are recomputed: only ``report``
-and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``)
-change what they own and leave the derived sheets exactly as they were read,
-formulas included (:mod:`toolkit.workbook.store`).
+and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``, ``merge``,
+``ledger import``) change what they own and leave the derived sheets exactly as they
+were read, formulas included (:mod:`toolkit.workbook.store`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit import __version__
+from toolkit import __version__, layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
+from toolkit.money import incurred
+from toolkit.money import ledger as book
+from toolkit.money.tariffs import catalog_from_workbook
 from toolkit.plumbing.atomic import copy_file
 from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
@@ -33,10 +36,12 @@ from toolkit.workbook.model import WorkbookData
 
 @dataclass
 class Edit:
-    """The workbook's data under the writer lock; clear ``save`` to write nothing."""
+    """The workbook's data under the writer lock; clear ``save`` to write nothing; set
+    ``anchor`` when the change adds sealed rows (the chain anchor follows the save)."""
 
     data: WorkbookData
     save: bool = True
+    anchor: bool = False
 
 
 @contextlib.contextmanager
@@ -45,7 +50,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
 
     ``refresh_derived`` recomputes the derived sheets before the save. Nothing
     is saved when the block raises or clears ``edit.save``: the workbook stays
-    byte for byte as it was.
+    byte for byte as it was. With ``edit.anchor`` the chain anchor is written after the
+    save, still under the lock (a second writer never finds the workbook ahead of it).
     """
     path = Path(path)
     with store.writer_lock(path):
@@ -55,6 +61,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
             if refresh_derived:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
+            if edit.anchor:
+                write_anchor(edit.data, path)  # the chain now reaches its last row
 
 
 def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
@@ -74,7 +82,7 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
             edit.save = False
             return IngestResult(0, 0, len(entries))
         attempts, manifests = add_records(edit.data, todo)
-    write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
+        edit.anchor = True
     return IngestResult(attempts, manifests, len(entries) - len(todo))
 
 
@@ -126,5 +134,37 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
             "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
                       f"({', '.join(plan.hosts)})",
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
-    write_anchor(edit.data, workbook)
+        edit.anchor = True
     return plan
+
+
+@dataclass
+class LedgerImport:
+    """What ``ledger import`` did: the lines read, the earlier ones kept, and the
+    reconciliation with Rentals (status per rental, ledger lines no rental names)."""
+
+    entries: list[dict[str, Any]]
+    kept: int
+    status: dict[str, str]
+    extra: list[dict[str, Any]]
+
+
+def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) -> LedgerImport:
+    """Read a billing export into the Ledger sheet (replacing the lines an earlier import of
+    the same file wrote) and reconcile it with Rentals, in one save; nothing is written when
+    a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings."""
+    entries = book.read_ledger(export, book.parse_mapping(columns))
+    with change(workbook, refresh_derived=False) as edit:
+        data = edit.data
+        kept = [r for r in data.tables[layout.LEDGER.name]
+                if not str(r.get("source") or "").startswith(f"{export.name}:")]
+        data.tables[layout.LEDGER.name] = []
+        data.row_numbers[layout.LEDGER.name] = []
+        for row in kept + entries:
+            data.append(layout.LEDGER.name, row)
+        try:
+            catalog = catalog_from_workbook(data) if data.tables[layout.TARIFFS.name] else None
+        except ToolkitError:  # a broken Tariffs sheet is validate's to report
+            catalog = None
+        status, extra = incurred.reconciliation(data, catalog)
+    return LedgerImport(entries, len(kept), status, extra)

@@ -29,6 +29,7 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import money_rules, protocol
 from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
@@ -55,7 +56,7 @@ def untrusted_rows(findings: Sequence[Finding], data: WorkbookData) -> dict[str,
 
 def default_folder(workbook: Path) -> Path:
     """``<workbook stem>_report/`` beside the workbook."""
-    return workbook.with_name(workbook.stem + "_report")
+    return beside.report_folder(workbook)
 
 
 def build(workbook: Path, folder: Path | None = None, pngs: bool = True

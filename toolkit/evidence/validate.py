@@ -373,6 +373,15 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
     return found
 
 
+def row_layout(row: Row) -> int:
+    """The layout an Attempts row was recorded under, as far as the row shows: the newest
+    of the measured columns it fills or explains (the runner explains every measured column
+    of its layout, so a row of layout N fills or explains at least one column of N when
+    that layout added any); 1 when it explains none."""
+    return max((c.since for c in layout.ATTEMPTS.columns if c.measurement and (
+        row.get(c.name) is not None or row.get(c.reason) is not None)), default=1)
+
+
 def _attempts_rules(data: WorkbookData) -> list[Finding]:
     variants = {r.get("variant_id") for r in data.tables["Variants"]}
     manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
@@ -390,10 +399,11 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
         if a.get("manifest_id") and a["manifest_id"] not in manifests:
             add("manifest_id", "exists", f"manifest {a['manifest_id']!r} has no Manifest row: "
                 "restore it (`iteralab ingest` replays the journal)")
+        recorded_under = row_layout(a)
         for col in measured:
             value, reason = a.get(col.name), a.get(col.reason)
-            if value is None and reason is None and col.since > 1:
-                continue  # a row recorded before the column existed; the chain covers later ones
+            if value is None and reason is None and col.since > recorded_under:
+                continue  # a row recorded before the column existed
             if value is None and reason is None:
                 add(col.name, "missing-reason", f"{col.name} is empty without a reason: a "
                     f"missing measurement says why in {col.reason}")

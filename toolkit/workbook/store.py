@@ -24,6 +24,7 @@ import filelock
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
@@ -436,7 +437,7 @@ def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> 
 
 def backup_path(path: Path) -> Path:
     """Where the previous version of ``path`` is kept."""
-    return path.with_name(path.stem + ".bak.xlsx")
+    return beside.backup(path)
 
 
 def office_lock_files(path: Path) -> list[Path]:
@@ -522,7 +523,7 @@ def writer_lock(path: str | Path) -> Iterator[None]:
             f"{path}: open in Excel or LibreOffice (found {busy[0].name})",
             hint="save and close it there, then run the command again",
         )
-    lock = filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
+    lock = filelock.FileLock(str(beside.workbook_lock(path)), timeout=LOCK_TIMEOUT_S)
     try:
         lock.acquire()
     except filelock.Timeout as exc:
