@@ -83,8 +83,10 @@ DEMO_TARIFF: dict[str, Any] = {
 DEMO_RENTAL: dict[str, Any] = {
     "rental_id": "demo-rental", "provider": "example provider (demo)", "reference": "DEMO-0001",
     "gpu_slug": DEMO_HOST, "cards_per_lot": 1, "lots": 1, "billing": "flat-7d",
-    "market": "on-demand", "start": "2026-12-07T09:00+01:00", "end": "2026-12-14T09:00+01:00",
-    "currency": "USD", "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
+    # No start or end: the demo runs whenever it is started, and an attempt before the
+    # start of the rental that pays for it is a finding (validate).
+    "market": "on-demand", "currency": "USD",
+    "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
 }
 SCHEDULE: list[dict[str, Any]] = [
     {"phase": "install", "start": "2026-12-07T09:00+01:00", "end": "2026-12-07T11:00+01:00",
