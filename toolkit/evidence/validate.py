@@ -27,6 +27,7 @@ from toolkit.evidence import (
     schemas,
     subgroups,
     tuning,
+    unfinished,
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
@@ -56,7 +57,8 @@ def validate(data: WorkbookData, path: str | Path | None = None,
         if where is not None:
             findings += (corpus_findings(data, where) + corpus_change_findings(data, where)
                          + tuning.tuning_findings(data, where)
-                         + subgroups.field_findings(data, where))
+                         + subgroups.field_findings(data, where)
+                         + unfinished.findings(where))
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
