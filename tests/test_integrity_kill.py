@@ -46,6 +46,9 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
         while not (log.exists() and journal.read(book)) and campaign.poll() is None:
             assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
             time.sleep(0.01)
+        while not journal.unfinished(book) and campaign.poll() is None:
+            assert time.monotonic() < deadline, "the second attempt never started"
+            time.sleep(0.01)
         time.sleep(0.5)  # the second attempt runs, hung; nothing ingested yet
         os.killpg(campaign.pid, signal.SIGKILL)
         assert campaign.wait(timeout=30) == -signal.SIGKILL

@@ -803,8 +803,11 @@ AUDIT = Sheet(
         _c("at", DATETIME, required=True, computed=True, width=22),
         _c("action", CHOICE, "lock, amend, exclude; prices: Tariffs, Rentals and Schedule "
            "as attempts were set against them, and each later edit; merge: attempts joined "
-           "from another machine's copy, with their provenance.", required=True,
-           choices=("lock", "amend", "exclude", "prices", "merge"), computed=True),
+           "from another machine's copy, with their provenance; bookkeeping: the scenario's "
+           "wording, a variant's description, notes, rental_id or label edited after the "
+           "lock (no attempt voided).", required=True,
+           choices=("lock", "amend", "exclude", "prices", "merge", "bookkeeping"),
+           computed=True),
         _c("protocol_sha256", required=True, computed=True, width=64),
         _c("tool_version", required=True, computed=True),
         _c("reason", width=40),

@@ -18,6 +18,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import CorpusError
 from toolkit.evidence import (
+    bookkeeping,
     corpus,
     determinism,
     integrity,
@@ -129,7 +130,8 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
     (every sheet by default) and the protocol's lock."""
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
     findings = (validate_sheets(data, names) + lock_findings(data)
-                + money_log.money_edit_findings(data) + unkept_findings(data))
+                + money_log.money_edit_findings(data) + bookkeeping.findings(data)
+                + unkept_findings(data))
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
     ):

@@ -16,7 +16,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import money_log
+from toolkit.evidence import bookkeeping, money_log
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
@@ -83,6 +83,7 @@ def refresh(data: WorkbookData, base_dir: Path,
     data.formulas.clear()  # every sheet that holds formulas is recomputed below
     lock = current_lock(data)
     logged = money_log.log_money_edits(data, lock.sha256 if lock else "")
+    kept = bookkeeping.log(data, lock.sha256) if lock else None
     protocol = data.forms["Protocol"]
     all_stats = summary.variant_stats(data)
     for st in all_stats:
@@ -113,6 +114,8 @@ def refresh(data: WorkbookData, base_dir: Path,
     decision.update_memo(data.forms["Decision"], d)
     data.charts = workbook_charts(len(all_stats), len(found))
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
+    if kept:
+        notes.append(f"logged in Audit: {kept}")
     if catalog_problem and any(c.gpu_slug for c in found):
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
