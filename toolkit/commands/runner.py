@@ -74,7 +74,7 @@ def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> Non
 
 def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None) -> None:
-    from toolkit.commands import display, documents
+    from toolkit.commands import check, display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import campaign, decoding
@@ -93,7 +93,12 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
                 workbook.parent / f"{workbook.stem}_predictions", False, False))
         else:
             click.echo(message)
+        for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+            click.echo(f"note: {line}", err=True)
         return
+    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        check.before_run(workbook, prepared, lambda line: None if quiet else click.echo(
+            line, err=as_json))
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
@@ -112,6 +117,8 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             result.interrupted, result.ingest_pending))
     else:
         _say_recorded(workbook, result, counts)
+    for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+        click.echo(f"note: {line}", err=True)
     if result.ingest_pending:
         raise WorkbookBusyError(
             f"{workbook}: busy, so the attempts are only in "

@@ -83,13 +83,15 @@ def validate(workbook: Path, as_json: bool) -> None:
     from toolkit.evidence.validate import sorted_findings
     from toolkit.evidence.validate import validate as run_validation
     from toolkit.planner.identity import gpu_findings
+    from toolkit.planner.model_paths import model_path_findings
     from toolkit.report.typed_over import typed_over_findings
     from toolkit.workbook import store
 
     with early_digests(workbook) as digests:  # hashing beside the read
         data = store.read(workbook)
         findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data)
-                                   + typed_over_findings(data, workbook.parent))
+                                   + typed_over_findings(data, workbook.parent)
+                                   + model_path_findings(data, workbook.parent))
     if as_json:
         from toolkit.commands.documents import VALIDATE
 
