@@ -147,8 +147,9 @@ def check(workbook: Path, series: int | None, variant_ids: tuple[str, ...]) -> N
     data = store.read(workbook)
     form = data.forms["Protocol"]
     chosen = select(data.tables["Variants"], series, variant_ids)
-    repetitions = form.get("repetitions") if isinstance(form.get("repetitions"), int) else 1
-    slots = rotation([str(v["variant_id"]) for v in chosen], max(repetitions, 1),
+    declared = form.get("repetitions")
+    repetitions = declared if isinstance(declared, int) and declared > 0 else 1
+    slots = rotation([str(v["variant_id"]) for v in chosen], repetitions,
                      True, seeds(form.get("seeds")))
     click.echo(f"{workbook}: pre-flight of {len(chosen)} variant(s)")
     result = preflight(workbook, data, chosen, Counter(s.variant_id for s in slots), click.echo)

@@ -120,7 +120,8 @@ def findings(workbook: Path) -> list[Finding]:
     alive = run_alive(workbook)
     found = []
     for start in starts:
-        spec = start.get("spec") if isinstance(start.get("spec"), dict) else {}
+        spec = start.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
         variant = (spec.get("variant") or {}).get("variant_id")
         what = (f"attempt {start.get('attempt_id')!r} (variant {variant!r}, repetition "
                 f"{spec.get('repetition')}) started {start.get('started_at')}")

@@ -3,11 +3,12 @@
 For each distinct model (model_path, head_path, device, precision, quantization, attention
 backend, compile): resolve its files (a hub id must be in the local cache when offline, a
 folder must exist), check that the head was fitted on this encoder (the SHA-256 of its
-files, recorded in head.json), load it once and run one batch per variant that uses it
-(twice: the second call is timed, the first paid one-off costs), as the attempts will. A cuda variant on a machine without CUDA is resolved and its
-head checked, not loaded. Every problem is collected, then raised at once naming the
-variants (:class:`PreflightError`); nothing is written. What the timings are worth for an
-estimate is :mod:`toolkit.commands.check`'s business.
+files, recorded in head.json), load it once and run one batch per variant that uses it,
+twice (the second call is timed; the first paid one-off costs), as the attempts will. A
+cuda variant on a machine without CUDA is resolved and its head checked, not loaded.
+Every problem is collected, then raised at once naming the variants
+(:class:`PreflightError`); nothing is written. What the timings are worth for an estimate
+is :mod:`toolkit.commands.check`'s business.
 """
 
 from __future__ import annotations
