@@ -32,6 +32,8 @@ NUMBER_FORMATS = {
     layout.MONEY: '#,##0.00',
     layout.RATIO: "0.0000",
 }
+#: Kinds whose typed cells are formatted as Text: Excel then keeps ``0`` or a date as typed.
+TEXT_KINDS = (layout.TEXT, layout.CHOICE, layout.YESNO, layout.DATETIME)
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
 
@@ -60,6 +62,8 @@ class _Formats:
             }
             if kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
+            elif kind in TEXT_KINDS and not computed:
+                spec["num_format"] = "@"  # Text: what a person types stays as typed (#38)
             self._cache[key] = self.book.add_format(spec)
         return self._cache[key]
 
