@@ -32,7 +32,7 @@ from toolkit.findings import Finding
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
-from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
+from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh, still_standing
 from toolkit.report.reviewer import Outputs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -90,6 +90,7 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 data = edit.data = as_read.copy()
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
+            found.findings = still_standing(found.findings, data)  # what it logged is cleared
             edit.save = saved = not store.unchanged(as_read, data)
     result.findings = found.findings
     # The reviewer's files come from what was saved, once the workbook's lock is released:

@@ -124,6 +124,17 @@ def refresh(data: WorkbookData, base_dir: Path,
                      incurred=incurred)
 
 
+#: Validation checks whose findings a refresh clears by logging the edit in Audit.
+LOGGED_BY_REFRESH = ("edited-after-attempts", "bookkeeping-edit")
+
+
+def still_standing(findings: list[Finding], data: WorkbookData) -> list[Finding]:
+    """``findings`` (the workbook as read) less the edits :func:`refresh` has just logged in
+    Audit: one report states what is still wrong after it, never what it cleared."""
+    now = set(money_log.money_edit_findings(data) + bookkeeping.findings(data))
+    return [f for f in findings if f.check not in LOGGED_BY_REFRESH or f in now]
+
+
 def _deadline_note(win: schedule.Window, deadline: Any) -> str:
     try:
         due = rules.parse_time(str(deadline), None, "deadline")
