@@ -43,8 +43,10 @@ def init(workbook: Path, as_json: bool) -> None:
         store.create(data, workbook)
     except FileExistsError:
         raise exists from None
-    following = ("fill Protocol and Variants (blue cells), then "
-                 f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
+    following = ("fill Protocol, Variants, Rentals and Schedule (blue cells), then "
+                 f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
+                 f"check {workbook}`; after the runs, confirm the outputs you checked in "
+                 "Verification")
     if as_json:
         from toolkit.commands import documents
 

@@ -2,7 +2,7 @@
 
 A spreadsheet turns what a person types into numbers and dates: ``0`` in ``seeds`` is
 a number, ``2026-12-11 09:00`` a date-time without its UTC offset. In the cells a person
-types (input sheets, columns not computed), :func:`as_typed` reads:
+types (:data:`TYPED_SHEETS`, columns not computed), :func:`as_typed` reads:
 
 - a number in a text column as its text (``0`` -> ``"0"``, ``1.5`` -> ``"1.5"``);
 - a date-time without a UTC offset in a date-time column (a real Excel date, or text
@@ -26,6 +26,9 @@ _NAIVE = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)"
 _OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
 #: Where the Protocol states the campaign's UTC offset, once.
 ZONE_FIELD = "deadline"
+#: The sheets a person types (Attempts and Manifest are the runner's, sealed as written).
+TYPED_SHEETS = (layout.PROTOCOL, layout.VARIANTS, layout.TARIFFS, layout.RENTALS,
+                layout.SCHEDULE, layout.VERIFICATION)
 
 
 def zone_offset(data: WorkbookData) -> str | None:
@@ -48,9 +51,7 @@ def _typed(kind: str, value: Any, offset: str | None) -> Any:
 def as_typed(data: WorkbookData) -> None:
     """Read the typed cells of ``data`` in place as their columns' kinds (module doc)."""
     offset = zone_offset(data)
-    for sheet in layout.SHEETS:
-        if not sheet.input or sheet.kind not in ("form", "table"):
-            continue
+    for sheet in TYPED_SHEETS:
         columns = [c for c in sheet.all_columns
                    if not c.computed and c.kind in (layout.TEXT, layout.DATETIME)]
         rows = [data.forms[sheet.name]] if sheet.kind == "form" else data.tables[sheet.name]
