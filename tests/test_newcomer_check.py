@@ -32,7 +32,7 @@ def test_check_names_the_variant_and_the_fix_for_an_offline_hub_id(tmp_path: Pat
             "downloaded") in result.stderr
     assert ("fix: download it once online (unset HF_HUB_OFFLINE), or point model_path at a "
             "local folder") in result.stderr
-    assert "`iteralab amend WORKBOOK --reason ...`" in result.stderr  # the model is locked
+    assert f"`iteralab amend {book} --reason ...`" in result.stderr  # the model is locked
 
 
 def test_run_runs_the_check_first_so_no_attempt_row_is_written(tmp_path: Path,

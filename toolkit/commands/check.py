@@ -99,7 +99,7 @@ def preflight(workbook: Path, data: Any, variants: Sequence[dict[str, Any]],
 
     form = data.forms["Protocol"]
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
-    checks = flight.check(variants, form, workbook.parent, items[:64],
+    checks = flight.check(variants, form, workbook, items[:64],
                           current_lock(data) is not None, echo)
     for c in checks:
         timed = (f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in "

@@ -66,12 +66,12 @@ class Problem:
 class PreflightError(ModelError):
     """One or more variants cannot run; the message names each, the hint says what to do."""
 
-    def __init__(self, problems: Sequence[Problem], locked: bool) -> None:
+    def __init__(self, problems: Sequence[Problem], locked: bool, workbook: str) -> None:
         lines = []
         for p in problems:
             fix = f"\n      fix: {p.hint}" if p.hint else ""
             lines.append(f"  variant {', '.join(p.variant_ids)}: {p.message}{fix}")
-        after = ("then record the change with `iteralab amend WORKBOOK --reason ...` (the "
+        after = (f"then record the change with `iteralab amend {workbook} --reason ...` (the "
                  "model and head are locked)" if locked else "then check again")
         super().__init__(f"pre-flight: {len(problems)} problem(s); no attempt was run or "
                          "recorded:\n" + "\n".join(lines),
@@ -93,11 +93,13 @@ def engine(variant: dict[str, Any], task: str) -> str:
     return f"{kind}, {', '.join(extras)}"
 
 
-def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], base: Path,
+def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], workbook: Path,
           items: Sequence[corpus.Item], locked: bool,
           progress: Callable[[str], None] = lambda _: None) -> list[VariantCheck]:
-    """Pre-flight ``variants`` on the first items of the corpus; one VariantCheck each, in
-    order. Raises PreflightError listing every problem found."""
+    """Pre-flight ``variants`` of ``workbook`` (paths relative to its folder) on the first
+    items of the corpus; one VariantCheck each, in order. Raises PreflightError listing
+    every problem found."""
+    base = workbook.parent
     task = decoding.task_of(protocol)
     rule = decoding.decoding_rule(protocol) if task == "generation" else None
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -124,7 +126,7 @@ def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], base: Pa
             problems.append(Problem(ids, f"{type(exc).__name__}: {str(exc)[:300]}",
                                     "check batch_size, max_length, device and precision"))
     if problems:
-        raise PreflightError(problems, locked)
+        raise PreflightError(problems, locked, str(workbook))
     return [checks[str(v["variant_id"])] for v in variants]
 
 
