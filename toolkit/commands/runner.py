@@ -96,9 +96,6 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
         for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
             click.echo(f"note: {line}", err=True)
         return
-    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
-        check.before_run(workbook, prepared, lambda line: None if quiet else click.echo(
-            line, err=as_json))
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
@@ -109,6 +106,8 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
+    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
     result = campaign.run(prepared, options, shown, executor)  # type: ignore[arg-type]
     counts = result.counts()
     if as_json:
