@@ -39,7 +39,7 @@ def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
                              "--quiet"], env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 900  # a shared 2-core machine: the pre-flight, two attempts
         while not (book.exists() and len(journal.read(book)) >= finished_first
                    and journal.unfinished(book)):
             assert demo.poll() is None, demo.communicate()
