@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "toolkit.commands.money",
     "toolkit.commands.imports",
     "toolkit.commands.tariffs",
+    "toolkit.commands.check",
     "toolkit.commands.runner",
     "toolkit.commands.cluster",
     "toolkit.commands.report",

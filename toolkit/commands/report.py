@@ -35,10 +35,17 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
+    from toolkit import editing
     from toolkit.money.incurred import BRIDGE
     from toolkit.report.stats import SEPARATED
     from toolkit.reporting import build
+    from toolkit.runner.lost import record_lost_attempts
 
+    lost = record_lost_attempts(workbook) if workbook.exists() else []
+    if lost:  # attempts killed with their run: on the record before anything is computed
+        editing.ingest(workbook, refresh_derived=False)
+        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
     result, outputs = build(workbook, folder, pngs=not no_png)
     if as_json:
         from toolkit.commands import documents

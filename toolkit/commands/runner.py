@@ -74,7 +74,7 @@ def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> Non
 
 def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None) -> None:
-    from toolkit.commands import display, documents
+    from toolkit.commands import check, display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
@@ -94,6 +94,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
                 beside.predictions_folder(workbook), False, False))
         else:
             click.echo(message)
+        for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+            click.echo(f"note: {line}", err=True)
         return
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
@@ -105,6 +107,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
+    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
     result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:
@@ -113,6 +117,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
             result.interrupted, result.ingest_pending))
     else:
         _say_recorded(workbook, result, counts)
+    for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+        click.echo(f"note: {line}", err=True)
     if result.ingest_pending:
         raise WorkbookBusyError(
             f"{workbook}: busy, so the attempts are only in "
@@ -263,14 +269,21 @@ def ingest(workbook: Path, as_json: bool) -> None:
     """
     from toolkit import editing
     from toolkit.errors import WorkbookError
-    from toolkit.evidence import journal
+    from toolkit.evidence import journal, unfinished
+    from toolkit.runner.lost import record_lost_attempts
 
     path = journal.journal_path(workbook)
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
+    lost = record_lost_attempts(workbook)  # killed with their run: interrupted rows
     result = editing.ingest(workbook, refresh_derived=False)
     for note in journal.notes(workbook):
         click.echo(f"note: {note}", err=True)
+    for finding in unfinished.findings(workbook):  # still running, or cannot tell here
+        click.echo(f"note: {finding.message}", err=True)
+    if lost:
+        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
     if as_json:
         from toolkit.commands import documents
 

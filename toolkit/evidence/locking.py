@@ -134,8 +134,12 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
     content = snapshot(data)
     found = changes(existing.snapshot, content)
     if not found:
-        raise ProtocolError("Protocol and Variants are unchanged since the lock: nothing to amend",
-                            hint="edit the workbook first, then amend with the reason")
+        raise ProtocolError(
+            "what the measurement depends on in Protocol and Variants is unchanged since the "
+            "lock: nothing to amend",
+            hint="edit the workbook first, then amend with the reason; a bookkeeping edit "
+            "(scenario wording, a variant's description, notes, rental_id, label) needs no "
+            "amendment: `iteralab report` logs it in Audit")
     _require_valid(data, "amend", workbook)
     sha = content_hash(content)
     summary = [f"{f.sheet}!{f.row} {f.column}" for f in found]

@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import UsageError
 from toolkit.money.columns import column_mapping
 from toolkit.money.tariffs import CURRENCY
 
@@ -36,8 +36,9 @@ _AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 NO_LEDGER = "no ledger imported"
 
 
-class LedgerError(ToolkitError):
-    """A billing export that cannot be imported. Exit code 1; nothing is written."""
+class LedgerError(UsageError):
+    """A billing export that cannot be imported: bad input, exit code 2 (as a tariff
+    import's); nothing is written."""
 
 
 def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
@@ -65,6 +66,8 @@ def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     found = [h.strip() for h in reader.fieldnames or []]
     reader.fieldnames = found
+    by_case = {h.casefold(): h for h in found}  # a header matches whatever its case
+    headers = {field: by_case.get(header.casefold(), header) for field, header in headers.items()}
     missing = [f"{field} (header {headers[field]!r})" for field in REQUIRED
                if headers[field] not in found]
     if missing:

@@ -30,6 +30,7 @@ from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.render import cell_image, render
+from toolkit.workbook.typed import as_typed
 
 LOCK_TIMEOUT_S = 60
 ZIP_MAGIC = b"PK\x03\x04"
@@ -212,6 +213,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
         # to name them (formulas typed where a value belongs).
         if sheet.name in layout.FORMULA_SHEETS or found:
             data.formulas[sheet.name] = found
+    as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
     return data
 
 
