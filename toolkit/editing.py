@@ -112,7 +112,11 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
             target.parent.mkdir(parents=True, exist_ok=True)
             copy_file(source, target)
         for record in plan.records:
-            journal.append(workbook, record)
+            attempt_id = str(record["attempt"].get("attempt_id"))
+            if attempt_id not in plan.journaled:
+                journal.append(workbook, journal.merged_start(
+                    record, plan.source, plan.starts.get(attempt_id)))
+                journal.append(workbook, record)
         add_records(edit.data, missing_records(edit.data, plan.records))
         for record in plan.records:  # excluded there (R14): excluded here, with its reason
             attempt_id = str(record["attempt"].get("attempt_id"))

@@ -178,6 +178,28 @@ def chain_findings(data: WorkbookData,
     return found
 
 
+def unrecorded_findings(data: WorkbookData, journal: Sequence[Mapping[str, Any]],
+                        torn: Sequence[str] = ()) -> list[Finding]:
+    """A finding per sealed attempt row whose record the journal beside the workbook lacks:
+    every attempt iteralab seals was journaled first, so its line was deleted (or the
+    journal replaced). ``torn`` are the journal's notes of torn lines, named as a likely
+    cause."""
+    recorded = _journal_rows(journal)
+    found = []
+    for i, row in enumerate(data.tables[SHEET]):
+        attempt_id = str(row.get("attempt_id"))
+        if cell_value(row.get("row_sha256")) is None or attempt_id in recorded:
+            continue
+        why = (f" ({torn[0]})" if torn else "")
+        found.append(Finding(
+            SHEET, data.excel_row(SHEET, i), "attempt_id", "journal",
+            f"attempt {attempt_id!r} is sealed in this sheet but its record is not in the "
+            f"journal{why}: the journal's line was deleted or the journal replaced, so the row "
+            "cannot be checked against what the runner wrote; restore the journal from a copy "
+            "of the campaign folder (the row itself is kept)"))
+    return found
+
+
 def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
     """The first journal record's attempt row per attempt id."""
     out: dict[str, Mapping[str, Any]] = {}

@@ -20,6 +20,7 @@ from toolkit.errors import CorpusError
 from toolkit.evidence import (
     corpus,
     determinism,
+    identifiers,
     integrity,
     money_log,
     money_rules,
@@ -225,7 +226,8 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
             if isinstance(value, int) and value < 1:
                 found.append(Finding("Variants", excel, name, "positive",
                                      f"{name} must be at least 1; found {value}"))
-    return found + _series_1_findings(data) + _later_series_findings(data)
+    return (found + identifiers.variant_id_findings(data) + _series_1_findings(data)
+            + _later_series_findings(data))
 
 
 # --------------------------------------------------------------- series (R6)

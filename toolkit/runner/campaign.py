@@ -216,6 +216,9 @@ def _record_lost_attempts(workbook: Path) -> None:
     """An interrupted row for each attempt that started and left no record: the whole run
     was killed (SIGKILL, power loss) while it ran. Its slot then runs again on --resume."""
     lost = journal.unfinished(workbook)
+    if lost:  # an attempt the workbook holds is not lost, whatever its journal line became
+        held = {str(a.get("attempt_id")) for a in store.read(workbook).tables["Attempts"]}
+        lost = [s for s in lost if str(s.get("attempt_id")) not in held]
     if not lost:
         return
     from toolkit.runner.attempt import fallback_record  # torch, only here
