@@ -22,6 +22,7 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
+from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
 from toolkit.plumbing.atomic import copy_file
@@ -50,11 +51,14 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
     path = Path(path)
     with store.writer_lock(path):
         edit = Edit(store.read(path))
+        seal_older_rows(edit.data)  # an older layout's Audit rows, as read: saved sealed
         yield edit
         if edit.save:
             if refresh_derived:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
+            if edit.data.tables["Attempts"] or edit.data.tables["Audit"]:
+                write_anchor(edit.data, path)  # after the save: the chains reach their ends
 
 
 def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
@@ -74,7 +78,6 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
             edit.save = False
             return IngestResult(0, 0, len(entries))
         attempts, manifests = add_records(edit.data, todo)
-    write_anchor(edit.data, workbook)  # after the save: the chain now reaches its last row
     return IngestResult(attempts, manifests, len(entries) - len(todo))
 
 
@@ -124,11 +127,10 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
                 audit.exclude(edit.data, attempt_id, plan.exclusions[attempt_id]
                               or "excluded on the other copy (no reason recorded there)")
         lock = current_lock(edit.data)
-        edit.data.append("Audit", {
+        log(edit.data, {
             "at": now_text(), "action": "merge",
             "protocol_sha256": lock.sha256 if lock else "", "tool_version": __version__,
             "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
                       f"({', '.join(plan.hosts)})",
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
-    write_anchor(edit.data, workbook)
     return plan

@@ -17,6 +17,7 @@ from pathlib import Path
 from toolkit import editing, layout
 from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import locking, tuning
+from toolkit.evidence.audit_chain import seal_older_rows
 from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
@@ -91,6 +92,7 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification") 
                             "the comparison.")
         locking.amend(data, f"quick demo: declared subset (first {quick_items} items of "
                       f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run")
+    seal_older_rows(data)  # the example's Audit rows, as it ships them
     try:
         store.create(data, target)
     except FileExistsError:
@@ -110,6 +112,9 @@ def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_li
         differing += [target for origin, target in pairs
                       if target.exists() and (not target.is_file()
                                               or not filecmp.cmp(origin, target, shallow=False))]
+        if source.is_dir() and copy.is_dir():  # files of the user's own in that folder
+            differing += [p for p in sorted(copy.rglob("*"))
+                          if p.is_file() and not (source / p.relative_to(copy)).is_file()]
     quick = directory / QUICK_CORPUS
     if quick_lines and quick.exists() and (
             not quick.is_file() or quick.read_text(encoding="utf-8") != quick_lines):

@@ -102,7 +102,8 @@ def _content(row: Mapping[str, Any]) -> str:
     return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
 
 
-def _link(previous: str | None, content: str) -> str:
+def link(previous: str | None, content: str) -> str:
+    """The hash sealing ``content`` after a row sealed ``previous`` (None: the first)."""
     text = json.dumps([previous or ""], ensure_ascii=False) + "\n" + content
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -112,7 +113,7 @@ def seal(previous_row_sha256: str | None, row: Mapping[str, Any]) -> str:
 
     ``None`` (or "") for the first attempt row. Returns 64 hex digits.
     """
-    return _link(cell_value(previous_row_sha256), _content(row))
+    return link(cell_value(previous_row_sha256), _content(row))
 
 
 def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None) -> int:
@@ -162,7 +163,7 @@ def chain_findings(data: WorkbookData,
                 f"{name} has no row_sha256: iteralab did not record this row (typed or pasted "
                 "by hand?): delete it, or restore the recorded row from a copy or the journal "
                 "(`iteralab ingest`)"))
-        elif _link(previous, contents[i]) != hashes[i] and not edits:
+        elif link(previous, contents[i]) != hashes[i] and not edits:
             found.append(_broken(data, i, name, hashes, contents, first_row, budget,
                                  has_record=str(row.get("attempt_id")) in recorded))
         if hashes[i] is not None:
@@ -291,7 +292,7 @@ def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: 
         (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)]
     budget[0] -= len(candidates)
     for k, previous in candidates if budget[0] >= 0 else ():
-        if _link(previous, contents[i]) == hashes[i]:
+        if link(previous, contents[i]) == hashes[i]:
             after = ("as the first attempt" if k is None else
                      f"right after attempt {rows[k].get('attempt_id')!r} (now row "
                      f"{data.excel_row(SHEET, k)})")

@@ -17,6 +17,7 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
+from toolkit.evidence.audit_chain import audit_findings
 from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings, unrecorded_findings
 from toolkit.evidence.predictions import (
     PredictionsCheck,
@@ -73,7 +74,7 @@ def record_checks(data: WorkbookData, workbook: Path | None,
     found += manifest_findings(data, records)
     if workbook is not None:
         found += anchor_findings(data, workbook)
-    return found + action_findings(data)
+    return found + audit_findings(data) + action_findings(data)
 
 
 def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integrity:

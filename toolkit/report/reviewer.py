@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import layout
+from toolkit.evidence.audit_chain import campaign_head
 from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
@@ -92,6 +93,11 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
     ])
     lines += ["", "## Integrity", ""]
     lines += integrity(workbook, result)
+    lines += ["", f"Campaign head: `{campaign_head(data)}` (the attempt and Audit chains as "
+              "this report read them). Keep it outside the campaign folder: "
+              f"`iteralab verify {workbook.name} --head HASH` later shows whether the workbook "
+              "still holds this state; a folder re-sealed with iteralab's own functions "
+              "cannot show it from inside."]
     lines += ["", "## Durations (R14)", "", f"Rule: {summary.SUCCESS_RULE}. No p95 is computed "
               "from five runs.", ""]
     lines += summary_table(result)
