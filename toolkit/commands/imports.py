@@ -43,11 +43,13 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
     from toolkit.money import ledger as book
     from toolkit.money.tariffs import catalog_from_workbook
 
-    entries = book.read_ledger(export, book.parse_mapping(columns))
+    label = book.source_label(export, workbook)
+    entries = book.read_ledger(export, book.parse_mapping(columns), label)
     with editing.change(workbook, refresh_derived=False) as edit:
         data = edit.data
         kept = [r for r in data.tables[layout.LEDGER.name]
-                if not str(r.get("source") or "").startswith(f"{export.name}:")]
+                if not str(r.get("source") or "").startswith(f"{label}:")]
+        book.check_room(len(kept), len(entries), export)
         data.tables[layout.LEDGER.name] = []
         data.row_numbers[layout.LEDGER.name] = []
         for row in kept + entries:
