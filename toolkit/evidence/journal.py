@@ -147,7 +147,7 @@ def _record(line: bytes) -> dict[str, Any] | None:
     """The journal record a line holds, or None when it is not one."""
     try:
         entry = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return entry if isinstance(entry, dict) and entry.get("format") == FORMAT else None
 
@@ -270,6 +270,10 @@ def _scan_all(workbook: str | Path
         error: WorkbookError | None = None
         try:
             entry = json.loads(raw.decode("utf-8", errors="replace"))
+        except RecursionError:
+            raise WorkbookError(f"{path}: line {number} is not a journal record (nested too "
+                                "deep to read)", hint="the journal is written by `iteralab "
+                                "run`; restore it from a copy or remove that line") from None
         except json.JSONDecodeError as exc:
             if number == len(lines):  # the torn tail of an interrupted write
                 skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
