@@ -154,8 +154,9 @@ def chain_findings(data: WorkbookData,
     for i, row in enumerate(rows):
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
+        sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
         edits = _edits(row, contents[i], recorded.get(str(row.get("attempt_id"))), name,
-                       excel)
+                       excel, sealed)
         found += edits
         if hashes[i] is None:
             found.append(Finding(
@@ -212,7 +213,7 @@ def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapp
 
 
 def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
-           excel: int) -> list[Finding]:
+           excel: int, sealed: bool = False) -> list[Finding]:
     """One finding per chained cell that differs from the attempt's journal record.
 
     ``content`` is the row's :func:`_content`: equal canonical texts mean equal
@@ -225,7 +226,14 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
     found = []
     for column in CHAINED_COLUMNS:
         was, now = cell_value(record.get(column)), cell_value(row.get(column))
-        if was != now:
+        if was != now and sealed:  # the row still follows its seal: the journal line changed
+            found.append(Finding(
+                SHEET, excel, column, "edited",
+                f"{name}: the journal's record says {column} {shown(was)}, the sealed row "
+                f"{shown(now)}, and the row still follows its seal: the journal line was "
+                "edited; restore the journal from a copy of the campaign folder (the row is "
+                "as recorded: leave it)"))
+        elif was != now:
             found.append(Finding(
                 SHEET, excel, column, "edited",
                 f"{name}: {column} was {shown(was)} when recorded (journal), now "

@@ -83,6 +83,18 @@ def append(workbook: str | Path, entry: dict[str, Any]) -> Path | None:
     """
     line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
     path = journal_path(workbook)
+    try:
+        return _append(workbook, path, line)
+    except OSError as exc:
+        raise WorkbookError(f"{path}: cannot append to the journal ({exc.strerror or exc})",
+                            hint="the journal must be a plain file you may write (not a link "
+                            "to a device); free disk space or fix the permission, then "
+                            "`iteralab ingest` or run again") from exc
+
+
+def _append(workbook: str | Path, path: Path, line: str) -> Path | None:
+    if not path.is_file() and path.exists():
+        raise OSError(0, "not a plain file")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     kept = None
     try:

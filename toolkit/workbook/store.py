@@ -519,7 +519,7 @@ def save(data: WorkbookData, path: str | Path) -> None:
     ``path``. Raises WorkbookError, with the workbook unchanged, when any step
     fails.
     """
-    path = Path(path)
+    path = writable_path(path)
     check_keepable(data, path)
     _refuse_read_only(path)
     backup = backup_path(path)
@@ -576,10 +576,22 @@ def _save_error(path: Path, exc: OSError) -> WorkbookError:
     return WorkbookError(f"{path}: could not save ({why}); the workbook is unchanged", hint=hint)
 
 
+def writable_path(path: str | Path) -> Path:
+    """Where a save of ``path`` writes: the file a symbolic link names (a save writes through
+    it, the link stays); a name not ending in .xlsx is refused (a save writes a plain .xlsx
+    package: under .xlsm it would drop the macros and share the .xlsx's backup name)."""
+    path = Path(path)
+    if path.suffix.lower() != ".xlsx":
+        raise WorkbookError(f"{path}: iteralab writes .xlsx workbooks only, not "
+                            f"{path.suffix or 'a name without an extension'}; it is unchanged",
+                            hint="save a copy as .xlsx (File > Save As) and give that file")
+    return path.resolve() if path.is_symlink() else path
+
+
 @contextlib.contextmanager
 def writer_lock(path: str | Path) -> Iterator[None]:
     """Hold the workbook's writer lock; refuse while Excel or LibreOffice has it open."""
-    path = Path(path)
+    path = writable_path(path)
     busy = office_lock_files(path)
     if busy:
         raise WorkbookBusyError(
