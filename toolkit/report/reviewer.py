@@ -47,6 +47,14 @@ def _cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def inline(value: Any) -> str:
+    """Typed text as one Markdown line that stays text: its line breaks cannot open a
+    section (``\n## Integrity``), its tags are not HTML (``<script>``)."""
+    text = "" if value is None else str(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " / ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     """A Markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -141,7 +149,7 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
     for name in ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty",
                  "reviewed_by"):
         who = " (typed by a person)" if name in result.decision.kept_fields else ""
-        lines.append(f"- **{name}**{who}: {memo.get(name) or ''}")
+        lines.append(f"- **{name}**{who}: {inline(memo.get(name))}")
     lines += ["", "## Where the attempts ran", ""]
     lines += machines(data)
     lines += ["", "## Charts", ""]
