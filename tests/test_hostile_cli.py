@@ -77,3 +77,59 @@ def test_an_edited_journal_line_is_named_as_the_journals_edit() -> None:
         "attempt 'a1': the journal's record says measured_s 15, the sealed row 20.1, and the "
         "row still follows its seal: the journal line was edited; restore the journal from a "
         "copy of the campaign folder (the row is as recorded: leave it)")
+
+
+def test_disk_full_while_xlsxwriter_writes_is_a_named_save_error(
+        filled_workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """xlsxwriter wraps the refusal in its FileCreateError: it was a traceback."""
+    import errno
+    import zipfile
+
+    from xlsxwriter.exceptions import FileCreateError
+
+    def full(self: object, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = filled_workbook.read_bytes()
+    data = store.read(filled_workbook)
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", full)
+    with pytest.raises(WorkbookError) as err:
+        store.save(data, filled_workbook)
+    assert isinstance(err.value.__cause__, FileCreateError)
+    assert str(err.value) == (f"{filled_workbook}: could not save (No space left on device); "
+                              "the workbook is unchanged\n  what to do: free disk space in "
+                              f"{filled_workbook.parent}, then run the command again")
+    monkeypatch.undo()
+    assert filled_workbook.read_bytes() == before
+
+
+def test_a_memo_longer_than_a_cell_keeps_is_refused_not_cut(runner: CliRunner,
+                                                            filled_workbook: Path) -> None:
+    import openpyxl
+
+    from toolkit import layout
+
+    row = layout.DECISION.names.index("reasons") + 2
+    book = openpyxl.load_workbook(filled_workbook)
+    book["Decision"].cell(row, 2).value = "x" * 40_000  # openpyxl cuts it to 32,767...
+    book.save(filled_workbook)
+    _rewrite_parts(filled_workbook, lambda xml: xml.replace("x" * 32_767, "x" * 40_000))
+    (addition,) = store.read(filled_workbook).unkept
+    assert str(addition) == (f"Decision!B{row} (reasons: 40,000 characters, over the 32,767 an "
+                             "Excel cell keeps; a save would cut it)")
+    before = filled_workbook.read_bytes()
+    assert runner.invoke(cli, ["lock", str(filled_workbook)]).exit_code == 1
+    assert filled_workbook.read_bytes() == before
+
+
+def _rewrite_parts(path: Path, change: object) -> None:
+    """...a script writing the XML itself does not."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        parts = [(info, archive.read(info.filename)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, data in parts:
+            if info.filename.startswith("xl/worksheets/sheet"):
+                data = change(data.decode("utf-8")).encode("utf-8")  # type: ignore[operator]
+            archive.writestr(info, data)

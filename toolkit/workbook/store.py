@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import filelock
+from xlsxwriter.exceptions import FileCreateError
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
@@ -30,6 +31,7 @@ from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.render import cell_image, render
+from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
 
 LOCK_TIMEOUT_S = 60
 ZIP_MAGIC = b"PK\x03\x04"
@@ -364,6 +366,12 @@ def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkep
             continue
         first_row[field] = excel_row
         values[field] = normalise(row[1] if len(row) > 1 else None)
+        if isinstance(values[field], str) and len(values[field]) > EXCEL_CELL_LIMIT // 2 \
+                and utf16_length(values[field]) > EXCEL_CELL_LIMIT:
+            unkept.append(Addition(
+                f"{sheet.name}!B{excel_row} ({field}: {utf16_length(values[field]):,} "
+                f"characters, over the {EXCEL_CELL_LIMIT:,} an Excel cell keeps; a save would "
+                "cut it)", sheet.name, excel_row, field))
         if field not in known:
             unkept.append(Addition(f"row {excel_row} ({field!r}) of {sheet.name}",
                                    sheet.name, excel_row, field))
@@ -533,6 +541,8 @@ def save(data: WorkbookData, path: str | Path) -> None:
                 verify=lambda temp: _check_rendered(temp, path), before_replace=keep_backup)
     except OSError as exc:
         raise _save_error(path, exc) from exc
+    except FileCreateError as exc:  # xlsxwriter's wrapping of a disk full or a denied write
+        raise _save_error(path, _os_cause(exc)) from exc
 
 
 def create(data: WorkbookData, path: str | Path) -> Path:
@@ -548,6 +558,14 @@ def create(data: WorkbookData, path: str | Path) -> Path:
         raise
     except OSError as exc:
         raise _save_error(path, exc) from exc
+    except FileCreateError as exc:
+        raise _save_error(path, _os_cause(exc)) from exc
+
+
+def _os_cause(exc: Exception) -> OSError:
+    """The system's refusal behind a library's exception (an OSError it wrapped)."""
+    cause = exc.__context__ or exc.__cause__
+    return cause if isinstance(cause, OSError) else OSError(errno.EIO, str(exc))
 
 
 def _refuse_read_only(path: Path) -> None:
