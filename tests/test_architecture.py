@@ -2,7 +2,7 @@
 
 Read from the source with ``ast`` (nothing is imported), so the test names the
 file and line of each offending import. The layers, lowest first, are those of
-the README's "Architecture" section.
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def _rank(module: str) -> int:
     for prefix, rank in LAYERS:
         if module == prefix or module.startswith(prefix + "."):
             return rank
-    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS and the README")
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS and to "
+                         "docs/explanation/architecture.md")
 
 
 def _own(imports: list[Import]) -> list[Import]:
