@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,7 +18,7 @@ class _FiniteSeconds(click.FloatRange):
 
     name = "seconds"
 
-    def convert(self, value: object, param: click.Parameter | None,
+    def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> float:
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
