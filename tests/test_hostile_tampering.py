@@ -222,3 +222,30 @@ def test_a_torn_last_line_of_an_attempt_the_workbook_holds_gets_no_made_up_recor
     assert finding.message.startswith(
         f"attempt {torn_id!r} is sealed in this sheet but its record is not in the journal "
         "(example_campaign.journal.jsonl: line ")
+
+
+def test_a_merge_stopped_before_its_save_is_finished_and_logged_by_the_next(
+        book: Path, tmp_path: Path, runner: CliRunner) -> None:
+    """It said '8 already' (the workbook held 6) and the merge's Audit row was lost."""
+    other = tmp_path / "other"
+    shutil.copytree(book.parent, other)
+    last = store.read(book).tables["Attempts"][-1]["attempt_id"]
+    lines = _lines(book)
+    kept = [line for line in lines if f'"{last}"' not in line]
+    assert len(kept) == len(lines) - 2  # its start and its record
+    journal.journal_path(book).write_text("\n".join(kept) + "\n", encoding="utf-8")
+    from toolkit import editing
+
+    with editing.change(book, refresh_derived=False) as edit:
+        edit.data.tables["Attempts"].pop()
+    # The killed merge: the other copy's start and record appended here, no save.
+    theirs = [line for line in lines if f'"{last}"' in line]
+    with journal.journal_path(book).open("a", encoding="utf-8") as handle:
+        handle.write("\n".join(theirs) + "\n")
+    result = runner.invoke(cli, ["merge", str(book), str(other / NAME)])
+    assert result.exit_code == 0, result.output
+    data = store.read(book)
+    assert data.tables["Attempts"][-1]["attempt_id"] == last
+    assert data.tables["Audit"][-1]["action"] == "merge"
+    assert json.loads(data.tables["Audit"][-1]["details"])["attempts"] == [last]
+    assert _lines(book).count(theirs[-1]) == 1  # not appended twice
