@@ -58,3 +58,17 @@ def test_a_corpus_line_nested_5000_deep_is_a_corpus_error(tmp_path: Path) -> Non
         corpus.read_corpus(path)
     assert err.value.message == (f"{path}: line 2: nested too deep to read (brackets inside "
                                  "brackets, thousands deep)")
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_record_holding_nan_or_infinity_is_named_by_its_line(tmp_path: Path,
+                                                               constant: str) -> None:
+    """It reached the workbook writer, which raised a TypeError."""
+    book = tmp_path / "camp.xlsx"
+    line = json.dumps(GOOD).replace('"variant_id": "b1"', f'"measured_s": {constant}')
+    journal.journal_path(book).write_text(json.dumps(GOOD) + "\n" + line + "\n",
+                                          encoding="utf-8")
+    with pytest.raises(WorkbookError) as err:
+        journal.read(book)
+    assert err.value.message == (f"{journal.journal_path(book)}: line 2 is not a journal "
+                                 f"record (it holds {constant}, which no measurement is)")

@@ -281,11 +281,14 @@ def _scan_all(workbook: str | Path
             continue
         error: WorkbookError | None = None
         try:
-            entry = json.loads(raw.decode("utf-8", errors="replace"))
-        except RecursionError:
-            raise WorkbookError(f"{path}: line {number} is not a journal record (nested too "
-                                "deep to read)", hint="the journal is written by `iteralab "
-                                "run`; restore it from a copy or remove that line") from None
+            entry = json.loads(raw.decode("utf-8", errors="replace"),
+                               parse_constant=_no_constant)
+        except (RecursionError, _NotANumber) as exc:
+            why = ("nested too deep to read" if isinstance(exc, RecursionError)
+                   else f"it holds {exc}, which no measurement is")
+            raise WorkbookError(f"{path}: line {number} is not a journal record ({why})",
+                                hint="the journal is written by `iteralab run`; restore it "
+                                "from a copy or remove that line") from None
         except json.JSONDecodeError as exc:
             if number == len(lines):  # the torn tail of an interrupted write
                 skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
@@ -319,6 +322,14 @@ def _scan_all(workbook: str | Path
     started, refused = _started(path, records, starts)
     return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], \
         refused
+
+
+class _NotANumber(Exception):
+    """A JSON line holding NaN or Infinity: Python reads them, no cell holds them."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotANumber(name)
 
 
 def _shape_problem(entry: Any) -> str | None:
