@@ -133,3 +133,11 @@ def _rewrite_parts(path: Path, change: object) -> None:
             if info.filename.startswith("xl/worksheets/sheet"):
                 data = change(data.decode("utf-8")).encode("utf-8")  # type: ignore[operator]
             archive.writestr(info, data)
+
+
+def test_a_refused_xls_leaves_no_lock_file(runner: CliRunner, tmp_path: Path) -> None:
+    xls = tmp_path / "w.xls"
+    xls.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 504)
+    result = runner.invoke(cli, ["report", str(xls)])
+    assert result.exit_code == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.xls"]
