@@ -110,8 +110,9 @@ def live(folder: Path, items: int, repetitions: int
     from toolkit import editing
     from toolkit.commands import demo
     from toolkit.evidence import journal
-    from toolkit.runner import campaign, plan
+    from toolkit.runner import plan
     from toolkit.runner.attempt import AttemptSpec, run_attempt
+    from toolkit.runner.driver import campaign
 
     workbook = demo.prepare(folder)
     if items < common.FULL_CORPUS_ITEMS:  # a declared subset, as `iteralab demo --quick` takes

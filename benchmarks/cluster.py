@@ -79,7 +79,7 @@ def _run(book: Path, address: str, variants: tuple[str, ...], threads: int
     """One campaign through the cluster executor; (wall seconds, records, executor timing)."""
     from toolkit.cluster import executor
     from toolkit.commands.display import Display
-    from toolkit.runner import campaign
+    from toolkit.runner.driver import campaign
 
     executor.connect(address)
     reference = campaign.Options(variant_ids=("ref",), threads=threads, devices_here=False)

@@ -382,7 +382,7 @@ def machine() -> str:
     """This machine in a few words (CPU, GPU if any, torch build) for the results table."""
     import torch
 
-    from toolkit.runner import environment
+    from toolkit.runner.instruments import environment
 
     text = environment.cpu_text()
     if torch.cuda.is_available():
@@ -483,10 +483,11 @@ def _instrumented_runner() -> Iterator[dict[str, Any]]:
     on its encoder. The yielded dict receives ``spans`` (every span opened, in
     order: load, warm-up, measured window) and ``model`` (the ModelClock).
     """
-    from toolkit.runner import attempt, probes
+    from toolkit.runner import model
+    from toolkit.runner.instruments import probes
 
     seen: dict[str, Any] = {"spans": [], "model": None}
-    real_span, real_load = probes.Span, attempt.load
+    real_span, real_load = probes.Span, model.load
 
     class CpuSpan(real_span):  # type: ignore[misc, valid-type]
         def __enter__(self) -> Any:
@@ -504,11 +505,11 @@ def _instrumented_runner() -> Iterator[dict[str, Any]]:
         seen["model"] = ModelClock(getattr(loaded.module, "encoder", loaded.module))
         return loaded
 
-    probes.Span, attempt.load = CpuSpan, load
+    probes.Span, model.load = CpuSpan, load
     try:
         yield seen
     finally:
-        probes.Span, attempt.load = real_span, real_load
+        probes.Span, model.load = real_span, real_load
 
 
 class RunnerAttempts:

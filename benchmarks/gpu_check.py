@@ -11,7 +11,7 @@ What it does, in order:
    ``tariffs/gpus.csv`` (via ``toolkit.planner.gpus``; ``--card SLUG`` overrides). Without a
    match the ceilings stay empty, with the reason.
 2. **Timing probe**: bf16 matrix products timed by the runner's own
-   :class:`toolkit.runner.probes.Span` (synchronised host timer and CUDA
+   :class:`toolkit.runner.instruments.probes.Span` (synchronised host timer and CUDA
    events) must agree within 2 %; an unsynchronised host timer is shown
    beside them (it only times the kernel launches). The achieved matrix rate
    and a device-to-device copy rate are compared with the catalog's dense
@@ -116,7 +116,7 @@ def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
     """bf16 matrix products timed three ways, and a device copy; seconds and rates."""
     import torch
 
-    from toolkit.runner import probes
+    from toolkit.runner.instruments import probes
 
     device = torch.device("cuda")
     a = torch.randn(size, size, device=device, dtype=torch.bfloat16)
@@ -153,7 +153,7 @@ def fp32_probe(size: int = 1024) -> dict[str, float]:
     pin, then with TF32 allowed for contrast (the pin is restored)."""
     import torch
 
-    from toolkit.runner import precision
+    from toolkit.runner.instruments import precision
 
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(size, size, device="cuda", generator=gen)
@@ -432,6 +432,24 @@ def compile_check(folder: Path, slug: str | None, encoder: Path | None = None,
     return failures
 
 
+def engines_check(folder: Path, slug: str | None, items: int) -> list[str]:
+    """The engine series (benchmarks/engines.py) on the card: torch fp32 against
+    onnxruntime's CUDA provider and the CPU TF-IDF plugin. Skipped, saying why, when
+    onnxruntime here has no CUDA provider (install onnxruntime-gpu)."""
+    import engines
+
+    try:
+        import onnxruntime
+    except ImportError:
+        print("engine series skipped: onnxruntime is not installed (pip install onnxruntime-gpu)")
+        return []
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        print(f"engine series skipped: onnxruntime {onnxruntime.__version__} has no CUDA "
+              "provider here (pip install onnxruntime-gpu in place of onnxruntime)")
+        return []
+    return engines.check(folder, "cuda", slug, items, threads=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU check; return 0 (passed), 1 (a check failed) or 3 (no CUDA device)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -539,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         if cuda and not args.no_compile:
             failures += compile_check(folder / "compiled", card.slug if card else None,
                                       args.encoder, args.head)
+        if cuda:  # issue 32: onnxruntime's CUDA provider beside torch on this card
+            failures += engines_check(folder / "engines", card.slug if card else None,
+                                      min(items, 300))
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

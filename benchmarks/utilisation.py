@@ -1,12 +1,12 @@
 """Issue 20: how close the length-sorted variant comes to this machine's matrix-multiply peak.
 
 In one process, for fp32 and bf16 in turn, interleaved round by round: the peak probe the
-runner records in the Manifest (``toolkit.runner.peak.probe``, fresh each round, no cache),
-then one pass of the runner's own batching code (``toolkit.runner.attempt.run_batches``,
+runner records in the Manifest (``runner.instruments.peak.probe``, fresh each round, no cache),
+then one pass of the runner's own batching code (``tasks.classification.run_batches``,
 the code of the measured window) over the first N corpus items with the sample's
 ``b8-fp32-sorted`` settings (batch 8, dynamic padding, length-sorted, sdpa, max length 256,
 not compiled; ``--batch``, ``--attention``, ``--compile`` change those) in that precision.
-Real-token FLOPs come from ``toolkit.runner.flops`` and the window's own tallies. The figure is
+Real-token FLOPs come from ``runner.instruments.flops`` and the window's own tallies. The figure is
 
     achieved real-token FLOP rate (median over the rounds) / measured peak (best probe)
 
@@ -24,9 +24,9 @@ against fp32).
     TORCHINDUCTOR_FREEZING=1 python benchmarks/utilisation.py --compile --precisions fp32
 
 ``--compile`` loads the variant with ``compile`` = yes on the runner's own path: inside
-``toolkit.runner.compilation.session`` (fresh caches, dynamo reset, failing recompile
+``toolkit.runner.instruments.compilation.session`` (fresh caches, dynamo reset, failing recompile
 limit), ``load`` (torch.compile, dynamic shapes), the load phase's first calls
-(``attempt.first_calls``: the window's shortest, longest and last batch compile there), then
+(``classification.first_calls``: the window's shortest, longest and last batch compile there), then
 the warm-up; graphs compiled in each phase are counted, and one compiled inside a timed pass
 is reported (its compile time is then inside the rate). Inductor's own settings come from its
 environment variables (the runner sets none): with ``TORCHINDUCTOR_FREEZING=1`` the linear
@@ -71,8 +71,10 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
           ) -> tuple[Any, dict[str, Any], dict[str, int]]:
     """The model as the runner's load phase leaves it, then the protocol's warm-up; with
     the graphs compiled in each (both 0 uncompiled)."""
-    from toolkit.runner import attempt, compilation
+    from toolkit.runner.instruments import compilation
     from toolkit.runner.model import load
+    from toolkit.runner.tasks.classification import first_calls
+    from toolkit.runner.tasks.predictor import TorchClassifier
 
     name = f"b{args.batch}-{precision}-sorted" + ("-compiled" if args.compile else "") + (
         "" if args.attention == "sdpa" else f"-{args.attention}")
@@ -80,8 +82,8 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
                              attention_backend=args.attention,
                              compile="yes" if args.compile else "no")
     count = compilation.GraphCount()
-    model = load(variant, folder)
-    attempt.first_calls(model, variant, texts)  # compiles the window's batch shapes (R8)
+    model = TorchClassifier(load(variant, folder), variant)
+    first_calls(model, variant, _items(texts))  # compiles the window's batch shapes (R8)
     graphs = {"load": count.take()}
     _pass(model, variant, texts[:common.WARMUP_ITEMS])  # the protocol's warm-up
     graphs["warm-up"] = count.take()
@@ -90,12 +92,19 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
 
 def _pass(model: Any, variant: dict[str, Any], texts: list[str]) -> tuple[float, float, Any]:
     """One pass of the runner's batching code: (wall s, CPU s, window tallies)."""
-    from toolkit.runner import attempt
+    from toolkit.runner.tasks.classification import Window, run_batches
 
-    window = attempt.Window()
+    window = Window()
     wall, cpu = time.perf_counter(), time.process_time()
-    attempt.run_batches(model, variant, texts, window, lambda done: None)
+    run_batches(model, variant, _items(texts), window, lambda done: None)
     return time.perf_counter() - wall, time.process_time() - cpu, window
+
+
+def _items(texts: list[str]) -> list[Any]:
+    """The texts as corpus items (the runner's batching reads ids and texts)."""
+    from toolkit.evidence import corpus
+
+    return [corpus.Item(str(n), text) for n, text in enumerate(texts)]
 
 
 def _breakdown(model: Any, variant: dict[str, Any], texts: list[str]) -> dict[str, float]:
@@ -128,10 +137,10 @@ def _measure(precision: str, args: argparse.Namespace, folder: Path, texts: list
     whether it met its target and its results row."""
     import torch
 
-    from toolkit.runner import compilation, flops, peak
+    from toolkit.runner.instruments import compilation, peak
 
     model, variant, graphs = _load(precision, folder, args, texts)
-    cost, reason = flops.cost_of(model.module)
+    cost, reason = model.flop_cost()
     if cost is None:
         raise SystemExit(f"error: {reason}")
     peaks, walls, cpus, probes = [], [], [], []
@@ -218,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     from toolkit.evidence import corpus
-    from toolkit.runner import compilation
+    from toolkit.runner.instruments import compilation
 
     threads = common.set_threads(1)
     met_all = []

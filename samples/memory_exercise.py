@@ -67,7 +67,7 @@ def _line(label: str, value: str) -> None:
 
 def check_environment() -> dict[str, Any]:
     """Print the runner's environment check (what ``iteralab env`` prints); return it."""
-    from toolkit.runner import environment
+    from toolkit.runner.instruments import environment
 
     _section("1. environment check (iteralab env)")
     env = environment.collect()
@@ -148,7 +148,7 @@ def measure(device: str = "auto", precision: str = PRECISION, batch: int = BATCH
 
     from toolkit.plumbing.rss import peak_rss_bytes
     from toolkit.runner import model as runner_model
-    from toolkit.runner import probes
+    from toolkit.runner.instruments import probes
 
     _section("3. observation (one batch through the real model)")
     if device == "auto":

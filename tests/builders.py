@@ -13,6 +13,7 @@ with samples/head, on the CPU. Of the first 24 rows, 13 are classified right at 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,56 @@ def unexplained(row: dict[str, Any]) -> list[str]:
     """Measurement columns of an Attempts row that are empty without a reason."""
     return [c.name for c in layout.ATTEMPTS.columns
             if c.measurement and row.get(c.name) is None and not row.get(c.reason)]
+
+
+GENERATION_PROTOCOL: dict[str, Any] = {
+    **RUNNER_PROTOCOL,
+    "scenario": "offline batch generation over a fixed corpus of prompts (runner tests)",
+    "corpus_path": "prompts.jsonl",
+    "validated_corpus_definition": "exactly the expected ids, one output each, chrF over the "
+    "threshold, token agreement with the reference within tolerance",
+    "task": "generation",
+    "metric": "chrf",
+    "threshold": 0.01,
+    "tolerance": 0.5,
+    "reference_variant": "b4-fp32",
+    "subgroups": "stratum",
+    "stratum_bounds": "8, 16",
+    "warmup_rule": "first 4 items once, not timed",
+    "max_new_tokens": 8,
+    "stop_rule": "eos",
+    "long_prompts": "truncate",
+}
+
+
+def gen_variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
+    """A complete generation Variants row (the sample causal LM); override any column."""
+    row: dict[str, object] = {
+        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
+        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
+        "batch_size": batch, "device": "cpu", "padding": "dynamic", "max_length": 64,
+        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
+        "padding_side": "left",
+    }
+    row.update(overrides)
+    return row
+
+
+def make_generation_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
+                             extra_prompts: list[dict[str, str]] = (),  # type: ignore[assignment]
+                             **protocol_fields: Any) -> Path:
+    """A generation workbook in ``folder``: the first ``items`` sample prompts (and
+    ``extra_prompts``), the sample causal LM, :data:`GENERATION_PROTOCOL` locked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    text = "".join(lines[:items]) + "".join(json.dumps(p) + "\n" for p in extra_prompts)
+    (folder / "prompts.jsonl").write_text(text, encoding="utf-8")
+    shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update({**GENERATION_PROTOCOL, **protocol_fields})
+    for row in declare_bases(variants):
+        data.append("Variants", row)
+    locking.lock(data)
+    path = folder / "campaign.xlsx"
+    store.save(data, path)
+    return path

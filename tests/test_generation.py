@@ -9,70 +9,21 @@ budget counted as truncated or refused, per the Protocol.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from builders import RUNNER_PROTOCOL, SAMPLES, attempts, declare_bases
+from builders import (
+    attempts,
+    gen_variant,
+    make_generation_campaign,
+)
 from click.testing import CliRunner
 
 from toolkit.cli import cli
-from toolkit.evidence import corpus, locking
+from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
-from toolkit.workbook.model import WorkbookData
-
-GENERATION_PROTOCOL: dict[str, Any] = {
-    **RUNNER_PROTOCOL,
-    "scenario": "offline batch generation over a fixed corpus of prompts (runner tests)",
-    "corpus_path": "prompts.jsonl",
-    "validated_corpus_definition": "exactly the expected ids, one output each, chrF over the "
-    "threshold, token agreement with the reference within tolerance",
-    "task": "generation",
-    "metric": "chrf",
-    "threshold": 0.01,
-    "tolerance": 0.5,
-    "reference_variant": "b4-fp32",
-    "subgroups": "stratum",
-    "stratum_bounds": "8, 16",
-    "warmup_rule": "first 4 items once, not timed",
-    "max_new_tokens": 8,
-    "stop_rule": "eos",
-    "long_prompts": "truncate",
-}
-
-
-def gen_variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
-    row: dict[str, object] = {
-        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
-        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
-        "batch_size": batch, "device": "cpu", "padding": "dynamic", "max_length": 64,
-        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
-        "padding_side": "left",
-    }
-    row.update(overrides)
-    return row
-
-
-def make_generation_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
-                             extra_prompts: list[dict[str, str]] = (),  # type: ignore[assignment]
-                             **protocol_fields: Any) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    text = "".join(lines[:items]) + "".join(json.dumps(p) + "\n" for p in extra_prompts)
-    (folder / "prompts.jsonl").write_text(text, encoding="utf-8")
-    shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
-    data = WorkbookData.empty()
-    data.forms["Protocol"].update({**GENERATION_PROTOCOL, **protocol_fields})
-    for row in declare_bases(variants):
-        data.append("Variants", row)
-    locking.lock(data)
-    path = folder / "campaign.xlsx"
-    store.save(data, path)
-    return path
 
 
 def _run(book: Path) -> tuple[int, str]:

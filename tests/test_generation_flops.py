@@ -1,4 +1,4 @@
-"""Generation FLOPs (toolkit.runner.flops, SPEC B5): the decoder's formula against torch's
+"""Generation FLOPs (runner.instruments.flops, SPEC B5): the decoder's formula against torch's
 FLOP counter on the shipped tiny causal LM, run through the runner's own generation window,
 and the Attempts row of a generation attempt."""
 
@@ -8,16 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES, attempts
+from builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from click.testing import CliRunner
-from test_generation import gen_variant, make_generation_campaign
 from torch.utils.flop_counter import FlopCounterMode
 
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
-from toolkit.runner import flops, generation
-from toolkit.runner.generation_attempt import flop_tally
+from toolkit.runner import generation
+from toolkit.runner.instruments import flops
+from toolkit.runner.tasks.generation import flop_tally
 
 SAME_LENGTH = [corpus.Item("a", "the lady said that"), corpus.Item("b", "the lady said that")]
 MIXED = [corpus.Item("short", "I"), corpus.Item("long", "the lady said that she would come"),

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 import report_campaign
-from builders import SAMPLES
+from builders import SAMPLES, gen_variant, make_generation_campaign
 from click.testing import CliRunner
 from test_formulas_two_engines import _formulas, differences
-from test_generation import gen_variant, make_generation_campaign
 
 from toolkit import layout
 from toolkit.cli import cli

@@ -16,16 +16,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from builders import SAMPLES, attempts
+from builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from click.testing import CliRunner
-from test_generation import gen_variant, make_generation_campaign
 
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.commands.documents import attempt_document
 from toolkit.evidence import corpus
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import decoding, generation, generation_attempt
+from toolkit.runner import decoding, generation
+from toolkit.runner.tasks import generation as generation_kind
 
 CUT_AT = 8
 PROMPTS = 12
@@ -130,7 +130,7 @@ def test_before_the_reference_has_a_chrf_the_tolerance_is_not_evaluated(
     window.items = corpus.read_corpus(book.parent / "prompts.jsonl")
     sha = file_sha256(book.parent / cut["predictions_path"])
     notes: list[str] = []
-    alone = generation_attempt._evaluate(_spec(book, cut, None), sha, window, complete=True,
+    alone = generation_kind._evaluate(_spec(book, cut, None), sha, window, complete=True,
                                          notes=notes)
     assert alone is not None and alone["verdict"] == "not evaluated"
     assert "reference b1-fp32 not yet measured: tolerance unchecked" in "; ".join(notes)
@@ -138,7 +138,7 @@ def test_before_the_reference_has_a_chrf_the_tolerance_is_not_evaluated(
     reference = {k: ref[k] for k in ("variant_id", "attempt_id", "predictions_path",
                                      "predictions_sha256")}
     notes = []
-    again = generation_attempt._evaluate(_spec(book, cut, reference), sha, window,
+    again = generation_kind._evaluate(_spec(book, cut, reference), sha, window,
                                          complete=True, notes=notes)
     assert again is not None and again["verdict"] == "fail"
     assert again["subgroups"] == cut["subgroup_metrics"]

@@ -26,9 +26,8 @@ from toolkit.workbook import store
 
 torch = pytest.importorskip("torch")
 
-from toolkit.runner import (  # noqa: E402
-    attempt,
-    attempt_parts,
+from toolkit.runner import attempt, attempt_parts  # noqa: E402
+from toolkit.runner.instruments import (  # noqa: E402
     compilation,
     environment,
     precision,

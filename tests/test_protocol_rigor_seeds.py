@@ -22,7 +22,8 @@ from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import chain, determinism, locking
 from toolkit.evidence.validate import validate
-from toolkit.runner import plan, reproducibility
+from toolkit.runner import plan
+from toolkit.runner.instruments import reproducibility
 from toolkit.runner.plan import Slot
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData

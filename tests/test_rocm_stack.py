@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
-from toolkit.runner import environment, rocm_stack
-from toolkit.runner.rocm_stack import AmdGpu
+from toolkit.runner.instruments import environment, rocm_stack
+from toolkit.runner.instruments.rocm_stack import AmdGpu
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rocm"
 MI300X = AmdGpu("AMD Instinct MI300X", "gfx942")

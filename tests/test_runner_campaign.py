@@ -139,7 +139,7 @@ def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
     """Process policy fresh: one worker per attempt; a worker killed mid-corpus leaves a
     failed row written by the campaign, with the items it reported done."""
-    from toolkit.runner import forkserver
+    from toolkit.runner.driver import forkserver
 
     forked: list[int] = []
     real_start = forkserver.ForkServer.start
@@ -180,8 +180,8 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
     import subprocess
     import tempfile
 
-    from toolkit.runner import campaign, forkserver
     from toolkit.runner.attempt import AttemptSpec
+    from toolkit.runner.driver import campaign, forkserver
 
     book = make_campaign(tmp_path, 24, SERIES_1[:1], process_policy="fresh")
     prepared = campaign.prepare(book, campaign.Options())
@@ -316,13 +316,16 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     # The demo ends with `iteralab report` on its workbook, the money chain shown.
     assert lines[5].startswith(f"refreshed {book} (protocol ")
     assert "  demo-rental: 35.00 USD [no ledger imported]" in lines
-    assert "  total incurred (USD): 35.00 USD" in lines
+    assert "  total incurred (USD): 35.00 USD [no ledger imported]" in lines
     assert any(line.startswith("    flat-7d, on-demand, example provider (demo), DEMO-0001; "
                                "Tariffs: 7-day plan of 2026-09-24 x 1 lot(s) (EXAMPLE figure "
                                "typed for the demo") for line in lines)
-    assert "  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD" in lines
+    assert ("  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD per expected corpus (forecast; "
+            "EXAMPLE figures)") in lines
+    assert ("    spent per accepted corpus: 35.00 USD incurred / 1 accepted corpus(es) "
+            "confirmed = 35.00 USD") in lines
     assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
-                         "manifest.csv, durations.png, cost_per_accepted.png")
+                         "manifest.csv, durations.png, projected_cost_per_expected.png")
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
@@ -338,7 +341,7 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
     """A server whose interpreter dies at start is said, and the run falls back."""
     import subprocess
 
-    from toolkit.runner import campaign, forkserver
+    from toolkit.runner.driver import campaign, forkserver
 
     with pytest.raises(forkserver.ForkServerError, match="did not get ready"):
         forkserver.ForkServer({"PYTHONHOME": str(tmp_path / "no-python")}).ready()
@@ -361,7 +364,7 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
 def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_workers(
         tmp_path: Path) -> None:
     """The demo starts the server before preparing; the campaign's Workers take that one."""
-    from toolkit.runner import campaign, forkserver
+    from toolkit.runner.driver import campaign, forkserver
 
     forkserver.prestart()
     started = forkserver._prestarted

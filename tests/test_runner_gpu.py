@@ -93,7 +93,7 @@ def test_the_manifest_names_the_device_used_and_the_driver_it_asked_once(
 def test_fp32_on_cuda_runs_in_full_precision_after_the_pin() -> None:
     """Relative error of a 1024 x 1024 product against float64: fp32 about 3e-7, TF32 (a
     10-bit mantissa) about 4e-4 (both estimated on the CPU, TF32 by rounding the inputs)."""
-    from toolkit.runner import precision
+    from toolkit.runner.instruments import precision
 
     def error() -> float:
         gen = torch.Generator(device="cuda").manual_seed(0)
@@ -114,7 +114,7 @@ def test_fp32_on_cuda_runs_in_full_precision_after_the_pin() -> None:
 
 def test_the_attention_kernel_is_recorded_per_shape_precision_and_padding(
         tmp_path: Path) -> None:
-    from toolkit.runner import probes
+    from toolkit.runner.instruments import probes
 
     book = make_campaign(tmp_path, 24, [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8),
                                         _gpu("g8-bf16", 8, series=2, precision="bf16")],

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.report import summary, utilisation
-from toolkit.runner import achieved, flops, peak
+from toolkit.runner.instruments import achieved, flops, peak
 from toolkit.workbook import store
 
 COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test")

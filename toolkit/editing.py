@@ -3,9 +3,9 @@
 Every command that writes a workbook goes through :func:`change`, and says
 by name whether the derived sheets (Summary, Memory, Settlement, Schedule's
 computed columns, the Decision draft, charts) are recomputed: only ``report``
-and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``)
-change what they own and leave the derived sheets exactly as they were read,
-formulas included (:mod:`toolkit.workbook.store`).
+and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``, ``merge``,
+``ledger import``) change what they own and leave the derived sheets exactly as they
+were read, formulas included (:mod:`toolkit.workbook.store`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit import __version__
+from toolkit import __version__, layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
@@ -25,6 +25,9 @@ from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
+from toolkit.money import incurred
+from toolkit.money import ledger as book
+from toolkit.money.tariffs import catalog_from_workbook
 from toolkit.plumbing.atomic import copy_file
 from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
@@ -46,7 +49,9 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
 
     ``refresh_derived`` recomputes the derived sheets before the save. Nothing
     is saved when the block raises or clears ``edit.save``: the workbook stays
-    byte for byte as it was.
+    byte for byte as it was. After a save of a workbook holding attempt or Audit rows the
+    chains' anchor is written, still under the lock (a second writer never finds the
+    workbook ahead of it).
     """
     path = Path(path)
     with store.writer_lock(path):
@@ -134,3 +139,37 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
                       f"({', '.join(plan.hosts)})",
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
     return plan
+
+
+@dataclass
+class LedgerImport:
+    """What ``ledger import`` did: the lines read, the earlier ones kept, and the
+    reconciliation with Rentals (status per rental, ledger lines no rental names)."""
+
+    entries: list[dict[str, Any]]
+    kept: int
+    status: dict[str, str]
+    extra: list[dict[str, Any]]
+
+
+def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) -> LedgerImport:
+    """Read a billing export into the Ledger sheet (replacing the lines an earlier import of
+    the same file wrote) and reconcile it with Rentals, in one save; nothing is written when
+    a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings."""
+    label = book.source_label(export, Path(workbook))
+    entries = book.read_ledger(export, book.parse_mapping(columns), label)
+    with change(workbook, refresh_derived=False) as edit:
+        data = edit.data
+        kept = [r for r in data.tables[layout.LEDGER.name]
+                if not str(r.get("source") or "").startswith(f"{label}:")]
+        book.check_room(len(kept), len(entries), export)
+        data.tables[layout.LEDGER.name] = []
+        data.row_numbers[layout.LEDGER.name] = []
+        for row in kept + entries:
+            data.append(layout.LEDGER.name, row)
+        try:
+            catalog = catalog_from_workbook(data) if data.tables[layout.TARIFFS.name] else None
+        except ToolkitError:  # a broken Tariffs sheet is validate's to report
+            catalog = None
+        status, extra = incurred.reconciliation(data, catalog)
+    return LedgerImport(entries, len(kept), status, extra)

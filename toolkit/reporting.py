@@ -26,9 +26,10 @@ from typing import Any
 from toolkit import layout
 from toolkit.editing import change
 from toolkit.errors import ToolkitError
-from toolkit.evidence import protocol
+from toolkit.evidence import money_rules, protocol
 from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
@@ -55,7 +56,7 @@ def untrusted_rows(findings: Sequence[Finding], data: WorkbookData) -> dict[str,
 
 def default_folder(workbook: Path) -> Path:
     """``<workbook stem>_report/`` beside the workbook."""
-    return workbook.with_name(workbook.stem + "_report")
+    return beside.report_folder(workbook)
 
 
 def build(workbook: Path, folder: Path | None = None, pngs: bool = True
@@ -91,7 +92,8 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
             edit.save = saved = not store.unchanged(as_read, data)
-    result.findings = found.findings
+    # The report rewrites the memo and its stamp: a memo stale as read is what it fixes.
+    result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
     files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),

@@ -2,7 +2,7 @@
 
 The driver (this process, on a node of the cluster, beside the workbook) keeps every
 write: attempt ids, the journal's start lines and records, the predictions files
-and the workbook (:class:`toolkit.runner.campaign.Books`). Each attempt is one task
+and the workbook (:class:`toolkit.runner.driver.campaign.Books`). Each attempt is one task
 asking for one unit of its label's resource, so a node runs one attempt at a time;
 the task runs in a fresh worker process (``max_calls=1``, like the local fresh
 policy) and is never retried (``max_retries=0``, ``retry_exceptions=False``, Ray's
@@ -47,7 +47,7 @@ from toolkit.evidence import journal
 from toolkit.evidence.merge import inside_folder
 from toolkit.plumbing.atomic import write_bytes
 from toolkit.plumbing.clock import now_text
-from toolkit.runner.campaign import KILL_GRACE_S, Books, Campaign, reference_attempt
+from toolkit.runner.driver.campaign import KILL_GRACE_S, Books, Campaign, reference_attempt
 
 #: How long running attempts get to record themselves after Ctrl-C.
 INTERRUPT_WAIT_S = 60.0

@@ -33,7 +33,7 @@ from toolkit.cluster import bundle
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
 from toolkit.plumbing.atomic import write_bytes
-from toolkit.runner.campaign import check_devices
+from toolkit.runner.driver.campaign import check_devices
 
 #: The staging folder's prefix (under the node's temporary folder).
 STAGING_PREFIX = "iteralab-attempt-"

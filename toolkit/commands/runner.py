@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-if TYPE_CHECKING:
+from toolkit.plumbing import beside
+
+if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
+    from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
     from toolkit.runner.plan import Slot
 
 
@@ -36,11 +39,11 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
-def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = False,
+def _campaign(workbook: Path, options: Options, quiet: bool, as_json: bool = False,
               cluster: tuple[str, float | None] | None = None) -> None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
     ``cluster``: the Ray cluster's address and how long to wait for its labels."""
-    from toolkit.runner.single_writer import campaign_lock
+    from toolkit.runner.driver.campaign_lock import campaign_lock
 
     with campaign_lock(workbook.resolve()) as takeover:
         if takeover:
@@ -52,7 +55,7 @@ def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = Fals
                 _leave_cluster()
 
 
-def _join_cluster(cluster: tuple[str, float | None], prepared: object) -> object:
+def _join_cluster(cluster: tuple[str, float | None], prepared: Campaign) -> Executor:
     """Join the Ray cluster and check its labels before anything starts: the executor."""
     try:
         from toolkit.cluster import executor
@@ -63,9 +66,9 @@ def _join_cluster(cluster: tuple[str, float | None], prepared: object) -> object
                          hint="pip install 'iteragpu-lab[cluster]'") from exc
     address, wait_s = cluster
     chosen = executor.RayExecutor(wait_s)
-    chosen.placement(prepared)  # type: ignore[arg-type]
+    chosen.placement(prepared)
     executor.connect(address)
-    chosen.check(prepared)  # type: ignore[arg-type]
+    chosen.check(prepared)
     return chosen
 
 
@@ -78,10 +81,7 @@ def _leave_cluster() -> None:
         executor.disconnect()
 
 
-def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> None:
-    from toolkit.runner.campaign import Result
-
-    assert isinstance(result, Result)
+def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> None:
     click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
                f"{counts['completed']} completed, {counts['failed']} failed, "
                f"{counts['interrupted']} interrupted")
@@ -89,12 +89,13 @@ def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> Non
     click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
 
 
-def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool,
+def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None) -> None:
     from toolkit.commands import display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
-    from toolkit.runner import campaign, decoding
+    from toolkit.runner import decoding
+    from toolkit.runner.driver import campaign
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -107,7 +108,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
             click.echo(message, err=True)
             documents.emit(documents.run_document(
                 workbook, {s: 0 for s in ("completed", "failed", "interrupted")}, 0, 0.0,
-                workbook.parent / f"{workbook.stem}_predictions", False, False))
+                beside.predictions_folder(workbook), False, False))
         else:
             click.echo(message)
         return
@@ -121,7 +122,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
-    result = campaign.run(prepared, options, shown, executor)  # type: ignore[arg-type]
+    result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:
         documents.emit(documents.run_document(
@@ -178,7 +179,7 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
     labels run in parallel, each node one attempt at a time.
     """
     from toolkit.errors import UsageError
-    from toolkit.runner.campaign import Options
+    from toolkit.runner.driver.campaign import Options
 
     if wait_s is not None and cluster is None:
         raise UsageError("--wait waits for cluster nodes: give --cluster too",
@@ -193,16 +194,21 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
 @click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
 def env(as_json: bool) -> None:
     """Print what is really installed: OS, CPU, RAM, torch build, GPUs, driver, versions."""
-    from toolkit.runner import environment
+    from toolkit.plumbing import engines
+    from toolkit.runner.instruments import environment
 
     info = environment.collect()
+    installed = engines.installed()
     if as_json:
         from toolkit.commands import documents
 
-        click.echo(json.dumps({"format": documents.ENV, **info}, indent=2))
+        click.echo(json.dumps({"format": documents.ENV, **info, "engines": dict(installed)},
+                              indent=2))
         return
     for label, value in environment.describe(info):
         click.echo(f"{label:<13} {value}")
+    for name, value in installed:
+        click.echo(f"{'engine ' + name:<13} {value}")
 
 
 @click.command()
@@ -234,7 +240,7 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     runs `iteralab report` on it. --task generation copies
     samples/example_generation.xlsx, the sample causal LM and its prompts instead.
     """
-    from toolkit.runner import forkserver
+    from toolkit.runner.driver import forkserver
 
     # First of all (issue 20): the server's imports of torch and transformers (seconds) then
     # overlap this command's own imports, the copy and the checks below.
@@ -242,9 +248,10 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     from toolkit.commands import demo as sample
     from toolkit.commands.report import report
     from toolkit.report import charts
-    from toolkit.runner.campaign import Options
+    from toolkit.runner.driver.campaign import Options
 
-    workbook = sample.prepare(directory, quick=quick, task=task)
+    workbook = sample.prepare(directory, quick=quick, task=task,
+                              engines=all_variants and task == "classification")
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()

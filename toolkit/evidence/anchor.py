@@ -17,6 +17,7 @@ from toolkit.evidence.audit_chain import AUDIT, SINCE, campaign_head
 from toolkit.evidence.chain import SHEET, cell_value
 from toolkit.evidence.journal import journal_path
 from toolkit.findings import Finding
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
 from toolkit.workbook.model import WorkbookData
@@ -24,8 +25,7 @@ from toolkit.workbook.model import WorkbookData
 
 def anchor_path(workbook: str | Path) -> Path:
     """``NAME.chain.json`` beside ``NAME.xlsx``."""
-    workbook = Path(workbook)
-    return workbook.with_name(workbook.stem + ".chain.json")
+    return beside.anchor(workbook)
 
 
 def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:

@@ -23,21 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import WorkbookError
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_bytes
 
 FORMAT = "iteralab-attempt/1"
 #: An attempt about to run (its spec), appended before it starts; read() returns only records.
 START_FORMAT = "iteralab-attempt-start/1"
 #: ``NAME.journal.torn-N``: a torn last line set aside before the next append.
-TORN_INFIX = ".journal.torn-"
+TORN_INFIX = beside.TORN_INFIX
 #: Bytes read at a time when looking back for the journal's last newline.
 TAIL_CHUNK = 64 * 1024
 
 
 def journal_path(workbook: str | Path) -> Path:
     """``NAME.journal.jsonl`` beside ``NAME.xlsx``."""
-    workbook = Path(workbook)
-    return workbook.with_name(workbook.stem + ".journal.jsonl")
+    return beside.journal(workbook)
 
 
 def record(attempt: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str, Any]:
@@ -52,8 +52,7 @@ def record(attempt: dict[str, Any], manifest: dict[str, Any] | None) -> dict[str
 
 def torn_path(workbook: str | Path, number: int) -> Path:
     """``NAME.journal.torn-N`` beside ``NAME.xlsx``: where a torn last line is kept."""
-    workbook = Path(workbook)
-    return workbook.with_name(f"{workbook.stem}{TORN_INFIX}{number}")
+    return beside.torn(workbook, number)
 
 
 def torn_files(workbook: str | Path) -> list[Path]:

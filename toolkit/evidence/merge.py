@@ -25,11 +25,12 @@ from toolkit.errors import EvidenceInvalid, UsageError
 from toolkit.evidence import journal
 from toolkit.evidence.identifiers import id_problem
 from toolkit.evidence.integrity import record_checks
+from toolkit.plumbing import beside
 from toolkit.plumbing.digests import file_sha256
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
-JOURNAL_SUFFIX = ".journal.jsonl"
+JOURNAL_SUFFIX = beside.JOURNAL_SUFFIX
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any
 
 from toolkit.evidence.chain import SHEET, cell_value
 from toolkit.findings import Finding
+from toolkit.plumbing import beside
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import WorkbookData
 
@@ -43,7 +44,7 @@ def _resolve(relative: Any, folder: Path) -> Path:
 def predictions_folder(workbook: Path) -> Path:
     """``<stem>_predictions/`` beside the workbook: where the runner writes each attempt's
     predictions file (``merge`` copies another machine's there too)."""
-    return workbook.parent / f"{workbook.stem}_predictions"
+    return beside.predictions_folder(workbook)
 
 
 def early_digests(workbook: Path) -> Digests:

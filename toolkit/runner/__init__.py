@@ -1,17 +1,24 @@
 """The measurement runner: the only package that imports torch or transformers.
 
 - ``plan``: rotation order, warm-up rule, resume (pure, no torch);
-- ``environment``: what is really installed (OS, CPU, torch build, GPU, driver);
-- ``model``: resolve and load a model folder (classifier, or encoder + linear head);
-- ``compilation``: torch.compile per attempt (fresh caches, counted compilations);
-- ``precision``: float32 pinned to full precision (no TF32), and what could override it;
-- ``probes``: host and CUDA timers, memory peaks and release, the attention kernel seen;
-- ``faults``: the documented fault-injection hook used by tests;
-- ``attempt``: one attempt, phase by phase, to a journal record;
-- ``worker``: ``python -m toolkit.runner.worker SPEC`` runs one attempt in a fresh process;
-- ``forkserver``: imports the runner once per campaign run and forks a worker per attempt;
-- ``campaign``: the campaign loop (rotation, fresh processes, journal, ingest, progress);
-- ``demo``: the sample campaign.
+- ``spec``: what one attempt is told (AttemptSpec; no torch);
+- ``decoding``: the Protocol's task and decoding rule (no torch);
+- ``attempt``: one attempt to a journal record: the dispatcher to its task kind, the
+  interrupt guard, the row of a worker that died without one;
+- ``tasks``: the task kinds (classification, generation), the columns each fills and the
+  engine seam beneath them (``tasks.predictor``);
+- ``phases``, ``attempt_parts``: the phases every attempt runs through and the cells every
+  kind fills alike;
+- ``model``, ``generation``, ``agreement``, ``evaluation``: load a classifier or a causal LM,
+  the generation window, the quality checks;
+- ``environment``, ``rocm_stack``: what is really installed (OS, CPU, torch build, GPU, driver);
+- ``compilation``, ``precision``, ``reproducibility``: torch.compile per attempt, fp32 pinned
+  to full precision, the Protocol's determinism and seeds;
+- ``probes``, ``peak``, ``flops``, ``achieved``: timers and memory peaks, the peak probe,
+  the FLOP count, rates and utilisation;
+- ``faults``: the documented fault-injection hook used by tests and drills;
+- ``worker``, ``forkserver``, ``campaign_lock``, ``campaign``: a fresh process per attempt,
+  the fork server, one writer per workbook, the campaign loop.
 
 Importing this package imports no torch; its modules do, lazily where they can.
 """

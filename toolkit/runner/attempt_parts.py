@@ -23,7 +23,8 @@ from toolkit import layout
 from toolkit.evidence import corpus
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import plan, precision, probes, reproducibility
+from toolkit.runner import plan
+from toolkit.runner.instruments import precision, probes, reproducibility
 from toolkit.runner.spec import AttemptSpec
 
 #: Where an attempt sends its progress events (phase changes, items done).
@@ -202,11 +203,19 @@ def checked_reference(spec: AttemptSpec, notes: list[str]) -> Path | None:
 
 
 class Loaded(Protocol):
-    """What the Manifest reads from a loaded model (model.LoadedModel, generation.LoadedLM)."""
+    """What the Manifest reads from a loaded model (every engine's, tasks.predictor)."""
 
-    model_revision: str
-    tokenizer_revision: str
-    attention_backend: str
+    @property
+    def model_revision(self) -> str:
+        """The hash of the model's files (R3)."""
+
+    @property
+    def tokenizer_revision(self) -> str:
+        """The hash of the tokenizer's files (R3)."""
+
+    @property
+    def attention_backend(self) -> str:
+        """The attention implementation really used."""
 
 
 def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None

@@ -7,7 +7,7 @@ variant's ``max_length`` prompt budget (truncated from the left and counted, R3,
 
 The measured window (:func:`run_window`) covers reading the prompts, tokenising, generating
 and decoding every output to text on the host, the device synchronised at both ends (the
-caller's :class:`toolkit.runner.probes.Span`). Inside it each batch also records:
+caller's :class:`toolkit.runner.instruments.probes.Span`). Inside it each batch also records:
 
 - *time to first token*: from the batch's call of ``generate`` to its first new token
   (the prefill), read at the first step's stopping check, the device synchronised there;
@@ -139,7 +139,7 @@ class Output:
 @dataclass(frozen=True)
 class GeneratedBatch:
     """The sizes of one ``generate`` call that its computed FLOPs depend on
-    (:mod:`toolkit.runner.flops`): every row runs every step, ended or not."""
+    (:mod:`toolkit.runner.instruments.flops`): every row runs every step, ended or not."""
 
     rows: int
     #: The prompts' padded width.

@@ -27,7 +27,7 @@ from transformers import AutoModel, AutoModelForSequenceClassification, AutoToke
 
 from toolkit.errors import ModelError
 from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
-from toolkit.runner import compilation, precision
+from toolkit.runner.instruments import compilation, precision
 
 HEAD_FORMAT = "iteragpu-linear-head/1"
 TOKENIZER_FILES = frozenset({

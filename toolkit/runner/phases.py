@@ -5,22 +5,22 @@ announced as a progress event, and run inside one block that turns a failure int
 attempt's status (completed, failed, interrupted) and remembers the phase it stopped in
 (R12-R13). After the block, evaluation and export run untimed by the span; the row then
 says each phase's duration or why it has none, and :meth:`AttemptRun.record` closes the
-attempt. What each kind of attempt loads, runs and checks stays in its own module
-(:mod:`toolkit.runner.attempt`, :mod:`toolkit.runner.generation_attempt`).
+attempt. What each kind of attempt loads, runs and checks is its task kind's
+(:mod:`toolkit.runner.tasks`), given to :meth:`AttemptRun.run_steps` as :class:`Steps`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
 
 import torch
 
 from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import faults, plan, probes
+from toolkit.runner import plan
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Cells,
@@ -32,6 +32,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     start_process,
 )
+from toolkit.runner.instruments import faults, probes
 from toolkit.runner.spec import AttemptSpec
 
 #: Progress events are sent at most this often (seconds) while items are processed.
@@ -44,6 +45,25 @@ DURATION_COLUMNS = (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "m
 CPU_NO_DEVICE_SPAN = "cpu variant: no device span (R10)"
 #: What host_rss_peak_bytes means when attempts share one process.
 SHARED_RSS_NOTE = "host RSS peak: lifetime peak of the shared campaign process"
+
+
+class Steps(Protocol):
+    """What a task kind does in each timed phase (:meth:`AttemptRun.run_steps`)."""
+
+    def session(self) -> AbstractContextManager[Any]:
+        """The context the phases run in (a compilation session; entered inside them)."""
+
+    def load(self) -> None:
+        """Load the model and make its first, untimed-in-the-window calls (R8)."""
+
+    def phase_done(self, phase: str) -> None:
+        """After ``phase`` (and after the phases, with the phase they ended in)."""
+
+    def warm_pass(self, items: list[corpus.Item]) -> None:
+        """One warm-up pass over ``items``."""
+
+    def measure(self) -> None:
+        """The measured window (R9)."""
 
 
 class AttemptRun:
@@ -109,6 +129,19 @@ class AttemptRun:
         with probes.Span(self.device) as span:
             self.spans[name] = span
             yield span
+
+    def run_steps(self, steps: Steps) -> None:
+        """The timed phases of a task kind: load, warm-up by the protocol's rule and the
+        measured window, inside the kind's session and the :meth:`phases` block."""
+        with self.phases(), steps.session():
+            with self.timed("load"):
+                steps.load()
+            steps.phase_done("load")
+            self.warm_up(steps.warm_pass)
+            steps.phase_done("warm-up")
+            with self.timed("measured"):
+                steps.measure()
+        steps.phase_done(self.phase)
 
     def warm_up(self, run_pass: Callable[[list[corpus.Item]], None]) -> None:
         """The warm-up phase by the protocol's rule: ``run_pass`` on its first items, once per

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from toolkit.plumbing import beside
+
 
 @dataclass
 class AttemptSpec:
@@ -50,5 +52,4 @@ class AttemptSpec:
     @property
     def predictions_file(self) -> Path:
         """``<workbook stem>_predictions/<attempt_id>.jsonl`` beside the workbook."""
-        book = Path(self.workbook)
-        return self.base / f"{book.stem}_predictions" / f"{self.attempt_id}.jsonl"
+        return beside.predictions_file(self.base / Path(self.workbook).name, self.attempt_id)

@@ -25,6 +25,7 @@ from xlsxwriter.exceptions import FileCreateError
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
@@ -63,10 +64,7 @@ def read(path: str | Path) -> WorkbookData:
             if any(name.startswith("xl/comments") for name in parts):
                 data.unkept += _typed_comments(handle)
             if any(name.startswith("xl/charts/") for name in parts):
-                data.charts = workbook_charts(
-                    len(data.tables[layout.SUMMARY.name]),
-                    sum(1 for r in data.tables[layout.SETTLEMENT.name]
-                        if r.get("kind") == "configuration"))
+                data.charts = workbook_charts(data)
             return data
         except ToolkitError:
             raise
@@ -508,7 +506,7 @@ def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> 
 
 def backup_path(path: Path) -> Path:
     """Where the previous version of ``path`` is kept."""
-    return path.with_name(path.stem + ".bak.xlsx")
+    return beside.backup(path)
 
 
 def office_lock_files(path: Path) -> list[Path]:
@@ -616,7 +614,7 @@ def writer_lock(path: str | Path) -> Iterator[None]:
             f"{path}: open in Excel or LibreOffice (found {busy[0].name})",
             hint="save and close it there, then run the command again",
         )
-    lock = filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
+    lock = filelock.FileLock(str(beside.workbook_lock(path)), timeout=LOCK_TIMEOUT_S)
     try:
         lock.acquire()
     except filelock.Timeout as exc:

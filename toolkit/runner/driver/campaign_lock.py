@@ -22,18 +22,19 @@ from typing import Any
 import filelock
 
 from toolkit.errors import WorkbookBusyError
+from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
 
 
 def lock_path(workbook: Path) -> Path:
     """``NAME.campaign.lock`` beside ``NAME.xlsx``."""
-    return workbook.with_name(workbook.stem + ".campaign.lock")
+    return beside.campaign_lock(workbook)
 
 
 def holder_path(workbook: Path) -> Path:
     """``NAME.campaign.json``: who holds (or last held) the campaign lock."""
-    return workbook.with_name(workbook.stem + ".campaign.json")
+    return beside.campaign_holder(workbook)
 
 
 def _holder(workbook: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Run one attempt in a fresh process: ``python -m toolkit.runner.worker < SPEC.json``.
+"""Run one attempt in a fresh process: ``python -m toolkit.runner.driver.worker < SPEC.json``.
 
 The campaign starts one worker per attempt (process policy ``fresh``), so
 memory peaks and caches belong to that attempt alone: as this module, or as a

@@ -1,10 +1,10 @@
 """Fresh workers without paying the imports each time: one fork server per campaign run.
 
 Process policy ``fresh`` gives every attempt its own process, so its memory peaks and
-caches are its own (R18). Started as ``python -m toolkit.runner.worker``, each attempt
+caches are its own (R18). Started as ``python -m toolkit.runner.driver.worker``, each attempt
 also paid 4 to 7 s here of importing torch, transformers and the model's class before it
 could load anything (benchmarks/README.md, target 6). So a campaign run starts one server
-(``python -m toolkit.runner.forkserver``) that imports those once, never runs an operator
+(``python -m toolkit.runner.driver.forkserver``) that imports those once, never runs an operator
 and never touches CUDA, and forks one worker per attempt. A fork is still a new process:
 nothing of an earlier attempt is in it, and its peak memory starts at the server's, the
 imports every worker makes anyway. The worker is the same ``worker.main``, on the same
@@ -15,7 +15,7 @@ fault-injection hook). Linux only: the worker's pipes travel to the server over 
 socket. Campaigns whose variants all run on the CPU only, for now: forking is safe for CUDA
 only before CUDA is initialised, which the server never does, but no GPU machine has run
 this path yet (the other workers start as before). The campaign falls back to
-``python -m toolkit.runner.worker`` when the server cannot start (or
+``python -m toolkit.runner.driver.worker`` when the server cannot start (or
 ``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one attempt's row, not
 the campaign.
 """
@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolkit.planner.models import resolve_model_path
-from toolkit.runner import worker
+from toolkit.runner.driver import worker
 
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 #: How long the server may take to import everything before the campaign gives up on it.
 READY_TIMEOUT_S = 300.0
 
@@ -74,7 +74,7 @@ class ForkServer:
         mine, theirs = socket.socketpair()
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.runner.forkserver", str(theirs.fileno())],
+                [sys.executable, "-m", "toolkit.runner.driver.forkserver", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError as exc:

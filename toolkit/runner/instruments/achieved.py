@@ -1,8 +1,8 @@
 """An attempt's model FLOPs, achieved rates and utilisation, as Attempts and Manifest cells.
 
-From the model's :class:`~toolkit.runner.flops.Cost`, the token tallies of the measured
+From the model's :class:`~toolkit.runner.instruments.flops.Cost`, the token tallies of the measured
 window (real and padded tokens, their squares per sequence), ``measured_s`` and the peak
-the probe (:mod:`toolkit.runner.peak`) measured after the timed phases:
+the probe (:mod:`toolkit.runner.instruments.peak`) measured after the timed phases:
 
 * ``real_flops`` / ``padded_flops``: the FLOPs the inputs need / the model computed;
 * ``real_flop_rate`` / ``padded_flop_rate``: those over ``measured_s``;
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit import layout
-from toolkit.runner import flops, peak
+from toolkit.runner.instruments import flops, peak
 
 Cell = tuple[Any, str | None]
 ATTEMPT_COLUMNS = ("real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate",
@@ -35,7 +35,7 @@ class Tally:
     """Token counts of a batched pass: sequences, real and padded tokens and squares.
 
     A generation window counts forward passes as sequences and query-key pairs as squares
-    (:func:`toolkit.runner.flops.generation_passes`); its batch runs more passes than its
+    (:func:`.flops.generation_passes`); its batch runs more passes than its
     outputs need (rows that ended early keep decoding), hence ``padded_sequences``, which
     is ``sequences`` when None."""
 

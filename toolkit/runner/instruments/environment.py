@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__
-from toolkit.runner import rocm_stack
+from toolkit.runner.instruments import rocm_stack
 
 #: Packages whose versions the manifest lists besides torch and transformers.
 PACKAGES = ("tokenizers", "safetensors", "huggingface_hub", "numpy", "accelerate",
             "openpyxl", "xlsxwriter", "pandera", "pandas")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 TOOL_TIMEOUT_S = 10
 #: Variables that change what CUDA runs or how memory is held; the Manifest records each.
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "PYTORCH_CUDA_ALLOC_CONF",
@@ -326,7 +326,7 @@ def manifest_fields(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     :data:`VARIABLES` (read from ``environ``, default ``os.environ``)."""
     import torch
 
-    from toolkit.runner import precision
+    from toolkit.runner.instruments import precision
 
     environ = os.environ if environ is None else environ
     env = collect()

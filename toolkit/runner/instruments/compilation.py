@@ -31,7 +31,7 @@ SETUP = ("torch.compile(dynamic=True), backend inductor; per attempt: dynamo res
 NOT_COMPILED = "not compiled"
 CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 #: Inductor's advice on GPUs with TF32 when float32 products stay in full precision, as the
-#: runner pins them (toolkit.runner.precision): expected, so not a warning here.
+#: runner pins them (toolkit.runner.instruments.precision): expected, so not a warning here.
 TF32_ADVICE = r"TensorFloat32 tensor cores for float32 matrix multiplication available"
 #: torch's own modules, imported by Inductor, still use torch.jit decorators it deprecates.
 JIT_DEPRECATION = r"`torch\.jit\.\w+` is deprecated"

@@ -3,8 +3,8 @@
 Reads the locked protocol and the variants, checks the corpus once, plans the
 slots (1-4-8, 4-8-1, 8-1-4, ...), and runs each attempt under the protocol's
 process policy: ``fresh`` runs each attempt in a new worker process (honest
-memory peaks), forked from the run's fork server (:mod:`toolkit.runner.forkserver`)
-or started as ``python -m toolkit.runner.worker``; ``shared`` runs them in this
+memory peaks), forked from the run's fork server (:mod:`toolkit.runner.driver.forkserver`)
+or started as ``python -m toolkit.runner.driver.worker``; ``shared`` runs them in this
 process. Each
 finished attempt is in the journal before anything else; it is ingested into
 the workbook when the last ingestion is 30 s old, and always at the end.
@@ -14,8 +14,9 @@ interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
 running attempt as interrupted and stops; ``--resume`` runs the slots without a
 completed or failed attempt, never redoing a settled one.
 
-An :class:`Executor` may run the slots elsewhere (``iteralab run --cluster``: one Ray task
-per attempt); :class:`Books` keeps this process the only writer of ids, journal and workbook.
+An :class:`Executor` runs the slots: :class:`LocalExecutor` on this machine, or a Ray
+cluster's (``iteralab run --cluster``: one Ray task per attempt); :class:`Books` keeps this
+process the only writer of ids, journal and workbook.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
+from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import decoding, evaluation, forkserver, plan
+from toolkit.runner import decoding, evaluation, plan
+from toolkit.runner.driver import forkserver
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
 
@@ -127,7 +130,7 @@ class Result:
     @property
     def predictions_dir(self) -> Path:
         """The folder holding the predictions files."""
-        return self.workbook.parent / f"{self.workbook.stem}_predictions"
+        return beside.predictions_folder(self.workbook)
 
     def counts(self) -> dict[str, int]:
         """Attempts recorded in this run, by status."""
@@ -287,8 +290,8 @@ def reference_attempt(campaign: Campaign) -> dict[str, Any] | None:
 
 
 class Executor(Protocol):
-    """Runs the pending slots elsewhere than this process's own loop (a Ray cluster:
-    :class:`toolkit.cluster.executor.RayExecutor`); the bookkeeping stays here."""
+    """Runs the pending slots: on this machine (:class:`LocalExecutor`) or on a Ray cluster
+    (:class:`toolkit.cluster.executor.RayExecutor`); the bookkeeping stays in :class:`Books`."""
 
     def run(self, campaign: Campaign, books: Books) -> bool:
         """Run ``campaign.todo`` through ``books``; True when stopped early (Ctrl-C)."""
@@ -344,7 +347,8 @@ class Books:
 
 def run(campaign: Campaign, options: Options, display: Progress,
         executor: Executor | None = None) -> Result:
-    """Run the pending slots in order (or through ``executor``); return what was recorded.
+    """Run the pending slots through ``executor`` (default :class:`LocalExecutor`: in order,
+    on this machine); return what was recorded.
 
     Stops after an interrupted attempt (Ctrl-C). Ingests along the way
     (:attr:`Options.ingest_every_s`) and always at the end; a busy workbook (open
@@ -354,38 +358,47 @@ def run(campaign: Campaign, options: Options, display: Progress,
     result = Result(campaign.workbook, planned=len(campaign.slots),
                     already=len(campaign.slots) - len(campaign.todo))
     books = Books(campaign, options, display, result)
-    policy = campaign.protocol.get("process_policy") or "fresh"
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
-    local = executor is None and policy != "shared" and bool(campaign.todo)
-    workers = Workers(campaign) if local else None
     try:
-        if executor is not None:
-            result.interrupted = executor.run(campaign, books)
-        for slot in campaign.todo if executor is None else ():
-            spec = books.spec(slot)
-            if workers is None:
-                record, stop = _in_process(spec, display)
-            else:
-                record, stop = _in_worker(spec, display, workers)
-            books.recorded(record)
-            if stop:
-                result.interrupted = True
-                # In a shared process only a broken CUDA context stops after a failed row.
-                result.cuda_broken = (workers is None
-                                      and record["attempt"]["status"] == "failed")
-                break
+        result.interrupted = (executor or LocalExecutor()).run(campaign, books)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
-        if workers is not None:
-            workers.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         display.stop()
         _ingest(campaign.workbook, result, display)
         result.elapsed_s = time.monotonic() - began
     return result
+
+
+class LocalExecutor:
+    """Runs the pending slots on this machine, one after the other: in this process (process
+    policy ``shared``) or each in a fresh worker process (forked by the fork server)."""
+
+    def run(self, campaign: Campaign, books: Books) -> bool:
+        """Run ``campaign.todo`` through ``books``; True when stopped early (Ctrl-C, or a
+        broken CUDA context in a shared process)."""
+        shared = (campaign.protocol.get("process_policy") or "fresh") == "shared"
+        workers = Workers(campaign) if not shared and campaign.todo else None
+        try:
+            for slot in campaign.todo:
+                spec = books.spec(slot)
+                if workers is None:
+                    record, stop = _in_process(spec, books.display)
+                else:
+                    record, stop = _in_worker(spec, books.display, workers)
+                books.recorded(record)
+                if stop:
+                    # In a shared process only a broken CUDA context stops after a failed row.
+                    books.result.cuda_broken = (workers is None
+                                                and record["attempt"]["status"] == "failed")
+                    return True
+            return False
+        finally:
+            if workers is not None:
+                workers.close()
 
 
 def _stop_on_sigterm() -> Any:
@@ -440,7 +453,7 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
 
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
-    (:mod:`toolkit.runner.forkserver`), or ``python -m toolkit.runner.worker`` where
+    (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
     there is none."""
 
     def __init__(self, campaign: Campaign) -> None:
@@ -468,7 +481,7 @@ class Workers:
                 self.server.close()
                 self.server = None
         return subprocess.Popen(
-            [sys.executable, "-m", "toolkit.runner.worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "toolkit.runner.driver.worker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=self.env,
             start_new_session=True)  # Ctrl-C reaches the worker through us, once
 

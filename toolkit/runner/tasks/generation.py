@@ -1,9 +1,10 @@
-"""One generation attempt (Protocol task ``generation``), phase by phase, to a journal record.
+"""Protocol task ``generation``: one attempt, phase by phase, to a journal record.
 
 The phases and the failure rules are the classification attempt's
-(:mod:`toolkit.runner.attempt`): load (model, then each distinct batch of the window once,
-untimed, so kernels load before timing, R8), warm-up by the protocol's rule, the measured
-window (:func:`toolkit.runner.generation.run_window`, R9-R10), export of every output with
+(:mod:`toolkit.runner.tasks.classification`): load (model, then each distinct batch of the
+window once, untimed, so kernels load before timing, R8), warm-up by the protocol's rule,
+the measured window (:func:`toolkit.runner.generation.run_window`, R9-R10), export of every
+output with
 its id and token counts, then the predictions file read back and checked: exact id set
 (R7), agreement with the reference variant's outputs and chrF against the corpus's
 ``reference`` texts when every prompt has one (:mod:`toolkit.runner.agreement`).
@@ -20,8 +21,8 @@ Beside the classification columns the row fills the generation ones: prompt and 
 tokens, time to first token, decode tokens/s, the KV cache's peak, and decode tokens/s as
 a fraction of the bandwidth ceiling (catalog bandwidth on a GPU, the peak probe's copy
 bandwidth on a CPU) for the planner's bytes per step (weights + KV cache at the run's batch
-and lengths). The FLOP columns are the classification attempt's (:mod:`toolkit.runner.achieved`)
-over the decoder's generation count (:mod:`toolkit.runner.flops`): each output's prefill and
+and lengths). The FLOP columns are the classification attempt's (:mod:`..instruments.achieved`)
+over the decoder's generation count (:mod:`..instruments.flops`): each output's prefill and
 decode steps as real FLOPs, each batch's as padded. What cannot be known is empty with its
 reason (R12).
 """
@@ -29,6 +30,8 @@ reason (R12).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -37,22 +40,13 @@ from toolkit import layout
 from toolkit.evidence import corpus
 from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
+from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import (
-    achieved,
-    agreement,
-    compilation,
-    decoding,
-    environment,
-    evaluation,
-    flops,
-    generation,
-    probes,
-    reproducibility,
-)
+from toolkit.runner import agreement, evaluation, generation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
+    Put,
     checked_reference,
     error_text,
     export_cell,
@@ -65,148 +59,215 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.instruments import (
+    achieved,
+    compilation,
+    environment,
+    flops,
+    probes,
+    reproducibility,
+)
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks import columns
+from toolkit.runner.tasks.predictor import Generator, load_generator
 
-# toolkit.runner.attempt hands generation attempts here (its run_attempt), so nothing here
-# imports it back: the guard is duck-typed (InterruptGuard); the spec, the phases and the
-# row helpers both use are in toolkit.runner.spec, .phases and .attempt_parts.
-
-
-#: The Attempts columns only a generation attempt fills.
-COLUMNS = decoding.GENERATION_COLUMNS
+#: The Protocol task this kind runs.
+NAME = "generation"
 
 
-def run_generation_attempt(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
-    """Run one generation attempt (``spec`` an AttemptSpec, ``guard`` its InterruptGuard);
-    return its journal record. A failure is a row."""
-    run = AttemptRun(spec, emit, guard)
-    variant, protocol = spec.variant, spec.protocol
-    device = run.device
-    bounds = corpus.parse_stratum_bounds(protocol.get("stratum_bounds"))
-    rule: generation.DecodingRule | None = None
-    lm: generation.LoadedLM | None = None
-    window = generation.GenerationWindow()
-    notes: list[str] = []
+def run(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
+    """Run one generation attempt (``guard`` its InterruptGuard); return its journal
+    record. A failure is a row."""
+    attempt = Generation(spec, emit, guard)
+    attempt.run.run_steps(attempt)
+    return attempt.record()
 
-    def warm_pass(items: list[corpus.Item]) -> None:
-        assert lm is not None and rule is not None
-        generation.run_window(lm, variant, rule, items, generation.GenerationWindow(),
-                              lambda d: run.after_batch(d, len(items)))
 
-    with run.phases():
-        rule = generation.decoding_rule(protocol)
-        with run.timed("load"):
-            lm = generation.load_lm(variant, spec.base, rule)
-            first = _first_batches(corpus.read_corpus(run.corpus_path),
-                                   int(variant["batch_size"]))
-            generation.run_window(lm, variant, rule, first, generation.GenerationWindow(),
-                                  lambda d: None)
-        run.warm_up(warm_pass)
-        with run.timed("measured"):
-            window.items = corpus.read_corpus(run.corpus_path)
-            total = len(window.items)
-            generation.run_window(lm, variant, rule, window.items, window,
-                                  lambda d: run.after_batch(d, total))
-    if run.error is not None:
-        notes.append(_failure_note(run, run.error, window))
-    baseline = run.baseline_note()
-    if baseline is not None:
-        notes.append(baseline)
+class Generation:
+    """One generation attempt under way: the steps :meth:`AttemptRun.run_steps` runs, then
+    export, evaluation, the Manifest and the row (:meth:`record`)."""
 
-    # Export every output (also a partial window's), then read it back and check it.
-    predictions_rel = predictions_sha = None
-    export_s = None
-    subgroups = evaluation.parse_subgroups(protocol.get("subgroups"))
-    if window.items and window.outputs:
+    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+        self.spec, self.variant, self.protocol = spec, spec.variant, spec.protocol
+        self.run = AttemptRun(spec, emit, guard)
+        self.bounds = corpus.parse_stratum_bounds(self.protocol.get("stratum_bounds"))
+        self.rule: generation.DecodingRule | None = None
+        self.generator: Generator | None = None
+        self.window = generation.GenerationWindow()
+        self.notes: list[str] = []
+
+    # ---- the timed phases (AttemptRun.run_steps)
+
+    def session(self) -> Any:
+        """Read the Protocol's decoding rule, inside the phases (a bad one fails the load)."""
+        return _RuleSession(self)
+
+    def load(self) -> None:
+        assert self.rule is not None
+        self.generator = load_generator(self.variant, self.spec.base, self.rule)
+        self.notes.extend(self.generator.engine_notes)
+        first = _first_batches(corpus.read_corpus(self.run.corpus_path),
+                               int(self.variant["batch_size"]))
+        self.generator.generate(first, generation.GenerationWindow(), lambda d: None)
+
+    def phase_done(self, phase: str) -> None:
+        """Nothing to count between phases (a generation is not compiled)."""
+
+    def warm_pass(self, items: list[corpus.Item]) -> None:
+        assert self.generator is not None
+        self.generator.generate(items, generation.GenerationWindow(),
+                                lambda d: self.run.after_batch(d, len(items)))
+
+    def measure(self) -> None:
+        assert self.generator is not None
+        window = self.window
+        window.items = corpus.read_corpus(self.run.corpus_path)
+        total = len(window.items)
+        self.generator.generate(window.items, window,
+                                lambda d: self.run.after_batch(d, total))
+
+    # ---- after the phases
+
+    def record(self) -> dict[str, Any]:
+        """Export, evaluation, the Manifest and the row: the attempt's journal record."""
+        run, window, notes = self.run, self.window, self.notes
+        if run.error is not None:
+            notes.append(_failure_note(run, run.error, window))
+        baseline = run.baseline_note()
+        if baseline is not None:
+            notes.append(baseline)
+        predictions_rel, predictions_sha, export_s = self._export()
+        start = time.perf_counter()
+        quality = _evaluate(self.spec, predictions_sha, window,
+                            complete=run.status == "completed", notes=notes)
+        evaluation_s = time.perf_counter() - start
+        peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
+        env = environment.manifest_fields()
+        probed, probe_cells = None, None
+        if run.status == "completed" and not run.broken:
+            probed, probe_cells = achieved.probe_cells(
+                str(self.variant["device"]), str(self.variant["precision"]), run.threads,
+                env.get("gpu_name"))
+        truncated = window.truncated if run.status == "completed" else None
+        entry = self._manifest(truncated, env, achieved.manifest_values(
+            probe_cells, f"not probed: {run.status} attempt"))
+        cells = run.start_row(entry["manifest_id"])
+        put = cells.put
+        if run.device.type != "cuda":
+            put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
+        else:
+            put("forward_device_s", None, "generation attempt: generate() runs many forward "
+                "calls; the window's device span is device_s")
+        put("evaluation_s", seconds(evaluation_s))
+        export_cell(put, export_s, bool(window.items and window.outputs),
+                    "nothing exported: no output was generated")
+        put("items_completed", len(window.outputs))
+        put("expected_ids", len(window.items) or self.spec.corpus_items)
+        _quality_cells(put, run.status, quality, notes)
+        memory_cells(put, run.device, peaks, rss)
+        partial = None if run.status == "completed" else \
+            f"{run.status} after {len(window.outputs)} prompts: token counts cover a whole " \
+            "corpus only"
+        for name in ("padded_tokens", "padding_efficiency"):
+            put(name, None, partial or "generation attempt: see prompt_tokens and "
+                "generated_tokens")
+        put("truncated", truncated, None if truncated is not None else
+            partial or "prompts not tokenised")
+        file_cells(put, predictions_rel, predictions_sha)
+        for name, (value, why) in _work(run, self.generator, window, probed,
+                                        probe_cells).items():
+            put(name, value, why)
+        _generation_cells(put, window, partial, run.device, self.generator, self.variant,
+                          self.rule, probed)
+        self._closing_cells(put, predictions_rel)
+        columns.finish(cells, NAME)
+        if self.generator is not None:  # the next attempt of a shared process must not find it
+            self.generator.close()
+        self.generator = None
+        return run.record(cells, entry)
+
+    def _export(self) -> tuple[str | None, str | None, float | None]:
+        """Every output (also a partial window's) to its file: (path, hash, seconds)."""
+        window, spec = self.window, self.spec
+        if not (window.items and window.outputs):
+            return None, None, None
         start = time.perf_counter()
         try:
-            rows = generation.prediction_rows(window, bounds, subgroups)
-            predictions_sha = corpus.write_predictions(spec.predictions_file, rows)
-            predictions_rel = spec.predictions_file.relative_to(spec.base).as_posix()
-            export_s = time.perf_counter() - start
+            rows = generation.prediction_rows(
+                window, self.bounds, evaluation.parse_subgroups(self.protocol.get("subgroups")))
+            sha = corpus.write_predictions(spec.predictions_file, rows)
+            path = spec.predictions_file.relative_to(spec.base).as_posix()
+            return path, sha, time.perf_counter() - start
         except OSError as exc:
             # Outputs that never reached their file are no result (as for classification).
-            run.status = "failed" if run.status == "completed" else run.status
-            notes.append(f"export failed: {error_text(exc)}")
-    status = run.status
-    start = time.perf_counter()
-    quality = _evaluate(spec, predictions_sha, window, complete=status == "completed",
-                        notes=notes)
-    evaluation_s = time.perf_counter() - start
+            self.run.status = "failed" if self.run.status == "completed" else self.run.status
+            self.notes.append(f"export failed: {error_text(exc)}")
+            return None, None, None
 
-    peaks = probes.cuda_peaks(device)
-    rss = peak_rss_bytes()
-    env = environment.manifest_fields()
-    probed, probe_cells = None, None
-    if status == "completed" and not run.broken:
-        probed, probe_cells = achieved.probe_cells(str(variant["device"]),
-                                                   str(variant["precision"]), run.threads,
-                                                   env.get("gpu_name"))
-    strata_counts: dict[str, int] = {}  # the whole corpus's (R3), or none: never a part's
-    whole = bool(window.items) and len(window.outputs) == len(window.items)
-    for o in window.outputs if whole else ():
-        name = corpus.stratum(o.prompt_tokens, bounds)
-        strata_counts[name] = strata_counts.get(name, 0) + 1
-    truncated = window.truncated if status == "completed" else None
-    manifest = _manifest(spec, lm, rule, window, strata_counts, bounds, truncated, run.threads,
-                         run.seed, env, achieved.manifest_values(probe_cells, "not probed: "
-                                                                 f"{status} attempt"))
+    def _manifest(self, truncated: int | None, env: dict[str, Any],
+                  measured: dict[str, Any]) -> dict[str, Any]:
+        """The Manifest row, with the whole corpus's strata (R3), or none: never a part's."""
+        window = self.window
+        counts: dict[str, int] = {}
+        whole = bool(window.items) and len(window.outputs) == len(window.items)
+        for o in window.outputs if whole else ():
+            name = corpus.stratum(o.prompt_tokens, self.bounds)
+            counts[name] = counts.get(name, 0) + 1
+        return _manifest(self.spec, self.generator, self.rule, window, counts, self.bounds,
+                         truncated, self.run.threads, self.run.seed, env, measured)
 
-    cells = run.start_row(manifest["manifest_id"])
-    put = cells.put
-    if device.type != "cuda":
-        put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
-    else:
-        put("forward_device_s", None, "generation attempt: generate() runs many forward "
-            "calls; the window's device span is device_s")
-    put("evaluation_s", seconds(evaluation_s))
-    export_cell(put, export_s, bool(window.items and window.outputs),
-                "nothing exported: no output was generated")
-    put("items_completed", len(window.outputs))
-    put("expected_ids", len(window.items) or spec.corpus_items)
-    verdict = "not evaluated"
+    def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
+        """The notes (with the decoding rule), no attention kernels or recompilations, the
+        seed."""
+        run, notes = self.run, self.notes
+        if predictions_rel:
+            notes.append(f"predictions: {predictions_rel}")
+        if run.shared:
+            notes.append(SHARED_RSS_NOTE)
+        notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}"
+                     + (f"; decoding {self.rule.text()}" if self.rule else ""))
+        put("notes", "; ".join(notes))
+        put("attention_kernels", None)
+        put("recompilations", None)
+        put("seed", run.seed)
+
+
+class _RuleSession:
+    """Reads the Protocol's decoding rule when the phases start."""
+
+    def __init__(self, attempt: Generation) -> None:
+        self.attempt = attempt
+
+    def __enter__(self) -> None:
+        self.attempt.rule = generation.decoding_rule(self.attempt.protocol)
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None,
+                   notes: list[str]) -> None:
+    """Ids, metric, the agreements with the reference, the verdict and the subgroups."""
     if quality is None:
         reason = "no predictions file: no output was generated"
         for name in ("observed_ids", "ids_match", "metric_value", "reference_agreement",
                      "exact_agreement", "token_agreement"):
             put(name, None, reason)
-    else:
-        put("observed_ids", quality["observed"])
-        put("ids_match", layout.YES if quality["ids_match"] else layout.NO)
-        put("metric_value", quality["metric"], quality["metric_reason"])
-        agreed = quality["agreement"]
-        why = quality["agreement_reason"]
-        put("reference_agreement", None if agreed is None else round(agreed.tokens, 6), why)
-        put("exact_agreement", None if agreed is None else round(agreed.exact, 6), why)
-        put("token_agreement", None if agreed is None else round(agreed.tokens, 6), why)
-        verdict = quality["verdict"]
-        notes.extend(quality["notes"])
-    verdict_cells(put, status, verdict, quality["subgroups"] if quality is not None else None,
-                  ids_match=quality is not None and quality["ids_match"])
-    memory_cells(put, device, peaks, rss)
-    partial = None if status == "completed" else \
-        f"{status} after {len(window.outputs)} prompts: token counts cover a whole corpus only"
-    for name in ("padded_tokens", "padding_efficiency"):
-        put(name, None, partial or "generation attempt: see prompt_tokens and generated_tokens")
-    put("truncated", truncated, None if truncated is not None else
-        partial or "prompts not tokenised")
-    file_cells(put, predictions_rel, predictions_sha)
-    for name, (value, why) in _work(run, lm, window, probed, probe_cells).items():
-        put(name, value, why)
-    _generation_cells(put, window, partial, device, lm, variant, rule, probed)
-    if predictions_rel:
-        notes.append(f"predictions: {predictions_rel}")
-    if run.shared:
-        notes.append(SHARED_RSS_NOTE)
-    notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}"
-                 + (f"; decoding {rule.text()}" if rule else ""))
-    put("notes", "; ".join(notes))
-    put("attention_kernels", None)
-    put("recompilations", None)
-    put("seed", run.seed)
-    lm = None  # the next attempt of a shared process must not find it in memory
-    return run.record(cells, manifest)
+        verdict_cells(put, status, "not evaluated", None, ids_match=False)
+        return
+    put("observed_ids", quality["observed"])
+    put("ids_match", layout.YES if quality["ids_match"] else layout.NO)
+    put("metric_value", quality["metric"], quality["metric_reason"])
+    agreed = quality["agreement"]
+    why = quality["agreement_reason"]
+    put("reference_agreement", None if agreed is None else round(agreed.tokens, 6), why)
+    put("exact_agreement", None if agreed is None else round(agreed.exact, 6), why)
+    put("token_agreement", None if agreed is None else round(agreed.tokens, 6), why)
+    notes.extend(quality["notes"])
+    verdict_cells(put, status, quality["verdict"], quality["subgroups"],
+                  ids_match=quality["ids_match"])
 
 
 def _failure_note(run: AttemptRun, error: BaseException,
@@ -223,7 +284,7 @@ def _failure_note(run: AttemptRun, error: BaseException,
     return f"{kind} {where}: {error_text(error)}"
 
 
-def _work(run: AttemptRun, lm: generation.LoadedLM | None,
+def _work(run: AttemptRun, generator: Generator | None,
           window: generation.GenerationWindow, probed: Any,
           probe_cells: dict[str, achieved.Cell] | None) -> dict[str, achieved.Cell]:
     """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
@@ -239,7 +300,7 @@ def _work(run: AttemptRun, lm: generation.LoadedLM | None,
         peak_reason = (probe_cells["matmul_peak_flops"][1] if probe_cells is not None else
                        f"not probed: the attempt ended {status} (the probe runs after a "
                        "completed one)")
-    cost, cost_reason = (flops.cost_of(lm.module, generating=True) if lm is not None
+    cost, cost_reason = (generator.flop_cost() if generator is not None
                          else (None, "model not loaded"))
     return achieved.work(cost, cost_reason, flop_tally(window), measured_s, unfinished,
                          run.spec.variant, probed, peak_reason)
@@ -265,7 +326,7 @@ def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
     return items[:size]
 
 
-def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
+def _manifest(spec: AttemptSpec, generator: Generator | None,
               rule: generation.DecodingRule | None, window: generation.GenerationWindow,
               counts: dict[str, int], bounds: tuple[int, ...], truncated: int | None,
               threads: int, seed: int | None, env: dict[str, Any],
@@ -279,7 +340,7 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
     if rule is not None:
         order += (f"; padding side {variant.get('padding_side') or 'left'}; decoding "
                   f"{rule.text()}")
-    row = manifest_content(spec, lm, seed)
+    row = manifest_content(spec, generator, seed)
     row.update({
         "corpus_sha256": corpus.fingerprint(window.items) if window.items
         else spec.corpus_sha256,
@@ -289,13 +350,15 @@ def _manifest(spec: AttemptSpec, lm: generation.LoadedLM | None,
         "truncated": truncated,
         "determinism": reproducibility.state(protocol, threads),
         "compile_setup": compilation.NOT_COMPILED,
+        "engine": generator.engine if generator is not None else engines.engine_of(variant),
+        "engine_artifact": generator.engine_artifact if generator is not None else None,
     })
     row.update(env)
     return manifest_row(row, measured)
 
 
 def _generation_cells(put: Any, window: generation.GenerationWindow, partial: str | None,
-                      device: torch.device, lm: generation.LoadedLM | None,
+                      device: torch.device, generator: Generator | None,
                       variant: dict[str, Any], rule: generation.DecodingRule | None,
                       probed: Any) -> None:
     """The generation columns: token counts, TTFT, decode rate, KV cache, ceiling."""
@@ -308,9 +371,10 @@ def _generation_cells(put: Any, window: generation.GenerationWindow, partial: st
     put("decode_tokens_per_s", None if partial or rate is None else round(rate, 3),
         partial or "no decode step: every output ended at its first token")
     put("kv_cache_peak_bytes", None if partial else window.kv_cache_peak_bytes,
-        partial or "generate() returned no KV cache tensors")
+        partial or (generator.kv_cache_reason if generator is not None
+                    else "generate() returned no KV cache tensors"))
     ceiling, why = (None, partial) if partial else bandwidth_ceiling(
-        lm, variant, rule, window, device, probed)
+        generator, variant, rule, window, device, probed)
     put("bandwidth_ceiling_tokens_per_s", None if ceiling is None else round(ceiling, 3), why)
     if ceiling is not None and rate is not None:
         put("decode_ceiling_fraction", round(rate / ceiling, 6))
@@ -318,7 +382,7 @@ def _generation_cells(put: Any, window: generation.GenerationWindow, partial: st
         put("decode_ceiling_fraction", None, why or "no decode tokens/s")
 
 
-def bandwidth_ceiling(lm: generation.LoadedLM | None, variant: dict[str, Any],
+def bandwidth_ceiling(generator: Generator | None, variant: dict[str, Any],
                       rule: generation.DecodingRule | None,
                       window: generation.GenerationWindow, device: torch.device,
                       probed: Any) -> tuple[float | None, str | None]:
@@ -327,10 +391,10 @@ def bandwidth_ceiling(lm: generation.LoadedLM | None, variant: dict[str, Any],
     (weights + batch * KV per sequence), from the planner's estimate at the longest prompt
     plus max_new_tokens. Bandwidth: the catalog's for a GPU (gpu_slug), the peak probe's
     copy rate on a CPU."""
-    if lm is None or rule is None:
+    if generator is None or rule is None:
         return None, "model not loaded"
     try:
-        shape = memory.shape_from_config(lm.folder / "config.json")
+        shape = memory.shape_from_config(Path(generator.folder) / "config.json")
         longest = max((o.prompt_tokens for o in window.outputs), default=0)
         batch = int(variant["batch_size"])
         est = memory.estimate(shape, precision=str(variant["precision"]),
@@ -357,30 +421,14 @@ def _catalog_bandwidth(slug: str) -> tuple[float | None, str | None]:
     return None, f"gpu_slug {slug!r} not in the GPU catalog"
 
 
-def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
-              window: generation.GenerationWindow, *, complete: bool,
-              notes: list[str]) -> dict[str, Any] | None:
-    """Read the predictions file back: ids (R7), chrF, agreement with the reference (R16)."""
-    if predictions_sha is None:
-        return None
+def _against_reference(spec: AttemptSpec, rows: list[dict[str, Any]],
+                       texts: dict[str, Any], kinds: Sequence[str], notes: list[str]
+                       ) -> tuple[agreement.Agreement | None, str | None,
+                                  evaluation.Reference | None]:
+    """The outputs against the reference variant's (R16): the agreement, or why there is
+    none, and the reference's chrF recomputed from its file (None without a reference)."""
     protocol = spec.protocol
-    rows = read_back(spec, predictions_sha, notes)
-    expected = [i.id for i in window.items]
-    ids = evaluation.check_ids(expected, [str(r["id"]) for r in rows])
-    if not ids.match:
-        notes.append(ids.notes())
-    texts = {i.id: i.fields.get("reference") for i in window.items}
-    kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
     chrf_declared = str(protocol.get("metric")) == "chrf"
-    metric, metric_reason = None, None
-    by_group: dict[str, tuple[float, int]] = {}
-    if not chrf_declared:
-        metric_reason = (f"metric {protocol.get('metric')!r} is a classification metric: a "
-                         "generation protocol declares chrf")
-    elif not complete:
-        metric_reason = "the window did not complete: chrF covers a whole corpus only"
-    else:
-        metric, metric_reason, by_group = agreement.chrf_scores(rows, texts, kinds)
     found: agreement.Agreement | None = None
     agreement_reason: str | None = "no reference comparison"
     reference: evaluation.Reference | None = None
@@ -408,6 +456,35 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
                          f"over {found.compared} prompts")
     if is_reference:
         agreement_reason = "this is the reference variant"
+    return found, agreement_reason, reference
+
+
+def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
+              window: generation.GenerationWindow, *, complete: bool,
+              notes: list[str]) -> dict[str, Any] | None:
+    """Read the predictions file back: ids (R7), chrF, agreement with the reference (R16)."""
+    if predictions_sha is None:
+        return None
+    protocol = spec.protocol
+    rows = read_back(spec, predictions_sha, notes)
+    expected = [i.id for i in window.items]
+    ids = evaluation.check_ids(expected, [str(r["id"]) for r in rows])
+    if not ids.match:
+        notes.append(ids.notes())
+    texts = {i.id: i.fields.get("reference") for i in window.items}
+    kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
+    chrf_declared = str(protocol.get("metric")) == "chrf"
+    metric, metric_reason = None, None
+    by_group: dict[str, tuple[float, int]] = {}
+    if not chrf_declared:
+        metric_reason = (f"metric {protocol.get('metric')!r} is a classification metric: a "
+                         "generation protocol declares chrf")
+    elif not complete:
+        metric_reason = "the window did not complete: chrF covers a whole corpus only"
+    else:
+        metric, metric_reason, by_group = agreement.chrf_scores(rows, texts, kinds)
+    found, agreement_reason, reference = _against_reference(spec, rows, texts, kinds, notes)
+    is_reference = str(spec.variant["variant_id"]) == str(protocol.get("reference_variant"))
     verdict = "pass"
     reasons = []
     unchecked = None
@@ -450,9 +527,3 @@ def _number(value: Any) -> float | None:
         return None if value in (None, "") else float(value)
     except (TypeError, ValueError):
         return None
-
-
-def generation_task(spec: AttemptSpec) -> bool:
-    """Whether ``spec``'s protocol asks for generation (its task field)."""
-    return generation.task_of(spec.protocol) == "generation"
-

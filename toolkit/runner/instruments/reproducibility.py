@@ -5,7 +5,7 @@ blank field leaves them as torch has them); deterministic algorithms on CUDA als
 cuBLAS's fixed workspace, ``CUBLAS_WORKSPACE_CONFIG``, which cuBLAS reads when its handle
 is created: a fresh worker sets it before any CUDA work, and a value the user set is kept
 (the Manifest records what was in force). TF32 is off for every variant already
-(:mod:`toolkit.runner.precision`). The seed is the attempt's own, one of the Protocol's.
+(:mod:`toolkit.runner.instruments.precision`). The seed is the attempt's own, one of the Protocol's.
 """
 
 from __future__ import annotations

@@ -1,0 +1,125 @@
+"""A recorded run of the runner under a fixed clock, kept to show that a refactor of
+``toolkit/runner`` leaves journal records and workbook cells as they were.
+
+Support code, not tests: :func:`capture` runs two small campaigns in this process
+(process policy ``shared``): a classification campaign of four variants (dynamic
+padding in file order, max-length padding sorted by length, an injected failure, and
+one whose model cannot load) and a generation campaign of three (one sorted); in each, one variant
+fails midway by an injected fault.
+Every clock the records read (``now_text``, the run's random tag) is fixed; what still
+varies from run to run (durations, rates, memory peaks, the peak probe, the hashes
+over them) is masked by :func:`normalise`. ``fixtures/golden_run.json`` holds the
+result captured before the runner was split into task kinds; regenerate it (only on a
+commit whose records are known right) with ``python tests/golden_run.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # run as a script: builders beside it
+
+from builders import gen_variant, make_campaign, make_generation_campaign, variant  # noqa: E402
+
+FIXTURE = HERE / "fixtures" / "golden_run.json"
+#: A failure midway through the measured window of each campaign's b1-fault variant.
+FAULT = "oom@2:b1-fault"
+FIXED_NOW = dt.datetime(2026, 12, 7, 9, 0, 0, tzinfo=dt.timezone.utc)
+
+#: Values that differ between two runs of the same code: masked, their reasons kept.
+VOLATILE = {
+    "load_s", "warmup_s", "measured_s", "device_s", "forward_device_s", "evaluation_s",
+    "export_s", "host_rss_peak_bytes", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
+    "elapsed_s", "pid", "row_sha256", "manifest_id", "ttft_s", "decode_tokens_per_s",
+    "bandwidth_ceiling_tokens_per_s", "decode_ceiling_fraction", "workbook",
+    "observed_host_rss_bytes", "at", "code_version",
+    # The peak probe's figures and what is read against them.
+    "peak_probe", "memory_bandwidth_bytes_s", "limited_by",
+    # The Decision memo's draft names the fastest variant: a matter of timing.
+    "chosen_configuration", "load_handled", "draft",
+}
+#: A decimal number inside a text (a duration or a rate in a note or a report cell).
+DECIMAL = re.compile(r"\d+\.\d+(e[-+]?\d+)?|\b\d{1,3}(,\d{3})+\b")
+
+
+@contextmanager
+def fixed_clock() -> Iterator[None]:
+    """``now_text`` at :data:`FIXED_NOW` and the run's tag ``0000``, wherever they are read."""
+    from toolkit.plumbing import clock
+
+    fake = SimpleNamespace(datetime=SimpleNamespace(now=lambda tz=None: FIXED_NOW),
+                           timezone=dt.timezone)
+    with mock.patch.object(clock, "dt", fake), \
+            mock.patch("toolkit.runner.plan.run_tag", lambda: "0000"):
+        yield
+
+
+def normalise(value: Any, key: str = "") -> Any:
+    """``value`` with what varies between runs masked (see :data:`VOLATILE`)."""
+    if isinstance(value, dict):
+        return {k: normalise(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalise(v, key) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    if key in VOLATILE or key.endswith(("_flops", "_per_s", "_rate", "_gbps")) \
+            or isinstance(value, float):
+        return "<varies>"
+    if isinstance(value, str):
+        value = re.sub(r"m-[0-9a-f]{12}", "m-<id>", value)
+        return DECIMAL.sub("<n>", value)
+    return value
+
+
+def _campaign(book: Path, *args: str) -> Any:
+    """Run ``book`` in this process; its journal records and workbook cells, normalised."""
+    from click.testing import CliRunner
+
+    from toolkit.cli import cli
+    from toolkit.workbook import store
+
+    result = CliRunner().invoke(cli, ["run", str(book), *args])
+    journal = book.with_suffix(".journal.jsonl")
+    records = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    data = store.read(book)
+    cells = {name: rows for name, rows in data.tables.items() if rows}
+    cells["forms"] = {name: dict(form) for name, form in data.forms.items()}
+    found = normalise({"exit_code": result.exit_code, "journal": records, "cells": cells})
+    return json.loads(json.dumps(found).replace(str(book.parent), "<folder>"))
+
+
+def capture(folder: Path) -> dict[str, Any]:
+    """Both campaigns' records and cells under the fixed clock, normalised."""
+    classify = make_campaign(folder / "classification", 12, [
+        variant("b1-fp32", 4),
+        variant("b2-sorted", 2, series=2, padding="max_length", max_length=64,
+                length_grouping="sorted"),
+        variant("b1-fault", 1, series=2),
+        variant("b4-missing", 4, series=2, model_path="no_such_model"),
+    ])
+    generate = make_generation_campaign(folder / "generation", 4, [
+        gen_variant("b4-fp32", 4),
+        gen_variant("b2-sorted", 2, series=2, length_grouping="sorted"),
+        gen_variant("b1-fault", 1, series=2),
+    ])
+    with fixed_clock(), mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}):
+        return {"classification": _campaign(classify), "generation": _campaign(generate)}
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        FIXTURE.write_text(json.dumps(capture(Path(tmp)), indent=1, sort_keys=True,
+                                      ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {FIXTURE}")

@@ -1,0 +1,540 @@
+"""Protocol task ``classification``: one attempt, phase by phase, to a journal record
+(R7-R10, R12-R13, R18).
+
+Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
+
+1. **load**: resolve and hash the model, load it through its engine
+   (:mod:`toolkit.runner.tasks.predictor`), then run the window's shortest, longest and
+   last batch once: a compiled model compiles those shapes here, CUDA loads their kernels
+   here, and the profiler names the attention kernel each ran (CUDA context creation
+   comes before: the peak reset and the timer's first synchronise create it);
+2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
+   the measured window, with the variant's batch size, padding and truncation;
+3. **measured window** (R9): read the corpus, order it (length grouping is a
+   variant), tokenize per batch, transfer, infer, predictions on the host;
+4. **evaluation**: token lengths of every input (strata, truncation count),
+   then, after export, the predictions file is read back and checked (ids,
+   metric, subgroups, reference);
+5. **export**: every prediction with its id, label and stratum to its own file.
+
+``evaluation_s`` is the sum of the two evaluation steps. A failure (out of
+memory, crash, timeout, Ctrl-C) still yields a record: status failed or
+interrupted, items completed, the partial predictions written and checked,
+and every missing timing empty with its reason (R12-R13).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import torch
+
+from toolkit import layout
+from toolkit.errors import ModelError, ToolkitError
+from toolkit.evidence import corpus
+from toolkit.plumbing import engines
+from toolkit.plumbing.rss import peak_rss_bytes
+from toolkit.runner import evaluation
+from toolkit.runner.attempt_parts import (
+    AttemptTimeout,
+    Emit,
+    Put,
+    checked_reference,
+    error_text,
+    export_cell,
+    file_cells,
+    manifest_content,
+    manifest_row,
+    memory_cells,
+    read_back,
+    seconds,
+    verdict_cells,
+)
+from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.engines.plugin import reference_strata
+from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
+from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
+from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks import columns
+from toolkit.runner.tasks.predictor import Predictor, load_classifier
+
+#: The Protocol task this kind runs.
+NAME = "classification"
+
+
+@dataclass
+class Window:
+    """What the measured window produced so far (kept when it fails midway)."""
+
+    items: list[corpus.Item] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    predictions: list[tuple[int, str]] = field(default_factory=list)
+    padded_tokens: int = 0
+    real_tokens: int = 0
+    #: For the FLOP count (runner.flops): inputs, and squared lengths real and padded.
+    sequences: int = 0
+    real_squares: int = 0
+    padded_squares: int = 0
+
+
+def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item],
+                window: Window, after_batch: Callable[[int], None],
+                forward: probes.ForwardSpans | None = None) -> None:
+    """Predict ``items`` by batches; append predictions and token tallies to ``window``.
+
+    The variant sets batch size and length grouping (the predictor its padding and
+    truncation); the same function serves the load phase's calls, warm-up and the
+    measured window. ``forward`` (on CUDA) times each call of the model on the device,
+    nothing around it (R10).
+    """
+    size = int(variant["batch_size"])
+    count = len(items)
+    if variant["length_grouping"] == "sorted":
+        lengths = predictor.token_lengths([i.text for i in items], truncate=True)
+        if lengths is None:
+            raise ModelError(f"length_grouping sorted needs token lengths: {predictor.engine} "
+                             f"gives none ({predictor.tokens_reason})",
+                             hint="declare length_grouping none for this engine")
+        order = sorted(range(count), key=lengths.__getitem__)
+    else:
+        order = list(range(count))
+    window.order = order
+    for start in range(0, count, size):
+        indexes = order[start:start + size]
+        batch = predictor.predict([items[i] for i in indexes], forward)
+        window.padded_tokens += len(indexes) * batch.width
+        window.real_tokens += sum(batch.lengths)
+        window.sequences += len(indexes)
+        window.real_squares += sum(n * n for n in batch.lengths)
+        window.padded_squares += len(indexes) * batch.width ** 2
+        window.predictions.extend(zip(indexes, batch.outputs, strict=False))
+        after_batch(len(window.predictions))
+
+
+def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_order: bool
+                  ) -> list[tuple[list[int], tuple[int, int]]]:
+    """The measured window's extreme batches, each once per shape (rows, tokens): the
+    ``size`` shortest inputs, the ``size`` longest, and the window's last, partial batch.
+
+    ``lengths``: token counts after truncation; ``width``: the fixed padded length (None:
+    padded to each batch's longest); ``sorted_order``: the window batches length-sorted
+    inputs. Indexes are listed shortest first.
+    """
+    by_length = sorted(range(len(lengths)), key=lengths.__getitem__)
+    window = by_length if sorted_order else list(range(len(lengths)))
+    rest = len(lengths) % size
+    candidates = [by_length[:size], by_length[-size:]] + ([window[-rest:]] if rest else [])
+    batches: list[tuple[list[int], tuple[int, int]]] = []
+    for indexes in candidates:
+        shape = (len(indexes), width or max(lengths[i] for i in indexes)) if indexes else None
+        if shape is not None and shape not in [known for _, known in batches]:
+            batches.append((indexes, shape))
+    return batches
+
+
+def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item]
+                ) -> tuple[list[tuple[int, int]], str | None]:
+    """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
+    compiles those shapes and CUDA loads their kernels before the measured window; then the
+    first two again under the profiler. On the CPU without compilation there is no kernel
+    to load or graph to build, and torch's CPU attention choice does not depend on the
+    sequence length (its flash/math gates look at dtype, head size, mask shape, dropout,
+    never the length), so the shortest batch alone runs, under the profiler: the longest
+    batch cost a quick campaign about a tenth of each window (issue 20).
+
+    Returns the shapes run and the attention kernel seen per profiled shape
+    (``4x9: flash; 4x256: memory-efficient``), None when nothing ran (an engine without
+    token lengths runs nothing here: its warm-up is its first call).
+    """
+    max_length = int(variant["max_length"])
+    lengths = predictor.token_lengths([i.text for i in items], truncate=True)
+    if lengths is None:
+        return [], None
+    width = None if variant["padding"] == "dynamic" else max_length
+    batches = shape_batches(lengths, int(variant["batch_size"]), width,
+                            sorted_order=variant["length_grouping"] == "sorted")
+
+    def call(indexes: list[int]) -> None:
+        run_batches(predictor, variant, [items[i] for i in indexes], Window(), lambda done: None)
+
+    if predictor.device.type == "cpu" and variant.get("compile") != "yes":
+        batches = batches[:1]
+    else:
+        for indexes, _ in batches:
+            call(indexes)
+    kernels = [f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
+               for indexes, (rows, tokens) in batches[:2]]
+    return [shape for _, shape in batches], "; ".join(kernels) or None
+
+
+def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
+                   caches: compilation.Caches) -> list[str]:
+    """What a compiled attempt compiled when, and its cache folders (nothing uncompiled)."""
+    note = caches.note()
+    if note is None:
+        return []
+    shown = ", ".join(f"{rows}x{tokens}" for rows, tokens in shapes) or "none"
+    notes = [f"{counts.get('load', 0)} graph(s) compiled during load (batch shapes {shown})"]
+    if counts.get("warm-up"):
+        notes.append(f"{counts['warm-up']} graph(s) compiled during warm-up")
+    return notes + [note]
+
+
+def run(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
+    """Run one classification attempt; return its journal record (Attempts and Manifest
+    rows). Never raises for a failure of the attempt itself: that is a row."""
+    attempt = Classification(spec, emit, guard)
+    attempt.run.run_steps(attempt)
+    return attempt.record()
+
+
+@dataclass
+class Lengths:
+    """Evaluation, part 1: every input's token length read back into strata."""
+
+    items: list[corpus.Item]
+    fingerprint: str | None
+    strata: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    truncated: int | None = None
+    seconds: float = 0.0
+
+
+class Classification:
+    """One classification attempt under way: the steps :meth:`AttemptRun.run_steps` runs,
+    then evaluation, export, the row and the Manifest (:meth:`record`)."""
+
+    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+        self.spec, self.variant, self.emit = spec, spec.variant, emit
+        self.run = AttemptRun(spec, emit, guard)
+        self.compiled = self.variant.get("compile") == "yes"
+        self.forward = probes.ForwardSpans() if self.run.device.type == "cuda" else None
+        self.predictor: Predictor | None = None
+        self.window = Window()
+        self.notes: list[str] = []
+        self.shapes: list[tuple[int, int]] = []
+        self.kernels: str | None = None
+        self.caches = compilation.Caches(None)  # what the notes show when no session starts
+        self.count = compilation.GraphCount()
+        self.compiled_in: dict[str, int] = {}  # graphs compiled, by phase
+
+    # ---- the timed phases (AttemptRun.run_steps)
+
+    def session(self) -> Any:
+        """The attempt's compilation session (fresh caches; nothing uncompiled)."""
+        return _Session(self)
+
+    def load(self) -> None:
+        self.predictor = load_classifier(self.variant, self.spec.base)
+        self.notes.extend(self.predictor.engine_notes)
+        self.shapes, self.kernels = first_calls(
+            self.predictor, self.variant, corpus.read_corpus(self.run.corpus_path))
+
+    def phase_done(self, phase: str) -> None:
+        self.compiled_in[phase] = self.compiled_in.get(phase, 0) + self.count.take()
+
+    def warm_pass(self, items: list[corpus.Item]) -> None:
+        assert self.predictor is not None
+        run_batches(self.predictor, self.variant, items, Window(),
+                    lambda d: self.run.after_batch(d, len(items)))
+
+    def measure(self) -> None:
+        assert self.predictor is not None
+        window = self.window
+        window.items = corpus.read_corpus(self.run.corpus_path)
+        total = len(window.items)
+        run_batches(self.predictor, self.variant, window.items, window,
+                    lambda d: self.run.after_batch(d, total), self.forward)
+        self.predictor.synchronize()  # an engine's device work ends inside the window
+
+    # ---- after the phases
+
+    def record(self) -> dict[str, Any]:
+        """Evaluation, export, the Manifest and the row: the attempt's journal record."""
+        run, notes = self.run, self.notes
+        self._phase_notes()
+        self.emit({"event": "phase", "phase": "evaluation"})
+        lengths = self._lengths()
+        predictions_rel, predictions_sha, export_s = self._export(lengths.strata)
+        start = time.perf_counter()
+        verdicts = _evaluate(self.spec, predictions_sha, [i.id for i in lengths.items],
+                             complete=run.status == "completed", notes=notes)
+        evaluation_s = lengths.seconds + time.perf_counter() - start
+        if lengths.fingerprint and lengths.fingerprint != self.spec.corpus_sha256 \
+                and verdicts is not None:
+            verdicts.verdict = "fail"
+        peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
+        environment_info = environment.manifest_fields()
+        work = _work(self.spec, self.predictor, self.window, run.spans.get("measured"),
+                     run.status, run.threads, run.broken, environment_info.get("gpu_name"))
+        entry = manifest(self.spec, self.predictor, lengths.fingerprint,
+                                 len(lengths.items), lengths.counts, lengths.truncated,
+                                 run.threads, run.seed, environment_info,
+                                 measured=work.manifest)
+        cells = run.start_row(entry["manifest_id"])
+        put = cells.put
+        self._forward_cell(put)
+        put("evaluation_s", seconds(evaluation_s))
+        export_cell(put, export_s, bool(self.window.items),
+                    "nothing to export: the measured window was not reached")
+        put("items_completed", len(self.window.predictions))
+        put("expected_ids", len({i.id for i in lengths.items}) if lengths.items
+            else self.spec.corpus_items)
+        _quality_cells(put, run.status, verdicts, notes)
+        memory_cells(put, run.device, peaks, rss)
+        self._token_cells(put, lengths.truncated)
+        file_cells(put, predictions_rel, predictions_sha)
+        self._closing_cells(put, predictions_rel)
+        for name, (figure, why) in work.attempt.items():
+            put(name, figure, why)
+        columns.finish(cells, NAME)
+        if self.predictor is not None:  # the next attempt of a shared process must not find it
+            self.predictor.close()
+        self.predictor = None
+        return run.record(cells, entry)
+
+    def _phase_notes(self) -> None:
+        """How the phases ended: the failure, compilations inside the window, the baseline."""
+        run, notes = self.run, self.notes
+        if run.error is not None:
+            notes.append(_failure_note(run, run.error, self.window))
+        if self.compiled and self.compiled_in.get("measured"):
+            notes.append(f"{self.compiled_in['measured']} graph(s) compiled inside the "
+                         "measured window: measured_s includes compile time (R8)")
+        baseline = run.baseline_note()
+        if baseline is not None:
+            notes.append(baseline + " (after collecting and emptying the cache)")
+        notes.extend(_compile_notes(self.compiled_in, self.shapes, self.caches))
+
+    def _lengths(self) -> Lengths:
+        """Evaluation, part 1: token lengths (strata, truncation) and the fingerprint."""
+        start = time.perf_counter()
+        items = self.window.items
+        if not items:
+            try:
+                items = corpus.read_corpus(self.run.corpus_path)
+            except ToolkitError as exc:
+                self.notes.append(f"corpus unreadable: {exc.message}")
+        found = Lengths(items, corpus.fingerprint(items) if items else None)
+        if found.fingerprint and found.fingerprint != self.spec.corpus_sha256:
+            self.notes.append(f"corpus fingerprint {found.fingerprint[:12]} differs from the "
+                              f"campaign's {self.spec.corpus_sha256[:12]}: the corpus changed "
+                              "during the campaign")
+        lengths = (self.predictor.token_lengths([i.text for i in items], truncate=False)
+                   if self.predictor is not None and items else None)
+        if self.predictor is not None and items and lengths is None:
+            # An engine without the Protocol's tokenizer: the strata the reference attempt's
+            # tokenizer recorded for the same ids, so subgroups compare like with like.
+            found.strata = reference_strata(checked_reference(self.spec, []))
+            for name in found.strata.values():
+                found.counts[name] = found.counts.get(name, 0) + 1
+            self.notes.append("strata as the reference attempt's tokenizer counted them"
+                              if found.strata else "no reference attempt yet: strata unknown")
+        if lengths is not None:
+            found.truncated = sum(n > int(self.variant["max_length"]) for n in lengths)
+            bounds = corpus.parse_stratum_bounds(self.spec.protocol.get("stratum_bounds"))
+            for item, n in zip(items, lengths, strict=False):
+                found.strata[item.id] = corpus.stratum(n, bounds)
+                found.counts[found.strata[item.id]] = found.counts.get(
+                    found.strata[item.id], 0) + 1
+        found.seconds = time.perf_counter() - start
+        return found
+
+    def _export(self, strata: dict[str, str]) -> tuple[str | None, str | None, float | None]:
+        """Every prediction with its id, wrong ones included (R7): (path, hash, seconds)."""
+        window, spec = self.window, self.spec
+        if not window.items:
+            return None, None, None
+        self.emit({"event": "phase", "phase": "export"})
+        try:
+            start = time.perf_counter()
+            fields = corpus.parse_subgroups(spec.protocol.get("subgroups"))
+            rows = [corpus.prediction_row(window.items[i], p, strata.get(window.items[i].id),
+                                          fields) for i, p in window.predictions]
+            sha = corpus.write_predictions(spec.predictions_file, rows)
+            export_s = time.perf_counter() - start
+            return spec.predictions_file.relative_to(spec.base).as_posix(), sha, export_s
+        except OSError as exc:
+            self.run.status = "failed" if self.run.status == "completed" else self.run.status
+            self.notes.append(f"export failed: {error_text(exc)}")
+            return None, None, None
+
+    def _forward_cell(self, put: Put) -> None:
+        """The forward calls' device time (R10): CUDA only, a finished window only."""
+        run = self.run
+        measured = run.spans.get("measured")
+        forward_s = self.forward.total_s() if self.forward is not None and measured is not None \
+            and measured.device_s is not None else None
+        if run.device.type != "cuda":
+            put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
+        elif forward_s is not None:
+            put("forward_device_s", seconds(forward_s))
+        else:
+            put("forward_device_s", None, f"{run.status}: the measured window did not finish")
+
+    def _token_cells(self, put: Put, truncated: int | None) -> None:
+        """Padded tokens and padding efficiency of a whole corpus; the truncation count."""
+        window, status = self.window, self.run.status
+        untokenized = self.predictor.tokens_reason if self.predictor is not None else None
+        if untokenized is not None:
+            for name in ("padded_tokens", "padding_efficiency", "truncated"):
+                put(name, None, untokenized)
+            return
+        if status == "completed" and window.padded_tokens:
+            put("padded_tokens", window.padded_tokens)
+            put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
+        else:
+            reason = f"{status} after {len(window.predictions)} items: token counts cover a " \
+                     "whole corpus only"
+            put("padded_tokens", None, reason)
+            put("padding_efficiency", None, reason)
+        put("truncated", truncated, None if truncated is not None else
+            "tokenizer not loaded: token lengths unknown")
+
+    def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
+        """The notes, the attention kernels, recompilations inside the window, the seed."""
+        run, notes = self.run, self.notes
+        if predictions_rel:
+            notes.append(f"predictions: {predictions_rel}")
+        if run.shared:
+            notes.append(SHARED_RSS_NOTE)
+        notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}")
+        put("notes", "; ".join(notes))
+        put("attention_kernels", self.kernels)
+        put("recompilations", self.compiled_in.get("measured") if self.compiled else None)
+        put("seed", run.seed)
+
+
+class _Session:
+    """The attempt's compilation session, its caches kept for the notes."""
+
+    def __init__(self, attempt: Classification) -> None:
+        self.attempt = attempt
+        self.context = compilation.session(attempt.compiled)
+
+    def __enter__(self) -> None:
+        self.attempt.caches = self.context.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.context.__exit__(*exc)
+
+
+def _quality_cells(put: Put, status: str, verdicts: evaluation.Evaluation | None,
+                   notes: list[str]) -> None:
+    """Ids, metric, agreement with the reference, the verdict and the subgroups' metrics."""
+    if verdicts is None:
+        reason = "no predictions file: the measured window was not reached"
+        for name in ("observed_ids", "ids_match", "metric_value", "reference_agreement"):
+            put(name, None, reason)
+        verdict_cells(put, status, "not evaluated", None, ids_match=False)
+        return
+    put("observed_ids", verdicts.ids.observed)
+    put("ids_match", layout.YES if verdicts.ids.match else layout.NO)
+    put("metric_value", None if verdicts.metric is None else round(verdicts.metric, 6),
+        verdicts.metric_reason)
+    put("reference_agreement",
+        None if verdicts.agreement is None else round(verdicts.agreement, 6),
+        verdicts.agreement_reason or "no reference comparison")
+    notes.extend(verdicts.notes)
+    verdict_cells(put, status, verdicts.verdict,
+                  evaluation.subgroups_text(verdicts.subgroups) or None,
+                  ids_match=verdicts.ids.match)
+
+
+def _failure_note(run: AttemptRun, error: BaseException, window: Window) -> str:
+    """The note of a failed classification; after a CUDA error other than out-of-memory it
+    says why a shared campaign stops, and stops it."""
+    where = run.where(len(window.predictions), len(window.items) or run.spec.corpus_items,
+                      "items")
+    if isinstance(error, KeyboardInterrupt):
+        return f"interrupted {where} ({error_text(error)})"
+    if isinstance(error, torch.OutOfMemoryError):
+        return f"out of memory {where}: {error_text(error)}"
+    if isinstance(error, AttemptTimeout):
+        return f"timed out {where}: {error}"
+    if run.broken and run.shared:
+        run.guard.stop_campaign()
+        return (f"failed {where}: {error_text(error)}, a CUDA error other than out-of-memory: "
+                "this process's CUDA context cannot be trusted after it, so the shared "
+                "campaign stops here (`--resume` continues in a new process)")
+    return f"failed {where}: {error_text(error)}"
+
+
+def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str], *,
+              complete: bool, notes: list[str]) -> evaluation.Evaluation | None:
+    """Read the predictions file back and evaluate it (None when there is no file)."""
+    if predictions_sha is None:
+        return None
+    protocol = spec.protocol
+    kinds = evaluation.parse_subgroups(protocol.get("subgroups"))
+    rows = read_back(spec, predictions_sha, notes)
+    reference = None
+    ref, ref_path = spec.reference, checked_reference(spec, notes)
+    if ref is not None and ref_path is not None:
+        reference = evaluation.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
+                                              protocol["metric"], kinds)
+    return evaluation.evaluate(
+        rows, expected, complete=complete, metric_name=protocol["metric"],
+        threshold=float(protocol["threshold"]), tolerance=float(protocol["tolerance"]),
+        kinds=kinds, reference=reference, reference_variant=str(protocol["reference_variant"]),
+        variant_id=str(spec.variant["variant_id"]))
+
+
+def _work(spec: AttemptSpec, predictor: Predictor | None, window: Window,
+          measured: probes.Span | None, status: str, threads: int, broken: bool,
+          gpu_name: str | None) -> achieved.Work:
+    """FLOPs, rates and utilisation (runner.achieved), and the peak probe, run here after
+    every timed phase, only when the window completed on a usable device."""
+    variant = spec.variant
+    measured_s = measured.host_s if measured is not None else None
+    unfinished = (None if status == "completed" and measured_s else
+                  f"{status} after {len(window.predictions)} items: FLOPs cover a whole "
+                  "corpus only")
+    found = achieved.Work()
+    probed, cells = None, None
+    peak_reason = f"not probed: the attempt ended {status} (the probe runs after a completed one)"
+    if unfinished is None and not broken:
+        probed, cells = achieved.probe_cells(str(variant["device"]), str(variant["precision"]),
+                                             threads, gpu_name)
+        peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
+    found.manifest = achieved.manifest_values(cells, peak_reason)
+    cost, cost_reason = (predictor.flop_cost() if predictor is not None
+                         else (None, "model not loaded"))
+    tally = achieved.Tally(window.sequences, window.real_tokens, window.padded_tokens,
+                           window.real_squares, window.padded_squares)
+    found.attempt = achieved.work(cost, cost_reason, tally, measured_s, unfinished, variant,
+                                  probed, peak_reason or None)
+    return found
+
+
+def manifest(spec: AttemptSpec, predictor: Predictor | None, fingerprint: str | None,
+             items: int, counts: dict[str, int], truncated: int | None, threads: int,
+              seed: int | None, env: dict[str, Any], state: str | None = None,
+              measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Manifest row: variant, corpus, revisions, environment; id = hash of the content.
+
+    ``state``: the determinism cell when this process's torch state is not the attempt's;
+    ``measured``: the peak probe's columns (left out of the id, as ``recorded_at`` is).
+    """
+    variant = spec.variant
+    row = manifest_content(spec, predictor, seed)
+    row.update({
+        "corpus_sha256": fingerprint or spec.corpus_sha256,
+        "corpus_items": items or spec.corpus_items,
+        "processing_order": ("sorted by token length, ties in file order"
+                             if variant["length_grouping"] == "sorted" else "file order"),
+        "strata": (corpus.strata_text(counts, corpus.parse_stratum_bounds(
+            spec.protocol.get("stratum_bounds"))) if counts else None),
+        "truncated": truncated,
+        "determinism": state or reproducibility.state(spec.protocol, threads),
+        "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
+                          else compilation.NOT_COMPILED),
+        "engine": predictor.engine if predictor is not None else engines.engine_of(variant),
+        "engine_artifact": predictor.engine_artifact if predictor is not None else None,
+    })
+    row.update(env)
+    return manifest_row(row, measured)

@@ -1,0 +1,246 @@
+"""The engine seam: what a task kind asks of the model it measures, and the torch engine.
+
+A task kind (:mod:`toolkit.runner.tasks`) owns the phases, the measured window's batching
+and bookkeeping, the evaluation and the row; beneath it an *engine* loads the variant's
+model and runs it. An engine is a loader, ``load(variant, base) -> predictor``, named by
+the variant's ``engine`` (blank: ``torch``) in :data:`CLASSIFIERS` or :data:`GENERATORS`:
+
+- a :class:`Predictor` (Protocol task ``classification``): ``token_lengths`` of texts (the
+  window's length order, strata, truncation), ``predict`` one batch of texts to one label
+  each, with the batch's token counts (padding, FLOPs); ``synchronize`` waits for the
+  device; ``close`` releases the model. ``flop_cost`` says what one token costs, or why
+  that is unknown (runner.flops).
+- a :class:`Generator` (Protocol task ``generation``): ``generate`` a list of prompts into a
+  :class:`toolkit.runner.generation.GenerationWindow` by batches (outputs, token counts,
+  time to first token, decode time, KV cache), the same ``synchronize``, ``close`` and
+  ``flop_cost``.
+
+Both carry the three Manifest facts of a loaded model (``model_revision``,
+``tokenizer_revision``, ``attention_backend``) and the ``device`` they run on. A loader
+raises :class:`toolkit.errors.ModelError` for a model it cannot load; a failure inside
+``predict`` or ``generate`` is the attempt's (a row, failed). The torch engine is
+:class:`TorchClassifier` and :class:`TorchGenerator`; other engines add their loader to
+the registries and nothing above this module changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from toolkit.errors import ModelError
+from toolkit.evidence import corpus
+from toolkit.plumbing import engines
+from toolkit.runner import attempt_parts, generation, model
+from toolkit.runner.instruments import flops
+
+
+@dataclass
+class Batch:
+    """What one :meth:`Predictor.predict` call returns."""
+
+    #: One label per input, in the order given.
+    outputs: list[str]
+    #: Tokens each input fed the model (after truncation); empty for an engine that reads
+    #: text its own way (its ``tokens_reason`` says so).
+    lengths: list[int]
+    #: The width the batch ran at (its inputs padded to it); 0 with ``lengths`` empty.
+    width: int
+
+
+class Loaded(attempt_parts.Loaded, Protocol):
+    """What every engine's loaded model offers: the Manifest's facts (revisions, attention
+    backend), its device, its FLOPs, a synchronize and a close."""
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs."""
+
+    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
+        """The model's FLOPs per token, or None with why they are unknown."""
+
+    def synchronize(self) -> None:
+        """Wait until the device finished what was asked of it."""
+
+    def close(self) -> None:
+        """Release the model (an attempt of a shared process must not find it in memory)."""
+
+    #: The Manifest's engine (name and version), what it ran by hash (None for torch: the
+    #: model revision says it), and what loading did (an export built or reused).
+    engine: str
+    engine_artifact: str | None
+    engine_notes: list[str]
+
+
+class Predictor(Loaded, Protocol):
+    """A loaded classifier: one label per input, by batches."""
+
+    #: None when the engine counts tokens in the Protocol's tokenizer; else why it does not
+    #: (a ``python:`` predictor): token lengths, padding and truncation stay empty with it.
+    tokens_reason: str | None
+
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int] | None:
+        """Each text's token count, cut at the variant's max_length when ``truncate``; None
+        when the engine has no tokenizer (``tokens_reason``)."""
+
+    def predict(self, items: Sequence[corpus.Item],
+                timer: AbstractContextManager[Any] | None = None) -> Batch:
+        """One batch: a label per input (ids and texts; never the gold label is read);
+        ``timer`` wraps only the model's call (R10)."""
+
+
+class Generator(Loaded, Protocol):
+    """A loaded causal LM under the Protocol's decoding rule."""
+
+    rule: generation.DecodingRule
+    #: Why the window's KV-cache peak is empty when the engine gave none.
+    kv_cache_reason: str
+
+    @property
+    def folder(self) -> Path:
+        """The model's folder (the bandwidth ceiling sizes the model from its config.json)."""
+
+    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
+                 after_batch: Callable[[int], None]) -> None:
+        """Generate ``items`` by batches into ``window``; ``after_batch(done)`` after each."""
+
+
+class TorchClassifier:
+    """The torch engine of classification: a transformers classifier (or encoder + head)."""
+
+    engine = "torch"
+    engine_artifact: str | None = None
+    tokens_reason: str | None = None
+
+    def __init__(self, loaded: model.LoadedModel, variant: dict[str, Any]) -> None:
+        self.engine_notes: list[str] = []
+        self.loaded = loaded
+        self.device = loaded.device
+        self.model_revision = loaded.model_revision
+        self.tokenizer_revision = loaded.tokenizer_revision
+        self.attention_backend = loaded.attention_backend
+        self.max_length = int(variant["max_length"])
+        self.padding = "longest" if variant["padding"] == "dynamic" else "max_length"
+
+    @classmethod
+    def load(cls, variant: dict[str, Any], base: Path) -> TorchClassifier:
+        """Load the variant's model on its device (:func:`toolkit.runner.model.load`)."""
+        return cls(model.load(variant, base), variant)
+
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int]:
+        encoded = self.loaded.tokenizer(list(texts), truncation=truncate,
+                                        max_length=self.max_length if truncate else None)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def predict(self, items: Sequence[corpus.Item],
+                timer: AbstractContextManager[Any] | None = None) -> Batch:
+        inputs = self.loaded.tokenizer([i.text for i in items], padding=self.padding,
+                                       truncation=True,
+                                       max_length=self.max_length, return_tensors="pt")
+        mask = inputs["attention_mask"]
+        lengths = [int(n) for n in mask.sum(dim=1)]
+        if self.device.type != "cpu":
+            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+        with torch.inference_mode():
+            if timer is None:
+                logits = self.loaded.module(**inputs)
+            else:
+                with timer:
+                    logits = self.loaded.module(**inputs)
+        labels = self.loaded.labels
+        return Batch([labels[p] for p in logits.argmax(dim=-1).tolist()], lengths,
+                     int(mask.shape[1]))
+
+    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
+        return flops.cost_of(self.loaded.module)
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def close(self) -> None:
+        self.loaded = None  # type: ignore[assignment]
+
+
+class TorchGenerator:
+    """The torch engine of generation: a transformers causal LM's ``generate``."""
+
+    engine = "torch"
+    engine_artifact: str | None = None
+    #: Why the KV cache's peak is empty when generate() returns no cache tensors.
+    kv_cache_reason = "generate() returned no KV cache tensors"
+
+    def __init__(self, lm: generation.LoadedLM, variant: dict[str, Any],
+                 rule: generation.DecodingRule) -> None:
+        self.engine_notes: list[str] = []
+        self.lm = lm
+        self.variant = variant
+        self.rule = rule
+        self.device = lm.device
+        self.model_revision = lm.model_revision
+        self.tokenizer_revision = lm.tokenizer_revision
+        self.attention_backend = lm.attention_backend
+        #: The model folder (the bandwidth ceiling sizes the model from its config).
+        self.folder = lm.folder
+
+    @classmethod
+    def load(cls, variant: dict[str, Any], base: Path,
+             rule: generation.DecodingRule) -> TorchGenerator:
+        """Load the variant's causal LM (:func:`toolkit.runner.generation.load_lm`)."""
+        return cls(generation.load_lm(variant, base, rule), variant, rule)
+
+    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
+                 after_batch: Callable[[int], None]) -> None:
+        generation.run_window(self.lm, self.variant, self.rule, items, window, after_batch)
+
+    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
+        return flops.cost_of(self.lm.module, generating=True)
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def close(self) -> None:
+        self.lm = None  # type: ignore[assignment]
+
+
+#: Each engine's classifier loader, by the variant's ``engine`` (blank: torch).
+CLASSIFIERS: dict[str, Callable[[dict[str, Any], Path], Predictor]] = {
+    "torch": TorchClassifier.load,
+}
+#: Each engine's generator loader, by the variant's ``engine`` (blank: torch).
+GENERATORS: dict[str, Callable[[dict[str, Any], Path, generation.DecodingRule], Generator]] = {
+    "torch": TorchGenerator.load,
+}
+
+
+def engine_of(variant: dict[str, Any], loaders: dict[str, Any]) -> Any:
+    """The loader of the variant's engine (every ``python:MODULE:CALLABLE`` under
+    ``python:``); ModelError naming the ones there are."""
+    name = engines.engine_of(variant)
+    if name.startswith(engines.PYTHON_PREFIX):
+        name = engines.PYTHON_PREFIX
+    if name not in loaders:
+        raise ModelError(f"variant {variant.get('variant_id', '?')}: engine {name!r} is not "
+                         "one this runner has for its task",
+                         hint=f"write one of {', '.join(sorted(loaders))} in its engine cell")
+    return loaders[name]
+
+
+def load_classifier(variant: dict[str, Any], base: Path) -> Predictor:
+    """The variant's classifier, loaded by its engine."""
+    loader: Callable[[dict[str, Any], Path], Predictor] = engine_of(variant, CLASSIFIERS)
+    return loader(variant, base)
+
+
+def load_generator(variant: dict[str, Any], base: Path,
+                   rule: generation.DecodingRule) -> Generator:
+    """The variant's causal LM under ``rule``, loaded by its engine."""
+    loader = engine_of(variant, GENERATORS)
+    generator: Generator = loader(variant, base, rule)
+    return generator
