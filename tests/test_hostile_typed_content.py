@@ -20,6 +20,7 @@ from toolkit.workbook import store
 
 THRESHOLD_ROW = layout.PROTOCOL.names.index("threshold") + 2
 REVIEWED_ROW = layout.DECISION.names.index("reviewed_by") + 2
+BELOW_DECISION = len(layout.DECISION.names) + 2  # the first row under the last field
 LAST_VARIANTS = layout.letter(len(layout.VARIANTS.names))
 BEYOND_RENTALS = layout.letter(len(layout.RENTALS.names) + 2)
 
@@ -38,13 +39,13 @@ CASES: list[tuple[str, Callable[[openpyxl.Workbook], None], str, tuple[str, int 
     ("form-note", lambda b: b["Protocol"].cell(THRESHOLD_ROW, 4, "agreed with finance"),
      f"Protocol!D{THRESHOLD_ROW} (a value right of the help column)",
      ("Protocol", THRESHOLD_ROW, "threshold")),
-    ("no-field-name", lambda b: b["Decision"].cell(REVIEWED_ROW + 1, 2, "J. Doe, 12 Dec"),
-     f"Decision!B{REVIEWED_ROW + 1} (a value with no field name in column A)",
-     ("Decision", REVIEWED_ROW + 1, "")),
-    ("second-field", lambda b: (b["Decision"].cell(REVIEWED_ROW + 2, 1, "reviewed_by"),
-                                b["Decision"].cell(REVIEWED_ROW + 2, 2, "second reviewer")),
-     f"a second 'reviewed_by' field at row {REVIEWED_ROW + 2} of Decision (the first is row "
-     f"{REVIEWED_ROW})", ("Decision", REVIEWED_ROW + 2, "reviewed_by")),
+    ("no-field-name", lambda b: b["Decision"].cell(BELOW_DECISION, 2, "J. Doe, 12 Dec"),
+     f"Decision!B{BELOW_DECISION} (a value with no field name in column A)",
+     ("Decision", BELOW_DECISION, "")),
+    ("second-field", lambda b: (b["Decision"].cell(BELOW_DECISION + 1, 1, "reviewed_by"),
+                                b["Decision"].cell(BELOW_DECISION + 1, 2, "second reviewer")),
+     f"a second 'reviewed_by' field at row {BELOW_DECISION + 1} of Decision (the first is row "
+     f"{REVIEWED_ROW})", ("Decision", BELOW_DECISION + 1, "reviewed_by")),
     ("comment", lambda b: setattr(b["Variants"]["B2"], "comment",
                                   Comment("invoice disputed", "finance")),
      "the comment 'invoice disputed' on Variants!B2", ("Variants", None, "")),
