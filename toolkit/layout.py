@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 5
+LAYOUT_VERSION = 6
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -860,6 +860,8 @@ AUDIT = Sheet(
         _c("tool_version", required=True, computed=True),
         _c("reason", width=40),
         _c("details", width=40),
+        _c("row_sha256", help="Hash chained to the previous Audit row (as Attempts rows are).",
+           computed=True, since=6, width=20),
     ),
     purpose="Protocol lock and amendment log (R2): changes are visible, never silent.",
     input=False,

@@ -18,9 +18,17 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows]
 
 
+def _named_folder(value: str | None) -> Path | None:
+    """``--out ""`` names no folder (it would be the current one): refused."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("names no folder; give one, or leave --out out")
+    return None if value is None else Path(value)
+
+
 @click.command()
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "folder", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "folder", type=click.Path(file_okay=False),
+              callback=lambda ctx, param, value: _named_folder(value),
               help="Folder for report.md, the PNG charts and the CSV archive. "
               "[default: WORKBOOK's stem + _report/, beside it]")
 @click.option("--no-png", is_flag=True, help="Skip the PNG charts (matplotlib).")

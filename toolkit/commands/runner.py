@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,22 @@ from toolkit.plumbing import beside
 if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
     from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
     from toolkit.runner.plan import Slot
+
+
+class _FiniteSeconds(click.FloatRange):
+    """A number of seconds of at least 1: nan and inf are not (a range check lets nan by)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a number of seconds; give one such as 600", param, ctx)
+        return float(number)
+
+
+SECONDS_AT_LEAST_1 = _FiniteSeconds(min=1)
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 
@@ -145,7 +162,7 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
               "failed attempt.")
 @click.option("--threads", type=click.IntRange(min=1),
               help="torch CPU threads (default: what torch chose); recorded in the manifest.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1),
+@click.option("--timeout", "timeout_s", type=SECONDS_AT_LEAST_1,
               help="Seconds an attempt may run; past it the attempt is a failed row.")
 @click.option("--cluster", metavar="HOST:PORT|auto",
               help="Run each attempt as a Ray task on a node of its variant's label "

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from toolkit import __version__
+from toolkit.evidence import audit_chain
 from toolkit.evidence.protocol import BOOKKEEPING, current_lock, snapshot
 from toolkit.findings import Finding
 from toolkit.plumbing.clock import now_text
@@ -119,6 +120,7 @@ def log(data: WorkbookData, protocol_sha256: str) -> str | None:
     if len(reason) > SUMMARY_LIMIT:
         reason = reason[:SUMMARY_LIMIT - 3] + "..."
     text = json.dumps(values(snapshot(data)), sort_keys=True, ensure_ascii=False)
-    data.append("Audit", {"at": now_text(), "action": ACTION, "protocol_sha256": protocol_sha256,
-                          "tool_version": __version__, "reason": reason, "details": text})
+    audit_chain.log(data, {"at": now_text(), "action": ACTION,
+                           "protocol_sha256": protocol_sha256, "tool_version": __version__,
+                           "reason": reason, "details": text})
     return reason

@@ -15,6 +15,7 @@ from typing import Any
 from toolkit import __version__, layout
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence import subgroups, tuning
+from toolkit.evidence.audit_chain import log
 from toolkit.evidence.protocol import LOCKED_SHEETS, changes, content_hash, current_lock, snapshot
 from toolkit.evidence.validate import corpus_findings, sorted_findings, validate_sheets
 from toolkit.findings import Finding
@@ -50,7 +51,7 @@ def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
             hint="shorten long Protocol/Variants texts (keep long documents in files and "
             "refer to them)",
         )
-    data.append("Audit", {"at": at or now_text(), "action": action, "protocol_sha256": sha,
+    log(data, {"at": at or now_text(), "action": action, "protocol_sha256": sha,
                           "tool_version": __version__, "reason": reason, "details": text})
 
 

@@ -21,6 +21,7 @@ from toolkit.evidence import (
     bookkeeping,
     corpus,
     determinism,
+    identifiers,
     integrity,
     money_log,
     money_rules,
@@ -234,7 +235,8 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
         if problem is not None:
             found.append(Finding("Variants", excel, "engine", "engine",
                                  f"{v.get('variant_id')}: {problem[0]}: {problem[1]}"))
-    return found + _series_1_findings(data) + _later_series_findings(data)
+    return (found + identifiers.variant_id_findings(data) + _series_1_findings(data)
+            + _later_series_findings(data))
 
 
 # --------------------------------------------------------------- series (R6)

@@ -17,6 +17,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import bookkeeping, money_log, money_rules
+from toolkit.evidence.audit_chain import campaign_head
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
@@ -115,6 +116,9 @@ def refresh(data: WorkbookData, base_dir: Path,
     d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
                         window_text, costs.incurred_summary(incurred))
     decision.update_memo(data.forms["Decision"], d)
+    data.forms["Decision"]["draft"] += (  # the Audit rows are all logged by now
+        f"\ncampaign head: {campaign_head(data)} (keep it outside the folder; "
+        "`iteralab verify WORKBOOK --head HASH`)")
     # Which run the memo reflects: validate names a memo older than the numbers it quotes.
     data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
     data.charts = workbook_charts(data)

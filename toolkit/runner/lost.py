@@ -14,10 +14,15 @@ from typing import Any
 
 from toolkit.evidence import journal, unfinished
 from toolkit.runner.spec import AttemptSpec
+from toolkit.workbook import store
 
 
 def journal_interrupted(workbook: Path, starts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Journal an interrupted record for each start (their run is gone); return them."""
+    """Journal an interrupted record for each start (their run is gone) that the workbook
+    does not hold already, whatever its journal line became (a torn line); return them."""
+    if starts:
+        held = {str(a.get("attempt_id")) for a in store.read(workbook).tables["Attempts"]}
+        starts = [s for s in starts if str(s.get("attempt_id")) not in held]
     if not starts:
         return []
     from toolkit.runner.attempt import fallback_record  # torch, only when one was lost
