@@ -32,8 +32,8 @@ from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.render import cell_image, render
-from toolkit.workbook.typed import as_typed
 from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
+from toolkit.workbook.typed import as_typed
 
 LOCK_TIMEOUT_S = 60
 ZIP_MAGIC = b"PK\x03\x04"
