@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import report_campaign
-from builders import filled
+from builders import SAMPLES, filled
 from click.testing import CliRunner
 
 from toolkit.workbook import store
@@ -28,10 +29,12 @@ def filled_data() -> WorkbookData:
 
 @pytest.fixture
 def filled_workbook(tmp_path: Path) -> Path:
-    """A filled, unlocked workbook file, its Protocol's corpus.jsonl beside it."""
+    """A filled, unlocked workbook file, its Protocol's corpus.jsonl and its Variants' head
+    folder beside it."""
     path = tmp_path / "campaign.xlsx"
     store.save(filled(), path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    shutil.copytree(SAMPLES / "head", tmp_path / "head")
     return path
 
 

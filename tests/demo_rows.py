@@ -27,7 +27,7 @@ def rows() -> dict[str, Any]:
 
 def workbook(folder: Path) -> Path:
     """The example workbook with the recorded rows appended, saved in ``folder``."""
-    from toolkit.evidence import protocol
+    from toolkit.evidence import audit_chain, protocol
     from toolkit.workbook import store
 
     recorded = rows()
@@ -40,6 +40,7 @@ def workbook(folder: Path) -> Path:
         data.append("Manifest", row)
     for row in recorded["Attempts"]:
         data.append("Attempts", row)
+    audit_chain.seal_older_rows(data)  # as iteralab saves the example's Audit rows
     path = folder / EXAMPLE.name
     store.save(data, path)
     return path

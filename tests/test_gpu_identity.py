@@ -5,11 +5,12 @@ is not its variant's slug."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 import report_campaign
-from builders import make_campaign, variant
+from builders import SAMPLES, make_campaign, variant
 from click.testing import CliRunner
 
 from toolkit.cli import cli
@@ -54,6 +55,7 @@ def test_validate_exits_1_and_report_lists_the_mismatch(tmp_path: Path) -> None:
     devices = {**_right_devices(), "b8-b200": RTX_4090}
     book = tmp_path / "campaign.xlsx"
     store.save(_measured_on(report_campaign.campaign(), devices), book)
+    shutil.copytree(SAMPLES / "head", tmp_path / "head")  # the head its Variants name
     runner = CliRunner()
     result = runner.invoke(cli, ["validate", str(book), "--json"])
     assert result.exit_code == 1

@@ -31,8 +31,8 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     """The campaign is killed after its first attempt reached the journal, while the second
     runs (hung on purpose) and before any ingestion (the run ingests every 30 s; this test
     also holds the writer lock, as a second writer would): the workbook is untouched and
-    readable, `ingest` adds the attempt, the chain holds, and `run --resume` records the
-    killed attempt as interrupted and finishes the campaign."""
+    readable, `ingest` adds the attempt and records the killed one as interrupted, the chain
+    holds, and `run --resume` runs the killed slot again and finishes the campaign."""
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)],
                          repetitions=2, process_policy="shared", threshold=0.4)
     before = book.read_bytes()
@@ -46,6 +46,9 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
         while not (log.exists() and journal.read(book)) and campaign.poll() is None:
             assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
             time.sleep(0.01)
+        while not journal.unfinished(book) and campaign.poll() is None:
+            assert time.monotonic() < deadline, "the second attempt never started"
+            time.sleep(0.01)
         time.sleep(0.5)  # the second attempt runs, hung; nothing ingested yet
         os.killpg(campaign.pid, signal.SIGKILL)
         assert campaign.wait(timeout=30) == -signal.SIGKILL
@@ -53,10 +56,14 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     assert store.read(book).tables["Attempts"] == []
     (record,) = journal.read(book)
 
+    (killed_start,) = journal.unfinished(book)
     ingested = _iteralab("ingest", str(book))
     assert ingested.returncode == 0, ingested.stderr
     rows = store.read(book).tables["Attempts"]
-    assert [r["attempt_id"] for r in rows] == [record["attempt"]["attempt_id"]]
+    # The attempt killed with the run is on the record too, as interrupted (issue 38).
+    assert [(r["attempt_id"], r["status"]) for r in rows] == [
+        (record["attempt"]["attempt_id"], "completed"),
+        (killed_start["attempt_id"], "interrupted")]
     assert validate(store.read(book), book) == []
 
     resumed = _iteralab("run", str(book), "--resume", "--quiet")

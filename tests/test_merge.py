@@ -110,8 +110,9 @@ def test_an_id_held_with_other_content_is_never_overwritten(two_boxes: tuple[Pat
     mine = journal.read(main)[0]
     forged = json.loads(json.dumps(mine))
     forged["attempt"]["measured_s"] = 0.001
+    start = journal.start(mine["attempt"]["attempt_id"], {}, "2026-12-07T09:00")
     with other.with_name("campaign.journal.jsonl").open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(forged) + "\n")
+        handle.write(json.dumps(start) + "\n" + json.dumps(forged) + "\n")  # with its start
     result = _invoke("merge", main, other)
     assert result.exit_code == 1
     assert (f"{mine['attempt']['attempt_id']}: this campaign holds another record under the "

@@ -46,6 +46,12 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     assert [i[:-5] for i in ids[:2]] == ["a001-b1-fp32-r1", "a002-b4-fp32-r1"]
     assert re.fullmatch(r"-[0-9a-f]{4}", ids[0][-5:]) and len({i[-4:] for i in ids}) == 1
     lines = output.splitlines()
+    # The pre-flight (issue 38) between the plan and the first attempt: the models checked,
+    # the estimate.
+    first = next(i for i, line in enumerate(lines) if line.startswith("a001-"))
+    assert lines[1] == "pre-flight of 3 variant(s) (`iteralab check`):"
+    assert any(line.startswith("  campaign: ~") for line in lines[2:first])
+    lines = [lines[0], *lines[first:]]
     assert lines[0] == (f"{book}: 9 attempt(s) to run, 4 items each, process policy shared; "
                         "order b1-fp32-b4-fp32-b8-fp32 / b4-fp32-b8-fp32-b1-fp32 / "
                         "b8-fp32-b1-fp32-b4-fp32")

@@ -50,6 +50,8 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
     # and the tuning data it compares with the corpus (R2), as the demo folder holds them.
     for name in ("corpus.jsonl", "calibration.jsonl"):
         shutil.copy(Path(__file__).parents[1] / "samples" / name, tmp_path)
+    # And the head the Variants name: validate checks that head_path names a folder.
+    shutil.copytree(Path(__file__).parents[1] / "samples" / "head", tmp_path / "head")
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings.
     assert done.returncode == 1

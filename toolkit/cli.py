@@ -8,7 +8,10 @@ codes: 0 ok, 1 evidence invalid or tool error, 2 usage.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
+import sys
 import traceback
 
 import click
@@ -24,6 +27,7 @@ COMMAND_MODULES = (
     "toolkit.commands.money",
     "toolkit.commands.imports",
     "toolkit.commands.tariffs",
+    "toolkit.commands.check",
     "toolkit.commands.runner",
     "toolkit.commands.cluster",
     "toolkit.commands.report",
@@ -42,6 +46,10 @@ class _Group(click.Group):
             click.echo(f"error: {exc}", err=True)
             raise click.exceptions.Exit(exc.exit_code) from exc
         except OSError as exc:  # a disk full or a permission the command's checks did not meet
+            if exc.errno == errno.EPIPE:  # `iteralab ... | head -1`: the reader has enough
+                # Nothing more reaches it, not even the flush at exit.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise click.exceptions.Exit(ToolkitError.exit_code) from exc
             if ctx.params.get("debug"):
                 traceback.print_exc()
             click.echo(f"error: {_os_error(exc)}", err=True)

@@ -22,6 +22,7 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
+from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
 from toolkit.money import incurred
@@ -36,12 +37,10 @@ from toolkit.workbook.model import WorkbookData
 
 @dataclass
 class Edit:
-    """The workbook's data under the writer lock; clear ``save`` to write nothing; set
-    ``anchor`` when the change adds sealed rows (the chain anchor follows the save)."""
+    """The workbook's data under the writer lock; clear ``save`` to write nothing."""
 
     data: WorkbookData
     save: bool = True
-    anchor: bool = False
 
 
 @contextlib.contextmanager
@@ -50,19 +49,21 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
 
     ``refresh_derived`` recomputes the derived sheets before the save. Nothing
     is saved when the block raises or clears ``edit.save``: the workbook stays
-    byte for byte as it was. With ``edit.anchor`` the chain anchor is written after the
-    save, still under the lock (a second writer never finds the workbook ahead of it).
+    byte for byte as it was. After a save of a workbook holding attempt or Audit rows the
+    chains' anchor is written, still under the lock (a second writer never finds the
+    workbook ahead of it).
     """
     path = Path(path)
     with store.writer_lock(path):
         edit = Edit(store.read(path))
+        seal_older_rows(edit.data)  # an older layout's Audit rows, as read: saved sealed
         yield edit
         if edit.save:
             if refresh_derived:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
-            if edit.anchor:
-                write_anchor(edit.data, path)  # the chain now reaches its last row
+            if edit.data.tables["Attempts"] or edit.data.tables["Audit"]:
+                write_anchor(edit.data, path)  # after the save: the chains reach their ends
 
 
 def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
@@ -82,7 +83,6 @@ def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
             edit.save = False
             return IngestResult(0, 0, len(entries))
         attempts, manifests = add_records(edit.data, todo)
-        edit.anchor = True
     return IngestResult(attempts, manifests, len(entries) - len(todo))
 
 
@@ -120,7 +120,11 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
             target.parent.mkdir(parents=True, exist_ok=True)
             copy_file(source, target)
         for record in plan.records:
-            journal.append(workbook, record)
+            attempt_id = str(record["attempt"].get("attempt_id"))
+            if attempt_id not in plan.journaled:
+                journal.append(workbook, journal.merged_start(
+                    record, plan.source, plan.starts.get(attempt_id)))
+                journal.append(workbook, record)
         add_records(edit.data, missing_records(edit.data, plan.records))
         for record in plan.records:  # excluded there (R14): excluded here, with its reason
             attempt_id = str(record["attempt"].get("attempt_id"))
@@ -128,13 +132,12 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
                 audit.exclude(edit.data, attempt_id, plan.exclusions[attempt_id]
                               or "excluded on the other copy (no reason recorded there)")
         lock = current_lock(edit.data)
-        edit.data.append("Audit", {
+        log(edit.data, {
             "at": now_text(), "action": "merge",
             "protocol_sha256": lock.sha256 if lock else "", "tool_version": __version__,
             "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
                       f"({', '.join(plan.hosts)})",
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
-        edit.anchor = True
     return plan
 
 
@@ -153,11 +156,13 @@ def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) 
     """Read a billing export into the Ledger sheet (replacing the lines an earlier import of
     the same file wrote) and reconcile it with Rentals, in one save; nothing is written when
     a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings."""
-    entries = book.read_ledger(export, book.parse_mapping(columns))
+    label = book.source_label(export, Path(workbook))
+    entries = book.read_ledger(export, book.parse_mapping(columns), label)
     with change(workbook, refresh_derived=False) as edit:
         data = edit.data
         kept = [r for r in data.tables[layout.LEDGER.name]
-                if not str(r.get("source") or "").startswith(f"{export.name}:")]
+                if not str(r.get("source") or "").startswith(f"{label}:")]
+        book.check_room(len(kept), len(entries), export)
         data.tables[layout.LEDGER.name] = []
         data.row_numbers[layout.LEDGER.name] = []
         for row in kept + entries:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 5
+LAYOUT_VERSION = 6
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -852,12 +852,17 @@ AUDIT = Sheet(
         _c("at", DATETIME, required=True, computed=True, width=22),
         _c("action", CHOICE, "lock, amend, exclude; prices: Tariffs, Rentals and Schedule "
            "as attempts were set against them, and each later edit; merge: attempts joined "
-           "from another machine's copy, with their provenance.", required=True,
-           choices=("lock", "amend", "exclude", "prices", "merge"), computed=True),
+           "from another machine's copy, with their provenance; bookkeeping: the scenario's "
+           "wording, a variant's description, notes, rental_id or label edited after the "
+           "lock (no attempt voided).", required=True,
+           choices=("lock", "amend", "exclude", "prices", "merge", "bookkeeping"),
+           computed=True),
         _c("protocol_sha256", required=True, computed=True, width=64),
         _c("tool_version", required=True, computed=True),
         _c("reason", width=40),
         _c("details", width=40),
+        _c("row_sha256", help="Hash chained to the previous Audit row (as Attempts rows are).",
+           computed=True, since=6, width=20),
     ),
     purpose="Protocol lock and amendment log (R2): changes are visible, never silent.",
     input=False,
@@ -891,14 +896,20 @@ GUIDE_STEPS = (
     "1. Protocol: answer every field before any timing (R1). `iteralab validate` lists what "
     "is missing.",
     "2. Variants: one row per declared variant. In series 1, batch is the only variable (R6).",
-    "3. Tariffs and Schedule: the catalog snapshot and the access window's phases (R19-R21).",
-    "4. `iteralab lock WORKBOOK`: fixes Protocol and Variants with a SHA-256 (Audit sheet).",
+    "3. Tariffs, Rentals and Schedule: the catalog snapshot, what you rent (each lot once, "
+    "shared by the variants that ran on it) and the access window's phases (R19-R21).",
+    "4. `iteralab lock WORKBOOK`: fixes Protocol and Variants with a SHA-256 (Audit sheet); "
+    "`iteralab check WORKBOOK` loads each model once and estimates hours and cost.",
     "5. `iteralab run WORKBOOK`: appends one Attempts row per attempted run, failures included.",
-    "6. `iteralab report WORKBOOK`: refreshes Summary, Memory, Settlement and the Decision draft.",
-    "7. Edit the Decision memo; hand the workbook, predictions and manifest to reviewers.",
+    "6. Verification: confirm the outputs you checked yourself (who, when, what, how many "
+    "corpora); only those count in the cost per accepted corpus.",
+    "7. `iteralab report WORKBOOK`: refreshes Summary, Memory, Settlement and the Decision draft.",
+    "8. Edit the Decision memo; hand the workbook, predictions and manifest to reviewers.",
     "Blue cells are typed by a person; grey cells are written by the toolkit. A measurement "
     "that does not exist is an empty cell with its reason, never 0.",
-    "Changing a locked protocol: `iteralab amend WORKBOOK --reason \"...\"` (logged in Audit).",
+    "Changing a locked protocol: `iteralab amend WORKBOOK --reason \"...\"` (logged in Audit). "
+    "Bookkeeping (the scenario's wording, a variant's description, notes, rental_id, label) "
+    "needs no amendment: `iteralab report` logs its edits in Audit.",
     "Formulas and values: the grey cells of Summary (counts, runs, median, min, max, "
     "throughput), Settlement (prices, budgets, costs) and Schedule (hours, window, covering "
     "plans) are live formulas over the sheets they name, saved with the values iteralab "

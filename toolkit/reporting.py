@@ -33,7 +33,7 @@ from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
-from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh
+from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh, still_standing
 from toolkit.report.reviewer import Outputs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -91,6 +91,7 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 data = edit.data = as_read.copy()
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
+            found.findings = still_standing(found.findings, data)  # what it logged is cleared
             edit.save = saved = not store.unchanged(as_read, data)
     # The report rewrites the memo and its stamp: a memo stale as read is what it fixes.
     result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]

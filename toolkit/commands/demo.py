@@ -11,11 +11,13 @@ in the Audit sheet rather than hidden. No torch here.
 
 from __future__ import annotations
 
+import filecmp
 from pathlib import Path
 
 from toolkit import editing, layout
 from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import locking, tuning
+from toolkit.evidence.audit_chain import seal_older_rows
 from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
@@ -91,25 +93,32 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
         raise exists
     data = store.read(example)
     form = data.forms["Protocol"]
-    directory.mkdir(parents=True, exist_ok=True)
-    # The inputs first, each file whole; the workbook last, in one step: a demo stopped at
-    # any moment leaves no workbook, or a whole one.
     corpus_name = str(form["corpus_path"])
-    copy_file(samples / corpus_name, directory / corpus_name)
     tuning_name = tuning.path_of(form.get("tuning_data"))
+    copies = [(samples / corpus_name, directory / corpus_name)]
     if tuning_name and (samples / tuning_name).is_file():  # validate compares it (R2)
-        copy_file(samples / tuning_name, directory / tuning_name)
+        copies.append((samples / tuning_name, directory / tuning_name))
     if engines:
         add_engine_series(data)
     for head in sorted({str(v["head_path"]) for v in data.tables["Variants"]
                         if v.get("head_path")}):
-        copy_tree(samples / head, directory / head)
+        copies.append((samples / head, directory / head))
     for folder in sorted({str(v["model_path"]) for v in data.tables["Variants"]
                           if (samples / str(v.get("model_path"))).is_dir()}):
-        copy_tree(samples / folder, directory / folder)  # a model the samples ship
+        copies.append((samples / folder, directory / folder))  # a model the samples ship
+    quick_lines = "".join((samples / corpus_name).read_text(encoding="utf-8")
+                          .splitlines(keepends=True)[:quick_items]) if quick else ""
+    _refuse_own_files(directory, copies, quick_lines)
+    directory.mkdir(parents=True, exist_ok=True)
+    # The inputs first, each file whole; the workbook last, in one step: a demo stopped at
+    # any moment leaves no workbook, or a whole one.
+    for source, copy in copies:
+        if source.is_dir():
+            copy_tree(source, copy)
+        else:
+            copy_file(source, copy)
     if quick:
-        lines = (samples / corpus_name).read_text(encoding="utf-8").splitlines(keepends=True)
-        write_text(directory / QUICK_CORPUS, "".join(lines[:quick_items]))
+        write_text(directory / QUICK_CORPUS, quick_lines)
         form["corpus_path"] = QUICK_CORPUS
         form["repetitions"] = QUICK_REPETITIONS
         form["scenario"] = (f"{form['scenario']} QUICK DEMO: the first {quick_items} items of "
@@ -117,11 +126,40 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
                             "the comparison.")
         locking.amend(data, f"quick demo: declared subset (first {quick_items} items of "
                       f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run")
+    seal_older_rows(data)  # the example's Audit rows, as it ships them
     try:
         store.create(data, target)
     except FileExistsError:
         raise exists from None
     return target
+
+
+def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_lines: str
+                      ) -> None:
+    """Refuse a folder holding a file the demo would write with other content: the user's own
+    corpus, calibration data or head is never overwritten (the demo's own, unchanged, may
+    stay)."""
+    differing: list[Path] = []
+    for source, copy in copies:
+        pairs = ([(p, copy / p.relative_to(source)) for p in sorted(source.rglob("*"))
+                  if p.is_file()] if source.is_dir() else [(source, copy)])
+        differing += [target for origin, target in pairs
+                      if target.exists() and (not target.is_file()
+                                              or not filecmp.cmp(origin, target, shallow=False))]
+        if source.is_dir() and copy.is_dir():  # files of the user's own in that folder
+            differing += [p for p in sorted(copy.rglob("*"))
+                          if p.is_file() and not (source / p.relative_to(copy)).is_file()]
+    quick = directory / QUICK_CORPUS
+    if quick_lines and quick.exists() and (
+            not quick.is_file() or quick.read_text(encoding="utf-8") != quick_lines):
+        differing.append(quick)
+    if differing:
+        names = ", ".join(str(p.relative_to(directory)) for p in differing[:5])
+        more = f" and {len(differing) - 5} more" if len(differing) > 5 else ""
+        raise UsageError(
+            f"{directory} holds {names}{more}, which the demo would overwrite with its example "
+            "files; nothing was written",
+            hint="give the demo a folder of its own: `iteralab demo --quick NEW_DIR`")
 
 
 def stand_in_verification(workbook: Path) -> int:

@@ -1,4 +1,5 @@
-"""Integrity commands: exclude (the one allowed rewrite of an attempt row)."""
+"""Integrity commands: exclude (the one allowed rewrite of an attempt row), verify (the
+chains, and a campaign head kept outside the folder)."""
 
 from __future__ import annotations
 
@@ -38,4 +39,53 @@ def exclude(workbook: Path, attempt_id: str, reason: str, as_json: bool) -> None
     click.echo("logged in the Audit sheet (action exclude)")
 
 
-COMMANDS = [exclude]
+
+
+
+@click.command()
+@WORKBOOK
+@click.option("--head", "head", metavar="HASH",
+              help="A campaign head kept outside the folder (report.md and the Decision memo "
+              "print it): say whether the workbook still holds that state.")
+def verify(workbook: Path, head: str | None) -> None:
+    """Check WORKBOOK's chains and print its campaign head; with --head, check a kept one.
+
+    The campaign head is one SHA-256 over the attempt rows' and the Audit rows' hash
+    chains. Everything inside the campaign folder can be re-sealed by someone who runs
+    iteralab's own functions, so keep the head elsewhere (a message, a ticket) when you
+    review: `verify --head HASH` then shows whether the workbook still begins with the state
+    you saw (exit 0) or was rewritten since (exit 1).
+    """
+    from toolkit.errors import EvidenceInvalid
+    from toolkit.evidence.audit_chain import campaign_head, find_head
+    from toolkit.evidence.integrity import record_checks
+    from toolkit.workbook import store
+
+    data = store.read(workbook)
+    findings = record_checks(data, workbook)
+    for finding in findings:
+        click.echo(f"{finding.location()}: {finding.message}")
+    now = campaign_head(data)
+    attempts, audit = len(data.tables["Attempts"]), len(data.tables["Audit"])
+    click.echo(f"campaign head: {now} ({attempts} attempt row(s), {audit} Audit row(s))")
+    if head is not None:
+        found = find_head(data, head)
+        if found is None:
+            raise EvidenceInvalid(
+                f"{workbook}: no state of this workbook has the head {head.strip()}: its "
+                "attempt or Audit rows were rewritten (or re-sealed) since that head was "
+                "taken, or it is another campaign's",
+                hint="compare with the copy the head was taken from; trust neither until "
+                "the difference is explained")
+        if found == (attempts, audit):
+            click.echo("the kept head is this workbook's current state")
+        else:
+            click.echo(f"the kept head names this workbook's first {found[0]} attempt row(s) "
+                       f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
+                       f"row(s) and {audit - found[1]} Audit row(s) were added since")
+    if findings:
+        raise EvidenceInvalid(f"{workbook}: {len(findings)} integrity finding(s) above",
+                              hint="`iteralab validate` says what to restore for each")
+
+
+COMMANDS = [exclude, verify]

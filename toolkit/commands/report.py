@@ -18,9 +18,17 @@ def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() for r in rows]
 
 
+def _named_folder(value: str | None) -> Path | None:
+    """``--out ""`` names no folder (it would be the current one): refused."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("names no folder; give one, or leave --out out")
+    return None if value is None else Path(value)
+
+
 @click.command()
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "folder", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "folder", type=click.Path(file_okay=False),
+              callback=lambda ctx, param, value: _named_folder(value),
               help="Folder for report.md, the PNG charts and the CSV archive. "
               "[default: WORKBOOK's stem + _report/, beside it]")
 @click.option("--no-png", is_flag=True, help="Skip the PNG charts (matplotlib).")
@@ -35,10 +43,17 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
+    from toolkit import editing
     from toolkit.money.incurred import BRIDGE
     from toolkit.report.stats import SEPARATED
     from toolkit.reporting import build
+    from toolkit.runner.lost import record_lost_attempts
 
+    lost = record_lost_attempts(workbook) if workbook.exists() else []
+    if lost:  # attempts killed with their run: on the record before anything is computed
+        editing.ingest(workbook, refresh_derived=False)
+        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
     result, outputs = build(workbook, folder, pngs=not no_png)
     if as_json:
         from toolkit.commands import documents

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +14,22 @@ from toolkit.plumbing import beside
 if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
     from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
     from toolkit.runner.plan import Slot
+
+
+class _FiniteSeconds(click.FloatRange):
+    """A number of seconds of at least 1: nan and inf are not (a range check lets nan by)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a number of seconds; give one such as 600", param, ctx)
+        return float(number)
+
+
+SECONDS_AT_LEAST_1 = _FiniteSeconds(min=1)
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 
@@ -74,7 +91,7 @@ def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> Non
 
 def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None) -> None:
-    from toolkit.commands import display, documents
+    from toolkit.commands import check, display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
@@ -94,6 +111,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
                 beside.predictions_folder(workbook), False, False))
         else:
             click.echo(message)
+        for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+            click.echo(f"note: {line}", err=True)
         return
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
@@ -105,6 +124,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
+    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
     result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:
@@ -113,6 +134,8 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
             result.interrupted, result.ingest_pending))
     else:
         _say_recorded(workbook, result, counts)
+    for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+        click.echo(f"note: {line}", err=True)
     if result.ingest_pending:
         raise WorkbookBusyError(
             f"{workbook}: busy, so the attempts are only in "
@@ -139,7 +162,7 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
               "failed attempt.")
 @click.option("--threads", type=click.IntRange(min=1),
               help="torch CPU threads (default: what torch chose); recorded in the manifest.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1),
+@click.option("--timeout", "timeout_s", type=SECONDS_AT_LEAST_1,
               help="Seconds an attempt may run; past it the attempt is a failed row.")
 @click.option("--cluster", metavar="HOST:PORT|auto",
               help="Run each attempt as a Ray task on a node of its variant's label "
@@ -263,14 +286,21 @@ def ingest(workbook: Path, as_json: bool) -> None:
     """
     from toolkit import editing
     from toolkit.errors import WorkbookError
-    from toolkit.evidence import journal
+    from toolkit.evidence import journal, unfinished
+    from toolkit.runner.lost import record_lost_attempts
 
     path = journal.journal_path(workbook)
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
+    lost = record_lost_attempts(workbook)  # killed with their run: interrupted rows
     result = editing.ingest(workbook, refresh_derived=False)
     for note in journal.notes(workbook):
         click.echo(f"note: {note}", err=True)
+    for finding in unfinished.findings(workbook):  # still running, or cannot tell here
+        click.echo(f"note: {finding.message}", err=True)
+    if lost:
+        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
     if as_json:
         from toolkit.commands import documents
 

@@ -43,8 +43,10 @@ def init(workbook: Path, as_json: bool) -> None:
         store.create(data, workbook)
     except FileExistsError:
         raise exists from None
-    following = ("fill Protocol and Variants (blue cells), then "
-                 f"`iteralab validate {workbook}` and `iteralab lock {workbook}`")
+    following = ("fill Protocol, Variants, Rentals and Schedule (blue cells), then "
+                 f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
+                 f"check {workbook}`; after the runs, confirm the outputs you checked in "
+                 "Verification")
     if as_json:
         from toolkit.commands import documents
 
@@ -83,13 +85,15 @@ def validate(workbook: Path, as_json: bool) -> None:
     from toolkit.evidence.validate import sorted_findings
     from toolkit.evidence.validate import validate as run_validation
     from toolkit.planner.identity import gpu_findings
+    from toolkit.planner.model_paths import model_path_findings
     from toolkit.report.typed_over import typed_over_findings
     from toolkit.workbook import store
 
     with early_digests(workbook) as digests:  # hashing beside the read
         data = store.read(workbook)
         findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data)
-                                   + typed_over_findings(data, workbook.parent))
+                                   + typed_over_findings(data, workbook.parent)
+                                   + model_path_findings(data, workbook.parent))
     if as_json:
         from toolkit.commands.documents import VALIDATE
 

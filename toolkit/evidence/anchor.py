@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolkit.evidence.audit_chain import AUDIT, SINCE, campaign_head
 from toolkit.evidence.chain import SHEET, cell_value
 from toolkit.evidence.journal import journal_path
 from toolkit.findings import Finding
@@ -27,12 +28,25 @@ def anchor_path(workbook: str | Path) -> Path:
     return beside.anchor(workbook)
 
 
-def write_anchor(data: WorkbookData, workbook: str | Path) -> None:
-    """Record the number of attempt rows and the last row's hash (after a save)."""
-    rows = data.tables[SHEET]
+def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
+    """Record the number of attempt and Audit rows and each chain's last hash (after a save);
+    return whether it was written.
+
+    The anchor only moves forward: one the workbook no longer reaches (rows cut from the
+    end) is kept as it is, so that the finding stays until the workbook is restored, rather
+    than the cut being sealed over by the next save.
+    """
+    if any(f.check == "anchor" for f in anchor_findings(data, workbook)):
+        return False
+    rows, audit = data.tables[SHEET], data.tables[AUDIT]
     head = cell_value(rows[-1].get("row_sha256")) if rows else None
+    audit_head = cell_value(audit[-1].get("row_sha256")) if audit else None
     write_text(anchor_path(workbook), json.dumps(
-        {"attempts": len(rows), "head": head, "updated_at": now_text()}, sort_keys=True) + "\n")
+        {"attempts": len(rows), "head": head, "audit_rows": len(audit), "audit_head": audit_head,
+         "campaign_head": campaign_head(data), "updated_at": now_text(),
+         "journal": journal_path(workbook).exists()},
+        sort_keys=True) + "\n")
+    return True
 
 
 def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
@@ -47,10 +61,11 @@ def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
         return [Finding(SHEET, None, "", "anchor", f"{path.name} cannot be read ({exc}): "
                         "restore it from a copy of the campaign folder")]
     rows = data.tables[SHEET]
+    found = _audit_anchor_findings(data, anchor, path.name)
     if count == 0:
-        return []
-    found = []
-    if not journal_path(workbook).exists():
+        return found
+    # An anchor written at an ingestion (or before it said so) had the journal beside it.
+    if anchor.get("journal", True) and not journal_path(workbook).exists():
         found.append(Finding(SHEET, None, "", "journal", (
             f"{journal_path(workbook).name} is missing beside the workbook, though {path.name} "
             f"says {count} attempt row(s) were ingested from it: the runner's record of every "
@@ -65,3 +80,21 @@ def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
                             f"last sealed {str(head)[:12]}...; {where}: rows were cut from the "
                             "end (with the journal?): restore the workbook, its journal and "
                             "predictions from a copy of the campaign folder")]
+
+
+def _audit_anchor_findings(data: WorkbookData, anchor: Any, name: str) -> list[Finding]:
+    """A finding when the Audit sheet no longer reaches the anchor's Audit row and hash (its
+    last logged rows were cut off); an anchor written before Audit rows were sealed has none."""
+    count, head = anchor.get("audit_rows"), anchor.get("audit_head")
+    audit = data.tables[AUDIT]
+    if not isinstance(count, int) or count <= 0 or data.layout_version < SINCE:
+        return []
+    if len(audit) >= count and cell_value(audit[count - 1].get("row_sha256")) == head:
+        return []
+    where = (f"the sheet holds {len(audit)}" if len(audit) < count
+             else f"row {count + 1} of the sheet does not end in that hash")
+    return [Finding(AUDIT, None, "row_sha256", "anchor",
+                    f"{name} says the Audit sheet held {count} logged row(s), the last sealed "
+                    f"{str(head)[:12]}...; {where}: logged rows (a lock, prices, an "
+                    "exclusion) were deleted: restore the workbook from a copy (.bak.xlsx) "
+                    "of the campaign folder")]

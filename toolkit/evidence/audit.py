@@ -12,6 +12,7 @@ from typing import Any
 
 from toolkit import __version__, layout
 from toolkit.errors import UsageError
+from toolkit.evidence.audit_chain import log
 from toolkit.evidence.chain import REASON_LIMIT, SHEET, cell_value, shown
 from toolkit.findings import Finding
 from toolkit.plumbing.clock import now_text
@@ -135,7 +136,7 @@ def exclude(data: WorkbookData, attempt_id: str, reason: str) -> int:
     protocol = (locks[-1].get("protocol_sha256") if locks else None) \
         or row.get("protocol_sha256") or "not locked"
     details = {"attempt_id": attempt_id, "row": excel, "row_sha256": row.get("row_sha256")}
-    data.append("Audit", {
+    log(data, {
         "at": now_text(),
         "action": "exclude", "protocol_sha256": protocol, "tool_version": __version__,
         "reason": reason, "details": json.dumps(details, sort_keys=True, ensure_ascii=False),

@@ -102,7 +102,8 @@ def _content(row: Mapping[str, Any]) -> str:
     return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
 
 
-def _link(previous: str | None, content: str) -> str:
+def link(previous: str | None, content: str) -> str:
+    """The hash sealing ``content`` after a row sealed ``previous`` (None: the first)."""
     text = json.dumps([previous or ""], ensure_ascii=False) + "\n" + content
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -112,7 +113,7 @@ def seal(previous_row_sha256: str | None, row: Mapping[str, Any]) -> str:
 
     ``None`` (or "") for the first attempt row. Returns 64 hex digits.
     """
-    return _link(cell_value(previous_row_sha256), _content(row))
+    return link(cell_value(previous_row_sha256), _content(row))
 
 
 def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None) -> int:
@@ -153,8 +154,9 @@ def chain_findings(data: WorkbookData,
     for i, row in enumerate(rows):
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
+        sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
         edits = _edits(row, contents[i], recorded.get(str(row.get("attempt_id"))), name,
-                       excel)
+                       excel, sealed)
         found += edits
         if hashes[i] is None:
             found.append(Finding(
@@ -162,7 +164,7 @@ def chain_findings(data: WorkbookData,
                 f"{name} has no row_sha256: iteralab did not record this row (typed or pasted "
                 "by hand?): delete it, or restore the recorded row from a copy or the journal "
                 "(`iteralab ingest`)"))
-        elif _link(previous, contents[i]) != hashes[i] and not edits:
+        elif link(previous, contents[i]) != hashes[i] and not edits:
             found.append(_broken(data, i, name, hashes, contents, first_row, budget,
                                  has_record=str(row.get("attempt_id")) in recorded))
         if hashes[i] is not None:
@@ -178,6 +180,28 @@ def chain_findings(data: WorkbookData,
     return found
 
 
+def unrecorded_findings(data: WorkbookData, journal: Sequence[Mapping[str, Any]],
+                        torn: Sequence[str] = ()) -> list[Finding]:
+    """A finding per sealed attempt row whose record the journal beside the workbook lacks:
+    every attempt iteralab seals was journaled first, so its line was deleted (or the
+    journal replaced). ``torn`` are the journal's notes of torn lines, named as a likely
+    cause."""
+    recorded = _journal_rows(journal)
+    found = []
+    for i, row in enumerate(data.tables[SHEET]):
+        attempt_id = str(row.get("attempt_id"))
+        if cell_value(row.get("row_sha256")) is None or attempt_id in recorded:
+            continue
+        why = (f" ({torn[0]})" if torn else "")
+        found.append(Finding(
+            SHEET, data.excel_row(SHEET, i), "attempt_id", "journal",
+            f"attempt {attempt_id!r} is sealed in this sheet but its record is not in the "
+            f"journal{why}: the journal's line was deleted or the journal replaced, so the row "
+            "cannot be checked against what the runner wrote; restore the journal from a copy "
+            "of the campaign folder (the row itself is kept)"))
+    return found
+
+
 def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
     """The first journal record's attempt row per attempt id."""
     out: dict[str, Mapping[str, Any]] = {}
@@ -189,7 +213,7 @@ def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapp
 
 
 def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
-           excel: int) -> list[Finding]:
+           excel: int, sealed: bool = False) -> list[Finding]:
     """One finding per chained cell that differs from the attempt's journal record.
 
     ``content`` is the row's :func:`_content`: equal canonical texts mean equal
@@ -202,7 +226,14 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
     found = []
     for column in CHAINED_COLUMNS:
         was, now = cell_value(record.get(column)), cell_value(row.get(column))
-        if was != now:
+        if was != now and sealed:  # the row still follows its seal: the journal line changed
+            found.append(Finding(
+                SHEET, excel, column, "edited",
+                f"{name}: the journal's record says {column} {shown(was)}, the sealed row "
+                f"{shown(now)}, and the row still follows its seal: the journal line was "
+                "edited; restore the journal from a copy of the campaign folder (the row is "
+                "as recorded: leave it)"))
+        elif was != now:
             found.append(Finding(
                 SHEET, excel, column, "edited",
                 f"{name}: {column} was {shown(was)} when recorded (journal), now "
@@ -269,7 +300,7 @@ def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: 
         (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)]
     budget[0] -= len(candidates)
     for k, previous in candidates if budget[0] >= 0 else ():
-        if _link(previous, contents[i]) == hashes[i]:
+        if link(previous, contents[i]) == hashes[i]:
             after = ("as the first attempt" if k is None else
                      f"right after attempt {rows[k].get('attempt_id')!r} (now row "
                      f"{data.excel_row(SHEET, k)})")

@@ -155,6 +155,11 @@ def _read_jsonl(text: str, path: Path) -> list[Item]:
                               f"column {exc.colno})",
                               hint="each line holds one object such as "
                               '{"id": "a1", "text": "...", "label": "..."}') from exc
+        except RecursionError:
+            raise CorpusError(f"{path}: line {number}: nested too deep to read (brackets "
+                              "inside brackets, thousands deep)",
+                              hint="each line holds one flat object such as "
+                              '{"id": "a1", "text": "...", "label": "..."}') from None
         if not isinstance(record, dict):
             raise CorpusError(f"{path}: line {number}: a JSON {type(record).__name__}, not an "
                               "object", hint='write {"id": ..., "text": ..., "label": ...}')
@@ -477,10 +482,11 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}: line {number}: not a JSON object ({exc.msg})",
+        except (json.JSONDecodeError, RecursionError) as exc:
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+            raise CorpusError(f"{path}: line {number}: not a JSON object ({why})",
                               hint="a predictions file is written by `iteralab run`; do not "
-                              "edit it") from exc
+                              "edit it") from None
         if not isinstance(row, dict) or _scalar(row.get("id")) is None or "prediction" not in row:
             raise CorpusError(f"{path}: line {number}: expected an object with id and "
                               "prediction", hint="a predictions file is written by "

@@ -17,7 +17,8 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
-from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings
+from toolkit.evidence.audit_chain import audit_findings
+from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings, unrecorded_findings
 from toolkit.evidence.predictions import (
     PredictionsCheck,
     predictions_checks,
@@ -67,10 +68,13 @@ def record_checks(data: WorkbookData, workbook: Path | None,
     if records is None and workbook is not None:
         records = _journal_records(workbook, found)
     found += chain_findings(data, journal=records)
+    if records is not None:
+        torn = journal.notes(workbook) if workbook is not None else []
+        found += unrecorded_findings(data, records, torn)
     found += manifest_findings(data, records)
     if workbook is not None:
         found += anchor_findings(data, workbook)
-    return found + action_findings(data)
+    return found + audit_findings(data) + action_findings(data)
 
 
 def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integrity:
@@ -82,7 +86,11 @@ def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integr
 def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:
     """The journal's records beside ``workbook``; an unreadable journal becomes a finding."""
 
+    if not journal.journal_path(workbook).exists():
+        return None  # the anchor names a journal gone missing beside recorded attempts
     try:
+        found += [Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
+                  for line in journal.unstarted(workbook)]
         return journal.read(workbook)
     except (ToolkitError, OSError) as exc:
         found.append(Finding(SHEET, None, "", "journal", "the journal cannot be read, so "

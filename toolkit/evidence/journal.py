@@ -82,6 +82,18 @@ def append(workbook: str | Path, entry: dict[str, Any]) -> Path | None:
     """
     line = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), sort_keys=True) + "\n"
     path = journal_path(workbook)
+    try:
+        return _append(workbook, path, line)
+    except OSError as exc:
+        raise WorkbookError(f"{path}: cannot append to the journal ({exc.strerror or exc})",
+                            hint="the journal must be a plain file you may write (not a link "
+                            "to a device); free disk space or fix the permission, then "
+                            "`iteralab ingest` or run again") from exc
+
+
+def _append(workbook: str | Path, path: Path, line: str) -> Path | None:
+    if not path.is_file() and path.exists():
+        raise OSError(0, "not a plain file")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     kept = None
     try:
@@ -146,7 +158,7 @@ def _record(line: bytes) -> dict[str, Any] | None:
     """The journal record a line holds, or None when it is not one."""
     try:
         entry = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return entry if isinstance(entry, dict) and entry.get("format") == FORMAT else None
 
@@ -158,8 +170,18 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
     attempt never finished writing. So is a line that :func:`append` ended
     after such a crash and kept in ``NAME.journal.torn-N`` (same bytes).
     Any other unreadable line is an error. :func:`notes` says what was skipped.
+    In a journal holding start lines (every run writes one before each attempt),
+    a record without its own start, or a second record for one start, is left
+    out: the runner never writes one (an appended forgery); :func:`unstarted`
+    names each.
     """
     return _scan(workbook)[0]
+
+
+def unstarted(workbook: str | Path) -> list[str]:
+    """One sentence per record :func:`read` leaves out: no start line of its attempt before
+    it, or a second record for one start (one attempt, one slot)."""
+    return _scan_all(workbook)[3]
 
 
 def notes(workbook: str | Path) -> list[str]:
@@ -174,26 +196,83 @@ def start(attempt_id: str, spec: dict[str, Any], started_at: str) -> dict[str, A
             "started_at": started_at, "pid": os.getpid()}
 
 
+def merged_start(record: dict[str, Any], source: str | Path,
+                 start_line: dict[str, Any] | None) -> dict[str, Any]:
+    """The start line a record joining from another copy's journal (``source``) is appended
+    after: that copy's own, or (a copy whose journal has none) one naming the merge."""
+    if start_line is not None:
+        return start_line
+    attempt = record["attempt"]
+    return {"format": START_FORMAT, "attempt_id": attempt.get("attempt_id"), "spec": {},
+            "started_at": attempt.get("started_at"), "merged_from": str(source)}
+
+
+def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
+    """The journal's start lines by attempt id (the last, where one id has several)."""
+    return {str(s.get("attempt_id")): s for s in _scan_all(workbook)[2]}
+
+
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
-    """The starts of attempts that have no record: their process died without one."""
-    records, _, starts = _scan_all(workbook)
-    done = {r["attempt"].get("attempt_id") for r in records}
-    return [s for s in starts if s.get("attempt_id") not in done]
+    """The starts of attempts that have no record: their process died without one (or its
+    line was torn: the caller leaves out the attempts its workbook holds). A merge's start
+    is left out: running the merge again appends its record."""
+    records, _, started, _ = _scan_all(workbook)
+    done = {str(r["attempt"].get("attempt_id")) for r in records}
+    return [s for s in started if str(s.get("attempt_id")) not in done
+            and "merged_from" not in s]
 
 
 def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    records, skipped, _ = _scan_all(workbook)
+    records, skipped, _, _ = _scan_all(workbook)
     return records, skipped
 
 
+def _started(path: Path, records: list[tuple[int, dict[str, Any]]],
+             starts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records that each have a start line before them, one record per start; and a
+    sentence for each other one. A journal without any start line (written before runs
+    journaled them) keeps every record."""
+    if not starts:
+        return [r for _, r in records], []
+    open_starts: dict[str, dict[str, Any]] = {}
+    kept: list[dict[str, Any]] = []
+    refused: list[str] = []
+    ordered = sorted([(s["_line"], "start", s) for s in starts]
+                     + [(n, "record", r) for n, r in records], key=lambda x: x[0])
+    for number, kind, entry in ordered:
+        if kind == "start":
+            open_starts[str(entry.get("attempt_id"))] = entry
+            continue
+        attempt = entry.get("attempt")
+        attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
+        start_entry = open_starts.pop(attempt_id, None)
+        if start_entry is None:
+            refused.append(f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
+                           "line before it (or a record already used it): `iteralab run` "
+                           "writes a start before every attempt and one record after it, so "
+                           "this record was added by hand and is not ingested")
+            continue
+        spec = start_entry.get("spec")
+        planned = spec.get("variant") if isinstance(spec, dict) else None
+        planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
+        ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
+        if planned_id is not None and ran != planned_id:
+            refused.append(f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
+                           f"{ran!r}, its start line {start_entry['_line']} planned "
+                           f"{planned_id!r}: not what the runner wrote; not ingested")
+            continue
+        kept.append(entry)
+    return kept, refused
+
+
 def _scan_all(workbook: str | Path
-              ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+              ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[str]]:
     path = journal_path(workbook)
     if not path.exists():
-        return [], [], []
+        return [], [], [], []
     lines = path.read_bytes().split(b"\n")
     starts: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
+    records: list[tuple[int, dict[str, Any]]] = []
     skipped: list[str] = []
     kept: dict[bytes, Path] | None = None
     for number, raw in enumerate(lines, start=1):
@@ -201,7 +280,14 @@ def _scan_all(workbook: str | Path
             continue
         error: WorkbookError | None = None
         try:
-            entry = json.loads(raw.decode("utf-8", errors="replace"))
+            entry = json.loads(raw.decode("utf-8", errors="replace"),
+                               parse_constant=_no_constant)
+        except (RecursionError, _NotANumber) as exc:
+            why = ("nested too deep to read" if isinstance(exc, RecursionError)
+                   else f"it holds {exc}, which no measurement is")
+            raise WorkbookError(f"{path}: line {number} is not a journal record ({why})",
+                                hint="the journal is written by `iteralab run`; restore it "
+                                "from a copy or remove that line") from None
         except json.JSONDecodeError as exc:
             if number == len(lines):  # the torn tail of an interrupted write
                 skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
@@ -213,15 +299,17 @@ def _scan_all(workbook: str | Path
                                   hint="the journal is written by `iteralab run`; restore it "
                                   "from a copy or remove the damaged line")
         else:
-            if isinstance(entry, dict) and entry.get("format") == FORMAT:
-                records.append(entry)
+            shape = _shape_problem(entry)
+            if shape is None and entry.get("format") == FORMAT:
+                records.append((number, entry))
                 continue
-            if isinstance(entry, dict) and entry.get("format") == START_FORMAT:
-                starts.append(entry)
+            if shape is None and entry.get("format") == START_FORMAT:
+                starts.append(dict(entry, _line=number))
                 continue
-            error = WorkbookError(f"{path}: line {number} is not an {FORMAT} record",
+            error = WorkbookError(f"{path}: line {number} is not an {FORMAT} record"
+                                  + (f" ({shape})" if shape else ""),
                                   hint="the journal is written by `iteralab run`; do not "
-                                  "edit it")
+                                  "edit it: restore it from a copy or remove that line")
         if kept is None:
             kept = {p.read_bytes(): p for p in reversed(torn_files(workbook))}
         if number == len(lines) or raw not in kept:
@@ -230,4 +318,33 @@ def _scan_all(workbook: str | Path
         skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
                        "interrupted write and is skipped: no finished attempt is lost; its "
                        f"bytes are kept in {kept[raw].name}")
-    return records, skipped, starts
+    started, refused = _started(path, records, starts)
+    return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], \
+        refused
+
+
+class _NotANumber(Exception):
+    """A JSON line holding NaN or Infinity: Python reads them, no cell holds them."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotANumber(name)
+
+
+def _shape_problem(entry: Any) -> str | None:
+    """Why a parsed line cannot be a journal record or start line (None when it can): the
+    readers index these keys."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    if entry.get("format") == FORMAT:
+        if not isinstance(entry.get("attempt"), dict):
+            return "its 'attempt' is not an object"
+        if entry.get("manifest") is not None and not isinstance(entry.get("manifest"), dict):
+            return "its 'manifest' is not an object"
+        if not isinstance(entry["attempt"].get("attempt_id"), str):
+            return "its attempt has no attempt_id"
+    elif entry.get("format") == START_FORMAT:
+        if not isinstance(entry.get("attempt_id"), str) or not isinstance(entry.get("spec"),
+                                                                         dict):
+            return "a start line without its attempt_id and spec"
+    return None

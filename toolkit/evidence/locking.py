@@ -15,6 +15,7 @@ from typing import Any
 from toolkit import __version__, layout
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence import subgroups, tuning
+from toolkit.evidence.audit_chain import log
 from toolkit.evidence.protocol import LOCKED_SHEETS, changes, content_hash, current_lock, snapshot
 from toolkit.evidence.validate import corpus_findings, sorted_findings, validate_sheets
 from toolkit.findings import Finding
@@ -50,7 +51,7 @@ def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
             hint="shorten long Protocol/Variants texts (keep long documents in files and "
             "refer to them)",
         )
-    data.append("Audit", {"at": at or now_text(), "action": action, "protocol_sha256": sha,
+    log(data, {"at": at or now_text(), "action": action, "protocol_sha256": sha,
                           "tool_version": __version__, "reason": reason, "details": text})
 
 
@@ -134,8 +135,12 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
     content = snapshot(data)
     found = changes(existing.snapshot, content)
     if not found:
-        raise ProtocolError("Protocol and Variants are unchanged since the lock: nothing to amend",
-                            hint="edit the workbook first, then amend with the reason")
+        raise ProtocolError(
+            "what the measurement depends on in Protocol and Variants is unchanged since the "
+            "lock: nothing to amend",
+            hint="edit the workbook first, then amend with the reason; a bookkeeping edit "
+            "(scenario wording, a variant's description, notes, rental_id, label) needs no "
+            "amendment: `iteralab report` logs it in Audit")
     _require_valid(data, "amend", workbook)
     sha = content_hash(content)
     summary = [f"{f.sheet}!{f.row} {f.column}" for f in found]

@@ -23,6 +23,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import EvidenceInvalid, UsageError
 from toolkit.evidence import journal
+from toolkit.evidence.identifiers import id_problem
 from toolkit.evidence.integrity import record_checks
 from toolkit.plumbing import beside
 from toolkit.plumbing.digests import file_sha256
@@ -46,6 +47,10 @@ class MergePlan:
     problems: list[str] = field(default_factory=list)
     #: Attempts the other copy excluded (id -> its reason): they stay excluded here.
     exclusions: dict[str, str] = field(default_factory=dict)
+    #: The other copy's start line of each joining attempt (by id), appended before it.
+    starts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Joining attempts already in this journal (a merge stopped before its save).
+    journaled: set[str] = field(default_factory=set)
 
     @property
     def hosts(self) -> list[str]:
@@ -79,6 +84,7 @@ def plan(main: Path, data: WorkbookData, other: Path,
     result = MergePlan(source, source.parent, file_sha256(source))
     every = journal.read(workbook_of_source)
     records = [r for r in every if r.get("format") == journal.FORMAT]
+    result.problems += journal.unstarted(workbook_of_source)
     result.problems += _other_copy_problems(workbook_of_source, every, result)
     locks = {str(r.get("protocol_sha256")) for r in data.tables["Audit"]
              if r.get("action") in ("lock", "amend")}
@@ -87,6 +93,7 @@ def plan(main: Path, data: WorkbookData, other: Path,
     in_sheet = {str(a.get("attempt_id")) for a in data.tables["Attempts"]}
     for record in records:
         _consider(result, record, locks, known, in_sheet, main.parent)
+    result.starts = journal.starts(workbook_of_source)
     if result.problems:
         listed = "\n".join(f"  {p}" for p in result.problems[:20])
         more = (f"\n  and {len(result.problems) - 20} more" if len(result.problems) > 20
@@ -103,12 +110,21 @@ def _consider(result: MergePlan, record: Mapping[str, Any], locks: set[str],
               ) -> None:
     attempt = record.get("attempt") or {}
     attempt_id = str(attempt.get("attempt_id"))
+    for column in ("attempt_id", "variant_id"):
+        problem = id_problem(attempt.get(column))
+        if problem:
+            result.problems.append(f"{attempt_id!r}: {column} {attempt.get(column)!r} "
+                                   f"{problem}: ids name files; the runner never records one")
+            return
     if attempt_id in known:
-        if _same(known[attempt_id], record):
-            result.already += 1
-        else:
+        if not _same(known[attempt_id], record):
             result.problems.append(f"{attempt_id}: this campaign holds another record under "
                                    "the same id (never overwritten)")
+        elif attempt_id in in_sheet:
+            result.already += 1
+        else:  # journaled by a merge stopped before its save: it joins now, logged
+            result.journaled.add(attempt_id)
+            result.records.append(dict(record))
         return
     if attempt_id in in_sheet:
         result.problems.append(f"{attempt_id}: in this workbook's Attempts but not in its "

@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import __version__, layout
+from toolkit.evidence.audit_chain import log
 from toolkit.findings import Finding
 from toolkit.plumbing.clock import now_text
 from toolkit.workbook.model import WorkbookData
@@ -109,7 +110,7 @@ def log_money_edits(data: WorkbookData, protocol_sha256: str) -> str | None:
         if len(reason) > SUMMARY_LIMIT:
             reason = reason[:SUMMARY_LIMIT - 3] + "..."
     text = json.dumps(now, sort_keys=True, ensure_ascii=False)
-    data.append("Audit", {"at": now_text(), "action": ACTION, "protocol_sha256": protocol_sha256,
+    log(data, {"at": now_text(), "action": ACTION, "protocol_sha256": protocol_sha256,
                           "tool_version": __version__, "reason": reason, "details": text})
     return reason
 

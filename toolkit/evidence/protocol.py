@@ -2,8 +2,10 @@
 
 The lock is a SHA-256 over the normalised content of the Protocol and
 Variants sheets, recorded in the Audit sheet with a snapshot of that content,
-the time and the tool version. Any later edit is found by comparing with the
-snapshot, field by field. Writing a lock or an amendment (which logs the
+the time and the tool version. A later edit is found by comparing with the
+snapshot, field by field: an edit to what the measurement depends on needs an
+amendment; a bookkeeping edit (:data:`BOOKKEEPING`) is only logged
+(:mod:`toolkit.evidence.bookkeeping`). Writing a lock or an amendment (which logs the
 reason and marks earlier attempts as measured under the old protocol) is
 :mod:`toolkit.evidence.locking`.
 """
@@ -22,6 +24,11 @@ from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
 LOCKED_SHEETS = ("Protocol", "Variants")
+#: Fields of the locked sheets that do not change the measurement: wording, links to the
+#: money side, where a cluster runs it (gpu_slug, locked, says which GPU). Editing one after
+#: the lock voids no attempt; :mod:`toolkit.evidence.bookkeeping` logs it in Audit.
+BOOKKEEPING = {"Protocol": ("scenario",),
+               "Variants": ("description", "notes", "rental_id", "label")}
 
 
 @dataclass(frozen=True)
@@ -94,11 +101,14 @@ def current_lock(data: WorkbookData) -> Lock | None:
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
-    """What differs between two snapshots, one finding per changed field."""
+    """What differs between two snapshots in what the measurement depends on, one finding
+    per changed field (:data:`BOOKKEEPING` fields left out)."""
     found: list[Finding] = []
     old_form, new_form = before.get("Protocol", {}), after.get("Protocol", {})
     fields = layout.PROTOCOL.names
     for name in fields:
+        if name in BOOKKEEPING["Protocol"]:
+            continue
         if old_form.get(name) != new_form.get(name):
             found.append(Finding(
                 "Protocol", fields.index(name) + 2, name, "locked",
@@ -115,6 +125,8 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
             continue
         index, new = new_rows[vid]
         for name in layout.VARIANTS.names:
+            if name in BOOKKEEPING["Variants"]:
+                continue
             if old.get(name) != new.get(name):
                 found.append(Finding(
                     "Variants", index + 2, name, "locked",
@@ -129,17 +141,19 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
 
 
 def lock_findings(data: WorkbookData) -> list[Finding]:
-    """Edits made since the lock (empty when unlocked or unchanged)."""
+    """Edits made since the lock to what the measurement depends on (empty when unlocked or
+    unchanged); a snapshot that no longer hashes to its lock is a finding on Audit."""
     lock = current_lock(data)
     if lock is None:
         return []
     now = snapshot(data)
     if content_hash(now) == lock.sha256:
         return []
-    found = changes(lock.snapshot, now)
-    return found or [Finding("Audit", None, "protocol_sha256", "locked",
-                             "the locked content no longer matches its recorded hash: the "
-                             "Audit sheet was edited; restore it from the backup")]
+    if content_hash(lock.snapshot) != lock.sha256:
+        return [Finding("Audit", None, "protocol_sha256", "locked",
+                        "the locked content no longer matches its recorded hash: the "
+                        "Audit sheet was edited; restore it from the backup")]
+    return changes(lock.snapshot, now)  # bookkeeping edits: toolkit.evidence.bookkeeping
 
 
 def require_lock(data: WorkbookData, path: str | Path) -> str:

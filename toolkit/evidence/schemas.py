@@ -159,4 +159,9 @@ def _message(sheet: layout.Sheet, column: str, check: str, value: Any) -> str:
         return f"{column} {value!r} appears more than once: give each row its own {column}"
     if name == "choice":
         return f"{column} must be {check}; found {value!r}: pick from the dropdown"
+    if name == layout.DATETIME:
+        return (f"{column} must be {check}; found {value!r}: type it as text in that form "
+                "(the cell formatted as Text); a date-time typed as an Excel date takes the "
+                "UTC offset of Protocol deadline, so state it there once, as text such as "
+                "2026-12-11T09:00+01:00")
     return f"{column} must be {check}; found {value!r}"

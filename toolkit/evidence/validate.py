@@ -18,8 +18,10 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import CorpusError
 from toolkit.evidence import (
+    bookkeeping,
     corpus,
     determinism,
+    identifiers,
     integrity,
     money_log,
     money_rules,
@@ -27,6 +29,7 @@ from toolkit.evidence import (
     schemas,
     subgroups,
     tuning,
+    unfinished,
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
@@ -57,7 +60,8 @@ def validate(data: WorkbookData, path: str | Path | None = None,
         if where is not None:
             findings += (corpus_findings(data, where) + corpus_change_findings(data, where)
                          + tuning.tuning_findings(data, where)
-                         + subgroups.field_findings(data, where))
+                         + subgroups.field_findings(data, where)
+                         + unfinished.findings(where))
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
@@ -128,7 +132,8 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
     (every sheet by default) and the protocol's lock."""
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
     findings = (validate_sheets(data, names) + lock_findings(data)
-                + money_log.money_edit_findings(data) + unkept_findings(data))
+                + money_log.money_edit_findings(data) + bookkeeping.findings(data)
+                + unkept_findings(data))
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
     ):
@@ -230,7 +235,8 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
         if problem is not None:
             found.append(Finding("Variants", excel, "engine", "engine",
                                  f"{v.get('variant_id')}: {problem[0]}: {problem[1]}"))
-    return found + _series_1_findings(data) + _later_series_findings(data)
+    return (found + identifiers.variant_id_findings(data) + _series_1_findings(data)
+            + _later_series_findings(data))
 
 
 # --------------------------------------------------------------- series (R6)

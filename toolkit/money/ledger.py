@@ -16,6 +16,7 @@ no rental accounts for. Stdlib only.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import re
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import UsageError
 from toolkit.money.columns import column_mapping
 from toolkit.money.tariffs import CURRENCY
 
@@ -32,12 +33,15 @@ FIELDS = ("date", "description", "reference", "amount", "currency")
 REQUIRED = ("date", "reference", "amount", "currency")
 #: A billing export of a few rentals is kilobytes; a year of a busy account a few MB.
 MAX_LEDGER_BYTES = 64 * 2**20
+#: The Ledger sheet's rows below its header in one Excel sheet (1,048,576 rows).
+MAX_LEDGER_LINES = 1_048_575
 _AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 NO_LEDGER = "no ledger imported"
 
 
-class LedgerError(ToolkitError):
-    """A billing export that cannot be imported. Exit code 1; nothing is written."""
+class LedgerError(UsageError):
+    """A billing export that cannot be imported: bad input, exit code 2 (as a tariff
+    import's); nothing is written."""
 
 
 def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
@@ -45,11 +49,13 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
     return column_mapping(pairs, FIELDS, "amount=Total")
 
 
-def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None
-                ) -> list[dict[str, Any]]:
+def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None,
+                label: str | None = None) -> list[dict[str, Any]]:
     """The charges of a billing export, one dict per line (amount as Decimal, currency upper
-    case, source ``FILE:LINE``); LedgerError naming the file, line and column otherwise."""
+    case, date as ISO 8601 text, source ``LABEL:LINE``, ``LABEL`` the file's name unless
+    given); LedgerError naming the file, line and column otherwise."""
     path = Path(path)
+    label = label or path.name
     headers = {field: (mapping or {}).get(field, field) for field in FIELDS}
     try:
         if path.stat().st_size > MAX_LEDGER_BYTES:
@@ -65,6 +71,8 @@ def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     found = [h.strip() for h in reader.fieldnames or []]
     reader.fieldnames = found
+    by_case = {h.casefold(): h for h in found}  # a header matches whatever its case
+    headers = {field: by_case.get(header.casefold(), header) for field, header in headers.items()}
     missing = [f"{field} (header {headers[field]!r})" for field in REQUIRED
                if headers[field] not in found]
     if missing:
@@ -79,15 +87,56 @@ def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None
         values = {field: str(record.get(headers[field]) or "").strip() for field in FIELDS}
         if not any(values.values()):
             continue
-        rows.append({**{f: values[f] or None for f in ("date", "description", "reference")},
+        rows.append({**{f: values[f] or None for f in ("description", "reference")},
+                     "date": _date(values["date"], path, line, headers["date"]),
                      "amount": _amount(values["amount"], path, line, headers["amount"]),
                      "currency": _currency(values["currency"], path, line,
                                            headers["currency"]),
-                     "source": f"{path.name}:{line}"})
+                     "source": f"{label}:{line}"})
+        if len(rows) > MAX_LEDGER_LINES:
+            raise LedgerError(
+                f"{path}: line {line}: more than {MAX_LEDGER_LINES:,} charges, the most the "
+                "Ledger sheet holds (an Excel sheet has 1,048,576 rows); nothing was imported",
+                hint="export the months of the campaign only (or the campaign's account)")
     if not rows:
         raise LedgerError(f"{path}: no charge in the billing export",
                           hint="export the lines of the rental period")
     return rows
+
+
+def source_label(export: Path, workbook: Path) -> str:
+    """What a ledger line's ``source`` names its file by: the path from the workbook's folder
+    (the file's name, for an export beside it), or the absolute path of one elsewhere. A
+    second import of the same file replaces its lines; another provider's bill, even under
+    the same file name in another folder, is kept beside them."""
+    export, folder = export.resolve(), workbook.resolve().parent
+    try:
+        return export.relative_to(folder).as_posix()
+    except ValueError:
+        return str(export)
+
+
+def check_room(kept: int, new: int, export: Path) -> None:
+    """LedgerError when the lines kept and the new ones overflow the Ledger sheet."""
+    if kept + new > MAX_LEDGER_LINES:
+        raise LedgerError(
+            f"{export}: {new:,} charge(s) beside the {kept:,} already in the Ledger sheet "
+            f"make more than the {MAX_LEDGER_LINES:,} it holds; nothing was imported",
+            hint="export the months of the campaign only")
+
+
+def _date(text: str, path: Path, line: int, column: str) -> str | None:
+    """An ISO 8601 date or date-time as written (``2026-12-07``, ``2026-12-07T09:30Z``); a
+    text that names no real day (``31/02/2026``, ``not a date``) is refused."""
+    if not text:
+        return None
+    try:
+        dt.datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise LedgerError(f"{path}: line {line}, column {column!r}: {text!r} is not a date",
+                          hint="an ISO 8601 date such as 2026-12-07 (or 2026-12-07T09:30Z); "
+                          "export the dates in that form") from None
+    return text
 
 
 def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
@@ -164,4 +213,6 @@ def _decimal(value: Any) -> Decimal:
 
 
 def _money(amount: Decimal) -> str:
-    return f"{amount.quantize(Decimal('0.01')):,}"
+    """Cents as usual; an amount finer than a cent in full (35.004 is not 35.00)."""
+    cents = amount.quantize(Decimal("0.01"))
+    return f"{cents:,}" if cents == amount else f"{amount.normalize():,f}"

@@ -31,15 +31,35 @@ def device_mismatches(variants: list[dict[str, object]], device_name: str,
     return out
 
 
+def cpu_on_gpu_rental(data: WorkbookData, known: set[str]) -> list[Finding]:
+    """A finding per cpu variant linked to a rental of a catalogued GPU: its cost would be
+    set against a card it never used (B1: the GPU priced is the GPU measured)."""
+    rentals = {str(r.get("rental_id") or "").strip(): r for r in data.tables[layout.RENTALS.name]}
+    found = []
+    for i, v in enumerate(data.tables["Variants"]):
+        rental = rentals.get(str(v.get("rental_id") or "").strip())
+        slug = str((rental or {}).get("gpu_slug") or "").strip().lower()
+        if v.get("device") == "cpu" and rental is not None and slug in known:
+            found.append(Finding(
+                "Variants", data.excel_row("Variants", i), "rental_id", "gpu-identity",
+                f"variant {v.get('variant_id')} runs on the cpu but is linked to rental "
+                f"{rental.get('rental_id')!r}, a {slug} GPU rental: link it to the rental of "
+                "the machine it ran on, or clear rental_id"))
+    return found
+
+
 def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[Finding]:
-    """A finding per Manifest row whose device is not its CUDA variant's declared GPU."""
+    """A finding per Manifest row whose device is not its CUDA variant's declared GPU, and per
+    cpu variant linked to a GPU rental."""
     variants = {str(v.get("variant_id")): v for v in data.tables["Variants"]}
     rows = data.tables[layout.MANIFEST.name]
-    if not any(v.get("device") == "cuda" and v.get("gpu_slug") for v in variants.values()):
+    linked = any(v.get("rental_id") for v in variants.values())
+    if not linked and not any(v.get("device") == "cuda" and v.get("gpu_slug")
+                              for v in variants.values()):
         return []
     cards = load_catalog() if catalog is None else catalog
     known = {g.slug for g in cards}
-    found = []
+    found = cpu_on_gpu_rental(data, known)
     for i, m in enumerate(rows):
         variant = variants.get(str(m.get("variant_id")), {})
         slug = str(variant.get("gpu_slug") or "").strip().lower()

@@ -81,7 +81,7 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
         if st.successes and not st.equal_quality:
             ax.annotate("outside quality", (x, 0.98), ha="center", va="top", fontsize=8,
                         xycoords=("data", "axes fraction"), color="#7F6000")
-    ax.set_xticks(range(len(all_stats)), [st.variant_id for st in all_stats])
+    ax.set_xticks(range(len(all_stats)), [plain_label(st.variant_id) for st in all_stats])
     ax.set_xlim(-0.6, len(all_stats) - 0.4)
     top = max((max(st.runs) for st in all_stats if st.runs), default=1.0)
     ax.set_ylim(0, top * 1.12)
@@ -123,7 +123,7 @@ def costs_note(costs: Sequence[Costing]) -> str:
 
 def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
-    names = [c.stats.variant_id for c in costs]
+    names = [plain_label(c.stats.variant_id) for c in costs]
     for x, c in enumerate(costs):
         cost = c.forecast_per_expected
         if cost is not None and c.stats.equal_quality:
@@ -143,3 +143,9 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))
     plt.close(fig)  # type: ignore[attr-defined]
     return path
+
+
+def plain_label(text: str) -> str:
+    """``text`` as a chart shows it literally: a ``$`` would start matplotlib's mathtext (a
+    variant id ``$\\frac{1}{$`` stopped the report after its save)."""
+    return str(text).replace("$", r"\$")

@@ -187,9 +187,7 @@ def _verdict(a: VariantStats, b: VariantStats) -> stats.Separation:
             f"attempt rows with integrity findings: {' and '.join(doubtful)}",
             "restore the evidence (`iteralab validate` names each row), then report again")
     if idle:
-        return stats.Separation(a.variant_id, b.variant_id, stats.NO_DATA,
-                                f"{' and '.join(idle)} not run yet",
-                                "run it under the same protocol")
+        return stats.not_run(a.variant_id, b.variant_id, idle)
     return stats.separation(a.variant_id, a.runs, b.variant_id, b.runs)
 
 
@@ -246,14 +244,15 @@ def _suggest(d: Decision, all_stats: Sequence[VariantStats], costs: Sequence[Cos
     comparable = [c for c in costs if c.stats.equal_quality]
     fastest = min(comparable, key=lambda c: c.stats.median or float("inf"), default=None)
     return {
-        "chosen_configuration": _chosen(d, comparable, fastest),
+        "chosen_configuration": _chosen(d, comparable, fastest, all_stats),
         "load_handled": _load(d, protocol, window_text, d.chosen or fastest),
         "reasons": _reasons(d, all_stats, comparable),
         "remaining_uncertainty": _uncertainty(d, all_stats),
     }
 
 
-def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None) -> str:
+def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None,
+            all_stats: Sequence[VariantStats]) -> str:
     if d.chosen is not None:
         c = d.chosen
         days = c.plan.plan_days if c.plan else "?"
@@ -270,8 +269,13 @@ def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None)
         caveat = f", not separated from {', '.join(close)}" if close else ""
         return (f"none chosen on cost ({why}); fastest variant of equal quality: "
                 f"{vid} (median {fastest.stats.median:.3f} s{caveat})")
-    return "none: no variant passes the equal-quality gate; fix the failures or revisit " \
-        "the variants"
+    failing = [st.variant_id for st in all_stats if st.failed]
+    if failing:  # only variants that ran can have failures to fix
+        return ("none: no variant passes the equal-quality gate; fix the failures of "
+                f"{', '.join(failing)} or revisit the variants")
+    if not any(st.attempts for st in all_stats):
+        return "none yet: no variant has run under this protocol; run the campaign"
+    return "none: no variant passes the equal-quality gate (see reasons); revisit the variants"
 
 
 def _load(d: Decision, protocol: dict[str, Any], window_text: str | None,
@@ -343,7 +347,10 @@ def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
                  if s.verdict != stats.SEPARATED and {s.first, s.second} <= equal]
     unsettled += [f"money: {m.sentence()}" for m in d.money
                   if m.verdict in (stats.WITHIN_NOISE, stats.NO_DATA)]
-    if not unsettled:
+    if not unsettled and len(equal) < 2:
+        unsettled = [f"{'no variant' if not equal else 'only ' + min(equal)} passes the "
+                     "equal-quality gate: there is no pair of equal-quality variants to separate"]
+    elif not unsettled:
         unsettled = ["the series separates every pair of equal-quality variants, and no cost "
                      "difference is within the measurement noise"]
     return "; ".join(relaxation_sentences(all_stats) + pooled_hardware_sentences(all_stats)

@@ -123,7 +123,8 @@ def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None
             f"{_fmt(found.decode_ceiling_fraction, '.5f')} | "
             f"{_fmt(found.token_agreement, '.4f')} |")
     lines += ["", "Separation on decode speed (seconds per token, the durations' rule):", ""]
-    lines += _separations(data.tables["Variants"], per_token)
+    ran = {str(a.get("variant_id")) for a in data.tables["Attempts"]}
+    lines += _separations(data.tables["Variants"], per_token, ran)
     return lines
 
 
@@ -135,8 +136,8 @@ def _bytes(row: Mapping[str, Any] | None, column: str) -> str:
     return f"{value:,}" if value is not None else str(row.get(f"{column}_reason") or "—")
 
 
-def _separations(variants: Sequence[Mapping[str, Any]], runs: Mapping[str, list[float]]
-                 ) -> list[str]:
+def _separations(variants: Sequence[Mapping[str, Any]], runs: Mapping[str, list[float]],
+                 ran: set[str]) -> list[str]:
     """Every pair of series 1 (batch is its only variable), then each later variant against
     its base_variant (the one column set it changes, R6): the durations' pairs."""
     first = [str(v.get("variant_id")) for v in variants if v.get("series") == 1]
@@ -145,6 +146,8 @@ def _separations(variants: Sequence[Mapping[str, Any]], runs: Mapping[str, list[
               if v.get("series") != 1 and v.get("base_variant")]
     out = []
     for a, b in pairs:
-        found = stats.separation(a, runs.get(a, []), b, runs.get(b, []))
+        idle = [v for v in (a, b) if v not in ran]  # nothing failed: it never ran
+        found = (stats.not_run(a, b, idle) if idle
+                 else stats.separation(a, runs.get(a, []), b, runs.get(b, [])))
         out.append(f"- {found.sentence()}")
     return out or ["- no pair to compare"]

@@ -16,7 +16,8 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import money_log, money_rules
+from toolkit.evidence import bookkeeping, money_log, money_rules
+from toolkit.evidence.audit_chain import campaign_head
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
@@ -87,6 +88,7 @@ def refresh(data: WorkbookData, base_dir: Path,
     data.tables["Tariffs"] = [with_iso_date(r) for r in data.tables["Tariffs"]]
     lock = current_lock(data)
     logged = money_log.log_money_edits(data, lock.sha256 if lock else "")
+    kept = bookkeeping.log(data, lock.sha256) if lock else None
     protocol = data.forms["Protocol"]
     all_stats = summary.variant_stats(data)
     for st in all_stats:
@@ -114,16 +116,32 @@ def refresh(data: WorkbookData, base_dir: Path,
     d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
                         window_text, costs.incurred_summary(incurred))
     decision.update_memo(data.forms["Decision"], d)
+    data.forms["Decision"]["draft"] += (  # the Audit rows are all logged by now
+        f"\ncampaign head: {campaign_head(data)} (keep it outside the folder; "
+        "`iteralab verify WORKBOOK --head HASH`)")
     # Which run the memo reflects: validate names a memo older than the numbers it quotes.
     data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
     data.charts = workbook_charts(data)
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
+    if kept:
+        notes.append(f"logged in Audit: {kept}")
     if catalog_problem and any(c.gpu_slug for c in found):
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
         notes.append(f"no plan: {window_problem}")
     return Refreshed(all_stats, found, d, catalog, win, window_problem, notes=notes,
                      incurred=incurred)
+
+
+#: Validation checks whose findings a refresh clears by logging the edit in Audit.
+LOGGED_BY_REFRESH = ("edited-after-attempts", "bookkeeping-edit")
+
+
+def still_standing(findings: list[Finding], data: WorkbookData) -> list[Finding]:
+    """``findings`` (the workbook as read) less the edits :func:`refresh` has just logged in
+    Audit: one report states what is still wrong after it, never what it cleared."""
+    now = set(money_log.money_edit_findings(data) + bookkeeping.findings(data))
+    return [f for f in findings if f.check not in LOGGED_BY_REFRESH or f in now]
 
 
 def _deadline_note(win: schedule.Window, deadline: Any) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import layout
+from toolkit.evidence.audit_chain import campaign_head
 from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.incurred import BRIDGE, INCOMPLETE
 from toolkit.money.tariffs import rules
@@ -45,6 +46,14 @@ def _seconds(value: float | None) -> str:
 def _cell(value: Any) -> str:
     text = "" if value is None else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def inline(value: Any) -> str:
+    """Typed text as one Markdown line that stays text: its line breaks cannot open a
+    section (``\n## Integrity``), its tags are not HTML (``<script>``)."""
+    text = "" if value is None else str(value)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " / ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -93,6 +102,11 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
     ])
     lines += ["", "## Integrity", ""]
     lines += integrity(workbook, result)
+    lines += ["", f"Campaign head: `{campaign_head(data)}` (the attempt and Audit chains as "
+              "this report read them). Keep it outside the campaign folder: "
+              f"`iteralab verify {workbook.name} --head HASH` later shows whether the workbook "
+              "still holds this state; a folder re-sealed with iteralab's own functions "
+              "cannot show it from inside."]
     lines += ["", "## Durations (R14)", "", f"Rule: {summary.SUCCESS_RULE}. No p95 is computed "
               "from five runs.", ""]
     lines += summary_table(result)
@@ -136,7 +150,7 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
     for name in ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty",
                  "reviewed_by"):
         who = " (typed by a person)" if name in result.decision.kept_fields else ""
-        lines.append(f"- **{name}**{who}: {memo.get(name) or ''}")
+        lines.append(f"- **{name}**{who}: {inline(memo.get(name))}")
     lines += ["", "## Where the attempts ran", ""]
     lines += machines(data)
     lines += ["", "## Charts", ""]

@@ -97,6 +97,13 @@ class Separation:
         return f"{text}; {self.advice}" if self.advice else text
 
 
+def not_run(first: str, second: str, idle: Sequence[str]) -> Separation:
+    """The verdict of a pair one of whose variants has no attempt yet: nothing failed, so
+    the advice is to run it, not to fix failures."""
+    return Separation(first, second, NO_DATA, f"{' and '.join(idle)} not run yet",
+                      "run it under the same protocol")
+
+
 def separation(first: str, first_runs: Sequence[float], second: str,
                second_runs: Sequence[float]) -> Separation:
     """Compare two variants' measured durations by the rule in this module's docstring."""

@@ -159,6 +159,28 @@ def _read_head(folder: Path) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor
     return meta, weight, bias, tree_hash(file_hashes(folder))
 
 
+def read_head(head_path: str, base: Path, encoder_hashes: dict[str, str]
+              ) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor, str]:
+    """The head folder's metadata, weight, bias and revision; ModelError when a file is
+    missing or wrong, or when the head was fitted on an encoder whose files (their SHA-256,
+    recorded in head.json) differ from ``encoder_hashes``."""
+    head_folder = Path(head_path).expanduser()
+    head_folder = head_folder if head_folder.is_absolute() else base / head_folder
+    if not head_folder.is_dir():
+        raise ModelError(f"head_path {head_path!r}: no folder {head_folder}",
+                         hint="point head_path at the folder holding head.json and "
+                         "head.safetensors (relative to the workbook's folder)")
+    meta, weight, bias, head_hash = _read_head(head_folder)
+    expected = (meta.get("encoder") or {}).get("files")
+    if expected and expected != encoder_hashes:
+        changed = sorted(k for k in set(expected) | set(encoder_hashes)
+                         if expected.get(k) != encoder_hashes.get(k))
+        raise ModelError(f"head {head_folder} was fitted on another encoder: files "
+                         f"differ from head.json ({', '.join(changed[:5])})",
+                         hint="use the encoder the head was fitted on, or refit it")
+    return meta, weight, bias, head_hash
+
+
 def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     """Load the variant's tokenizer and model on its device, precision and backend.
 
@@ -185,16 +207,7 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         if variant.get("head_path"):
-            head_folder = Path(str(variant["head_path"])).expanduser()
-            head_folder = head_folder if head_folder.is_absolute() else base / head_folder
-            meta, weight, bias, head_hash = _read_head(head_folder)
-            expected = (meta.get("encoder") or {}).get("files")
-            if expected and expected != hashes:
-                changed = sorted(k for k in set(expected) | set(hashes)
-                                 if expected.get(k) != hashes.get(k))
-                raise ModelError(f"head {head_folder} was fitted on another encoder: files "
-                                 f"differ from head.json ({', '.join(changed[:5])})",
-                                 hint="use the encoder the head was fitted on, or refit it")
+            meta, weight, bias, head_hash = read_head(str(variant["head_path"]), base, hashes)
             encoder = AutoModel.from_pretrained(str(folder), **common)
             module: nn.Module = HeadClassifier(encoder, weight, bias).to(dtype)
             labels = [str(label) for label in meta["labels"]]

@@ -39,6 +39,8 @@ PLAIN_MONEY = "#,##0.00"
 USD_KINDS = (layout.USD, layout.USD_OR_UNDEFINED)
 #: Where a row says it rests on an example figure (layout.EXAMPLE in it).
 EXAMPLE_COLUMNS = ("grounds", "source")
+#: Kinds whose typed cells are formatted as Text: Excel then keeps ``0`` or a date as typed.
+TEXT_KINDS = (layout.TEXT, layout.CHOICE, layout.YESNO, layout.DATETIME)
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
 
@@ -75,6 +77,8 @@ class _Formats:
                     else PLAIN_MONEY
             elif kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
+            elif kind in TEXT_KINDS and not computed:
+                spec["num_format"] = "@"  # Text: what a person types stays as typed (#38)
             self._cache[key] = self.book.add_format(spec)
         return self._cache[key]
 

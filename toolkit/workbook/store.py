@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import filelock
+from xlsxwriter.exceptions import FileCreateError
 
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
@@ -28,8 +29,11 @@ from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
+from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.render import cell_image, render
+from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
+from toolkit.workbook.typed import as_typed
 
 LOCK_TIMEOUT_S = 60
 ZIP_MAGIC = b"PK\x03\x04"
@@ -58,6 +62,8 @@ def read(path: str | Path) -> WorkbookData:
         try:
             with Book(handle) as book:
                 data = _read_book(book, path)
+            if any(name.startswith("xl/comments") for name in parts):
+                data.unkept += _typed_comments(handle)
             if any(name.startswith("xl/charts/") for name in parts):
                 data.charts = workbook_charts(data)
             return data
@@ -212,7 +218,35 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
         # to name them (formulas typed where a value belongs).
         if sheet.name in layout.FORMULA_SHEETS or found:
             data.formulas[sheet.name] = found
+    as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
+    data.unkept += _typed_summary_rows(data)
     return data
+
+
+def _typed_summary_rows(data: WorkbookData) -> list[Addition]:
+    """Summary rows a person added: the report writes each row with its formulas and
+    rewrites the sheet, so a row without any would vanish at the next report."""
+    sheet = layout.SUMMARY.name
+    with_formulas = {i for i, _ in data.formulas.get(sheet, {})}
+    if not with_formulas:
+        return []  # never reported, or saved by a program that dropped every formula
+    return [Addition(f"Summary row {data.excel_row(sheet, i)} (typed: the report writes "
+                     "every row of this sheet itself)", sheet, data.excel_row(sheet, i), "")
+            for i in range(len(data.tables[sheet])) if i not in with_formulas]
+
+
+def _typed_comments(handle: IO[bytes]) -> list[Addition]:
+    """The cell comments a save would drop: all but the header notes it writes itself (on a
+    table's header row; an older iteralab worded some otherwise, so any there counts)."""
+    found = []
+    for sheet_name, ref, text in cell_comments(handle):
+        sheet = layout.SHEET_BY_NAME.get(sheet_name)
+        if sheet is not None and sheet.kind == "table" and split_reference(ref)[1] == 1:
+            continue
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        found.append(Addition(f"the comment {shown!r} on {sheet_name}!{ref}", sheet_name,
+                              None, ""))
+    return found
 
 
 def _missing_sheets(path: Path, missing: list[str]) -> WorkbookError:
@@ -310,13 +344,37 @@ def _layout_version(book: Book) -> int | None:
 def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[Addition],
                version: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
+    first_row: dict[str, int] = {}
     known = set(sheet.names)
+    width = len(layout.FORM_HEADER)
     for excel_row, row in enumerate(rows[1:], start=2):
-        if row and isinstance(row[0], str) and row[0].strip():
-            values[row[0].strip()] = normalise(row[1] if len(row) > 1 else None)
-            if row[0].strip() not in known:
-                unkept.append(Addition(f"row {excel_row} ({row[0].strip()!r}) of {sheet.name}",
-                                     sheet.name, excel_row, row[0].strip()))
+        field = row[0].strip() if row and isinstance(row[0], str) else ""
+        beyond = [i for i in range(width, len(row)) if normalise(row[i]) is not None]
+        if beyond:  # a note beside the form: the save writes field, value and help only
+            cell = f"{layout.letter(beyond[0] + 1)}{excel_row}"
+            unkept.append(Addition(f"{sheet.name}!{cell} (a value right of the help column)",
+                                   sheet.name, excel_row, field))
+        if not field:
+            if len(row) > 1 and normalise(row[1]) is not None:
+                unkept.append(Addition(f"{sheet.name}!B{excel_row} (a value with no field "
+                                       "name in column A)", sheet.name, excel_row, ""))
+            continue
+        if field in first_row:
+            unkept.append(Addition(f"a second {field!r} field at row {excel_row} of "
+                                   f"{sheet.name} (the first is row {first_row[field]})",
+                                   sheet.name, excel_row, field))
+            continue
+        first_row[field] = excel_row
+        values[field] = normalise(row[1] if len(row) > 1 else None)
+        if isinstance(values[field], str) and len(values[field]) > EXCEL_CELL_LIMIT // 2 \
+                and utf16_length(values[field]) > EXCEL_CELL_LIMIT:
+            unkept.append(Addition(
+                f"{sheet.name}!B{excel_row} ({field}: {utf16_length(values[field]):,} "
+                f"characters, over the {EXCEL_CELL_LIMIT:,} an Excel cell keeps; a save would "
+                "cut it)", sheet.name, excel_row, field))
+        if field not in known:
+            unkept.append(Addition(f"row {excel_row} ({field!r}) of {sheet.name}",
+                                   sheet.name, excel_row, field))
     missing = [c.name for c in sheet.all_columns if c.name not in values and c.since <= version]
     if missing:
         raise WorkbookError(
@@ -349,13 +407,26 @@ def _read_table(rows_iter: Iterator[Sequence[Any]], sheet: layout.Sheet, path: P
     # A column newer than the workbook's layout is absent: it reads empty (position past
     # any row's end).
     where = [(name, positions.get(name, 1 << 30)) for name in sheet.names]
+    headless = [i for i, name in enumerate(header) if not name]
+    stray = 0
     for excel_row, values in enumerate(rows_iter, start=2):
         width = len(values)
         record = {name: normalise(values[i]) if i < width else None for name, i in where}
         if any(v is not None for v in record.values()):
             rows.append(record)
             numbers.append(excel_row)
+        if (width > len(header) or headless) and stray < MAX_STRAY_NAMED:
+            for i in [*headless, *range(len(header), width)]:
+                if i < width and normalise(values[i]) is not None and stray < MAX_STRAY_NAMED:
+                    stray += 1
+                    unkept.append(Addition(
+                        f"{sheet.name}!{layout.letter(i + 1)}{excel_row} (a value in a column "
+                        "with no header)", sheet.name, excel_row, ""))
     return header, rows, numbers
+
+
+#: Values in headerless columns named per sheet (the first ones say where to look).
+MAX_STRAY_NAMED = 20
 
 
 def check_keepable(data: WorkbookData, path: Path) -> None:
@@ -456,7 +527,7 @@ def save(data: WorkbookData, path: str | Path) -> None:
     ``path``. Raises WorkbookError, with the workbook unchanged, when any step
     fails.
     """
-    path = Path(path)
+    path = writable_path(path)
     check_keepable(data, path)
     _refuse_read_only(path)
     backup = backup_path(path)
@@ -470,6 +541,8 @@ def save(data: WorkbookData, path: str | Path) -> None:
                 verify=lambda temp: _check_rendered(temp, path), before_replace=keep_backup)
     except OSError as exc:
         raise _save_error(path, exc) from exc
+    except FileCreateError as exc:  # xlsxwriter's wrapping of a disk full or a denied write
+        raise _save_error(path, _os_cause(exc)) from exc
 
 
 def create(data: WorkbookData, path: str | Path) -> Path:
@@ -485,6 +558,14 @@ def create(data: WorkbookData, path: str | Path) -> Path:
         raise
     except OSError as exc:
         raise _save_error(path, exc) from exc
+    except FileCreateError as exc:
+        raise _save_error(path, _os_cause(exc)) from exc
+
+
+def _os_cause(exc: Exception) -> OSError:
+    """The system's refusal behind a library's exception (an OSError it wrapped)."""
+    cause = exc.__context__ or exc.__cause__
+    return cause if isinstance(cause, OSError) else OSError(errno.EIO, str(exc))
 
 
 def _refuse_read_only(path: Path) -> None:
@@ -513,10 +594,22 @@ def _save_error(path: Path, exc: OSError) -> WorkbookError:
     return WorkbookError(f"{path}: could not save ({why}); the workbook is unchanged", hint=hint)
 
 
+def writable_path(path: str | Path) -> Path:
+    """Where a save of ``path`` writes: the file a symbolic link names (a save writes through
+    it, the link stays); a name not ending in .xlsx is refused (a save writes a plain .xlsx
+    package: under .xlsm it would drop the macros and share the .xlsx's backup name)."""
+    path = Path(path)
+    if path.suffix.lower() != ".xlsx":
+        raise WorkbookError(f"{path}: iteralab writes .xlsx workbooks only, not "
+                            f"{path.suffix or 'a name without an extension'}; it is unchanged",
+                            hint="save a copy as .xlsx (File > Save As) and give that file")
+    return path.resolve() if path.is_symlink() else path
+
+
 @contextlib.contextmanager
 def writer_lock(path: str | Path) -> Iterator[None]:
     """Hold the workbook's writer lock; refuse while Excel or LibreOffice has it open."""
-    path = Path(path)
+    path = writable_path(path)
     busy = office_lock_files(path)
     if busy:
         raise WorkbookBusyError(

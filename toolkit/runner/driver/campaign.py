@@ -41,7 +41,7 @@ from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import decoding, evaluation, plan
+from toolkit.runner import decoding, evaluation, lost, plan
 from toolkit.runner.driver import forkserver
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
@@ -172,7 +172,8 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     ``--resume``).
     """
     typed, workbook = workbook, workbook.resolve()
-    _record_lost_attempts(workbook)
+    # An attempt killed with an earlier run: its interrupted row (we hold the campaign lock).
+    lost.journal_interrupted(workbook, journal.unfinished(workbook))
     records = journal.read(workbook)  # read once: nothing below writes the journal
     if records:
         # Replay what an earlier run left in the journal only.
@@ -213,23 +214,6 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     todo = plan.pending(slots, current, seeds[0] if seeds else None)
     return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
                     known, fingerprint, len(items))
-
-
-def _record_lost_attempts(workbook: Path) -> None:
-    """An interrupted row for each attempt that started and left no record: the whole run
-    was killed (SIGKILL, power loss) while it ran. Its slot then runs again on --resume."""
-    lost = journal.unfinished(workbook)
-    if not lost:
-        return
-    from toolkit.runner.attempt import fallback_record  # torch, only here
-
-    for entry in lost:
-        spec = AttemptSpec(**entry["spec"])
-        note = (f"interrupted: the run (pid {entry.get('pid')}) ended while this attempt ran "
-                "and left no record (killed, or the machine stopped); items completed not "
-                "known (0 here is a lower bound); its slot runs again on --resume")
-        journal.append(workbook, fallback_record(spec, "interrupted", 0, note, None,
-                                                 str(entry.get("started_at"))))
 
 
 def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[str, Any]],

@@ -17,39 +17,13 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import filelock
 
 from toolkit.errors import WorkbookBusyError
-from toolkit.plumbing import beside
+from toolkit.evidence.unfinished import holder, holder_path, lock_path, who
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
-
-
-def lock_path(workbook: Path) -> Path:
-    """``NAME.campaign.lock`` beside ``NAME.xlsx``."""
-    return beside.campaign_lock(workbook)
-
-
-def holder_path(workbook: Path) -> Path:
-    """``NAME.campaign.json``: who holds (or last held) the campaign lock."""
-    return beside.campaign_holder(workbook)
-
-
-def _holder(workbook: Path) -> dict[str, Any]:
-    with contextlib.suppress(OSError, ValueError):
-        found = json.loads(holder_path(workbook).read_text(encoding="utf-8"))
-        if isinstance(found, dict):
-            return found
-    return {}
-
-
-def _who(holder: dict[str, Any]) -> str:
-    if not holder:
-        return "another iteralab run (no holder recorded)"
-    return (f"pid {holder.get('pid')} on {holder.get('host')}, started "
-            f"{holder.get('started_at')}")
 
 
 @contextlib.contextmanager
@@ -61,16 +35,16 @@ def campaign_lock(workbook: Path) -> Iterator[str | None]:
         lock.acquire()
     except filelock.Timeout as exc:
         raise WorkbookBusyError(
-            f"{workbook}: a campaign is already running on it ({_who(_holder(workbook))})",
+            f"{workbook}: a campaign is already running on it ({who(holder(workbook))})",
             hint="wait for it to finish (or stop it with Ctrl-C), then `iteralab run "
             f"{workbook.name} --resume`; never two runs on one workbook",
         ) from exc
     try:
-        previous = _holder(workbook)
+        previous = holder(workbook)
         note = None
         if previous.get("running"):
             note = (f"took over the campaign lock of a run that ended without releasing it "
-                    f"({_who(previous)})")
+                    f"({who(previous)})")
         me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_text(),
               "running": True}
         write_text(holder_path(workbook), json.dumps(me, sort_keys=True) + "\n")

@@ -38,7 +38,7 @@ from toolkit.plumbing import engines
 from toolkit.runner import model as torch_model
 from toolkit.runner.engines import cache
 from toolkit.runner.instruments import flops
-from toolkit.runner.tasks.predictor import Batch
+from toolkit.runner.tasks.predictor import Batch, Tokenized
 
 EXPORTED = "model.onnx"
 OPSET = 18
@@ -136,7 +136,7 @@ def exported(source: torch_model.LoadedModel, variant: dict[str, Any], base: Pat
     return int8.folder / EXPORTED, notes + [int8.note("onnxruntime dynamic-int8 quantization")]
 
 
-class OnnxClassifier:
+class OnnxClassifier(Tokenized):
     """The onnxruntime engine of classification (a :class:`tasks.predictor.Predictor`): the
     torch runner's tokenisation, padding and truncation, the session in place of the module.
     """
@@ -160,15 +160,10 @@ class OnnxClassifier:
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = notes
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int]:
-        encoded = self.tokenizer(list(texts), truncation=truncate,
-                                 max_length=self.max_length if truncate else None)
-        return [len(ids) for ids in encoded["input_ids"]]
-
     def predict(self, items: Sequence[corpus.Item],
                 timer: AbstractContextManager[Any] | None = None) -> Batch:
-        inputs = self.tokenizer([i.text for i in items], padding=self.padding, truncation=True,
-                                max_length=self.max_length, return_tensors="np")
+        inputs = {key: np.asarray(rows, dtype=np.int64)
+                  for key, rows in self.encode([i.text for i in items]).items()}
         mask = inputs["attention_mask"]
         feed = {name: inputs[name] for name in self.inputs}
         with timer if timer is not None else nullcontext():

@@ -63,7 +63,8 @@ class PythonPredictor:
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = []
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> None:
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
+                      keep: bool = False) -> None:
         """None: the predictor reads text its own way (``tokens_reason``)."""
         return None
 

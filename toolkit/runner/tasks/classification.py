@@ -95,7 +95,7 @@ def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpu
     size = int(variant["batch_size"])
     count = len(items)
     if variant["length_grouping"] == "sorted":
-        lengths = predictor.token_lengths([i.text for i in items], truncate=True)
+        lengths = predictor.token_lengths([i.text for i in items], truncate=True, keep=True)
         if lengths is None:
             raise ModelError(f"length_grouping sorted needs token lengths: {predictor.engine} "
                              f"gives none ({predictor.tokens_reason})",

@@ -84,9 +84,12 @@ class Predictor(Loaded, Protocol):
     #: (a ``python:`` predictor): token lengths, padding and truncation stay empty with it.
     tokens_reason: str | None
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int] | None:
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
+                      keep: bool = False) -> list[int] | None:
         """Each text's token count, cut at the variant's max_length when ``truncate``; None
-        when the engine has no tokenizer (``tokens_reason``)."""
+        when the engine has no tokenizer (``tokens_reason``). ``keep``: the length-sorted
+        window's call, whose encodings the following ``predict`` calls pad instead of
+        tokenizing the same texts again."""
 
     def predict(self, items: Sequence[corpus.Item],
                 timer: AbstractContextManager[Any] | None = None) -> Batch:
@@ -110,7 +113,44 @@ class Generator(Loaded, Protocol):
         """Generate ``items`` by batches into ``window``; ``after_batch(done)`` after each."""
 
 
-class TorchClassifier:
+class Tokenized:
+    """Tokenization shared by the engines that run the Protocol's tokenizer (torch,
+    onnxruntime): per batch, or, for a length-sorted window, once for the whole window (to
+    sort it) and then padded batch by batch, as a deployment that sorts would do."""
+
+    tokenizer: Any
+    max_length: int
+    padding: str
+    kept: dict[str, dict[str, list[int]]] | None = None
+
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
+                      keep: bool = False) -> list[int]:
+        encoded = self.tokenizer(list(texts), truncation=truncate,
+                                 max_length=self.max_length if truncate else None)
+        rows = encoded["input_ids"]
+        self.kept = ({text: {key: encoded[key][n] for key in encoded}
+                      for n, text in enumerate(texts)} if keep else None)
+        return [len(ids) for ids in rows]
+
+    def encode(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        """The batch's inputs as padded rows: from the kept encodings when the window kept
+        them, else tokenized now."""
+        if self.kept is None or not all(text in self.kept for text in texts):
+            return dict(self.tokenizer(texts, padding=self.padding, truncation=True,
+                                       max_length=self.max_length))
+        rows = [self.kept[text] for text in texts]
+        width = (self.max_length if self.padding == "max_length"
+                 else max(len(row["input_ids"]) for row in rows))
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        padded: dict[str, list[list[int]]] = {}
+        for key in rows[0]:
+            fill = self.tokenizer.pad_token_id if key == "input_ids" else 0
+            padded[key] = [([fill] * (width - len(row[key])) + row[key]) if left
+                           else (row[key] + [fill] * (width - len(row[key]))) for row in rows]
+        return padded
+
+
+class TorchClassifier(Tokenized):
     """The torch engine of classification: a transformers classifier (or encoder + head)."""
 
     engine = "torch"
@@ -120,6 +160,7 @@ class TorchClassifier:
     def __init__(self, loaded: model.LoadedModel, variant: dict[str, Any]) -> None:
         self.engine_notes: list[str] = []
         self.loaded = loaded
+        self.tokenizer = loaded.tokenizer
         self.device = loaded.device
         self.model_revision = loaded.model_revision
         self.tokenizer_revision = loaded.tokenizer_revision
@@ -132,16 +173,10 @@ class TorchClassifier:
         """Load the variant's model on its device (:func:`toolkit.runner.model.load`)."""
         return cls(model.load(variant, base), variant)
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int]:
-        encoded = self.loaded.tokenizer(list(texts), truncation=truncate,
-                                        max_length=self.max_length if truncate else None)
-        return [len(ids) for ids in encoded["input_ids"]]
-
     def predict(self, items: Sequence[corpus.Item],
                 timer: AbstractContextManager[Any] | None = None) -> Batch:
-        inputs = self.loaded.tokenizer([i.text for i in items], padding=self.padding,
-                                       truncation=True,
-                                       max_length=self.max_length, return_tensors="pt")
+        inputs = {key: torch.tensor(rows)
+                  for key, rows in self.encode([i.text for i in items]).items()}
         mask = inputs["attention_mask"]
         lengths = [int(n) for n in mask.sum(dim=1)]
         if self.device.type != "cpu":

@@ -1,0 +1,183 @@
+"""The pre-flight of a campaign: every variant's model, head and engine, before the clock.
+
+For each distinct model (model_path, head_path, device, precision, quantization, attention
+backend, compile): resolve its files (a hub id must be in the local cache when offline, a
+folder must exist), check that the head was fitted on this encoder (the SHA-256 of its
+files, recorded in head.json), load it once and run one batch per variant that uses it,
+twice (the second call is timed; the first paid one-off costs), as the attempts will. A
+cuda variant on a machine without CUDA is resolved and its head checked, not loaded.
+Every problem is collected, then raised at once naming the variants
+(:class:`PreflightError`); nothing is written. What the timings are worth for an estimate
+is :mod:`toolkit.commands.check`'s business.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from toolkit.errors import ModelError, ToolkitError
+from toolkit.evidence import corpus
+from toolkit.plumbing import engines
+from toolkit.runner import decoding
+from toolkit.runner.generation import GenerationWindow
+from toolkit.runner.instruments import probes
+from toolkit.runner.model import model_files, read_head
+from toolkit.runner.tasks.classification import Window, run_batches
+from toolkit.runner.tasks.predictor import load_classifier, load_generator
+
+#: The Variants columns that make two variants load the same model.
+MODEL_KEY = ("engine", "model_path", "head_path", "device", "precision", "quantization",
+             "attention_backend", "compile")
+
+
+@dataclass
+class VariantCheck:
+    """One variant's pre-flight: its engine, its model's load and its one batch."""
+
+    variant_id: str
+    engine: str
+    load_s: float | None = None
+    batch_s: float | None = None
+    batch_items: int = 0
+    #: Why it was not loaded here (a cuda variant on a machine without CUDA).
+    not_loaded: str | None = None
+
+    @property
+    def item_s(self) -> float | None:
+        """Seconds per item in its one batch (None when not run here)."""
+        if self.batch_s is None or not self.batch_items:
+            return None
+        return self.batch_s / self.batch_items
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What stops a variant (or several sharing one model) before any attempt."""
+
+    variant_ids: tuple[str, ...]
+    message: str
+    hint: str | None
+
+
+class PreflightError(ModelError):
+    """One or more variants cannot run; the message names each, the hint says what to do."""
+
+    def __init__(self, problems: Sequence[Problem], locked: bool, workbook: str) -> None:
+        lines = []
+        for p in problems:
+            fix = f"\n      fix: {p.hint}" if p.hint else ""
+            lines.append(f"  variant {', '.join(p.variant_ids)}: {p.message}{fix}")
+        after = (f"then record the change with `iteralab amend {workbook} --reason ...` (the "
+                 "model and head are locked)" if locked else "then check again")
+        super().__init__(f"pre-flight: {len(problems)} problem(s); no attempt was run or "
+                         "recorded:\n" + "\n".join(lines),
+                         hint=f"fix each as said, {after}")
+        self.problems = list(problems)
+
+
+def engine(variant: dict[str, Any], task: str) -> str:
+    """How the variant's model runs, in words: the engine the runner uses for it."""
+    name = engines.engine_of(variant)
+    if name != "torch":
+        return f"{name}, {variant.get('device')}, {variant.get('precision')}"
+    kind = ("causal LM (transformers generate, greedy)" if task == "generation"
+            else "encoder + linear head (transformers, mean pooling)" if variant.get("head_path")
+            else "sequence classifier (transformers)")
+    extras = [str(variant.get("device")), str(variant.get("precision")),
+              f"attention {variant.get('attention_backend')}"]
+    if str(variant.get("quantization") or "none") != "none":
+        extras.append(str(variant.get("quantization")))
+    if variant.get("compile") == "yes":
+        extras.append("torch.compile")
+    return f"{kind}, {', '.join(extras)}"
+
+
+def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], workbook: Path,
+          items: Sequence[corpus.Item], locked: bool,
+          progress: Callable[[str], None] = lambda _: None) -> list[VariantCheck]:
+    """Pre-flight ``variants`` of ``workbook`` (paths relative to its folder) on the first
+    items of the corpus; one VariantCheck each, in order. Raises PreflightError listing
+    every problem found."""
+    base = workbook.parent
+    task = decoding.task_of(protocol)
+    rule = decoding.decoding_rule(protocol) if task == "generation" else None
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for v in variants:
+        groups.setdefault(tuple(str(v.get(c) or "") for c in MODEL_KEY), []).append(v)
+    checks = {str(v["variant_id"]): VariantCheck(str(v["variant_id"]), engine(v, task))
+              for v in variants}
+    problems: list[Problem] = []
+    cuda = torch.cuda.is_available()
+    for members in groups.values():
+        first, ids = members[0], tuple(str(v["variant_id"]) for v in members)
+        try:
+            if first.get("device") == "cuda" and not cuda:
+                _resolve(first, base)
+                for vid in ids:
+                    checks[vid].not_loaded = "cuda variant: no CUDA device here (resolved, " \
+                                             "head checked, not loaded)"
+                continue
+            progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
+            _load_and_run(members, base, items, rule, checks)
+        except ToolkitError as exc:
+            problems.append(Problem(ids, exc.message, exc.hint))
+        except (RuntimeError, ValueError, OSError) as exc:  # a batch that does not run
+            problems.append(Problem(ids, f"{type(exc).__name__}: {str(exc)[:300]}",
+                                    "check batch_size, max_length, device and precision"))
+    if problems:
+        raise PreflightError(problems, locked, str(workbook))
+    return [checks[str(v["variant_id"])] for v in variants]
+
+
+def _resolve(variant: dict[str, Any], base: Path) -> None:
+    """The model's files (ModelError for a hub id not cached offline, a missing folder) and
+    the head's files and encoder hashes, without loading anything (a ``python:`` predictor
+    names no model files: importing it is its load)."""
+    if engines.engine_of(variant).startswith(engines.PYTHON_PREFIX):
+        return
+    files = model_files(str(variant["model_path"]), base)
+    if variant.get("head_path"):
+        read_head(str(variant["head_path"]), base, files.hashes)
+
+
+def _load_and_run(members: list[dict[str, Any]], base: Path, items: Sequence[corpus.Item],
+                  rule: decoding.DecodingRule | None, checks: dict[str, VariantCheck]) -> None:
+    """Load the members' model once, run one batch of each member's size, timed."""
+    began = time.perf_counter()
+    device = torch.device(str(members[0]["device"]))
+    loaded: Any = (load_generator(members[0], base, rule) if rule
+                   else load_classifier(members[0], base))
+    load_s = time.perf_counter() - began
+    try:
+        for v in members:
+            size = min(int(v["batch_size"]), len(items))
+            batch = list(items[:size])
+            for _ in range(2):  # the first call pays one-off costs; the second is timed
+                _synchronize(device)
+                start = time.perf_counter()
+                if rule is not None:
+                    loaded.generate(batch, GenerationWindow(), lambda _: None)
+                else:
+                    run_batches(loaded, v, batch, Window(), lambda _: None)
+                _synchronize(device)
+            check = checks[str(v["variant_id"])]
+            check.load_s, check.batch_s, check.batch_items = (
+                load_s, time.perf_counter() - start, size)
+    finally:
+        loaded.close()
+        del loaded
+        gc.collect()
+        probes.release_memory(device, cuda=device.type == "cuda")
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work, so the host clock spans the batch (R10)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
