@@ -58,10 +58,9 @@ import argparse
 import importlib.resources
 import json
 import math
-import os
 import re
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,50 +70,17 @@ from pathlib import Path
 from typing import Any
 
 import common
+import gpu_generation
+from gpu_common import match_card, run_campaign
 
 BUDGET_S = 300.0
 TIMING_TOLERANCE = 0.02  # host span vs CUDA-event span, relative ...
 WINDOW_ALLOWANCE_S = 0.005  # ... beyond this absolute allowance (short windows)
-ATTEMPT_TIMEOUT_S = 120
-FORM_FACTORS = ("pcie", "nvl")
 FP32_ERROR = 1e-5  # relative error of a 1024^2 float32 product: fp32 ~3e-7, TF32 ~4e-4
 RELEASED_SHARE = 0.25  # an attempt's starting allocation / the smallest attempt peak
 UTILISATION_SLACK = 0.05  # a dedicated GPU: utilisation above 1.05 means over-counting
 COMPILE_ITEMS = 301  # 301 = 37 x 8 + 5: the window ends on a batch of its own shape
 BASELINE = re.compile(r"CUDA memory when the peaks were reset: allocated ([\d,]+) B")
-
-
-# ---------------------------------------------------------------- the card
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def match_card(device_name: str, memory_bytes: int | None, catalog: Sequence[Any]) -> Any | None:
-    """The catalog row (toolkit.planner.gpus.Gpu) of a CUDA device, or None when none fits.
-
-    A row matches when its model token (the first slug part with a digit: h200,
-    a100, 4090, mi300x) is a word of the device name, no form-factor word of the
-    device (PCIe, NVL) is missing from the row, and the device's memory is within
-    10 % of the row's. Among matches, the row sharing most words wins.
-    """
-    words = _words(device_name)
-    best, best_score = None, -1
-    for gpu in catalog:
-        tokens = re.findall(r"[a-z0-9]+", gpu.slug.lower())
-        keys = [t for t in tokens if any(c.isdigit() for c in t)] or tokens
-        if keys[0] not in words:
-            continue
-        row_words = _words(f"{gpu.slug} {gpu.name}")
-        if any(f in words and f not in row_words for f in FORM_FACTORS):
-            continue
-        if memory_bytes is not None and abs(memory_bytes - gpu.capacity_bytes) > \
-                0.1 * gpu.capacity_bytes:
-            continue
-        score = len(words & row_words)
-        if score > best_score:
-            best, best_score = gpu, score
-    return best
 
 
 # ---------------------------------------------------------------- the model's work
@@ -127,11 +93,12 @@ class ModelWork:
     weight_params: int  # non-embedding parameters, streamed from memory once per batch
 
 
-def model_work() -> ModelWork:
-    """FLOPs per token of the linear layers and the non-embedding parameter count."""
+def model_work(encoder: Path | None = None) -> ModelWork:
+    """FLOPs per token of the linear layers and the non-embedding parameter count of the
+    encoder folder (default: the sample package's)."""
     from safetensors import safe_open
 
-    folder = importlib.resources.files(common.MODEL_PACKAGE) / "model"
+    folder = encoder or importlib.resources.files(common.MODEL_PACKAGE) / "model"
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     hidden, inner = config["hidden_size"], config["intermediate_size"]
     flops = 2 * config["num_hidden_layers"] * (4 * hidden * hidden + 2 * hidden * inner)
@@ -207,17 +174,19 @@ def fp32_probe(size: int = 1024) -> dict[str, float]:
 # ---------------------------------------------------------------- the campaign
 
 def variants(device: str, slug: str | None, batches: Sequence[int], precisions: Sequence[str],
-             groupings: Sequence[str]) -> list[dict[str, Any]]:
+             groupings: Sequence[str], encoder: Path | None = None) -> list[dict[str, Any]]:
     """The Variants rows: every batch x precision x grouping. Each (grouping, precision) pair
     is a series, the first one series 1 (batch its only variable); a later series names the
-    same batch of series 1 as its base_variant and the columns it changes (R6)."""
+    same batch of series 1 as its base_variant and the columns it changes (R6). ``encoder``:
+    a model folder in place of the sample package's."""
+    model = {"model_path": str(encoder.resolve())} if encoder else {}
     rows = []
     pairs = [(grouping, precision) for grouping in groupings for precision in precisions]
     for series, (grouping, precision) in enumerate(pairs, start=1):
         for batch in batches:
             vid = f"g{batch}-{precision}" + ("-sorted" if grouping == "sorted" else "")
             row = common.variant(vid, batch, precision, grouping, device=device, series=series,
-                                 gpu_slug=slug)
+                                 gpu_slug=slug, **model)
             if series > 1:
                 first_grouping, first_precision = pairs[0]
                 changes = [c for c, same in (("precision", precision == first_precision),
@@ -230,31 +199,17 @@ def variants(device: str, slug: str | None, batches: Sequence[int], precisions: 
     return rows
 
 
-def build_campaign(folder: Path, items: int, repetitions: int,
-                   rows: list[dict[str, Any]], warmup_rule: str | None = None) -> Path:
-    """A locked workbook in ``folder`` with the corpus subset, the head and ``rows``."""
+def build_campaign(folder: Path, items: int, repetitions: int, rows: list[dict[str, Any]],
+                   warmup_rule: str | None = None, head: Path | None = None) -> Path:
+    """A locked workbook in ``folder`` with the corpus subset, the head (``head``'s files
+    over the sample's) and ``rows``."""
     common.prepare_folder(folder, items)
+    if head is not None:
+        shutil.copytree(head, folder / "head", dirs_exist_ok=True)
     form = common.protocol(str(rows[0]["variant_id"]), repetitions)
     if warmup_rule is not None:
         form["warmup_rule"] = warmup_rule
     return common.save_locked(folder / "gpu_check.xlsx", form, rows)
-
-
-def run_campaign(book: Path) -> float:
-    """``iteralab run BOOK`` in a subprocess; return its wall time (exit on failure)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH"))
-                                        if p)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "toolkit", "run", str(book), "--quiet",
-                           f"--timeout={ATTEMPT_TIMEOUT_S}"], cwd=common.ROOT, env=env,
-                          capture_output=True, text=True, check=False)
-    for line in done.stdout.strip().splitlines():
-        print(f"  | {line}")
-    if done.returncode != 0:
-        print(done.stderr.strip()[-2000:], file=sys.stderr)
-        raise SystemExit(f"error: iteralab run exited with {done.returncode}")
-    return time.perf_counter() - start
 
 
 # ---------------------------------------------------------------- the report
@@ -444,12 +399,15 @@ def utilisation_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any
     return failures
 
 
-def compile_check(folder: Path, slug: str | None) -> list[str]:
+def compile_check(folder: Path, slug: str | None, encoder: Path | None = None,
+                  head: Path | None = None) -> list[str]:
     """A compiled fp32 campaign with warm-up ``none``: nothing compiles inside the window."""
-    rows_spec = [common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug),
+    model = {"model_path": str(encoder.resolve())} if encoder else {}
+    rows_spec = [common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug, **model),
                  common.variant("g8-fp32-compiled", 8, device="cuda", gpu_slug=slug, series=2,
-                                compile="yes", base_variant="g8-fp32", changes="compile")]
-    book = build_campaign(folder, COMPILE_ITEMS, 1, rows_spec, warmup_rule="none")
+                                compile="yes", base_variant="g8-fp32", changes="compile",
+                                **model)]
+    book = build_campaign(folder, COMPILE_ITEMS, 1, rows_spec, warmup_rule="none", head=head)
     print(f"compile campaign: g8-fp32 and g8-fp32-compiled, {COMPILE_ITEMS} items, warm-up "
           "none, through `iteralab run`")
     run_campaign(book)
@@ -486,6 +444,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groupings", default="none,sorted", help="default none,sorted")
     parser.add_argument("--card", default=None, metavar="SLUG",
                         help="catalog row to compare with (default: matched by device name)")
+    parser.add_argument("--encoder", type=Path, default=None, metavar="DIR",
+                        help="encoder folder in place of the sample package's (the rebuilt "
+                        "copy a GPU machine receives: benchmarks/gpu_kit)")
+    parser.add_argument("--head", type=Path, default=None, metavar="DIR",
+                        help="head folder in place of samples/head/ (fitted on --encoder)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="build the campaign in DIR and keep it (default: a temp folder)")
     parser.add_argument("--cpu-dry-run", action="store_true",
@@ -495,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the compiled campaign (it is skipped on the CPU dry run)")
     args = parser.parse_args(argv)
+    for option, folder in (("--encoder", args.encoder), ("--head", args.head)):
+        if folder is not None and not folder.is_dir():
+            parser.error(f"{option} {folder}: no such folder")
     began = time.perf_counter()
     import torch
 
@@ -547,10 +513,11 @@ def main(argv: list[str] | None = None) -> int:
     items = min(args.items, 24) if args.cpu_dry_run else args.items
     batches = [int(b) for b in args.batches.split(",")]
     rows_spec = variants("cuda" if cuda else "cpu", card.slug if card and cuda else None,
-                         batches, args.precisions.split(","), args.groupings.split(","))
+                         batches, args.precisions.split(","), args.groupings.split(","),
+                         args.encoder)
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
         folder = args.keep or Path(tmp)
-        book = build_campaign(folder, items, args.repetitions, rows_spec)
+        book = build_campaign(folder, items, args.repetitions, rows_spec, head=args.head)
         print(f"campaign: {len(rows_spec)} variants x {args.repetitions} repetitions, "
               f"{items} items, shared process, through `iteralab run`")
         wall = run_campaign(book)
@@ -562,17 +529,16 @@ def main(argv: list[str] | None = None) -> int:
         measured = sum(r["measured_s"] or 0 for r in attempts)
         print(f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
               f"{len(attempts)} attempts")
-        failures += report(attempts, rows_spec, items, model_work(), card, cuda)
+        failures += report(attempts, rows_spec, items, model_work(args.encoder), card, cuda)
         failures += review_checks(attempts, manifests, cuda)
         failures += utilisation_checks(attempts, manifests, cuda)
         if not args.no_generation:  # issue 19: decode tokens/s against the bandwidth ceiling
-            import gpu_generation
-
             failures += gpu_generation.check(
                 folder / "generation", cuda, card.slug if card else None,
                 min(items, 200), 1 if args.cpu_dry_run else args.repetitions, run_campaign)
         if cuda and not args.no_compile:
-            failures += compile_check(folder / "compiled", card.slug if card else None)
+            failures += compile_check(folder / "compiled", card.slug if card else None,
+                                      args.encoder, args.head)
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

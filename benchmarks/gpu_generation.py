@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import common
+from gpu_common import current_card, run_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -129,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=2)
     parser.add_argument("--card", default=None, metavar="SLUG")
     args = parser.parse_args(argv)
-    import gpu_check
     import torch
 
     cuda = torch.cuda.is_available() and not args.cpu_dry_run
@@ -140,13 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     if cuda and slug is None:
         from toolkit.planner import gpus
 
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        card = gpu_check.match_card(props.name, int(props.total_memory), gpus.load_catalog())
+        card = current_card(gpus.load_catalog())
         slug = card.slug if card else None
     items = min(args.items, 16) if args.cpu_dry_run else args.items
     with tempfile.TemporaryDirectory(prefix="bench-gen-") as tmp:
         failures = check(Path(tmp), cuda, slug, items, 1 if args.cpu_dry_run else
-                         args.repetitions, gpu_check.run_campaign)
+                         args.repetitions, run_campaign)
     return common.checks_exit(failures)
 
 

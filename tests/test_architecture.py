@@ -2,7 +2,7 @@
 
 Read from the source with ``ast`` (nothing is imported), so the test names the
 file and line of each offending import. The layers, lowest first, are those of
-the README's "Architecture" section.
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def _rank(module: str) -> int:
     for prefix, rank in LAYERS:
         if module == prefix or module.startswith(prefix + "."):
             return rank
-    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS and the README")
+    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS and to "
+                         "docs/explanation/architecture.md")
 
 
 def _own(imports: list[Import]) -> list[Import]:
@@ -208,3 +209,17 @@ def test_the_task_kinds_declare_every_measured_attempts_column_exactly_once() ->
     assert sorted(declared) == sorted(measured)
     assert len(declared) == len(set(declared))
     assert set(columns.OWN) == set(columns.ABSENT)
+
+
+def test_the_tariff_rules_are_the_one_module_loaded_by_path_and_import_no_toolkit() -> None:
+    """money/tariffs.py loads tariffs/calcul_forfaits.py by path (a standalone script too):
+    the graph above cannot see that edge, so it must lead nowhere back into toolkit."""
+    by_path = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+                     if "spec_from_file_location" in p.read_text(encoding="utf-8"))
+    assert by_path == ["toolkit/money/tariffs.py"]
+    rules = ast.parse((ROOT / "tariffs" / "calcul_forfaits.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(rules)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(rules)
+                 if isinstance(node, ast.ImportFrom)}
+    assert "toolkit" not in imported

@@ -39,11 +39,11 @@ def _verdicts(done: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def gpu_check() -> ModuleType:
+def gpu_common() -> ModuleType:
     environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        return importlib.import_module("gpu_check")
+        return importlib.import_module("gpu_common")
     finally:
         sys.path.remove(str(BENCHMARKS))
         os.environ.clear()
@@ -102,10 +102,10 @@ def test_gpu_check_cpu_dry_run_runs_its_campaign_and_report() -> None:
     ("NVIDIA GeForce RTX 4090", 23.6, "rtx-4090"),
 ])
 def test_gpu_check_matches_a_device_name_to_its_catalog_row(
-        gpu_check: ModuleType, name: str, gib: float, slug: str) -> None:
+        gpu_common: ModuleType, name: str, gib: float, slug: str) -> None:
     from toolkit.planner.gpus import load_catalog
 
-    assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()).slug == slug
+    assert gpu_common.match_card(name, int(gib * 2**30), load_catalog()).slug == slug
 
 
 @pytest.mark.parametrize(("name", "gib"), [
@@ -114,7 +114,7 @@ def test_gpu_check_matches_a_device_name_to_its_catalog_row(
     ("Tesla T4", 14.6),  # not in the catalog
 ])
 def test_gpu_check_leaves_an_unknown_card_without_ceilings(
-        gpu_check: ModuleType, name: str, gib: float) -> None:
+        gpu_common: ModuleType, name: str, gib: float) -> None:
     from toolkit.planner.gpus import load_catalog
 
-    assert gpu_check.match_card(name, int(gib * 2**30), load_catalog()) is None
+    assert gpu_common.match_card(name, int(gib * 2**30), load_catalog()) is None

@@ -4,6 +4,7 @@ and the Attempts row of a generation attempt."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,20 @@ MIXED = [corpus.Item("short", "I"), corpus.Item("long", "the lady said that she 
          corpus.Item("mid", "the lady said")]
 #: The tiny model ends "A carriage was heard." at its first token: that row stops early.
 ENDS_EARLY = [corpus.Item("ends", "A carriage was heard."), *MIXED[1:]]
+
+
+#: transformers 5.17 computes Llama's rotary angles as inv_freq (D/2 x 1) @ positions
+#: (1 x L) once per forward pass, a matmul torch's counter sees: D FLOPs per token of the pass,
+#: outside the weights and the attention (0.003 % of this model's count), so the formula leaves
+#: it out. Later versions multiply elementwise, which the counter does not count. Either is
+#: accepted exactly: the formula's count, or it plus D per token.
+HEAD_DIM = json.loads((SAMPLES / "causal_lm" / "config.json").read_text(encoding="utf-8"))[
+    "head_dim"]
+
+
+def _torch_counts(formula: int, tokens: int) -> set[int]:
+    """What torch's counter may count for ``formula`` FLOPs over ``tokens`` tokens."""
+    return {formula, formula + HEAD_DIM * tokens}
 
 
 def _window(items: list[corpus.Item], stop: str, backend: str = "eager"
@@ -56,7 +71,7 @@ def test_the_padded_count_is_what_torch_counts_for_a_prefill_and_its_decode_step
     (batch,) = window.batches
     assert (batch.rows, batch.steps) == (len(items), 5)  # a prefill and 4 decode steps
     real, padded = _flops(cost, window)
-    assert padded == counted
+    assert counted in _torch_counts(padded, flop_tally(window).padded_tokens)
     widths = {o.prompt_tokens for o in window.outputs}
     if len(widths) == 1:  # no padding, every row to max_new_tokens: nothing wasted
         assert real == padded
@@ -68,7 +83,8 @@ def test_rows_that_end_early_count_only_their_own_steps_as_real() -> None:
     counted, window, cost = _window(ENDS_EARLY, "eos")
     real, padded = _flops(cost, window)
     (batch,) = window.batches
-    assert padded == counted  # every row ran every step of the batch
+    # every row ran every step of the batch
+    assert counted in _torch_counts(padded, flop_tally(window).padded_tokens)
     lengths = [len(o.token_ids) for o in window.outputs]
     assert min(lengths) < batch.steps == max(lengths)
     expected = 0
@@ -87,7 +103,8 @@ def test_on_cpu_sdpa_torch_counts_the_linears_only() -> None:
     counted, window, cost = _window(MIXED, "max_new_tokens", backend="sdpa")
     tally = flop_tally(window)
     assert tally.padded_sequences is not None
-    assert counted == cost.total(tally.padded_sequences, tally.padded_tokens, 0)
+    assert counted in _torch_counts(cost.total(tally.padded_sequences, tally.padded_tokens, 0),
+                                    tally.padded_tokens)
     assert counted < _flops(cost, window)[1]
 
 

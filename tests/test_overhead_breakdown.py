@@ -29,7 +29,8 @@ def test_a_run_prints_records_and_reports_where_its_wall_time_went(tmp_path: Pat
     """wall = measured windows + the protocol's floor + the toolkit's overhead, each part
     summed from what was timed; the same document in the JSON summary, beside the workbook
     and in report.md."""
-    book = make_campaign(tmp_path, 6, SERIES, repetitions=2, warmup_rule="first 4 items once, not timed")
+    book = make_campaign(tmp_path, 6, SERIES, repetitions=2,
+                         warmup_rule="first 4 items once, not timed")
     result = CliRunner().invoke(cli, ["run", str(book), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.splitlines()[-1])

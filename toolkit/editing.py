@@ -3,9 +3,9 @@
 Every command that writes a workbook goes through :func:`change`, and says
 by name whether the derived sheets (Summary, Memory, Settlement, Schedule's
 computed columns, the Decision draft, charts) are recomputed: only ``report``
-and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``)
-change what they own and leave the derived sheets exactly as they were read,
-formulas included (:mod:`toolkit.workbook.store`).
+and ``run`` do. The others (``lock``, ``amend``, ``exclude``, ``ingest``, ``merge``,
+``ledger import``) change what they own and leave the derived sheets exactly as they
+were read, formulas included (:mod:`toolkit.workbook.store`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit import __version__
+from toolkit import __version__, layout
 from toolkit.errors import ToolkitError
 from toolkit.evidence import audit, journal
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
+from toolkit.money import incurred
+from toolkit.money import ledger as book
+from toolkit.money.tariffs import catalog_from_workbook
 from toolkit.plumbing.atomic import copy_file
 from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
@@ -133,3 +136,35 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
             "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
         edit.anchor = True
     return plan
+
+
+@dataclass
+class LedgerImport:
+    """What ``ledger import`` did: the lines read, the earlier ones kept, and the
+    reconciliation with Rentals (status per rental, ledger lines no rental names)."""
+
+    entries: list[dict[str, Any]]
+    kept: int
+    status: dict[str, str]
+    extra: list[dict[str, Any]]
+
+
+def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) -> LedgerImport:
+    """Read a billing export into the Ledger sheet (replacing the lines an earlier import of
+    the same file wrote) and reconcile it with Rentals, in one save; nothing is written when
+    a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings."""
+    entries = book.read_ledger(export, book.parse_mapping(columns))
+    with change(workbook, refresh_derived=False) as edit:
+        data = edit.data
+        kept = [r for r in data.tables[layout.LEDGER.name]
+                if not str(r.get("source") or "").startswith(f"{export.name}:")]
+        data.tables[layout.LEDGER.name] = []
+        data.row_numbers[layout.LEDGER.name] = []
+        for row in kept + entries:
+            data.append(layout.LEDGER.name, row)
+        try:
+            catalog = catalog_from_workbook(data) if data.tables[layout.TARIFFS.name] else None
+        except ToolkitError:  # a broken Tariffs sheet is validate's to report
+            catalog = None
+        status, extra = incurred.reconciliation(data, catalog)
+    return LedgerImport(entries, len(kept), status, extra)

@@ -37,36 +37,20 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
     Importing a file again replaces its earlier lines. Writes the Ledger sheet
     only; `iteralab report` shows the differences in the Settlement and report.md.
     """
-    from toolkit import editing, layout
-    from toolkit.errors import ToolkitError
-    from toolkit.money import incurred
-    from toolkit.money import ledger as book
-    from toolkit.money.tariffs import catalog_from_workbook
+    from toolkit import editing
 
-    entries = book.read_ledger(export, book.parse_mapping(columns))
-    with editing.change(workbook, refresh_derived=False) as edit:
-        data = edit.data
-        kept = [r for r in data.tables[layout.LEDGER.name]
-                if not str(r.get("source") or "").startswith(f"{export.name}:")]
-        data.tables[layout.LEDGER.name] = []
-        data.row_numbers[layout.LEDGER.name] = []
-        for row in kept + entries:
-            data.append(layout.LEDGER.name, row)
-        try:
-            catalog = catalog_from_workbook(data) if data.tables[layout.TARIFFS.name] else None
-        except ToolkitError:  # a broken Tariffs sheet is validate's to report
-            catalog = None
-        status, extra = incurred.reconciliation(data, catalog)
+    done = editing.import_ledger(workbook, export, columns)
     if as_json:
         from toolkit.commands import documents
 
-        documents.emit(documents.ledger_document(workbook, export, len(entries), status, extra))
+        documents.emit(documents.ledger_document(workbook, export, len(done.entries),
+                                                 done.status, done.extra))
         return
-    click.echo(f"imported {len(entries)} line(s) from {export.name} into {workbook.name} "
-               f"(Ledger sheet, {len(kept)} earlier line(s) kept)")
-    for rental_id, text in status.items():
+    click.echo(f"imported {len(done.entries)} line(s) from {export.name} into {workbook.name} "
+               f"(Ledger sheet, {done.kept} earlier line(s) kept)")
+    for rental_id, text in done.status.items():
         click.echo(f"  {rental_id}: {text}")
-    for entry in extra:
+    for entry in done.extra:
         click.echo(f"  in the ledger, not in the workbook: {entry.get('reference') or '-'} "
                    f"{_amount_text(entry)} ({entry.get('source')})")
     click.echo(f"run `iteralab report {workbook}` to show them in the Settlement")

@@ -11,7 +11,8 @@ import click
 
 from toolkit.plumbing import beside
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
+    from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
     from toolkit.runner.plan import Slot
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
@@ -22,7 +23,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
-def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = False,
+def _campaign(workbook: Path, options: Options, quiet: bool, as_json: bool = False,
               cluster: tuple[str, float | None] | None = None) -> dict[str, Any] | None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
     ``cluster``: the Ray cluster's address and how long to wait for its labels. Returns
@@ -39,7 +40,7 @@ def _campaign(workbook: Path, options: object, quiet: bool, as_json: bool = Fals
                 _leave_cluster()
 
 
-def _join_cluster(cluster: tuple[str, float | None], prepared: object) -> object:
+def _join_cluster(cluster: tuple[str, float | None], prepared: Campaign) -> Executor:
     """Join the Ray cluster and check its labels before anything starts: the executor."""
     try:
         from toolkit.cluster import executor
@@ -50,9 +51,9 @@ def _join_cluster(cluster: tuple[str, float | None], prepared: object) -> object
                          hint="pip install 'iteragpu-lab[cluster]'") from exc
     address, wait_s = cluster
     chosen = executor.RayExecutor(wait_s)
-    chosen.placement(prepared)  # type: ignore[arg-type]
+    chosen.placement(prepared)
     executor.connect(address)
-    chosen.check(prepared)  # type: ignore[arg-type]
+    chosen.check(prepared)
     return chosen
 
 
@@ -65,10 +66,7 @@ def _leave_cluster() -> None:
         executor.disconnect()
 
 
-def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> None:
-    from toolkit.runner.driver.campaign import Result
-
-    assert isinstance(result, Result)
+def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> None:
     click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
                f"{counts['completed']} completed, {counts['failed']} failed, "
                f"{counts['interrupted']} interrupted")
@@ -81,7 +79,7 @@ def _say_recorded(workbook: Path, result: object, counts: dict[str, int]) -> Non
             click.echo(f"time: {line}")
 
 
-def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool,
+def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
                      cluster: tuple[str, float | None] | None = None
                      ) -> dict[str, Any] | None:
     from toolkit.commands import display, documents
@@ -115,7 +113,7 @@ def _locked_campaign(workbook: Path, options: object, quiet: bool, as_json: bool
                    + f", {prepared.corpus_items} items each, process policy "
                    f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
                    + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
-    result = campaign.run(prepared, options, shown, executor)  # type: ignore[arg-type]
+    result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:
         documents.emit(documents.run_document(

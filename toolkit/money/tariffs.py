@@ -25,7 +25,14 @@ from toolkit.plumbing.shipped import TARIFF_CATALOG, TARIFF_RULES, shipped
 
 
 def _load_rules() -> ModuleType:
-    """``calcul_forfaits``, loaded from the shipped ``tariffs/calcul_forfaits.py`` itself."""
+    """``calcul_forfaits``, loaded from the shipped ``tariffs/calcul_forfaits.py`` itself.
+
+    Loaded by path, not imported: the file is also a standalone script that a person runs
+    beside its catalog, outside any package (SPEC R25, tariffs/README.md), so it cannot live
+    under ``toolkit/``. It imports the standard library only; tests/test_architecture.py
+    keeps this the one module loaded by path and the file free of toolkit imports, so the
+    import graph it checks misses no edge.
+    """
     if "calcul_forfaits" in sys.modules:  # already loaded (by us, or run as a script)
         return sys.modules["calcul_forfaits"]
     path = shipped(TARIFF_RULES)

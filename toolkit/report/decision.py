@@ -26,7 +26,7 @@ MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_unc
 DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \
     "you changed is never overwritten):"
 #: What this evidence is and is not (R24, seed 000); README and report.md say it too.
-SCOPE = ("Scope (R24): an offline corpus benchmark, not an MLPerf result or certification; it "
+SCOPE = ("Scope: an offline corpus benchmark, not an MLPerf result or certification; it "
          "does not justify an interactive service, training to convergence or another dataset, "
          "and a catalog comparison is not an observed saving.")
 

