@@ -6,10 +6,11 @@ process policy: ``fresh`` runs each attempt in a new worker process (honest
 memory peaks), forked from the run's fork server (:mod:`toolkit.runner.driver.forkserver`)
 or started as ``python -m toolkit.runner.driver.worker``; ``shared`` runs them in this
 process. Each
-finished attempt is in the journal (fsync'd) before anything else; the workbook catches up
-beside the next attempt, in a background thread at the lowest CPU priority, when the last
-ingestion is 30 s old, and always at the end: no save waits on an attempt's critical path,
-and a kill at any moment loses nothing ``iteralab ingest`` cannot replay.
+finished attempt is in the journal (fsync'd) before anything else; the workbook's Attempts
+and Manifest catch up beside the next attempt, in a background thread, when the last
+ingestion is 30 s old, and at the end with the derived sheets refreshed: no save waits on an
+attempt's critical path, and a kill at any moment loses nothing ``iteralab ingest`` cannot
+replay.
 
 A worker that dies or hangs still leaves a row written here (failed, or
 interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
@@ -396,7 +397,7 @@ class LocalExecutor:
         workers = Workers(campaign) if not shared and campaign.todo else None
         clock = books.timeline
         try:
-            for slot in campaign.todo:
+            for number, slot in enumerate(campaign.todo, 1):
                 clock.enter("bookkeeping_s")
                 spec = books.spec(slot)
                 clock.enter("attempts_s")
@@ -405,7 +406,8 @@ class LocalExecutor:
                 else:
                     record, stop = _in_worker(spec, books.display, workers)
                 clock.enter("bookkeeping_s")
-                books.recorded(record)
+                # After the last attempt the final ingestion follows at once.
+                books.recorded(record, ingest=number < len(campaign.todo))
                 if stop:
                     # In a shared process only a broken CUDA context stops after a failed row.
                     books.result.cuda_broken = (workers is None
@@ -429,9 +431,12 @@ def _stop_on_sigterm() -> Any:
 
 
 class Saver:
-    """Ingests this run's records into the workbook in a background thread at the lowest CPU
-    priority, beside the next attempt: the journal is the durable record meanwhile (a save
-    is atomic, so a kill mid-save leaves the workbook as it was and the journal whole)."""
+    """Ingests this run's records into the workbook in a background thread, beside the next
+    attempt: the journal is the durable record meanwhile (a save is atomic, so a kill
+    mid-save leaves the workbook as it was and the journal whole). Rows only: the derived
+    sheets are refreshed once, at the end. At the run's priority: lowered to nice 19 on a
+    busy machine, its saves crawled (95 s in all for a quick demo) and the run's end waited
+    38 s for the last one."""
 
     def __init__(self, workbook: Path, result: Result, timeline: breakdown.Timeline) -> None:
         self.workbook, self.result, self.timeline = workbook, result, timeline
@@ -452,8 +457,7 @@ class Saver:
     def _save(self, records: list[dict[str, Any]], display: Progress) -> None:
         began = time.monotonic()
         try:
-            _lower_priority()
-            _ingest(self.workbook, self.result, display, records)
+            _ingest(self.workbook, self.result, display, records, refresh=False)
         except BaseException as exc:  # raised again in the driver's thread (wait)
             self.error = exc
         self.timeline.overlapped(time.monotonic() - began)
@@ -468,21 +472,12 @@ class Saver:
             raise error
 
 
-def _lower_priority() -> None:
-    """This thread at nice 19 (Linux: a thread's own priority; it ends with the save): a
-    save beside a measured window takes only the CPU time the attempt leaves."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-    except (OSError, AttributeError):
-        pass  # elsewhere: the save runs at the run's priority
-
-
 def _ingest(workbook: Path, result: Result, display: Progress,
-            records: list[dict[str, Any]] | None = None) -> None:
+            records: list[dict[str, Any]] | None = None, refresh: bool = True) -> None:
     try:
-        # `run` keeps the derived sheets current. Given records: this run's (the journal is
-        # read once, at the end, while no worker appends to it).
-        editing.ingest(workbook, records, refresh_derived=True)
+        # `run` leaves the derived sheets current (refreshed at its end). Given records: this
+        # run's (the journal is read once, at the end, while no worker appends to it).
+        editing.ingest(workbook, records, refresh_derived=refresh)
         result.ingest_pending = False
     except WorkbookBusyError as exc:
         if not result.ingest_pending:
