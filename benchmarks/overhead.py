@@ -99,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simulated fast card (demo --quick's breakdown, windows and warm-up / "
           f"{args.speedup:g}): wall {fast['wall_s']:.1f} s = windows {fast['measured_s']:.2f} "
           f"+ floor {fast['floor_s']:.2f} + overhead {fast['overhead_s']:.2f}")
+    quick = runs["demo --quick"]
+    recurring = (quick["overhead_s"] - quick["overhead"]["startup_s"]) / quick["attempts"]
+    print(f"  its overhead per attempt {fast['per_attempt_s']:.2f} s; without the one-off "
+          f"start-up ({quick['overhead']['startup_s']:.1f} s) and what follows the run "
+          f"({quick['after_run_s']:.1f} s): {recurring:.2f} s")
     if others.cores is not None:
         print(f"other processes kept {others.cores:.2f} cores busy on average meanwhile")
     checks = [("demo --quick", runs["demo --quick"]["total_overhead_s"]
