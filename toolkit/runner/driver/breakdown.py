@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.plumbing import beside, clock
+from toolkit.plumbing.atomic import write_text
 
 FORMAT = "iteralab-run-time/1"
 FLOOR = ("load_s", "warmup_s", "evaluation_s", "export_s")
@@ -121,5 +122,10 @@ def _number(value: Any) -> float:
 def record(workbook: Path, document: dict[str, Any]) -> None:
     """Append the run's breakdown to ``NAME.runs.jsonl`` beside the workbook (report.md shows
     the last one)."""
-    with beside.run_times(workbook).open("a", encoding="utf-8") as out:
-        out.write(json.dumps(document, sort_keys=True) + "\n")
+    path = beside.run_times(workbook)
+    try:
+        before = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = ""
+    # Rewritten whole, as every file the toolkit writes (a few hundred bytes a run).
+    write_text(path, before + json.dumps(document, sort_keys=True) + "\n")
