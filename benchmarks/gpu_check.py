@@ -432,6 +432,24 @@ def compile_check(folder: Path, slug: str | None, encoder: Path | None = None,
     return failures
 
 
+def engines_check(folder: Path, slug: str | None, items: int) -> list[str]:
+    """The engine series (benchmarks/engines.py) on the card: torch fp32 against
+    onnxruntime's CUDA provider and the CPU TF-IDF plugin. Skipped, saying why, when
+    onnxruntime here has no CUDA provider (install onnxruntime-gpu)."""
+    import engines
+
+    try:
+        import onnxruntime
+    except ImportError:
+        print("engine series skipped: onnxruntime is not installed (pip install onnxruntime-gpu)")
+        return []
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        print(f"engine series skipped: onnxruntime {onnxruntime.__version__} has no CUDA "
+              "provider here (pip install onnxruntime-gpu in place of onnxruntime)")
+        return []
+    return engines.check(folder, "cuda", slug, items, threads=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU check; return 0 (passed), 1 (a check failed) or 3 (no CUDA device)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -539,6 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         if cuda and not args.no_compile:
             failures += compile_check(folder / "compiled", card.slug if card else None,
                                       args.encoder, args.head)
+        if cuda:  # issue 32: onnxruntime's CUDA provider beside torch on this card
+            failures += engines_check(folder / "engines", card.slug if card else None,
+                                      min(items, 300))
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

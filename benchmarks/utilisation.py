@@ -83,7 +83,7 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
                              compile="yes" if args.compile else "no")
     count = compilation.GraphCount()
     model = TorchClassifier(load(variant, folder), variant)
-    first_calls(model, variant, texts)  # compiles the window's batch shapes (R8)
+    first_calls(model, variant, _items(texts))  # compiles the window's batch shapes (R8)
     graphs = {"load": count.take()}
     _pass(model, variant, texts[:common.WARMUP_ITEMS])  # the protocol's warm-up
     graphs["warm-up"] = count.take()
@@ -96,8 +96,15 @@ def _pass(model: Any, variant: dict[str, Any], texts: list[str]) -> tuple[float,
 
     window = Window()
     wall, cpu = time.perf_counter(), time.process_time()
-    run_batches(model, variant, texts, window, lambda done: None)
+    run_batches(model, variant, _items(texts), window, lambda done: None)
     return time.perf_counter() - wall, time.process_time() - cpu, window
+
+
+def _items(texts: list[str]) -> list[Any]:
+    """The texts as corpus items (the runner's batching reads ids and texts)."""
+    from toolkit.evidence import corpus
+
+    return [corpus.Item(str(n), text) for n, text in enumerate(texts)]
 
 
 def _breakdown(model: Any, variant: dict[str, Any], texts: list[str]) -> dict[str, float]:

@@ -7,7 +7,9 @@ by novel with all-MiniLM-L6-v2 and the linear head in head/; accuracy at least
 Variants: series 1 = batch 1, 4, 8 in fp32 (batch is the only variable);
 series 2 = batch 8 in bf16; series 3 = batch 8 fp32 sorted by length (length
 grouping is a new, declared variant, R6); each later variant names b8-fp32 as its
-base_variant and the one column it changes. Tariffs: the shipped catalog, plus an
+base_variant and the one column it changes. (`iteralab demo --all` adds series 4, the
+engines, to its copy as a declared amendment: toolkit/commands/demo.py.) Tariffs: the
+shipped catalog, plus an
 EXAMPLE price for the CPU host the demo runs on (typed for the demo: not a quote,
 not a measurement), so that the demo shows the whole money chain: a Rentals row
 counted once, a schedule, the projection and the cost per accepted corpus.
@@ -81,8 +83,10 @@ DEMO_TARIFF: dict[str, Any] = {
 DEMO_RENTAL: dict[str, Any] = {
     "rental_id": "demo-rental", "provider": "example provider (demo)", "reference": "DEMO-0001",
     "gpu_slug": DEMO_HOST, "cards_per_lot": 1, "lots": 1, "billing": "flat-7d",
-    "market": "on-demand", "start": "2026-12-07T09:00+01:00", "end": "2026-12-14T09:00+01:00",
-    "currency": "USD", "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
+    # No start or end: the demo runs whenever it is started, and an attempt before the
+    # start of the rental that pays for it is a finding (validate).
+    "market": "on-demand", "currency": "USD",
+    "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
 }
 SCHEDULE: list[dict[str, Any]] = [
     {"phase": "install", "start": "2026-12-07T09:00+01:00", "end": "2026-12-07T11:00+01:00",

@@ -173,3 +173,31 @@ def write(path: Path) -> Path:
     store.save(campaign(), path)
     return path
 
+
+
+def priced() -> WorkbookData:
+    """The campaign as a finance reviewer prices it: 20 expected outputs, a EUR snapshot and
+    a EUR rental priced from it, a ledger whose line for the B200 lot differs from the
+    workbook, a storage line recorded as another cost (matched by its item), and another
+    cost in EUR."""
+    data = campaign(expected_outputs=20)
+    for slug, cards, price in (("rtx-4090", 1, 104.0), ("b200", 2, 1930.0)):
+        data.append("Tariffs", {"catalog_date": "2026-11-20", "gpu_slug": slug,
+                                "gpu_name": slug, "cards_per_lot": cards, "plan_days": 7,
+                                "price_per_lot_usd": price, "source": "example figure",
+                                "provider": "Example Cloud EU", "currency": "EUR"})
+    data.append("Rentals", {"rental_id": "r-eu", "provider": "Example Cloud EU",
+                            "reference": "EU-7", "gpu_slug": "rtx-4090", "cards_per_lot": 1,
+                            "lots": 2, "billing": "flat-7d", "market": "on-demand",
+                            "currency": "EUR"})
+    for date, reference, amount, currency in (
+            ("2026-12-07", "ORD-1001", 110.0, "USD"), ("2026-12-07", "ORD-1002", 2072.0, "USD"),
+            ("2026-12-08", "EU-7", 208.0, "EUR"), ("2026-12-11", "S3-12", 12.5, "USD")):
+        data.append("Ledger", {"date": date, "description": f"charge {reference}",
+                               "reference": reference, "amount": amount,
+                               "currency": currency, "source": f"billing.csv:{reference}"})
+    data.append("Settlement", {"item": "S3-12", "kind": "other cost", "amount": 12.5,
+                               "currency": "USD", "grounds": "storage, invoice S3-12"})
+    data.append("Settlement", {"item": "labour", "kind": "other cost", "amount": 300,
+                               "currency": "EUR", "grounds": "set-up, contract 7"})
+    return data

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
+from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
 from toolkit.runner.instruments import probes
 from toolkit.runner.tasks.classification import Window, run_batches
@@ -72,7 +73,8 @@ def test_the_forward_timer_wraps_each_model_call_and_nothing_around_it() -> None
                             tokenizer_revision="t", attention_backend="sdpa")
     window = Window()
     predictor = TorchClassifier(model, variant("b4", 4))  # type: ignore[arg-type]
-    run_batches(predictor, variant("b4", 4), [f"text {i}" for i in range(10)],
+    run_batches(predictor, variant("b4", 4),
+                [corpus.Item(f"i{i}", f"text {i}") for i in range(10)],
                 window, lambda done: None, spans)  # type: ignore[arg-type]
     assert calls == [True, True, True]  # 4 + 4 + 2 items: three forward calls, each timed
     assert spans.entered == 3 and len(window.predictions) == 10
@@ -102,11 +104,13 @@ def test_a_cpu_attempt_has_no_forward_span_and_says_why(cpu_run: Path) -> None:
 
 
 def test_a_recorded_forward_span_cell_emptied_by_hand_is_a_finding(cpu_run: Path) -> None:
-    """A blank in the new column is let pass for older rows only: the chain catches a row
-    recorded with it that was emptied afterwards."""
+    """A blank in the new column is let pass for older rows only: a row whose other cells say
+    it was recorded under a newer layout is named for the blank, and the chain catches the
+    edit."""
     data = store.read(cpu_run)
     data.tables["Attempts"][0]["forward_device_s_reason"] = None
     assert [(f.sheet, f.row, f.column, f.check) for f in validate(data)] == [
+        ("Attempts", 2, "forward_device_s", "missing-reason"),
         ("Attempts", 2, "row_sha256", "chain")]
 
 

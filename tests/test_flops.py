@@ -60,12 +60,13 @@ def test_one_padded_batch_of_the_shipped_model_counts_as_the_formula_says(minilm
 def test_the_windows_tallies_give_the_counted_flops_of_a_whole_pass(minilm, grouping) -> None:
     """Padded FLOPs from the window's tallies equal what the counter saw over every batch;
     real-token FLOPs equal the sum of F(L) over the inputs' own lengths."""
-    texts = [i.text for i in corpus.read_corpus(SAMPLES / "corpus.jsonl")[:10]]
+    items = corpus.read_corpus(SAMPLES / "corpus.jsonl")[:10]
+    texts = [i.text for i in items]
     variant = {"batch_size": 4, "max_length": 64, "padding": "dynamic",
                "length_grouping": grouping}
     window = Window()
     predictor = TorchClassifier(minilm, variant)
-    counted = _counted(lambda: run_batches(predictor, variant, texts, window,
+    counted = _counted(lambda: run_batches(predictor, variant, items, window,
                                            lambda done: None))
     cost, _ = flops.cost_of(minilm.module)
     assert cost is not None

@@ -55,7 +55,8 @@ def test_report_json_holds_the_verdicts_costs_and_findings_the_text_shows(
                  for s in doc["separations"]}
     assert all(any(line.strip().startswith(s) for line in text.splitlines()) for s in sentences)
     for c in doc["costs"]:
-        assert (c["cost_per_accepted"] is None) != (c["cost_per_accepted_reason"] is None)
+        assert (c["projected_cost_per_expected"] is None) != (
+                c["projected_cost_per_expected_reason"] is None)
         if c["budget"] is not None:
             assert c["budget"].endswith(" USD")
 

@@ -40,9 +40,10 @@ def test_the_resumed_configuration_s_campaign_time_adds_its_resume_variant_s(
     summary = _summary_campaign(data)
     row = _decision_rows(data)["b4-fp32"]
     assert row["campaign_s"].value == summary["b4-fp32"] + summary["b4-resume"]
-    assert row["campaign_s"].text == (
-        f'IF(OR(Summary!${CAMPAIGN_S}$3="",Summary!${CAMPAIGN_S}$9=""),"",'
-        f"Summary!${CAMPAIGN_S}$3+Summary!${CAMPAIGN_S}$9)")
+    # Each found by its variant_id (INDEX/MATCH), never by the Summary's row.
+    own, other = (f"INDEX(Summary!${CAMPAIGN_S}$2:${CAMPAIGN_S}$9,MATCH({key},"
+                  "Summary!$A$2:$A$9,0))" for key in ("$A3", '"b4-resume"'))
+    assert row["campaign_s"].text == f'IF(OR({own}="",{other}=""),"",{own}+{other})'
 
 
 def test_the_projection_of_the_resumed_configuration_uses_the_combined_time(

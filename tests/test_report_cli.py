@@ -43,9 +43,13 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
             "between medians, "
             "spread up to 0.900 s); add repetitions under the same protocol, or look at "
             "loading, input shape, compilation, concurrent activity") in lines
-    assert "  b8-bf16: 1 lot(s) x 7-day plan, undefined" in lines
+    assert "  b8-bf16: 1 lot(s) x 7-day plan, empty: outside the equal-quality comparison " \
+        "(R16)" in lines
+    assert "  b8-fp32: 1 lot(s) x 7-day plan, 110.00 USD per expected corpus (forecast)" in lines
+    assert ("    spent per accepted corpus: 2,181.00 USD incurred / 1 accepted corpus(es) "
+            "confirmed = 2,181.00 USD") in lines
     assert "  r-4090: 110.00 USD [no ledger imported]" in lines
-    assert "  total incurred (USD): 2,181.00 USD" in lines
+    assert "  total incurred (USD): 2,181.00 USD [no ledger imported]" in lines
     assert "  b8-cpu: no price (cpu variant: no rental price applies)" in lines
     assert "decision draft: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)" in lines
     assert "5 of 9 pair(s) separated" in lines
@@ -124,16 +128,19 @@ def test_report_writes_the_reviewers_folder_beside_the_workbook(runner: CliRunne
     folder = workbook.with_name("campaign_report")
     assert result.stdout.splitlines()[-1] == (
         f"wrote {folder}/: report.md, attempts.csv, manifest.csv, durations.png, "
-        "cost_per_accepted.png")
+        "projected_cost_per_expected.png")
     assert (folder / "durations.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (folder / "report.md").read_text(encoding="utf-8")
     assert "![durations](durations.png)" in text
     assert f"fingerprint {report_campaign.CORPUS_SHA}" in text
-    assert "| r-4090 | rental | b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32 | 110.00 USD | " \
+    assert "| r-4090 | rental | b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32 | 110.00 USD |  |  " \
+        "| no ledger imported |" in text
+    assert "| total incurred (USD) | total incurred |  | 2,181.00 USD |  | 2,181.00 USD | " \
         "no ledger imported |" in text
-    assert "| total incurred (USD) | total incurred |  | 2,181.00 USD |  |" in text
-    assert "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | 0 | undefined | in time: " \
-        "12.2 s of production per lot, 96 h from the window's start to the deadline | no |" in text
+    # One rule for report.md and the Settlement: outside the equal-quality comparison, empty.
+    assert "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | 0 | empty: outside the " \
+        "equal-quality comparison (R16) | in time: 12.2 s of production per lot, 96 h from " \
+        "the window's start to the deadline | no |" in text
 
 
 def test_without_matplotlib_the_pngs_are_skipped_and_the_report_says_why(
@@ -152,7 +159,7 @@ def test_the_workbook_holds_the_two_charts_pointing_at_its_cells(runner: CliRunn
     with zipfile.ZipFile(workbook) as z:
         xml = [z.read(n).decode() for n in sorted(z.namelist()) if n.startswith("xl/charts/")]
     median = layout.column_letter(layout.SUMMARY, "median_s")
-    cost = layout.column_letter(layout.SETTLEMENT, "cost_per_accepted_usd")
+    cost = layout.column_letter(layout.SETTLEMENT, "projected_cost_per_expected_usd")
     assert len(xml) == 2
     assert any(f"'Summary'!${median}$2:${median}$8" in x for x in xml)
     assert any(f"'Settlement'!${cost}$2:${cost}$8" in x for x in xml)

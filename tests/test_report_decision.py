@@ -36,11 +36,17 @@ def test_a_variant_outside_tolerance_is_shown_marked_and_kept_out_of_the_cost_co
     assert (bf16["quality_verdict"], bf16["equal_quality"]) == ("fail", "no")
     assert bf16["notes"] == "outside the equal-quality comparison: quality verdict fail"
     assert _value(bf16["median_s"]) == 8.2  # shown, though the fastest
-    bf16_cost = _settlement(data)["b8-bf16"]["cost_per_accepted_usd"]
+    bf16_cost = _settlement(data)["b8-bf16"]["projected_cost_per_expected_usd"]
     assert bf16_cost == ""  # no cost to compare; its grounds say why
     row = next(r for r in data.tables["Settlement"] if r["item"] == "b8-bf16")
-    summary_row = 2 + [r["variant_id"] for r in data.tables["Summary"]].index("b8-bf16")
-    assert row["cost_per_accepted_usd"].text.startswith(f'IF(Summary!$V${summary_row}="yes",')
+    excel = 2 + data.tables["Settlement"].index(row)
+    last = 1 + len(data.tables["Summary"])
+    # Found by variant_id, never by the Summary's row: a sort of either sheet changes nothing.
+    assert row["projected_cost_per_expected_usd"].text.startswith(
+        f"IF(INDEX(Summary!$V$2:$V${last},MATCH($A{excel},Summary!$A$2:$A${last},0))"
+        '="yes",')
+    bf16 = next(c for c in result.costs if c.stats.variant_id == "b8-bf16")
+    assert bf16.cost_text == "empty: outside the equal-quality comparison (R16)"
     compared = {name for m in result.decision.money for name in (m.first, m.second)}
     assert "b8-bf16" not in compared
     assert result.decision.chosen is not None
@@ -66,25 +72,35 @@ def test_five_accepted_repetitions_of_one_corpus_count_as_one_accepted_corpus(
         done: tuple[WorkbookData, Refreshed]) -> None:
     row = _settlement(done[0])["b1-fp32"]
     assert (row["part"], row["plan_days"], row["lots"], row["budget_usd"],
-            row["accepted_corpora"], row["projected_corpora"], row["cost_per_accepted_usd"]) == (
-        "decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"))
+            row["accepted_corpora"], row["projected_corpora"],
+            row["projected_cost_per_expected_usd"], row["cost_per_accepted_usd"]) == (
+        "decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"), None)
     assert "the runner accepted 1 distinct corpus(es)" in row["grounds"]
 
 
-def test_the_cost_divides_by_confirmed_corpora_never_by_the_expected_ones(
+def test_the_forecast_divides_by_expected_outputs_and_the_spent_total_by_confirmed_corpora(
         tmp_path: Path) -> None:
-    # Seed 000: a capacity forecast does not replace accepted results. Three corpora
-    # expected, one confirmed: the plan bought so far one accepted corpus.
-    data = campaign(expected_outputs=3)
+    # Seed 000: a capacity forecast does not replace accepted results, and a plan for 20
+    # expected corpora over 1 confirmed corpus is neither figure. Two figures, never blended.
+    data = campaign(expected_outputs=20)
     result = refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
-    assert (row["projected_corpora"], row["accepted_corpora"]) == (3, 1)
-    assert row["cost_per_accepted_usd"] == row["budget_usd"] == Decimal("110.00")
-    formula = data.tables["Settlement"][0]["cost_per_accepted_usd"].text
-    assert formula.endswith("J2/K2,\"undefined\"))),\"\")")  # budget / accepted_corpora
+    assert (row["projected_corpora"], row["accepted_corpora"], row["budget_usd"]) == (
+        20, 1, Decimal("110.00"))
+    assert row["cost_per_accepted_usd"] is None  # no blend of a forecast with a count
+    assert row["projected_cost_per_expected_usd"] == Decimal("110.00") / 20
+    formula = data.tables["Settlement"][0]["projected_cost_per_expected_usd"].text
+    assert formula.endswith('IF(ISNUMBER(J2),J2/X2,""),"")')  # budget / projected_corpora
+    total = _settlement(data)["total incurred (USD)"]
+    assert (total["amount"], total["spent_per_accepted"]) == (Decimal("2181.00"),
+                                                              Decimal("2181.00"))
+    assert total["grounds"].endswith("spent per accepted corpus: 2,181.00 USD incurred / 1 "
+                                     "accepted corpus(es) confirmed = 2,181.00 USD")
     b8 = next(c for c in result.costs if c.stats.variant_id == "b8-fp32")
-    assert f"{b8.cost_text} per accepted corpus (its {b8.cost_text} budget over 1 confirmed" \
-        in result.decision.suggestions["reasons"]
+    assert b8.cost_text == "5.50 USD per expected corpus (forecast)"
+    assert ("5.50 USD per expected corpus (forecast): its 110.00 USD budget over 20 expected "
+            "corpus(es), a forecast; 1 distinct corpus(es) accepted and confirmed so far"
+            ) in result.decision.suggestions["reasons"]
     for n in (2, 3):  # b1-fp32's repetitions 1 and 3 ran on two more corpora
         data.append("Manifest", {**manifest("b1-fp32"), "manifest_id": f"m-b1-corpus{n}",
                                  "corpus_sha256": f"{n}" * 64})
@@ -93,9 +109,13 @@ def test_the_cost_divides_by_confirmed_corpora_never_by_the_expected_ones(
     confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
     confirmed["confirmed_corpora"] = 3  # all three, checked and confirmed
     result = refresh(data, tmp_path)
-    assert _settlement(data)["b1-fp32"]["cost_per_accepted_usd"] == Decimal("110.00") / 3
-    assert ("the costs divide by different confirmed corpora (b1-fp32 3, b8-fp32 1, b8-b200 "
-            "1): compare configurations that processed the same corpora"
+    assert _settlement(data)["b1-fp32"]["projected_cost_per_expected_usd"] == \
+        Decimal("110.00") / 20  # the forecast does not move with the count
+    # The campaign accepted three distinct corpora: the most any configuration confirmed.
+    assert _settlement(data)["total incurred (USD)"]["spent_per_accepted"] == \
+        Decimal("2181.00") / 3
+    assert ("the configurations have different confirmed corpora (b1-fp32 3, b8-fp32 1, "
+            "b8-b200 1): compare configurations that processed the same corpora"
             ) in result.decision.suggestions["reasons"]
 
 
@@ -105,11 +125,12 @@ def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -
     confirmed["confirmed_corpora"] = 5  # the runner accepted one distinct corpus
     refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
-    assert (row["accepted_corpora"], row["cost_per_accepted_usd"]) == ("", "")
+    assert row["accepted_corpora"] == ""
     assert ("accepted corpora not counted: 5 confirmed, but the runner accepted 1 distinct "
             "corpus(es); correct confirmed_corpora") in row["grounds"]
     formula = data.tables["Settlement"][0]["accepted_corpora"].text
-    assert formula.endswith("<=1),Verification!$C$2,\"\")")
+    count = "INDEX(Verification!$C$2:$C$1008,MATCH($A2,Verification!$A$2:$A$1008,0))"
+    assert formula.endswith(f'IF({count}<=1,{count},""),""),"")')
 
 
 def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
@@ -135,10 +156,10 @@ def test_accepted_corpora_enter_the_cost_only_once_the_user_confirmed_them(
     rows = _settlement(data)
     b1, b4 = rows["b1-fp32"], rows["b4-fp32"]
     assert (b1["budget_usd"], b1["accepted_corpora"], b1["cost_per_accepted_usd"]) == (
-        Decimal("110.00"), None, "")
+        Decimal("110.00"), None, None)
     assert "accepted corpora not confirmed: record your own check of the outputs in the " \
         "Verification sheet" in b1["grounds"]
-    assert (b4["accepted_corpora"], b4["cost_per_accepted_usd"]) == ("", "")
+    assert b4["accepted_corpora"] == ""
     assert "not confirmed: Verification says verified no" in b4["grounds"]
 
 
@@ -149,8 +170,14 @@ def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
     confirmed["confirmed_corpora"] = 0
     refresh(data, tmp_path)
     rows = _settlement(data)
-    assert (rows["b1-fp32"]["budget_usd"], rows["b1-fp32"]["accepted_corpora"],
-            rows["b1-fp32"]["cost_per_accepted_usd"]) == (Decimal("110.00"), 0, "undefined")
+    for other in data.tables["Verification"]:
+        other["confirmed_corpora"] = 0
+    refresh(data, tmp_path)
+    rows = _settlement(data)
+    assert (rows["b1-fp32"]["budget_usd"], rows["b1-fp32"]["accepted_corpora"]) == (
+        Decimal("110.00"), 0)
+    total = rows["total incurred (USD)"]
+    assert (total["amount"], total["spent_per_accepted"]) == (Decimal("2181.00"), "undefined")
     b16 = rows["b16-fp32"]  # out of memory every time: nothing to project
     assert (b16["budget_usd"], b16["cost_per_accepted_usd"]) == (None, None)
     assert b16["grounds"].startswith("no successful run yet: nothing to project")
@@ -336,7 +363,7 @@ def test_the_cost_chart_says_why_a_configuration_has_no_bar(tmp_path: Path) -> N
                              "batch_size": 2})
     result = refresh(data, tmp_path)
     labels = {c.stats.variant_id: charts.no_bar_label(c) for c in result.costs
-              if c.cost_per_accepted is None or not c.stats.equal_quality}
+              if c.forecast_per_expected is None or not c.stats.equal_quality}
     assert labels == {"b2-fp32": "not run yet", "b16-fp32": "no success",
                       "b4-fp32": "not feasible", "b8-bf16": "outside quality",
                       "b8-cpu": "no price"}

@@ -93,12 +93,17 @@ def test_libreoffice_medians_counts_and_costs_are_the_expected_numbers(
     assert summary["b16-fp32"]["median_s"] is None
     assert summary["b16-fp32"]["median_s_reason"].startswith("no data")
     settlement = {r["item"]: r for r in _sheet(reported[1], layout.SETTLEMENT)}
-    assert [settlement["b8-b200"][k] for k in ("budget_usd", "accepted_corpora",
-                                              "cost_per_accepted_usd")] == [2071, 1, 2071]
+    # One expected output: the forecast is the budget; never a blend with the count.
+    assert [settlement["b8-b200"][k] for k in (
+        "budget_usd", "accepted_corpora", "projected_cost_per_expected_usd",
+        "cost_per_accepted_usd")] == [2071, 1, 2071, None]
     # Outside the equal-quality comparison (quality fail; not feasible): no cost compared.
-    assert settlement["b8-bf16"]["cost_per_accepted_usd"] is None
+    assert settlement["b8-bf16"]["projected_cost_per_expected_usd"] is None
     assert [settlement["b4-fp32"][k] for k in ("budget_usd", "accepted_corpora",
-                                              "cost_per_accepted_usd")] == [110, 1, None]
+                                              "projected_cost_per_expected_usd")] == [
+        110, 1, None]
+    total = settlement["total incurred (USD)"]
+    assert (total["amount"], total["spent_per_accepted"]) == (2181, 2181)
     assert settlement["b8-cpu"]["budget_usd"] is None
 
 

@@ -319,13 +319,16 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     # The demo ends with `iteralab report` on its workbook, the money chain shown.
     assert lines[5].startswith(f"refreshed {book} (protocol ")
     assert "  demo-rental: 35.00 USD [no ledger imported]" in lines
-    assert "  total incurred (USD): 35.00 USD" in lines
+    assert "  total incurred (USD): 35.00 USD [no ledger imported]" in lines
     assert any(line.startswith("    flat-7d, on-demand, example provider (demo), DEMO-0001; "
                                "Tariffs: 7-day plan of 2026-09-24 x 1 lot(s) (EXAMPLE figure "
                                "typed for the demo") for line in lines)
-    assert "  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD" in lines
+    assert ("  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD per expected corpus (forecast; "
+            "EXAMPLE figures)") in lines
+    assert ("    spent per accepted corpus: 35.00 USD incurred / 1 accepted corpus(es) "
+            "confirmed = 35.00 USD") in lines
     assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
-                         "manifest.csv, durations.png, cost_per_accepted.png")
+                         "manifest.csv, durations.png, projected_cost_per_expected.png")
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}

@@ -9,9 +9,9 @@ import openpyxl
 from toolkit import layout
 from toolkit.workbook.template import DEFAULT_PATH, build_template
 
-EXPECTED_SHEETS = ["Guide", "Protocol", "Variants", "Attempts", "Manifest", "Tariffs",
-                   "Rentals", "Schedule", "Memory", "Summary", "Verification", "Settlement",
-                   "Ledger", "Decision", "Audit"]
+EXPECTED_SHEETS = ["Guide", "Overview", "Protocol", "Variants", "Attempts", "Manifest",
+                   "Tariffs", "Rentals", "Schedule", "Memory", "Summary", "Verification",
+                   "Settlement", "Ledger", "Decision", "Audit"]
 
 
 def _cells(path: Path) -> dict[str, list[tuple[str, object, str]]]:
@@ -101,7 +101,7 @@ def test_empty_table_cells_are_left_unwritten_under_their_column_format(tmp_path
     data.append("Attempts", {"attempt_id": "a1", "measured_s": 20.5, "notes": ""})
     render(data, tmp_path / "w.xlsx")
     with zipfile.ZipFile(tmp_path / "w.xlsx") as archive:
-        sheet = archive.read("xl/worksheets/sheet4.xml").decode()  # Attempts: 4th sheet
+        sheet = archive.read("xl/worksheets/sheet5.xml").decode()  # Attempts: 5th sheet
     row2 = sheet.split('<row r="2"', 1)[1].split("</row>", 1)[0]
     assert row2.count("<c ") == 2  # attempt_id and measured_s only
     letter = openpyxl.utils.get_column_letter

@@ -219,6 +219,8 @@ def test_validate_names_the_outrun_rental_of_the_sample_and_changes_nothing(
     path = tmp_path / "example_campaign.xlsx"
     book = openpyxl.load_workbook(path)
     sheet = book[layout.RENTALS.name]
+    # The sample's example rental carries no dates (its demo runs whenever it is started).
+    sheet[f"{layout.column_letter(layout.RENTALS, 'start')}2"] = "2026-12-07T09:00+01:00"
     sheet[f"{layout.column_letter(layout.RENTALS, 'end')}2"] = "2026-12-21T09:00+01:00"
     book.save(path)
     before = path.read_bytes()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 4
+LAYOUT_VERSION = 5
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -41,6 +41,9 @@ USD_OR_UNDEFINED = "usd_or_undefined"  # an amount, or the text "undefined" (R21
 MONEY = "money"  # an amount >= 0 in the currency its row names
 
 YES, NO = "yes", "no"
+#: The word that marks a figure typed for a demo or an example (a Tariffs or Rentals source,
+#: a Verification's verified_by): every amount, cost and chart resting on one says so.
+EXAMPLE = "EXAMPLE"
 STATUSES = ("completed", "failed", "interrupted")
 VERDICTS = ("pass", "fail", "not evaluated")
 
@@ -61,6 +64,10 @@ class Column:
     width: int = 14
     #: The layout version that added it: older workbooks lack it and read it empty.
     since: int = 1
+    #: A money column shown in its row's currency: the column naming it (e.g. "currency").
+    currency: str = ""
+    #: The currency a blank currency cell means (Tariffs: USD); "" claims none.
+    blank_currency: str = ""
 
     @property
     def reason(self) -> str:
@@ -271,6 +278,10 @@ VARIANTS = Sheet(
            width=8),
         _c("kv_cache_dtype", help="Generation: the KV cache's dtype; auto (blank) keeps the "
            "variant's precision, the only one the runner applies today.", since=3, width=10),
+        _c("engine", help="What runs the model: torch (blank; every workbook before layout 5 "
+           "reads as torch), onnxruntime (classification), ctranslate2 (generation), or "
+           "python:MODULE:CALLABLE, a predictor of your own (docs/engines.md). A work column "
+           "like precision: a later series names it in changes.", since=5, width=14),
     ),
     purpose="One row per declared variant (R6).",
     unique=("variant_id",),
@@ -335,9 +346,11 @@ ATTEMPTS = Sheet(
         _c("predictions_path", help="Predictions file, relative to the workbook.",
            computed=True, width=30),
         _c("predictions_sha256", computed=True, width=16),
-        _c("excluded", YESNO, "Excluded for a documented external cause (R14).",
-           required=True, choices=(YES, NO), width=9),
-        _c("exclusion_reason", width=24),
+        _c("excluded", YESNO, "Excluded for a documented external cause (R14); written by "
+           "`iteralab exclude`, which logs it in Audit.", required=True, choices=(YES, NO),
+           computed=True, width=9),
+        _c("exclusion_reason", help="Written by `iteralab exclude --reason`.", computed=True,
+           width=24),
         _c("pre_amendment", YESNO, "Measured under a protocol amended since.", required=True,
            choices=(YES, NO), computed=True, width=9),
         _c("row_sha256", help="Hash chained to the previous attempt row.", computed=True,
@@ -362,13 +375,13 @@ ATTEMPTS = Sheet(
         _c("real_flops", NUMBER, "Model FLOPs the inputs need: per input F(L) = T*L + S*L^2 + "
            "Q from the model's config, L its tokens after truncation (matrix products, 2 "
            "FLOPs a multiply-add; README 'Utilisation').", measurement=True, computed=True,
-           since=3),
+           since=3, width=24),
         _c("padded_flops", NUMBER, "Model FLOPs computed: per batch rows * F(padded length); "
-           "padding positions included.", measurement=True, computed=True, since=3),
+           "padding positions included.", measurement=True, computed=True, since=3, width=24),
         _c("real_flop_rate", NUMBER, "real_flops / measured_s (FLOP/s).", measurement=True,
-           computed=True, since=3),
+           computed=True, since=3, width=24),
         _c("padded_flop_rate", NUMBER, "padded_flops / measured_s (FLOP/s).",
-           measurement=True, computed=True, since=3),
+           measurement=True, computed=True, since=3, width=24),
         _c("utilisation", NUMBER, "real_flop_rate / the matrix-multiply peak the probe measured "
            "in the variant's precision (Manifest matmul_peak_flops). Above 1 when the probe "
            "saw a busier machine than the window.", measurement=True, computed=True, since=3,
@@ -473,15 +486,20 @@ MANIFEST = Sheet(
            "precision (FLOP/s): best torch.mm rate of a short probe after the attempt's timed "
            "phases. The first attempt's probe of an environment stands for it (like "
            "recorded_at, left out of manifest_id).", measurement=True, computed=True,
-           since=3),
+           since=3, width=24),
         _c("fp32_matmul_peak_flops", NUMBER, "The same probe in fp32.", measurement=True,
-           computed=True, since=3),
+           computed=True, since=3, width=24),
         _c("memory_bandwidth_bytes_s", NUMBER, "Best copy rate of the probe (bytes read + "
-           "written per second).", measurement=True, computed=True, since=3),
+           "written per second).", measurement=True, computed=True, since=3, width=24),
         _c("peak_probe", help="How the peaks were measured: sizes, repeats, threads, seconds.",
            computed=True, since=3, width=30),
         _c("catalog_peaks", help="On a GPU, the catalog's figures (tariffs/gpus.csv) beside "
            "the measurement; never in its place.", computed=True, since=3, width=30),
+        _c("engine", help="The engine that ran the attempts and its version (torch's is in "
+           "torch; a python: predictor's package version).", computed=True, since=5, width=20),
+        _c("engine_artifact", help="What the engine ran, by hash: the ONNX file's SHA-256 and "
+           "the session's providers, the converted CTranslate2 model's hash and compute type, "
+           "or a python: predictor's module file hashes.", computed=True, since=5, width=30),
     ),
     purpose="What was really installed and run, per variant and environment (R3-R4, R17).",
     unique=("manifest_id",),
@@ -498,7 +516,8 @@ TARIFFS = Sheet(
            required=True),
         _c("plan_days", INT, "3, 7 or 30.", required=True),
         _c("price_per_lot_usd", USD, "Flat price of one lot for the whole plan, in the row's "
-           "currency (USD when currency is empty).", required=True),
+           "currency (USD when currency is empty).", required=True, currency="currency",
+           blank_currency="USD"),
         _c("source", width=30),
         # The price column keeps its name (columns are never renamed): currency says what
         # its amount is in, empty meaning USD as before; provider names whose snapshot it is.
@@ -537,7 +556,8 @@ RENTALS = Sheet(
         _c("start", DATETIME, "ISO 8601 with offset.", width=22),
         _c("end", DATETIME, width=22),
         _c("amount", MONEY, "What the provider charges for this rental, all lots, in its "
-           "currency. Empty for a flat plan: the Tariffs price x lots is used.", width=12),
+           "currency. Empty for a flat plan: the Tariffs price x lots is used.", width=12,
+           currency="currency"),
         _c("currency", help="ISO 4217 code, e.g. USD: amounts in different currencies are "
            "never added together.", required=True, width=9),
         _c("source", help="Where the amount comes from: invoice, order page, or an example "
@@ -580,7 +600,7 @@ LEDGER = Sheet(
         _c("reference", help="Order or invoice reference: matched with Rentals.reference.",
            computed=True, width=18),
         _c("amount", NUMBER, "Charged amount (a refund is negative).", required=True,
-           computed=True, width=12),
+           computed=True, width=12, currency="currency"),
         _c("currency", required=True, computed=True, width=9),
         _c("source", help="File and line it was imported from.", computed=True, width=30),
     ),
@@ -743,8 +763,11 @@ SETTLEMENT = Sheet(
            "for another cost, its amount.", computed=True),
         _c("accepted_corpora", INT, "Distinct validated corpora (R22), not repetitions; empty "
            "until outputs are validated.", computed=True),
-        _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora; 'undefined' "
-           "when none (the budget stays); empty outside the equal-quality comparison.",
+        _c("cost_per_accepted_usd", USD_OR_UNDEFINED, "budget / accepted corpora, for a plan "
+           "actually rented for those corpora; 'undefined' when none (the budget stays). Empty "
+           "on a projected configuration (since layout 5): a plan sized for the expected "
+           "outputs divided by a benchmark count blends a forecast with a count; read "
+           "projected_cost_per_expected_usd (forecast) and the total's spent_per_accepted.",
            computed=True),
         _c("quality_verdict", computed=True),
         _c("median_s", SECONDS, computed=True),
@@ -757,8 +780,9 @@ SETTLEMENT = Sheet(
            choices=("incurred", "decision"), since=2, width=10),
         _c("rental_id", computed=True, since=2),
         _c("variants", help="The variants a rental served.", computed=True, since=2, width=24),
-        _c("amount", MONEY, "Incurred: what the rental or cost charges, in its currency.",
-           computed=True, since=2, width=12),
+        _c("amount", MONEY, "Incurred: what the rental or cost charges, in its currency; on a "
+           "total row, the sum per currency, or 'incomplete' while a row lacks its amount.",
+           computed=True, since=2, width=12, currency="currency"),
         _c("currency", computed=True, since=2, width=9),
         _c("ledger_status", help="Against the imported ledger: matched, amount differs, not in "
            "the ledger, in the ledger only.", computed=True, since=2, width=24),
@@ -773,13 +797,32 @@ SETTLEMENT = Sheet(
            "Protocol's deadline.", computed=True, since=2, width=30),
         _c("price_per_lot", MONEY, "Incurred: a rental's price per lot from Tariffs, in its "
            "currency (amount = price_per_lot x lots); price_per_lot_usd stays the decision "
-           "part's, in USD.", computed=True, since=4, width=12),
+           "part's, in USD.", computed=True, since=4, width=12, currency="currency"),
+        _c("projected_cost_per_expected_usd", USD, "Decision: a FORECAST, budget_usd / "
+           "projected_corpora: what one expected corpus would cost on this plan. It becomes an "
+           "accepted figure only as outputs are confirmed (spent_per_accepted).",
+           computed=True, since=5, width=14),
+        _c("spent_per_accepted", MONEY, "Total incurred rows: the total / the corpora accepted "
+           "and confirmed in this campaign (accepted_corpora on the same row), in the row's "
+           "currency; 'undefined' when none; empty while the total is incomplete or nothing "
+           "is confirmed.", computed=True, since=5, width=14, currency="currency"),
+        _c("counted_amount", MONEY, "Rentals and other costs: what the row adds to its "
+           "currency's total (its amount; empty while it has none, which makes the total "
+           "incomplete). A total sums this column by currency, so the rows may be sorted in "
+           "any order and no total counts another.", computed=True, since=5, width=12,
+           currency="currency"),
+        _c("known_subtotal", MONEY, "Total incurred rows: the sum of the amounts known so "
+           "far, shown beside an 'incomplete' total (never in its place).", computed=True,
+           since=5, width=14, currency="currency"),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "
     "accepted corpus (R21-R23); other project costs on their own rows with their grounds. "
     "Refreshed by `iteralab report`.",
     input=False,
 )
+
+#: The Settlement cells of an "other cost" row, typed by a person (blue, kept by reports).
+OTHER_COST_COLUMNS = ("item", "kind", "amount", "currency", "grounds")
 
 DECISION = Sheet(
     "Decision",
@@ -792,6 +835,11 @@ DECISION = Sheet(
         _c("draft", help="Filled by `iteralab report` from the data; edit the fields above.",
            computed=True),
         _c("reviewed_by", help="Who checked this memo."),
+        _c("report_run", help="Which `iteralab report` run the memo and draft reflect: its "
+           "time and a hash of each input sheet then. `iteralab validate` names a memo "
+           "older than the numbers it quotes (a tariff, rental, ledger line, attempt or "
+           "confirmation changed since): run `iteralab report` again.", computed=True,
+           since=5),
     ),
     purpose="Decision memo (R23). Your edits survive `iteralab report`.",
 )
@@ -814,9 +862,20 @@ AUDIT = Sheet(
     input=False,
 )
 
+OVERVIEW = Sheet(
+    "Overview",
+    "text",
+    purpose="One page for a reviewer: the decision, the incurred total per currency with its "
+    "ledger status, spent per accepted corpus, the forecast per expected corpus, the verdicts "
+    "and any EXAMPLE or quick-demo warning; each figure a formula into the sheet that holds "
+    "it. Rebuilt at every save.",
+    input=False,
+    since=5,
+)
+
 SHEETS: tuple[Sheet, ...] = (
-    GUIDE, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, RENTALS, SCHEDULE, MEMORY, SUMMARY,
-    VERIFICATION, SETTLEMENT, LEDGER, DECISION, AUDIT,
+    GUIDE, OVERVIEW, PROTOCOL, VARIANTS, ATTEMPTS, MANIFEST, TARIFFS, RENTALS, SCHEDULE, MEMORY,
+    SUMMARY, VERIFICATION, SETTLEMENT, LEDGER, DECISION, AUDIT,
 )
 SHEET_BY_NAME = {s.name: s for s in SHEETS}
 

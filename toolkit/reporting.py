@@ -26,7 +26,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.editing import change
 from toolkit.errors import ToolkitError
-from toolkit.evidence import protocol
+from toolkit.evidence import money_rules, protocol
 from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
 from toolkit.plumbing import beside
@@ -92,7 +92,8 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
                 result = refresh(data, workbook.parent, untrusted)
             result.protocol_sha256 = sha
             edit.save = saved = not store.unchanged(as_read, data)
-    result.findings = found.findings
+    # The report rewrites the memo and its stamp: a memo stale as read is what it fixes.
+    result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
     files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),

@@ -21,6 +21,7 @@ from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.shipped import SAMPLES, shipped
 from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
 
 EXAMPLE_NAME = "example_campaign.xlsx"
 #: The example workbook of each Protocol task (`iteralab demo --task`).
@@ -38,9 +39,40 @@ STAND_IN_CHECKED = ("EXAMPLE for the demo: the runner's checks only (exact ids, 
                     "you confirm")
 
 
-def prepare(directory: Path, quick: bool = False, task: str = "classification") -> Path:
+#: Series 4 of the classification demo (docs/engines.md): b8-fp32 under the engines a team
+#: would deploy. ``--all`` adds it to the copy as a declared amendment, so the committed
+#: example (and the demo rows recorded from it) stays as locked.
+ENGINE_SERIES: tuple[dict[str, object], ...] = (
+    {"variant_id": "b8-ort-fp32", "engine": "onnxruntime", "changes": "engine",
+     "description": "b8-fp32 exported to ONNX and run by onnxruntime: the engine is the only "
+     "change"},
+    {"variant_id": "b8-ort-int8", "engine": "onnxruntime", "quantization": "dynamic-int8",
+     "changes": "engine, quantization",
+     "description": "b8-ort-fp32 quantized by onnxruntime (dynamic int8 weights)"},
+    {"variant_id": "b8-tfidf", "engine": "python:austen_tfidf:Predictor",
+     "model_path": "austen_tfidf", "head_path": None,
+     "changes": "engine, model_path, head_path",
+     "description": "TF-IDF + logistic regression fitted on calibration.jsonl only "
+     "(samples/build_tfidf.py): no neural network, no GPU"},
+)
+ENGINE_BASE = "b8-fp32"
+
+
+def add_engine_series(data: WorkbookData) -> None:
+    """Series 4 (:data:`ENGINE_SERIES`) over the copy's ``b8-fp32``, amended into its lock."""
+    base = next(v for v in data.tables["Variants"] if v.get("variant_id") == ENGINE_BASE)
+    series = max(int(v["series"]) for v in data.tables["Variants"]) + 1
+    for row in ENGINE_SERIES:
+        data.append("Variants", {**base, "series": series, "base_variant": ENGINE_BASE,
+                                 "notes": None, **row})
+    locking.amend(data, f"demo --all: series {series}, the engines (onnxruntime fp32 and "
+                  "dynamic int8, the TF-IDF plugin) against b8-fp32 (docs/engines.md)")
+
+
+def prepare(directory: Path, quick: bool = False, task: str = "classification",
+            engines: bool = False) -> Path:
     """Copy the example campaign of ``task`` and its inputs into ``directory``; return the
-    workbook.
+    workbook. ``engines`` adds the classification demo's engine series (``--all``).
 
     Refuses a folder that already holds a demo workbook (resume it instead).
     """
@@ -67,6 +99,8 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification") 
     tuning_name = tuning.path_of(form.get("tuning_data"))
     if tuning_name and (samples / tuning_name).is_file():  # validate compares it (R2)
         copy_file(samples / tuning_name, directory / tuning_name)
+    if engines:
+        add_engine_series(data)
     for head in sorted({str(v["head_path"]) for v in data.tables["Variants"]
                         if v.get("head_path")}):
         copy_tree(samples / head, directory / head)

@@ -81,7 +81,7 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
         })
     costs = []
     for c in result.costs:
-        cost = c.cost_per_accepted
+        cost = c.forecast_per_expected if c.stats.equal_quality else None
         costs.append({
             "variant_id": c.stats.variant_id, "gpu_slug": c.gpu_slug, "lots": c.lots,
             "plan_days": None if c.plan is None else c.plan.plan_days,
@@ -94,8 +94,8 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
             "accepted_corpora": c.accepted_count,
             "accepted_corpora_reason": None if c.accepted_count is not None
             else c.confirm_reason,
-            "cost_per_accepted": money(cost),
-            "cost_per_accepted_reason": None if cost is not None else c.cost_text,
+            "projected_cost_per_expected": money(cost),
+            "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
         })
     incurred = [{"item": r.get("item"), "kind": r.get("kind"), "variants": r.get("variants"),
                  "amount": amount(_plain(r.get("amount")), r.get("currency")),

@@ -35,6 +35,7 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
+    from toolkit.money.incurred import BRIDGE
     from toolkit.report.stats import SEPARATED
     from toolkit.reporting import build
 
@@ -81,9 +82,13 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
                    + (f" [{row['ledger_status']}]" if row.get("ledger_status") else ""))
         if row.get("kind") != "total incurred":
             click.echo(f"    {row.get('grounds')}")
+        else:  # the bridge: incurred total -> accepted corpora -> spent per corpus
+            click.echo(f"    spent per accepted corpus: "
+                       f"{str(row.get('grounds')).split(BRIDGE, 1)[-1]}")
     if not result.incurred:
         click.echo("  nothing: no Rentals row (each lot rented, once)")
-    click.echo("decision (projection of the expected outputs; cost per accepted corpus):")
+    click.echo("decision (projection of the expected outputs; projected cost per expected "
+               "corpus, a forecast):")
     for c in result.costs:
         plan = (f"{c.lots} lot(s) x {c.plan.plan_days}-day plan, " if c.plan else "")
         click.echo(f"  {c.stats.variant_id}: {plan}{c.cost_text}")

@@ -186,16 +186,21 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
 @click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
 def env(as_json: bool) -> None:
     """Print what is really installed: OS, CPU, RAM, torch build, GPUs, driver, versions."""
+    from toolkit.plumbing import engines
     from toolkit.runner.instruments import environment
 
     info = environment.collect()
+    installed = engines.installed()
     if as_json:
         from toolkit.commands import documents
 
-        click.echo(json.dumps({"format": documents.ENV, **info}, indent=2))
+        click.echo(json.dumps({"format": documents.ENV, **info, "engines": dict(installed)},
+                              indent=2))
         return
     for label, value in environment.describe(info):
         click.echo(f"{label:<13} {value}")
+    for name, value in installed:
+        click.echo(f"{'engine ' + name:<13} {value}")
 
 
 @click.command()
@@ -237,7 +242,8 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     from toolkit.report import charts
     from toolkit.runner.driver.campaign import Options
 
-    workbook = sample.prepare(directory, quick=quick, task=task)
+    workbook = sample.prepare(directory, quick=quick, task=task,
+                              engines=all_variants and task == "classification")
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()

@@ -6,13 +6,16 @@ Each rule returns findings (sheet, Excel row, column, check, message) for
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
 from toolkit.findings import Finding
 from toolkit.money.incurred import Rental, aware_time
-from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules
+from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules, with_iso_date
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -66,7 +69,7 @@ def _catalog_date_problem(row: dict[str, Any], excel: int) -> str | None:
         return f"{where} {column}"
 
     try:
-        rules.make_plan(row, locate)
+        rules.make_plan(with_iso_date(row), locate)
     except rules.TariffError as exc:
         if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
             return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
@@ -134,7 +137,42 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
         beyond = Rental(excel, r).beyond_plan()
         if beyond:
             add("end", "beyond-plan", f"{beyond}, or correct end")
+        outside = attempts_outside(data, str(r.get("rental_id") or "").strip(), start, end)
+        if outside:
+            add("start" if outside[0] == "before" else "end", "rental-window",
+                f"{outside[1]}: they ran on a machine this rental did not pay for; correct "
+                "the rental's start or end, the variants' rental_id, or record the rental "
+                "that paid for them")
     return found
+
+
+def attempts_outside(data: WorkbookData, rental_id: str, start: Any, end: Any
+                     ) -> tuple[str, str] | None:
+    """Attempts of the variants naming ``rental_id`` that started before the rental's
+    ``start`` or after its ``end`` (aware date-times; None where unknown): ("before" or
+    "after", what to say), or None when every attempt falls inside it."""
+    if not rental_id or (start is None and end is None):
+        return None
+    users = {str(v.get("variant_id")) for v in data.tables["Variants"]
+             if str(v.get("rental_id") or "").strip() == rental_id}
+    before, after = [], []
+    for a in data.tables["Attempts"]:
+        at = aware_time(a.get("started_at")) if str(a.get("variant_id")) in users else None
+        if at is None:
+            continue
+        if start is not None and at < start:
+            before.append((at, str(a.get("attempt_id"))))
+        elif end is not None and at > end:
+            after.append((at, str(a.get("attempt_id"))))
+    for side, rows, bound in (("before", before, start), ("after", after, end)):
+        if rows:
+            rows.sort()
+            more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+            edge = "start" if side == "before" else "end"
+            return side, (f"attempt {rows[0][1]}{more} of rental {rental_id!r} started "
+                          f"{side} the rental's {edge} ({rules.stamp(bound)}), the first at "
+                          f"{rules.stamp(rows[0][0])}")
+    return None
 
 
 def variants_rental_rules(data: WorkbookData) -> list[Finding]:
@@ -200,7 +238,69 @@ def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
     )
 
 
+#: The sheets a report's numbers come from, as the memo's stamp names them.
+MEMO_INPUTS = ("Protocol", "Variants", "Attempts", "Tariffs", "Rentals", "Schedule",
+               "Verification", "Ledger", "Settlement")
+STAMP_INPUTS = "; inputs "
+#: The check of a memo older than the numbers it quotes (`report` rewrites it: not its finding).
+STALE_MEMO = "stale-memo"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):  # computed before a save, a float after
+        value = float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
+def input_hashes(data: WorkbookData) -> dict[str, str]:
+    """A short SHA-256 of each input sheet's typed content: order-free (a sort changes no
+    number, so no hash), the Settlement's other costs only, the Schedule's typed phases."""
+    out = {}
+    for name in MEMO_INPUTS:
+        sheet = layout.SHEET_BY_NAME[name]
+        if sheet.kind == "form":
+            rows = [data.forms.get(name, {})]
+        else:
+            rows = [r for r in data.tables.get(name, [])
+                    if name != "Settlement" or r.get("kind") == "other cost"]
+        columns = [c.name for c in sheet.all_columns
+                   if not c.computed or name in ("Attempts", "Ledger")
+                   or (name == "Settlement" and c.name in ("item", "amount", "currency",
+                                                          "grounds"))]
+        lines = sorted(json.dumps([_plain(r.get(c)) for c in columns], default=str)
+                       for r in rows)
+        out[name] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
+    return out
+
+
+def memo_stamp(data: WorkbookData, at: str) -> str:
+    """The Decision's report_run: when the report ran and the hash of each input then."""
+    hashes = input_hashes(data)
+    return f"report of {at}{STAMP_INPUTS}" + ", ".join(f"{k} {v}" for k, v in hashes.items())
+
+
+def _stale_memo_rules(data: WorkbookData) -> list[Finding]:
+    """The memo quotes numbers of the report run its stamp names: an input changed since
+    (a tariff typed in Excel, a ledger imported, an attempt excluded) makes it stale."""
+    stamp = str(data.forms.get(layout.DECISION.name, {}).get("report_run") or "")
+    if STAMP_INPUTS not in stamp:
+        return []
+    when, listed = stamp.split(STAMP_INPUTS, 1)
+    then = dict(part.rsplit(" ", 1) for part in listed.split(", ") if " " in part)
+    now = input_hashes(data)
+    changed = [name for name in MEMO_INPUTS if then.get(name) != now[name]]
+    if not changed:
+        return []
+    return [Finding(layout.DECISION.name, layout.DECISION.names.index("report_run") + 2,
+                    "report_run", STALE_MEMO,
+                    f"the memo reflects the {when}; {', '.join(changed)} changed since, so the "
+                    "numbers it quotes may be out of date: run `iteralab report` again")]
+
+
 RULES = {
+    layout.DECISION.name: _stale_memo_rules,
     "Tariffs": _tariffs_rules,
     layout.RENTALS.name: _rentals_rules,
     "Schedule": _schedule_rules,

@@ -30,6 +30,7 @@ from toolkit.evidence import (
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
+from toolkit.plumbing import engines
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import Row, WorkbookData
 
@@ -225,6 +226,10 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
             if isinstance(value, int) and value < 1:
                 found.append(Finding("Variants", excel, name, "positive",
                                      f"{name} must be at least 1; found {value}"))
+        problem = engines.problem(v, str(data.forms["Protocol"].get("task") or "classification"))
+        if problem is not None:
+            found.append(Finding("Variants", excel, "engine", "engine",
+                                 f"{v.get('variant_id')}: {problem[0]}: {problem[1]}"))
     return found + _series_1_findings(data) + _later_series_findings(data)
 
 
@@ -234,7 +239,7 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
 #: series differs from its base_variant in the columns its ``changes`` names (R6).
 WORK_COLUMNS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
                 "gpu_slug", "padding", "max_length", "length_grouping", "compile",
-                "attention_backend", "padding_side", "kv_cache_dtype", "label")
+                "attention_backend", "padding_side", "kv_cache_dtype", "label", "engine")
 SERIES_1_VARIABLE = "batch_size"
 
 
@@ -247,9 +252,14 @@ def work_value(value: Any) -> Any:
     return value
 
 
+def work_cell(row: Row, column: str) -> Any:
+    """A work column's value as the series rules compare it (a blank engine is torch)."""
+    return engines.engine_of(row) if column == "engine" else work_value(row.get(column))
+
+
 def work_differences(a: Row, b: Row) -> list[str]:
     """The work columns in which two Variants rows differ, in column order."""
-    return [c for c in WORK_COLUMNS if work_value(a.get(c)) != work_value(b.get(c))]
+    return [c for c in WORK_COLUMNS if work_cell(a, c) != work_cell(b, c)]
 
 
 def named_changes(row: Row) -> list[str]:
@@ -280,12 +290,12 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
             if v.get("series") == 1]
     found = []
     for column in WORK_COLUMNS:
-        counts = Counter(work_value(v.get(column)) for _, v in rows)
+        counts = Counter(work_cell(v, column) for _, v in rows)
         if column == SERIES_1_VARIABLE or len(counts) < 2:
             continue
         usual = counts.most_common(1)[0][0]  # ties: the value of the first row
         for excel, v in rows:
-            value, vid = work_value(v.get(column)), v.get("variant_id")
+            value, vid = work_cell(v, column), v.get("variant_id")
             if value != usual and not _required_blank(v, column):
                 found.append(Finding("Variants", excel, column, "series-1", (
                     f"series 1 varies batch_size only (R6): {vid} has {column} {shown(value)} "
@@ -357,7 +367,7 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
               f"the work: use {', '.join(WORK_COLUMNS)}") for n in named if n not in WORK_COLUMNS]
     for c in differ:
         if c not in named and not _required_blank(v, c):
-            old, new = shown(work_value(base.get(c))), shown(work_value(v.get(c)))
+            old, new = shown(work_cell(base, c)), shown(work_cell(v, c))
             found.append((c, "undeclared-change", f"{vid} differs from its base {base_id} in "
                           f"{c} ({old} -> {new}) without declaring it in changes: add {c} to "
                           f"changes, or set it back to {old} (R6: every other choice pinned)"))
@@ -365,7 +375,7 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
         if c in WORK_COLUMNS and c not in differ:
             found.append(("changes", "declared-change", f"{vid} declares {c} in changes but has "
                           f"the same {c} as its base {base_id} "
-                          f"({shown(work_value(base.get(c)))}): remove it from changes, or "
+                          f"({shown(work_cell(base, c))}): remove it from changes, or "
                           "change it"))
     if not differ and not named:
         found.append(("changes", "declared-change", f"{vid} runs the same work as its base "

@@ -31,6 +31,8 @@ from toolkit.money.tariffs import Catalog, Plan, rules, same_provider
 from toolkit.workbook.model import Formula
 
 INCOMPLETE = "incomplete"
+#: Where a total's grounds state its bridge: incurred total -> accepted corpora -> per corpus.
+BRIDGE = "spent per accepted corpus: "
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,18 @@ def rentals_of(data: Any) -> list[Rental]:
     return [Rental(data.excel_row(layout.RENTALS.name, i), row) for i, row in enumerate(rows)]
 
 
-def reconciliation(data: Any, catalog: Catalog | None
+def reconciliation(data: Any, catalog: Catalog | None,
+                   other_costs: Sequence[dict[str, Any]] = ()
                    ) -> tuple[dict[str, str], list[Any]]:
-    """The Ledger sheet against the Rentals: per rental id its status, and the ledger lines
-    no rental accounts for (:func:`toolkit.money.ledger.reconcile`)."""
+    """The Ledger sheet against the Rentals and the other costs: per rental id (or other
+    cost's item) its status, and the ledger lines none accounts for
+    (:func:`toolkit.money.ledger.reconcile`). A billing line recorded as another cost is
+    matched by the cost's item, which holds the line's reference."""
     booked = [ledger.Booked(r.rental_id, str(r.get("reference") or "").strip() or None,
                             price(r, catalog).amount, r.currency) for r in rentals_of(data)]
+    booked += [ledger.Booked(str(c.get("item")), str(c.get("item") or "").strip() or None,
+                             decimal(c.get("amount")), str(c.get("currency") or ""))
+               for c in other_costs]
     return ledger.reconcile(booked, data.tables.get(layout.LEDGER.name, []))
 
 
@@ -182,8 +190,16 @@ def _col(name: str) -> str:
     return layout.column_letter(layout.SETTLEMENT, name)
 
 
-def _rentals_cell(column: str, row: int) -> str:
-    return f"{layout.RENTALS.name}!${layout.column_letter(layout.RENTALS, column)}${row}"
+#: Rentals rows the lookup by rental_id reaches (header excluded); far beyond any campaign.
+RENTAL_ROWS = 5000
+
+
+def _rentals_amount(row: int) -> str:
+    """Rentals.amount of the rental this Settlement row (item = rental_id) names."""
+    def rng(name: str) -> str:
+        letter = layout.column_letter(layout.RENTALS, name)
+        return f"{layout.RENTALS.name}!${letter}$2:${letter}${RENTAL_ROWS + 1}"
+    return f"INDEX({rng('amount')},MATCH(${_col('item')}{row},{rng('rental_id')},0))"
 
 
 def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[str, Any]],
@@ -203,9 +219,9 @@ def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[
     if isinstance(lots, int) and isinstance(per_lot, int):
         # Lots x the cards each holds: a B200 lot's price already covers its two cards.
         values["cards"] = Formula(f"{c['lots']}*{c['cards_per_lot']}", lots * per_lot)
-    typed = _rentals_cell("amount", rental.row)
     if decimal(rental.get("amount")) is not None:
-        values["amount"] = Formula(typed, priced.amount)
+        # Found by rental_id, never by row: a person sorting Rentals changes no amount.
+        values["amount"] = Formula(_rentals_amount(row), priced.amount)
     elif priced.plan is not None:
         values["catalog_date"] = priced.plan.catalog_date
         several = catalog is not None and len(catalog.providers()) > 1
@@ -242,30 +258,73 @@ def other_cost_row(row: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def total_rows(incurred: Sequence[dict[str, Any]], first: int) -> list[dict[str, Any]]:
+#: Settlement rows a total reaches (header excluded): far beyond any settlement.
+TOTAL_REACH = 10000
+#: The rows a total adds: rentals and other costs (never a ledger-only line or a total).
+SUMMED = ("rental", "other cost")
+
+
+def counted(row: dict[str, Any], excel: int) -> Formula:
+    """A rental's or other cost's counted_amount at Excel row ``excel``: its own amount,
+    empty while it has none."""
+    amount, value = f"{_col('amount')}{excel}", _value(row.get("amount"))
+    return Formula(f'IF({amount}="","",{amount})', "" if value is None else value)
+
+
+def _reach(name: str) -> str:
+    col = _col(name)
+    return f"${col}$2:${col}${TOTAL_REACH + 1}"
+
+
+def total_formulas(currency: str) -> tuple[str, str]:
+    """The total incurred in ``currency`` ('incomplete' while a summed row lacks its amount)
+    and its known subtotal: counted_amount by currency over the whole sheet, whatever the
+    rows' order (totals leave counted_amount empty: none counts another)."""
+    cur, kind, amt = _reach("currency"), _reach("kind"), _reach("counted_amount")
+    missing = "+".join(f'SUMPRODUCT(({cur}="{currency}")*({kind}="{k}")*({amt}=""))'
+                       for k in SUMMED)
+    subtotal = f'SUMIFS({amt},{cur},"{currency}")'
+    return f'IF({missing}>0,"{INCOMPLETE}",{subtotal})', subtotal
+
+
+def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | None = None
+               ) -> list[dict[str, Any]]:
     """One "total incurred" row per currency, under the incurred rows from Excel row ``first``.
 
-    A total whose currency has a row without an amount is ``incomplete``:
-    money is never summed as if a missing amount were 0.
+    A total whose currency has a row without an amount is ``incomplete``: money is never
+    summed as if a missing amount were 0; the known subtotal stands beside it. The ledger
+    status gathers its rows' (an amount that differs reaches the total). ``accepted``: the
+    corpora accepted and confirmed in the campaign; spent per accepted corpus = the total /
+    those (a formula over the decision rows' accepted_corpora, the most any configuration
+    confirmed: a corpus accepted by several variants counts once).
     """
-    last = first + len(incurred) - 1
-    cur = f"${_col('currency')}${first}:${_col('currency')}${last}"
-    amt = f"${_col('amount')}${first}:${_col('amount')}${last}"
-    currencies = sorted({str(r.get("currency")) for r in incurred if r.get("currency")})
     out = []
-    for currency in currencies:
+    currencies = sorted({str(r.get("currency")) for r in incurred if r.get("currency")})
+    acc = _reach("accepted_corpora")
+    for i, currency in enumerate(currencies):
+        row = first + len(incurred) + i
         mine = [r for r in incurred if r.get("currency") == currency]
         amounts = [_value(r.get("amount")) for r in mine]
         missing = [str(r.get("item")) for r, a in zip(mine, amounts, strict=True) if a is None]
-        total: Any = INCOMPLETE if missing else sum((a for a in amounts if a is not None),
-                                                    Decimal(0))
-        formula = (f'IF(SUMPRODUCT(1*({cur}="{currency}")*({amt}=""))>0,"{INCOMPLETE}",'
-                   f'SUMIF({cur},"{currency}",{amt}))')
+        known = sum((a for a in amounts if a is not None), Decimal(0))
+        total: Any = INCOMPLETE if missing else known
+        formula, subtotal = total_formulas(currency)
+        amount = f"{_col('amount')}{row}"
+        spent = Formula(f'IF(AND(ISNUMBER({amount}),COUNT({acc})>0),IF(MAX({acc})>0,'
+                        f'{amount}/MAX({acc}),"{rules.UNDEFINED}"),"")',
+                        _spent(total, accepted))
         grounds = (f"{len(mine)} row(s) in {currency}, each rental once"
-                   + (f"; no amount yet for {', '.join(missing)}" if missing else ""))
+                   + (f"; no amount yet for {', '.join(missing)}: the known subtotal is "
+                      f"{rules.money(known, currency)}" if missing else "")
+                   + _example_note(mine)
+                   + f"; {BRIDGE}{_bridge(total, accepted, currency)}")
         out.append(full({"item": f"total incurred ({currency})", "kind": "total incurred",
                          "part": "incurred", "currency": currency,
-                         "amount": Formula(formula, total), "grounds": grounds}))
+                         "amount": Formula(formula, total),
+                         "known_subtotal": Formula(subtotal, known),
+                         "spent_per_accepted": spent,
+                         "ledger_status": total_status(mine),
+                         "grounds": grounds}))
     unnamed = [str(r.get("item")) for r in incurred if not r.get("currency")]
     if unnamed:
         out.append(full({"item": "total incurred (no currency)", "kind": "total incurred",
@@ -273,6 +332,47 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int) -> list[dict[str,
                          "grounds": f"no currency for {', '.join(unnamed)}: every amount has "
                          "one; type it"}))
     return out
+
+
+def _example_note(rows: Sequence[dict[str, Any]]) -> str:
+    """Which of a total's rows rest on an EXAMPLE figure: the total does too."""
+    marked = [str(r.get("item")) for r in rows if layout.EXAMPLE in str(r.get("grounds") or "")]
+    return f"; {layout.EXAMPLE} figures in {', '.join(marked)}" if marked else ""
+
+
+def _spent(total: Any, accepted: int | None) -> Any:
+    if not isinstance(total, Decimal) or accepted is None:
+        return ""
+    per = rules.cost_per_accepted(total, accepted)
+    return rules.UNDEFINED if per is None else per
+
+
+def _bridge(total: Any, accepted: int | None, currency: str) -> str:
+    """incurred total -> accepted corpora -> spent per corpus, in words."""
+    if not isinstance(total, Decimal):
+        return "none while the total is incomplete"
+    if accepted is None:
+        return (f"{rules.money(total, currency)} incurred, no corpus confirmed yet "
+                "(Verification): empty")
+    per = _spent(total, accepted)
+    shown = per if isinstance(per, str) else rules.money(per, currency)
+    return (f"{rules.money(total, currency)} incurred / {accepted} accepted corpus(es) "
+            f"confirmed = {shown}")
+
+
+def total_status(rows: Sequence[dict[str, Any]]) -> str | None:
+    """A total's ledger status from its rows': matched when every row is, else each row
+    that is not, with its status (an amount that differs is never hidden by the total)."""
+    statuses = [(str(r.get("item")), r.get("ledger_status")) for r in rows]
+    known = [(item, s) for item, s in statuses if s]
+    if not known:
+        return None
+    if all(s == ledger.NO_LEDGER for _, s in known):
+        return ledger.NO_LEDGER
+    off = [f"{item}: {s}" for item, s in known if not str(s).startswith("matched")]
+    if not off:
+        return f"matched ({len(known)} row(s))"
+    return f"check: {'; '.join(off)}"
 
 
 def _value(cell: Any) -> Decimal | None:

@@ -129,6 +129,19 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
     else:
         per = rules.cost_per_accepted(total, accepted)
         cost_value = UNDEFINED if per is None else per
+    projected = config.projected_corpora
+    cost: Any = Formula(
+        f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
+        f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))', cost_value)
+    forecast: Any = None
+    if projected is not None:
+        # A plan sized for the expected outputs over a benchmark count would blend a forecast
+        # with a count (seed 000): the forecast divides by the expected outputs, and what was
+        # spent per accepted corpus is the incurred total's (the Settlement's total rows).
+        cost = None
+        forecast = Formula(
+            f'IF(ISNUMBER({budget_cell}),{budget_cell}/{c["projected_corpora"]}{row},"")',
+            rules.cost_per_accepted(total, projected))
     values: dict[str, Any] = {
         "item": config.item,
         "kind": "configuration",
@@ -145,11 +158,8 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         # Lots, never cards: a B200 lot's price already covers its two cards.
         "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),
         "accepted_corpora": accepted,
-        "cost_per_accepted_usd": Formula(
-            f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
-            f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))',
-            cost_value,
-        ),
+        "cost_per_accepted_usd": cost,
+        "projected_cost_per_expected_usd": forecast,
         "quality_verdict": config.quality_verdict,
         "median_s": config.median_s,
         "campaign_hours": config.campaign_hours,

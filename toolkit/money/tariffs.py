@@ -98,6 +98,7 @@ def catalog_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int
         def locate(column: str, excel: int = excel) -> str:
             return f"{origin}, row {excel}, column {column}"
 
+        row = with_iso_date(row)
         _check_sheet_types(row, locate)
         with translated():
             plans.append(rules.make_plan(row, locate))
@@ -105,11 +106,16 @@ def catalog_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int
         return rules.build_catalog(plans, origin)
 
 
-def _check_sheet_types(row: dict[str, Any], locate: Any) -> None:
+def with_iso_date(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with a catalog_date typed in Excel (a date cell, read as midnight of that day)
+    as the ISO day it stands for, ``2026-09-24``: Excel's dates and ISO text alike."""
     date = row.get("catalog_date")
     if isinstance(date, str) and len(date) > 10 and date[10:] in ("T00:00", "T00:00:00"):
-        raise CatalogError(f"{locate('catalog_date')}: Excel turned {date[:10]} into a date",
-                           hint=f"type it as text: '{date[:10]} (with a leading apostrophe)")
+        return {**row, "catalog_date": date[:10]}
+    return row
+
+
+def _check_sheet_types(row: dict[str, Any], locate: Any) -> None:
     for name in ("cards_per_lot", "plan_days", "price_per_lot_usd"):
         value = row.get(name)
         if isinstance(value, str):

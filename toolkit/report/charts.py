@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit import layout
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.atomic import publish
 from toolkit.report.costs import Costing
@@ -18,7 +19,7 @@ from toolkit.report.summary import VariantStats
 from toolkit.workbook.charts import BAR_COLOUR, MEDIAN_COLOUR, RUN_COLOUR
 
 DURATIONS_PNG = "durations.png"
-COSTS_PNG = "cost_per_accepted.png"
+COSTS_PNG = "projected_cost_per_expected.png"
 
 
 @dataclass(frozen=True)
@@ -102,15 +103,29 @@ def no_bar_label(c: Costing) -> str:
             "no success" if not c.stats.successes else
             "not feasible" if c.stats.unfinished and c.resume is None else
             "outside quality" if not c.stats.equal_quality else
-            "no price" if c.plan is None else
-            "not validated yet" if c.accepted_count is None else "undefined")
+            "no price" if c.plan is None else "no forecast")
+
+
+def costs_note(costs: Sequence[Costing]) -> str:
+    """Whose plans, which plan lengths and catalog dates the bars come from; EXAMPLE first
+    when one rests on an example figure (the workbook's chart says the same)."""
+    plans = [c.plan for c in costs if c.plan is not None]
+    sellers = sorted({p.provider or "shipped catalog" for p in plans})
+    days = sorted({p.plan_days for p in plans})
+    dates = sorted({p.catalog_date for p in plans})
+    note = "; ".join(x for x in (", ".join(sellers),
+                                 f"{'/'.join(map(str, days))}-day plans" if days else "",
+                                 f"catalog of {', '.join(dates)}" if dates else "") if x)
+    if any(c.example for c in costs):
+        note = f"{layout.EXAMPLE} figures: {note}"
+    return note or "no priced configuration"
 
 
 def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(costs) + 2), 4))  # type: ignore[attr-defined]
     names = [c.stats.variant_id for c in costs]
     for x, c in enumerate(costs):
-        cost = c.cost_per_accepted
+        cost = c.forecast_per_expected
         if cost is not None and c.stats.equal_quality:
             ax.bar(x, float(cost), color=BAR_COLOUR)
             ax.annotate(f"{rules.to_cent(cost):,.2f}", (x, float(cost)),
@@ -120,8 +135,9 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
                         color="#7F6000", xycoords=("data", "axes fraction"), rotation=90)
     ax.set_xticks(range(len(costs)), names)
     ax.set_xlim(-0.6, len(costs) - 0.4)
-    ax.set_ylabel("USD per accepted corpus")
-    ax.set_title("Cost per accepted corpus (equal-quality configurations)")
+    ax.set_ylabel("USD per expected corpus (forecast)")
+    ax.set_title("Projected cost per expected corpus, a FORECAST (equal-quality "
+                 f"configurations)\n{costs_note(costs)}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))

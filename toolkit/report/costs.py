@@ -105,25 +105,53 @@ class Costing:
         return None if self.plan is None else rules.budget(self.plan, self.lots)
 
     @property
-    def cost_per_accepted(self) -> Decimal | None:
-        """Budget / the corpora the user confirmed (R21); None until confirmed, or with none.
+    def forecast_per_expected(self) -> Decimal | None:
+        """A FORECAST: the budget / the expected outputs it is sized for; None without both.
 
-        Never over the projected corpora: a capacity forecast does not replace accepted
-        results (seed 000), so with 3 expected and 1 confirmed the plan costs 1 corpus.
+        Never over the confirmed benchmark corpora: a plan for 20 expected corpora divided by
+        1 confirmed corpus blends a forecast with a count (seed 000). What was spent per
+        accepted corpus is :func:`spent_per_accepted`, from the incurred total.
         """
-        if self.budget is None or not self.confirmed:
+        if self.budget is None or not self.projected_corpora:
             return None
-        return rules.cost_per_accepted(self.budget, self.confirmed)
+        return rules.cost_per_accepted(self.budget, self.projected_corpora)
 
     @property
     def cost_text(self) -> str:
-        """The cost per accepted corpus as a reviewer reads it."""
+        """The forecast per expected corpus as a reviewer reads it, or why there is none."""
         if self.plan is None:
             return f"no price ({self.reason})"
-        if self.confirmed is None:
-            return f"empty: {self.confirm_reason}"
-        cost = self.cost_per_accepted
-        return rules.UNDEFINED if cost is None else rules.usd(cost)
+        if not self.stats.equal_quality:  # the Settlement's cell follows the same rule
+            return "empty: outside the equal-quality comparison (R16)"
+        cost = self.forecast_per_expected
+        if cost is None:
+            return "no forecast: no expected outputs in the Protocol"
+        marked = f"; {layout.EXAMPLE} figures" if self.example else ""
+        return f"{rules.usd(cost)} per expected corpus (forecast{marked})"
+
+    @property
+    def example(self) -> bool:
+        """Whether the row rests on an example figure: its price's source or its
+        confirmation says EXAMPLE (the Settlement's grounds say the same)."""
+        source = self.plan.source if self.plan is not None else ""
+        return layout.EXAMPLE in source or layout.EXAMPLE in self.confirm_reason
+
+
+def campaign_accepted(costs: Sequence[Costing]) -> int | None:
+    """Distinct corpora accepted and confirmed in this campaign: the most any configuration
+    confirmed (every variant processes the Protocol's one corpus, so a corpus accepted by
+    several variants counts once, R22); None while nothing is confirmed."""
+    counts = [c.confirmed for c in costs if c.confirmed is not None]
+    return max(counts) if counts else None
+
+
+def spent_per_accepted(total: Any, accepted: int | None) -> Decimal | str | None:
+    """An incurred total / the campaign's confirmed corpora: ``undefined`` with none, None
+    while the total is not a sum (incomplete) or nothing is confirmed."""
+    if not isinstance(total, Decimal) or accepted is None:
+        return None
+    per = rules.cost_per_accepted(total, accepted)
+    return rules.UNDEFINED if per is None else per
 
 
 def confirmation(variant_id: str, verification: Sequence[dict[str, Any]],
@@ -341,13 +369,36 @@ def _deadline_text(cover: Cover, problem: str | None, available: Decimal | None)
     return f"cannot finish before the deadline: {need} per lot, {left} available"
 
 
+#: Rows below a sheet's data that the id lookups reach: rows typed later are found too.
+LOOKUP_SPARE = 1000
+
+
+def by_id(sheet: layout.Sheet, column: str, key: str, id_column: str, rows: int) -> str:
+    """The cell of ``sheet``'s ``column`` on the row whose ``id_column`` equals ``key`` (a
+    cell): INDEX/MATCH, so a person sorting or filtering either sheet changes no value.
+    #N/A when no row holds the id: wrap it (IFERROR) where that is a blank."""
+    def rng(name: str) -> str:
+        letter = layout.column_letter(sheet, name)
+        return f"{sheet.name}!${letter}$2:${letter}${rows + 1}"
+    return f"INDEX({rng(column)},MATCH({key},{rng(id_column)},0))"
+
+
 def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catalog | None,
-                    span_cell: str | None, win: Window | None) -> list[dict[str, Any]]:
+                    win: Window | None) -> list[dict[str, Any]]:
     """Settlement rows: the decision part (one per configuration, Summary order), then the
-    incurred part (rentals, other costs kept, totals per currency)."""
+    incurred part (rentals, other costs kept, totals per currency).
+
+    Every link to another sheet finds its row by id (variant_id, rental_id), never by
+    position: sorting or filtering a table changes no number."""
     rows = []
     hours = None if win is None else win.span_hours
-    summary_row_of = {c.stats.variant_id: 2 + i for i, c in enumerate(costs)}
+    item = layout.column_letter(layout.SETTLEMENT, "item")
+
+    def summary(i: int, column: str, variant: str | None = None) -> str:
+        quoted = None if variant is None else variant.replace('"', '""')
+        key = f'"{quoted}"' if quoted is not None else f"${item}{2 + i}"
+        return by_id(layout.SUMMARY, column, key, "variant_id", len(costs))
+
     for i, c in enumerate(costs):
         excel = 2 + i
         if c.plan is not None and catalog is not None:
@@ -366,24 +417,21 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
                        projected_corpora=c.projected_corpora,
                        grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"))
         row.update(part="decision", rental_id=c.rental_id, deadline_check=c.deadline_check)
-        row["accepted_corpora"] = _confirmed_formula(c, data)
-        summary_row = f"{layout.SUMMARY.name}!$%s${excel}"
-        median = summary_row % layout.column_letter(layout.SUMMARY, "median_s")
-        campaign = summary_row % layout.column_letter(layout.SUMMARY, "campaign_s")
+        row["accepted_corpora"] = _confirmed_formula(c, data, excel)
+        median, campaign = summary(i, "median_s"), summary(i, "campaign_s")
         row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
-        cost = row["cost_per_accepted_usd"]
-        if isinstance(cost, Formula):
+        forecast = row["projected_cost_per_expected_usd"]
+        if isinstance(forecast, Formula):
             # R16/R18: a configuration outside the equal-quality comparison has no cost to
-            # compare (its grounds say why); its budget stays.
-            equal = summary_row % layout.column_letter(layout.SUMMARY, "equal_quality")
-            row["cost_per_accepted_usd"] = Formula(
-                f'IF({equal}="{layout.YES}",{cost.text},"")',
-                cost.value if c.stats.equal_quality else "")
+            # compare (its grounds say why); its budget stays. report.md follows the same rule.
+            equal = summary(i, "equal_quality")
+            row["projected_cost_per_expected_usd"] = Formula(
+                f'IF({equal}="{layout.YES}",{forecast.text},"")',
+                forecast.value if c.stats.equal_quality else "")
         row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
-        if c.resume is not None and c.resume.variant_id in summary_row_of:
+        if c.resume is not None and c.resume.variant_id in {o.stats.variant_id for o in costs}:
             # R13: the resume variant's time counts with the configuration it resumes.
-            other = (f"{layout.SUMMARY.name}!${layout.column_letter(layout.SUMMARY, 'campaign_s')}"
-                     f"${summary_row_of[c.resume.variant_id]}")
+            other = summary(i, "campaign_s", c.resume.variant_id)
             row["campaign_s"] = Formula(f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})',
                                         c.campaign)
         if c.projected_hours is not None and c.projected_corpora is not None:
@@ -392,48 +440,53 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
             row["projected_hours"] = Formula(
                 f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
                 f',0)*{col["campaign_s"]}/3600)', c.projected_hours)
-        if span_cell is not None:
-            row["campaign_hours"] = Formula(span_cell, hours)
+        if hours is not None:
+            row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
         rows.append(row)
-    return rows + incurred_rows(data, catalog, first_row=2 + len(rows))
+    return rows + incurred_rows(data, catalog, first_row=2 + len(rows),
+                                accepted=campaign_accepted(costs))
 
 
-def _confirmed_formula(c: Costing, data: WorkbookData) -> Any:
-    """The accepted_corpora cell: the user's confirmed count from Verification, or empty
-    (also when above the runner's count, written into the formula as a number)."""
+def _confirmed_formula(c: Costing, data: WorkbookData, excel: int) -> Any:
+    """The accepted_corpora cell: the user's confirmed count from the Verification row of the
+    same variant_id, or empty (also when above the runner's count, written into the formula
+    as a number)."""
     rows = data.tables.get(layout.VERIFICATION.name, [])
-    index = next((i for i, r in enumerate(rows)
-                  if str(r.get("variant_id")) == c.stats.variant_id), None)
-    if index is None:
+    if not any(str(r.get("variant_id")) == c.stats.variant_id for r in rows):
         return None
-    excel = data.excel_row(layout.VERIFICATION.name, index)
-    sheet = layout.VERIFICATION.name
+    key = f"${layout.column_letter(layout.SETTLEMENT, 'item')}{excel}"
 
     def cell(name: str) -> str:
-        return f"{sheet}!${layout.column_letter(layout.VERIFICATION, name)}${excel}"
+        return by_id(layout.VERIFICATION, name, key, "variant_id", len(rows) + LOOKUP_SPARE)
 
     count = cell("confirmed_corpora")
-    return Formula(f'IF(AND({cell("verified")}="yes",ISNUMBER({count}),'
-                   f'{count}<={c.runner_accepted or 0}),{count},"")',
+    # IFERROR: a Verification row deleted since is no confirmation, never #N/A.
+    return Formula(f'IFERROR(IF(AND({cell("verified")}="yes",ISNUMBER({count})),'
+                   f'IF({count}<={c.runner_accepted or 0},{count},""),""),"")',
                    "" if c.confirmed is None else c.confirmed)
 
 
-def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int
-                  ) -> list[dict[str, Any]]:
+def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int,
+                  accepted: int | None = None) -> list[dict[str, Any]]:
     """The incurred part from Excel row ``first_row``: each rental once (with its ledger
-    status), the other costs typed in the Settlement, one total per currency, then the
-    ledger lines no rental accounts for (outside the totals)."""
+    status), the other costs typed in the Settlement, one total per currency (with the
+    known subtotal, its ledger status and what was spent per accepted corpus: the total /
+    ``accepted``, the campaign's confirmed corpora), then the ledger lines no rental or
+    other cost accounts for (outside the totals)."""
     variants = data.tables["Variants"]
     rentals = incurred.rentals_of(data)
     rows = [incurred.rental_row(r, catalog, variants, first_row + i)
             for i, r in enumerate(rentals)]
-    status, extra = incurred.reconciliation(data, catalog)
-    for row, r in zip(rows, rentals, strict=True):
-        row["ledger_status"] = status.get(r.rental_id)
-    rows += [incurred.other_cost_row(r) for r in data.tables[layout.SETTLEMENT.name]
-             if r.get("kind") == "other cost"]
+    others = [incurred.other_cost_row(r) for r in data.tables[layout.SETTLEMENT.name]
+              if r.get("kind") == "other cost"]
+    status, extra = incurred.reconciliation(data, catalog, others)
+    for row in rows + others:
+        row["ledger_status"] = status.get(str(row.get("item")))
+    rows += others
+    for i, row in enumerate(rows):
+        row["counted_amount"] = incurred.counted(row, first_row + i)
     if rows:
-        rows += incurred.total_rows(rows, first_row)
+        rows += incurred.total_rows(rows, first_row, accepted)
     for entry in extra:
         rows.append(settlement.full_row({
             "item": entry.get("reference") or entry.get("description") or "ledger line",
@@ -442,7 +495,8 @@ def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int
             "ledger_status": "in the ledger, not in the workbook",
             "grounds": f"{entry.get('date')} {entry.get('description') or ''} "
                        f"({entry.get('source')}): add the rental to Rentals, or record it "
-                       "as another cost with its grounds".replace("  ", " ")}))
+                       "as another cost whose item is its reference, with its grounds"
+                       .replace("  ", " ")}))
     return rows
 
 
@@ -503,9 +557,12 @@ def _grounds(c: Costing, text: str) -> str:
     return text
 
 
-def schedule_span_cell() -> str:
-    """The Schedule cell holding the span of the access window (first data row)."""
-    return f"{layout.SCHEDULE.name}!${layout.column_letter(layout.SCHEDULE, 'span_hours')}$2"
+def schedule_span(rows: int) -> str:
+    """The span of the access window: the one span_hours the Schedule holds, wherever a
+    sort put its row."""
+    letter = layout.column_letter(layout.SCHEDULE, "span_hours")
+    span = f"{layout.SCHEDULE.name}!${letter}$2:${letter}${rows + 1}"
+    return f'IF(COUNT({span})=0,"",MAX({span}))'
 
 
 @dataclass(frozen=True)

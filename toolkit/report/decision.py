@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.evidence.validate import WORK_COLUMNS, declared, work_differences, work_value
+from toolkit.evidence.validate import (
+    WORK_COLUMNS,
+    declared,
+    work_cell,
+    work_differences,
+    work_value,
+)
 from toolkit.money.tariffs import Catalog, rules
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
@@ -61,7 +67,7 @@ class Pair:
 def differs_text(va: dict[str, Any], vb: dict[str, Any]) -> str:
     """``precision fp32 -> bf16, max_length 256 -> 128``: the work columns that differ."""
     def shown(row: dict[str, Any], column: str) -> str:
-        value = work_value(row.get(column))
+        value = work_cell(row, column)
         return "blank" if value is None else str(value)
 
     return ", ".join(f"{c} {shown(va, c)} -> {shown(vb, c)}"
@@ -204,13 +210,15 @@ def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projectio
 
 
 def choose(costs: Sequence[Costing]) -> Costing | None:
-    """The cheapest comparable configuration with a defined cost; ties go to the faster."""
-    candidates = [c for c in costs if c.stats.equal_quality and c.cost_per_accepted is not None
-                  and not c.stats.untrusted]
+    """The comparable configuration with the lowest forecast per expected corpus, among those
+    with at least one accepted corpus the user confirmed (a forecast alone never chooses);
+    ties go to the faster."""
+    candidates = [c for c in costs if c.stats.equal_quality and c.confirmed
+                  and c.forecast_per_expected is not None and not c.stats.untrusted]
     if not candidates:
         return None
-    return min(candidates, key=lambda c: (c.cost_per_accepted, c.stats.median or float("inf"),
-                                          c.stats.variant_id))
+    return min(candidates, key=lambda c: (c.forecast_per_expected,
+                                          c.stats.median or float("inf"), c.stats.variant_id))
 
 
 def decide(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]],
@@ -251,7 +259,9 @@ def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None)
         days = c.plan.plan_days if c.plan else "?"
         return f"{_label(c)}, {days}-day plan, {c.lots} lot(s)"
     if fastest is not None:
-        why = "; ".join(sorted({c.reason or c.cost_text for c in comparable}))
+        why = "; ".join(sorted({c.reason or (f"accepted corpora {c.confirm_reason}"
+                                             if not c.confirmed else c.cost_text)
+                                for c in comparable}))
         vid = fastest.stats.variant_id
         equal = {c.stats.variant_id for c in comparable}
         close = [s.second if s.first == vid else s.first for s in d.separations
@@ -290,11 +300,12 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
     c = d.chosen
     if c is not None:
         reasons.append(f"quality {c.stats.quality_verdict} within the locked threshold and "
-                       f"tolerance; {c.cost_text} per accepted corpus (its "
+                       f"tolerance; {c.cost_text}: its "
                        f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
-                       f"{c.accepted_count} confirmed distinct corpus(es))")
+                       f"{c.projected_corpora} expected corpus(es), a forecast; "
+                       f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far")
         ties = [o.stats.variant_id for o in comparable
-                if o is not c and o.cost_per_accepted == c.cost_per_accepted]
+                if o is not c and o.forecast_per_expected == c.forecast_per_expected]
         if ties:
             unsure = [s.first if s.second == c.stats.variant_id else s.second
                       for s in d.separations if s.verdict != stats.SEPARATED
@@ -302,16 +313,15 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
                       and {s.first, s.second} & set(ties)]
             reasons.append(f"same cost as {', '.join(ties)}: chosen for the fastest median"
                            + (f", not separated from {', '.join(unsure)}" if unsure else ""))
-        dearer = [o for o in comparable if o.cost_per_accepted is not None
-                  and c.cost_per_accepted is not None
-                  and o.cost_per_accepted > c.cost_per_accepted]
-        reasons += [f"{o.stats.variant_id} costs {o.cost_text} per accepted corpus"
-                    for o in dearer]
+        dearer = [o for o in comparable if o.forecast_per_expected is not None
+                  and c.forecast_per_expected is not None
+                  and o.forecast_per_expected > c.forecast_per_expected]
+        reasons += [f"{o.stats.variant_id}: {o.cost_text}" for o in dearer]
         confirmed = {o.stats.variant_id: o.accepted_count for o in comparable
-                     if o.cost_per_accepted is not None}
+                     if o.forecast_per_expected is not None}
         if len(set(confirmed.values())) > 1:  # seed 000: the same corpora, the same rules
             listed = ", ".join(f"{vid} {n}" for vid, n in confirmed.items())
-            reasons.append(f"the costs divide by different confirmed corpora ({listed}): "
+            reasons.append(f"the configurations have different confirmed corpora ({listed}): "
                            "compare configurations that processed the same corpora")
         st = c.stats
         counts = [f"{n} {what}" for n, what in ((st.failed, "failed"),

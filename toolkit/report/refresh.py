@@ -16,11 +16,12 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import money_log
+from toolkit.evidence import money_log, money_rules
 from toolkit.evidence.protocol import current_lock
 from toolkit.findings import Finding
 from toolkit.money import schedule
-from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules
+from toolkit.money.tariffs import Catalog, catalog_from_workbook, rules, with_iso_date
+from toolkit.plumbing.clock import now_text
 from toolkit.report import costs, decision, memory_sheet, quality, summary
 from toolkit.report.costs import Costing
 from toolkit.report.decision import Decision
@@ -81,6 +82,9 @@ def refresh(data: WorkbookData, base_dir: Path,
     formulas see the same rows) but no verdict or choice rests on them.
     """
     data.formulas.clear()  # every sheet that holds formulas is recomputed below
+    # A catalog date Excel turned into a date is written back as the ISO day it stands for,
+    # so that the Settlement's lookups compare text with text.
+    data.tables["Tariffs"] = [with_iso_date(r) for r in data.tables["Tariffs"]]
     lock = current_lock(data)
     logged = money_log.log_money_edits(data, lock.sha256 if lock else "")
     protocol = data.forms["Protocol"]
@@ -98,8 +102,7 @@ def refresh(data: WorkbookData, base_dir: Path,
     win, window_problem = _window(data)
     catalog, catalog_problem = _catalog(data)
     found = costs.costings(all_stats, data, catalog, catalog_problem, win, window_problem)
-    span = costs.schedule_span_cell() if win is not None else None
-    data.tables["Settlement"] = costs.settlement_rows(found, data, catalog, span, win)
+    data.tables["Settlement"] = costs.settlement_rows(found, data, catalog, win)
     data.row_numbers["Settlement"] = list(range(2, 2 + len(data.tables["Settlement"])))
 
     window_text = None
@@ -111,7 +114,9 @@ def refresh(data: WorkbookData, base_dir: Path,
     d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
                         window_text, costs.incurred_summary(incurred))
     decision.update_memo(data.forms["Decision"], d)
-    data.charts = workbook_charts(len(all_stats), len(found))
+    # Which run the memo reflects: validate names a memo older than the numbers it quotes.
+    data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
+    data.charts = workbook_charts(data)
     notes = [f"logged in Audit (prices): {logged}"] if logged else []
     if catalog_problem and any(c.gpu_slug for c in found):
         notes.append(f"no prices: {catalog_problem}")

@@ -17,6 +17,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.predictions import PredictionsCheck
+from toolkit.money.incurred import BRIDGE, INCOMPLETE
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
 from toolkit.report import decision, generation, run_time, summary, utilisation
@@ -162,26 +163,37 @@ def run_time_lines(workbook: Path) -> list[str]:
 def _settlement(result: Refreshed) -> list[str]:
     lines = ["### Incurred: money spent, each rental once", ""]
     incurred = [(r.get("item"), r.get("kind"), r.get("variants") or "",
-                 _amount(r.get("amount"), r.get("currency")), r.get("ledger_status") or "")
+                 _marked(_amount(r.get("amount"), r.get("currency")), r),
+                 _marked(_amount(r.get("known_subtotal"), r.get("currency")), r)
+                 if _plain(r.get("amount")) == INCOMPLETE else "",
+                 _marked(_amount(r.get("spent_per_accepted"), r.get("currency")), r),
+                 r.get("ledger_status") or "")
                 for r in result.incurred]
-    lines += table(("item", "kind", "variants served", "amount", "ledger"), incurred) \
+    lines += table(("item", "kind", "variants served", "amount", "known subtotal",
+                    "spent per accepted corpus", "ledger"), incurred) \
         if incurred else ["No rental recorded: fill the Rentals sheet (each lot rented, once)."]
+    lines += [""] + [f"- {r.get('item')}: {_bridge_of(r)}" for r in result.incurred
+                     if r.get("kind") == "total incurred"]
     lines += ["", "### Decision: production projection per configuration", "",
               "Expected outputs (Protocol) at the measured time of one corpus end to end "
               "(campaign_s), on the cheapest plan and lots that finish before the deadline: a "
               "projection, not a measurement. Accepted corpora are those you confirmed in the "
-              "Verification sheet.", ""]
+              "Verification sheet. The projected cost per expected corpus is a FORECAST "
+              "(budget / expected outputs), never blended with the accepted count: what was "
+              "spent per accepted corpus is the incurred total's, above.", ""]
     rows = []
     for c in result.costs:
         rows.append((c.stats.variant_id, c.gpu_slug or "cpu",
                      f"{c.plan.plan_days} days" if c.plan else "",
                      c.lots if c.plan else "",
-                     rules.usd(c.budget) if c.budget is not None else "",
+                     (rules.usd(c.budget) + (f" {layout.EXAMPLE}" if c.example else ""))
+                     if c.budget is not None else "",
                      "" if c.runner_accepted is None else c.runner_accepted,
                      "" if c.accepted_count is None else c.accepted_count, c.cost_text,
                      c.deadline_check or "", "yes" if c.stats.equal_quality else "no"))
     lines += table(("configuration", "GPU", "plan", "lots", "budget", "runner-accepted",
-                    "confirmed", "cost per accepted corpus", "deadline", "compared"), rows)
+                    "confirmed", "projected cost per expected corpus (forecast)", "deadline",
+                    "compared"), rows)
     if result.window is not None:
         lines += ["", f"Campaign window (Schedule): {rules.stamp(result.window.start)} to "
                   f"{rules.stamp(result.window.end)}, "
@@ -205,6 +217,25 @@ def _settlement(result: Refreshed) -> list[str]:
                   "slowest run, over the expected outputs):"]
         lines += [f"- {m.sentence()}" for m in result.decision.money]
     return lines
+
+
+def _marked(amount: str, row: dict[str, Any]) -> str:
+    """An amount marked EXAMPLE when its Settlement row rests on an example figure (the
+    Settlement shows the same mark)."""
+    if amount and layout.EXAMPLE in str(row.get("grounds") or ""):
+        return f"{amount} {layout.EXAMPLE}"
+    return amount
+
+
+def _plain(cell: Any) -> Any:
+    return getattr(cell, "value", cell)
+
+
+def _bridge_of(row: dict[str, Any]) -> str:
+    """The total's bridge (incurred total -> accepted corpora -> spent per corpus), as its
+    grounds state it."""
+    grounds = str(row.get("grounds") or "")
+    return grounds.split(BRIDGE, 1)[-1]
 
 
 def _amount(cell: Any, currency: Any) -> str:

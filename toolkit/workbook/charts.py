@@ -9,7 +9,7 @@ recompute the report keeps them.
 from __future__ import annotations
 
 from toolkit import layout
-from toolkit.workbook.model import Chart
+from toolkit.workbook.model import Chart, WorkbookData
 
 RUN_COLOUR = "#7F7F7F"
 MEDIAN_COLOUR = "#C00000"
@@ -21,8 +21,38 @@ def _range(sheet: layout.Sheet, column: str, first: int, last: int) -> str:
     return f"='{sheet.name}'!${letter}${first}:${letter}${last}"
 
 
-def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
+EXAMPLE = layout.EXAMPLE
+
+
+def plans_note(data: WorkbookData) -> str:
+    """The provider, plan and catalog date the Settlement's configurations are priced from,
+    e.g. ``IteraGPU, 7-day plans, catalog of 2026-09-24``; EXAMPLE first when one rests on an
+    example figure."""
+    configurations = [r for r in data.tables.get(layout.SETTLEMENT.name, [])
+                      if r.get("kind") == "configuration" and r.get("catalog_date")]
+    sellers = set()
+    for r in configurations:
+        for t in data.tables.get(layout.TARIFFS.name, []):
+            if (t.get("gpu_slug"), t.get("plan_days"), t.get("catalog_date")) == (
+                    r.get("gpu_slug"), r.get("plan_days"), r.get("catalog_date")):
+                sellers.add(str(t.get("provider") or "shipped catalog"))
+    days = sorted({int(r["plan_days"]) for r in configurations if r.get("plan_days")})
+    dates = sorted({str(r["catalog_date"]) for r in configurations})
+    parts = [", ".join(sorted(sellers)),
+             f"{'/'.join(map(str, days))}-day plans" if days else "",
+             f"catalog of {', '.join(dates)}" if dates else ""]
+    note = "; ".join(p for p in parts if p)
+    if any(EXAMPLE in str(r.get("grounds") or "") for r in configurations):
+        note = f"{EXAMPLE} figures: {note}" if note else f"{EXAMPLE} figures"
+    return note
+
+
+def workbook_charts(data: WorkbookData) -> list[Chart]:
     """The durations chart under the Summary rows, the cost chart beside the Settlement."""
+    n_variants = len(data.tables.get(layout.SUMMARY.name, []))
+    n_configurations = sum(1 for r in data.tables.get(layout.SETTLEMENT.name, [])
+                           if r.get("kind") == "configuration")
+    note = plans_note(data)
     charts = []
     if n_variants:
         last = n_variants + 1
@@ -48,11 +78,12 @@ def workbook_charts(n_variants: int, n_configurations: int) -> list[Chart]:
         beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
         charts.append(Chart(
             layout.SETTLEMENT.name, f"{beside}2", "column",
-            "Cost per accepted corpus (USD; no bar: no price, undefined, or outside the "
+            "Projected cost per expected corpus, a FORECAST (USD"
+            + (f"; {note}" if note else "") + "; no bar: no price or outside the "
             "equal-quality comparison)",
-            ({"name": "cost per accepted corpus",
+            ({"name": "projected cost per expected corpus (forecast)",
               "categories": _range(layout.SETTLEMENT, "item", 2, last),
-              "values": _range(layout.SETTLEMENT, "cost_per_accepted_usd", 2, last),
+              "values": _range(layout.SETTLEMENT, "projected_cost_per_expected_usd", 2, last),
               "fill": {"color": BAR_COLOUR}},),
             "configuration", "USD"))
     return charts

@@ -32,6 +32,13 @@ NUMBER_FORMATS = {
     layout.MONEY: '#,##0.00',
     layout.RATIO: "0.0000",
 }
+#: A money column shown in its row's currency: the amount, then the ISO 4217 code.
+CURRENCY_FORMAT = '#,##0.00" {}"'
+PLAIN_MONEY = "#,##0.00"
+#: Kinds of an amount in USD by the column's name.
+USD_KINDS = (layout.USD, layout.USD_OR_UNDEFINED)
+#: Where a row says it rests on an example figure (layout.EXAMPLE in it).
+EXAMPLE_COLUMNS = ("grounds", "source")
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
 
@@ -47,10 +54,15 @@ class _Formats:
         )
         self.title = book.add_format({"bold": True, "font_size": 14})
         self.wrap = book.add_format({"text_wrap": True, "valign": "top"})
-        self._cache: dict[tuple[str, bool], Any] = {}
+        self.warning = book.add_format({"bold": True, "text_wrap": True, "valign": "top",
+                                        "font_color": "#9C0006", "bg_color": "#FFC7CE"})
+        self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
-    def cell(self, kind: str, computed: bool) -> Any:
-        key = (kind, computed)
+    def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
+        """The format of a cell of ``kind``; ``currency``: a money cell shown in that
+        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown), with
+        " EXAMPLE" after it for an example figure."""
+        key = (kind, computed, currency)
         if key not in self._cache:
             spec: dict[str, Any] = {
                 "bg_color": COMPUTED_FILL if computed else INPUT_FILL,
@@ -58,7 +70,10 @@ class _Formats:
                 "border_color": "#BFBFBF",
                 "valign": "top",
             }
-            if kind in NUMBER_FORMATS:
+            if currency is not None:
+                spec["num_format"] = CURRENCY_FORMAT.format(currency) if currency \
+                    else PLAIN_MONEY
+            elif kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
             self._cache[key] = self.book.add_format(spec)
         return self._cache[key]
@@ -76,7 +91,10 @@ def render(data: WorkbookData, path: str | Path) -> None:
     sheets = {}
     for sheet in layout.SHEETS:
         ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
-        if sheet.kind == "text":
+        _print_setup(ws, sheet)
+        if sheet is layout.OVERVIEW:
+            _write_overview(ws, data, formats)
+        elif sheet.kind == "text":
             _write_guide(ws, formats)
         elif sheet.kind == "form":
             _write_form(ws, sheet, data.forms.get(sheet.name, {}), formats)
@@ -86,6 +104,20 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
+
+
+def _print_setup(ws: Worksheet, sheet: layout.Sheet) -> None:
+    """Every sheet prints on A4, one page wide: a table in landscape with its header row
+    repeated on each page, a form or the Guide in portrait."""
+    ws.set_paper(9)
+    ws.fit_to_pages(1, 0)
+    ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
+    ws.set_footer(f"&L{sheet.name}&RPage &P of &N")
+    if sheet.kind == "table":
+        ws.set_landscape()
+        ws.repeat_rows(0)
+    else:
+        ws.set_portrait()
 
 
 def _insert_chart(book: xlsxwriter.Workbook, ws: Worksheet, spec: Chart) -> None:
@@ -166,6 +198,99 @@ def _write_guide(ws: Worksheet, formats: _Formats) -> None:
         ws.write_string(row, 0, f"{sheet.name}: {sheet.purpose}")
 
 
+#: Rows of the Settlement the Overview's lookups reach: far beyond any settlement.
+OVERVIEW_REACH = 10001
+#: Characters of a line of the Overview's value column (70 wide).
+OVERVIEW_LINE = 75
+
+
+def _plain_value(cell: Any) -> Any:
+    value = cell.value if isinstance(cell, Formula) else cell
+    return "" if value is None else _plain(value)
+
+
+def _lookup(sheet: layout.Sheet, column: str, key: str, last: int) -> str:
+    """``sheet``'s ``column`` on the row whose first column is ``key`` (by id, not position);
+    empty when the row or the cell is."""
+    def rng(name: str) -> str:
+        letter = layout.column_letter(sheet, name)
+        return f"{sheet.name}!${letter}$2:${letter}${last}"
+    text = key.replace('"', '""')
+    found = f'INDEX({rng(column)},MATCH("{text}",{rng(sheet.names[0])},0))'
+    return f'IFERROR(IF({found}="","",{found}),"")'
+
+
+def _marked(code: str, row: dict[str, Any]) -> str:
+    """A currency code, with EXAMPLE after it when the row rests on an example figure."""
+    example = any(layout.EXAMPLE in str(row.get(name) or "") for name in EXAMPLE_COLUMNS)
+    return f"{code} {layout.EXAMPLE}" if example else code
+
+
+def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> None:
+    """The reviewer's page: each figure a formula into the sheet that holds it, found by id,
+    with the value the report computed cached."""
+    ws.set_column(0, 0, 34, formats.wrap)
+    ws.set_column(1, 1, 70, formats.wrap)
+    ws.set_column(2, 2, 20, formats.wrap)
+    ws.write_string(0, 0, "Overview", formats.title)
+    rows: list[tuple[str, Any, Any, str]] = []  # label, formula text, cached value, format
+    decision = data.forms.get(layout.DECISION.name, {})
+    for field in ("chosen_configuration", "report_run"):
+        row = layout.DECISION.names.index(field) + 2
+        cell = f"{layout.DECISION.name}!$B${row}"
+        rows.append((f"Decision: {field.replace('_', ' ')}", f'IF({cell}="","",{cell})',
+                     decision.get(field), ""))
+    settlement = data.tables.get(layout.SETTLEMENT.name, [])
+    for r in settlement:
+        if r.get("kind") != "total incurred" or not r.get("currency"):
+            continue
+        item, code = str(r["item"]), _marked(str(r["currency"]), r)
+        for label, column, money in (("incurred total", "amount", True),
+                                     ("known subtotal", "known_subtotal", True),
+                                     ("ledger status", "ledger_status", False),
+                                     ("spent per accepted corpus", "spent_per_accepted", True)):
+            rows.append((f"{label} ({r['currency']})",
+                         _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
+                         r.get(column), code if money else ""))
+    for r in settlement:
+        forecast = _plain_value(r.get("projected_cost_per_expected_usd"))
+        if r.get("kind") == "configuration" and forecast != "":
+            rows.append((f"forecast per expected corpus: {r['item']}",
+                         _lookup(layout.SETTLEMENT, "projected_cost_per_expected_usd",
+                                 str(r["item"]), OVERVIEW_REACH), forecast, _marked("USD", r)))
+    summary = data.tables.get(layout.SUMMARY.name, [])
+    for r in summary:
+        for label, column in (("quality verdict", "quality_verdict"),
+                              ("in the cost comparison", "equal_quality")):
+            rows.append((f"{r['variant_id']}: {label}",
+                         _lookup(layout.SUMMARY, column, str(r["variant_id"]),
+                                 len(summary) + 1), r.get(column), ""))
+    wrapped = formats.book.add_format({"bg_color": COMPUTED_FILL, "border": 1,
+                                       "border_color": "#BFBFBF", "valign": "top",
+                                       "text_wrap": True})
+    for i, (label, text, cached, code) in enumerate(rows, start=2):
+        ws.write_string(i, 0, label, wrapped)
+        fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
+        ws.write_formula(i, 1, text, fmt, _plain_value(cached))
+        # A formula's row keeps its height in a spreadsheet: room for the memo's lines.
+        lines = -(-len(str(_plain_value(cached))) // OVERVIEW_LINE)
+        if lines > 1:
+            ws.set_row(i, 15 * min(lines, 12))
+    warnings = []
+    if any(layout.EXAMPLE in str(r.get("grounds") or "") for r in settlement):
+        warnings.append(f"{layout.EXAMPLE}: some amounts rest on figures typed for a demo or an "
+                        "example (their cells say EXAMPLE): not a quote, not a measurement")
+    scenario = str(data.forms.get(layout.PROTOCOL.name, {}).get("scenario") or "")
+    if "QUICK DEMO" in scenario:
+        warnings.append("QUICK DEMO: a declared subset for a smoke run, not the comparison")
+    last = len(rows) + 2
+    for i, text in enumerate(warnings, start=last + 1):
+        ws.merge_range(i, 0, i, 2, text, formats.warning)
+        last = i
+    ws.print_area(0, 0, last, 2)
+    ws.fit_to_pages(1, 1)  # one page, whatever the memo's length
+
+
 def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
                 formats: _Formats) -> None:
     ws.freeze_panes(1, 0)
@@ -186,7 +311,10 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
     ws.freeze_panes(1, 1)
     last_row = len(rows) + SPARE_ROWS
     for col, column in enumerate(sheet.all_columns):
-        cell_format = formats.cell(column.kind, column.computed)
+        # A money column in its row's currency: rows typed later show no code until saved.
+        money = bool(column.currency) or column.kind in USD_KINDS
+        cell_format = formats.cell(column.kind, column.computed,
+                                   "" if column.currency else None)
         ws.set_column(col, col, column.width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
@@ -200,9 +328,34 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
-                write_value(ws, r, col, value, cell_format)
+                typed = _typed_here(sheet, column, row)
+                if money:
+                    fmt = _money_format(formats, column, row, typed)
+                elif typed:
+                    fmt = formats.cell(column.kind, False)
+                else:
+                    fmt = cell_format
+                write_value(ws, r, col, value, fmt)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
+
+
+def _typed_here(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any]) -> bool:
+    """A grey column's cell a person types on this row: an other cost's in the Settlement."""
+    return (column.computed and sheet is layout.SETTLEMENT and row.get("kind") == "other cost"
+            and column.name in layout.OTHER_COST_COLUMNS)
+
+
+def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any],
+                  typed: bool = False) -> Any:
+    """A money cell's format in its row's currency (every amount shows its own code), marked
+    EXAMPLE when the row's grounds or source say it rests on an example figure."""
+    if column.currency:
+        code = str(row.get(column.currency) or "").strip().upper() or column.blank_currency
+        code = code if code.isascii() and code.isalpha() and len(code) == 3 else ""
+    else:
+        code = "USD"
+    return formats.cell(column.kind, column.computed and not typed, _marked(code, row).strip())
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:

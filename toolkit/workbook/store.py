@@ -59,10 +59,7 @@ def read(path: str | Path) -> WorkbookData:
             with Book(handle) as book:
                 data = _read_book(book, path)
             if any(name.startswith("xl/charts/") for name in parts):
-                data.charts = workbook_charts(
-                    len(data.tables[layout.SUMMARY.name]),
-                    sum(1 for r in data.tables[layout.SETTLEMENT.name]
-                        if r.get("kind") == "configuration"))
+                data.charts = workbook_charts(data)
             return data
         except ToolkitError:
             raise

@@ -34,8 +34,9 @@ from typing import Any
 import torch
 
 from toolkit import layout
-from toolkit.errors import ToolkitError
+from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
+from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import evaluation
 from toolkit.runner.attempt_parts import (
@@ -53,6 +54,8 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.engines.plugin import reference_strata
 from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
@@ -78,10 +81,10 @@ class Window:
     padded_squares: int = 0
 
 
-def run_batches(predictor: Predictor, variant: dict[str, Any], texts: list[str],
+def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item],
                 window: Window, after_batch: Callable[[int], None],
                 forward: probes.ForwardSpans | None = None) -> None:
-    """Predict ``texts`` by batches; append predictions and token tallies to ``window``.
+    """Predict ``items`` by batches; append predictions and token tallies to ``window``.
 
     The variant sets batch size and length grouping (the predictor its padding and
     truncation); the same function serves the load phase's calls, warm-up and the
@@ -89,16 +92,20 @@ def run_batches(predictor: Predictor, variant: dict[str, Any], texts: list[str],
     nothing around it (R10).
     """
     size = int(variant["batch_size"])
-    count = len(texts)
+    count = len(items)
     if variant["length_grouping"] == "sorted":
-        lengths = predictor.token_lengths(texts, truncate=True)
+        lengths = predictor.token_lengths([i.text for i in items], truncate=True)
+        if lengths is None:
+            raise ModelError(f"length_grouping sorted needs token lengths: {predictor.engine} "
+                             f"gives none ({predictor.tokens_reason})",
+                             hint="declare length_grouping none for this engine")
         order = sorted(range(count), key=lengths.__getitem__)
     else:
         order = list(range(count))
     window.order = order
     for start in range(0, count, size):
         indexes = order[start:start + size]
-        batch = predictor.predict([texts[i] for i in indexes], forward)
+        batch = predictor.predict([items[i] for i in indexes], forward)
         window.padded_tokens += len(indexes) * batch.width
         window.real_tokens += sum(batch.lengths)
         window.sequences += len(indexes)
@@ -129,7 +136,7 @@ def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_or
     return batches
 
 
-def first_calls(predictor: Predictor, variant: dict[str, Any], texts: list[str]
+def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item]
                 ) -> tuple[list[tuple[int, int]], str | None]:
     """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
     compiles those shapes and CUDA loads their kernels before the measured window; then the
@@ -140,16 +147,19 @@ def first_calls(predictor: Predictor, variant: dict[str, Any], texts: list[str]
     batch cost a quick campaign about a tenth of each window (issue 20).
 
     Returns the shapes run and the attention kernel seen per profiled shape
-    (``4x9: flash; 4x256: memory-efficient``), None when nothing ran.
+    (``4x9: flash; 4x256: memory-efficient``), None when nothing ran (an engine without
+    token lengths runs nothing here: its warm-up is its first call).
     """
     max_length = int(variant["max_length"])
-    lengths = predictor.token_lengths(texts, truncate=True)
+    lengths = predictor.token_lengths([i.text for i in items], truncate=True)
+    if lengths is None:
+        return [], None
     width = None if variant["padding"] == "dynamic" else max_length
     batches = shape_batches(lengths, int(variant["batch_size"]), width,
                             sorted_order=variant["length_grouping"] == "sorted")
 
     def call(indexes: list[int]) -> None:
-        run_batches(predictor, variant, [texts[i] for i in indexes], Window(), lambda done: None)
+        run_batches(predictor, variant, [items[i] for i in indexes], Window(), lambda done: None)
 
     if predictor.device.type == "cpu" and variant.get("compile") != "yes":
         batches = batches[:1]
@@ -220,16 +230,16 @@ class Classification:
 
     def load(self) -> None:
         self.predictor = load_classifier(self.variant, self.spec.base)
+        self.notes.extend(self.predictor.engine_notes)
         self.shapes, self.kernels = first_calls(
-            self.predictor, self.variant,
-            [i.text for i in corpus.read_corpus(self.run.corpus_path)])
+            self.predictor, self.variant, corpus.read_corpus(self.run.corpus_path))
 
     def phase_done(self, phase: str) -> None:
         self.compiled_in[phase] = self.compiled_in.get(phase, 0) + self.count.take()
 
     def warm_pass(self, items: list[corpus.Item]) -> None:
         assert self.predictor is not None
-        run_batches(self.predictor, self.variant, [i.text for i in items], Window(),
+        run_batches(self.predictor, self.variant, items, Window(),
                     lambda d: self.run.after_batch(d, len(items)))
 
     def measure(self) -> None:
@@ -237,8 +247,9 @@ class Classification:
         window = self.window
         window.items = corpus.read_corpus(self.run.corpus_path)
         total = len(window.items)
-        run_batches(self.predictor, self.variant, [i.text for i in window.items], window,
+        run_batches(self.predictor, self.variant, window.items, window,
                     lambda d: self.run.after_batch(d, total), self.forward)
+        self.predictor.synchronize()  # an engine's device work ends inside the window
 
     # ---- after the phases
 
@@ -313,8 +324,17 @@ class Classification:
             self.notes.append(f"corpus fingerprint {found.fingerprint[:12]} differs from the "
                               f"campaign's {self.spec.corpus_sha256[:12]}: the corpus changed "
                               "during the campaign")
-        if self.predictor is not None and items:
-            lengths = self.predictor.token_lengths([i.text for i in items], truncate=False)
+        lengths = (self.predictor.token_lengths([i.text for i in items], truncate=False)
+                   if self.predictor is not None and items else None)
+        if self.predictor is not None and items and lengths is None:
+            # An engine without the Protocol's tokenizer: the strata the reference attempt's
+            # tokenizer recorded for the same ids, so subgroups compare like with like.
+            found.strata = reference_strata(checked_reference(self.spec, []))
+            for name in found.strata.values():
+                found.counts[name] = found.counts.get(name, 0) + 1
+            self.notes.append("strata as the reference attempt's tokenizer counted them"
+                              if found.strata else "no reference attempt yet: strata unknown")
+        if lengths is not None:
             found.truncated = sum(n > int(self.variant["max_length"]) for n in lengths)
             bounds = corpus.parse_stratum_bounds(self.spec.protocol.get("stratum_bounds"))
             for item, n in zip(items, lengths, strict=False):
@@ -359,6 +379,11 @@ class Classification:
     def _token_cells(self, put: Put, truncated: int | None) -> None:
         """Padded tokens and padding efficiency of a whole corpus; the truncation count."""
         window, status = self.window, self.run.status
+        untokenized = self.predictor.tokens_reason if self.predictor is not None else None
+        if untokenized is not None:
+            for name in ("padded_tokens", "padding_efficiency", "truncated"):
+                put(name, None, untokenized)
+            return
         if status == "completed" and window.padded_tokens:
             put("padded_tokens", window.padded_tokens)
             put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
@@ -508,6 +533,8 @@ def manifest(spec: AttemptSpec, predictor: Predictor | None, fingerprint: str | 
         "determinism": state or reproducibility.state(spec.protocol, threads),
         "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
                           else compilation.NOT_COMPILED),
+        "engine": predictor.engine if predictor is not None else engines.engine_of(variant),
+        "engine_artifact": predictor.engine_artifact if predictor is not None else None,
     })
     row.update(env)
     return manifest_row(row, measured)

@@ -40,6 +40,7 @@ from toolkit import layout
 from toolkit.evidence import corpus
 from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
+from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import agreement, evaluation, generation
 from toolkit.runner.attempt_parts import (
@@ -58,6 +59,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
+from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
 from toolkit.runner.instruments import (
     achieved,
     compilation,
@@ -105,6 +107,7 @@ class Generation:
     def load(self) -> None:
         assert self.rule is not None
         self.generator = load_generator(self.variant, self.spec.base, self.rule)
+        self.notes.extend(self.generator.engine_notes)
         first = _first_batches(corpus.read_corpus(self.run.corpus_path),
                                int(self.variant["batch_size"]))
         self.generator.generate(first, generation.GenerationWindow(), lambda d: None)
@@ -347,6 +350,8 @@ def _manifest(spec: AttemptSpec, generator: Generator | None,
         "truncated": truncated,
         "determinism": reproducibility.state(protocol, threads),
         "compile_setup": compilation.NOT_COMPILED,
+        "engine": generator.engine if generator is not None else engines.engine_of(variant),
+        "engine_artifact": generator.engine_artifact if generator is not None else None,
     })
     row.update(env)
     return manifest_row(row, measured)
@@ -366,7 +371,8 @@ def _generation_cells(put: Any, window: generation.GenerationWindow, partial: st
     put("decode_tokens_per_s", None if partial or rate is None else round(rate, 3),
         partial or "no decode step: every output ended at its first token")
     put("kv_cache_peak_bytes", None if partial else window.kv_cache_peak_bytes,
-        partial or "generate() returned no KV cache tensors")
+        partial or (generator.kv_cache_reason if generator is not None
+                    else "generate() returned no KV cache tensors"))
     ceiling, why = (None, partial) if partial else bandwidth_ceiling(
         generator, variant, rule, window, device, probed)
     put("bandwidth_ceiling_tokens_per_s", None if ceiling is None else round(ceiling, 3), why)

@@ -35,6 +35,7 @@ import torch
 
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
+from toolkit.plumbing import engines
 from toolkit.runner import attempt_parts, generation, model
 from toolkit.runner.instruments import flops
 
@@ -45,9 +46,10 @@ class Batch:
 
     #: One label per input, in the order given.
     outputs: list[str]
-    #: Tokens each input fed the model (after truncation).
+    #: Tokens each input fed the model (after truncation); empty for an engine that reads
+    #: text its own way (its ``tokens_reason`` says so).
     lengths: list[int]
-    #: The width the batch ran at (its inputs padded to it).
+    #: The width the batch ran at (its inputs padded to it); 0 with ``lengths`` empty.
     width: int
 
 
@@ -68,22 +70,36 @@ class Loaded(attempt_parts.Loaded, Protocol):
     def close(self) -> None:
         """Release the model (an attempt of a shared process must not find it in memory)."""
 
+    #: The Manifest's engine (name and version), what it ran by hash (None for torch: the
+    #: model revision says it), and what loading did (an export built or reused).
+    engine: str
+    engine_artifact: str | None
+    engine_notes: list[str]
+
 
 class Predictor(Loaded, Protocol):
-    """A loaded classifier: one label per text, by batches."""
+    """A loaded classifier: one label per input, by batches."""
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int]:
-        """Each text's token count, cut at the variant's max_length when ``truncate``."""
+    #: None when the engine counts tokens in the Protocol's tokenizer; else why it does not
+    #: (a ``python:`` predictor): token lengths, padding and truncation stay empty with it.
+    tokens_reason: str | None
 
-    def predict(self, texts: Sequence[str],
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool) -> list[int] | None:
+        """Each text's token count, cut at the variant's max_length when ``truncate``; None
+        when the engine has no tokenizer (``tokens_reason``)."""
+
+    def predict(self, items: Sequence[corpus.Item],
                 timer: AbstractContextManager[Any] | None = None) -> Batch:
-        """One batch: a label per text; ``timer`` wraps only the model's call (R10)."""
+        """One batch: a label per input (ids and texts; never the gold label is read);
+        ``timer`` wraps only the model's call (R10)."""
 
 
 class Generator(Loaded, Protocol):
     """A loaded causal LM under the Protocol's decoding rule."""
 
     rule: generation.DecodingRule
+    #: Why the window's KV-cache peak is empty when the engine gave none.
+    kv_cache_reason: str
 
     @property
     def folder(self) -> Path:
@@ -97,7 +113,12 @@ class Generator(Loaded, Protocol):
 class TorchClassifier:
     """The torch engine of classification: a transformers classifier (or encoder + head)."""
 
+    engine = "torch"
+    engine_artifact: str | None = None
+    tokens_reason: str | None = None
+
     def __init__(self, loaded: model.LoadedModel, variant: dict[str, Any]) -> None:
+        self.engine_notes: list[str] = []
         self.loaded = loaded
         self.device = loaded.device
         self.model_revision = loaded.model_revision
@@ -116,9 +137,10 @@ class TorchClassifier:
                                         max_length=self.max_length if truncate else None)
         return [len(ids) for ids in encoded["input_ids"]]
 
-    def predict(self, texts: Sequence[str],
+    def predict(self, items: Sequence[corpus.Item],
                 timer: AbstractContextManager[Any] | None = None) -> Batch:
-        inputs = self.loaded.tokenizer(list(texts), padding=self.padding, truncation=True,
+        inputs = self.loaded.tokenizer([i.text for i in items], padding=self.padding,
+                                       truncation=True,
                                        max_length=self.max_length, return_tensors="pt")
         mask = inputs["attention_mask"]
         lengths = [int(n) for n in mask.sum(dim=1)]
@@ -148,8 +170,14 @@ class TorchClassifier:
 class TorchGenerator:
     """The torch engine of generation: a transformers causal LM's ``generate``."""
 
+    engine = "torch"
+    engine_artifact: str | None = None
+    #: Why the KV cache's peak is empty when generate() returns no cache tensors.
+    kv_cache_reason = "generate() returned no KV cache tensors"
+
     def __init__(self, lm: generation.LoadedLM, variant: dict[str, Any],
                  rule: generation.DecodingRule) -> None:
+        self.engine_notes: list[str] = []
         self.lm = lm
         self.variant = variant
         self.rule = rule
@@ -192,8 +220,11 @@ GENERATORS: dict[str, Callable[[dict[str, Any], Path, generation.DecodingRule], 
 
 
 def engine_of(variant: dict[str, Any], loaders: dict[str, Any]) -> Any:
-    """The loader of the variant's engine; ModelError naming the ones there are."""
-    name = str(variant.get("engine") or "torch").strip()
+    """The loader of the variant's engine (every ``python:MODULE:CALLABLE`` under
+    ``python:``); ModelError naming the ones there are."""
+    name = engines.engine_of(variant)
+    if name.startswith(engines.PYTHON_PREFIX):
+        name = engines.PYTHON_PREFIX
     if name not in loaders:
         raise ModelError(f"variant {variant.get('variant_id', '?')}: engine {name!r} is not "
                          "one this runner has for its task",

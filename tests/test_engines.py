@@ -1,0 +1,252 @@
+"""Engines other than torch, real and on the CPU: an onnxruntime export of the sample
+classifier against the torch reference, its dynamic-int8 quantization gated like any
+precision, and ``python:`` predictors, the shipped TF-IDF plugin and broken ones.
+
+Each campaign is the first 24 rows of the sample corpus (tests/builders.py); the ONNX
+export (about 20-40 s on two busy cores) is built once for the module's campaign.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import SAMPLES, attempts, make_campaign, unexplained, variant
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.plumbing import engines
+from toolkit.runner.engines import cache
+from toolkit.workbook import store
+
+pytest.importorskip("onnxruntime")
+
+ONNX_FP32 = variant("ort-fp32", 4, series=2, engine="onnxruntime")
+ONNX_INT8 = variant("ort-int8", 4, series=2, engine="onnxruntime", quantization="dynamic-int8")
+TFIDF = variant("tfidf", 4, series=2, engine="python:austen_tfidf:Predictor",
+                model_path="austen_tfidf", head_path=None)
+
+
+def _run(book: Path, *args: str) -> None:
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "2", *args])
+    assert result.exit_code == 0, result.output
+
+
+def _rows(book: Path) -> dict[str, dict[str, object]]:
+    return {str(r["variant_id"]): r for r in attempts(book)}
+
+
+def _manifest(book: Path, row: dict[str, object]) -> dict[str, object]:
+    (found,) = [m for m in store.read(book).tables["Manifest"]
+                if m["manifest_id"] == row["manifest_id"]]
+    return found
+
+
+@pytest.fixture(scope="module")
+def engines_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """torch fp32 (the reference) then onnxruntime fp32, onnxruntime int8 and the TF-IDF
+    plugin, batch 4, one attempt each, over the first 24 rows."""
+    folder = tmp_path_factory.mktemp("engines")
+    shutil.copytree(SAMPLES / "austen_tfidf", folder / "austen_tfidf",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    book = make_campaign(folder, 24, [variant("b1-fp32", 4), ONNX_FP32, ONNX_INT8, TFIDF])
+    _run(book)
+    return book
+
+
+def test_onnxruntime_fp32_agrees_with_the_torch_reference(engines_campaign: Path) -> None:
+    row = _rows(engines_campaign)["ort-fp32"]
+    assert unexplained(row) == []
+    assert (row["status"], row["ids_match"], row["quality_verdict"], row["corpus_accepted"]) \
+        == ("completed", "yes", "pass", "yes")
+    assert row["reference_agreement"] == 1.0  # every label as torch fp32's
+    assert row["metric_value"] == _rows(engines_campaign)["b1-fp32"]["metric_value"]
+    assert row["padded_tokens"] == _rows(engines_campaign)["b1-fp32"]["padded_tokens"]
+    assert "onnx export (fp32) built in" in str(row["notes"])
+
+
+def test_the_manifest_names_the_onnx_file_providers_and_version(engines_campaign: Path) -> None:
+    import onnxruntime
+
+    row = _rows(engines_campaign)["ort-fp32"]
+    manifest = _manifest(engines_campaign, row)
+    assert manifest["engine"] == f"onnxruntime {onnxruntime.__version__}"
+    exported = list((engines_campaign.parent / cache.CACHE_FOLDER / "onnxruntime")
+                    .glob("*/model.onnx"))
+    shas = {cache.sha256_of(p) for p in exported}
+    assert len(shas) == 2  # the fp32 export and its int8 quantization
+    artifact = str(manifest["engine_artifact"])
+    assert artifact.startswith("onnx sha256 ") and artifact.split()[2].rstrip(";") in shas
+    assert "providers CPUExecutionProvider" in artifact and "intra-op threads 2" in artifact
+    torch_manifest = _manifest(engines_campaign, _rows(engines_campaign)["b1-fp32"])
+    assert (torch_manifest["engine"], torch_manifest["engine_artifact"]) == ("torch", None)
+
+
+def test_int8_is_gated_by_the_protocol_tolerance(engines_campaign: Path) -> None:
+    rows = _rows(engines_campaign)
+    row, reference = rows["ort-int8"], rows["b1-fp32"]
+    assert row["status"] == "completed" and row["ids_match"] == "yes"
+    assert "onnxruntime dynamic-int8 quantization built in" in str(row["notes"])
+    # The verdict follows the Protocol's rule (accuracy and each subgroup within 0.01 of the
+    # reference's), whichever way int8 falls: a failure names what fell below.
+    below = float(row["metric_value"]) + 1e-9 < float(reference["metric_value"]) - 0.01
+    failures = "below reference" in str(row["notes"])
+    assert below <= failures
+    assert row["quality_verdict"] == ("fail" if failures else "pass")
+    assert row["corpus_accepted"] == ("no" if failures else "yes")
+
+
+def test_the_tfidf_plugin_runs_through_the_same_phases(engines_campaign: Path) -> None:
+    row = _rows(engines_campaign)["tfidf"]
+    assert unexplained(row) == []
+    assert (row["status"], row["items_completed"], row["ids_match"]) == ("completed", 24, "yes")
+    for name in ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s"):
+        assert isinstance(row[name], float) and row[name] > 0, name
+    assert row["host_rss_peak_bytes"] > 0
+    assert row["padded_tokens_reason"].startswith("a python: predictor reads text")
+    assert row["subgroup_metrics"].startswith("stratum=")  # the reference's strata
+    manifest = _manifest(engines_campaign, row)
+    assert manifest["engine"] == "python not an installed distribution"
+    assert "austen_tfidf.Predictor; module files __init__.py " in str(manifest["engine_artifact"])
+    assert manifest["tokenizer_revision"].startswith("none: a python: predictor")
+    expected = [p["label"] for p in _plugin_predictions(engines_campaign.parent, 24)]
+    predictions = [json.loads(line) for line in (engines_campaign.parent / str(
+        row["predictions_path"])).read_text().splitlines()]
+    assert [p["prediction"] for p in predictions] == expected
+
+
+def _plugin_predictions(folder: Path, items: int) -> list[dict[str, str]]:
+    """The shipped plugin's own labels for the first ``items`` rows, called directly."""
+    spec = importlib.util.spec_from_file_location(
+        "austen_tfidf_direct", folder / "austen_tfidf" / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    records = [json.loads(line) for line in
+               (folder / "corpus.jsonl").read_text().splitlines()[:items]]
+    return module.Predictor({}, folder / "austen_tfidf").predict(
+        [{"id": r["id"], "text": r["text"]} for r in records])
+
+
+def test_a_later_attempt_reuses_the_cached_export(engines_campaign: Path) -> None:
+    from toolkit.runner.engines import onnx
+
+    classifier = onnx.load({**ONNX_FP32, "head_path": "head"}, engines_campaign.parent)
+    assert classifier.engine_notes[0].startswith(
+        "onnx export (fp32) reused from engine_cache/onnxruntime/")
+    first = _manifest(engines_campaign, _rows(engines_campaign)["ort-fp32"])
+    assert str(classifier.engine_artifact).split(";")[0] == str(
+        first["engine_artifact"]).split(";")[0]  # the same ONNX file
+
+
+BROKEN = '''
+class Raises:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        raise RuntimeError("the model server is down")
+
+class OneShort:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        return [{"id": r["id"], "label": "emma"} for r in records[:-1]]
+
+class Foreign:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        return [{"id": "not-in-the-corpus", "label": "emma"}] + [
+            {"id": r["id"], "label": "emma"} for r in records[1:]]
+'''
+
+
+@pytest.mark.parametrize(("name", "reason"), [
+    ("Raises", "failed during warm-up: RuntimeError: the model server is down"),
+    ("OneShort", "predict() returned 3 output(s) for a batch of 4"),
+    ("Foreign", "predict() returned id 'not-in-the-corpus', which is not in its batch"),
+])
+def test_a_broken_predictor_is_a_failed_row_with_its_reason(
+        tmp_path: Path, name: str, reason: str) -> None:
+    (tmp_path / "broken_predictors.py").write_text(BROKEN, encoding="utf-8")
+    book = make_campaign(tmp_path, 8, [variant("broken", 4, engine=f"python:broken_predictors:"
+                                                f"{name}", model_path="head", head_path=None)],
+                         reference_variant="broken")
+    _run(book)
+    (row,) = attempts(book)
+    assert (row["status"], row["corpus_accepted"]) == ("failed", "no")
+    assert reason in str(row["notes"])
+    assert unexplained(row) == []
+
+
+def test_an_engine_not_installed_is_a_validate_finding(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4), ONNX_FP32], lock=False)
+    real = engines.version
+    monkeypatch.setattr(engines, "version", lambda d: None if d == "onnxruntime" else real(d))
+    result = CliRunner().invoke(cli, ["validate", str(book), "--json"])
+    assert result.exit_code == 1
+    findings = json.loads(result.output)["findings"]
+    assert [f for f in findings if f["column"] == "engine"] == [{
+        "sheet": "Variants", "row": 3, "column": "engine", "check": "engine",
+        "message": "ort-fp32: engine onnxruntime is not installed here (onnxruntime "
+        "missing): pip install 'iteragpu-lab[onnx]'"}]
+
+
+def test_an_engine_for_the_other_task_is_a_validate_finding(tmp_path: Path) -> None:
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4),
+                                       variant("ct2", 4, series=2, engine="ctranslate2")],
+                         lock=False)
+    result = CliRunner().invoke(cli, ["validate", str(book), "--json"])
+    messages = [f["message"] for f in json.loads(result.output)["findings"]
+                if f["column"] == "engine"]
+    assert messages == ["ct2: engine ctranslate2 does not run the classification task: "
+                        "ctranslate2 runs generation; use torch for classification"]
+
+
+def test_a_layout_3_workbook_reads_as_torch() -> None:
+    from toolkit.evidence.validate import work_differences
+
+    data = store.read(Path(__file__).parent / "fixtures" / "layout3_campaign"
+                      / "example_campaign.xlsx")
+    assert data.layout_version == 3
+    rows = data.tables["Variants"]
+    assert {r["engine"] for r in rows} == {None}  # the column is newer than the workbook
+    assert {engines.engine_of(r) for r in rows} == {"torch"}
+    assert work_differences(rows[0], {**rows[0], "engine": "torch"}) == []
+    assert work_differences(rows[0], {**rows[0], "engine": "onnxruntime"}) == ["engine"]
+
+
+def test_env_lists_the_engines_with_their_versions() -> None:
+    import onnxruntime
+
+    result = CliRunner().invoke(cli, ["env"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("engine ")]
+    assert lines[0].startswith("engine torch ")
+    assert f"engine onnxruntime onnxruntime {onnxruntime.__version__}, onnx " in lines[1]
+    assert lines[-1].startswith("engine python: a predictor of your own")
+
+
+def test_demo_all_declares_the_engine_series_as_an_amendment(tmp_path: Path) -> None:
+    from toolkit.commands import demo
+    from toolkit.evidence import protocol
+    from toolkit.evidence.validate import validate
+
+    book = demo.prepare(tmp_path / "d", engines=True)
+    data = store.read(book)
+    series = [(v["variant_id"], v["series"], v["engine"], v["base_variant"], v["changes"])
+              for v in data.tables["Variants"]][-3:]
+    assert series == [
+        ("b8-ort-fp32", 4, "onnxruntime", "b8-fp32", "engine"),
+        ("b8-ort-int8", 4, "onnxruntime", "b8-fp32", "engine, quantization"),
+        ("b8-tfidf", 4, "python:austen_tfidf:Predictor", "b8-fp32",
+         "engine, model_path, head_path")]
+    assert (tmp_path / "d" / "austen_tfidf" / "model.json").is_file()
+    audit = data.tables["Audit"][-1]
+    assert audit["action"] == "amend" and audit["reason"].startswith("demo --all: series 4")
+    assert protocol.require_lock(data, book) == audit["protocol_sha256"]
+    assert validate(data, book) == []

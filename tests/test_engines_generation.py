@@ -1,0 +1,114 @@
+"""CTranslate2 generation on the CPU: the sample causal LM converted by CTranslate2's own
+converter, run through the generation task's phases against the torch fp32 reference,
+with TTFT, decode tokens/s and chrF recorded (a slice of samples/prompts.jsonl)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import RUNNER_PROTOCOL, SAMPLES, attempts, declare_bases, unexplained
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.evidence import corpus, locking
+from toolkit.runner.engines import cache, ctranslate
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+pytest.importorskip("ctranslate2")
+
+PROTOCOL: dict[str, Any] = {
+    **RUNNER_PROTOCOL, "scenario": "offline batch generation (ctranslate2 tests)",
+    "corpus_path": "prompts.jsonl", "task": "generation", "metric": "chrf",
+    "threshold": 0.01, "tolerance": 0.5, "reference_variant": "t4-fp32", "subgroups": "stratum",
+    "stratum_bounds": "8, 16", "warmup_rule": "first 4 items once, not timed",
+    "max_new_tokens": 8, "stop_rule": "max_new_tokens", "long_prompts": "truncate",
+}
+
+
+def _variant(variant_id: str, **overrides: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "variant_id": variant_id, "series": 1, "description": "batch 4",
+        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
+        "batch_size": 4, "device": "cpu", "padding": "dynamic", "max_length": 64,
+        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
+        "padding_side": "left"}
+    row.update(overrides)
+    return row
+
+
+@pytest.fixture(scope="module")
+def ct2_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """torch fp32 (reference), ctranslate2 float32 and int8, batch 4, 12 prompts."""
+    folder = tmp_path_factory.mktemp("ct2")
+    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "prompts.jsonl").write_text("".join(lines[:12]), encoding="utf-8")
+    shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm")
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update(PROTOCOL)
+    for row in declare_bases([
+            _variant("t4-fp32"), _variant("ct2-fp32", series=2, engine="ctranslate2"),
+            _variant("ct2-int8", series=2, engine="ctranslate2",
+                     quantization="dynamic-int8")]):
+        data.append("Variants", row)
+    locking.lock(data)
+    book = folder / "campaign.xlsx"
+    store.save(data, book)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "2"])
+    assert result.exit_code == 0, result.output
+    return book
+
+
+def _rows(book: Path) -> dict[str, dict[str, Any]]:
+    return {str(r["variant_id"]): r for r in attempts(book)}
+
+
+def test_a_ctranslate2_attempt_records_ttft_decode_rate_and_chrf(ct2_campaign: Path) -> None:
+    row = _rows(ct2_campaign)["ct2-fp32"]
+    assert unexplained(row) == []
+    assert (row["status"], row["ids_match"], row["items_completed"]) == ("completed", "yes", 12)
+    assert 0 < row["ttft_s"] < row["measured_s"]
+    assert row["decode_tokens_per_s"] > 0
+    assert 0 < row["metric_value"] <= 100  # chrF against the prompts' reference texts
+    assert row["generated_tokens"] == 12 * 8  # max_new_tokens rule: 8 tokens each
+    assert row["kv_cache_peak_bytes_reason"] == ctranslate.NO_KV_CACHE
+    assert "ctranslate2 conversion built in" in row["notes"]
+
+
+def test_ctranslate2_float32_generates_the_torch_reference_tokens(ct2_campaign: Path) -> None:
+    rows = _rows(ct2_campaign)
+    ours = corpus.read_predictions(ct2_campaign.parent / rows["ct2-fp32"]["predictions_path"])
+    theirs = corpus.read_predictions(ct2_campaign.parent / rows["t4-fp32"]["predictions_path"])
+    same = sum(a["token_ids"] == b["token_ids"] for a, b in zip(ours, theirs, strict=True))
+    assert same >= 11  # greedy in float32 on both: at most a near-tie may flip
+    assert rows["ct2-fp32"]["quality_verdict"] == "pass"
+
+
+def test_the_manifest_names_the_converted_model_and_compute_type(ct2_campaign: Path) -> None:
+    import ctranslate2
+
+    data = store.read(ct2_campaign)
+    by_variant = {m["variant_id"]: m for m in data.tables["Manifest"]}
+    converted = list((ct2_campaign.parent / cache.CACHE_FOLDER / "ctranslate2").glob(
+        "*/model.bin"))
+    assert len(converted) == 1  # one conversion; the compute type is chosen at load
+    for vid, kind in (("ct2-fp32", "float32"), ("ct2-int8", "int8")):
+        manifest = by_variant[vid]
+        assert manifest["engine"] == f"ctranslate2 {ctranslate2.__version__}"
+        assert manifest["engine_artifact"].startswith(
+            f"converted model.bin sha256 {cache.sha256_of(converted[0])}; compute type {kind};")
+
+
+
+def test_ctranslate2_int8_is_gated_by_the_protocol_tolerance(ct2_campaign: Path) -> None:
+    """int8 weights change some greedy tokens; the verdict follows the Protocol's rule
+    (token agreement and chrF within the tolerance of the reference), whichever way."""
+    int8 = _rows(ct2_campaign)["ct2-int8"]
+    assert (int8["status"], int8["ids_match"]) == ("completed", "yes")
+    assert int8["token_agreement"] is not None
+    failures = "below" in str(int8["notes"])
+    assert int8["quality_verdict"] == ("fail" if failures else "pass")
+    assert int8["corpus_accepted"] == ("no" if failures else "yes")
