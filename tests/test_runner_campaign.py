@@ -59,7 +59,10 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
                         r"metric 0\.5000  pass, accepted", lines[1])
     assert re.fullmatch(r"recorded 9 attempt\(s\) in .+: 9 completed, 0 failed, "
                         r"0 interrupted", lines[10])
-    assert lines[11:] == [f"workbook: {book}", f"predictions: {tmp_path}/campaign_predictions/"]
+    assert lines[11:13] == [f"workbook: {book}",
+                            f"predictions: {tmp_path}/campaign_predictions/"]
+    assert lines[13].startswith("time: wall ") and lines[14].startswith("time: overhead (s): ")
+    assert len(lines) == 15
     assert validate(store.read(book), book) == []
     # Three variants in one environment: three Manifest rows, each attempt linked to its own.
     manifests = {m["manifest_id"]: m["variant_id"] for m in store.read(book).tables["Manifest"]}

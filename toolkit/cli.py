@@ -18,6 +18,7 @@ import click
 
 from toolkit import __version__
 from toolkit.errors import ToolkitError
+from toolkit.plumbing import clock
 
 #: Modules contributing commands, in the order their commands are listed.
 COMMAND_MODULES = (
@@ -90,4 +91,5 @@ for _module in COMMAND_MODULES:
 
 def main() -> None:
     """Entry point of the ``iteralab`` console script."""
+    clock.mark_process_start()  # a campaign's wall time counts this process's start-up
     cli.main(prog_name="iteralab")

@@ -161,12 +161,14 @@ def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[s
 
 
 def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_s: float,
-                 predictions: Path, interrupted: bool, ingest_pending: bool) -> dict[str, Any]:
+                 predictions: Path, interrupted: bool, ingest_pending: bool,
+                 time: dict[str, Any] | None) -> dict[str, Any]:
     """The summary line that ends `iteralab run --json`: counts by status (``interrupted``
-    counts rows), and ``stopped`` when Ctrl-C ended the run."""
+    counts rows), ``stopped`` when Ctrl-C ended the run, and ``time``: where the wall time
+    went (null when nothing ran, or on a cluster)."""
     return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
             "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
-            "stopped": interrupted, "ingest_pending": ingest_pending}
+            "stopped": interrupted, "ingest_pending": ingest_pending, "time": time}
 
 
 def init_document(workbook: Path, dates: list[str], plans: int, following: str

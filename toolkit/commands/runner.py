@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -40,16 +41,17 @@ def _duration(seconds: float) -> str:
 
 
 def _campaign(workbook: Path, options: Options, quiet: bool, as_json: bool = False,
-              cluster: tuple[str, float | None] | None = None) -> None:
+              cluster: tuple[str, float | None] | None = None) -> dict[str, Any] | None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
-    ``cluster``: the Ray cluster's address and how long to wait for its labels."""
+    ``cluster``: the Ray cluster's address and how long to wait for its labels. Returns
+    the run's time breakdown (None when nothing ran, or on a cluster)."""
     from toolkit.runner.driver.campaign_lock import campaign_lock
 
     with campaign_lock(workbook.resolve()) as takeover:
         if takeover:
             click.echo(f"note: {takeover}", err=True)
         try:
-            _locked_campaign(workbook, options, quiet, as_json, cluster)
+            return _locked_campaign(workbook, options, quiet, as_json, cluster)
         finally:
             if cluster is not None:
                 _leave_cluster()
@@ -87,10 +89,16 @@ def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> Non
                f"{counts['interrupted']} interrupted")
     click.echo(f"workbook: {workbook}")
     click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
+    if result.time is not None:
+        from toolkit.report import run_time
+
+        for line in run_time.short(result.time):
+            click.echo(f"time: {line}")
 
 
 def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
-                     cluster: tuple[str, float | None] | None = None) -> None:
+                     cluster: tuple[str, float | None] | None = None
+                     ) -> dict[str, Any] | None:
     from toolkit.commands import check, display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
@@ -108,12 +116,12 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
             click.echo(message, err=True)
             documents.emit(documents.run_document(
                 workbook, {s: 0 for s in ("completed", "failed", "interrupted")}, 0, 0.0,
-                beside.predictions_folder(workbook), False, False))
+                beside.predictions_folder(workbook), False, False, None))
         else:
             click.echo(message)
         for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
             click.echo(f"note: {line}", err=True)
-        return
+        return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
@@ -131,7 +139,7 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
     if as_json:
         documents.emit(documents.run_document(
             workbook, counts, len(result.records), result.elapsed_s, result.predictions_dir,
-            result.interrupted, result.ingest_pending))
+            result.interrupted, result.ingest_pending, result.time))
     else:
         _say_recorded(workbook, result, counts)
     for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
@@ -150,6 +158,7 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
     if result.interrupted:
         click.echo(f"interrupted: continue with `{resume}`")
         raise click.exceptions.Exit(130)
+    return result.time
 
 
 @click.command()
@@ -265,12 +274,20 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
         f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
         f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""), err=as_json)
     options = Options(series=None if all_variants else 1, threads=threads)
-    _campaign(workbook, options, quiet, as_json)
+    time = _campaign(workbook, options, quiet, as_json)
+    closing = perf_counter()
     if sample.stand_in_verification(workbook):
         click.echo(f"demo: Verification filled with the runner's accepted corpora, marked "
                    f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)",
                    err=as_json)
     ctx.invoke(report, workbook=workbook, folder=None, no_png=False, as_json=as_json)
+    if time is not None:
+        after = perf_counter() - closing
+        wall = time["wall_s"] + after
+        overhead = time["overhead_s"] + after
+        click.echo(f"demo time: the stand-in verification and the report {after:.1f} s after "
+                   f"the run; wall {wall:.1f} s, the toolkit's overhead {overhead:.1f} s "
+                   f"({overhead / wall:.1%})", err=as_json)
 
 
 @click.command()

@@ -15,7 +15,8 @@ Locks, each named for what it guards (none is evidence):
   on a workbook, and who holds it (``runner.driver.campaign_lock``).
   (The *protocol lock* of ``evidence.locking`` is no file: a hash recorded in Audit.)
 
-Outputs: ``NAME_report/``, the report's folder.
+Outputs: ``NAME_report/``, the report's folder; ``NAME.runs.jsonl``, each campaign run's
+time breakdown (measured windows, the protocol's floor, the toolkit's overhead), one line a run.
 """
 
 from __future__ import annotations
@@ -81,3 +82,8 @@ def campaign_holder(workbook: str | Path) -> Path:
 def report_folder(workbook: str | Path) -> Path:
     """``NAME_report/``: the report's files."""
     return _named(workbook, "_report")
+
+
+def run_times(workbook: str | Path) -> Path:
+    """``NAME.runs.jsonl``: each campaign run's time breakdown, one JSON line a run."""
+    return _named(workbook, ".runs.jsonl")

@@ -21,7 +21,7 @@ from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.incurred import BRIDGE, INCOMPLETE
 from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
-from toolkit.report import decision, generation, summary, utilisation
+from toolkit.report import decision, generation, run_time, summary, utilisation
 from toolkit.report.costs import duration
 from toolkit.report.refresh import Refreshed
 from toolkit.workbook.model import WorkbookData
@@ -153,12 +153,25 @@ def markdown(workbook: Path, data: WorkbookData, result: Refreshed, outputs: Out
         lines.append(f"- **{name}**{who}: {inline(memo.get(name))}")
     lines += ["", "## Where the attempts ran", ""]
     lines += machines(data)
+    lines += ["", "## Where the last run's time went", ""]
+    lines += run_time_lines(workbook)
     lines += ["", "## Charts", ""]
     pngs = [f for f in outputs.files if f.suffix == ".png"]
     lines += [f"![{f.stem}]({f.name})" for f in pngs] or [outputs.png_skipped or "none"]
     lines += ["", "## Archive (keep these together, R23)", ""]
     lines += archive(workbook, data, outputs, checks)
     return "\n".join(lines) + "\n"
+
+
+def run_time_lines(workbook: Path) -> list[str]:
+    """The last campaign run's wall time: measured windows, the protocol's floor, the
+    toolkit's overhead (``NAME.runs.jsonl``; this report's own time is not in it)."""
+    last = run_time.last(workbook)
+    if last is None:
+        return [f"No run recorded its time beside {workbook.name} (runs before the toolkit "
+                "measured it, or a cluster run, whose attempts ran side by side)."]
+    return ["Measured by the run itself, each part timed; this report's own time is not in "
+            "it.", "", *run_time.lines(last)]
 
 
 def _settlement(result: Refreshed) -> list[str]:

@@ -6,8 +6,11 @@ process policy: ``fresh`` runs each attempt in a new worker process (honest
 memory peaks), forked from the run's fork server (:mod:`toolkit.runner.driver.forkserver`)
 or started as ``python -m toolkit.runner.driver.worker``; ``shared`` runs them in this
 process. Each
-finished attempt is in the journal before anything else; it is ingested into
-the workbook when the last ingestion is 30 s old, and always at the end.
+finished attempt is in the journal (fsync'd) before anything else; the workbook's Attempts
+and Manifest catch up beside the next attempt, in a background thread, when the last
+ingestion is 30 s old, and at the end with the derived sheets refreshed: no save waits on an
+attempt's critical path, and a kill at any moment loses nothing ``iteralab ingest`` cannot
+replay.
 
 A worker that dies or hangs still leaves a row written here (failed, or
 interrupted after Ctrl-C), with the items it reported done. Ctrl-C records the
@@ -42,7 +45,7 @@ from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import decoding, evaluation, lost, plan
-from toolkit.runner.driver import forkserver
+from toolkit.runner.driver import breakdown, forkserver
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
 
@@ -126,6 +129,9 @@ class Result:
     cuda_broken: bool = False
     ingest_pending: bool = False
     elapsed_s: float = 0.0
+    #: Where the run's wall time went (:func:`breakdown.summary`); None on a cluster, whose
+    #: attempts run side by side on several machines.
+    time: dict[str, Any] | None = None
 
     @property
     def predictions_dir(self) -> Path:
@@ -291,6 +297,8 @@ class Books:
         #: Several declared seeds: each id names its seed (R17).
         self.seeded = len(plan.seeds(campaign.protocol.get("seeds"))) > 1
         self.ingested_at = time.monotonic()
+        self.timeline = breakdown.Timeline()
+        self.saver = Saver(campaign.workbook, result, self.timeline)
 
     def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
         """The next attempt's spec (an AttemptSpec), its start line journaled first."""
@@ -319,10 +327,11 @@ class Books:
             self.ingest()
 
     def ingest(self) -> None:
-        """Bring the workbook up to the journal when the last ingestion is old enough
-        (:attr:`Options.ingest_every_s`); :func:`run` always does at the end."""
-        if time.monotonic() - self.ingested_at >= self.options.ingest_every_s:
-            _ingest(self.campaign.workbook, self.result, self.display)
+        """Bring the workbook up to this run's records beside the next attempt when the last
+        ingestion is old enough (:attr:`Options.ingest_every_s`); :func:`run` always does
+        at the end."""
+        if (time.monotonic() - self.ingested_at >= self.options.ingest_every_s
+                and self.saver.start(self.display)):
             self.ingested_at = time.monotonic()
 
 
@@ -341,16 +350,23 @@ def run(campaign: Campaign, options: Options, display: Progress,
     books = Books(campaign, options, display, result)
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
+    local = executor is None or isinstance(executor, LocalExecutor)
     try:
         result.interrupted = (executor or LocalExecutor()).run(campaign, books)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
+        books.timeline.enter("closing_s")
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         display.stop()
+        books.timeline.enter("saves_s")  # the only saves a run waits for: at its end
+        books.saver.wait()
         _ingest(campaign.workbook, result, display)
         result.elapsed_s = time.monotonic() - began
+        if local:
+            result.time = breakdown.summary(books.timeline, result.records)
+            breakdown.record(campaign.workbook, result.time)
     return result
 
 
@@ -363,14 +379,19 @@ class LocalExecutor:
         broken CUDA context in a shared process)."""
         shared = (campaign.protocol.get("process_policy") or "fresh") == "shared"
         workers = Workers(campaign) if not shared and campaign.todo else None
+        clock = books.timeline
         try:
-            for slot in campaign.todo:
+            for number, slot in enumerate(campaign.todo, 1):
+                clock.enter("bookkeeping_s")
                 spec = books.spec(slot)
+                clock.enter("attempts_s")
                 if workers is None:
                     record, stop = _in_process(spec, books.display)
                 else:
                     record, stop = _in_worker(spec, books.display, workers)
-                books.recorded(record)
+                clock.enter("bookkeeping_s")
+                # After the last attempt the final ingestion follows at once.
+                books.recorded(record, ingest=number < len(campaign.todo))
                 if stop:
                     # In a shared process only a broken CUDA context stops after a failed row.
                     books.result.cuda_broken = (workers is None
@@ -393,9 +414,54 @@ def _stop_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, handler)
 
 
-def _ingest(workbook: Path, result: Result, display: Progress) -> None:
+class Saver:
+    """Ingests this run's records into the workbook in a background thread, beside the next
+    attempt: the journal is the durable record meanwhile (a save is atomic, so a kill
+    mid-save leaves the workbook as it was and the journal whole). Rows only: the derived
+    sheets are refreshed once, at the end. At the run's priority: lowered to nice 19 on a
+    busy machine, its saves crawled (95 s in all for a quick demo) and the run's end waited
+    38 s for the last one."""
+
+    def __init__(self, workbook: Path, result: Result, timeline: breakdown.Timeline) -> None:
+        self.workbook, self.result, self.timeline = workbook, result, timeline
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self, display: Progress) -> bool:
+        """Start a save of the records so far, unless one still runs; False then."""
+        if self.thread is not None and self.thread.is_alive():
+            return False
+        self.wait()
+        records = list(self.result.records)
+        self.thread = threading.Thread(target=self._save, args=(records, display),
+                                       name="iteralab-ingest", daemon=True)
+        self.thread.start()
+        return True
+
+    def _save(self, records: list[dict[str, Any]], display: Progress) -> None:
+        began = time.monotonic()
+        try:
+            _ingest(self.workbook, self.result, display, records, refresh=False)
+        except BaseException as exc:  # raised again in the driver's thread (wait)
+            self.error = exc
+        self.timeline.overlapped(time.monotonic() - began)
+
+    def wait(self) -> None:
+        """Wait for the running save; raise what it raised."""
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+def _ingest(workbook: Path, result: Result, display: Progress,
+            records: list[dict[str, Any]] | None = None, refresh: bool = True) -> None:
     try:
-        editing.ingest(workbook, refresh_derived=True)  # `run` keeps the derived sheets current
+        # `run` leaves the derived sheets current (refreshed at its end). Given records: this
+        # run's (the journal is read once, at the end, while no worker appends to it).
+        editing.ingest(workbook, records, refresh_derived=refresh)
         result.ingest_pending = False
     except WorkbookBusyError as exc:
         if not result.ingest_pending:
@@ -450,6 +516,7 @@ class Workers:
         try:
             self.server = self.server or forkserver.ForkServer(self.env)
             self.server.preload(campaign.workbook.parent, paths)
+            self.server.ready()  # its imports are the run's start-up, not the first attempt's
         except forkserver.ForkServerError:
             self.close()  # each worker then imports everything itself
 
