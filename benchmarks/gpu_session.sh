@@ -149,13 +149,24 @@ PY
 cd "$repo" || exit 2
 export -f setup environment
 export py dry carry work site encoder head scratch repo
-step setup 60 bash -c setup
+step setup 30 bash -c setup
 step env 25 bash -c environment
 
+# Limits from the first session on an H200 (2026-12-04; measured: setup 9 s, env 17 s,
+# gpu_check 214 s with both groupings, gpu_generation 51 s, pytest_gpu 147 s with the compile
+# tests, pytest_host 29 s): about 350 s expected of the 440, the rest margin.
+# gpu_check runs the unsorted grouping only (6 variants x 2, not 12: about 140 s); the sorted
+# one was measured once (benchmarks/README.md, target 7); about 10 s more since the load phase
+# runs every window shape on a GPU (issue 35, defect 6).
 check=(--encoder "$encoder" --head "$head" --no-generation --keep "$work/campaign")
 generation=()
 # GPU_SESSION_TESTS narrows a rerun to some tests (pytest node ids, space-separated).
-read -ra gpu_tests <<<"${GPU_SESSION_TESTS:-tests/test_runner_gpu.py tests/test_gpu_identity.py}"
+# By default the two compile tests (71 s of the 147) are left out: gpu_check's compile
+# campaign runs the same warm-up-none compiled variant through `iteralab run` and checks it.
+gpu_file=tests/test_runner_gpu.py
+read -ra gpu_tests <<<"${GPU_SESSION_TESTS:-$gpu_file tests/test_gpu_identity.py \
+  --deselect $gpu_file::test_a_compiled_variant_compiles_during_load \
+  --deselect $gpu_file::test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window}"
 # Tests that once assumed a CPU-only host or transformers 5.24 (issue 35, defects 4 and 5).
 readiness=tests/test_gpu_readiness.py
 host_tests=("$readiness::test_a_cpu_manifest_says_there_is_no_gpu_device"
@@ -168,13 +179,14 @@ if ((dry)); then
   generation=(--cpu-dry-run --items 8)
   host_tests=("${host_tests[@]:0:2}")
 fi
-step gpu_check 240 "$py" benchmarks/gpu_check.py "${check[@]}"
-step gpu_generation 60 "$py" benchmarks/gpu_generation.py "${generation[@]}"
+((dry)) || check+=(--groupings none)
+step gpu_check 175 "$py" benchmarks/gpu_check.py "${check[@]}"
+step gpu_generation 65 "$py" benchmarks/gpu_generation.py "${generation[@]}"
 pytest=("$py" -m pytest -p no:cacheprovider -q -rfEs --durations=10)
 # The tests run in the scratch copy, whose samples/head names the rebuilt encoder.
-step pytest_gpu 150 env -C "$scratch" PYTHONPATH="$site:$scratch" "${pytest[@]}" -m gpu \
+step pytest_gpu 100 env -C "$scratch" PYTHONPATH="$site:$scratch" "${pytest[@]}" -m gpu \
   "${gpu_tests[@]}"
-step pytest_host 60 env -C "$scratch" PYTHONPATH="$site:$scratch" "${pytest[@]}" \
+step pytest_host 45 env -C "$scratch" PYTHONPATH="$site:$scratch" "${pytest[@]}" \
   "${host_tests[@]}"
 
 if [[ -d $work/campaign ]]; then

@@ -157,3 +157,22 @@ def test_an_injected_fault_mid_window_leaves_a_failed_row_with_its_outputs(
     (manifest,) = store.read(book).tables["Manifest"]
     assert (manifest["manifest_id"], manifest["strata"]) == (row["manifest_id"], None)
     assert validate(store.read(book), book) == []
+
+
+def test_on_a_gpu_the_load_phase_covers_the_widest_and_the_last_batch() -> None:
+    """Issue 35, defect 6: generation's load ran only the first batch's width, so on a GPU
+    the kernels of wider batches loaded inside the first window. On a GPU the load phase
+    also runs the longest prompts and the last, partial batch; on the CPU (nothing to load)
+    the first batch alone."""
+    from toolkit.evidence.corpus import Item
+    from toolkit.runner.tasks.generation import load_batches
+
+    items = [Item(f"p{n}", "x" * n) for n in (3, 9, 4, 2, 8, 5, 1)]
+    lengths = [len(i.text) for i in items]
+    assert load_batches(items, lengths, 3, on_gpu=False) == [items[:3]]
+    first, longest, last = load_batches(items, lengths, 3, on_gpu=True)
+    assert first == items[:3]
+    assert [i.id for i in longest] == ["p9", "p8", "p5"]  # file order among the longest
+    assert last == items[-1:]
+    six = load_batches(items[:6], lengths[:6], 3, on_gpu=True)
+    assert six == [items[:3], [items[1], items[4], items[5]]]  # no partial batch

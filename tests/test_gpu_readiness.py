@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import warnings
 import weakref
 from importlib import metadata
@@ -27,12 +28,14 @@ from toolkit.workbook import store
 torch = pytest.importorskip("torch")
 
 from toolkit.runner import attempt, attempt_parts  # noqa: E402
+from toolkit.runner.driver import campaign  # noqa: E402
 from toolkit.runner.instruments import (  # noqa: E402
     compilation,
     environment,
     precision,
     probes,
 )
+from toolkit.runner.tasks import classification  # noqa: E402
 
 
 def _run(book: Path, *args: str) -> tuple[int, str]:
@@ -62,12 +65,30 @@ def test_the_load_phase_runs_the_shortest_longest_and_last_batch() -> None:
     """Batch 4 over 10 items in file order: the four shortest, the four longest, then the
     window's last batch of 2 (items 8 and 9); indexes shortest first."""
     lengths = [20, 3, 7, 9, 2, 15, 11, 4, 6, 5]
-    assert attempt.shape_batches(lengths, 4, None, sorted_order=False) == [
+    assert classification.shape_batches(lengths, 4, None, sorted_order=False) == [
         ([4, 1, 7, 9], (4, 5)), ([3, 6, 5, 0], (4, 20)), ([8, 9], (2, 6))]
     # Length-sorted batches end on the two longest; padded to 32 every full batch is 4 x 32.
-    assert attempt.shape_batches(lengths, 4, 32, sorted_order=True) == [
+    assert classification.shape_batches(lengths, 4, 32, sorted_order=True) == [
         ([4, 1, 7, 9], (4, 32)), ([5, 0], (2, 32))]
-    assert attempt.shape_batches(lengths[:1], 1, None, sorted_order=False) == [([0], (1, 20))]
+    assert classification.shape_batches(lengths[:1], 1, None, sorted_order=False) == [
+        ([0], (1, 20))]
+
+
+def test_on_a_gpu_the_load_phase_runs_every_shape_the_window_runs() -> None:
+    """Issue 35, defect 6: on an H200 each bf16 variant's first window took 2.5-5x its
+    second (cuDNN sets up its attention per new shape). Uncompiled on a GPU, the load phase
+    runs the extremes first (the profiler names their kernels), then one window batch of
+    each other shape."""
+    lengths = [20, 3, 7, 9, 2, 15, 11, 4, 6, 5]
+    assert classification.shape_batches(lengths, 4, None, sorted_order=False, every_shape=True) == [
+        ([4, 1, 7, 9], (4, 5)), ([3, 6, 5, 0], (4, 20)), ([8, 9], (2, 6)),
+        ([4, 5, 6, 7], (4, 15))]
+    assert classification.shape_batches(lengths, 4, None, sorted_order=True, every_shape=True) == [
+        ([4, 1, 7, 9], (4, 5)), ([3, 6, 5, 0], (4, 20)), ([5, 0], (2, 20)),
+        ([8, 2, 3, 6], (4, 11))]
+    window = {(4, 5), (4, 20), (4, 15), (2, 6)}  # file order: 0-3, 4-7, 8-9 and the extremes
+    assert {shape for _, shape in classification.shape_batches(
+        lengths, 4, None, sorted_order=False, every_shape=True)} == window
 
 
 @pytest.fixture
@@ -104,7 +125,7 @@ def test_compiled_attempts_compile_their_batch_shapes_during_load_each_afresh(
 def test_a_compilation_inside_the_measured_window_is_counted_and_said(
         tmp_path: Path, eager_backend: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the load phase's shapes, the window compiles: never silently."""
-    monkeypatch.setattr(attempt, "shape_batches", lambda *args, **kwargs: [])
+    monkeypatch.setattr(classification, "shape_batches", lambda *args, **kwargs: [])
     book = make_campaign(tmp_path, 25, [variant("b4-compiled", 4, compile="yes")],
                          reference_variant="b4-compiled", warmup_rule="none")
     code, output = _run(book)
@@ -314,6 +335,32 @@ def test_a_cuda_error_stops_a_shared_campaign_with_a_clear_message(
     assert "stopped after a CUDA error other than out-of-memory" in output
     assert f"continue in a new process: `iteralab run {book} --resume`" in output
     assert "interrupted: continue" not in output
+
+
+def test_a_sigterm_into_a_shared_campaign_is_an_interrupted_row_and_exit_130(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the first GPU session showed (issue 35): the session's step limit (`timeout`
+    sends SIGTERM) fell inside the CUDA twin of the test above, whose only row then read
+    "interrupted during load (KeyboardInterrupt: SIGTERM)". The runner is right to do so (the
+    limit was too short): a real SIGTERM, sent when the attempt enters its load phase."""
+    shown = campaign._show
+
+    def sigterm_at_load(event: dict[str, Any], display: Any) -> None:
+        shown(event, display)
+        if event == {"event": "phase", "phase": "load"}:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(campaign, "_show", sigterm_at_load)
+    before = signal.getsignal(signal.SIGTERM)
+    book = make_campaign(tmp_path, 8, [variant("b4-fp32", 4), variant("b8-fp32", 8)],
+                         reference_variant="b4-fp32")
+    code, output = _run(book)
+    assert code == 130, output
+    assert f"interrupted: continue with `iteralab run {book} --resume`" in output
+    (row,) = attempts(book)  # the campaign stopped: b8-fp32 never started
+    assert row["status"] == "interrupted"
+    assert row["notes"].startswith("interrupted during load (KeyboardInterrupt: SIGTERM)")
+    assert signal.getsignal(signal.SIGTERM) == before  # restored after the campaign
 
 
 # ---------------------------------------------------------------- 9. device and driver

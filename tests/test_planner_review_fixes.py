@@ -134,13 +134,22 @@ def test_a_need_above_the_reported_total_does_not_fit_one_h100() -> None:
 
 
 def test_a_card_without_a_reported_total_takes_the_label_less_the_reserve() -> None:
-    h200 = next(g for g in gpus.load_catalog() if g.slug == "h200")
-    assert h200.usable_mib is None
-    assert h200.usable_bytes == 141 * GIB * (100 - gpus.DRIVER_RESERVE_PCT) // 100
-    assert h200.usable_basis.startswith("label less 8% (no reported total in gpus.csv")
+    b200 = next(g for g in gpus.load_catalog() if g.slug == "b200")
+    assert b200.usable_mib is None
+    assert b200.usable_bytes == 180 * GIB * (100 - gpus.DRIVER_RESERVE_PCT) // 100
+    assert b200.usable_basis.startswith("label less 8% (no reported total in gpus.csv")
     text = CliRunner().invoke(cli, ["gpus", *L8, "--precision", "bf16"]).output
     assert "note: usable GiB (what a card must hold) = reported total (gpus.csv usable_mib, " \
-        "with its source): a100-80gb-sxm, h100-sxm, l40s, rtx-4090" in text.splitlines()
+        "with its source): a100-80gb-sxm, h100-sxm, h200, l40s, rtx-4090" in text.splitlines()
+
+
+def test_the_h200_fits_against_what_the_lent_card_reported() -> None:
+    """The H200 lent on 2026-12-04 reported 143,771 MiB (nvidia-smi), not the label less 8 %
+    (132,833 MiB): the planner fits against the reported figure and names it."""
+    h200 = next(g for g in gpus.load_catalog() if g.slug == "h200")
+    assert (h200.usable_mib, h200.usable_bytes) == (143771, 143771 * MIB)
+    assert h200.usable_basis.startswith("143,771 MiB reported total (nvidia-smi memory.total of "
+                                        "an NVIDIA H200, driver 580.159.04")
 
 
 def test_a_reported_total_without_its_source_names_its_line(tmp_path: Path) -> None:

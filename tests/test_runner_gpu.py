@@ -140,6 +140,15 @@ def test_cuda_bf16_stays_within_tolerance_of_the_cuda_fp32_reference(tmp_path: P
     assert bf16["quality_verdict"] == "pass", bf16["notes"]
     assert bf16["corpus_accepted"] == "yes"
     assert bf16["mem_allocated_peak_bytes"] < reference["mem_allocated_peak_bytes"] * 2
+    # issue 35, defects 1 and 2: one probe for the campaign, fp32 once, bf16 added to it;
+    # each utilisation recorded is at most 1.05 of its precision's peak
+    manifests = {m["manifest_id"]: m for m in store.read(book).tables["Manifest"]}
+    first, second = (manifests[row["manifest_id"]] for row in (reference, bf16))
+    assert second["fp32_matmul_peak_flops"] == first["fp32_matmul_peak_flops"]
+    assert " | then torch.mm bf16 " in second["peak_probe"], second["peak_probe"]
+    assert "cores busy meanwhile" in first["peak_probe"]
+    for row in (reference, bf16):
+        assert 0 < row["utilisation"] <= 1.05, (row["utilisation"], row["utilisation_reason"])
 
 
 def test_fresh_workers_on_cuda_reset_the_peaks_per_attempt(tmp_path: Path) -> None:
@@ -215,10 +224,13 @@ def test_a_cuda_error_stops_a_shared_cuda_campaign(
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "cudaerror@8:g8-fp32")
     book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
                          reference_variant="g4-fp32", threshold=0.4)
-    output = _run(book, code=130)
-    (row,) = attempts(book)
+    output = _run(book, code=1)  # a tool stop with what to do, not a Ctrl-C (130): the CPU
+    (row,) = attempts(book)      # half in test_gpu_readiness.py says the same
+    assert row["status"] == "failed"
     assert "so the shared campaign stops here" in row["notes"]
-    assert "interrupted: continue with" in output
+    assert "stopped after a CUDA error other than out-of-memory" in output
+    assert f"continue in a new process: `iteralab run {book} --resume`" in output
+    assert "interrupted: continue" not in output
 
 
 def test_env_lists_each_gpu() -> None:

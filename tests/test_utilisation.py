@@ -6,9 +6,11 @@ is empty with its reason, never 0.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+import torch
 from builders import attempt, filled, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
@@ -43,6 +45,33 @@ def test_without_a_peak_utilisation_is_empty_with_its_reason() -> None:
     assert quantized["utilisation"][0] is None and "int8" in str(quantized["utilisation"][1])
 
 
+def test_a_utilisation_above_the_limit_is_never_recorded() -> None:
+    """Issue 35, defect 1: a window faster than the measured peak means the peak is wrong
+    (bf16 probed in a slow layout gave 2.1-4.1); the cell is empty with its reason."""
+    real = 1000 * 20 + 10 * 110 + 100 * 4
+    at_limit = peak.Peak({"fp32": real / 2 / achieved.UTILISATION_LIMIT}, 1e9, "probe", 0.1)
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), at_limit, None)
+    assert cells["utilisation"] == (achieved.UTILISATION_LIMIT, None)
+    above = peak.Peak({"fp32": real / 2 / 1.2}, 1e9, "probe", 0.1)
+    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), above, None)
+    value, reason = cells["utilisation"]
+    assert value is None and str(reason).startswith("not recorded: the real-token rate ")
+    assert "is 1.20x the measured fp32 peak" in str(reason)
+    assert cells["real_flop_rate"] == (real / 2, None)  # the rate itself stays
+
+
+def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
+    """``nn.Linear`` computes ``x @ W.T``; the probe times that layout beside ``a @ b`` and
+    keeps the faster, so a precision whose plain layout falls to a slow path (bf16 on an
+    AVX2 CPU) is not under-rated."""
+    rate, calls, layout = peak.matmul_rate(torch.device("cpu"), torch.bfloat16, 256, 0.01)
+    assert rate > 0 and calls >= 2 * len(peak.LAYOUTS) and layout in peak.LAYOUTS
+    assert peak.LAYOUTS == ("a @ b", "a @ b.T")
+    # which layout wins is the machine's business (timings are not tests); the text says it
+    text = peak.probe(torch.device("cpu"), "bf16", 1).text
+    assert re.search(r"torch\.mm bf16 \S+ GFLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", text)
+
+
 def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained() -> None:
     for cost, why, unfinished in ((COST, None, "failed after 3 items: FLOPs cover a whole "
                                    "corpus only"), (None, "FLOPs unknown: no formula", None)):
@@ -55,7 +84,7 @@ def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained(
 def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(peak.CACHE_VARIABLE, "0")
     peak.measure.cache_clear()
-    measured, cells = achieved.probe_cells("cpu", "fp32", 1, None)
+    measured, cells = achieved.probe_cells("cpu", "fp32", 1, None, "")
     values = achieved.manifest_values(cells, "unused")
     assert measured is not None and set(values) <= set(layout.MANIFEST.names)
     for name in ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s"):
@@ -65,6 +94,41 @@ def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) ->
     empty = achieved.manifest_values(None, "not probed: failed during load")
     assert empty["matmul_peak_flops"] is None
     assert empty["matmul_peak_flops_reason"] == "not probed: failed during load"
+
+
+def test_one_probe_per_campaign_fp32_once_each_precision_added(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 35, defect 2: a probe shared by every process of the host for 600 s carried one
+    moment's load into other campaigns, and each precision re-probed fp32. Now a campaign
+    (its workbook and run) keeps one file: fp32 and the copy probed once, each further
+    precision added when first needed; another campaign probes for itself. The text names
+    the load the probe saw."""
+    monkeypatch.setattr(peak.tempfile, "gettempdir", lambda: str(tmp_path))
+    calls: list[tuple[str, bool]] = []
+    real_probe = peak.probe
+
+    def counted(device: torch.device, precision: str, threads: int,
+                with_fp32: bool = True) -> peak.Peak:
+        calls.append((precision, with_fp32))
+        return real_probe(device, precision, threads, with_fp32)
+
+    monkeypatch.setattr(peak, "probe", counted)
+    peak.measure.cache_clear()
+    first = peak.measure("cpu", "fp32", 1, "/w/a.xlsx#1a2b")
+    peak.measure.cache_clear()  # another worker process of the same run
+    again = peak.measure("cpu", "fp32", 1, "/w/a.xlsx#1a2b")
+    both = peak.measure("cpu", "bf16", 1, "/w/a.xlsx#1a2b")
+    peak.measure.cache_clear()
+    other = peak.measure("cpu", "fp32", 1, "/w/b.xlsx#1a2b")
+    peak.measure.cache_clear()
+    assert calls == [("fp32", True), ("bf16", False), ("fp32", True)]
+    assert again == first
+    assert both.matmul["fp32"] == first.matmul["fp32"] and both.matmul["bf16"] > 0
+    assert both.bandwidth == first.bandwidth
+    assert " | then torch.mm bf16 " in both.text
+    assert other.matmul["fp32"] != first.matmul["fp32"] or other.text != first.text
+    assert re.search(r"\(pid \d+; other processes kept \d+\.\d\d cores busy meanwhile\)$",
+                     first.text), first.text
 
 
 def test_the_catalog_figures_sit_beside_a_gpu() -> None:

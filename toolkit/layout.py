@@ -383,8 +383,9 @@ ATTEMPTS = Sheet(
         _c("padded_flop_rate", NUMBER, "padded_flops / measured_s (FLOP/s).",
            measurement=True, computed=True, since=3, width=24),
         _c("utilisation", NUMBER, "real_flop_rate / the matrix-multiply peak the probe measured "
-           "in the variant's precision (Manifest matmul_peak_flops). Above 1 when the probe "
-           "saw a busier machine than the window.", measurement=True, computed=True, since=3,
+           "in the variant's precision (Manifest matmul_peak_flops). Never above 1.05: a "
+           "higher ratio means that peak is not the machine's, so the cell is left empty with "
+           "its reason.", measurement=True, computed=True, since=3,
            width=10),
         _c("padding_waste", RATIO, "1 - real_flops / padded_flops: the share of the model's "
            "work spent on padding.", measurement=True, computed=True, since=3, width=10),

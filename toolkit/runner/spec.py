@@ -45,6 +45,12 @@ class AttemptSpec:
         return cls(**json.loads(text))
 
     @property
+    def campaign_key(self) -> str:
+        """This run of the campaign: the workbook's path and the run's tag (the attempt id's
+        last part), what the peak probe is shared by (:func:`toolkit.runner.peak.measure`)."""
+        return f"{Path(self.workbook).resolve()}#{self.attempt_id.rsplit('-', 1)[-1]}"
+
+    @property
     def base(self) -> Path:
         """The workbook's folder: relative paths start here."""
         return Path(self.workbook).resolve().parent

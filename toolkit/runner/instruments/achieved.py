@@ -7,8 +7,10 @@ the probe (:mod:`toolkit.runner.instruments.peak`) measured after the timed phas
 * ``real_flops`` / ``padded_flops``: the FLOPs the inputs need / the model computed;
 * ``real_flop_rate`` / ``padded_flop_rate``: those over ``measured_s``;
 * ``utilisation``: ``real_flop_rate / matmul peak`` in the variant's precision (the
-  Manifest's ``matmul_peak_flops``); it can pass 1 when the probe saw a busier machine
-  than the window did;
+  Manifest's ``matmul_peak_flops``); above :data:`UTILISATION_LIMIT` it is not recorded
+  (empty with its reason): the window outran the measured peak, so that peak is not the
+  machine's (a probe under load, or a faster kernel than the probe's) and the ratio would
+  mislead;
 * ``padding_waste``: ``1 - real_flops / padded_flops``.
 
 Each is empty with its reason when it cannot be known (failed window, no FLOP formula for
@@ -26,6 +28,9 @@ from toolkit.runner.instruments import flops, peak
 Cell = tuple[Any, str | None]
 ATTEMPT_COLUMNS = ("real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate",
                    "utilisation", "padding_waste")
+#: The highest utilisation recorded: the probe's best-of-a-few timing and the window's
+#: mean differ by a few percent; beyond that the peak is wrong, not the window fast.
+UTILISATION_LIMIT = 1.05
 MANIFEST_COLUMNS = ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s",
                     "peak_probe", "catalog_peaks")
 
@@ -59,12 +64,13 @@ def _sig(value: float, digits: int = 6) -> float:
     return float(f"{value:.{digits}g}")
 
 
-def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None
-                ) -> tuple[peak.Peak | None, dict[str, Cell]]:
-    """Run (or reuse) the peak probe; the Manifest cells it fills."""
+def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None,
+                campaign: str) -> tuple[peak.Peak | None, dict[str, Cell]]:
+    """Run (or reuse) the peak probe of ``campaign`` (its workbook's path); the Manifest
+    cells it fills."""
     catalog = peak.catalog_line(device, gpu_name)
     try:
-        measured = peak.measure(device, precision, threads)
+        measured = peak.measure(device, precision, threads, campaign)
     except Exception as exc:  # noqa: BLE001 - a probe that cannot run leaves cells empty
         reason = f"peak probe failed: {type(exc).__name__}: {str(exc)[:200]}"
         return None, {"matmul_peak_flops": (None, reason),
@@ -109,10 +115,23 @@ def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
     elif measured_peak is None:
         cells["utilisation"] = (None, peak_reason or "no peak measured")
     else:
-        rate = measured_peak.matmul.get(str(variant["precision"]))
-        cells["utilisation"] = ((round(real / measured_s / rate, 6), None) if rate else
-                                (None, f"no {variant['precision']} peak measured"))
+        cells["utilisation"] = _utilisation(real / measured_s, measured_peak,
+                                            str(variant["precision"]))
     return cells
+
+
+def _utilisation(real_rate: float, measured_peak: peak.Peak, precision: str) -> Cell:
+    rate = measured_peak.matmul.get(precision)
+    if not rate:
+        return None, f"no {precision} peak measured"
+    ratio = real_rate / rate
+    if ratio > UTILISATION_LIMIT:
+        return None, (f"not recorded: the real-token rate {real_rate / 1e9:.4g} GFLOP/s is "
+                      f"{ratio:.2f}x the measured {precision} peak {rate / 1e9:.4g} GFLOP/s "
+                      f"(above {UTILISATION_LIMIT}): that peak is not the machine's (the "
+                      "probe ran under other load, or missed a faster kernel); see the "
+                      "Manifest's peak_probe")
+    return round(ratio, 6), None
 
 
 def manifest_values(cells: dict[str, Cell] | None, reason: str) -> dict[str, Any]:

@@ -4,20 +4,23 @@ What "utilisation" divides by. Run once per process and setting (device, precisi
 threads; cached), after an attempt's timed phases so it never disturbs them:
 
 * **matrix multiply**: ``torch.mm`` of square matrices in the variant's precision (and in
-  fp32 beside it), a few sizes (CPU 256 and 512, GPU 4096 and 8192), each repeated for a
-  short time budget; the best rate of any size, ``2*n**3 / seconds``, is the peak. On the CPU
+  fp32 beside it), a few sizes (CPU 256 and 512, GPU 4096 and 8192) and both operand layouts
+  a linear layer can meet (:data:`LAYOUTS`), each repeated for a short time budget; the best
+  rate of any size and layout, ``2*n**3 / seconds``, is the peak. On the CPU
   it runs with the attempt's torch threads; on CUDA each timing is between synchronisations;
 * **memory bandwidth**: a tensor copied into another (32 MiB on the CPU, 1 GiB on a GPU),
   best of a few: ``2 * bytes / seconds`` (read and written).
 
-Kept short (about 0.2-0.5 s on this project's 2-core CPU, under a second on a GPU), and
-shared: within a process by a cache, between the fresh worker processes of a campaign by a
-small file in the temporary folder (``iteralab-peaks/``, keyed by host, CPU, torch version,
-device, precision and threads), reused for :data:`REUSE_S` seconds, so a campaign pays the
-probe about once per setting and every attempt of it divides by the same peak (the one its
-Manifest row shows). ``ITERALAB_PEAK_CACHE=0`` probes in every process. A best-of-a-few is
-a floor for the true peak: on a machine shared with other work the probe sees what was
-available then.
+Kept short (about 0.5-1 s on this project's 2-core CPU, under a second on a GPU). One probe
+per campaign and machine: within a process by a cache, between the fresh worker processes of
+a campaign by a small file in the temporary folder (``iteralab-peaks/``, keyed by the
+campaign's workbook, host, CPU, torch version, device and threads). fp32 and the copy are
+probed once; each further precision is probed when an attempt first needs it and added to
+the same file, so every attempt of a campaign divides by the same peak of its precision (the
+one its Manifest row shows) and no other campaign inherits a moment's load.
+``ITERALAB_PEAK_CACHE=0`` probes in every process. A best-of-a-few is a floor for the true
+peak: on a machine shared with other work the probe sees what was available then, so its
+text names the cores other processes kept busy while it ran.
 On a GPU the catalog's figures (``tariffs/gpus.csv``) go beside the measurement, never in its
 place.
 """
@@ -41,6 +44,7 @@ import torch
 
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing.atomic import write_text
+from toolkit.runner.instruments.machine_load import OthersMeter
 
 #: Square sizes probed, by device type.
 SIZES = {"cpu": (256, 512), "cuda": (4096, 8192)}
@@ -50,8 +54,6 @@ BUDGET_S = {"cpu": 0.05, "cuda": 0.08}
 COPY_BYTES = {"cpu": 32 * 2**20, "cuda": 2**30}
 COPY_REPEATS = 5
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-#: How long a probe written by another process of this machine is reused (seconds).
-REUSE_S = 600
 CACHE_VARIABLE = "ITERALAB_PEAK_CACHE"
 
 
@@ -69,22 +71,35 @@ def _sync(device: torch.device) -> Callable[[], None]:
     return torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
 
+#: The operand layouts probed: plain row-major ``a @ b`` and ``a @ b.T`` with ``b``
+#: row-major, the product ``nn.Linear`` computes (``x @ W.T``). Some backends run one far
+#: faster than the other (bf16 on an AVX2 CPU: about 1.4 against 10-18 GFLOP/s), and the
+#: model's layers use the second: the peak is the best of both.
+LAYOUTS = ("a @ b", "a @ b.T")
+
+
 def matmul_rate(device: torch.device, dtype: torch.dtype, n: int, budget_s: float
-                ) -> tuple[float, int]:
-    """Best FLOP/s of ``torch.mm`` on n x n matrices within ``budget_s``; and the calls timed."""
+                ) -> tuple[float, int, str]:
+    """Best FLOP/s of n x n products within ``budget_s`` per layout (:data:`LAYOUTS`); the
+    calls timed and the layout of the best."""
     sync = _sync(device)
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
-    torch.mm(a, b)  # first call: kernel choice, allocations
-    sync()
-    best, calls, began = float("inf"), 0, time.perf_counter()
-    while calls < 2 or time.perf_counter() - began < budget_s:
-        start = time.perf_counter()
-        torch.mm(a, b)
+    best, calls, layout = float("inf"), 0, LAYOUTS[0]
+    for name, right in zip(LAYOUTS, (b, b.t()), strict=True):
+        torch.mm(a, right)  # first call: kernel choice, allocations
         sync()
-        best = min(best, time.perf_counter() - start)
-        calls += 1
-    return 2 * n ** 3 / best, calls
+        timed, began = 0, time.perf_counter()
+        while timed < 2 or time.perf_counter() - began < budget_s:
+            start = time.perf_counter()
+            torch.mm(a, right)
+            sync()
+            seconds = time.perf_counter() - start
+            if seconds < best:
+                best, layout = seconds, name
+            timed += 1
+        calls += timed
+    return 2 * n ** 3 / best, calls, layout
 
 
 def bandwidth(device: torch.device, size: int) -> float:
@@ -107,7 +122,7 @@ def _rate_text(value: float, unit: str) -> str:
     return f"{value / 1e12:.3g} T{unit}" if value >= 1e12 else f"{value / 1e9:.3g} G{unit}"
 
 
-def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
+def _cache_file(device: torch.device, threads: int, campaign: str) -> Path:
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"
              else platform.processor() or platform.machine())
     cpu = ""
@@ -115,8 +130,8 @@ def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
     if info.exists():
         cpu = next((line for line in info.read_text(errors="replace").splitlines()
                     if line.lower().startswith("model name")), "")
-    key = json.dumps([socket.gethostname(), cpu, os.cpu_count(), torch.__version__,
-                      device.type, where, precision, threads])
+    key = json.dumps([campaign, socket.gethostname(), cpu, os.cpu_count(), torch.__version__,
+                      device.type, where, threads])
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / "iteralab-peaks" / f"{name}.json"
 
@@ -124,60 +139,72 @@ def _cache_file(device: torch.device, precision: str, threads: int) -> Path:
 def _reuse(path: Path) -> Peak | None:
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
-        if 0 <= time.time() - float(found["at"]) <= REUSE_S:
-            return Peak({str(k): float(v) for k, v in found["matmul"].items()},
-                        found["bandwidth"], str(found["text"]), float(found["seconds"]))
+        return Peak({str(k): float(v) for k, v in found["matmul"].items()},
+                    found["bandwidth"], str(found["text"]), float(found["seconds"]))
     except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
+        return None
 
 
 def _keep(path: Path, found: Peak) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Atomic: a reader sees the old file or the new one.
-        write_text(path, json.dumps({**asdict(found), "at": time.time()}))
+        write_text(path, json.dumps(asdict(found)))
     except OSError:
         pass  # no cache: the next process probes again
 
 
 @functools.cache
-def measure(device_name: str, precision: str, threads: int) -> Peak:
-    """The peak of ``device_name`` (``cpu``, ``cuda``) in ``precision`` and fp32: this
-    process's probe, or another's from the last :data:`REUSE_S` seconds on this machine."""
+def measure(device_name: str, precision: str, threads: int, campaign: str = "") -> Peak:
+    """The peak of ``device_name`` (``cpu``, ``cuda``) in ``precision`` and fp32 for the
+    campaign whose workbook is ``campaign``: the probe an earlier process of it made on this
+    machine, completed with ``precision`` when that one lacked it, else a new probe. Without
+    ``campaign``, this process's own probe."""
     device = torch.device(device_name)
-    if os.environ.get(CACHE_VARIABLE, "1") == "0":
+    if not campaign or os.environ.get(CACHE_VARIABLE, "1") == "0":
         return probe(device, precision, threads)
-    path = _cache_file(device, precision, threads)
+    path = _cache_file(device, threads, campaign)
     found = _reuse(path)
+    if found is not None and precision in found.matmul:
+        return found
     if found is None:
         found = probe(device, precision, threads)
-        _keep(path, found)
+    else:  # fp32 and the copy stay as first probed: one peak per precision per campaign
+        more = probe(device, precision, threads, with_fp32=False)
+        found = Peak({**found.matmul, **more.matmul}, found.bandwidth,
+                     f"{found.text} | then {more.text}", found.seconds + more.seconds)
+    _keep(path, found)
     return found
 
 
-def probe(device: torch.device, precision: str, threads: int) -> Peak:
-    """Probe ``device`` in ``precision`` and fp32 now. Raises what torch raises when a
-    precision cannot run."""
+def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = True) -> Peak:
+    """Probe ``device`` in ``precision`` (and fp32 and the copy, ``with_fp32``) now. Raises
+    what torch raises when a precision cannot run."""
     kind = device.type
     began = time.perf_counter()
     rates: dict[str, float] = {}
     parts = []
-    for name in dict.fromkeys(("fp32", precision)):
-        best, shown = 0.0, ""
-        for n in SIZES[kind]:
-            rate, calls = matmul_rate(device, DTYPES[name], n, BUDGET_S[kind])
-            if rate > best:
-                best, shown = rate, f"{n}x{n}, best of {calls}"
-        rates[name] = best
-        parts.append(f"torch.mm {name} {_rate_text(best, 'FLOP/s')} ({shown})")
-    copied = bandwidth(device, COPY_BYTES[kind])
-    parts.append(f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, best of "
-                 f"{COPY_REPEATS})")
+    copied = None
+    with OthersMeter() as others:
+        for name in dict.fromkeys((("fp32",) if with_fp32 else ()) + (precision,)):
+            best, shown = 0.0, ""
+            for n in SIZES[kind]:
+                rate, calls, layout = matmul_rate(device, DTYPES[name], n, BUDGET_S[kind])
+                if rate > best:
+                    best, shown = rate, f"{n}x{n} {layout}, best of {calls}"
+            rates[name] = best
+            parts.append(f"torch.mm {name} {_rate_text(best, 'FLOP/s')} ({shown})")
+        if with_fp32:
+            copied = bandwidth(device, COPY_BYTES[kind])
+            parts.append(f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, "
+                         f"best of {COPY_REPEATS})")
     seconds = time.perf_counter() - began
     where = f"{threads} CPU thread(s)" if kind == "cpu" else torch.cuda.get_device_name(device)
     at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    text = f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()})"
+    load = ("other processes' load not known (no /proc/stat)" if others.cores is None else
+            f"other processes kept {others.cores:.2f} cores busy meanwhile")
+    text = (f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()}; "
+            f"{load})")
     return Peak(rates, copied, text, seconds)
 
 

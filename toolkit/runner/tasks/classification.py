@@ -5,7 +5,8 @@ Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
    (:mod:`toolkit.runner.tasks.predictor`), then run the window's shortest, longest and
-   last batch once: a compiled model compiles those shapes here, CUDA loads their kernels
+   last batch once (an uncompiled model on a GPU: one batch of every shape the window
+   runs): a compiled model compiles those shapes here, CUDA loads their kernels
    here, and the profiler names the attention kernel each ran (CUDA context creation
    comes before: the peak reset and the timer's first synchronise create it);
 2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
@@ -115,10 +116,11 @@ def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpu
         after_batch(len(window.predictions))
 
 
-def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_order: bool
-                  ) -> list[tuple[list[int], tuple[int, int]]]:
+def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_order: bool,
+                  every_shape: bool = False) -> list[tuple[list[int], tuple[int, int]]]:
     """The measured window's extreme batches, each once per shape (rows, tokens): the
-    ``size`` shortest inputs, the ``size`` longest, and the window's last, partial batch.
+    ``size`` shortest inputs, the ``size`` longest, and the window's last, partial batch;
+    ``every_shape``: then one window batch of each other shape the window will run.
 
     ``lengths``: token counts after truncation; ``width``: the fixed padded length (None:
     padded to each batch's longest); ``sorted_order``: the window batches length-sorted
@@ -128,6 +130,8 @@ def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_or
     window = by_length if sorted_order else list(range(len(lengths)))
     rest = len(lengths) % size
     candidates = [by_length[:size], by_length[-size:]] + ([window[-rest:]] if rest else [])
+    if every_shape:
+        candidates += [window[start:start + size] for start in range(0, len(window), size)]
     batches: list[tuple[list[int], tuple[int, int]]] = []
     for indexes in candidates:
         shape = (len(indexes), width or max(lengths[i] for i in indexes)) if indexes else None
@@ -140,11 +144,15 @@ def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpu
                 ) -> tuple[list[tuple[int, int]], str | None]:
     """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
     compiles those shapes and CUDA loads their kernels before the measured window; then the
-    first two again under the profiler. On the CPU without compilation there is no kernel
-    to load or graph to build, and torch's CPU attention choice does not depend on the
-    sequence length (its flash/math gates look at dtype, head size, mask shape, dropout,
-    never the length), so the shortest batch alone runs, under the profiler: the longest
-    batch cost a quick campaign about a tenth of each window (issue 20).
+    first two again under the profiler. An uncompiled model on a GPU runs one batch of every
+    shape the window will run: cuDNN's attention (bf16) sets up a plan per new shape, which
+    on an H200 made each bf16 variant's first window 2.5-5x its second (issue 35, defect
+    6); a compiled model's graphs, dynamic after the second shape, cover the rest. On the
+    CPU without compilation there is no kernel to load or graph to build, and torch's CPU
+    attention choice does not depend on the sequence length (its flash/math gates look at
+    dtype, head size, mask shape, dropout, never the length), so the shortest batch alone
+    runs, under the profiler: the longest batch cost a quick campaign about a tenth of each
+    window (issue 20).
 
     Returns the shapes run and the attention kernel seen per profiled shape
     (``4x9: flash; 4x256: memory-efficient``), None when nothing ran (an engine without
@@ -155,13 +163,15 @@ def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpu
     if lengths is None:
         return [], None
     width = None if variant["padding"] == "dynamic" else max_length
+    compiled = variant.get("compile") == "yes"
     batches = shape_batches(lengths, int(variant["batch_size"]), width,
-                            sorted_order=variant["length_grouping"] == "sorted")
+                            sorted_order=variant["length_grouping"] == "sorted",
+                            every_shape=predictor.device.type != "cpu" and not compiled)
 
     def call(indexes: list[int]) -> None:
         run_batches(predictor, variant, [items[i] for i in indexes], Window(), lambda done: None)
 
-    if predictor.device.type == "cpu" and variant.get("compile") != "yes":
+    if predictor.device.type == "cpu" and not compiled:
         batches = batches[:1]
     else:
         for indexes, _ in batches:
@@ -499,7 +509,7 @@ def _work(spec: AttemptSpec, predictor: Predictor | None, window: Window,
     peak_reason = f"not probed: the attempt ended {status} (the probe runs after a completed one)"
     if unfinished is None and not broken:
         probed, cells = achieved.probe_cells(str(variant["device"]), str(variant["precision"]),
-                                             threads, gpu_name)
+                                             threads, gpu_name, spec.campaign_key)
         peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
     found.manifest = achieved.manifest_values(cells, peak_reason)
     cost, cost_reason = (predictor.flop_cost() if predictor is not None

@@ -108,9 +108,11 @@ class Generation:
         assert self.rule is not None
         self.generator = load_generator(self.variant, self.spec.base, self.rule)
         self.notes.extend(self.generator.engine_notes)
-        first = _first_batches(corpus.read_corpus(self.run.corpus_path),
-                               int(self.variant["batch_size"]))
-        self.generator.generate(first, generation.GenerationWindow(), lambda d: None)
+        items = corpus.read_corpus(self.run.corpus_path)
+        lengths = [len(i.text) for i in items]  # the engine tokenizes: characters rank them
+        for batch in load_batches(items, lengths, int(self.variant["batch_size"]),
+                                  on_gpu=self.generator.device.type != "cpu"):
+            self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
 
     def phase_done(self, phase: str) -> None:
         """Nothing to count between phases (a generation is not compiled)."""
@@ -149,7 +151,7 @@ class Generation:
         if run.status == "completed" and not run.broken:
             probed, probe_cells = achieved.probe_cells(
                 str(self.variant["device"]), str(self.variant["precision"]), run.threads,
-                env.get("gpu_name"))
+                env.get("gpu_name"), self.spec.campaign_key)
         truncated = window.truncated if run.status == "completed" else None
         entry = self._manifest(truncated, env, achieved.manifest_values(
             probe_cells, f"not probed: {run.status} attempt"))
@@ -321,9 +323,23 @@ def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
         padded_sequences=sum(rows * p.forwards for rows, p in padded))
 
 
-def _first_batches(items: list[corpus.Item], size: int) -> list[corpus.Item]:
-    """The load phase's untimed pass: the first batch, enough to load every kernel once."""
-    return items[:size]
+def load_batches(items: list[corpus.Item], lengths: list[int], size: int, *, on_gpu: bool
+                 ) -> list[list[corpus.Item]]:
+    """The load phase's untimed passes: the first batch; on a GPU also the ``size`` longest
+    prompts and the last, partial batch, each once, so the kernels (and cuDNN's plans) of the
+    window's widest and narrowest batches load here, not inside the window (issue 35,
+    defect 6: the first batch's width alone left them to the first window). On the CPU
+    there is nothing to load: the first batch only. ``lengths``: each prompt's length (the
+    caller's measure: characters, as the engine tokenizes)."""
+    batches = [items[:size]]
+    if not on_gpu:
+        return batches
+    longest = sorted(range(len(items)), key=lengths.__getitem__)[-size:]
+    rest = len(items) % size
+    for batch in ([items[i] for i in sorted(longest)], items[-rest:] if rest else []):
+        if batch and batch not in batches:
+            batches.append(batch)
+    return batches
 
 
 def _manifest(spec: AttemptSpec, generator: Generator | None,
