@@ -112,7 +112,10 @@ def capture(folder: Path) -> dict[str, Any]:
         gen_variant("b2-sorted", 2, series=2, length_grouping="sorted"),
         gen_variant("b1-fault", 1, series=2),
     ])
-    with fixed_clock(), mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}):
+    # The pre-flight (`iteralab check`) would refuse the missing model before any attempt;
+    # the golden run guards the attempts' own records, a failed load among them.
+    with fixed_clock(), mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}), \
+            mock.patch("toolkit.commands.check.before_run", lambda *args: None):
         return {"classification": _campaign(classify), "generation": _campaign(generate)}
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.plumbing.atomic import write_text
+
 CACHE_FOLDER = "engine_cache"
 
 
@@ -56,8 +58,8 @@ def cached(base: Path, engine: str, settings: dict[str, object],
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         build(work)
-        (work / "settings.json").write_text(json.dumps(settings, sort_keys=True, default=str,
-                                                       indent=1), encoding="utf-8")
+        write_text(work / "settings.json",
+                   json.dumps(settings, sort_keys=True, default=str, indent=1))
         try:
             os.replace(work, target)
         except OSError:  # another process finished the same conversion first
