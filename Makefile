@@ -36,6 +36,8 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/iteralab demo demo $(DEMO_FLAGS)
 
 test: $(VENV)/.installed system-packages
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 	$(MAKE) docs

@@ -69,16 +69,22 @@ def recorded_rows(workbook: Path | None) -> tuple[list[dict[str, Any]], dict[str
         data = store.read(workbook)
         attempts, manifests = data.tables["Attempts"], data.tables["Manifest"]
         source = str(workbook)
-    done = [a for a in attempts if a.get("status") == "completed"
-            and a.get("measured_s") and a.get("evaluation_s") is not None
-            and a.get("export_s") is not None]
+    done = [
+        a
+        for a in attempts
+        if a.get("status") == "completed"
+        and a.get("measured_s")
+        and a.get("evaluation_s") is not None
+        and a.get("export_s") is not None
+    ]
     if not done:
         raise SystemExit(f"error: {source} holds no completed attempt with its timings")
     return done, {m["manifest_id"]: m for m in manifests}, source
 
 
-def replay(folder: Path, attempts: list[dict[str, Any]], manifests: dict[str, Any]
-           ) -> list[tuple[float, float]]:
+def replay(
+    folder: Path, attempts: list[dict[str, Any]], manifests: dict[str, Any]
+) -> list[tuple[float, float]]:
     """Append and ingest each attempt into a fresh demo copy; (append_s, ingest_s) each."""
     from toolkit import editing
     from toolkit.commands import demo
@@ -101,8 +107,9 @@ def replay(folder: Path, attempts: list[dict[str, Any]], manifests: dict[str, An
     return times
 
 
-def live(folder: Path, items: int, repetitions: int
-         ) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
+def live(
+    folder: Path, items: int, repetitions: int
+) -> tuple[list[dict[str, Any]], list[tuple[float, float]]]:
     """Run series 1 of the sample campaign for real; append and ingest each record at once.
 
     Returns the Attempts rows and each one's (append_s, ingest_s).
@@ -126,11 +133,17 @@ def live(folder: Path, items: int, repetitions: int
     tag = plan.run_tag()
     for sequence, slot in enumerate(slots, start=1):
         spec = AttemptSpec(
-            workbook=str(workbook), attempt_id=plan.attempt_id(sequence, slot, tag),
-            variant=prepared.variants[slot.variant_id], repetition=slot.repetition,
-            order_position=slot.position, protocol=prepared.protocol,
-            protocol_sha256=prepared.protocol_sha256, corpus_sha256=prepared.corpus_sha256,
-            corpus_items=prepared.corpus_items, reference=reference)
+            workbook=str(workbook),
+            attempt_id=plan.attempt_id(sequence, slot, tag),
+            variant=prepared.variants[slot.variant_id],
+            repetition=slot.repetition,
+            order_position=slot.position,
+            protocol=prepared.protocol,
+            protocol_sha256=prepared.protocol_sha256,
+            corpus_sha256=prepared.corpus_sha256,
+            corpus_items=prepared.corpus_items,
+            reference=reference,
+        )
         record = run_attempt(spec, lambda event: None)
         start = time.perf_counter()
         journal.append(workbook, record)
@@ -139,35 +152,66 @@ def live(folder: Path, items: int, repetitions: int
         times.append((middle - start, time.perf_counter() - middle))
         attempt = record["attempt"]
         rows.append(attempt)
-        print(f"  ran {attempt['attempt_id']}: {attempt['status']}, measured "
-              f"{attempt['measured_s']} s")
-        if (reference is None and slot.variant_id == reference_id
-                and attempt["status"] == "completed" and attempt["ids_match"] == "yes"):
-            reference = {"variant_id": reference_id, "attempt_id": attempt["attempt_id"],
-                         "predictions_path": attempt["predictions_path"],
-                         "predictions_sha256": attempt["predictions_sha256"]}
+        print(
+            f"  ran {attempt['attempt_id']}: {attempt['status']}, measured "
+            f"{attempt['measured_s']} s"
+        )
+        if (
+            reference is None
+            and slot.variant_id == reference_id
+            and attempt["status"] == "completed"
+            and attempt["ids_match"] == "yes"
+        ):
+            reference = {
+                "variant_id": reference_id,
+                "attempt_id": attempt["attempt_id"],
+                "predictions_path": attempt["predictions_path"],
+                "predictions_sha256": attempt["predictions_sha256"],
+            }
     return rows, times
 
 
 def main(argv: list[str] | None = None) -> int:
     """Replay, print the per-attempt table and the verdicts; 0 when both targets are met."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workbook", type=Path, default=None,
-                        help="a demo run's workbook to take the attempts from (default: the "
-                        "recorded full demo run of tests/fixtures/demo_campaign_rows.json)")
-    parser.add_argument("--replays", type=int, default=5,
-                        help="replays of the whole run (default 5); median per attempt")
-    parser.add_argument("--attempts", type=int, default=None,
-                        help="replay: only the first N attempts (default: all)")
-    parser.add_argument("--live", action="store_true",
-                        help="run real attempts of series 1 here instead of replaying a run")
-    parser.add_argument("--items", type=int, default=common.FULL_CORPUS_ITEMS,
-                        help="live: the first N corpus items (default 1000: the demo's corpus)")
-    parser.add_argument("--repetitions", type=int, default=1,
-                        help="live: repetitions of each series-1 variant (default 1)")
+    parser.add_argument(
+        "--workbook",
+        type=Path,
+        default=None,
+        help="a demo run's workbook to take the attempts from (default: the "
+        "recorded full demo run of tests/fixtures/demo_campaign_rows.json)",
+    )
+    parser.add_argument(
+        "--replays",
+        type=int,
+        default=5,
+        help="replays of the whole run (default 5); median per attempt",
+    )
+    parser.add_argument(
+        "--attempts",
+        type=int,
+        default=None,
+        help="replay: only the first N attempts (default: all)",
+    )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="run real attempts of series 1 here instead of replaying a run",
+    )
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=common.FULL_CORPUS_ITEMS,
+        help="live: the first N corpus items (default 1000: the demo's corpus)",
+    )
+    parser.add_argument(
+        "--repetitions",
+        type=int,
+        default=1,
+        help="live: repetitions of each series-1 variant (default 1)",
+    )
     args = parser.parse_args(argv)
-    if min(args.replays, args.repetitions) < 1 or (args.attempts is not None
-                                                    and args.attempts < 1):
+    if min(args.replays, args.repetitions) < 1 or (args.attempts is not None and args.attempts < 1):
         parser.error("--replays, --repetitions and --attempts must be >= 1")
     if not 1 <= args.items <= common.FULL_CORPUS_ITEMS:
         parser.error(f"--items must be between 1 and {common.FULL_CORPUS_ITEMS}")
@@ -177,25 +221,32 @@ def main(argv: list[str] | None = None) -> int:
             found, pairs = live(Path(tmp) / "live", args.items, args.repetitions)
             attempts = [a for a in found if a.get("status") == "completed"]
             if len(attempts) < len(found):
-                raise SystemExit("error: an attempt did not complete: " + "; ".join(
-                    str(a.get("notes")) for a in found if a.get("status") != "completed"))
+                raise SystemExit(
+                    "error: an attempt did not complete: "
+                    + "; ".join(
+                        str(a.get("notes")) for a in found if a.get("status") != "completed"
+                    )
+                )
             appends = [[a] for a, _ in pairs]
             ingests = [[i] for _, i in pairs]
             print(f"{len(attempts)} live attempts of series 1, {args.items} items each")
         else:
             attempts, manifests, source = recorded_rows(args.workbook)
-            attempts = attempts[:args.attempts]
+            attempts = attempts[: args.attempts]
             print(f"{len(attempts)} completed attempts of {source}; {args.replays} replay(s)")
             appends = [[] for _ in attempts]
             ingests = [[] for _ in attempts]
             for r in range(args.replays):
-                for k, (append_s, ingest_s) in enumerate(replay(Path(tmp) / f"replay{r + 1}",
-                                                                attempts, manifests)):
+                for k, (append_s, ingest_s) in enumerate(
+                    replay(Path(tmp) / f"replay{r + 1}", attempts, manifests)
+                ):
                     appends[k].append(append_s)
                     ingests[k].append(ingest_s)
 
-    print(f"{'attempt':<18} {'measured_s':>10} {'export_s':>9} {'evaluation_s':>12} "
-          f"{'append_ms':>9} {'ingest_s':>8} {'bookkeeping_s':>13} {'ratio':>7}")
+    print(
+        f"{'attempt':<18} {'measured_s':>10} {'export_s':>9} {'evaluation_s':>12} "
+        f"{'append_ms':>9} {'ingest_s':>8} {'bookkeeping_s':>13} {'ratio':>7}"
+    )
     ratios, books, windows = [], [], []
     for k, a in enumerate(attempts):
         append_s, ingest_s = statistics.median(appends[k]), statistics.median(ingests[k])
@@ -203,30 +254,50 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(book / float(a["measured_s"]))
         books.append(book)
         windows.append(float(a["measured_s"]))
-        print(f"{a['attempt_id']:<18} {a['measured_s']:>10.3f} {a['export_s']:>9.4f} "
-              f"{a['evaluation_s']:>12.4f} {1000 * append_s:>9.2f} {ingest_s:>8.3f} "
-              f"{book:>13.3f} {ratios[-1]:>7.4f}")
+        print(
+            f"{a['attempt_id']:<18} {a['measured_s']:>10.3f} {a['export_s']:>9.4f} "
+            f"{a['evaluation_s']:>12.4f} {1000 * append_s:>9.2f} {ingest_s:>8.3f} "
+            f"{book:>13.3f} {ratios[-1]:>7.4f}"
+        )
     every_ingest = [t for runs in ingests for t in runs]
     every_append = [t for runs in appends for t in runs]
-    print(f"ingest (one save each): median {statistics.median(every_ingest):.3f} s, "
-          f"max {max(every_ingest):.3f} s over {len(every_ingest)}")
-    print(f"ratio of medians (median bookkeeping / median measured window): "
-          f"{statistics.median(books) / statistics.median(windows):.4f}")
+    print(
+        f"ingest (one save each): median {statistics.median(every_ingest):.3f} s, "
+        f"max {max(every_ingest):.3f} s over {len(every_ingest)}"
+    )
+    print(
+        f"ratio of medians (median bookkeeping / median measured window): "
+        f"{statistics.median(books) / statistics.median(windows):.4f}"
+    )
     worst = max(range(len(ratios)), key=ratios.__getitem__)
-    print(f"worst attempt: {attempts[worst]['attempt_id']} "
-          f"({100 * ratios[worst]:.2f} % of its measured window)")
+    print(
+        f"worst attempt: {attempts[worst]['attempt_id']} "
+        f"({100 * ratios[worst]:.2f} % of its measured window)"
+    )
     met = [common.verdict(ratios[worst], TARGET)]
     append_ms = 1000 * statistics.median(every_append)
     append_met = append_ms < APPEND_TARGET_MS
-    print(f"journal append median {append_ms:.2f} ms over {len(every_append)} appends, "
-          f"max {1000 * max(every_append):.2f} ms (target < {APPEND_TARGET_MS:g} ms): "
-          f"{'met' if append_met else 'missed'}")
+    print(
+        f"journal append median {append_ms:.2f} ms over {len(every_append)} appends, "
+        f"max {1000 * max(every_append):.2f} ms (target < {APPEND_TARGET_MS:g} ms): "
+        f"{'met' if append_met else 'missed'}"
+    )
     met.append(append_met)
-    what = (f"worst of {len(attempts)} live attempts, {args.items} items" if args.live
-            else f"worst of {len(attempts)} recorded demo attempts, replayed")
-    print("results row: " + common.results_row(
-        "bookkeeping.py", ratios[worst], TARGET, met[0],
-        f"{what}; journal append median {append_ms:.2f} ms"))
+    what = (
+        f"worst of {len(attempts)} live attempts, {args.items} items"
+        if args.live
+        else f"worst of {len(attempts)} recorded demo attempts, replayed"
+    )
+    print(
+        "results row: "
+        + common.results_row(
+            "bookkeeping.py",
+            ratios[worst],
+            TARGET,
+            met[0],
+            f"{what}; journal append median {append_ms:.2f} ms",
+        )
+    )
     return common.exit_code(met)
 
 

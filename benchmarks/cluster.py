@@ -57,12 +57,14 @@ NODES = ("cpu-a", "cpu-b")
 
 def _variants(batches: tuple[int, int]) -> dict[str, tuple[str, int]]:
     """Variant id -> (label, batch size): one variant per node (``a-b1``, ``b-b8``)."""
-    return {f"{node[-1]}-b{batch}": (node, batch) for node, batch in zip(NODES, batches,
-                                                                          strict=True)}
+    return {
+        f"{node[-1]}-b{batch}": (node, batch) for node, batch in zip(NODES, batches, strict=True)
+    }
 
 
-def _campaign(folder: Path, items: int, repetitions: int,
-              variants: dict[str, tuple[str, int]]) -> Path:
+def _campaign(
+    folder: Path, items: int, repetitions: int, variants: dict[str, tuple[str, int]]
+) -> Path:
     common.prepare_folder(folder, items)
     rows = [common.variant("ref", 1, label=NODES[0])]
     for vid, (label, batch) in variants.items():
@@ -70,12 +72,14 @@ def _campaign(folder: Path, items: int, repetitions: int,
         if label != NODES[0]:  # another machine: a later series naming its changes (R6)
             row.update(series=2, base_variant="ref", changes="batch_size, label")
         rows.append(row)
-    return common.save_locked(folder / "campaign.xlsx",
-                              common.protocol("ref", repetitions, policy="fresh"), rows)
+    return common.save_locked(
+        folder / "campaign.xlsx", common.protocol("ref", repetitions, policy="fresh"), rows
+    )
 
 
-def _run(book: Path, address: str, variants: tuple[str, ...], threads: int
-         ) -> tuple[float, list[dict[str, Any]], Any]:
+def _run(
+    book: Path, address: str, variants: tuple[str, ...], threads: int
+) -> tuple[float, list[dict[str, Any]], Any]:
     """One campaign through the cluster executor; (wall seconds, records, executor timing)."""
     from toolkit.cluster import executor
     from toolkit.commands.display import Display
@@ -92,8 +96,9 @@ def _run(book: Path, address: str, variants: tuple[str, ...], threads: int
     chosen.check(prepared)
     result = campaign.run(prepared, options, Display(quiet=True), chosen)
     wall = time.perf_counter() - began
-    bad = [r["attempt"]["attempt_id"] for r in result.records
-           if r["attempt"]["status"] != "completed"]
+    bad = [
+        r["attempt"]["attempt_id"] for r in result.records if r["attempt"]["status"] != "completed"
+    ]
     if bad:
         raise SystemExit(f"attempts not completed: {', '.join(bad)}")
     return wall, result.records, chosen.timing
@@ -120,19 +125,30 @@ def _warm(address: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=300,
-                        help="first N items of samples/corpus.jsonl (default 300)")
-    parser.add_argument("--repetitions", type=int, default=2,
-                        help="repetitions of each variant (default 2)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads per attempt (default 1)")
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="rounds of the three campaigns, in rotated order; the ratio "
-                        "uses each campaign's median wall time (default 1)")
-    parser.add_argument("--batches", default="8,8", metavar="A,B",
-                        help="batch size of the variant on cpu-a and on cpu-b (default 8,8: "
-                        "about equal work, floor near 0.5; 1,8: unequal, the floor is the "
-                        "longer label alone over the sum)")
+    parser.add_argument(
+        "--items", type=int, default=300, help="first N items of samples/corpus.jsonl (default 300)"
+    )
+    parser.add_argument(
+        "--repetitions", type=int, default=2, help="repetitions of each variant (default 2)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads per attempt (default 1)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="rounds of the three campaigns, in rotated order; the ratio "
+        "uses each campaign's median wall time (default 1)",
+    )
+    parser.add_argument(
+        "--batches",
+        default="8,8",
+        metavar="A,B",
+        help="batch size of the variant on cpu-a and on cpu-b (default 8,8: "
+        "about equal work, floor near 0.5; 1,8: unequal, the floor is the "
+        "longer label alone over the sum)",
+    )
     args = parser.parse_args(argv)
     first_batch, second_batch = (int(b) for b in args.batches.split(","))
     variants = _variants((first_batch, second_batch))
@@ -146,12 +162,19 @@ def main(argv: list[str] | None = None) -> int:
     from toolkit.cluster.labels import resource
 
     busy_before, began = common.machine_busy_s(), time.monotonic()
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "object_store_memory": STORE_BYTES, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "object_store_memory": STORE_BYTES,
+            "include_dashboard": False,
+        },
+    )
     try:
         for label in NODES:
-            cluster.add_node(num_cpus=1, resources={resource(label): 1},
-                             object_store_memory=STORE_BYTES)
+            cluster.add_node(
+                num_cpus=1, resources={resource(label): 1}, object_store_memory=STORE_BYTES
+            )
         cluster.wait_for_nodes()
         _warm(cluster.address)
         campaigns = [("both", (one, two)), (one, (one,)), (two, (two,))]
@@ -161,12 +184,15 @@ def main(argv: list[str] | None = None) -> int:
             for number in range(args.rounds):
                 shift = number % len(campaigns)
                 for name, chosen in campaigns[shift:] + campaigns[:shift]:
-                    book = _campaign(Path(tmp) / f"{name}-{number}", args.items,
-                                     args.repetitions, variants)
+                    book = _campaign(
+                        Path(tmp) / f"{name}-{number}", args.items, args.repetitions, variants
+                    )
                     runs[name] = _run(book, cluster.address, chosen, args.threads)
                     walls[name].append(runs[name][0])
-                    print(f"round {number + 1} {name:>6}: {len(runs[name][1])} attempts in "
-                          f"{runs[name][0]:.1f} s wall")
+                    print(
+                        f"round {number + 1} {name:>6}: {len(runs[name][1])} attempts in "
+                        f"{runs[name][0]:.1f} s wall"
+                    )
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -179,41 +205,67 @@ def main(argv: list[str] | None = None) -> int:
         row = record["attempt"]
         submit, done = timing.submit_s[row["attempt_id"]], timing.record_s[row["attempt_id"]]
         shares.append((submit + done) / row["measured_s"])
-        print(f"  {row['attempt_id']}: measured {row['measured_s']:.2f} s; driver: submit "
-              f"{submit * 1000:.1f} ms, record {done * 1000:.0f} ms")
+        print(
+            f"  {row['attempt_id']}: measured {row['measured_s']:.2f} s; driver: submit "
+            f"{submit * 1000:.1f} ms, record {done * 1000:.0f} ms"
+        )
     shares.sort()
-    print(f"driver per attempt: submit median "
-          f"{statistics.median(timing.submit_s.values()) * 1000:.1f} ms, record (hash, "
-          "predictions file, journal, ingest) median "
-          f"{statistics.median(timing.record_s.values()) * 1000:.0f} ms; measured window "
-          f"median {statistics.median(measured):.2f} s")
+    print(
+        f"driver per attempt: submit median "
+        f"{statistics.median(timing.submit_s.values()) * 1000:.1f} ms, record (hash, "
+        "predictions file, journal, ingest) median "
+        f"{statistics.median(timing.record_s.values()) * 1000:.0f} ms; measured window "
+        f"median {statistics.median(measured):.2f} s"
+    )
     share = statistics.median(shares)
     print(f"bookkeeping share: median {share:.3f}, worst {shares[-1]:.3f}")
     met_bookkeeping = common.verdict(share, BOOKKEEPING_TARGET)
     wall = statistics.median(walls["both"])
     first, second = statistics.median(walls[one]), statistics.median(walls[two])
     ratio = wall / (first + second)
-    print(f"two labels at once {wall:.1f} s; alone {one} {first:.1f} s + {two} {second:.1f} s = "
-          f"{first + second:.1f} s (medians over {args.rounds} round(s))")
+    print(
+        f"two labels at once {wall:.1f} s; alone {one} {first:.1f} s + {two} {second:.1f} s = "
+        f"{first + second:.1f} s (medians over {args.rounds} round(s))"
+    )
     # Shown beside the verdict, which stays on the ratio of medians: each round's own ratio
     # (its three campaigns ran back to back), and the floor these two labels allow (the
     # longer label alone over the sum: perfect overlap with nothing else on the machine).
-    paired = [both / (one + eight) for both, one, eight
-              in zip(walls["both"], walls[one], walls[two], strict=True)]
-    print(f"each round's ratio: {', '.join(f'{r:.3f}' for r in paired)} (median "
-          f"{statistics.median(paired):.3f}); floor for these labels "
-          f"{max(first, second) / (first + second):.3f}")
+    paired = [
+        both / (one + eight)
+        for both, one, eight in zip(walls["both"], walls[one], walls[two], strict=True)
+    ]
+    print(
+        f"each round's ratio: {', '.join(f'{r:.3f}' for r in paired)} (median "
+        f"{statistics.median(paired):.3f}); floor for these labels "
+        f"{max(first, second) / (first + second):.3f}"
+    )
     met_parallel = common.verdict(ratio, PARALLEL_TARGET)
     if busy_before is not None and busy_after is not None:
-        print(f"all processes kept {(busy_after - busy_before) / elapsed:.2f} of this "
-              f"machine's {os.cpu_count()} cores busy during the {elapsed:.0f} s of the script")
-    print("results row:", common.results_row(
-        "cluster.py", share, BOOKKEEPING_TARGET, met_bookkeeping,
-        f"driver bookkeeping per attempt / measured window, {args.items} items, "
-        f"{args.repetitions} repetitions"))
-    print("results row:", common.results_row(
-        "cluster.py", ratio, PARALLEL_TARGET, met_parallel,
-        f"two-label campaign wall / sum of each label alone, batches {args.batches}"))
+        print(
+            f"all processes kept {(busy_after - busy_before) / elapsed:.2f} of this "
+            f"machine's {os.cpu_count()} cores busy during the {elapsed:.0f} s of the script"
+        )
+    print(
+        "results row:",
+        common.results_row(
+            "cluster.py",
+            share,
+            BOOKKEEPING_TARGET,
+            met_bookkeeping,
+            f"driver bookkeeping per attempt / measured window, {args.items} items, "
+            f"{args.repetitions} repetitions",
+        ),
+    )
+    print(
+        "results row:",
+        common.results_row(
+            "cluster.py",
+            ratio,
+            PARALLEL_TARGET,
+            met_parallel,
+            f"two-label campaign wall / sum of each label alone, batches {args.batches}",
+        ),
+    )
     return common.exit_code([met_bookkeeping, met_parallel])
 
 

@@ -47,29 +47,54 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # same tokenizer threa
 
 # ---------------------------------------------------------------- arguments
 
-def add_workload_args(parser: argparse.ArgumentParser, items: int = 300, runs: int = 5,
-                      batch: int = 8) -> None:
+
+def add_workload_args(
+    parser: argparse.ArgumentParser, items: int = 300, runs: int = 5, batch: int = 8
+) -> None:
     """The options every CPU script shares: corpus subset, runs, batch, precision, threads."""
-    parser.add_argument("--items", type=int, default=items,
-                        help=f"first N items of samples/corpus.jsonl (default {items}; a "
-                        "declared subset)")
-    parser.add_argument("--full", action="store_true",
-                        help=f"the whole corpus ({FULL_CORPUS_ITEMS} items); overrides --items")
-    parser.add_argument("--runs", type=int, default=runs,
-                        help=f"timed runs of each contestant, interleaved (default {runs})")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=items,
+        help=f"first N items of samples/corpus.jsonl (default {items}; a declared subset)",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help=f"the whole corpus ({FULL_CORPUS_ITEMS} items); overrides --items",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=runs,
+        help=f"timed runs of each contestant, interleaved (default {runs})",
+    )
     parser.add_argument("--batch", type=int, default=batch, help=f"batch size (default {batch})")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="model precision (default fp32)")
-    parser.add_argument("--max-length", type=int, default=256,
-                        help="truncation length in tokens (default 256)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads for every contestant (default 1: on a shared "
-                        "machine, two threads wait for each other whenever another process "
-                        "takes a core; 0 = torch's choice)")
-    parser.add_argument("--clock", choices=("cpu", "wall", "outside"), default="cpu",
-                        help="the clock of the verdict: CPU seconds this process used inside "
-                        "the timed window (default: robust on a shared machine) or wall "
-                        "seconds, or CPU seconds outside the encoder; all are printed")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="model precision (default fp32)",
+    )
+    parser.add_argument(
+        "--max-length", type=int, default=256, help="truncation length in tokens (default 256)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads for every contestant (default 1: on a shared "
+        "machine, two threads wait for each other whenever another process "
+        "takes a core; 0 = torch's choice)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall", "outside"),
+        default="cpu",
+        help="the clock of the verdict: CPU seconds this process used inside "
+        "the timed window (default: robust on a shared machine) or wall "
+        "seconds, or CPU seconds outside the encoder; all are printed",
+    )
 
 
 def items_of(args: argparse.Namespace) -> int:
@@ -90,6 +115,7 @@ def set_threads(threads: int | None) -> int:
 
 
 # ---------------------------------------------------------------- interleaving and statistics
+
 
 def machine_busy_s() -> float | None:
     """CPU seconds all processes have used on this machine (``/proc/stat``), None elsewhere."""
@@ -198,8 +224,9 @@ class Runs:
         if clock == "outside":
             if not self.has_outside:
                 raise ValueError("these contestants have no encoder time: no 'outside' clock")
-            return {name: [v for v in values if v is not None]
-                    for name, values in self.outside.items()}
+            return {
+                name: [v for v in values if v is not None] for name, values in self.outside.items()
+            }
         return self.wall if clock == "wall" else self.cpu
 
     @property
@@ -212,12 +239,12 @@ class Runs:
         seen = [v for values in self.others.values() for v in values if v is not None]
         if not seen:
             return "other processes: not measured (no /proc/stat)"
-        return (f"other processes kept {min(seen):.2f} to {max(seen):.2f} cores busy during "
-                "the runs")
+        return f"other processes kept {min(seen):.2f} to {max(seen):.2f} cores busy during the runs"
 
 
-def interleave(contestants: Mapping[str, Callable[[], Timing]], runs: int,
-               log: Callable[[str], None] = print) -> Runs:
+def interleave(
+    contestants: Mapping[str, Callable[[], Timing]], runs: int, log: Callable[[str], None] = print
+) -> Runs:
     """Run each contestant ``runs`` times in rotated rounds; return their timings.
 
     Round 1 runs A, B, C; round 2 B, C, A; round 3 C, A, B; ... so no contestant
@@ -225,8 +252,12 @@ def interleave(contestants: Mapping[str, Callable[[], Timing]], runs: int,
     records how many cores other processes kept busy meanwhile (/proc/stat).
     """
     names = list(contestants)
-    found = Runs({n: [] for n in names}, {n: [] for n in names}, {n: [] for n in names},
-                 {n: [] for n in names})
+    found = Runs(
+        {n: [] for n in names},
+        {n: [] for n in names},
+        {n: [] for n in names},
+        {n: [] for n in names},
+    )
     for round_no in range(1, runs + 1):
         shift = (round_no - 1) % len(names)
         for name in names[shift:] + names[:shift]:
@@ -237,16 +268,21 @@ def interleave(contestants: Mapping[str, Callable[[], Timing]], runs: int,
             found.outside[name].append(timing.outside)
             found.others[name].append(meter.cores)
             shown = "n/a" if meter.cores is None else f"{meter.cores:.2f}"
-            outside = "" if timing.outside is None else \
-                f"  outside the model {timing.outside:6.3f} s"
-            log(f"  round {round_no}  {name:<16} wall {timing.wall:8.3f} s  cpu "
-                f"{timing.cpu:8.3f} s{outside}  other processes {shown} cores")
+            outside = (
+                "" if timing.outside is None else f"  outside the model {timing.outside:6.3f} s"
+            )
+            log(
+                f"  round {round_no}  {name:<16} wall {timing.wall:8.3f} s  cpu "
+                f"{timing.cpu:8.3f} s{outside}  other processes {shown} cores"
+            )
     return found
 
 
 def interleave_with_outputs(
-        contestants: Mapping[str, Callable[[], tuple[Timing, dict[str, str]]]], runs: int,
-        log: Callable[[str], None] = print) -> tuple[Runs, dict[str, dict[str, str]]]:
+    contestants: Mapping[str, Callable[[], tuple[Timing, dict[str, str]]]],
+    runs: int,
+    log: Callable[[str], None] = print,
+) -> tuple[Runs, dict[str, dict[str, str]]]:
     """:func:`interleave` for contestants that also return their outputs by id.
 
     Returns the runs and, per contestant, the outputs of its last run (for
@@ -258,6 +294,7 @@ def interleave_with_outputs(
         def run() -> Timing:
             timing, outputs[name] = contestants[name]()
             return timing
+
         return run
 
     found = interleave({name: timed(name) for name in contestants}, runs, log)
@@ -300,21 +337,28 @@ def describe_times(times: Mapping[str, Sequence[float]]) -> list[str]:
     lines = []
     for name, values in times.items():
         raw = " ".join(f"{v:.3f}" for v in values)
-        lines.append(f"{name:<{width}}  median {statistics.median(values):8.3f} s  "
-                     f"min {min(values):.3f}  max {max(values):.3f}  runs: {raw}")
+        lines.append(
+            f"{name:<{width}}  median {statistics.median(values):8.3f} s  "
+            f"min {min(values):.3f}  max {max(values):.3f}  runs: {raw}"
+        )
     return lines
 
 
 def describe_ratio(found: Ratio) -> str:
     """How a ratio was formed, with the paired ratios as a cross-check."""
     pairs = " ".join(f"{r:.3f}" for r in found.paired)
-    return (f"{found.numerator} / {found.denominator}: ratio of medians "
-            f"{found.of_medians:.3f}; median of paired ratios {found.median_of_pairs:.3f} "
-            f"(pairs: {pairs})")
+    return (
+        f"{found.numerator} / {found.denominator}: ratio of medians "
+        f"{found.of_medians:.3f}; median of paired ratios {found.median_of_pairs:.3f} "
+        f"(pairs: {pairs})"
+    )
 
 
-CLOCKS = {"wall": "wall seconds", "cpu": "CPU seconds of this process",
-          "outside": "CPU seconds outside the encoder's forward calls"}
+CLOCKS = {
+    "wall": "wall seconds",
+    "cpu": "CPU seconds of this process",
+    "outside": "CPU seconds outside the encoder's forward calls",
+}
 
 
 def compare(runs: Runs, clock: str, pairs: Sequence[tuple[str, str]]) -> list[Ratio]:
@@ -332,15 +376,24 @@ def compare(runs: Runs, clock: str, pairs: Sequence[tuple[str, str]]) -> list[Ra
         if not runs.has_outside:
             continue
         outside = runs.times("outside")
-        encoder = ratio({name: [c - o for c, o in zip(runs.cpu[name], outside[name],
-                                                       strict=True)]
-                         for name in (numerator, denominator)}, numerator, denominator)
-        print(f"encoder: {describe_ratio(encoder)} (same inputs on both sides: a gap here "
-              "is noise, or a model set up differently)")
+        encoder = ratio(
+            {
+                name: [c - o for c, o in zip(runs.cpu[name], outside[name], strict=True)]
+                for name in (numerator, denominator)
+            },
+            numerator,
+            denominator,
+        )
+        print(
+            f"encoder: {describe_ratio(encoder)} (same inputs on both sides: a gap here "
+            "is noise, or a model set up differently)"
+        )
         pooled = pooled_ratio(runs, numerator, denominator)
-        print(f" pooled: {numerator} / {denominator} = {pooled:.3f} (CPU seconds: the "
-              "median encoder time of both sides, which do the same encoder work, plus each "
-              "side's median time outside it)")
+        print(
+            f" pooled: {numerator} / {denominator} = {pooled:.3f} (CPU seconds: the "
+            "median encoder time of both sides, which do the same encoder work, plus each "
+            "side's median time outside it)"
+        )
     return [ratio(runs.times(clock), n, d) for n, d in pairs]
 
 
@@ -351,11 +404,15 @@ def pooled_ratio(runs: Runs, numerator: str, denominator: str) -> float:
     noise is shared out; what remains is the difference of the work around the model.
     """
     outside = runs.times("outside")
-    model = [c - o for name in (numerator, denominator)
-             for c, o in zip(runs.cpu[name], outside[name], strict=True)]
+    model = [
+        c - o
+        for name in (numerator, denominator)
+        for c, o in zip(runs.cpu[name], outside[name], strict=True)
+    ]
     common_part = statistics.median(model)
-    return ((common_part + statistics.median(outside[numerator]))
-            / (common_part + statistics.median(outside[denominator])))
+    return (common_part + statistics.median(outside[numerator])) / (
+        common_part + statistics.median(outside[denominator])
+    )
 
 
 def verdict(value: float, target: float) -> bool:
@@ -390,13 +447,16 @@ def machine() -> str:
     return f"{text}; torch {torch.__version__}"
 
 
-def results_row(script: str, value: float, target: float, met: bool,
-                label: str | None = None) -> str:
+def results_row(
+    script: str, value: float, target: float, met: bool, label: str | None = None
+) -> str:
     """A Markdown row of the README's results table: date | machine | script | ratio | ..."""
     today = dt.date.today().isoformat()
     what = f"`{script}`" + (f" ({label})" if label else "")
-    return (f"| {today} | {machine()} | {what} | {value:.3f} | <= {target:g} | "
-            f"{'met' if met else 'missed'} |")
+    return (
+        f"| {today} | {machine()} | {what} | {value:.3f} | <= {target:g} | "
+        f"{'met' if met else 'missed'} |"
+    )
 
 
 def script_line(argv: Sequence[str] | None = None) -> str:
@@ -414,6 +474,7 @@ def single_target(value: float, target: float, label: str | None = None) -> int:
 
 # ---------------------------------------------------------------- the sample as a runner input
 
+
 def prepare_folder(folder: Path, items: int) -> Path:
     """Write the first ``items`` corpus rows and the sample head into ``folder``; return it."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -423,23 +484,46 @@ def prepare_folder(folder: Path, items: int) -> Path:
     return folder
 
 
-def variant(variant_id: str, batch: int, precision: str = "fp32", grouping: str = "none",
-            max_length: int = 256, device: str = "cpu", **extra: Any) -> dict[str, Any]:
+def variant(
+    variant_id: str,
+    batch: int,
+    precision: str = "fp32",
+    grouping: str = "none",
+    max_length: int = 256,
+    device: str = "cpu",
+    **extra: Any,
+) -> dict[str, Any]:
     """A complete Variants row on the sample model and head."""
     row: dict[str, Any] = {
-        "variant_id": variant_id, "series": 1, "description": f"batch {batch}, {precision}, "
-        f"grouping {grouping}", "model_path": MODEL_PATH, "head_path": "head",
-        "precision": precision, "quantization": "none", "batch_size": batch, "device": device,
-        "gpu_slug": None, "padding": "dynamic", "max_length": max_length,
-        "length_grouping": grouping, "compile": "no", "attention_backend": "sdpa",
-        "resume_of": None, "notes": None,
+        "variant_id": variant_id,
+        "series": 1,
+        "description": f"batch {batch}, {precision}, grouping {grouping}",
+        "model_path": MODEL_PATH,
+        "head_path": "head",
+        "precision": precision,
+        "quantization": "none",
+        "batch_size": batch,
+        "device": device,
+        "gpu_slug": None,
+        "padding": "dynamic",
+        "max_length": max_length,
+        "length_grouping": grouping,
+        "compile": "no",
+        "attention_backend": "sdpa",
+        "resume_of": None,
+        "notes": None,
     }
     row.update(extra)
     return row
 
 
-def protocol(reference: str, repetitions: int = 1, policy: str = "shared",
-             corpus_name: str = "corpus.jsonl", threshold: float = 0.5) -> dict[str, Any]:
+def protocol(
+    reference: str,
+    repetitions: int = 1,
+    policy: str = "shared",
+    corpus_name: str = "corpus.jsonl",
+    threshold: float = 0.5,
+) -> dict[str, Any]:
     """A complete Protocol form for the benchmark folders (same fields as the sample's)."""
     return {
         "scenario": "benchmark of the runner on a declared subset of the sample corpus",
@@ -447,14 +531,22 @@ def protocol(reference: str, repetitions: int = 1, policy: str = "shared",
         "tuning_data": "calibration.jsonl (chapters apart from the corpus)",
         "validated_corpus_definition": "exactly the expected ids, accuracy over the threshold, "
         "within tolerance of the reference",
-        "metric": "accuracy", "threshold": threshold, "tolerance": 0.01,
-        "reference_variant": reference, "subgroups": "stratum,label",
-        "warmup_rule": WARMUP_RULE, "repetitions": repetitions, "order_rotation": "rotate",
+        "metric": "accuracy",
+        "threshold": threshold,
+        "tolerance": 0.01,
+        "reference_variant": reference,
+        "subgroups": "stratum,label",
+        "warmup_rule": WARMUP_RULE,
+        "repetitions": repetitions,
+        "order_rotation": "rotate",
         "process_policy": policy,
         "timing_boundary": "read corpus, tokenize, transfer, infer, predictions on the host",
         "exclusion_rule": "only a documented external cause, for every variant alike",
-        "seeds": "0", "determinism": "inference only", "reproduction_target":
-        "bounded numeric deviation", "expected_outputs": 1, "deadline": "2026-12-11T09:00+01:00",
+        "seeds": "0",
+        "determinism": "inference only",
+        "reproduction_target": "bounded numeric deviation",
+        "expected_outputs": 1,
+        "deadline": "2026-12-11T09:00+01:00",
     }
 
 
@@ -538,22 +630,31 @@ class RunnerAttempts:
         sha = hashlib.sha256(json.dumps(form, sort_keys=True).encode()).hexdigest()
         spec = AttemptSpec(
             workbook=str(self.folder / "bench.xlsx"),
-            attempt_id=f"a{self.count:03d}-{row['variant_id']}", variant=row,
-            repetition=self.count, order_position=1, protocol=form, protocol_sha256=sha,
-            corpus_sha256=self.fingerprint, corpus_items=len(self.items), threads=self.threads)
+            attempt_id=f"a{self.count:03d}-{row['variant_id']}",
+            variant=row,
+            repetition=self.count,
+            order_position=1,
+            protocol=form,
+            protocol_sha256=sha,
+            corpus_sha256=self.fingerprint,
+            corpus_items=len(self.items),
+            threads=self.threads,
+        )
         with _instrumented_runner() as seen:
             record = run_attempt(spec, lambda event: None)
         self.last_record = record
         attempt = record["attempt"]
         if attempt["status"] != "completed" or attempt["measured_s"] is None:
-            raise RuntimeError(f"runner attempt {spec.attempt_id} {attempt['status']}: "
-                               f"{attempt['notes']}")
+            raise RuntimeError(
+                f"runner attempt {spec.attempt_id} {attempt['status']}: {attempt['notes']}"
+            )
         measured = seen["spans"][-1]  # load, warm-up, then the measured window
         if abs(measured.host_s - attempt["measured_s"]) > 1e-5:
             raise RuntimeError("the last span opened is not the measured window")
         rows = corpus.read_predictions(spec.predictions_file)
-        timing = Timing(float(attempt["measured_s"]), measured.cpu_s,
-                        seen["model"].since(measured.wall_start))
+        timing = Timing(
+            float(attempt["measured_s"]), measured.cpu_s, seen["model"].since(measured.wall_start)
+        )
         return timing, {r["id"]: r["prediction"] for r in rows}
 
 
@@ -562,8 +663,11 @@ def agreement(first: Mapping[str, str], second: Mapping[str, str]) -> str:
     if set(first) != set(second):
         return f"different ids ({len(first)} vs {len(second)})"
     differ = sum(first[key] != second[key] for key in first)
-    return f"identical ({len(first)}/{len(first)})" if not differ else \
-        f"differ: {differ} of {len(first)}"
+    return (
+        f"identical ({len(first)}/{len(first)})"
+        if not differ
+        else f"differ: {differ} of {len(first)}"
+    )
 
 
 @dataclass
@@ -589,17 +693,28 @@ def load_sample_model(folder: Path, precision: str) -> SampleModel:
     model_dir = str(importlib.resources.files(MODEL_PACKAGE) / "model")
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-    encoder = AutoModel.from_pretrained(model_dir, dtype=dtype, attn_implementation="sdpa",
-                                        local_files_only=True).eval()
+    encoder = AutoModel.from_pretrained(
+        model_dir, dtype=dtype, attn_implementation="sdpa", local_files_only=True
+    ).eval()
     head = load_file(str(folder / "head" / "head.safetensors"))
     labels = json.loads((folder / "head" / "head.json").read_text(encoding="utf-8"))["labels"]
-    return SampleModel(tokenizer, encoder, ModelClock(encoder), head["weight"].to(dtype),
-                       head["bias"].to(dtype), labels)
+    return SampleModel(
+        tokenizer,
+        encoder,
+        ModelClock(encoder),
+        head["weight"].to(dtype),
+        head["bias"].to(dtype),
+        labels,
+    )
 
 
-def timed_corpus_pass(folder: Path, classify: Callable[[list[str]], list[str]],
-                      model: SampleModel, max_length: int, grouping: str
-                      ) -> tuple[Timing, dict[str, str]]:
+def timed_corpus_pass(
+    folder: Path,
+    classify: Callable[[list[str]], list[str]],
+    model: SampleModel,
+    max_length: int,
+    grouping: str,
+) -> tuple[Timing, dict[str, str]]:
     """Warm ``classify`` up on the first items, then time one pass over the corpus.
 
     The window holds what the runner's measured window holds: reading the
@@ -608,17 +723,21 @@ def timed_corpus_pass(folder: Path, classify: Callable[[list[str]], list[str]],
     """
     corpus_file = folder / "corpus.jsonl"
     with corpus_file.open(encoding="utf-8") as handle:
-        classify([json.loads(line)["text"]
-                  for _, line in zip(range(WARMUP_ITEMS), handle, strict=False)])
+        classify(
+            [json.loads(line)["text"] for _, line in zip(range(WARMUP_ITEMS), handle, strict=False)]
+        )
     with WindowClock(model.clock) as clock:
         with corpus_file.open(encoding="utf-8") as handle:
             rows = [json.loads(line) for line in handle if line.strip()]
         texts = [row["text"] for row in rows]
         order = list(range(len(texts)))
         if grouping == "sorted":
-            lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True,
-                                                           max_length=max_length)["input_ids"]]
+            lengths = [
+                len(ids)
+                for ids in model.tokenizer(texts, truncation=True, max_length=max_length)[
+                    "input_ids"
+                ]
+            ]
             order.sort(key=lengths.__getitem__)
         predicted = classify([texts[i] for i in order])
-    return clock.timing, {rows[i]["id"]: label for i, label in zip(order, predicted,
-                                                                     strict=True)}
+    return clock.timing, {rows[i]["id"]: label for i, label in zip(order, predicted, strict=True)}

@@ -41,20 +41,43 @@ def engine_rows(device: str = "cpu", slug: str | None = None) -> list[dict[str, 
     return [
         common.variant(TORCH, 8, **on, engine="torch"),
         common.variant("ort-fp32", 8, **on, **later, engine="onnxruntime", changes="engine"),
-        *([] if device == "cuda" else [common.variant(
-            "ort-int8", 8, **on, **later, engine="onnxruntime", quantization="dynamic-int8",
-            changes="engine, quantization")]),  # onnxruntime's dynamic int8 is a CPU path
-        common.variant("tfidf", 8, **later, engine=PLUGIN, model_path="austen_tfidf",
-                       head_path=None, changes="engine, model_path, head_path"
-                       + (", device, gpu_slug" if device == "cuda" else "")),
+        *(
+            []
+            if device == "cuda"
+            else [
+                common.variant(
+                    "ort-int8",
+                    8,
+                    **on,
+                    **later,
+                    engine="onnxruntime",
+                    quantization="dynamic-int8",
+                    changes="engine, quantization",
+                )
+            ]
+        ),  # onnxruntime's dynamic int8 is a CPU path
+        common.variant(
+            "tfidf",
+            8,
+            **later,
+            engine=PLUGIN,
+            model_path="austen_tfidf",
+            head_path=None,
+            changes="engine, model_path, head_path"
+            + (", device, gpu_slug" if device == "cuda" else ""),
+        ),
     ]
 
 
 def build(folder: Path, items: int, rows: list[dict[str, Any]]) -> Path:
     """A locked workbook in ``folder``: the corpus slice, the head, the plugin, ``rows``."""
     common.prepare_folder(folder, items)
-    shutil.copytree(common.SAMPLES / "austen_tfidf", folder / "austen_tfidf",
-                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        common.SAMPLES / "austen_tfidf",
+        folder / "austen_tfidf",
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     form = common.protocol(TORCH)
     form["tuning_data"] = "none"
     return common.save_locked(folder / "engines.xlsx", form, rows)
@@ -63,12 +86,16 @@ def build(folder: Path, items: int, rows: list[dict[str, Any]]) -> Path:
 def run(book: Path, threads: int) -> float:
     """``iteralab run BOOK --threads N`` in a subprocess; return its wall time."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH"))
-                                        if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "toolkit", "run", str(book), "--quiet",
-                           f"--threads={threads}"], cwd=common.ROOT, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet", f"--threads={threads}"],
+        cwd=common.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
         raise SystemExit(f"error: iteralab run exited with {done.returncode}")
@@ -85,24 +112,30 @@ def report(book: Path) -> list[str]:
     torch_row = rows.get(TORCH)
     base_s = torch_row["measured_s"] if torch_row else None
     base_acc = torch_row["metric_value"] if torch_row else None
-    print(f"{'variant':<9} {'engine':<30} {'status':<10} {'load_s':>7} {'window_s':>9} "
-          f"{'vs torch':>9} {'accuracy':>9} {'change':>8}  verdict")
+    print(
+        f"{'variant':<9} {'engine':<30} {'status':<10} {'load_s':>7} {'window_s':>9} "
+        f"{'vs torch':>9} {'accuracy':>9} {'change':>8}  verdict"
+    )
     failures = []
     for vid, row in rows.items():
         window, acc = row["measured_s"], row["metric_value"]
         ratio = f"{window / base_s:.3g}x" if window and base_s else "-"
         change = f"{acc - base_acc:+.4f}" if acc is not None and base_acc is not None else "-"
-        print(f"{vid:<9} {engines[vid]:<30} {row['status']:<10} "
-              f"{row['load_s'] or 0:>7.1f} {window or 0:>9.2f} {ratio:>9} "
-              f"{acc if acc is not None else '-':>9} {change:>8}  {row['quality_verdict']}, "
-              f"accepted {row['corpus_accepted']}")
+        print(
+            f"{vid:<9} {engines[vid]:<30} {row['status']:<10} "
+            f"{row['load_s'] or 0:>7.1f} {window or 0:>9.2f} {ratio:>9} "
+            f"{acc if acc is not None else '-':>9} {change:>8}  {row['quality_verdict']}, "
+            f"accepted {row['corpus_accepted']}"
+        )
         if row["status"] != "completed":
             failures.append(f"{vid}: {row['status']}: {row['notes']}")
     fp32, int8 = rows.get("ort-fp32"), rows.get("ort-int8")
     if fp32 and int8 and fp32["metric_value"] is not None and int8["metric_value"] is not None:
-        print(f"int8 accuracy change (onnxruntime dynamic-int8 - fp32): "
-              f"{int8['metric_value'] - fp32['metric_value']:+.4f}; reference agreement "
-              f"{int8['reference_agreement']}")
+        print(
+            f"int8 accuracy change (onnxruntime dynamic-int8 - fp32): "
+            f"{int8['metric_value'] - fp32['metric_value']:+.4f}; reference agreement "
+            f"{int8['reference_agreement']}"
+        )
     return failures
 
 

@@ -46,25 +46,44 @@ MAX_LENGTH = 96
 def protocol(max_new_tokens: int) -> dict[str, Any]:
     """The generation Protocol both contestants follow."""
     return {
-        **common.protocol("bench"), "task": "generation", "corpus_path": "prompts.jsonl",
-        "metric": "chrf", "threshold": 0.0, "tolerance": 1.0, "subgroups": "stratum",
-        "warmup_rule": f"first {WARMUP} items once, not timed", "max_new_tokens":
-        max_new_tokens, "stop_rule": "eos", "long_prompts": "truncate",
+        **common.protocol("bench"),
+        "task": "generation",
+        "corpus_path": "prompts.jsonl",
+        "metric": "chrf",
+        "threshold": 0.0,
+        "tolerance": 1.0,
+        "subgroups": "stratum",
+        "warmup_rule": f"first {WARMUP} items once, not timed",
+        "max_new_tokens": max_new_tokens,
+        "stop_rule": "eos",
+        "long_prompts": "truncate",
     }
 
 
 def variant(batch: int, precision: str) -> dict[str, Any]:
-    return {"variant_id": "bench", "series": 1, "model_path": str(MODEL), "precision": precision,
-            "quantization": "none", "batch_size": batch, "device": "cpu", "padding": "dynamic",
-            "max_length": MAX_LENGTH, "length_grouping": "none", "compile": "no",
-            "attention_backend": "sdpa", "padding_side": "left"}
+    return {
+        "variant_id": "bench",
+        "series": 1,
+        "model_path": str(MODEL),
+        "precision": precision,
+        "quantization": "none",
+        "batch_size": batch,
+        "device": "cpu",
+        "padding": "dynamic",
+        "max_length": MAX_LENGTH,
+        "length_grouping": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
+        "padding_side": "left",
+    }
 
 
 class Runner:
     """Real generation attempts of the runner, in this process."""
 
-    def __init__(self, folder: Path, threads: int, batch: int, precision: str,
-                 max_new_tokens: int) -> None:
+    def __init__(
+        self, folder: Path, threads: int, batch: int, precision: str, max_new_tokens: int
+    ) -> None:
         from toolkit.evidence import corpus
 
         self.folder, self.threads = folder, threads
@@ -80,10 +99,17 @@ class Runner:
         self.count += 1
         sha = hashlib.sha256(json.dumps(self.form, sort_keys=True).encode()).hexdigest()
         spec = AttemptSpec(
-            workbook=str(self.folder / "bench.xlsx"), attempt_id=f"a{self.count:03d}-bench",
-            variant=self.row, repetition=self.count, order_position=1, protocol=self.form,
-            protocol_sha256=sha, corpus_sha256=corpus.fingerprint(self.items),
-            corpus_items=len(self.items), threads=self.threads)
+            workbook=str(self.folder / "bench.xlsx"),
+            attempt_id=f"a{self.count:03d}-bench",
+            variant=self.row,
+            repetition=self.count,
+            order_position=1,
+            protocol=self.form,
+            protocol_sha256=sha,
+            corpus_sha256=corpus.fingerprint(self.items),
+            corpus_items=len(self.items),
+            threads=self.threads,
+        )
         with common._instrumented_runner() as seen:
             record = run_attempt(spec, lambda event: None)
         attempt = record["attempt"]
@@ -93,8 +119,10 @@ class Runner:
         if abs(measured.host_s - attempt["measured_s"]) > 1e-5:
             raise RuntimeError("the last span opened is not the measured window")
         rows = corpus.read_predictions(spec.predictions_file)
-        return (common.Timing(float(attempt["measured_s"]), measured.cpu_s),
-                {r["id"]: r["prediction"] for r in rows})
+        return (
+            common.Timing(float(attempt["measured_s"]), measured.cpu_s),
+            {r["id"]: r["prediction"] for r in rows},
+        )
 
 
 class HandLoop:
@@ -110,8 +138,9 @@ class HandLoop:
         self.prompts = folder / "prompts.jsonl"
         self.tokenizer = AutoTokenizer.from_pretrained(str(MODEL))
         self.tokenizer.padding_side = "left"
-        self.model = AutoModelForCausalLM.from_pretrained(str(MODEL), dtype=dtype,
-                                                          attn_implementation="sdpa").eval()
+        self.model = AutoModelForCausalLM.from_pretrained(
+            str(MODEL), dtype=dtype, attn_implementation="sdpa"
+        ).eval()
         self.batch, self.max_new_tokens = batch, max_new_tokens
         self.eos = self.tokenizer.eos_token_id
 
@@ -121,21 +150,30 @@ class HandLoop:
         out: list[str] = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch):
-                inputs = self.tokenizer(texts[start:start + self.batch], padding="longest",
-                                        truncation=True, max_length=MAX_LENGTH,
-                                        return_tensors="pt")
+                inputs = self.tokenizer(
+                    texts[start : start + self.batch],
+                    padding="longest",
+                    truncation=True,
+                    max_length=MAX_LENGTH,
+                    return_tensors="pt",
+                )
                 sequences = self.model.generate(
-                    **inputs, do_sample=False, max_new_tokens=self.max_new_tokens,
-                    eos_token_id=self.eos, pad_token_id=self.tokenizer.pad_token_id)
-                new = sequences[:, inputs["input_ids"].shape[1]:].tolist()
-                cut = [row[:row.index(self.eos) + 1] if self.eos in row else row for row in new]
+                    **inputs,
+                    do_sample=False,
+                    max_new_tokens=self.max_new_tokens,
+                    eos_token_id=self.eos,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+                new = sequences[:, inputs["input_ids"].shape[1] :].tolist()
+                cut = [row[: row.index(self.eos) + 1] if self.eos in row else row for row in new]
                 out.extend(self.tokenizer.batch_decode(cut, skip_special_tokens=True))
         return out
 
     def __call__(self) -> tuple[common.Timing, dict[str, str]]:
         with self.prompts.open(encoding="utf-8") as handle:
-            self.generate([json.loads(line)["text"]
-                           for _, line in zip(range(WARMUP), handle, strict=False)])
+            self.generate(
+                [json.loads(line)["text"] for _, line in zip(range(WARMUP), handle, strict=False)]
+            )
         wall, cpu = time.perf_counter(), time.process_time()
         with self.prompts.open(encoding="utf-8") as handle:
             rows = [json.loads(line) for line in handle if line.strip()]
@@ -152,24 +190,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
     parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads for both (default 1; 0 = torch's choice)")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="the verdict's clock: CPU seconds of this process inside the "
-                        "window (default: robust on a shared machine), or wall seconds")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads for both (default 1; 0 = torch's choice)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="the verdict's clock: CPU seconds of this process inside the "
+        "window (default: robust on a shared machine), or wall seconds",
+    )
     args = parser.parse_args(argv)
     threads = common.set_threads(args.threads)
-    print(f"generation overhead: {args.items} prompts, batch {args.batch}, {args.precision}, "
-          f"greedy, max_new_tokens {args.max_new_tokens}, {threads} threads, {args.runs} "
-          "runs each, interleaved")
+    print(
+        f"generation overhead: {args.items} prompts, batch {args.batch}, {args.precision}, "
+        f"greedy, max_new_tokens {args.max_new_tokens}, {threads} threads, {args.runs} "
+        "runs each, interleaved"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-generation-") as tmp:
         folder = Path(tmp)
-        lines = PROMPTS.read_text(encoding="utf-8").splitlines(keepends=True)[:args.items]
+        lines = PROMPTS.read_text(encoding="utf-8").splitlines(keepends=True)[: args.items]
         (folder / "prompts.jsonl").write_text("".join(lines), encoding="utf-8")
         runner = Runner(folder, threads, args.batch, args.precision, args.max_new_tokens)
         hand = HandLoop(folder, args.batch, args.precision, args.max_new_tokens)
-        runs, seen = common.interleave_with_outputs({"runner": runner, "hand loop": hand},
-                                                    args.runs)
+        runs, seen = common.interleave_with_outputs(
+            {"runner": runner, "hand loop": hand}, args.runs
+        )
         shutil.rmtree(folder / "bench_predictions", ignore_errors=True)
     print(f"outputs runner vs hand loop: {common.agreement(seen['runner'], seen['hand loop'])}")
     (found,) = common.compare(runs, args.clock, [("runner", "hand loop")])

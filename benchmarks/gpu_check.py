@@ -85,6 +85,7 @@ BASELINE = re.compile(r"CUDA memory when the peaks were reset: allocated ([\d,]+
 
 # ---------------------------------------------------------------- the model's work
 
+
 @dataclass(frozen=True)
 class ModelWork:
     """What one token and one batch cost the sample encoder, from its files."""
@@ -111,6 +112,7 @@ def model_work(encoder: Path | None = None) -> ModelWork:
 
 
 # ---------------------------------------------------------------- probes
+
 
 def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
     """bf16 matrix products timed three ways, and a device copy; seconds and rates."""
@@ -143,9 +145,13 @@ def timing_probe(size: int = 8192, reps: int = 40) -> dict[str, float]:
     del src, dst
     torch.cuda.empty_cache()
     assert span.host_s and span.device_s and copy.device_s
-    return {"unsynced_s": unsynced, "host_s": span.host_s, "device_s": span.device_s,
-            "tflops": 2 * size**3 * reps / span.device_s / 1e12,
-            "copy_gbps": 2 * copy_bytes * 5 / copy.device_s / 1e9}
+    return {
+        "unsynced_s": unsynced,
+        "host_s": span.host_s,
+        "device_s": span.device_s,
+        "tflops": 2 * size**3 * reps / span.device_s / 1e12,
+        "copy_gbps": 2 * copy_bytes * 5 / copy.device_s / 1e9,
+    }
 
 
 def fp32_probe(size: int = 1024) -> dict[str, float]:
@@ -173,8 +179,15 @@ def fp32_probe(size: int = 1024) -> dict[str, float]:
 
 # ---------------------------------------------------------------- the campaign
 
-def variants(device: str, slug: str | None, batches: Sequence[int], precisions: Sequence[str],
-             groupings: Sequence[str], encoder: Path | None = None) -> list[dict[str, Any]]:
+
+def variants(
+    device: str,
+    slug: str | None,
+    batches: Sequence[int],
+    precisions: Sequence[str],
+    groupings: Sequence[str],
+    encoder: Path | None = None,
+) -> list[dict[str, Any]]:
     """The Variants rows: every batch x precision x grouping. Each (grouping, precision) pair
     is a series, the first one series 1 (batch its only variable); a later series names the
     same batch of series 1 as its base_variant and the columns it changes (R6). ``encoder``:
@@ -185,22 +198,42 @@ def variants(device: str, slug: str | None, batches: Sequence[int], precisions: 
     for series, (grouping, precision) in enumerate(pairs, start=1):
         for batch in batches:
             vid = f"g{batch}-{precision}" + ("-sorted" if grouping == "sorted" else "")
-            row = common.variant(vid, batch, precision, grouping, device=device, series=series,
-                                 gpu_slug=slug, **model)
+            row = common.variant(
+                vid,
+                batch,
+                precision,
+                grouping,
+                device=device,
+                series=series,
+                gpu_slug=slug,
+                **model,
+            )
             if series > 1:
                 first_grouping, first_precision = pairs[0]
-                changes = [c for c, same in (("precision", precision == first_precision),
-                                             ("length_grouping", grouping == first_grouping))
-                           if not same]
+                changes = [
+                    c
+                    for c, same in (
+                        ("precision", precision == first_precision),
+                        ("length_grouping", grouping == first_grouping),
+                    )
+                    if not same
+                ]
                 base = f"g{batch}-{first_precision}" + (
-                    "-sorted" if first_grouping == "sorted" else "")
+                    "-sorted" if first_grouping == "sorted" else ""
+                )
                 row.update(base_variant=base, changes=", ".join(changes))
             rows.append(row)
     return rows
 
 
-def build_campaign(folder: Path, items: int, repetitions: int, rows: list[dict[str, Any]],
-                   warmup_rule: str | None = None, head: Path | None = None) -> Path:
+def build_campaign(
+    folder: Path,
+    items: int,
+    repetitions: int,
+    rows: list[dict[str, Any]],
+    warmup_rule: str | None = None,
+    head: Path | None = None,
+) -> Path:
     """A locked workbook in ``folder`` with the corpus subset, the head (``head``'s files
     over the sample's) and ``rows``."""
     common.prepare_folder(folder, items)
@@ -213,6 +246,7 @@ def build_campaign(folder: Path, items: int, repetitions: int, rows: list[dict[s
 
 
 # ---------------------------------------------------------------- the report
+
 
 def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:,.0f}"
@@ -230,13 +264,22 @@ def timing_gap(host_s: float, device_s: float) -> float:
 
 def worst_gap(rows: list[dict[str, Any]]) -> float | None:
     """The largest :func:`timing_gap` over completed attempts with a device span."""
-    gaps = [timing_gap(r["measured_s"], r["device_s"]) for r in rows
-            if r["status"] == "completed" and r["device_s"] is not None]
+    gaps = [
+        timing_gap(r["measured_s"], r["device_s"])
+        for r in rows
+        if r["status"] == "completed" and r["device_s"] is not None
+    ]
     return max(gaps) if gaps else None
 
 
-def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items: int,
-           work: ModelWork, card: Any | None, cuda: bool) -> list[str]:
+def report(
+    rows: list[dict[str, Any]],
+    variant_rows: list[dict[str, Any]],
+    items: int,
+    work: ModelWork,
+    card: Any | None,
+    cuda: bool,
+) -> list[str]:
     """Print the per-variant table; return the failed checks."""
     failures: list[str] = []
     for row in rows:
@@ -248,14 +291,18 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
                 failures.append(f"{row['attempt_id']}: host {host} s vs CUDA events {dev} s")
             forward = row.get("forward_device_s")
             if forward is None or dev is None or not 0 < forward <= dev:
-                failures.append(f"{row['attempt_id']}: forward calls {forward} s not within "
-                                f"the window's device span {dev} s (R10)")
+                failures.append(
+                    f"{row['attempt_id']}: forward calls {forward} s not within "
+                    f"the window's device span {dev} s (R10)"
+                )
     bandwidth = float(card.bandwidth_gbps) * 1e9 if card else None
     bf16_peak = float(card.bf16_dense_tflops) * 1e12 if card and card.bf16_dense_tflops else None
-    print(f"{'variant':<16} {'median_s':>9} {'dev/host':>8} {'fwd/win':>7} {'items/s':>8} "
-          f"{'ktok/s':>7} "
-          f"{'TFLOP/s':>8} {'%bf16':>6} {'GB/s wts':>8} {'%bw':>6} {'alloc MiB':>9} "
-          f"{'resv MiB':>9} quality")
+    print(
+        f"{'variant':<16} {'median_s':>9} {'dev/host':>8} {'fwd/win':>7} {'items/s':>8} "
+        f"{'ktok/s':>7} "
+        f"{'TFLOP/s':>8} {'%bf16':>6} {'GB/s wts':>8} {'%bw':>6} {'alloc MiB':>9} "
+        f"{'resv MiB':>9} quality"
+    )
     for spec in variant_rows:
         vid = spec["variant_id"]
         done = [r for r in rows if r["variant_id"] == vid and r["status"] == "completed"]
@@ -265,37 +312,49 @@ def report(rows: list[dict[str, Any]], variant_rows: list[dict[str, Any]], items
         seconds = statistics.median(r["measured_s"] for r in done)
         devs = [r["device_s"] / r["measured_s"] for r in done if r["device_s"]]
         # R10: the model's forward calls alone, as a share of the window's device span
-        forwards = [r["forward_device_s"] / r["device_s"] for r in done
-                    if r.get("forward_device_s") and r["device_s"]]
+        forwards = [
+            r["forward_device_s"] / r["device_s"]
+            for r in done
+            if r.get("forward_device_s") and r["device_s"]
+        ]
         padded = statistics.median(r["padded_tokens"] for r in done)
         real = statistics.median(r["padded_tokens"] * r["padding_efficiency"] for r in done)
         rate = work.flops_per_token * padded / seconds
         batches = math.ceil(items / int(spec["batch_size"]))
         per_param = 4 if spec["precision"] == "fp32" else 2
         stream = batches * work.weight_params * per_param / seconds
-        share = f"{100 * rate / bf16_peak:5.2f}" if bf16_peak and spec["precision"] == "bf16" \
+        share = (
+            f"{100 * rate / bf16_peak:5.2f}"
+            if bf16_peak and spec["precision"] == "bf16"
             else "    -"
+        )
         share_bw = f"{100 * stream / bandwidth:5.2f}" if bandwidth else "    -"
         alloc = _peak(done, "mem_allocated_peak_bytes")
         reserved = _peak(done, "mem_reserved_peak_bytes")
         verdicts = ",".join(sorted({str(r["quality_verdict"]) for r in done}))
         dev_text = f"{statistics.median(devs):8.4f}" if devs else f"{'-':>8}"
         fwd_text = f"{statistics.median(forwards):7.4f}" if forwards else f"{'-':>7}"
-        print(f"{vid:<16} {seconds:9.3f} {dev_text} {fwd_text} "
-              f"{items / seconds:8.0f} {real / seconds / 1e3:7.1f} {rate / 1e12:8.3f} {share} "
-              f"{stream / 1e9:8.1f} {share_bw} {_mib(alloc):>9} "
-              f"{_mib(reserved):>9} {verdicts}")
-    notes = ["fwd/win: forward_device_s / device_s, the model's forward calls' device time "
-             "as a share of the measured window's device span (R10)",
-             "TFLOP/s counts the linear layers of the padded tokens "
-             f"({work.flops_per_token / 1e6:.1f} MFLOP per token; attention scores excluded)",
-             f"GB/s wts: {work.weight_params:,} non-embedding weights read once per batch"]
+        print(
+            f"{vid:<16} {seconds:9.3f} {dev_text} {fwd_text} "
+            f"{items / seconds:8.0f} {real / seconds / 1e3:7.1f} {rate / 1e12:8.3f} {share} "
+            f"{stream / 1e9:8.1f} {share_bw} {_mib(alloc):>9} "
+            f"{_mib(reserved):>9} {verdicts}"
+        )
+    notes = [
+        "fwd/win: forward_device_s / device_s, the model's forward calls' device time "
+        "as a share of the measured window's device span (R10)",
+        "TFLOP/s counts the linear layers of the padded tokens "
+        f"({work.flops_per_token / 1e6:.1f} MFLOP per token; attention scores excluded)",
+        f"GB/s wts: {work.weight_params:,} non-embedding weights read once per batch",
+    ]
     if card is None:
         notes.append("no catalog row for this device: %bf16 and %bw are empty")
     else:
-        notes.append(f"ceilings from tariffs/gpus.csv row {card.slug}: "
-                     f"{card.bandwidth_gbps} GB/s, BF16 dense {card.bf16_dense_tflops} TFLOP/s; "
-                     "no FP32 rate in the catalog, so %bf16 is shown for bf16 variants only")
+        notes.append(
+            f"ceilings from tariffs/gpus.csv row {card.slug}: "
+            f"{card.bandwidth_gbps} GB/s, BF16 dense {card.bf16_dense_tflops} TFLOP/s; "
+            "no FP32 rate in the catalog, so %bf16 is shown for bf16 variants only"
+        )
     if not cuda:
         notes.append("CPU dry run: no CUDA events, no CUDA memory peaks (empty, with reasons)")
     for note in notes:
@@ -309,8 +368,9 @@ def baseline_allocated(row: dict[str, Any]) -> int | None:
     return int(found[1].replace(",", "")) if found else None
 
 
-def review_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
-                  cuda: bool) -> list[str]:
+def review_checks(
+    rows: list[dict[str, Any]], manifests: list[dict[str, Any]], cuda: bool
+) -> list[str]:
     """Print what #21 asked of the main campaign; return the failed checks."""
     failures: list[str] = []
     for m in manifests:
@@ -319,8 +379,13 @@ def review_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
             failures.append(f"manifest {m['manifest_id']}: fp32 flags {flags!r}")
     if manifests:
         first = manifests[0]
-        for name in ("gpu_device", "driver_cuda", "gpu_packages", "fp32_matmul",
-                     "environment_variables"):
+        for name in (
+            "gpu_device",
+            "driver_cuda",
+            "gpu_packages",
+            "fp32_matmul",
+            "environment_variables",
+        ):
             print(f"  {name}: {first.get(name)}")
     print("attention kernels (load phase, shortest and longest batch):")
     seen: dict[str, str] = {}
@@ -330,104 +395,157 @@ def review_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
         print(f"  {vid:<16} {kernels}")
     if not cuda or not rows:
         return failures
-    peaks = [r["mem_allocated_peak_bytes"] for r in rows
-             if isinstance(r.get("mem_allocated_peak_bytes"), int)]
+    peaks = [
+        r["mem_allocated_peak_bytes"]
+        for r in rows
+        if isinstance(r.get("mem_allocated_peak_bytes"), int)
+    ]
     starts = [b for r in rows[1:] if (b := baseline_allocated(r)) is not None]
     if peaks and starts:
         share = max(starts) / min(peaks)
-        print(f"memory released between attempts: largest starting allocation "
-              f"{_mib(max(starts))} MiB / smallest attempt peak {_mib(min(peaks))} MiB:")
+        print(
+            f"memory released between attempts: largest starting allocation "
+            f"{_mib(max(starts))} MiB / smallest attempt peak {_mib(min(peaks))} MiB:"
+        )
         if not common.verdict(share, RELEASED_SHARE):
             failures.append(f"an attempt started with {max(starts):,} B still allocated")
     first = rows[0]
-    later = [r["measured_s"] for r in rows[1:] if r["variant_id"] == first["variant_id"]
-             and r["status"] == "completed"]
+    later = [
+        r["measured_s"]
+        for r in rows[1:]
+        if r["variant_id"] == first["variant_id"] and r["status"] == "completed"
+    ]
     if first["status"] == "completed" and later:
-        print(f"lazy kernel loading: first attempt of the process {first['measured_s']:.3f} s "
-              f"/ later attempts of {first['variant_id']} (median) "
-              f"{statistics.median(later):.3f} s = "
-              f"{first['measured_s'] / statistics.median(later):.3f} (information)")
+        print(
+            f"lazy kernel loading: first attempt of the process {first['measured_s']:.3f} s "
+            f"/ later attempts of {first['variant_id']} (median) "
+            f"{statistics.median(later):.3f} s = "
+            f"{first['measured_s'] / statistics.median(later):.3f} (information)"
+        )
     return failures
 
 
-def utilisation_checks(rows: list[dict[str, Any]], manifests: list[dict[str, Any]],
-                       cuda: bool) -> list[str]:
+def utilisation_checks(
+    rows: list[dict[str, Any]], manifests: list[dict[str, Any]], cuda: bool
+) -> list[str]:
     """Issue 20's columns: FLOPs, rates and utilisation filled for every completed attempt,
     the probe's peaks in every Manifest row (with the catalog's line on CUDA), and no
     utilisation above 1 + :data:`UTILISATION_SLACK` on a dedicated device (a rate above the
     measured peak would mean the FLOP formula over-counts)."""
     failures: list[str] = []
     for m in manifests:
-        missing = [c for c in ("matmul_peak_flops", "fp32_matmul_peak_flops",
-                               "memory_bandwidth_bytes_s") if not m.get(c)]
+        missing = [
+            c
+            for c in ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s")
+            if not m.get(c)
+        ]
         if missing:
-            failures.append(f"manifest {m['manifest_id']}: {', '.join(missing)} empty "
-                            f"({m.get('matmul_peak_flops_reason')})")
+            failures.append(
+                f"manifest {m['manifest_id']}: {', '.join(missing)} empty "
+                f"({m.get('matmul_peak_flops_reason')})"
+            )
         if cuda and str(m.get("catalog_peaks") or "").startswith(("n/a", "catalog")):
-            failures.append(f"manifest {m['manifest_id']}: catalog_peaks "
-                            f"{m.get('catalog_peaks')!r}")
+            failures.append(
+                f"manifest {m['manifest_id']}: catalog_peaks {m.get('catalog_peaks')!r}"
+            )
     if manifests:
         print(f"  peak_probe: {manifests[0].get('peak_probe')}")
         print(f"  catalog_peaks: {manifests[0].get('catalog_peaks')}")
-    print("utilisation (real-token FLOP rate / measured peak in the variant's precision; "
-          "median over completed attempts) and padding waste:")
+    print(
+        "utilisation (real-token FLOP rate / measured peak in the variant's precision; "
+        "median over completed attempts) and padding waste:"
+    )
     by_variant: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if row["status"] == "completed":
             by_variant.setdefault(str(row["variant_id"]), []).append(row)
-            empty = [c for c in ("real_flops", "padded_flops", "real_flop_rate",
-                                 "padded_flop_rate", "utilisation", "padding_waste")
-                     if row.get(c) is None]
+            empty = [
+                c
+                for c in (
+                    "real_flops",
+                    "padded_flops",
+                    "real_flop_rate",
+                    "padded_flop_rate",
+                    "utilisation",
+                    "padding_waste",
+                )
+                if row.get(c) is None
+            ]
             if empty:
-                failures.append(f"{row['attempt_id']}: {', '.join(empty)} empty "
-                                f"({row.get(empty[0] + '_reason')})")
+                failures.append(
+                    f"{row['attempt_id']}: {', '.join(empty)} empty "
+                    f"({row.get(empty[0] + '_reason')})"
+                )
     for vid, mine in by_variant.items():
         use = [r["utilisation"] for r in mine if r.get("utilisation") is not None]
         waste = [r["padding_waste"] for r in mine if r.get("padding_waste") is not None]
         rate = [r["real_flop_rate"] for r in mine if r.get("real_flop_rate") is not None]
         if use:
-            print(f"  {vid:<16} utilisation {statistics.median(use):.4f}, padding waste "
-                  f"{statistics.median(waste):.3f}, real-token rate "
-                  f"{statistics.median(rate) / 1e12:.3f} TFLOP/s")
-    highest = max((r["utilisation"] for r in rows if r.get("utilisation") is not None),
-                  default=None)
+            print(
+                f"  {vid:<16} utilisation {statistics.median(use):.4f}, padding waste "
+                f"{statistics.median(waste):.3f}, real-token rate "
+                f"{statistics.median(rate) / 1e12:.3f} TFLOP/s"
+            )
+    highest = max(
+        (r["utilisation"] for r in rows if r.get("utilisation") is not None), default=None
+    )
     if cuda and highest is not None:
-        print("highest utilisation / (1 + slack): a rate above the measured peak means the "
-              "formula over-counts:")
+        print(
+            "highest utilisation / (1 + slack): a rate above the measured peak means the "
+            "formula over-counts:"
+        )
         if not common.verdict(highest / (1 + UTILISATION_SLACK), 1.0):
             failures.append(f"utilisation {highest:.3f} above the measured peak")
     return failures
 
 
-def compile_check(folder: Path, slug: str | None, encoder: Path | None = None,
-                  head: Path | None = None) -> list[str]:
+def compile_check(
+    folder: Path, slug: str | None, encoder: Path | None = None, head: Path | None = None
+) -> list[str]:
     """A compiled fp32 campaign with warm-up ``none``: nothing compiles inside the window."""
     model = {"model_path": str(encoder.resolve())} if encoder else {}
-    rows_spec = [common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug, **model),
-                 common.variant("g8-fp32-compiled", 8, device="cuda", gpu_slug=slug, series=2,
-                                compile="yes", base_variant="g8-fp32", changes="compile",
-                                **model)]
+    rows_spec = [
+        common.variant("g8-fp32", 8, device="cuda", gpu_slug=slug, **model),
+        common.variant(
+            "g8-fp32-compiled",
+            8,
+            device="cuda",
+            gpu_slug=slug,
+            series=2,
+            compile="yes",
+            base_variant="g8-fp32",
+            changes="compile",
+            **model,
+        ),
+    ]
     book = build_campaign(folder, COMPILE_ITEMS, 1, rows_spec, warmup_rule="none", head=head)
-    print(f"compile campaign: g8-fp32 and g8-fp32-compiled, {COMPILE_ITEMS} items, warm-up "
-          "none, through `iteralab run`")
+    print(
+        f"compile campaign: g8-fp32 and g8-fp32-compiled, {COMPILE_ITEMS} items, warm-up "
+        "none, through `iteralab run`"
+    )
     run_campaign(book)
     from toolkit.workbook import store
 
     plain, compiled = store.read(book).tables["Attempts"]
     failures = []
     if compiled["status"] != "completed" or compiled["quality_verdict"] != "pass":
-        failures.append(f"compiled attempt {compiled['status']}, {compiled['quality_verdict']}"
-                        f" ({compiled['notes']})")
+        failures.append(
+            f"compiled attempt {compiled['status']}, {compiled['quality_verdict']}"
+            f" ({compiled['notes']})"
+        )
     if compiled["recompilations"] != 0:
         failures.append(f"{compiled['recompilations']} graph(s) compiled inside the window")
     if compiled["load_s"] and plain["load_s"]:
-        print(f"  load_s compiled / eager: {compiled['load_s'] / plain['load_s']:.2f}; "
-              f"recompilations in the window: {compiled['recompilations']}")
+        print(
+            f"  load_s compiled / eager: {compiled['load_s'] / plain['load_s']:.2f}; "
+            f"recompilations in the window: {compiled['recompilations']}"
+        )
     if compiled["measured_s"] and plain["measured_s"]:
-        print(f"  measured_s compiled / eager: "
-              f"{compiled['measured_s'] / plain['measured_s']:.3f}")
-    print(f"  attention kernels: eager {plain['attention_kernels']}; compiled "
-          f"{compiled['attention_kernels']}")
+        print(f"  measured_s compiled / eager: {compiled['measured_s'] / plain['measured_s']:.3f}")
+    print(
+        f"  attention kernels: eager {plain['attention_kernels']}; compiled "
+        f"{compiled['attention_kernels']}"
+    )
     print(f"  notes: {compiled['notes']}")
     return failures
 
@@ -444,8 +562,10 @@ def engines_check(folder: Path, slug: str | None, items: int) -> list[str]:
         print("engine series skipped: onnxruntime is not installed (pip install onnxruntime-gpu)")
         return []
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        print(f"engine series skipped: onnxruntime {onnxruntime.__version__} has no CUDA "
-              "provider here (pip install onnxruntime-gpu in place of onnxruntime)")
+        print(
+            f"engine series skipped: onnxruntime {onnxruntime.__version__} has no CUDA "
+            "provider here (pip install onnxruntime-gpu in place of onnxruntime)"
+        )
         return []
     return engines.check(folder, "cuda", slug, items, threads=2)
 
@@ -453,28 +573,61 @@ def engines_check(folder: Path, slug: str | None, items: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU check; return 0 (passed), 1 (a check failed) or 3 (no CUDA device)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=common.FULL_CORPUS_ITEMS,
-                        help="first N corpus items (default: all 1,000)")
-    parser.add_argument("--repetitions", type=int, default=2,
-                        help="repetitions of each variant (default 2)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=common.FULL_CORPUS_ITEMS,
+        help="first N corpus items (default: all 1,000)",
+    )
+    parser.add_argument(
+        "--repetitions", type=int, default=2, help="repetitions of each variant (default 2)"
+    )
     parser.add_argument("--batches", default="1,4,8", help="batch sizes (default 1,4,8)")
     parser.add_argument("--precisions", default="fp32,bf16", help="default fp32,bf16")
     parser.add_argument("--groupings", default="none,sorted", help="default none,sorted")
-    parser.add_argument("--card", default=None, metavar="SLUG",
-                        help="catalog row to compare with (default: matched by device name)")
-    parser.add_argument("--encoder", type=Path, default=None, metavar="DIR",
-                        help="encoder folder in place of the sample package's (the rebuilt "
-                        "copy a GPU machine receives: benchmarks/gpu_kit)")
-    parser.add_argument("--head", type=Path, default=None, metavar="DIR",
-                        help="head folder in place of samples/head/ (fitted on --encoder)")
-    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
-                        help="build the campaign in DIR and keep it (default: a temp folder)")
-    parser.add_argument("--cpu-dry-run", action="store_true",
-                        help="plumbing check on the CPU (few items, no CUDA checks)")
-    parser.add_argument("--no-generation", action="store_true",
-                        help="skip the generation campaign (benchmarks/gpu_generation.py)")
-    parser.add_argument("--no-compile", action="store_true",
-                        help="skip the compiled campaign (it is skipped on the CPU dry run)")
+    parser.add_argument(
+        "--card",
+        default=None,
+        metavar="SLUG",
+        help="catalog row to compare with (default: matched by device name)",
+    )
+    parser.add_argument(
+        "--encoder",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="encoder folder in place of the sample package's (the rebuilt "
+        "copy a GPU machine receives: benchmarks/gpu_kit)",
+    )
+    parser.add_argument(
+        "--head",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="head folder in place of samples/head/ (fitted on --encoder)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="build the campaign in DIR and keep it (default: a temp folder)",
+    )
+    parser.add_argument(
+        "--cpu-dry-run",
+        action="store_true",
+        help="plumbing check on the CPU (few items, no CUDA checks)",
+    )
+    parser.add_argument(
+        "--no-generation",
+        action="store_true",
+        help="skip the generation campaign (benchmarks/gpu_generation.py)",
+    )
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="skip the compiled campaign (it is skipped on the CPU dry run)",
+    )
     args = parser.parse_args(argv)
     for option, folder in (("--encoder", args.encoder), ("--head", args.head)):
         if folder is not None and not folder.is_dir():
@@ -486,9 +639,11 @@ def main(argv: list[str] | None = None) -> int:
 
     cuda = torch.cuda.is_available()
     if not cuda and not args.cpu_dry_run:
-        print(f"gpu_check needs a CUDA device: torch {torch.__version__} sees none "
-              f"(CUDA build: {torch.version.cuda or 'none'}). Run it on a GPU machine "
-              "(benchmarks/README.md, target 7); --cpu-dry-run checks the script only.")
+        print(
+            f"gpu_check needs a CUDA device: torch {torch.__version__} sees none "
+            f"(CUDA build: {torch.version.cuda or 'none'}). Run it on a GPU machine "
+            "(benchmarks/README.md, target 7); --cpu-dry-run checks the script only."
+        )
         return common.EXIT_NO_CUDA
     cuda = cuda and not args.cpu_dry_run
     catalog = gpus.load_catalog()
@@ -498,46 +653,76 @@ def main(argv: list[str] | None = None) -> int:
         name, memory = torch.cuda.get_device_name(used), int(props.total_memory)
     else:
         name, memory = "CPU (dry run)", None
-    card = next((g for g in catalog if g.slug == args.card), None) if args.card else \
-        match_card(name, memory, catalog)
+    card = (
+        next((g for g in catalog if g.slug == args.card), None)
+        if args.card
+        else match_card(name, memory, catalog)
+    )
     if args.card and card is None:
         raise SystemExit(f"error: --card {args.card}: no such slug in tariffs/gpus.csv")
-    print(f"gpu check: {name}" + (f", {memory / 2**30:.1f} GiB" if memory else "")
-          + f"; torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}")
-    print(f"catalog row: {card.slug} ({card.name}), {card.bandwidth_gbps} GB/s, BF16 dense "
-          f"{card.bf16_dense_tflops} TFLOP/s" if card else
-          "catalog row: none matches this device (use --card SLUG): ceilings empty")
+    print(
+        f"gpu check: {name}"
+        + (f", {memory / 2**30:.1f} GiB" if memory else "")
+        + f"; torch {torch.__version__}, CUDA {torch.version.cuda or 'none'}"
+    )
+    print(
+        f"catalog row: {card.slug} ({card.name}), {card.bandwidth_gbps} GB/s, BF16 dense "
+        f"{card.bf16_dense_tflops} TFLOP/s"
+        if card
+        else "catalog row: none matches this device (use --card SLUG): ceilings empty"
+    )
     failures: list[str] = []
     if cuda:
         probe = timing_probe()
         gap = abs(probe["host_s"] - probe["device_s"]) / probe["device_s"]
-        print(f"timing probe (bf16 8192^2 products x 40): synchronised host {probe['host_s']:.4f}"
-              f" s, CUDA events {probe['device_s']:.4f} s (gap {100 * gap:.2f} %), "
-              f"unsynchronised host {probe['unsynced_s']:.4f} s (launches only)")
-        peak = f" = {100 * probe['tflops'] / float(card.bf16_dense_tflops):.0f} % of the " \
-               f"catalog's {card.bf16_dense_tflops}" if card and card.bf16_dense_tflops else ""
-        copy = f" = {100 * probe['copy_gbps'] / float(card.bandwidth_gbps):.0f} % of the " \
-               f"catalog's {card.bandwidth_gbps}" if card else ""
-        print(f"  matrix rate {probe['tflops']:.0f} TFLOP/s{peak}; copy "
-              f"{probe['copy_gbps']:.0f} GB/s{copy}")
+        print(
+            f"timing probe (bf16 8192^2 products x 40): synchronised host {probe['host_s']:.4f}"
+            f" s, CUDA events {probe['device_s']:.4f} s (gap {100 * gap:.2f} %), "
+            f"unsynchronised host {probe['unsynced_s']:.4f} s (launches only)"
+        )
+        peak = (
+            f" = {100 * probe['tflops'] / float(card.bf16_dense_tflops):.0f} % of the "
+            f"catalog's {card.bf16_dense_tflops}"
+            if card and card.bf16_dense_tflops
+            else ""
+        )
+        copy = (
+            f" = {100 * probe['copy_gbps'] / float(card.bandwidth_gbps):.0f} % of the "
+            f"catalog's {card.bandwidth_gbps}"
+            if card
+            else ""
+        )
+        print(
+            f"  matrix rate {probe['tflops']:.0f} TFLOP/s{peak}; copy "
+            f"{probe['copy_gbps']:.0f} GB/s{copy}"
+        )
         if gap > TIMING_TOLERANCE:
             failures.append(f"timing probe: host and CUDA-event spans differ by {100 * gap:.1f} %")
         errors = fp32_probe()
-        print(f"fp32 probe (1024^2 product vs float64, runner's pin): relative error "
-              f"{errors['pinned']:.2e}; with TF32 allowed {errors['tf32_allowed']:.2e}; "
-              f"limit {FP32_ERROR:g}:")
+        print(
+            f"fp32 probe (1024^2 product vs float64, runner's pin): relative error "
+            f"{errors['pinned']:.2e}; with TF32 allowed {errors['tf32_allowed']:.2e}; "
+            f"limit {FP32_ERROR:g}:"
+        )
         if not common.verdict(errors["pinned"] / FP32_ERROR, 1.0):
             failures.append(f"fp32 product error {errors['pinned']:.2e}: TF32 was on")
     items = min(args.items, 24) if args.cpu_dry_run else args.items
     batches = [int(b) for b in args.batches.split(",")]
-    rows_spec = variants("cuda" if cuda else "cpu", card.slug if card and cuda else None,
-                         batches, args.precisions.split(","), args.groupings.split(","),
-                         args.encoder)
+    rows_spec = variants(
+        "cuda" if cuda else "cpu",
+        card.slug if card and cuda else None,
+        batches,
+        args.precisions.split(","),
+        args.groupings.split(","),
+        args.encoder,
+    )
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
         folder = args.keep or Path(tmp)
         book = build_campaign(folder, items, args.repetitions, rows_spec, head=args.head)
-        print(f"campaign: {len(rows_spec)} variants x {args.repetitions} repetitions, "
-              f"{items} items, shared process, through `iteralab run`")
+        print(
+            f"campaign: {len(rows_spec)} variants x {args.repetitions} repetitions, "
+            f"{items} items, shared process, through `iteralab run`"
+        )
         wall = run_campaign(book)
         from toolkit.workbook import store
 
@@ -545,21 +730,30 @@ def main(argv: list[str] | None = None) -> int:
         attempts = list(data.tables["Attempts"])
         manifests = list(data.tables["Manifest"])
         measured = sum(r["measured_s"] or 0 for r in attempts)
-        print(f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
-              f"{len(attempts)} attempts")
+        print(
+            f"campaign wall {wall:.1f} s, measured windows {measured:.1f} s, "
+            f"{len(attempts)} attempts"
+        )
         failures += report(attempts, rows_spec, items, model_work(args.encoder), card, cuda)
         failures += review_checks(attempts, manifests, cuda)
         failures += utilisation_checks(attempts, manifests, cuda)
         if not args.no_generation:  # issue 19: decode tokens/s against the bandwidth ceiling
             failures += gpu_generation.check(
-                folder / "generation", cuda, card.slug if card else None,
-                min(items, 200), 1 if args.cpu_dry_run else args.repetitions, run_campaign)
+                folder / "generation",
+                cuda,
+                card.slug if card else None,
+                min(items, 200),
+                1 if args.cpu_dry_run else args.repetitions,
+                run_campaign,
+            )
         if cuda and not args.no_compile:
-            failures += compile_check(folder / "compiled", card.slug if card else None,
-                                      args.encoder, args.head)
+            failures += compile_check(
+                folder / "compiled", card.slug if card else None, args.encoder, args.head
+            )
         if cuda:  # issue 32: onnxruntime's CUDA provider beside torch on this card
-            failures += engines_check(folder / "engines", card.slug if card else None,
-                                      min(items, 300))
+            failures += engines_check(
+                folder / "engines", card.slug if card else None, min(items, 300)
+            )
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

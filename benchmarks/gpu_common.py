@@ -40,8 +40,10 @@ def match_card(device_name: str, memory_bytes: int | None, catalog: Sequence[Any
         row_words = _words(f"{gpu.slug} {gpu.name}")
         if any(f in words and f not in row_words for f in FORM_FACTORS):
             continue
-        if memory_bytes is not None and abs(memory_bytes - gpu.capacity_bytes) > \
-                0.1 * gpu.capacity_bytes:
+        if (
+            memory_bytes is not None
+            and abs(memory_bytes - gpu.capacity_bytes) > 0.1 * gpu.capacity_bytes
+        ):
             continue
         score = len(words & row_words)
         if score > best_score:
@@ -60,12 +62,24 @@ def current_card(catalog: Sequence[Any]) -> Any | None:
 def run_campaign(book: Path) -> float:
     """``iteralab run BOOK`` in a subprocess; return its wall time (exit on failure)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH"))
-                                        if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "toolkit", "run", str(book), "--quiet",
-                           f"--timeout={ATTEMPT_TIMEOUT_S}"], cwd=common.ROOT, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "toolkit",
+            "run",
+            str(book),
+            "--quiet",
+            f"--timeout={ATTEMPT_TIMEOUT_S}",
+        ],
+        cwd=common.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     for line in done.stdout.strip().splitlines():
         print(f"  | {line}")
     if done.returncode != 0:

@@ -36,15 +36,43 @@ SAMPLES = ROOT / "samples"
 
 
 def variants(device: str, slug: str | None, cuda: bool) -> list[dict[str, Any]]:
-    base = {"series": 1, "model_path": "causal_lm", "quantization": "none", "device": device,
-            "gpu_slug": slug, "padding": "dynamic", "max_length": 96, "length_grouping": "none",
-            "compile": "no", "attention_backend": "sdpa", "padding_side": "left"}
-    rows = [{**base, "variant_id": "g8-fp32", "batch_size": 8, "precision": "fp32"},
-            {**base, "variant_id": "g8-bf16", "batch_size": 8, "precision": "bf16",
-             "series": 2, "base_variant": "g8-fp32", "changes": "precision"}]
+    base = {
+        "series": 1,
+        "model_path": "causal_lm",
+        "quantization": "none",
+        "device": device,
+        "gpu_slug": slug,
+        "padding": "dynamic",
+        "max_length": 96,
+        "length_grouping": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
+        "padding_side": "left",
+    }
+    rows = [
+        {**base, "variant_id": "g8-fp32", "batch_size": 8, "precision": "fp32"},
+        {
+            **base,
+            "variant_id": "g8-bf16",
+            "batch_size": 8,
+            "precision": "bf16",
+            "series": 2,
+            "base_variant": "g8-fp32",
+            "changes": "precision",
+        },
+    ]
     if cuda:
-        rows.append({**base, "variant_id": "g32-bf16", "batch_size": 32, "precision": "bf16",
-                     "series": 2, "base_variant": "g8-fp32", "changes": "batch_size, precision"})
+        rows.append(
+            {
+                **base,
+                "variant_id": "g32-bf16",
+                "batch_size": 32,
+                "precision": "bf16",
+                "series": 2,
+                "base_variant": "g8-fp32",
+                "changes": "batch_size, precision",
+            }
+        )
     return rows
 
 
@@ -55,12 +83,20 @@ def build(folder: Path, items: int, repetitions: int, rows: list[dict[str, Any]]
     (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
     shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
     form = {
-        **common.protocol("g8-fp32", repetitions), "task": "generation",
-        "corpus_path": "prompts.jsonl", "tuning_data": "none", "metric": "chrf",
-        "threshold": 0.0, "tolerance": 0.2, "subgroups": "stratum",
-        "warmup_rule": "first 8 items once, not timed", "max_new_tokens": 16,
-        "stop_rule": "eos", "long_prompts": "truncate",
-        "timing_boundary": "read prompts, tokenize, generate, decode outputs on the host"}
+        **common.protocol("g8-fp32", repetitions),
+        "task": "generation",
+        "corpus_path": "prompts.jsonl",
+        "tuning_data": "none",
+        "metric": "chrf",
+        "threshold": 0.0,
+        "tolerance": 0.2,
+        "subgroups": "stratum",
+        "warmup_rule": "first 8 items once, not timed",
+        "max_new_tokens": 16,
+        "stop_rule": "eos",
+        "long_prompts": "truncate",
+        "timing_boundary": "read prompts, tokenize, generate, decode outputs on the host",
+    }
     return common.save_locked(folder / "gpu_generation.xlsx", form, rows)
 
 
@@ -73,51 +109,72 @@ def _shown(value: float | None, fmt: str, unit: str = "") -> str:
     return "empty" if value is None else format(value, fmt) + unit
 
 
-def report(attempts: list[dict[str, Any]], rows: list[dict[str, Any]], items: int,
-           cuda: bool) -> list[str]:
+def report(
+    attempts: list[dict[str, Any]], rows: list[dict[str, Any]], items: int, cuda: bool
+) -> list[str]:
     """Print the generation figures per variant; return the failed checks."""
     failures: list[str] = []
     for spec in rows:
         vid = spec["variant_id"]
         mine = [a for a in attempts if a["variant_id"] == vid]
-        print(f"  {vid}: measured {_shown(_median(mine, 'measured_s'), '.3f')} s, TTFT "
-              f"{_shown(_median(mine, 'ttft_s'), '.4f')} s, decode "
-              f"{_shown(_median(mine, 'decode_tokens_per_s'), '.1f')} tok/s, ceiling "
-              f"{_shown(_median(mine, 'bandwidth_ceiling_tokens_per_s'), '.0f')} tok/s, "
-              f"fraction {_shown(_median(mine, 'decode_ceiling_fraction'), '.5f')}; KV cache "
-              f"peak {_shown(_median(mine, 'kv_cache_peak_bytes'), ',.0f', ' B')}, allocated "
-              f"peak {_shown(_median(mine, 'mem_allocated_peak_bytes'), ',.0f', ' B')}; token "
-              f"agreement {_shown(_median(mine, 'token_agreement'), '.4f')}")
+        print(
+            f"  {vid}: measured {_shown(_median(mine, 'measured_s'), '.3f')} s, TTFT "
+            f"{_shown(_median(mine, 'ttft_s'), '.4f')} s, decode "
+            f"{_shown(_median(mine, 'decode_tokens_per_s'), '.1f')} tok/s, ceiling "
+            f"{_shown(_median(mine, 'bandwidth_ceiling_tokens_per_s'), '.0f')} tok/s, "
+            f"fraction {_shown(_median(mine, 'decode_ceiling_fraction'), '.5f')}; KV cache "
+            f"peak {_shown(_median(mine, 'kv_cache_peak_bytes'), ',.0f', ' B')}, allocated "
+            f"peak {_shown(_median(mine, 'mem_allocated_peak_bytes'), ',.0f', ' B')}; token "
+            f"agreement {_shown(_median(mine, 'token_agreement'), '.4f')}"
+        )
         for a in mine:
-            if a["status"] != "completed" or a["ids_match"] != "yes" \
-                    or a["observed_ids"] != items:
-                failures.append(f"generation {a['attempt_id']}: {a['status']}, ids "
-                                f"{a['ids_match']}: {a['notes']}")
-            needed = ("ttft_s", "decode_tokens_per_s", "bandwidth_ceiling_tokens_per_s",
-                      "decode_ceiling_fraction") if cuda else ("ttft_s", "decode_tokens_per_s")
+            if a["status"] != "completed" or a["ids_match"] != "yes" or a["observed_ids"] != items:
+                failures.append(
+                    f"generation {a['attempt_id']}: {a['status']}, ids "
+                    f"{a['ids_match']}: {a['notes']}"
+                )
+            needed = (
+                (
+                    "ttft_s",
+                    "decode_tokens_per_s",
+                    "bandwidth_ceiling_tokens_per_s",
+                    "decode_ceiling_fraction",
+                )
+                if cuda
+                else ("ttft_s", "decode_tokens_per_s")
+            )
             for column in needed:
                 if a.get(column) is None:
-                    failures.append(f"generation {a['attempt_id']}: {column} empty "
-                                    f"({a.get(column + '_reason')})")
+                    failures.append(
+                        f"generation {a['attempt_id']}: {column} empty "
+                        f"({a.get(column + '_reason')})"
+                    )
             fraction = a.get("decode_ceiling_fraction")
             if fraction is not None and fraction > 1:
-                failures.append(f"generation {a['attempt_id']}: decode at {fraction:.3f} of "
-                                "the bandwidth ceiling: its bytes per step are over-counted")
+                failures.append(
+                    f"generation {a['attempt_id']}: decode at {fraction:.3f} of "
+                    "the bandwidth ceiling: its bytes per step are over-counted"
+                )
             if spec["precision"] == "bf16" and a.get("token_agreement") is None:
-                failures.append(f"generation {a['attempt_id']}: no token agreement with the "
-                                f"reference ({a.get('token_agreement_reason')})")
+                failures.append(
+                    f"generation {a['attempt_id']}: no token agreement with the "
+                    f"reference ({a.get('token_agreement_reason')})"
+                )
     return failures
 
 
-def check(folder: Path, cuda: bool, slug: str | None, items: int, repetitions: int,
-          run_campaign: Any) -> list[str]:
+def check(
+    folder: Path, cuda: bool, slug: str | None, items: int, repetitions: int, run_campaign: Any
+) -> list[str]:
     """Build, run (``run_campaign(book)``) and report the generation campaign."""
     from toolkit.workbook import store
 
     rows = variants("cuda" if cuda else "cpu", slug if cuda else None, cuda)
     book = build(folder, items, repetitions, rows)
-    print(f"generation: {len(rows)} variants x {repetitions} repetitions, {items} prompts, "
-          "greedy, 16 new tokens, through `iteralab run`")
+    print(
+        f"generation: {len(rows)} variants x {repetitions} repetitions, {items} prompts, "
+        "greedy, 16 new tokens, through `iteralab run`"
+    )
     run_campaign(book)
     return report(list(store.read(book).tables["Attempts"]), rows, items, cuda)
 
@@ -144,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
         slug = card.slug if card else None
     items = min(args.items, 16) if args.cpu_dry_run else args.items
     with tempfile.TemporaryDirectory(prefix="bench-gen-") as tmp:
-        failures = check(Path(tmp), cuda, slug, items, 1 if args.cpu_dry_run else
-                         args.repetitions, run_campaign)
+        failures = check(
+            Path(tmp), cuda, slug, items, 1 if args.cpu_dry_run else args.repetitions, run_campaign
+        )
     return common.checks_exit(failures)
 
 

@@ -85,14 +85,14 @@ def _peak() -> int:
 
 # ---------------------------------------------------------------- child processes
 
+
 def child_ingest(workbook: Path) -> dict[str, Any]:
     """Ingest the journal into the workbook (one save)."""
     from toolkit import editing
 
     start = time.perf_counter()
     result = editing.ingest(workbook, refresh_derived=False)
-    return {"seconds": time.perf_counter() - start, "added": result.attempts_added,
-            "peak": _peak()}
+    return {"seconds": time.perf_counter() - start, "added": result.attempts_added, "peak": _peak()}
 
 
 def child_validate(workbook: Path) -> dict[str, Any]:
@@ -106,10 +106,16 @@ def child_validate(workbook: Path) -> dict[str, Any]:
     data = store.read(workbook)
     read_peak = _peak()
     findings = validate(data, workbook)
-    return {"seconds": time.perf_counter() - start, "imports": imported, "read": read_peak,
-            "peak": _peak(), "helper": max(HELPER_PEAKS, default=0),
-            "attempts": len(data.tables["Attempts"]), "findings": len(findings),
-            "first_finding": str(findings[0]) if findings else None}
+    return {
+        "seconds": time.perf_counter() - start,
+        "imports": imported,
+        "read": read_peak,
+        "peak": _peak(),
+        "helper": max(HELPER_PEAKS, default=0),
+        "attempts": len(data.tables["Attempts"]),
+        "findings": len(findings),
+        "first_finding": str(findings[0]) if findings else None,
+    }
 
 
 def child_read(path: Path) -> dict[str, Any]:
@@ -146,10 +152,15 @@ def child_tokenize(path: Path) -> dict[str, Any]:
     corpus.fingerprint(items)
     texts = [i.text for i in items]
     for first in range(0, len(texts), BATCH):
-        tokenizer(texts[first:first + BATCH], truncation=True, max_length=MAX_LENGTH)
+        tokenizer(texts[first : first + BATCH], truncation=True, max_length=MAX_LENGTH)
     longest = max(len(ids) for ids in tokenizer(texts, truncation=False)["input_ids"])
-    return {"seconds": time.perf_counter() - start, "items": len(items),
-            "longest_tokens": longest, "imports": imported, "peak": _peak()}
+    return {
+        "seconds": time.perf_counter() - start,
+        "items": len(items),
+        "longest_tokens": longest,
+        "imports": imported,
+        "peak": _peak(),
+    }
 
 
 def child_run(workbook: Path) -> dict[str, Any]:
@@ -159,37 +170,59 @@ def child_run(workbook: Path) -> dict[str, Any]:
 
     start = time.perf_counter()
     try:
-        cli.main(["run", str(workbook), "--quiet", "--threads", "1", "--timeout", "600"],
-                 prog_name="iteralab")
+        cli.main(
+            ["run", str(workbook), "--quiet", "--threads", "1", "--timeout", "600"],
+            prog_name="iteralab",
+        )
         code: Any = 0
     except SystemExit as exc:
         code = exc.code
     seconds = time.perf_counter() - start
     peak = _peak()
     rows = store.read(workbook).tables["Attempts"]
-    return {"exit": code, "seconds": seconds, "peak": peak,
-            "workers": [{"status": r["status"], "peak": r["host_rss_peak_bytes"],
-                         "notes": r["notes"]} for r in rows]}
+    return {
+        "exit": code,
+        "seconds": seconds,
+        "peak": peak,
+        "workers": [
+            {"status": r["status"], "peak": r["host_rss_peak_bytes"], "notes": r["notes"]}
+            for r in rows
+        ],
+    }
 
 
-CHILDREN = {"ingest": child_ingest, "validate": child_validate, "read": child_read,
-            "tokenize": child_tokenize, "run": child_run}
+CHILDREN = {
+    "ingest": child_ingest,
+    "validate": child_validate,
+    "read": child_read,
+    "tokenize": child_tokenize,
+    "run": child_run,
+}
 
 
 def run_child(mode: str, path: Path) -> dict[str, Any]:
     """Run this script as ``--child MODE PATH`` (a fresh process); return the JSON it prints."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(common.ROOT), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", mode,
-                           str(path)], capture_output=True, text=True, check=False,
-                          cwd=common.ROOT, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(common.ROOT), os.environ.get("PYTHONPATH")) if p
+        ),
+    }
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", mode, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=common.ROOT,
+        env=env,
+    )
     if done.returncode != 0:
-        raise SystemExit(f"error: child {mode} failed ({done.returncode}):\n"
-                         f"{done.stderr[-3000:]}")
+        raise SystemExit(f"error: child {mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 # ---------------------------------------------------------------- 1. validate
+
 
 def grow(workbook: Path, have: int, want: int) -> dict[str, Any]:
     """Journal attempts ``have+1 .. want`` (real appends) and ingest them in one save."""
@@ -197,8 +230,9 @@ def grow(workbook: Path, have: int, want: int) -> dict[str, Any]:
 
     contents = scale.predictions_contents(PREDICTION_LINES)
     for start in range(have, want, CHUNK):  # CHUNK records at a time in this process
-        scale.journal_all(workbook, scale.records(workbook, start, min(CHUNK, want - start),
-                                                  contents))
+        scale.journal_all(
+            workbook, scale.records(workbook, start, min(CHUNK, want - start), contents)
+        )
     built = run_child("ingest", workbook)
     if built["added"] != want - have:
         raise SystemExit(f"error: ingested {built['added']} attempts, expected {want - have}")
@@ -217,13 +251,17 @@ def measure_validate(workbook: Path, attempts: int) -> dict[str, Any]:
     name, part, total = parts(workbook)
     found = run_child("validate", workbook)
     if found["findings"] or found["attempts"] != attempts:
-        raise SystemExit(f"error: the synthetic workbook is not valid ({found['attempts']} "
-                         f"attempts): {found['first_finding']}")
+        raise SystemExit(
+            f"error: the synthetic workbook is not valid ({found['attempts']} "
+            f"attempts): {found['first_finding']}"
+        )
     found.update(attempts=attempts, part_name=name, part=part, total=total)
-    print(f"validate {attempts:>7,} attempts: largest part {name} {_mib(part)}, unpacked "
-          f"{_mib(total)}; peak {_mib(found['peak'])} (imports {_mib(found['imports'])}, after "
-          f"store.read {_mib(found['read'])}), hashing helper {_mib(found['helper'])}; "
-          f"{found['seconds']:.1f} s, 0 findings")
+    print(
+        f"validate {attempts:>7,} attempts: largest part {name} {_mib(part)}, unpacked "
+        f"{_mib(total)}; peak {_mib(found['peak'])} (imports {_mib(found['imports'])}, after "
+        f"store.read {_mib(found['read'])}), hashing helper {_mib(found['helper'])}; "
+        f"{found['seconds']:.1f} s, 0 findings"
+    )
     return found
 
 
@@ -236,32 +274,40 @@ def validate_bound(folder: Path, sizes: tuple[int, int], at_limit: bool) -> tupl
     have, points = 0, []
     for size in sizes:
         built = grow(workbook, have, size)
-        print(f"built {size:,} attempts (ingest peak {_mib(built['peak'])}, "
-              f"{built['seconds']:.1f} s)")
+        print(
+            f"built {size:,} attempts (ingest peak {_mib(built['peak'])}, {built['seconds']:.1f} s)"
+        )
         have = size
         points.append(measure_validate(workbook, size))
     small, large = points
     per_attempt = (large["part"] - small["part"]) / (large["attempts"] - small["attempts"])
-    slope = ((large["peak"] + large["helper"]) - (small["peak"] + small["helper"])) \
-        / (large["part"] - small["part"])
-    limit_attempts = int((store.MAX_PART_BYTES - large["part"]) / per_attempt) \
-        + large["attempts"]
-    total_at_limit = large["total"] + (large["total"] - small["total"]) \
-        / (large["attempts"] - small["attempts"]) * (limit_attempts - large["attempts"])
-    extrapolated = large["peak"] + large["helper"] \
-        + slope * (store.MAX_PART_BYTES - large["part"])
-    print(f"Attempts part: {per_attempt:,.0f} bytes per attempt; the {_mib(store.MAX_PART_BYTES)}"
-          f" part limit is reached at about {limit_attempts:,} attempts (unpacked then "
-          f"{_mib(total_at_limit)}, under the {_mib(store.MAX_UNPACKED_BYTES)} total: the part "
-          "limit binds first)")
-    print(f"peak per MiB of the Attempts part: {slope:.2f} MiB (validate + helper, between the "
-          f"two sizes)")
-    print(f"extrapolated peak at the part limit ({limit_attempts:,} attempts): "
-          f"{_gib(extrapolated)} (extrapolated, not measured)")
-    worst = (large["peak"] + large["helper"]) + slope * (store.MAX_UNPACKED_BYTES
-                                                         - large["total"])
-    print(f"for scale: {_mib(store.MAX_UNPACKED_BYTES)} unpacked, every MiB as costly as an "
-          f"Attempts MiB: {_gib(worst)} (extrapolated; no workbook iteralab writes gets there)")
+    slope = ((large["peak"] + large["helper"]) - (small["peak"] + small["helper"])) / (
+        large["part"] - small["part"]
+    )
+    limit_attempts = int((store.MAX_PART_BYTES - large["part"]) / per_attempt) + large["attempts"]
+    total_at_limit = large["total"] + (large["total"] - small["total"]) / (
+        large["attempts"] - small["attempts"]
+    ) * (limit_attempts - large["attempts"])
+    extrapolated = large["peak"] + large["helper"] + slope * (store.MAX_PART_BYTES - large["part"])
+    print(
+        f"Attempts part: {per_attempt:,.0f} bytes per attempt; the {_mib(store.MAX_PART_BYTES)}"
+        f" part limit is reached at about {limit_attempts:,} attempts (unpacked then "
+        f"{_mib(total_at_limit)}, under the {_mib(store.MAX_UNPACKED_BYTES)} total: the part "
+        "limit binds first)"
+    )
+    print(
+        f"peak per MiB of the Attempts part: {slope:.2f} MiB (validate + helper, between the "
+        f"two sizes)"
+    )
+    print(
+        f"extrapolated peak at the part limit ({limit_attempts:,} attempts): "
+        f"{_gib(extrapolated)} (extrapolated, not measured)"
+    )
+    worst = (large["peak"] + large["helper"]) + slope * (store.MAX_UNPACKED_BYTES - large["total"])
+    print(
+        f"for scale: {_mib(store.MAX_UNPACKED_BYTES)} unpacked, every MiB as costly as an "
+        f"Attempts MiB: {_gib(worst)} (extrapolated; no workbook iteralab writes gets there)"
+    )
     if not at_limit:
         return extrapolated, f"extrapolated to the part limit from {sizes[1]:,} attempts"
     # Two steps: from attempt 100,000 on the ids are a digit longer, so the bytes per attempt
@@ -273,23 +319,28 @@ def validate_bound(folder: Path, sizes: tuple[int, int], at_limit: bool) -> tupl
         _, grown, _ = parts(workbook)
         per_attempt = (grown - part) / step
         target, part = target + step, grown
-        print(f"built {target:,} attempts: Attempts part {_mib(part)} (ingest peak "
-              f"{_mib(built['peak'])}, {built['seconds']:.1f} s)")
+        print(
+            f"built {target:,} attempts: Attempts part {_mib(part)} (ingest peak "
+            f"{_mib(built['peak'])}, {built['seconds']:.1f} s)"
+        )
     found = measure_validate(workbook, target)
-    print(f"measured at {found['part'] / store.MAX_PART_BYTES:.1%} of the part limit: "
-          f"{_gib(found['peak'] + found['helper'])} (the extrapolation said "
-          f"{_gib(large['peak'] + large['helper'] + slope * (found['part'] - large['part']))})")
-    return found["peak"] + found["helper"], (f"measured at {target:,} attempts, Attempts part "
-                                             f"{_mib(found['part'])}")
+    print(
+        f"measured at {found['part'] / store.MAX_PART_BYTES:.1%} of the part limit: "
+        f"{_gib(found['peak'] + found['helper'])} (the extrapolation said "
+        f"{_gib(large['peak'] + large['helper'] + slope * (found['part'] - large['part']))})"
+    )
+    return found["peak"] + found["helper"], (
+        f"measured at {target:,} attempts, Attempts part {_mib(found['part'])}"
+    )
 
 
 # ---------------------------------------------------------------- 2. the corpus line
 
+
 def long_line(line_bytes: int, label: str) -> str:
     """A JSONL line of exactly ``line_bytes`` bytes whose text is one token per byte."""
     empty = json.dumps({"id": "long-line", "text": "", "label": label})
-    return json.dumps({"id": "long-line", "text": "!" * (line_bytes - len(empty)),
-                       "label": label})
+    return json.dumps({"id": "long-line", "text": "!" * (line_bytes - len(empty)), "label": label})
 
 
 def write_corpora(folder: Path, line_bytes: int, quick: bool) -> dict[str, Path]:
@@ -297,8 +348,7 @@ def write_corpora(folder: Path, line_bytes: int, quick: bool) -> dict[str, Path]
     from toolkit.evidence import corpus
 
     folder.mkdir(parents=True, exist_ok=True)
-    ordinary = "".join(common.CORPUS.read_text(encoding="utf-8")
-                       .splitlines(keepends=True)[:ITEMS])
+    ordinary = "".join(common.CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)[:ITEMS])
     label = json.loads(ordinary.splitlines()[0])["label"]
     sizes = {"ordinary": 0, "longest": line_bytes, "over": corpus.MAX_LINE_BYTES + 1}
     if not quick:
@@ -306,8 +356,9 @@ def write_corpora(folder: Path, line_bytes: int, quick: bool) -> dict[str, Path]
     paths = {}
     for name, size in sizes.items():
         path = folder / f"{name}.jsonl"
-        path.write_text(ordinary + (long_line(size, label) + "\n" if size else ""),
-                        encoding="utf-8")
+        path.write_text(
+            ordinary + (long_line(size, label) + "\n" if size else ""), encoding="utf-8"
+        )
         paths[name] = path
     return paths
 
@@ -319,25 +370,33 @@ def corpus_bounds(folder: Path, line_bytes: int, quick: bool) -> dict[str, Any]:
     paths = write_corpora(folder / "corpora", line_bytes, quick)
     out: dict[str, Any] = {}
     read = run_child("read", paths["ordinary"])
-    print(f"read + fingerprint, {ITEMS} ordinary lines: peak {_mib(read['peak'])} "
-          f"(imports {_mib(read['imports'])})")
+    print(
+        f"read + fingerprint, {ITEMS} ordinary lines: peak {_mib(read['peak'])} "
+        f"(imports {_mib(read['imports'])})"
+    )
     for name in ("ordinary", "longest"):
         found = out[f"tokenize {name}"] = run_child("tokenize", paths[name])
-        print(f"read + fingerprint + tokenize, {found['items']} lines ({name}"
-              f"{f': one of {line_bytes:,} bytes' if name == 'longest' else ''}; longest "
-              f"{found['longest_tokens']:,} tokens): peak {_mib(found['peak'])} (tokenizer "
-              f"loaded {_mib(found['imports'])}), {found['seconds']:.1f} s")
+        print(
+            f"read + fingerprint + tokenize, {found['items']} lines ({name}"
+            f"{f': one of {line_bytes:,} bytes' if name == 'longest' else ''}; longest "
+            f"{found['longest_tokens']:,} tokens): peak {_mib(found['peak'])} (tokenizer "
+            f"loaded {_mib(found['imports'])}), {found['seconds']:.1f} s"
+        )
     grown = out["tokenize longest"]["peak"] - out["tokenize ordinary"]["peak"]
-    print(f"the longest line adds {_mib(grown)} to tokenizing "
-          f"({grown / line_bytes:.0f} bytes per byte of the line)")
+    print(
+        f"the longest line adds {_mib(grown)} to tokenizing "
+        f"({grown / line_bytes:.0f} bytes per byte of the line)"
+    )
     refusals = [n for n in ("over", "incident") if n in paths]
     for name in refusals:
         found = out[f"refused {name}"] = run_child("read", paths[name])
         size = paths[name].stat().st_size
         seen = "refused" if found["refused"] else "NOT refused"
-        print(f"a line of {size - paths['ordinary'].stat().st_size - 1:,} bytes: {seen} "
-              f"({found['refused']}); peak {_mib(found['peak'])} = ordinary read + "
-              f"{_mib(found['peak'] - read['peak'])} for a {_mib(size)} file")
+        print(
+            f"a line of {size - paths['ordinary'].stat().st_size - 1:,} bytes: {seen} "
+            f"({found['refused']}); peak {_mib(found['peak'])} = ordinary read + "
+            f"{_mib(found['peak'] - read['peak'])} for a {_mib(size)} file"
+        )
     if quick:
         print("iteralab run: skipped in --quick (the tokenize figure above stands for it)")
         return out
@@ -346,11 +405,15 @@ def corpus_bounds(folder: Path, line_bytes: int, quick: bool) -> dict[str, Any]:
         found = out[f"run {name}"] = run_child("run", book)
         workers = found["workers"]
         if found["exit"] != 0 or len(workers) != 1 or workers[0]["status"] != "completed":
-            raise SystemExit(f"error: iteralab run on the {name} corpus: exit {found['exit']}, "
-                             f"attempts {workers}")
-        print(f"iteralab run, {name} corpus ({len(corpus.read_corpus(paths[name]))} lines, "
-              f"1 attempt, fresh worker): run process peak {_mib(found['peak'])}, worker "
-              f"peak {_mib(workers[0]['peak'])}, {found['seconds']:.1f} s")
+            raise SystemExit(
+                f"error: iteralab run on the {name} corpus: exit {found['exit']}, "
+                f"attempts {workers}"
+            )
+        print(
+            f"iteralab run, {name} corpus ({len(corpus.read_corpus(paths[name]))} lines, "
+            f"1 attempt, fresh worker): run process peak {_mib(found['peak'])}, worker "
+            f"peak {_mib(workers[0]['peak'])}, {found['seconds']:.1f} s"
+        )
     return out
 
 
@@ -358,23 +421,32 @@ def campaign(folder: Path, corpus_file: Path) -> Path:
     """A locked one-variant campaign on ``corpus_file`` (tests/builders.py:make_campaign)."""
     common.prepare_folder(folder, 1)
     (folder / "corpus.jsonl").write_bytes(corpus_file.read_bytes())
-    return common.save_locked(folder / "memory_bound.xlsx",
-                              common.protocol("b8-fp32", policy="fresh"),
-                              [common.variant("b8-fp32", BATCH, max_length=MAX_LENGTH)])
+    return common.save_locked(
+        folder / "memory_bound.xlsx",
+        common.protocol("b8-fp32", policy="fresh"),
+        [common.variant("b8-fp32", BATCH, max_length=MAX_LENGTH)],
+    )
 
 
 # ---------------------------------------------------------------- main
 
+
 def main(argv: list[str] | None = None) -> int:
     """Measure both bounds; print their ratios, the results row; exit 0 when both are met."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help=f"small sizes ({QUICK_SIZES[0]:,} and {QUICK_SIZES[1]:,} attempts, "
-                        f"a {QUICK_LINE_BYTES // 1024} KiB line, no iteralab run): proves the "
-                        "script works, measures no bound")
-    parser.add_argument("--at-limit", action="store_true",
-                        help="also build the workbook whose Attempts part is just under the "
-                        "part limit and measure validate on it (8 to 18 minutes and 4 GiB here)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small sizes ({QUICK_SIZES[0]:,} and {QUICK_SIZES[1]:,} attempts, "
+        f"a {QUICK_LINE_BYTES // 1024} KiB line, no iteralab run): proves the "
+        "script works, measures no bound",
+    )
+    parser.add_argument(
+        "--at-limit",
+        action="store_true",
+        help="also build the workbook whose Attempts part is just under the "
+        "part limit and measure validate on it (8 to 18 minutes and 4 GiB here)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -398,8 +470,10 @@ def main(argv: list[str] | None = None) -> int:
 
     met = []
     validate_ratio = validate_peak / VALIDATE_LIMIT
-    print(f"validate at the largest accepted workbook{quick_note}: {_gib(validate_peak)} "
-          f"({how}) of the stated {_gib(VALIDATE_LIMIT)}")
+    print(
+        f"validate at the largest accepted workbook{quick_note}: {_gib(validate_peak)} "
+        f"({how}) of the stated {_gib(VALIDATE_LIMIT)}"
+    )
     met.append(common.verdict(validate_ratio, 1))
 
     if args.quick:
@@ -408,26 +482,37 @@ def main(argv: list[str] | None = None) -> int:
         run = found["run longest"]
         run_peak = max(run["peak"], run["workers"][0]["peak"])
         run_how = "largest of run process and worker"
-    print(f"run on the largest accepted line{quick_note}: {_gib(run_peak)} ({run_how}, a "
-          f"{line_bytes:,}-byte line) of the stated {_gib(RUN_LIMIT)}")
+    print(
+        f"run on the largest accepted line{quick_note}: {_gib(run_peak)} ({run_how}, a "
+        f"{line_bytes:,}-byte line) of the stated {_gib(RUN_LIMIT)}"
+    )
     run_ratio = run_peak / RUN_LIMIT
     met.append(common.verdict(run_ratio, 1))
 
     refusals = [v for k, v in found.items() if k.startswith("refused ")]
     refused_peak = max(r["peak"] for r in refusals)
     refused = all(r["refused"] for r in refusals)
-    print(f"lines over the limit: {'all refused' if refused else 'NOT all refused'}; largest "
-          f"peak {_mib(refused_peak)} of the stated {_gib(RUN_LIMIT)}")
+    print(
+        f"lines over the limit: {'all refused' if refused else 'NOT all refused'}; largest "
+        f"peak {_mib(refused_peak)} of the stated {_gib(RUN_LIMIT)}"
+    )
     # A line read instead of refused misses whatever it cost.
     met.append(common.verdict(refused_peak / RUN_LIMIT if refused else float("inf"), 1))
 
     worst = max(validate_ratio, run_ratio)
-    print("results row: " + common.results_row(
-        common.script_line(), worst, 1, all(met),
-        f"peak / stated limit, the worse of: validate {_gib(validate_peak)} of "
-        f"{_gib(VALIDATE_LIMIT)}, {how}; run on a {line_bytes:,}-byte line "
-        f"{_gib(run_peak)} of {_gib(RUN_LIMIT)}; over-limit lines "
-        f"{'refused' if refused else 'NOT refused'}, peak {_mib(refused_peak)}"))
+    print(
+        "results row: "
+        + common.results_row(
+            common.script_line(),
+            worst,
+            1,
+            all(met),
+            f"peak / stated limit, the worse of: validate {_gib(validate_peak)} of "
+            f"{_gib(VALIDATE_LIMIT)}, {how}; run on a {line_bytes:,}-byte line "
+            f"{_gib(run_peak)} of {_gib(RUN_LIMIT)}; over-limit lines "
+            f"{'refused' if refused else 'NOT refused'}, peak {_mib(refused_peak)}",
+        )
+    )
     return common.exit_code(met)
 
 

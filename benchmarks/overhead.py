@@ -48,8 +48,12 @@ def measure(folder: Path, items: int, repetitions: int) -> dict[str, Any]:
     wall, book = whole_campaign.campaign(folder, items, repetitions, None, [], None)
     run = recorded(book)
     after = max(0.0, wall - run["wall_s"])
-    return {**run, "outside_wall_s": wall, "after_run_s": after,
-            "total_overhead_s": run["overhead_s"] + after}
+    return {
+        **run,
+        "outside_wall_s": wall,
+        "after_run_s": after,
+        "total_overhead_s": run["overhead_s"] + after,
+    }
 
 
 def fast_card(run: dict[str, Any], speedup: float) -> dict[str, float]:
@@ -57,23 +61,33 @@ def fast_card(run: dict[str, Any], speedup: float) -> dict[str, float]:
     windows = run["measured_s"] / speedup
     floor = run["floor_s"] - run["floor"]["warmup_s"] + run["floor"]["warmup_s"] / speedup
     overhead = run["total_overhead_s"]
-    return {"wall_s": windows + floor + overhead, "measured_s": windows, "floor_s": floor,
-            "overhead_s": overhead, "per_attempt_s": overhead / run["attempts"]}
+    return {
+        "wall_s": windows + floor + overhead,
+        "measured_s": windows,
+        "floor_s": floor,
+        "overhead_s": overhead,
+        "per_attempt_s": overhead / run["attempts"],
+    }
 
 
 def show(name: str, run: dict[str, Any]) -> None:
     wall = run["outside_wall_s"]
     print(f"{name}: wall {wall:.1f} s (outside), {run['attempts']} attempts")
-    rows = [("measured windows", run["measured_s"]),
-            ("protocol floor (load, warm-up, evaluation, export)", run["floor_s"]),
-            *[(f"overhead: {k.removesuffix('_s').replace('_', ' ')}", v)
-              for k, v in run["overhead"].items()],
-            ("overhead: after the run (stand-in verification, report, exit)",
-             run["after_run_s"])]
+    rows = [
+        ("measured windows", run["measured_s"]),
+        ("protocol floor (load, warm-up, evaluation, export)", run["floor_s"]),
+        *[
+            (f"overhead: {k.removesuffix('_s').replace('_', ' ')}", v)
+            for k, v in run["overhead"].items()
+        ],
+        ("overhead: after the run (stand-in verification, report, exit)", run["after_run_s"]),
+    ]
     for label, seconds in rows:
         print(f"  {seconds:8.2f} s {seconds / wall:6.1%}  {label}")
-    print(f"  workbook saves beside the attempts (not on the clock): "
-          f"{run['saves_beside_attempts_s']:.2f} s")
+    print(
+        f"  workbook saves beside the attempts (not on the clock): "
+        f"{run['saves_beside_attempts_s']:.2f} s"
+    )
     print(f"  wall / measured windows {wall / run['measured_s']:.3f} (issue 20's figure)")
 
 
@@ -81,10 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demos, print the ratios side by side and the results rows; the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="also the full demo (long)")
-    parser.add_argument("--speedup", type=float, default=50.0,
-                        help="the simulated card's speed over this CPU (default 50)")
-    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
-                        help="run in DIR (must not hold a demo) and keep it")
+    parser.add_argument(
+        "--speedup",
+        type=float,
+        default=50.0,
+        help="the simulated card's speed over this CPU (default 50)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run in DIR (must not hold a demo) and keep it",
+    )
     args = parser.parse_args(argv)
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
@@ -96,36 +119,67 @@ def main(argv: list[str] | None = None) -> int:
     for name, run in runs.items():
         show(name, run)
     fast = fast_card(runs["demo --quick"], args.speedup)
-    print(f"simulated fast card (demo --quick's breakdown, windows and warm-up / "
-          f"{args.speedup:g}): wall {fast['wall_s']:.1f} s = windows {fast['measured_s']:.2f} "
-          f"+ floor {fast['floor_s']:.2f} + overhead {fast['overhead_s']:.2f}")
+    print(
+        f"simulated fast card (demo --quick's breakdown, windows and warm-up / "
+        f"{args.speedup:g}): wall {fast['wall_s']:.1f} s = windows {fast['measured_s']:.2f} "
+        f"+ floor {fast['floor_s']:.2f} + overhead {fast['overhead_s']:.2f}"
+    )
     quick = runs["demo --quick"]
     recurring = (quick["overhead_s"] - quick["overhead"]["startup_s"]) / quick["attempts"]
-    print(f"  its overhead per attempt {fast['per_attempt_s']:.2f} s; without the one-off "
-          f"start-up ({quick['overhead']['startup_s']:.1f} s) and what follows the run "
-          f"({quick['after_run_s']:.1f} s): {recurring:.2f} s")
+    print(
+        f"  its overhead per attempt {fast['per_attempt_s']:.2f} s; without the one-off "
+        f"start-up ({quick['overhead']['startup_s']:.1f} s) and what follows the run "
+        f"({quick['after_run_s']:.1f} s): {recurring:.2f} s"
+    )
     if others.cores is not None:
         print(f"other processes kept {others.cores:.2f} cores busy on average meanwhile")
-    checks = [("demo --quick", runs["demo --quick"]["total_overhead_s"]
-               / runs["demo --quick"]["outside_wall_s"], QUICK_SHARE, "overhead / wall")]
+    checks = [
+        (
+            "demo --quick",
+            runs["demo --quick"]["total_overhead_s"] / runs["demo --quick"]["outside_wall_s"],
+            QUICK_SHARE,
+            "overhead / wall",
+        )
+    ]
     if "demo (full)" in runs:
         full = runs["demo (full)"]
-        checks.append(("demo (full)", full["total_overhead_s"] / full["outside_wall_s"],
-                       FULL_SHARE, "overhead / wall"))
-    checks.append((f"simulated fast card (x{args.speedup:g})", fast["per_attempt_s"],
-                   FAST_PER_ATTEMPT, "overhead s per attempt"))
+        checks.append(
+            (
+                "demo (full)",
+                full["total_overhead_s"] / full["outside_wall_s"],
+                FULL_SHARE,
+                "overhead / wall",
+            )
+        )
+    checks.append(
+        (
+            f"simulated fast card (x{args.speedup:g})",
+            fast["per_attempt_s"],
+            FAST_PER_ATTEMPT,
+            "overhead s per attempt",
+        )
+    )
     print(f"{'campaign':<32} {'measure':<24} {'value':>7}  target")
     met = []
     for name, value, target, measure_name in checks:
         ok = value <= target
         met.append(ok)
-        print(f"{name:<32} {measure_name:<24} {value:7.3f}  <= {target:g}  "
-              f"{'met' if ok else 'missed'}")
+        print(
+            f"{name:<32} {measure_name:<24} {value:7.3f}  <= {target:g}  "
+            f"{'met' if ok else 'missed'}"
+        )
     busy = f"; other processes {others.cores:.2f} cores" if others.cores is not None else ""
     for name, value, target, measure_name in checks:
-        print("results row:", common.results_row(
-            common.script_line(), value, target, value <= target,
-            f"issue 34: {name}, toolkit {measure_name}{busy}"))
+        print(
+            "results row:",
+            common.results_row(
+                common.script_line(),
+                value,
+                target,
+                value <= target,
+                f"issue 34: {name}, toolkit {measure_name}{busy}",
+            ),
+        )
     return common.exit_code(met)
 
 

@@ -35,8 +35,9 @@ import common
 TARGET = 1.03
 
 
-def hand_loop(folder: Path, batch: int, precision: str, max_length: int,
-              grouping: str) -> tuple[common.Timing, dict[str, str]]:
+def hand_loop(
+    folder: Path, batch: int, precision: str, max_length: int, grouping: str
+) -> tuple[common.Timing, dict[str, str]]:
     """Load, warm up, then time the bare loop; return (seconds, predictions by id)."""
     import torch
 
@@ -47,8 +48,13 @@ def hand_loop(folder: Path, batch: int, precision: str, max_length: int,
         out: list[str] = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch):
-                inputs = tokenizer(texts[start:start + batch], padding="longest",
-                                   truncation=True, max_length=max_length, return_tensors="pt")
+                inputs = tokenizer(
+                    texts[start : start + batch],
+                    padding="longest",
+                    truncation=True,
+                    max_length=max_length,
+                    return_tensors="pt",
+                )
                 hidden = encoder(**inputs).last_hidden_state
                 mask = inputs["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
@@ -64,23 +70,36 @@ def main(argv: list[str] | None = None) -> int:
     """Parse options, run both contestants interleaved, print the verdict; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_workload_args(parser)
-    parser.add_argument("--grouping", choices=("none", "sorted"), default="none",
-                        help="order: file order (none) or sorted by token length")
+    parser.add_argument(
+        "--grouping",
+        choices=("none", "sorted"),
+        default="none",
+        help="order: file order (none) or sorted by token length",
+    )
     args = parser.parse_args(argv)
     items = common.items_of(args)
     threads = common.set_threads(args.threads)
-    print(f"runner overhead: {items} items, batch {args.batch}, {args.precision}, max length "
-          f"{args.max_length}, grouping {args.grouping}, {threads} threads, {args.runs} runs "
-          "each, interleaved")
+    print(
+        f"runner overhead: {items} items, batch {args.batch}, {args.precision}, max length "
+        f"{args.max_length}, grouping {args.grouping}, {threads} threads, {args.runs} runs "
+        "each, interleaved"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         folder = common.prepare_folder(Path(tmp), items)
         attempts = common.RunnerAttempts(folder, threads)
-        row = common.variant(f"b{args.batch}-{args.precision}", args.batch, args.precision,
-                             args.grouping, args.max_length)
-        hand = functools.partial(hand_loop, folder, args.batch, args.precision,
-                                 args.max_length, args.grouping)
+        row = common.variant(
+            f"b{args.batch}-{args.precision}",
+            args.batch,
+            args.precision,
+            args.grouping,
+            args.max_length,
+        )
+        hand = functools.partial(
+            hand_loop, folder, args.batch, args.precision, args.max_length, args.grouping
+        )
         runs, seen = common.interleave_with_outputs(
-            {"runner": functools.partial(attempts.run, row), "hand loop": hand}, args.runs)
+            {"runner": functools.partial(attempts.run, row), "hand loop": hand}, args.runs
+        )
     print(f"predictions runner vs hand loop: {common.agreement(seen['runner'], seen['hand loop'])}")
     (found,) = common.compare(runs, args.clock, [("runner", "hand loop")])
     return common.single_target(found.of_medians, TARGET, f"{args.clock} clock")

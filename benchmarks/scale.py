@@ -82,8 +82,10 @@ def _helper_peak_mib() -> float:
 
 # ---------------------------------------------------------------- child processes
 
-def child_validate_report(workbook: Path, pngs: bool, validate_first: bool,
-                          stale: Path | None = None) -> dict[str, Any]:
+
+def child_validate_report(
+    workbook: Path, pngs: bool, validate_first: bool, stale: Path | None = None
+) -> dict[str, Any]:
     """report (after validate when ``validate_first``): times, findings, peak memory.
 
     ``stale``: a copy of the workbook put in its place first (untimed).
@@ -113,12 +115,17 @@ def child_validate_report(workbook: Path, pngs: bool, validate_first: bool,
     result, _ = build(workbook, pngs=pngs)
     end = time.perf_counter()
     findings += getattr(result, "findings", [])  # a --baseline copy may predate it
-    return {"seconds": end - start, "cpu_s": common.own_cpu_s() - cpu,
-            "validate_s": middle - start, "report_s": end - middle,
-            "saved": workbook.stat().st_mtime_ns != before,
-            "findings": len(findings), "first_finding": str(findings[0]) if findings else None,
-            "maxrss_mib": _maxrss_mib(),
-            "helper_maxrss_mib": _helper_peak_mib()}
+    return {
+        "seconds": end - start,
+        "cpu_s": common.own_cpu_s() - cpu,
+        "validate_s": middle - start,
+        "report_s": end - middle,
+        "saved": workbook.stat().st_mtime_ns != before,
+        "findings": len(findings),
+        "first_finding": str(findings[0]) if findings else None,
+        "maxrss_mib": _maxrss_mib(),
+        "helper_maxrss_mib": _helper_peak_mib(),
+    }
 
 
 def child_openpyxl(workbook: Path) -> dict[str, Any]:
@@ -151,12 +158,18 @@ def child_ingest(workbook: Path) -> dict[str, Any]:
     start = time.perf_counter()
     result = editing.ingest(workbook, refresh_derived=False)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "saves": saves[0], "attempts_added": result.attempts_added,
-            "already": result.already, "maxrss_mib": _maxrss_mib()}
+    return {
+        "seconds": seconds,
+        "saves": saves[0],
+        "attempts_added": result.attempts_added,
+        "already": result.already,
+        "maxrss_mib": _maxrss_mib(),
+    }
 
 
-def run_child(mode: str, workbook: Path, *extra: str, toolkit_dir: Path | None = None
-              ) -> dict[str, Any]:
+def run_child(
+    mode: str, workbook: Path, *extra: str, toolkit_dir: Path | None = None
+) -> dict[str, Any]:
     """Run this script in ``--child MODE`` and return the JSON it prints.
 
     ``toolkit_dir``: a folder holding another ``toolkit`` package to import instead.
@@ -164,15 +177,21 @@ def run_child(mode: str, workbook: Path, *extra: str, toolkit_dir: Path | None =
     env = dict(os.environ)
     if toolkit_dir is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(toolkit_dir), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", mode,
-                           str(workbook), *extra], capture_output=True, text=True, check=False,
-                          cwd=common.ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", mode, str(workbook), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=common.ROOT,
+        env=env,
+    )
     if done.returncode != 0:
         raise SystemExit(f"error: child {mode} failed ({done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------- the synthetic campaign
+
 
 def predictions_contents(items: int) -> list[tuple[bytes, str]]:
     """``CONTENTS`` distinct predictions files of the first ``items`` corpus items, with SHA-256.
@@ -190,16 +209,27 @@ def predictions_contents(items: int) -> list[tuple[bytes, str]]:
         for i, row in enumerate(rows):
             right = (i + k) % 10 < 6
             guess = row.label if right else labels[(labels.index(row.label) + 1) % len(labels)]
-            lines.append(json.dumps({"id": row.id, "prediction": guess, "label": row.label,
-                                     "stratum": corpus.stratum(len(row.text.split()))},
-                                    ensure_ascii=False, separators=(",", ":")) + "\n")
+            lines.append(
+                json.dumps(
+                    {
+                        "id": row.id,
+                        "prediction": guess,
+                        "label": row.label,
+                        "stratum": corpus.stratum(len(row.text.split())),
+                    },
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
         blob = "".join(lines).encode("utf-8")
         out.append((blob, hashlib.sha256(blob).hexdigest()))
     return out
 
 
-def records(workbook: Path, start: int, count: int, contents: list[tuple[bytes, str]]
-            ) -> list[dict[str, Any]]:
+def records(
+    workbook: Path, start: int, count: int, contents: list[tuple[bytes, str]]
+) -> list[dict[str, Any]]:
     """Journal records of attempts ``start+1 .. start+count``, their predictions files written.
 
     Each is a recorded demo attempt (cycling over the 15) under a new id, its
@@ -232,15 +262,20 @@ def records(workbook: Path, start: int, count: int, contents: list[tuple[bytes, 
         for name in ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s"):
             if isinstance(row.get(name), float):
                 row[name] = round(row[name] * jitter, 6)
-        row.update({
-            "attempt_id": attempt_id, "repetition": cycle + 1,
-            "order_position": (n - 1) % len(base) + 1,
-            "started_at": (began + dt.timedelta(minutes=2 * n)).isoformat(timespec="seconds"),
-            "predictions_path": rel, "predictions_sha256": sha, "row_sha256": None,
-            "protocol_sha256": lock,
-            "notes": f"predictions: {rel}; synthetic copy of {original['attempt_id']} of the "
-                     "recorded demo run (benchmarks/scale.py)",
-        })
+        row.update(
+            {
+                "attempt_id": attempt_id,
+                "repetition": cycle + 1,
+                "order_position": (n - 1) % len(base) + 1,
+                "started_at": (began + dt.timedelta(minutes=2 * n)).isoformat(timespec="seconds"),
+                "predictions_path": rel,
+                "predictions_sha256": sha,
+                "row_sha256": None,
+                "protocol_sha256": lock,
+                "notes": f"predictions: {rel}; synthetic copy of {original['attempt_id']} of the "
+                "recorded demo run (benchmarks/scale.py)",
+            }
+        )
         out.append(journal.record(row, manifests[row["manifest_id"]]))
     return out
 
@@ -273,64 +308,100 @@ def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[
     contents = predictions_contents(items)
     start = time.perf_counter()
     entries = records(workbook, 0, attempts, contents)
-    print(f"wrote {attempts:,} predictions files of {items:,} lines in "
-          f"{time.perf_counter() - start:.1f} s")
+    print(
+        f"wrote {attempts:,} predictions files of {items:,} lines in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
     appends = journal_all(workbook, entries)
-    print(f"journaled {attempts:,} attempts: append median {1000 * statistics.median(appends):.2f}"
-          f" ms (max {1000 * max(appends):.1f} ms)")
+    print(
+        f"journaled {attempts:,} attempts: append median {1000 * statistics.median(appends):.2f}"
+        f" ms (max {1000 * max(appends):.1f} ms)"
+    )
     built = run_child("ingest", workbook)
-    print(f"ingested them: {built['attempts_added']:,} attempts in {built['saves']} save(s), "
-          f"{built['seconds']:.1f} s, peak memory {built['maxrss_mib']:.0f} MiB")
+    print(
+        f"ingested them: {built['attempts_added']:,} attempts in {built['saves']} save(s), "
+        f"{built['seconds']:.1f} s, peak memory {built['maxrss_mib']:.0f} MiB"
+    )
     if built["saves"] != 1 or built["attempts_added"] != attempts:
         raise SystemExit("error: building the workbook did not ingest in one save")
     shutil.copyfile(workbook, stale_copy(workbook))
     return workbook, appends
 
 
-def child_contestant(workbook: Path, mode: str, extra: tuple[str, ...], reports: list[Any],
-                     toolkit_dir: Path | None = None) -> Any:
+def child_contestant(
+    workbook: Path,
+    mode: str,
+    extra: tuple[str, ...],
+    reports: list[Any],
+    toolkit_dir: Path | None = None,
+) -> Any:
     """A contestant for :func:`common.interleave`: one child run, its report kept."""
+
     def run() -> common.Timing:
         report = run_child(mode, workbook, *extra, toolkit_dir=toolkit_dir)
         reports.append(report)
         return common.Timing(report["seconds"], report["cpu_s"])
+
     return run
 
 
 # ---------------------------------------------------------------- main
 
+
 def main(argv: list[str] | None = None) -> int:
     """Build the campaign, time the contestants, ingest more; print the verdicts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--attempts", type=int, default=10_000,
-                        help="attempts in the workbook (default 10000)")
-    parser.add_argument("--ingest", type=int, default=1_000,
-                        help="attempts then journaled and ingested into it (default 1000)")
-    parser.add_argument("--items-per-file", type=int, default=common.FULL_CORPUS_ITEMS,
-                        help="lines of each predictions file (default 1000: the whole corpus, "
-                        "as in the demo)")
+    parser.add_argument(
+        "--attempts", type=int, default=10_000, help="attempts in the workbook (default 10000)"
+    )
+    parser.add_argument(
+        "--ingest",
+        type=int,
+        default=1_000,
+        help="attempts then journaled and ingested into it (default 1000)",
+    )
+    parser.add_argument(
+        "--items-per-file",
+        type=int,
+        default=common.FULL_CORPUS_ITEMS,
+        help="lines of each predictions file (default 1000: the whole corpus, as in the demo)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each (default 3)")
     parser.add_argument("--no-png", action="store_true", help="report without PNG charts")
-    parser.add_argument("--baseline", type=Path, default=None,
-                        help="also time the report (which validates) with the toolkit package "
-                        "in this folder (e.g. a copy from before a change), interleaved with the "
-                        "others")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="build in this (new) folder and keep it, instead of a temporary one")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="also time the report (which validates) with the toolkit package "
+        "in this folder (e.g. a copy from before a change), interleaved with the "
+        "others",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="build in this (new) folder and keep it, instead of a temporary one",
+    )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "WORKBOOK"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         mode, path = args.child[0], Path(args.child[1])
-        found = {"report": lambda: child_validate_report(path, not args.no_png, False),
-                 "report-saving": lambda: child_validate_report(path, not args.no_png, False,
-                                                                stale_copy(path)),
-                 "validate-report": lambda: child_validate_report(path, not args.no_png, True),
-                 "openpyxl": lambda: child_openpyxl(path),
-                 "ingest": lambda: child_ingest(path)}[mode]()
+        found = {
+            "report": lambda: child_validate_report(path, not args.no_png, False),
+            "report-saving": lambda: child_validate_report(
+                path, not args.no_png, False, stale_copy(path)
+            ),
+            "validate-report": lambda: child_validate_report(path, not args.no_png, True),
+            "openpyxl": lambda: child_openpyxl(path),
+            "ingest": lambda: child_ingest(path),
+        }[mode]()
         print(json.dumps(found))
         return 0
-    if args.attempts < 1 or args.ingest < 1 or not 1 <= args.items_per_file <= \
-            common.FULL_CORPUS_ITEMS:
+    if (
+        args.attempts < 1
+        or args.ingest < 1
+        or not 1 <= args.items_per_file <= common.FULL_CORPUS_ITEMS
+    ):
         parser.error("--attempts and --ingest must be >= 1, --items-per-file 1..1000")
 
     with tempfile.TemporaryDirectory(prefix="iteralab-scale-") as tmp:
@@ -344,73 +415,102 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
     workbook, appends = build_campaign(folder, args.attempts, args.items_per_file)
     extra = ("--no-png",) if args.no_png else ()
     settle = run_child("report", workbook, *extra)  # the first report adds the derived rows
-    print(f"first report (not timed; fills the derived sheets): {settle['seconds']:.1f} s, "
-          f"{settle['findings']} finding(s)")
+    print(
+        f"first report (not timed; fills the derived sheets): {settle['seconds']:.1f} s, "
+        f"{settle['findings']} finding(s)"
+    )
     if settle["findings"]:
         raise SystemExit(f"error: the synthetic workbook is not valid: {settle['first_finding']}")
     size = workbook.stat().st_size
     print(f"workbook: {args.attempts:,} attempts, {size / 2**20:.1f} MiB")
 
-    reports: dict[str, list[Any]] = {name: [] for name in
-                                     ("report", "report, saving", "validate, report",
-                                      "openpyxl load", "baseline")}
+    reports: dict[str, list[Any]] = {
+        name: []
+        for name in ("report", "report, saving", "validate, report", "openpyxl load", "baseline")
+    }
     contestants = {
         "report": child_contestant(workbook, "report", extra, reports["report"]),
-        "report, saving": child_contestant(workbook, "report-saving", extra,
-                                           reports["report, saving"]),
-        "validate, report": child_contestant(workbook, "validate-report", extra,
-                                             reports["validate, report"]),
+        "report, saving": child_contestant(
+            workbook, "report-saving", extra, reports["report, saving"]
+        ),
+        "validate, report": child_contestant(
+            workbook, "validate-report", extra, reports["validate, report"]
+        ),
         "openpyxl load": child_contestant(workbook, "openpyxl", (), reports["openpyxl load"]),
     }
-    pairs = [("report", "openpyxl load"), ("report, saving", "openpyxl load"),
-             ("validate, report", "openpyxl load")]
+    pairs = [
+        ("report", "openpyxl load"),
+        ("report, saving", "openpyxl load"),
+        ("validate, report", "openpyxl load"),
+    ]
     if args.baseline is not None:
         # The other copy's report (which validates first too), on the same workbook.
-        contestants["baseline"] = child_contestant(workbook, "report", extra,
-                                                   reports["baseline"],
-                                                   toolkit_dir=args.baseline.resolve())
-        pairs += [("baseline", "openpyxl load"), ("report", "baseline"),
-                  ("report, saving", "baseline")]
+        contestants["baseline"] = child_contestant(
+            workbook, "report", extra, reports["baseline"], toolkit_dir=args.baseline.resolve()
+        )
+        pairs += [
+            ("baseline", "openpyxl load"),
+            ("report", "baseline"),
+            ("report, saving", "baseline"),
+        ]
     runs = common.interleave(contestants, args.runs)
     found, saving = common.compare(runs, "wall", pairs)[:2]
     both = reports["validate, report"]
-    print(f"validate, report split: validate median "
-          f"{statistics.median(p['validate_s'] for p in both):.2f} s, report median "
-          f"{statistics.median(p['report_s'] for p in both):.2f} s; findings "
-          f"{sorted({p['findings'] for p in both + reports['report']})}")
-    saved = {name: sorted({p.get("saved") for p in reports[name]})
-             for name in ("report", "report, saving", "validate, report")}
-    print(f"saved the workbook: {saved} (report: nothing to save, the workbook is up to "
-          "date; report, saving: the first report after ingest)")
+    print(
+        f"validate, report split: validate median "
+        f"{statistics.median(p['validate_s'] for p in both):.2f} s, report median "
+        f"{statistics.median(p['report_s'] for p in both):.2f} s; findings "
+        f"{sorted({p['findings'] for p in both + reports['report']})}"
+    )
+    saved = {
+        name: sorted({p.get("saved") for p in reports[name]})
+        for name in ("report", "report, saving", "validate, report")
+    }
+    print(
+        f"saved the workbook: {saved} (report: nothing to save, the workbook is up to "
+        "date; report, saving: the first report after ingest)"
+    )
     peak = max(p["maxrss_mib"] for p in reports["report"] + reports["report, saving"])
     peak_load = max(p["maxrss_mib"] for p in reports["openpyxl load"])
-    helper = max(p.get("helper_maxrss_mib", 0)
-                 for p in reports["report"] + reports["report, saving"] + both)
-    print(f"peak memory (VmHWM): report {peak:.0f}"
-          f" MiB, validate then report {max(p['maxrss_mib'] for p in both):.0f} MiB, openpyxl "
-          f"load {peak_load:.0f} MiB; largest helper process {helper:.0f} MiB")
+    helper = max(
+        p.get("helper_maxrss_mib", 0) for p in reports["report"] + reports["report, saving"] + both
+    )
+    print(
+        f"peak memory (VmHWM): report {peak:.0f}"
+        f" MiB, validate then report {max(p['maxrss_mib'] for p in both):.0f} MiB, openpyxl "
+        f"load {peak_load:.0f} MiB; largest helper process {helper:.0f} MiB"
+    )
     met = [common.verdict(found.of_medians, TARGET)]
     print(f"report, saving / openpyxl load: {saving.of_medians:.3f} (shown, not a verdict)")
 
-    more = records(workbook, args.attempts, args.ingest,
-                   predictions_contents(args.items_per_file))
+    more = records(workbook, args.attempts, args.ingest, predictions_contents(args.items_per_file))
     appends += journal_all(workbook, more)
     ingested = run_child("ingest", workbook)
-    print(f"ingest of {args.ingest:,} journaled attempts into the {args.attempts:,}-attempt "
-          f"workbook: {ingested['attempts_added']:,} added, {ingested['already']:,} already "
-          f"there, {ingested['saves']} save(s) (target: 1), {ingested['seconds']:.1f} s, peak "
-          f"memory {ingested['maxrss_mib']:.0f} MiB")
+    print(
+        f"ingest of {args.ingest:,} journaled attempts into the {args.attempts:,}-attempt "
+        f"workbook: {ingested['attempts_added']:,} added, {ingested['already']:,} already "
+        f"there, {ingested['saves']} save(s) (target: 1), {ingested['seconds']:.1f} s, peak "
+        f"memory {ingested['maxrss_mib']:.0f} MiB"
+    )
     one_save = ingested["saves"] == 1 and ingested["attempts_added"] == args.ingest
-    print(f"saves per ingest: {ingested['saves']} (target: 1): "
-          f"{'met' if one_save else 'missed'}")
+    print(f"saves per ingest: {ingested['saves']} (target: 1): {'met' if one_save else 'missed'}")
     met.append(one_save)
-    print(f"journal append over {len(appends):,} appends: median "
-          f"{1000 * statistics.median(appends):.2f} ms")
-    print("results row: " + common.results_row(
-        "scale.py", found.of_medians, TARGET, met[0],
-        f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
-        f"report, saving: {saving.of_medians:.3f}; report peak {peak:.0f} MiB + helper "
-        f"{helper:.0f} MiB; ingest of {args.ingest:,}: {ingested['saves']} save"))
+    print(
+        f"journal append over {len(appends):,} appends: median "
+        f"{1000 * statistics.median(appends):.2f} ms"
+    )
+    print(
+        "results row: "
+        + common.results_row(
+            "scale.py",
+            found.of_medians,
+            TARGET,
+            met[0],
+            f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
+            f"report, saving: {saving.of_medians:.3f}; report peak {peak:.0f} MiB + helper "
+            f"{helper:.0f} MiB; ingest of {args.ingest:,}: {ingested['saves']} save",
+        )
+    )
     return common.exit_code(met)
 
 

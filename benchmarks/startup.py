@@ -48,8 +48,10 @@ def timed(command: list[str]) -> float:
     done = subprocess.run(command, capture_output=True, check=False, cwd=common.ROOT)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"error: {' '.join(command)} exited {done.returncode}:\n"
-                         f"{done.stderr.decode(errors='replace')}")
+        raise SystemExit(
+            f"error: {' '.join(command)} exited {done.returncode}:\n"
+            f"{done.stderr.decode(errors='replace')}"
+        )
     return seconds
 
 
@@ -60,8 +62,11 @@ def imported_modules(args: list[str]) -> tuple[int, str, list[str]]:
     """
     command = [sys.executable, "-X", "importtime", *iteralab()[1:], *args]
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=common.ROOT)
-    names = [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
-             if line.startswith("import time:") and line.count("|") == 2]
+    names = [
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    ]
     last = (done.stdout.strip().splitlines() or [""])[-1]
     return done.returncode, last, names[1:]  # the first name is the column header
 
@@ -105,28 +110,43 @@ def main(argv: list[str] | None = None) -> int:
             into.append(timed(command))
             print(f"  run {run}  {name:<15} {into[-1]:.3f} s")
     median = statistics.median(helps)
-    print(f"iteralab --help: median {median:.3f} s, min {min(helps):.3f}, max {max(helps):.3f}; "
-          f"python -c pass: median {statistics.median(bares):.3f} s")
+    print(
+        f"iteralab --help: median {median:.3f} s, min {min(helps):.3f}, max {max(helps):.3f}; "
+        f"python -c pass: median {statistics.median(bares):.3f} s"
+    )
     met = [median <= TARGET_S]
     print(f"seconds {median:.3f} (target <= {TARGET_S:g}): {'met' if met[0] else 'missed'}")
 
     with tempfile.TemporaryDirectory(prefix="iteralab-startup-") as tmp:
         workbook = demo_workbook(Path(tmp) / "demo")
-        for label, cli_args in (("iteralab --help", ["--help"]),
-                                ("iteralab validate", ["validate", str(workbook)])):
+        for label, cli_args in (
+            ("iteralab --help", ["--help"]),
+            ("iteralab validate", ["validate", str(workbook)]),
+        ):
             code, last, names = imported_modules(cli_args)
             bad = forbidden(names)
             if cli_args[0] == "validate":
-                print(f"iteralab validate said: {last[:160]} (exit {code}; the demo's "
-                      "predictions files are not in this folder, so each is a finding)")
-            print(f"{label}: {len(names)} modules imported, torch/transformers: "
-                  f"{', '.join(bad[:3]) if bad else 'none'}: {'missed' if bad else 'met'}")
+                print(
+                    f"iteralab validate said: {last[:160]} (exit {code}; the demo's "
+                    "predictions files are not in this folder, so each is a finding)"
+                )
+            print(
+                f"{label}: {len(names)} modules imported, torch/transformers: "
+                f"{', '.join(bad[:3]) if bad else 'none'}: {'missed' if bad else 'met'}"
+            )
             met.append(not bad)
         shutil.rmtree(Path(tmp) / "demo")
-    print("results row: " + common.results_row(
-        "startup.py", median, TARGET_S, met[0],
-        f"`iteralab --help` median seconds over {args.runs} runs; --help and validate "
-        f"import torch: {'no' if all(met[1:]) else 'YES'}"))
+    print(
+        "results row: "
+        + common.results_row(
+            "startup.py",
+            median,
+            TARGET_S,
+            met[0],
+            f"`iteralab --help` median seconds over {args.runs} runs; --help and validate "
+            f"import torch: {'no' if all(met[1:]) else 'YES'}",
+        )
+    )
     return common.exit_code(met)
 
 

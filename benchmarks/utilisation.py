@@ -48,8 +48,15 @@ import common
 TARGETS = {"fp32": 1 / 1.3, "bf16": 0.6}
 #: Matrix products as the profiler names them: aten's, and the oneDNN/MKL linear kernels
 #: Inductor calls with frozen weights (TORCHINDUCTOR_FREEZING=1; bias and GELU fused in).
-MATMUL_OPS = ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "aten::baddbmm",
-              "mkldnn::_linear_pointwise", "mkl::_mkl_linear")
+MATMUL_OPS = (
+    "aten::addmm",
+    "aten::mm",
+    "aten::bmm",
+    "aten::matmul",
+    "aten::baddbmm",
+    "mkldnn::_linear_pointwise",
+    "mkl::_mkl_linear",
+)
 ATTENTION_MARK = "scaled_dot_product"
 #: Profiler events of Inductor's compiled graphs: their self time is the fused kernels it
 #: generated (elementwise, LayerNorm, GELU...) and its wrapper code, not aten operators.
@@ -67,8 +74,9 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[str]
-          ) -> tuple[Any, dict[str, Any], dict[str, int]]:
+def _load(
+    precision: str, folder: Path, args: argparse.Namespace, texts: list[str]
+) -> tuple[Any, dict[str, Any], dict[str, int]]:
     """The model as the runner's load phase leaves it, then the protocol's warm-up; with
     the graphs compiled in each (both 0 uncompiled)."""
     from toolkit.runner.instruments import compilation
@@ -76,16 +84,24 @@ def _load(precision: str, folder: Path, args: argparse.Namespace, texts: list[st
     from toolkit.runner.tasks.classification import first_calls
     from toolkit.runner.tasks.predictor import TorchClassifier
 
-    name = f"b{args.batch}-{precision}-sorted" + ("-compiled" if args.compile else "") + (
-        "" if args.attention == "sdpa" else f"-{args.attention}")
-    variant = common.variant(name, args.batch, precision, "sorted",
-                             attention_backend=args.attention,
-                             compile="yes" if args.compile else "no")
+    name = (
+        f"b{args.batch}-{precision}-sorted"
+        + ("-compiled" if args.compile else "")
+        + ("" if args.attention == "sdpa" else f"-{args.attention}")
+    )
+    variant = common.variant(
+        name,
+        args.batch,
+        precision,
+        "sorted",
+        attention_backend=args.attention,
+        compile="yes" if args.compile else "no",
+    )
     count = compilation.GraphCount()
     model = TorchClassifier(load(variant, folder), variant)
     first_calls(model, variant, _items(texts))  # compiles the window's batch shapes (R8)
     graphs = {"load": count.take()}
-    _pass(model, variant, texts[:common.WARMUP_ITEMS])  # the protocol's warm-up
+    _pass(model, variant, texts[: common.WARMUP_ITEMS])  # the protocol's warm-up
     graphs["warm-up"] = count.take()
     return model, variant, graphs
 
@@ -114,8 +130,12 @@ def _breakdown(model: Any, variant: dict[str, Any], texts: list[str]) -> dict[st
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         total = _pass(model, variant, texts)[0]
-    kinds = {"matrix products": 0.0, "attention kernels": 0.0, "compiled fused code": 0.0,
-             "other operators": 0.0}
+    kinds = {
+        "matrix products": 0.0,
+        "attention kernels": 0.0,
+        "compiled fused code": 0.0,
+        "other operators": 0.0,
+    }
     for event in prof.key_averages():
         seconds = event.self_cpu_time_total / 1e6
         if event.key in MATMUL_OPS:
@@ -131,8 +151,9 @@ def _breakdown(model: Any, variant: dict[str, Any], texts: list[str]) -> dict[st
     return {name: seconds / total for name, seconds in kinds.items()}
 
 
-def _measure(precision: str, args: argparse.Namespace, folder: Path, texts: list[str],
-             threads: int) -> tuple[bool, str]:
+def _measure(
+    precision: str, args: argparse.Namespace, folder: Path, texts: list[str], threads: int
+) -> tuple[bool, str]:
     """Load, warm up, run the interleaved rounds and print one precision's figures; return
     whether it met its target and its results row."""
     import torch
@@ -160,49 +181,68 @@ def _measure(precision: str, args: argparse.Namespace, folder: Path, texts: list
     seconds = statistics.median(cpus if args.clock == "cpu" else walls)
     rate = real / seconds
     value = rate / best
-    print(f"{precision}: real-token FLOPs per pass {real / 1e9:.1f} GFLOP "
-          f"({cost.formula})")
-    print(f"  peak probes: {', '.join(f'{p / 1e9:.1f}' for p in peaks)} GFLOP/s "
-          f"(best {best / 1e9:.1f}; last: {probes[-1].text})")
-    print(f"  passes: wall {', '.join(f'{w:.2f}' for w in walls)} s; cpu "
-          f"{', '.join(f'{c:.2f}' for c in cpus)} s")
+    print(f"{precision}: real-token FLOPs per pass {real / 1e9:.1f} GFLOP ({cost.formula})")
+    print(
+        f"  peak probes: {', '.join(f'{p / 1e9:.1f}' for p in peaks)} GFLOP/s "
+        f"(best {best / 1e9:.1f}; last: {probes[-1].text})"
+    )
+    print(
+        f"  passes: wall {', '.join(f'{w:.2f}' for w in walls)} s; cpu "
+        f"{', '.join(f'{c:.2f}' for c in cpus)} s"
+    )
     padded = cost.total(window.sequences, window.padded_tokens, window.padded_squares)
-    print(f"  achieved {rate / 1e9:.1f} GFLOP/s on real tokens (on padded tokens "
-          f"{padded / seconds / 1e9:.1f})")
+    print(
+        f"  achieved {rate / 1e9:.1f} GFLOP/s on real tokens (on padded tokens "
+        f"{padded / seconds / 1e9:.1f})"
+    )
     if others.cores is not None:
         print(f"  other processes kept {others.cores:.2f} cores busy meanwhile")
-    shares = _breakdown(model, variant, texts[:min(len(texts), 120)])
+    shares = _breakdown(model, variant, texts[: min(len(texts), 120)])
     graphs["profiled pass"] = count.take()
-    print("  where a profiled pass's time goes: "
-          + ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if share))
+    print(
+        "  where a profiled pass's time goes: "
+        + ", ".join(f"{name} {share:.0%}" for name, share in shares.items() if share)
+    )
     if args.compile:
-        print("  graphs compiled: " + ", ".join(f"{n} in {phase}" for phase, n in graphs.items())
-              + (" (compile time is inside the timed passes)" if graphs["timed passes"] else ""))
+        print(
+            "  graphs compiled: "
+            + ", ".join(f"{n} in {phase}" for phase, n in graphs.items())
+            + (" (compile time is inside the timed passes)" if graphs["timed passes"] else "")
+        )
     met = value >= TARGETS[precision]
-    print(f"{precision} ratio {value:.3f} (target >= {TARGETS[precision]:.3g}): "
-          f"{'met' if met else 'missed'}")
+    print(
+        f"{precision} ratio {value:.3f} (target >= {TARGETS[precision]:.3g}): "
+        f"{'met' if met else 'missed'}"
+    )
     matmul = shares["matrix products"]
     if not met and matmul:
-        print(f"  what holds {precision} back: {1 - matmul:.0%} of the pass is outside "
-              "the matrix products (the attention kernel, elementwise operators or fused "
-              "code, host work), which do little of the counted FLOPs; the matrix products "
-              f"themselves ran at about {padded / seconds / matmul / best:.2f} of the "
-              "probe's peak")
+        print(
+            f"  what holds {precision} back: {1 - matmul:.0%} of the pass is outside "
+            "the matrix products (the attention kernel, elementwise operators or fused "
+            "code, host work), which do little of the counted FLOPs; the matrix products "
+            f"themselves ran at about {padded / seconds / matmul / best:.2f} of the "
+            "probe's peak"
+        )
     if precision != "fp32":
         flags = _cpu_flags()
         has = [f for f in BF16_FLAGS if f in flags]
         fp32 = probes[-1].matmul.get("fp32")
-        print(f"  {precision} on this CPU: its bf16 instructions "
-              f"{', '.join(has) or 'none of ' + ', '.join(BF16_FLAGS)}; the probe's "
-              f"{precision} peak is {best / fp32:.2f} of its fp32 peak ({fp32 / 1e9:.1f} "
-              "GFLOP/s): without native bf16 dot products the matrix products convert "
-              "to fp32 and back (utilisation is against the bf16 peak)"
-              if fp32 else "")
-    row = (f"| {dt.date.today().isoformat()} | {common.machine()} | "
-           f"`{common.script_line()}` ({variant['variant_id']}, "
-           f"{args.clock} clock; peak {best / 1e9:.1f} GFLOP/s, achieved "
-           f"{rate / 1e9:.1f}) | {value:.3f} | >= {TARGETS[precision]:.3g} | "
-           f"{'met' if met else 'missed'} |")
+        print(
+            f"  {precision} on this CPU: its bf16 instructions "
+            f"{', '.join(has) or 'none of ' + ', '.join(BF16_FLAGS)}; the probe's "
+            f"{precision} peak is {best / fp32:.2f} of its fp32 peak ({fp32 / 1e9:.1f} "
+            "GFLOP/s): without native bf16 dot products the matrix products convert "
+            "to fp32 and back (utilisation is against the bf16 peak)"
+            if fp32
+            else ""
+        )
+    row = (
+        f"| {dt.date.today().isoformat()} | {common.machine()} | "
+        f"`{common.script_line()}` ({variant['variant_id']}, "
+        f"{args.clock} clock; peak {best / 1e9:.1f} GFLOP/s, achieved "
+        f"{rate / 1e9:.1f}) | {value:.3f} | >= {TARGETS[precision]:.3g} | "
+        f"{'met' if met else 'missed'} |"
+    )
     return met, row
 
 
@@ -212,17 +252,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=300, help="first N corpus items (300)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds (3)")
     parser.add_argument("--precisions", default="fp32,bf16", help="comma list (fp32,bf16)")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="clock of the pass for the verdict (default cpu)")
+    parser.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="clock of the pass for the verdict (default cpu)",
+    )
     parser.add_argument("--batch", type=int, default=8, help="batch size (8, the sample's)")
-    parser.add_argument("--compile", action="store_true",
-                        help="the variant with compile = yes, compiled as the runner does")
-    parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa",
-                        help="the variant's attention_backend (sdpa, the sample's)")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="the variant with compile = yes, compiled as the runner does",
+    )
+    parser.add_argument(
+        "--attention",
+        choices=("sdpa", "eager"),
+        default="sdpa",
+        help="the variant's attention_backend (sdpa, the sample's)",
+    )
     args = parser.parse_args(argv)
     precisions = [p for p in args.precisions.split(",") if p]
-    if not 1 <= args.items <= common.FULL_CORPUS_ITEMS or args.runs < 1 or args.batch < 1 or any(
-            p not in TARGETS for p in precisions):
+    if (
+        not 1 <= args.items <= common.FULL_CORPUS_ITEMS
+        or args.runs < 1
+        or args.batch < 1
+        or any(p not in TARGETS for p in precisions)
+    ):
         parser.error("--items 1..1000, --runs >= 1, --batch >= 1, --precisions from fp32,bf16")
     import tempfile
 
@@ -235,9 +290,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-util-") as tmp:
         folder = common.prepare_folder(Path(tmp), args.items)
         texts = [i.text for i in corpus.read_corpus(folder / "corpus.jsonl")]
-        print(f"utilisation: b{args.batch}-*-sorted{' compiled' if args.compile else ''} on "
-              f"{args.items} items, {threads} thread, {args.runs} round(s), verdict on the "
-              f"{args.clock} clock")
+        print(
+            f"utilisation: b{args.batch}-*-sorted{' compiled' if args.compile else ''} on "
+            f"{args.items} items, {threads} thread, {args.runs} round(s), verdict on the "
+            f"{args.clock} clock"
+        )
         for precision in precisions:
             with compilation.session(args.compile):  # the runner's compile state (R8)
                 met, row = _measure(precision, args, folder, texts, threads)

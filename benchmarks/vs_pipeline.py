@@ -62,22 +62,30 @@ def head_pipeline_class() -> type:
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             return {"logits": pooled @ weight.T + bias}
 
-        def postprocess(self, model_outputs: dict[str, torch.Tensor],
-                        return_tensors: bool = False) -> str:
+        def postprocess(
+            self, model_outputs: dict[str, torch.Tensor], return_tensors: bool = False
+        ) -> str:
             return self.head[2][int(model_outputs["logits"].argmax(dim=-1)[0])]
 
     return HeadPipeline
 
 
-def pipeline_run(folder: Path, batch: int, precision: str, max_length: int,
-                 grouping: str) -> tuple[common.Timing, dict[str, str]]:
+def pipeline_run(
+    folder: Path, batch: int, precision: str, max_length: int, grouping: str
+) -> tuple[common.Timing, dict[str, str]]:
     """Build the pipeline, warm it up, time one pass; return (seconds, predictions by id)."""
     from transformers import pipeline
 
     model = common.load_sample_model(folder, precision)
-    pipe: Any = pipeline("feature-extraction", model=model.encoder, tokenizer=model.tokenizer,
-                         pipeline_class=head_pipeline_class(), device="cpu", batch_size=batch,
-                         tokenize_kwargs={"truncation": True, "max_length": max_length})
+    pipe: Any = pipeline(
+        "feature-extraction",
+        model=model.encoder,
+        tokenizer=model.tokenizer,
+        pipeline_class=head_pipeline_class(),
+        device="cpu",
+        batch_size=batch,
+        tokenize_kwargs={"truncation": True, "max_length": max_length},
+    )
     pipe.head = (model.weight, model.bias, model.labels)
     return common.timed_corpus_pass(folder, pipe, model, max_length, grouping)
 
@@ -86,44 +94,63 @@ def main(argv: list[str] | None = None) -> int:
     """Parse options, run the contestants interleaved, print the verdicts; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common.add_workload_args(parser)
-    parser.add_argument("--grouping", choices=("both", "none", "sorted"), default="both",
-                        help="file order, length-grouped, or both (default)")
+    parser.add_argument(
+        "--grouping",
+        choices=("both", "none", "sorted"),
+        default="both",
+        help="file order, length-grouped, or both (default)",
+    )
     args = parser.parse_args(argv)
     items = common.items_of(args)
     threads = common.set_threads(args.threads)
     groupings = ("none", "sorted") if args.grouping == "both" else (args.grouping,)
-    print(f"runner vs transformers.pipeline: {items} items, batch {args.batch}, "
-          f"{args.precision}, max length {args.max_length}, grouping {'/'.join(groupings)}, "
-          f"{threads} threads, {args.runs} runs each, interleaved")
+    print(
+        f"runner vs transformers.pipeline: {items} items, batch {args.batch}, "
+        f"{args.precision}, max length {args.max_length}, grouping {'/'.join(groupings)}, "
+        f"{threads} threads, {args.runs} runs each, interleaved"
+    )
     contestants: dict[str, Callable[[], tuple[common.Timing, dict[str, str]]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         folder = common.prepare_folder(Path(tmp), items)
         attempts = common.RunnerAttempts(folder, threads)
         for grouping in groupings:
             suffix = "" if grouping == "none" else " sorted"
-            row = common.variant(f"b{args.batch}-{args.precision}-{grouping}", args.batch,
-                                 args.precision, grouping, args.max_length)
+            row = common.variant(
+                f"b{args.batch}-{args.precision}-{grouping}",
+                args.batch,
+                args.precision,
+                grouping,
+                args.max_length,
+            )
             contestants["runner" + suffix] = functools.partial(attempts.run, row)
             contestants["pipeline" + suffix] = functools.partial(
-                pipeline_run, folder, args.batch, args.precision, args.max_length, grouping)
+                pipeline_run, folder, args.batch, args.precision, args.max_length, grouping
+            )
         runs, seen = common.interleave_with_outputs(contestants, args.runs)
     suffixes = ["" if grouping == "none" else " sorted" for grouping in groupings]
     for suffix in suffixes:
-        print(f"predictions runner{suffix} vs pipeline{suffix}: "
-              f"{common.agreement(seen['runner' + suffix], seen['pipeline' + suffix])}")
+        print(
+            f"predictions runner{suffix} vs pipeline{suffix}: "
+            f"{common.agreement(seen['runner' + suffix], seen['pipeline' + suffix])}"
+        )
     found = common.compare(runs, args.clock, [("runner" + s, "pipeline" + s) for s in suffixes])
     met, rows = [], []
     for grouping, ratio in zip(groupings, found, strict=True):
         ok = common.verdict(ratio.of_medians, TARGET)
         met.append(ok)
         label = "file order" if grouping == "none" else "length-grouped"
-        rows.append(common.results_row(common.script_line(), ratio.of_medians, TARGET, ok,
-                                       f"{label}, {args.clock} clock"))
+        rows.append(
+            common.results_row(
+                common.script_line(), ratio.of_medians, TARGET, ok, f"{label}, {args.clock} clock"
+            )
+        )
     if len(groupings) == 2:
         for side in ("runner", "pipeline"):
             effect = common.ratio(runs.wall, side, side + " sorted")
-            print(f"grouping effect, {side}: wall file order / length-grouped = "
-                  f"{effect.of_medians:.2f}x (median of pairs {effect.median_of_pairs:.2f}x)")
+            print(
+                f"grouping effect, {side}: wall file order / length-grouped = "
+                f"{effect.of_medians:.2f}x (median of pairs {effect.median_of_pairs:.2f}x)"
+            )
     for row_text in rows:
         print("results row:", row_text)
     return common.exit_code(met)

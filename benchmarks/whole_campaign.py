@@ -41,11 +41,11 @@ def _cli(*args: str) -> list[str]:
 def _run(command: list[str]) -> float:
     """Run a CLI command from the repository root; return its wall time, exit on failure."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH"))
-                                        if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=common.ROOT, env=env, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        command, cwd=common.ROOT, env=env, capture_output=True, text=True, check=False
+    )
     seconds = time.perf_counter() - start
     for line in done.stdout.strip().splitlines():
         print(f"  | {line}")
@@ -74,13 +74,21 @@ def _amended_copy(folder: Path, items: int, repetitions: int, policy: str | None
         if policy:
             form["process_policy"] = policy
             changed.append(f"process policy {policy}")
-        locking.amend(data, f"benchmark: declared subset ({', '.join(changed)}) for "
-                       "benchmarks/whole_campaign.py")
+        locking.amend(
+            data,
+            f"benchmark: declared subset ({', '.join(changed)}) for benchmarks/whole_campaign.py",
+        )
     return book
 
 
-def campaign(folder: Path, items: int, repetitions: int, policy: str | None,
-             variants: list[str], threads: int | None) -> tuple[float, Path]:
+def campaign(
+    folder: Path,
+    items: int,
+    repetitions: int,
+    policy: str | None,
+    variants: list[str],
+    threads: int | None,
+) -> tuple[float, Path]:
     """Run the campaign; return (wall seconds, workbook path)."""
     extra = ["--quiet"] + ([f"--threads={threads}"] if threads else [])
     if (items, repetitions) in (QUICK, FULL) and not policy and not variants:
@@ -104,31 +112,57 @@ def attempts(book: Path) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     """Run the campaign, decompose its wall time, print the verdict; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=QUICK[0],
-                        help=f"first N corpus items (default {QUICK[0]}: the quick demo)")
-    parser.add_argument("--repetitions", type=int, default=QUICK[1],
-                        help=f"repetitions of each variant (default {QUICK[1]})")
-    parser.add_argument("--full", action="store_true",
-                        help="the whole demo: 1,000 items, 5 repetitions")
-    parser.add_argument("--policy", choices=("fresh", "shared"), default=None,
-                        help="process policy (default: the sample protocol's, fresh)")
-    parser.add_argument("--variant", action="append", default=[], metavar="ID",
-                        help="run only this variant (repeatable; default: series 1)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=QUICK[0],
+        help=f"first N corpus items (default {QUICK[0]}: the quick demo)",
+    )
+    parser.add_argument(
+        "--repetitions",
+        type=int,
+        default=QUICK[1],
+        help=f"repetitions of each variant (default {QUICK[1]})",
+    )
+    parser.add_argument(
+        "--full", action="store_true", help="the whole demo: 1,000 items, 5 repetitions"
+    )
+    parser.add_argument(
+        "--policy",
+        choices=("fresh", "shared"),
+        default=None,
+        help="process policy (default: the sample protocol's, fresh)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only this variant (repeatable; default: series 1)",
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
-                        help="run in DIR (must not hold a demo) and keep it")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run in DIR (must not hold a demo) and keep it",
+    )
     args = parser.parse_args(argv)
     items, repetitions = FULL if args.full else (args.items, args.repetitions)
     if not 1 <= items <= common.FULL_CORPUS_ITEMS or repetitions < 1:
         raise SystemExit("error: --items must be 1..1000 and --repetitions at least 1")
-    print(f"whole campaign: {items} items, {repetitions} repetitions, "
-          f"{'variants ' + ', '.join(args.variant) if args.variant else 'series 1'}, "
-          f"process policy {args.policy or 'fresh (sample protocol)'}")
+    print(
+        f"whole campaign: {items} items, {repetitions} repetitions, "
+        f"{'variants ' + ', '.join(args.variant) if args.variant else 'series 1'}, "
+        f"process policy {args.policy or 'fresh (sample protocol)'}"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
         folder = args.keep or Path(tmp) / "demo"
         with common.OthersMeter() as others:
-            wall, book = campaign(folder, items, repetitions, args.policy, args.variant,
-                                  args.threads)
+            wall, book = campaign(
+                folder, items, repetitions, args.policy, args.variant, args.threads
+            )
         rows = attempts(book)
     bad = [r["attempt_id"] for r in rows if r["status"] != "completed"]
     if bad or not rows:
@@ -140,21 +174,28 @@ def main(argv: list[str] | None = None) -> int:
 
     measured, load, warmup = total("measured_s"), total("load_s"), total("warmup_s")
     after = total("evaluation_s") + total("export_s")
-    print(f"{'attempt':<22} {'load_s':>8} {'warmup_s':>9} {'measured_s':>11} "
-          f"{'eval+export':>12}")
+    print(f"{'attempt':<22} {'load_s':>8} {'warmup_s':>9} {'measured_s':>11} {'eval+export':>12}")
     for r in rows:
-        print(f"{r['attempt_id']:<22} {r['load_s']:8.3f} {r['warmup_s']:9.3f} "
-              f"{r['measured_s']:11.3f} {r['evaluation_s'] + r['export_s']:12.3f}")
+        print(
+            f"{r['attempt_id']:<22} {r['load_s']:8.3f} {r['warmup_s']:9.3f} "
+            f"{r['measured_s']:11.3f} {r['evaluation_s'] + r['export_s']:12.3f}"
+        )
     rest = wall - measured - load - warmup - after
-    print(f"wall time {wall:.1f} s for {len(rows)} attempts = measured windows {measured:.1f} s "
-          f"+ load {load:.1f} s + warm-up {warmup:.1f} s + evaluation and export {after:.1f} s "
-          f"+ the rest {rest:.1f} s (process start-up and imports, journal, ingestion; "
-          f"{rest / len(rows):.1f} s per attempt)")
+    print(
+        f"wall time {wall:.1f} s for {len(rows)} attempts = measured windows {measured:.1f} s "
+        f"+ load {load:.1f} s + warm-up {warmup:.1f} s + evaluation and export {after:.1f} s "
+        f"+ the rest {rest:.1f} s (process start-up and imports, journal, ingestion; "
+        f"{rest / len(rows):.1f} s per attempt)"
+    )
     if others.cores is not None:
-        print(f"other processes kept {others.cores:.2f} cores busy on average meanwhile (both "
-              "the wall time and the measured windows stretch with them)")
-    print(f"without load and warm-up: (wall - load - warm-up) / measured = "
-          f"{(wall - load - warmup) / measured:.3f}")
+        print(
+            f"other processes kept {others.cores:.2f} cores busy on average meanwhile (both "
+            "the wall time and the measured windows stretch with them)"
+        )
+    print(
+        f"without load and warm-up: (wall - load - warm-up) / measured = "
+        f"{(wall - load - warmup) / measured:.3f}"
+    )
     value = wall / measured
     return common.single_target(value, TARGET)
 

@@ -34,16 +34,23 @@ _CODE = r"(?:R\d{1,2}|B[1-5])(?:-(?:R\d{1,2}|B[1-5]))?"
 _CODES = rf"{_CODE}(?:,\s*{_CODE})*"
 #: A requirement or beyond-the-seeds code, as the grep test looks for them.
 CODE = re.compile(rf"\b{_CODE}\b")
-_ONLY_CODES = re.compile(rf"\s*\({_CODES}\)")          # "(R1, R24)"
-_LEADING = re.compile(rf"\({_CODES}(?::|,)\s*")         # "(R12: no GPU ..." -> "(no GPU ..."
-_TRAILING = re.compile(rf",\s*{_CODES}(?=\))")          # "(never lowered, R16)" -> "(...)"
+_ONLY_CODES = re.compile(rf"\s*\({_CODES}\)")  # "(R1, R24)"
+_LEADING = re.compile(rf"\({_CODES}(?::|,)\s*")  # "(R12: no GPU ..." -> "(no GPU ..."
+_TRAILING = re.compile(rf",\s*{_CODES}(?=\))")  # "(never lowered, R16)" -> "(...)"
 _MARKER = re.compile(r"^<!-- generated: (?P<what>[a-z-]+)(?: (?P<arg>\w+))? -->$", re.M)
 
 KIND_WORDS = {
-    layout.TEXT: "text", layout.INT: "whole number", layout.NUMBER: "number",
-    layout.SECONDS: "seconds", layout.BYTES: "bytes", layout.USD: "USD",
-    layout.RATIO: "ratio", layout.YESNO: "yes / no", layout.CHOICE: "one of",
-    layout.DATETIME: "date-time with UTC offset", layout.USD_OR_UNDEFINED: "USD or 'undefined'",
+    layout.TEXT: "text",
+    layout.INT: "whole number",
+    layout.NUMBER: "number",
+    layout.SECONDS: "seconds",
+    layout.BYTES: "bytes",
+    layout.USD: "USD",
+    layout.RATIO: "ratio",
+    layout.YESNO: "yes / no",
+    layout.CHOICE: "one of",
+    layout.DATETIME: "date-time with UTC offset",
+    layout.USD_OR_UNDEFINED: "USD or 'undefined'",
     layout.MONEY: "amount in the row's currency",
 }
 
@@ -53,9 +60,11 @@ def plain(text: str) -> str:
     out = _TRAILING.sub("", _LEADING.sub("(", _ONLY_CODES.sub("", text)))
     left = CODE.search(out)
     if left:
-        raise ValueError(f"a requirement code that reads as part of a sentence: {text!r}: "
-                         "word the rule in toolkit/layout.py so that the code sits in "
-                         "parentheses, e.g. '... (R14)'")
+        raise ValueError(
+            f"a requirement code that reads as part of a sentence: {text!r}: "
+            "word the rule in toolkit/layout.py so that the code sits in "
+            "parentheses, e.g. '... (R14)'"
+        )
     return out
 
 
@@ -79,29 +88,41 @@ def _who(sheet: layout.Sheet, column: layout.Column) -> str:
 
 def sheet_markdown(sheet: layout.Sheet, heading: str = "##") -> str:
     """One sheet: its purpose, then a table of its columns (a form: its fields)."""
-    lines = [f"{heading} {sheet.name}", "", _cell(sheet.purpose) + "."
-             if not sheet.purpose.endswith(".") else _cell(sheet.purpose), ""]
+    lines = [
+        f"{heading} {sheet.name}",
+        "",
+        _cell(sheet.purpose) + "." if not sheet.purpose.endswith(".") else _cell(sheet.purpose),
+        "",
+    ]
     if sheet.since > 1:
         lines += [f"Added in layout version {sheet.since}.", ""]
     if sheet.kind == "text":
-        lines += [f"{index}. {_cell(step.split('. ', 1)[-1])}" if step[:1].isdigit()
-                  else f"- {_cell(step)}" for index, step in enumerate(layout.GUIDE_STEPS, 1)]
+        lines += [
+            f"{index}. {_cell(step.split('. ', 1)[-1])}"
+            if step[:1].isdigit()
+            else f"- {_cell(step)}"
+            for index, step in enumerate(layout.GUIDE_STEPS, 1)
+        ]
         return "\n".join(lines) + "\n"
     what = "field" if sheet.kind == "form" else "column"
     lines += [f"| {what} | kind | typed by | since | what it holds |", "|---|---|---|---|---|"]
     for column in sheet.all_columns:
-        lines.append(f"| `{column.name}` | {_kind(column)} | {_who(sheet, column)} | "
-                     f"{column.since} | {_cell(column.help) or '&nbsp;'} |")
+        lines.append(
+            f"| `{column.name}` | {_kind(column)} | {_who(sheet, column)} | "
+            f"{column.since} | {_cell(column.help) or '&nbsp;'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def workbook_markdown(sheets: Iterable[layout.Sheet] | None = None) -> str:
     """Every sheet of the layout, in workbook order."""
     sheets = layout.SHEETS if sheets is None else sheets
-    head = (f"Layout version {layout.LAYOUT_VERSION} (this iteralab reads versions "
-            f"{layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}). \"typed by you\" is a blue "
-            "cell a person fills; \"iteralab\" is a grey cell the toolkit writes. A column "
-            "ending in `_reason` says why the measurement beside it is empty.\n")
+    head = (
+        f"Layout version {layout.LAYOUT_VERSION} (this iteralab reads versions "
+        f'{layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}). "typed by you" is a blue '
+        'cell a person fills; "iteralab" is a grey cell the toolkit writes. A column '
+        "ending in `_reason` says why the measurement beside it is empty.\n"
+    )
     return "\n".join([head, *(sheet_markdown(sheet) for sheet in sheets)])
 
 
@@ -125,8 +146,7 @@ def error_kinds(base: type[errors.ToolkitError] = errors.ToolkitError) -> str:
     def walk(cls: type[errors.ToolkitError], depth: int) -> None:
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
         doc = re.sub(r"\s*Exit code \d+\.", "", " ".join(doc.split()))
-        lines.append(f"| {'&nbsp;' * 4 * depth}`{cls.__name__}` | {cls.exit_code} | "
-                     f"{_cell(doc)} |")
+        lines.append(f"| {'&nbsp;' * 4 * depth}`{cls.__name__}` | {cls.exit_code} | {_cell(doc)} |")
         for sub in sorted(cls.__subclasses__(), key=lambda c: c.__name__):
             if sub.__module__ == errors.__name__:  # the tree as declared, whatever is imported
                 walk(sub, depth + 1)

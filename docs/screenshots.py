@@ -31,16 +31,19 @@ TIMEOUT_S = 600
 def _tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        sys.exit(f"error: {name} is not installed: run `make system-packages` "
-                 "(LibreOffice and poppler-utils)")
+        sys.exit(
+            f"error: {name} is not installed: run `make system-packages` "
+            "(LibreOffice and poppler-utils)"
+        )
     return found
 
 
 def demo_workbook(folder: Path) -> Path:
     """Run ``iteralab demo --quick`` in ``folder``; return its reported workbook."""
     iteralab = Path(sys.executable).with_name("iteralab")
-    subprocess.run([str(iteralab), "demo", "--quick", str(folder)], check=True,
-                   timeout=TIMEOUT_S * 3)
+    subprocess.run(
+        [str(iteralab), "demo", "--quick", str(folder)], check=True, timeout=TIMEOUT_S * 3
+    )
     return folder / "example_campaign.xlsx"
 
 
@@ -48,29 +51,65 @@ def to_pdf(workbook: Path, folder: Path) -> Path:
     """The workbook printed by LibreOffice: every sheet on one page of its own."""
     options = json.dumps({"SinglePageSheets": {"type": "boolean", "value": "true"}})
     profile = folder / "profile"
-    subprocess.run([_tool("soffice"), f"-env:UserInstallation={profile.as_uri()}",
-                    "--headless", "--norestore", "--calc", "--convert-to",
-                    f"pdf:calc_pdf_Export:{options}", "--outdir", str(folder), str(workbook)],
-                   check=True, capture_output=True, timeout=TIMEOUT_S)
+    subprocess.run(
+        [
+            _tool("soffice"),
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--headless",
+            "--norestore",
+            "--calc",
+            "--convert-to",
+            f"pdf:calc_pdf_Export:{options}",
+            "--outdir",
+            str(folder),
+            str(workbook),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
     return folder / (workbook.stem + ".pdf")
 
 
 def to_png(pdf: Path, page: int, target: Path) -> None:
     """Page ``page`` (1-based) of ``pdf`` as ``target``, its top-left part at most."""
     stem = target.with_suffix("")
-    subprocess.run([_tool("pdftoppm"), "-png", "-r", str(DPI), "-f", str(page), "-l",
-                    str(page), "-x", "0", "-y", "0", "-W", str(MAX_WIDTH_PX), "-H",
-                    str(MAX_HEIGHT_PX), "-singlefile", str(pdf), str(stem)],
-                   check=True, timeout=TIMEOUT_S)
+    subprocess.run(
+        [
+            _tool("pdftoppm"),
+            "-png",
+            "-r",
+            str(DPI),
+            "-f",
+            str(page),
+            "-l",
+            str(page),
+            "-x",
+            "0",
+            "-y",
+            "0",
+            "-W",
+            str(MAX_WIDTH_PX),
+            "-H",
+            str(MAX_HEIGHT_PX),
+            "-singlefile",
+            str(pdf),
+            str(stem),
+        ],
+        check=True,
+        timeout=TIMEOUT_S,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/img/summary.png, settlement.png and decision.png; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workbook", type=Path, help="a reported workbook (default: run the "
-                        "quick demo)")
-    parser.add_argument("--out", type=Path, default=OUT, help="where the PNGs go (default: "
-                        "docs/img)")
+    parser.add_argument(
+        "--workbook", type=Path, help="a reported workbook (default: run the quick demo)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help="where the PNGs go (default: docs/img)"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="iteralab-screens-") as temp:

@@ -81,10 +81,12 @@ CALIBRATION_EVERY = 3  # chapter numbers divisible by this go to calibration
 # (name, lowest, highest) token counts, inclusive: the toolkit's strata of the example
 # Protocol's stratum_bounds ('32, 128', the default), the open-ended last one capped at the
 # model's MAX_TOKENS.
-STRATA = [(name, lowest, last if last is not None else MAX_TOKENS)
-          for (name, last), lowest in zip(
-              strata(DEFAULT_STRATUM_BOUNDS),
-              [1, *(b + 1 for b in DEFAULT_STRATUM_BOUNDS)], strict=True)]
+STRATA = [
+    (name, lowest, last if last is not None else MAX_TOKENS)
+    for (name, last), lowest in zip(
+        strata(DEFAULT_STRATUM_BOUNDS), [1, *(b + 1 for b in DEFAULT_STRATUM_BOUNDS)], strict=True
+    )
+]
 TARGET = {"short": 600, "medium": 300, "long": 100}
 
 CHAPTER_RE = re.compile(r"^(CHAPTER|Chapter) ([IVXLC]+|\d+)\.?$")

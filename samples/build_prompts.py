@@ -38,12 +38,14 @@ def build(source: Path) -> list[dict[str, str]]:
         k = PROMPT_WORDS[len(out) % len(PROMPT_WORDS)]
         if len(words) < k + 4:  # keep at least a few words of reference
             continue
-        out.append({
-            "id": record["id"],
-            "text": " ".join(words[:k]),
-            "reference": " ".join(words[k:k + REFERENCE_WORDS]),
-            "source": record["label"],
-        })
+        out.append(
+            {
+                "id": record["id"],
+                "text": " ".join(words[:k]),
+                "reference": " ".join(words[k : k + REFERENCE_WORDS]),
+                "source": record["label"],
+            }
+        )
         if len(out) == COUNT:
             break
     return out

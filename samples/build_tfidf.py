@@ -38,8 +38,13 @@ def read(path: Path) -> list[dict]:
 
 
 def vectorizer() -> TfidfVectorizer:
-    return TfidfVectorizer(lowercase=True, token_pattern=TOKEN_PATTERN, sublinear_tf=True,
-                           min_df=2, max_features=MAX_FEATURES)
+    return TfidfVectorizer(
+        lowercase=True,
+        token_pattern=TOKEN_PATTERN,
+        sublinear_tf=True,
+        min_df=2,
+        max_features=MAX_FEATURES,
+    )
 
 
 def main() -> None:
@@ -49,25 +54,35 @@ def main() -> None:
     scores = {}
     for c in C_GRID:
         pipe = make_pipeline(vectorizer(), LogisticRegression(C=c, max_iter=2000))
-        scores[c] = float(np.mean(cross_val_score(pipe, texts, labels, groups=chapters,
-                                                  cv=GroupKFold(n_splits=5))))
+        scores[c] = float(
+            np.mean(
+                cross_val_score(pipe, texts, labels, groups=chapters, cv=GroupKFold(n_splits=5))
+            )
+        )
     best = max(C_GRID, key=lambda c: (scores[c], -c))
     vec = vectorizer().fit(texts)
     model = LogisticRegression(C=best, max_iter=2000).fit(vec.transform(texts), labels)
     fit = {
-        "format": FORMAT, "labels": [str(x) for x in model.classes_],
-        "token_pattern": TOKEN_PATTERN, "sublinear_tf": True,
+        "format": FORMAT,
+        "labels": [str(x) for x in model.classes_],
+        "token_pattern": TOKEN_PATTERN,
+        "sublinear_tf": True,
         "vocabulary": {k: int(v) for k, v in sorted(vec.vocabulary_.items())},
         "idf": [round(float(x), 7) for x in vec.idf_],
         "coef": [[round(float(x), 7) for x in row] for row in np.ascontiguousarray(model.coef_)],
         "intercept": [round(float(x), 7) for x in model.intercept_],
-        "fit": {"data": "calibration.jsonl", "rows": len(texts), "C": best,
-                "cv_accuracy": {str(c): round(s, 4) for c, s in scores.items()},
-                "scikit_learn": version("scikit-learn")},
+        "fit": {
+            "data": "calibration.jsonl",
+            "rows": len(texts),
+            "C": best,
+            "cv_accuracy": {str(c): round(s, 4) for c, s in scores.items()},
+            "scikit_learn": version("scikit-learn"),
+        },
     }
     folder = HERE / "austen_tfidf"
-    (folder / "model.json").write_text(json.dumps(fit, separators=(",", ":")) + "\n",
-                                       encoding="utf-8")
+    (folder / "model.json").write_text(
+        json.dumps(fit, separators=(",", ":")) + "\n", encoding="utf-8"
+    )
     loaded = Predictor({}, folder)
     for rows in (calibration, corpus):
         ours = [p["label"] for p in loaded.predict(rows)]
@@ -75,13 +90,19 @@ def main() -> None:
         differ = sum(a != b for a, b in zip(ours, theirs, strict=True))
         if differ:
             raise SystemExit(f"the JSON predictor differs from scikit-learn on {differ} texts")
-    accuracy = float(np.mean([p["label"] == r["label"]
-                              for p, r in zip(loaded.predict(corpus), corpus, strict=True)]))
+    accuracy = float(
+        np.mean(
+            [p["label"] == r["label"] for p, r in zip(loaded.predict(corpus), corpus, strict=True)]
+        )
+    )
     fit["evaluation"] = {"data": "corpus.jsonl", "accuracy": round(accuracy, 4)}
-    (folder / "model.json").write_text(json.dumps(fit, separators=(",", ":")) + "\n",
-                                       encoding="utf-8")
-    print(f"C {best} (cv {scores[best]:.4f}); corpus accuracy {accuracy:.4f}; "
-          f"{len(fit['vocabulary'])} words; {(folder / 'model.json').stat().st_size} bytes")
+    (folder / "model.json").write_text(
+        json.dumps(fit, separators=(",", ":")) + "\n", encoding="utf-8"
+    )
+    print(
+        f"C {best} (cv {scores[best]:.4f}); corpus accuracy {accuracy:.4f}; "
+        f"{len(fit['vocabulary'])} words; {(folder / 'model.json').stat().st_size} bytes"
+    )
 
 
 if __name__ == "__main__":

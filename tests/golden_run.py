@@ -38,15 +38,36 @@ FIXED_NOW = dt.datetime(2026, 12, 7, 9, 0, 0, tzinfo=dt.timezone.utc)
 
 #: Values that differ between two runs of the same code: masked, their reasons kept.
 VOLATILE = {
-    "load_s", "warmup_s", "measured_s", "device_s", "forward_device_s", "evaluation_s",
-    "export_s", "host_rss_peak_bytes", "mem_allocated_peak_bytes", "mem_reserved_peak_bytes",
-    "elapsed_s", "pid", "row_sha256", "manifest_id", "ttft_s", "decode_tokens_per_s",
-    "bandwidth_ceiling_tokens_per_s", "decode_ceiling_fraction", "workbook",
-    "observed_host_rss_bytes", "at", "code_version",
+    "load_s",
+    "warmup_s",
+    "measured_s",
+    "device_s",
+    "forward_device_s",
+    "evaluation_s",
+    "export_s",
+    "host_rss_peak_bytes",
+    "mem_allocated_peak_bytes",
+    "mem_reserved_peak_bytes",
+    "elapsed_s",
+    "pid",
+    "row_sha256",
+    "manifest_id",
+    "ttft_s",
+    "decode_tokens_per_s",
+    "bandwidth_ceiling_tokens_per_s",
+    "decode_ceiling_fraction",
+    "workbook",
+    "observed_host_rss_bytes",
+    "at",
+    "code_version",
     # The peak probe's figures and what is read against them.
-    "peak_probe", "memory_bandwidth_bytes_s", "limited_by",
+    "peak_probe",
+    "memory_bandwidth_bytes_s",
+    "limited_by",
     # The Decision memo's draft names the fastest variant: a matter of timing.
-    "chosen_configuration", "load_handled", "draft",
+    "chosen_configuration",
+    "load_handled",
+    "draft",
 }
 #: A decimal number inside a text (a duration or a rate in a note or a report cell).
 DECIMAL = re.compile(r"\d+\.\d+(e[-+]?\d+)?|\b\d{1,3}(,\d{3})+\b")
@@ -57,10 +78,13 @@ def fixed_clock() -> Iterator[None]:
     """``now_text`` at :data:`FIXED_NOW` and the run's tag ``0000``, wherever they are read."""
     from toolkit.plumbing import clock
 
-    fake = SimpleNamespace(datetime=SimpleNamespace(now=lambda tz=None: FIXED_NOW),
-                           timezone=dt.timezone)
-    with mock.patch.object(clock, "dt", fake), \
-            mock.patch("toolkit.runner.plan.run_tag", lambda: "0000"):
+    fake = SimpleNamespace(
+        datetime=SimpleNamespace(now=lambda tz=None: FIXED_NOW), timezone=dt.timezone
+    )
+    with (
+        mock.patch.object(clock, "dt", fake),
+        mock.patch("toolkit.runner.plan.run_tag", lambda: "0000"),
+    ):
         yield
 
 
@@ -72,8 +96,11 @@ def normalise(value: Any, key: str = "") -> Any:
         return [normalise(v, key) for v in value]
     if value is None or isinstance(value, bool):
         return value
-    if key in VOLATILE or key.endswith(("_flops", "_per_s", "_rate", "_gbps")) \
-            or isinstance(value, float):
+    if (
+        key in VOLATILE
+        or key.endswith(("_flops", "_per_s", "_rate", "_gbps"))
+        or isinstance(value, float)
+    ):
         return "<varies>"
     if isinstance(value, str):
         value = re.sub(r"m-[0-9a-f]{12}", "m-<id>", value)
@@ -100,22 +127,39 @@ def _campaign(book: Path, *args: str) -> Any:
 
 def capture(folder: Path) -> dict[str, Any]:
     """Both campaigns' records and cells under the fixed clock, normalised."""
-    classify = make_campaign(folder / "classification", 12, [
-        variant("b1-fp32", 4),
-        variant("b2-sorted", 2, series=2, padding="max_length", max_length=64,
-                length_grouping="sorted"),
-        variant("b1-fault", 1, series=2),
-        variant("b4-missing", 4, series=2, model_path="no_such_model"),
-    ])
-    generate = make_generation_campaign(folder / "generation", 4, [
-        gen_variant("b4-fp32", 4),
-        gen_variant("b2-sorted", 2, series=2, length_grouping="sorted"),
-        gen_variant("b1-fault", 1, series=2),
-    ])
+    classify = make_campaign(
+        folder / "classification",
+        12,
+        [
+            variant("b1-fp32", 4),
+            variant(
+                "b2-sorted",
+                2,
+                series=2,
+                padding="max_length",
+                max_length=64,
+                length_grouping="sorted",
+            ),
+            variant("b1-fault", 1, series=2),
+            variant("b4-missing", 4, series=2, model_path="no_such_model"),
+        ],
+    )
+    generate = make_generation_campaign(
+        folder / "generation",
+        4,
+        [
+            gen_variant("b4-fp32", 4),
+            gen_variant("b2-sorted", 2, series=2, length_grouping="sorted"),
+            gen_variant("b1-fault", 1, series=2),
+        ],
+    )
     # The pre-flight (`iteralab check`) would refuse the missing model before any attempt;
     # the golden run guards the attempts' own records, a failed load among them.
-    with fixed_clock(), mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}), \
-            mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+    with (
+        fixed_clock(),
+        mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}),
+        mock.patch("toolkit.commands.check.before_run", lambda *args: None),
+    ):
         return {"classification": _campaign(classify), "generation": _campaign(generate)}
 
 
@@ -123,6 +167,8 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        FIXTURE.write_text(json.dumps(capture(Path(tmp)), indent=1, sort_keys=True,
-                                      ensure_ascii=False) + "\n", encoding="utf-8")
+        FIXTURE.write_text(
+            json.dumps(capture(Path(tmp)), indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
     print(f"wrote {FIXTURE}")

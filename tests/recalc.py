@@ -25,18 +25,24 @@ TIMEOUT_S = 120
 #: CI sets this: there the formula checks must run, never be skipped.
 REQUIRED = os.environ.get("ITERALAB_REQUIRE_LIBREOFFICE") == "1"
 
-needs_soffice = pytest.mark.skipif(SOFFICE is None and not REQUIRED,
-                                   reason="LibreOffice (soffice) is not installed")
+needs_soffice = pytest.mark.skipif(
+    SOFFICE is None and not REQUIRED, reason="LibreOffice (soffice) is not installed"
+)
 
-_ITEM = ('<item oor:path="/org.openoffice.Office.Calc/Formula/Load">'
-         '<prop oor:name="{}" oor:op="fuse"><value>0</value></prop></item>')
+_ITEM = (
+    '<item oor:path="/org.openoffice.Office.Calc/Formula/Load">'
+    '<prop oor:name="{}" oor:op="fuse"><value>0</value></prop></item>'
+)
 #: 0 = "always recalculate" on load, for OOXML (xlsx) and ODF files.
 _PROFILE = (
     '<?xml version="1.0" encoding="UTF-8"?>\n'
     '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
     'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
     'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
-    + _ITEM.format("OOXMLRecalcMode") + "\n" + _ITEM.format("ODFRecalcMode") + "\n"
+    + _ITEM.format("OOXMLRecalcMode")
+    + "\n"
+    + _ITEM.format("ODFRecalcMode")
+    + "\n"
     "</oor:items>\n"
 )
 
@@ -45,8 +51,10 @@ def _require(program: str | None, name: str, package: str) -> None:
     """Skip the test without the engine; under CI (``REQUIRED``) fail instead."""
     if program is None:
         if REQUIRED:
-            pytest.fail(f"{name} is required (ITERALAB_REQUIRE_LIBREOFFICE=1) but not "
-                        f"installed: apt-get install {package}")
+            pytest.fail(
+                f"{name} is required (ITERALAB_REQUIRE_LIBREOFFICE=1) but not "
+                f"installed: apt-get install {package}"
+            )
         pytest.skip(f"{name} is not installed")
 
 
@@ -68,15 +76,29 @@ def recalculate(xlsx_path: str | Path, out_dir: str | Path) -> Path:
         user.mkdir()
         (user / "registrymodifications.xcu").write_text(_PROFILE, encoding="utf-8")
         done = subprocess.run(
-            [SOFFICE, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless",
-             "--norestore", "--calc", "--convert-to", "xlsx", "--outdir", str(out),
-             str(source)],
-            capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+            [
+                SOFFICE,
+                f"-env:UserInstallation={Path(profile).as_uri()}",
+                "--headless",
+                "--norestore",
+                "--calc",
+                "--convert-to",
+                "xlsx",
+                "--outdir",
+                str(out),
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
         )
     result = out / source.name
     if done.returncode != 0 or not result.exists():
-        raise RuntimeError(f"LibreOffice could not convert {source} (exit {done.returncode}):\n"
-                           f"{done.stdout}\n{done.stderr}")
+        raise RuntimeError(
+            f"LibreOffice could not convert {source} (exit {done.returncode}):\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
     return result
 
 
@@ -93,9 +115,16 @@ def recalculate_gnumeric(xlsx_path: str | Path, out_dir: str | Path) -> Path:
     source, out = Path(xlsx_path).resolve(), Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     result = out / f"gnumeric-{source.name}"
-    done = subprocess.run([SSCONVERT, "--recalc", str(source), str(result)],
-                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    done = subprocess.run(
+        [SSCONVERT, "--recalc", str(source), str(result)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     if done.returncode != 0 or not result.exists():
-        raise RuntimeError(f"Gnumeric could not convert {source} (exit {done.returncode}):\n"
-                           f"{done.stdout}\n{done.stderr}")
+        raise RuntimeError(
+            f"Gnumeric could not convert {source} (exit {done.returncode}):\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
     return result

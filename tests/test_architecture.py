@@ -18,28 +18,37 @@ PACKAGE = ROOT / "toolkit"
 
 #: (module prefix, rank): a module may import modules of its own rank or lower.
 LAYERS = (
-    ("toolkit.errors", 0), ("toolkit.findings", 0), ("toolkit.layout", 0),
+    ("toolkit.errors", 0),
+    ("toolkit.findings", 0),
+    ("toolkit.layout", 0),
     ("toolkit.plumbing", 1),
     ("toolkit.workbook", 2),
     ("toolkit.money", 3),
     ("toolkit.evidence", 4),
     ("toolkit.planner", 5),
     ("toolkit.report", 6),
-    ("toolkit.editing", 7), ("toolkit.reporting", 7),
+    ("toolkit.editing", 7),
+    ("toolkit.reporting", 7),
     ("toolkit.runner", 8),
     ("toolkit.cluster", 9),
     ("toolkit.commands", 10),
-    ("toolkit.cli", 11), ("toolkit.__main__", 11),
+    ("toolkit.cli", 11),
+    ("toolkit.__main__", 11),
     ("toolkit", 0),  # the package's own __init__: the version
 )
 #: Third-party packages and the only layers allowed to import them.
 ONLY_IN = {
-    "torch": ("toolkit.runner",), "transformers": ("toolkit.runner",),
-    "safetensors": ("toolkit.runner",), "huggingface_hub": ("toolkit.runner",),
-    "openpyxl": ("toolkit.workbook",), "xlsxwriter": ("toolkit.workbook",),
+    "torch": ("toolkit.runner",),
+    "transformers": ("toolkit.runner",),
+    "safetensors": ("toolkit.runner",),
+    "huggingface_hub": ("toolkit.runner",),
+    "openpyxl": ("toolkit.workbook",),
+    "xlsxwriter": ("toolkit.workbook",),
     "python_calamine": ("toolkit.workbook",),
-    "click": ("toolkit.commands", "toolkit.cli"), "rich": ("toolkit.commands",),
-    "ray": ("toolkit.cluster",), "sacrebleu": ("toolkit.runner",),
+    "click": ("toolkit.commands", "toolkit.cli"),
+    "rich": ("toolkit.commands",),
+    "ray": ("toolkit.cluster",),
+    "sacrebleu": ("toolkit.runner",),
 }
 HEAVY = ("torch", "transformers")
 
@@ -67,8 +76,10 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -
         anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
         base = ".".join([*anchor, base] if base else anchor)
     # ``from toolkit.evidence import chain`` imports the module toolkit.evidence.chain.
-    return [f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
-            for alias in node.names]
+    return [
+        f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
+        for alias in node.names
+    ]
 
 
 def _is_module(name: str) -> bool:
@@ -101,8 +112,9 @@ def _rank(module: str) -> int:
     for prefix, rank in LAYERS:
         if module == prefix or module.startswith(prefix + "."):
             return rank
-    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS and to "
-                         "docs/explanation/architecture.md")
+    raise AssertionError(
+        f"{module} belongs to no layer: add it to LAYERS and to docs/explanation/architecture.md"
+    )
 
 
 def _own(imports: list[Import]) -> list[Import]:
@@ -121,8 +133,11 @@ def _loads_torch(imports: list[Import]) -> set[str]:
 
 
 def test_every_import_points_down_or_sideways() -> None:
-    upward = [f"{i.module} (line {i.line}) imports {i.target}" for i in _own(_imports())
-              if _rank(i.target) > _rank(i.module)]
+    upward = [
+        f"{i.module} (line {i.line}) imports {i.target}"
+        for i in _own(_imports())
+        if _rank(i.target) > _rank(i.module)
+    ]
     assert upward == []
 
 
@@ -138,7 +153,7 @@ def test_no_import_circle_inside_the_package() -> None:
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                circles.append(" -> ".join([*path[path.index(nxt):], nxt]))
+                circles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
             elif nxt not in state:
                 visit(nxt, [*path, nxt])
         state[node] = 2
@@ -150,9 +165,12 @@ def test_no_import_circle_inside_the_package() -> None:
 
 
 def test_third_party_packages_stay_in_their_layer() -> None:
-    misplaced = [f"{i.module} (line {i.line}) imports {i.target}" for i in _imports()
-                 if (allowed := ONLY_IN.get(i.target.split(".")[0])) is not None
-                 and not any(i.module.startswith(prefix) for prefix in allowed)]
+    misplaced = [
+        f"{i.module} (line {i.line}) imports {i.target}"
+        for i in _imports()
+        if (allowed := ONLY_IN.get(i.target.split(".")[0])) is not None
+        and not any(i.module.startswith(prefix) for prefix in allowed)
+    ]
     assert misplaced == []
 
 
@@ -161,9 +179,11 @@ def test_lazy_imports_of_own_modules_only_keep_torch_out() -> None:
     torch or transformers (so that --help and validate never do)."""
     imports = _imports()
     heavy = _loads_torch(imports)
-    lazy = [f"{i.module} (line {i.line}) imports {i.target} inside a function"
-            for i in _own(imports) if i.in_function and not i.module.startswith(
-                "toolkit.commands") and i.target not in heavy]
+    lazy = [
+        f"{i.module} (line {i.line}) imports {i.target} inside a function"
+        for i in _own(imports)
+        if i.in_function and not i.module.startswith("toolkit.commands") and i.target not in heavy
+    ]
     assert lazy == []
 
 
@@ -177,8 +197,7 @@ def test_the_checks_above_can_fail() -> None:
 def test_every_subpackage_is_in_the_wheel() -> None:
     """pyproject lists the packages explicitly (shipped data maps onto toolkit.shipped.*)."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "packages"]
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     folders = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
     assert folders <= set(listed)
 
@@ -195,8 +214,9 @@ def test_no_function_in_the_runner_is_longer_than_80_lines() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > RUNNER_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
-                                f"({lines} lines)")
+                    long.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)"
+                    )
     assert long == []
 
 
@@ -214,12 +234,22 @@ def test_the_task_kinds_declare_every_measured_attempts_column_exactly_once() ->
 def test_the_tariff_rules_are_the_one_module_loaded_by_path_and_import_no_toolkit() -> None:
     """money/tariffs.py loads tariffs/calcul_forfaits.py by path (a standalone script too):
     the graph above cannot see that edge, so it must lead nowhere back into toolkit."""
-    by_path = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
-                     if "spec_from_file_location" in p.read_text(encoding="utf-8"))
+    by_path = sorted(
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if "spec_from_file_location" in p.read_text(encoding="utf-8")
+    )
     assert by_path == ["toolkit/money/tariffs.py"]
     rules = ast.parse((ROOT / "tariffs" / "calcul_forfaits.py").read_text(encoding="utf-8"))
-    imported = {alias.name.split(".")[0] for node in ast.walk(rules)
-                if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {(node.module or "").split(".")[0] for node in ast.walk(rules)
-                 if isinstance(node, ast.ImportFrom)}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(rules)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(rules)
+        if isinstance(node, ast.ImportFrom)
+    }
     assert "toolkit" not in imported

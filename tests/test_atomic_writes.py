@@ -28,13 +28,21 @@ from toolkit.workbook.model import WorkbookData
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _iteralab(*args: str, cwd: Path, kill_in_write: int | None = None
-              ) -> subprocess.CompletedProcess[str]:
+def _iteralab(
+    *args: str, cwd: Path, kill_in_write: int | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     if kill_in_write is not None:
         env[atomic.KILL_ENV] = str(kill_in_write)
-    return subprocess.run([sys.executable, "-m", "toolkit", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _readable_or_absent(workbook: Path, cwd: Path) -> None:
@@ -56,8 +64,7 @@ def test_init_killed_in_its_write_leaves_no_workbook_and_can_run_again(tmp_path:
 
 
 @pytest.mark.slow
-def test_quick_demo_killed_later_in_its_run_leaves_a_whole_workbook_or_none(
-        tmp_path: Path) -> None:
+def test_quick_demo_killed_later_in_its_run_leaves_a_whole_workbook_or_none(tmp_path: Path) -> None:
     """Every fourth write from the 8th on (predictions, ingesting saves, the report's files),
     until a run gets through: each time the workbook reads whole."""
     killed = 0
@@ -74,7 +81,8 @@ def test_quick_demo_killed_later_in_its_run_leaves_a_whole_workbook_or_none(
 
 
 def test_a_kill_at_every_early_moment_of_the_demo_leaves_a_whole_workbook_or_none(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # corpus, tuning data, head (2 files), quick corpus, the workbook's creation, a
     # predictions file, ...
     for n in range(1, 9):
@@ -88,7 +96,8 @@ def test_a_kill_at_every_early_moment_of_the_demo_leaves_a_whole_workbook_or_non
 
 
 def test_a_full_disk_leaves_the_previous_file_and_names_the_problem(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "report.md"
     target.write_text("previous report\n", encoding="utf-8")
 
@@ -103,7 +112,8 @@ def test_a_full_disk_leaves_the_previous_file_and_names_the_problem(
 
 
 def test_init_on_a_full_disk_says_so_and_leaves_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -142,17 +152,23 @@ def test_a_read_only_workbook_is_refused_and_left_alone(tmp_path: Path) -> None:
     before = path.read_bytes()
     with pytest.raises(WorkbookError) as err:
         store.save(WorkbookData.empty(), path)
-    assert str(err.value) == (f"{path}: the workbook is read-only; it is unchanged\n"
-                              f"  what to do: if it may change, make it writable (chmod u+w "
-                              f"{path}); else copy it and work on the copy")
+    assert str(err.value) == (
+        f"{path}: the workbook is read-only; it is unchanged\n"
+        f"  what to do: if it may change, make it writable (chmod u+w "
+        f"{path}); else copy it and work on the copy"
+    )
     assert path.read_bytes() == before
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
 
 
 def test_temp_files_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
     target = tmp_path / "campaign.xlsx"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     stale = tmp_path / f".campaign.xlsx.{dead.stdout.strip()}.0badcafe.tmp.xlsx"
     live = tmp_path / f".campaign.xlsx.{os.getppid()}.0badcafe.tmp.xlsx"
     other = tmp_path / ".other.xlsx.1.0badcafe.tmp.xlsx"
@@ -173,8 +189,16 @@ def test_create_never_replaces_an_existing_file(tmp_path: Path) -> None:
 #: The renderer writes where it is told: the helper's temporary file (checked at its callers).
 RENDERER = "toolkit/workbook/render.py"
 #: Calls that write a file directly; only toolkit/plumbing/atomic.py may make them.
-DIRECT_WRITES = ("write_text", "write_bytes", "copy2", "copyfile", "copytree", "savefig",
-                 "Workbook", "render")
+DIRECT_WRITES = (
+    "write_text",
+    "write_bytes",
+    "copy2",
+    "copyfile",
+    "copytree",
+    "savefig",
+    "Workbook",
+    "render",
+)
 
 
 def test_no_file_is_written_outside_the_atomic_helper() -> None:
@@ -185,17 +209,24 @@ def test_no_file_is_written_outside_the_atomic_helper() -> None:
         if path.name == "atomic.py" or path.relative_to(ROOT).as_posix() == RENDERER:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        helpers = {alias.asname or alias.name for node in ast.walk(tree)
-                   if isinstance(node, ast.ImportFrom) and node.module == "toolkit.plumbing.atomic"
-                   for alias in node.names}
+        helpers = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "toolkit.plumbing.atomic"
+            for alias in node.names
+        }
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name) and node.func.id in helpers:
                 continue  # the helper itself
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-            if name == "open" and any(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                                      and set(a.value) & set("wax") for a in node.args[1:2]):
+            if name == "open" and any(
+                isinstance(a, ast.Constant)
+                and isinstance(a.value, str)
+                and set(a.value) & set("wax")
+                for a in node.args[1:2]
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} open(..., write)")
             elif name in DIRECT_WRITES and not _inside_produce(node, path):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}()")

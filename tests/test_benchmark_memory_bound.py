@@ -22,9 +22,15 @@ RATIO_LINE = re.compile(r"^ratio (\d+\.\d{3}) \(target <= 1\): (met|missed)$", r
 
 
 def test_quick_prints_each_bound_as_a_ratio_and_sees_the_refusal() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick"], cwd=ROOT,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"],
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     out, lines = done.stdout, done.stdout.splitlines()
 
@@ -32,24 +38,45 @@ def test_quick_prints_each_bound_as_a_ratio_and_sees_the_refusal() -> None:
     assert len(ratios) == 3, out  # validate, run, refusal
     assert all(float(value) <= 1 and verdict == "met" for value, verdict in ratios), out
     # Each ratio line follows the line that says what it measured, against which limit.
-    for label in ("validate at the largest accepted workbook", "run on the largest accepted "
-                  "line", "lines over the limit: all refused"):
+    for label in (
+        "validate at the largest accepted workbook",
+        "run on the largest accepted line",
+        "lines over the limit: all refused",
+    ):
         at = next(i for i, line in enumerate(lines) if line.startswith(label))
         assert "of the stated " in lines[at] and RATIO_LINE.match(lines[at + 1]), lines[at]
 
     for attempts in ("200", "800"):
-        assert re.search(rf"^validate +{attempts} attempts: largest part xl/worksheets/"
-                         r"sheet\d+\.xml .* peak [\d,]+ MiB .* 0 findings$", out, re.MULTILINE)
+        assert re.search(
+            rf"^validate +{attempts} attempts: largest part xl/worksheets/"
+            r"sheet\d+\.xml .* peak [\d,]+ MiB .* 0 findings$",
+            out,
+            re.MULTILINE,
+        )
     assert re.search(r"^peak per MiB of the Attempts part: [\d.]+ MiB", out, re.MULTILINE)
-    assert re.search(r"^extrapolated peak at the part limit \([\d,]+ attempts\): [\d.]+ GiB "
-                     r"\(extrapolated, not measured\)$", out, re.MULTILINE)
+    assert re.search(
+        r"^extrapolated peak at the part limit \([\d,]+ attempts\): [\d.]+ GiB "
+        r"\(extrapolated, not measured\)$",
+        out,
+        re.MULTILINE,
+    )
 
-    assert re.search(r"^read \+ fingerprint \+ tokenize, 25 lines \(longest: one of 65,536 "
-                     r"bytes; longest [\d,]+ tokens\): peak [\d,]+ MiB", out, re.MULTILINE)
+    assert re.search(
+        r"^read \+ fingerprint \+ tokenize, 25 lines \(longest: one of 65,536 "
+        r"bytes; longest [\d,]+ tokens\): peak [\d,]+ MiB",
+        out,
+        re.MULTILINE,
+    )
     refusal = next(line for line in lines if line.startswith("a line of 1,048,577 bytes: "))
     assert refusal.startswith("a line of 1,048,577 bytes: refused (")
-    assert "over.jsonl: line 25 holds 1,048,577 bytes, over the 1,048,576-byte limit of one " \
-           "input); peak " in refusal
+    assert (
+        "over.jsonl: line 25 holds 1,048,577 bytes, over the 1,048,576-byte limit of one "
+        "input); peak " in refusal
+    )
     assert "iteralab run: skipped in --quick (the tokenize figure above stands for it)" in lines
-    assert re.search(r"^results row: \| \d{4}-\d\d-\d\d \| .* \| `memory_bound\.py --quick` "
-                     r"\(.*\) \| \d\.\d{3} \| <= 1 \| met \|$", out, re.MULTILINE)
+    assert re.search(
+        r"^results row: \| \d{4}-\d\d-\d\d \| .* \| `memory_bound\.py --quick` "
+        r"\(.*\) \| \d\.\d{3} \| <= 1 \| met \|$",
+        out,
+        re.MULTILINE,
+    )

@@ -27,8 +27,15 @@ pytestmark = pytest.mark.slow
 
 def _script(name: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
-    return subprocess.run([sys.executable, str(BENCHMARKS / name), *args], cwd=ROOT,
-                          env=environ, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / name), *args],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _verdicts(done: subprocess.CompletedProcess[str]) -> list[str]:
@@ -67,12 +74,14 @@ def test_vs_pipeline_prints_a_ratio_line_per_grouping_and_the_grouping_effect() 
 
 
 def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None:
-    done = _script("whole_campaign.py", "--items", "8", "--repetitions", "1",
-                   "--variant", "b8-fp32")
+    done = _script(
+        "whole_campaign.py", "--items", "8", "--repetitions", "1", "--variant", "b8-fp32"
+    )
     assert len(_verdicts(done)) == 1
     assert re.search(r"^a001-b8-fp32-r1-[0-9a-f]{4} ", done.stdout, re.MULTILINE)
-    assert re.search(r"^wall time [\d.]+ s for 1 attempts = measured windows ", done.stdout,
-                     re.MULTILINE)
+    assert re.search(
+        r"^wall time [\d.]+ s for 1 attempts = measured windows ", done.stdout, re.MULTILINE
+    )
 
 
 def test_gpu_check_without_cuda_says_so_and_exits_3() -> None:
@@ -83,38 +92,62 @@ def test_gpu_check_without_cuda_says_so_and_exits_3() -> None:
 
 
 def test_gpu_check_cpu_dry_run_runs_its_campaign_and_report() -> None:
-    done = _script("gpu_check.py", "--cpu-dry-run", "--items", "8", "--repetitions", "1",
-                   "--batches", "8", "--precisions", "bf16", "--groupings", "sorted",
-                   "--card", "h200", CUDA_VISIBLE_DEVICES="")
+    done = _script(
+        "gpu_check.py",
+        "--cpu-dry-run",
+        "--items",
+        "8",
+        "--repetitions",
+        "1",
+        "--batches",
+        "8",
+        "--precisions",
+        "bf16",
+        "--groupings",
+        "sorted",
+        "--card",
+        "h200",
+        CUDA_VISIBLE_DEVICES="",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "catalog row: h200 (NVIDIA H200 SXM), 4800 GB/s, BF16 dense 989.5 TFLOP/s" in lines
-    assert "campaign: 1 variants x 1 repetitions, 8 items, shared process, through " \
-           "`iteralab run`" in lines
+    assert (
+        "campaign: 1 variants x 1 repetitions, 8 items, shared process, through "
+        "`iteralab run`" in lines
+    )
     assert any(line.startswith("g8-bf16-sorted ") for line in lines)
     assert lines[-1] == "checks: all passed"
 
 
-@pytest.mark.parametrize(("name", "gib", "slug"), [
-    ("NVIDIA H200", 140.4, "h200"),
-    ("NVIDIA H100 80GB HBM3", 79.6, "h100-sxm"),
-    ("NVIDIA A100-SXM4-80GB", 79.2, "a100-80gb-sxm"),
-    ("NVIDIA GeForce RTX 4090", 23.6, "rtx-4090"),
-])
+@pytest.mark.parametrize(
+    ("name", "gib", "slug"),
+    [
+        ("NVIDIA H200", 140.4, "h200"),
+        ("NVIDIA H100 80GB HBM3", 79.6, "h100-sxm"),
+        ("NVIDIA A100-SXM4-80GB", 79.2, "a100-80gb-sxm"),
+        ("NVIDIA GeForce RTX 4090", 23.6, "rtx-4090"),
+    ],
+)
 def test_gpu_check_matches_a_device_name_to_its_catalog_row(
-        gpu_common: ModuleType, name: str, gib: float, slug: str) -> None:
+    gpu_common: ModuleType, name: str, gib: float, slug: str
+) -> None:
     from toolkit.planner.gpus import load_catalog
 
     assert gpu_common.match_card(name, int(gib * 2**30), load_catalog()).slug == slug
 
 
-@pytest.mark.parametrize(("name", "gib"), [
-    ("NVIDIA H100 PCIe", 79.6),  # another form factor, another bandwidth
-    ("NVIDIA A100-SXM4-40GB", 39.4),  # half the catalog row's memory
-    ("Tesla T4", 14.6),  # not in the catalog
-])
+@pytest.mark.parametrize(
+    ("name", "gib"),
+    [
+        ("NVIDIA H100 PCIe", 79.6),  # another form factor, another bandwidth
+        ("NVIDIA A100-SXM4-40GB", 39.4),  # half the catalog row's memory
+        ("Tesla T4", 14.6),  # not in the catalog
+    ],
+)
 def test_gpu_check_leaves_an_unknown_card_without_ceilings(
-        gpu_common: ModuleType, name: str, gib: float) -> None:
+    gpu_common: ModuleType, name: str, gib: float
+) -> None:
     from toolkit.planner.gpus import load_catalog
 
     assert gpu_common.match_card(name, int(gib * 2**30), load_catalog()) is None

@@ -17,8 +17,7 @@ from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 
-def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(
-        tmp_path: Path) -> None:
+def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(tmp_path: Path) -> None:
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4), variant("b4-fp32", 4)])
     assert CliRunner().invoke(cli, ["run", str(book), "--quiet"]).exit_code == 0
     rows = store.read(book).tables["Attempts"]
@@ -32,13 +31,13 @@ def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(
         edit.data.tables["Attempts"].pop()
     missing, finding = validate(store.read(book), book)
     assert (missing.sheet, missing.check) == ("Attempts", "journal")
-    assert (finding.sheet, finding.column, finding.check) == ("Attempts", "row_sha256",
-                                                             "anchor")
+    assert (finding.sheet, finding.column, finding.check) == ("Attempts", "row_sha256", "anchor")
     assert finding.message == (
         f"campaign.chain.json says the workbook held 2 attempt row(s), the last sealed "
         f"{rows[-1]['row_sha256'][:12]}...; the sheet holds 1: rows were cut from the end "
         "(with the journal?): restore the workbook, its journal and predictions from a copy "
-        "of the campaign folder")
+        "of the campaign folder"
+    )
 
 
 def test_a_journal_deleted_beside_ingested_attempts_is_named(tmp_path: Path) -> None:
@@ -51,4 +50,5 @@ def test_a_journal_deleted_beside_ingested_attempts_is_named(tmp_path: Path) -> 
         "campaign.journal.jsonl is missing beside the workbook, though campaign.chain.json says "
         "1 attempt row(s) were ingested from it: the runner's record of every attempt is gone, "
         "and edits are checked by the chain alone; restore it from a copy of the campaign "
-        "folder (or move it beside the workbook)")
+        "folder (or move it beside the workbook)"
+    )

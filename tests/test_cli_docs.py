@@ -99,7 +99,8 @@ def test_every_command_is_explained_on_a_hand_written_page() -> None:
     text = "\n".join(page.read_text(encoding="utf-8") for page in _pages())
     for name in _commands(cli):
         assert re.search(rf"iteralab {re.escape(name)}\b", text), (
-            f"`iteralab {name}` is explained on no page of README.md or docs/")
+            f"`iteralab {name}` is explained on no page of README.md or docs/"
+        )
 
 
 def test_every_command_line_shown_is_one_the_cli_takes() -> None:
@@ -115,20 +116,26 @@ def test_every_command_line_shown_is_one_the_cli_takes() -> None:
     assert count > 100  # the pages do show examples: the reader above found them
 
 
-@pytest.mark.parametrize(("example", "why"), [
-    ("cost --gpu rtx-4090 --days 7", None),
-    ("ledger import w.xlsx b.csv --column reference=Order", None),
-    ("COMMAND --help", None),
-    ("cost --gpus rtx-4090", "`iteralab cost` takes no option --gpus"),
-    ("costs --gpu rtx-4090", "no command 'costs'"),
-    ("worker begin --head", "no command 'begin'"),
-])
-def test_the_example_check_tells_a_real_command_line_from_a_stale_one(example: str,
-                                                                       why: str | None) -> None:
+@pytest.mark.parametrize(
+    ("example", "why"),
+    [
+        ("cost --gpu rtx-4090 --days 7", None),
+        ("ledger import w.xlsx b.csv --column reference=Order", None),
+        ("COMMAND --help", None),
+        ("cost --gpus rtx-4090", "`iteralab cost` takes no option --gpus"),
+        ("costs --gpu rtx-4090", "no command 'costs'"),
+        ("worker begin --head", "no command 'begin'"),
+    ],
+)
+def test_the_example_check_tells_a_real_command_line_from_a_stale_one(
+    example: str, why: str | None
+) -> None:
     assert _check(example) == why
 
 
 def test_examples_are_read_from_code_blocks_and_inline_code() -> None:
-    text = ("Run `iteralab run\ncampaign.xlsx --resume` again.\n\n```\n$ iteralab cost --list\n"
-            "created x\niteralab worker stop      # on each box\n```\n")
+    text = (
+        "Run `iteralab run\ncampaign.xlsx --resume` again.\n\n```\n$ iteralab cost --list\n"
+        "created x\niteralab worker stop      # on each box\n```\n"
+    )
     assert _examples(text) == ["cost --list", "worker stop", "run campaign.xlsx --resume"]

@@ -43,8 +43,8 @@ def book(tmp_path: Path) -> Path:
 
 # ---------------------------------------------------------------- report --out
 
-def test_a_report_folder_that_cannot_be_created_saves_nothing(book: Path,
-                                                              tmp_path: Path) -> None:
+
+def test_a_report_folder_that_cannot_be_created_saves_nothing(book: Path, tmp_path: Path) -> None:
     """A path under a file: a clean error naming the folder; the workbook keeps its bytes."""
     (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
     folder = tmp_path / "a-file" / "report"
@@ -54,7 +54,8 @@ def test_a_report_folder_that_cannot_be_created_saves_nothing(book: Path,
         f"error: {folder}: cannot create the report folder (Not a directory); the workbook "
         "is unchanged",
         "  what to do: a part of that path is a file, not a folder: give --out another folder, "
-        "then run the command again"]
+        "then run the command again",
+    ]
     assert _sha256(book) == before
     assert not (tmp_path / "campaign_report").exists()
 
@@ -64,12 +65,12 @@ def test_a_report_folder_that_can_be_created_is_written(book: Path, tmp_path: Pa
     folder = tmp_path / "out" / "nested"
     result = _invoke("report", book, "--no-png", "--out", folder)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in folder.iterdir()) == ["attempts.csv", "manifest.csv",
-                                                        "report.md"]
+    assert sorted(p.name for p in folder.iterdir()) == ["attempts.csv", "manifest.csv", "report.md"]
 
 
 def test_a_full_disk_while_writing_the_report_folder_is_a_message_not_a_traceback(
-        book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After the save, the reviewer's first file meets a full disk: what failed, where, what
     to do."""
     csv = tmp_path / "campaign_report" / "attempts.csv"
@@ -83,11 +84,13 @@ def test_a_full_disk_while_writing_the_report_folder_is_a_message_not_a_tracebac
         f"error: {csv}: No space left on device (files already written stay whole; none is "
         "half-written)",
         "  what to do: free disk space or fix the permission, then run the command again "
-        "(--debug shows where it failed)"]
+        "(--debug shows where it failed)",
+    ]
     assert not csv.exists()
 
 
 # ---------------------------------------------------------------- ingest without a journal
+
 
 def test_ingest_without_a_journal_names_it_and_counts_the_workbook(book: Path) -> None:
     """No '0 already' beside recorded attempts: the missing journal is named, exit 1."""
@@ -102,7 +105,8 @@ def test_ingest_without_a_journal_names_it_and_counts_the_workbook(book: Path) -
         f"({held} attempt(s) recorded in it)",
         "  what to do: the runner writes every attempt there first: it is the evidence behind "
         f"those rows; if {book.name} was moved, move {path.name} beside it, if it was deleted, "
-        "restore it from a backup"]
+        "restore it from a backup",
+    ]
     assert result.stdout == ""
     assert _sha256(book) == before
 
@@ -113,18 +117,19 @@ def test_ingest_json_without_a_journal_prints_no_document(book: Path) -> None:
     assert "no journal at this path, nothing to ingest" in result.stderr
 
 
-def test_ingest_of_a_fresh_workbook_says_nothing_has_run(runner: CliRunner,
-                                                         tmp_path: Path) -> None:
+def test_ingest_of_a_fresh_workbook_says_nothing_has_run(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "fresh.xlsx"
     assert runner.invoke(cli, ["init", str(path)]).exit_code == 0
     result = runner.invoke(cli, ["ingest", str(path)])
     assert result.exit_code == 1
     assert result.stderr.splitlines()[1] == (
         f"  what to do: the runner writes it when `iteralab run {path}` records an attempt; "
-        "until then there is nothing to ingest")
+        "until then there is nothing to ingest"
+    )
 
 
 # ---------------------------------------------------------------- docs/bad-inputs.md
+
 
 def test_the_layout_version_message_is_the_one_the_doc_shows(book: Path) -> None:
     """The doc writes OLDEST and NEWEST where the tool names the versions it reads."""
@@ -136,14 +141,14 @@ def test_the_layout_version_message_is_the_one_the_doc_shows(book: Path) -> None
     message = result.stderr.splitlines()[0].removeprefix("error: ")
     readable = f"versions {layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}"
     assert message == f"{book}: layout version 0; this iteralab reads layout {readable}"
-    documented = message.replace(str(book), "PATH").replace(readable,
-                                                            "versions OLDEST to NEWEST")
+    documented = message.replace(str(book), "PATH").replace(readable, "versions OLDEST to NEWEST")
     text = (DOCS / "bad-inputs.md").read_text(encoding="utf-8")
     assert f"`{documented}`" in text
     assert not re.search(r"reads layout versions? \d", text)
 
 
 # ---------------------------------------------------------------- --json "format"
+
 
 def test_validate_json_names_its_format(book: Path) -> None:
     result = _invoke("validate", book, "--json")
@@ -154,8 +159,11 @@ def test_validate_json_names_its_format(book: Path) -> None:
 
 def _documented_formats() -> dict[str, str]:
     """docs/json.md's table: command -> the format column."""
-    rows = re.findall(r"^\| `([a-z ]+) --json` \| ([^|]+) \|", (DOCS / "json.md").read_text(
-        encoding="utf-8"), flags=re.MULTILINE)
+    rows = re.findall(
+        r"^\| `([a-z ]+) --json` \| ([^|]+) \|",
+        (DOCS / "json.md").read_text(encoding="utf-8"),
+        flags=re.MULTILINE,
+    )
     return {command: cell.strip() for command, cell in rows}
 
 
@@ -163,13 +171,28 @@ def test_docs_json_names_the_validate_format() -> None:
     assert _documented_formats()["validate"] == "`iteralab-validate/1`"
 
 
-@pytest.mark.parametrize("args", [
-    ["env", "--json"],
-    ["memory", "estimate", "--params", "8B", "--layers", "32", "--hidden-size", "4096",
-     "--heads", "32", "--json"],
-    ["cost", "--gpu", "rtx-4090", "--days", "7", "--json"],
-    ["schedule", "--start", "2026-12-07T09:00", "--end", "2026-12-11T09:00", "--json"],
-], ids=["env", "memory-estimate", "cost", "schedule"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["env", "--json"],
+        [
+            "memory",
+            "estimate",
+            "--params",
+            "8B",
+            "--layers",
+            "32",
+            "--hidden-size",
+            "4096",
+            "--heads",
+            "32",
+            "--json",
+        ],
+        ["cost", "--gpu", "rtx-4090", "--days", "7", "--json"],
+        ["schedule", "--start", "2026-12-07T09:00", "--end", "2026-12-11T09:00", "--json"],
+    ],
+    ids=["env", "memory-estimate", "cost", "schedule"],
+)
 def test_every_json_document_names_its_format(args: list[str]) -> None:
     result = _invoke(*args)
     assert result.exit_code == 0, result.output
@@ -178,18 +201,24 @@ def test_every_json_document_names_its_format(args: list[str]) -> None:
 
 # ---------------------------------------------------------------- ledger import
 
+
 def test_ledger_import_text_writes_amounts_to_the_cent(book: Path, tmp_path: Path) -> None:
     """`4.2` in the export reads `4.20 USD`, as in the JSON document and the report."""
     export = tmp_path / "billing.csv"
-    export.write_text("date,description,reference,amount,currency\n"
-                      "2026-12-09,Object storage,ST-0042,4.2,USD\n", encoding="utf-8")
+    export.write_text(
+        "date,description,reference,amount,currency\n2026-12-09,Object storage,ST-0042,4.2,USD\n",
+        encoding="utf-8",
+    )
     result = _invoke("ledger", "import", book, export)
     assert result.exit_code == 0, result.output
-    assert ("  in the ledger, not in the workbook: ST-0042 4.20 USD (billing.csv:2)"
-            in result.stdout.splitlines())
+    assert (
+        "  in the ledger, not in the workbook: ST-0042 4.20 USD (billing.csv:2)"
+        in result.stdout.splitlines()
+    )
 
 
 # ---------------------------------------------------------------- init in a missing folder
+
 
 def test_init_in_a_missing_folder_names_it(tmp_path: Path) -> None:
     path = tmp_path / "nodir" / "x.xlsx"
@@ -198,7 +227,8 @@ def test_init_in_a_missing_folder_names_it(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         f"error: {path}: the folder {path.parent} does not exist; nothing created",
         f"  what to do: create it first (mkdir -p {path.parent}), or give a path in an "
-        "existing folder"]
+        "existing folder",
+    ]
     assert not path.parent.exists()
 
 
@@ -208,4 +238,5 @@ def test_init_under_a_file_says_it_is_not_a_folder(tmp_path: Path) -> None:
     result = _invoke("init", path)
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == (
-        f"error: {path}: {path.parent} is a file, not a folder; nothing created")
+        f"error: {path}: {path.parent} is a file, not a folder; nothing created"
+    )

@@ -16,10 +16,13 @@ def test_init_creates_a_workbook_and_never_overwrites(runner: CliRunner, tmp_pat
     first = runner.invoke(cli, ["init", str(path)])
     assert first.exit_code == 0
     assert first.stdout.splitlines()[0] == (
-        f"created {path} (Tariffs: the shipped catalog of 2026-09-24, 2 plan(s))")
+        f"created {path} (Tariffs: the shipped catalog of 2026-09-24, 2 plan(s))"
+    )
     tariffs = store.read(path).tables["Tariffs"]
     assert [(t["gpu_slug"], t["plan_days"], t["price_per_lot_usd"]) for t in tariffs] == [
-        ("rtx-4090", 7, 110), ("b200", 7, 2071)]
+        ("rtx-4090", 7, 110),
+        ("b200", 7, 2071),
+    ]
     before = path.read_bytes()
     again = runner.invoke(cli, ["init", str(path)])
     assert again.exit_code == 2
@@ -33,8 +36,9 @@ def test_init_refuses_a_name_without_xlsx(runner: CliRunner, tmp_path: Path) -> 
     assert "a campaign workbook ends in .xlsx" in result.stderr
 
 
-def test_validate_a_fresh_template_lists_findings_and_exits_1(runner: CliRunner,
-                                                              tmp_path: Path) -> None:
+def test_validate_a_fresh_template_lists_findings_and_exits_1(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     path = tmp_path / "c.xlsx"
     runner.invoke(cli, ["init", str(path)])
     result = runner.invoke(cli, ["validate", str(path)])
@@ -48,9 +52,12 @@ def test_validate_a_fresh_template_lists_findings_and_exits_1(runner: CliRunner,
 def test_validate_json(runner: CliRunner, filled_workbook: Path) -> None:
     result = runner.invoke(cli, ["validate", "--json", str(filled_workbook)])
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"format": "iteralab-validate/1",
-                                         "workbook": str(filled_workbook), "valid": True,
-                                         "findings": []}
+    assert json.loads(result.stdout) == {
+        "format": "iteralab-validate/1",
+        "workbook": str(filled_workbook),
+        "valid": True,
+        "findings": [],
+    }
 
 
 def test_validate_a_valid_workbook_exits_0(runner: CliRunner, filled_workbook: Path) -> None:
@@ -64,8 +71,7 @@ def test_usage_errors_exit_2(runner: CliRunner) -> None:
     assert runner.invoke(cli, ["nonsense"]).exit_code == 2
 
 
-def test_a_missing_or_corrupt_workbook_is_a_clear_error(runner: CliRunner,
-                                                        tmp_path: Path) -> None:
+def test_a_missing_or_corrupt_workbook_is_a_clear_error(runner: CliRunner, tmp_path: Path) -> None:
     missing = runner.invoke(cli, ["validate", str(tmp_path / "none.xlsx")])
     assert missing.exit_code == 1
     assert "no such workbook" in missing.stderr
@@ -76,8 +82,7 @@ def test_a_missing_or_corrupt_workbook_is_a_clear_error(runner: CliRunner,
     assert f"error: {bad}: not a readable .xlsx workbook" in corrupt.stderr
 
 
-def test_lock_then_edit_then_validate_then_amend(runner: CliRunner,
-                                                 filled_workbook: Path) -> None:
+def test_lock_then_edit_then_validate_then_amend(runner: CliRunner, filled_workbook: Path) -> None:
     locked = runner.invoke(cli, ["lock", str(filled_workbook)])
     assert locked.exit_code == 0
     assert locked.stdout.startswith(f"locked {filled_workbook}: protocol sha256 ")
@@ -91,13 +96,16 @@ def test_lock_then_edit_then_validate_then_amend(runner: CliRunner,
 
     amended = runner.invoke(cli, ["amend", str(filled_workbook), "--reason", "agreed with QA"])
     assert amended.exit_code == 0
-    assert amended.stdout.splitlines()[1:] == ["  changed Protocol!8 tolerance",
-                                               "0 earlier attempt(s) marked pre_amendment = yes"]
+    assert amended.stdout.splitlines()[1:] == [
+        "  changed Protocol!8 tolerance",
+        "0 earlier attempt(s) marked pre_amendment = yes",
+    ]
     assert runner.invoke(cli, ["validate", str(filled_workbook)]).exit_code == 0
 
 
-def test_lock_an_incomplete_workbook_exits_1_and_leaves_it_untouched(runner: CliRunner,
-                                                                     tmp_path: Path) -> None:
+def test_lock_an_incomplete_workbook_exits_1_and_leaves_it_untouched(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     path = tmp_path / "c.xlsx"
     runner.invoke(cli, ["init", str(path)])
     before = path.read_bytes()
@@ -122,31 +130,35 @@ def test_open_in_office_is_detected(runner: CliRunner, filled_workbook: Path) ->
     assert "open in Excel or LibreOffice" in result.stderr
 
 
-def test_lock_and_amend_json_hold_what_the_text_says(runner: CliRunner,
-                                                     filled_workbook: Path) -> None:
+def test_lock_and_amend_json_hold_what_the_text_says(
+    runner: CliRunner, filled_workbook: Path
+) -> None:
     locked = runner.invoke(cli, ["lock", str(filled_workbook), "--json"])
     assert locked.exit_code == 0, locked.output
     document = json.loads(locked.stdout)
     sha = document.pop("protocol_sha256")
-    assert len(sha) == 64 and document == {"format": "iteralab-lock/1",
-                                           "workbook": str(filled_workbook),
-                                           "logged_in_audit": None}
+    assert len(sha) == 64 and document == {
+        "format": "iteralab-lock/1",
+        "workbook": str(filled_workbook),
+        "logged_in_audit": None,
+    }
     assert store.read(filled_workbook).tables["Audit"][-1]["protocol_sha256"] == sha
 
     data = store.read(filled_workbook)
     data.forms["Protocol"]["tolerance"] = 0.02
     store.save(data, filled_workbook)
-    amended = runner.invoke(cli, ["amend", str(filled_workbook), "--reason", "agreed with QA",
-                                  "--json"])
+    amended = runner.invoke(
+        cli, ["amend", str(filled_workbook), "--reason", "agreed with QA", "--json"]
+    )
     assert amended.exit_code == 0, amended.output
     document = json.loads(amended.stdout)
     assert document["format"] == "iteralab-amend/1"
     assert document["protocol_sha256"] not in (sha, None)
     assert [(c["sheet"], c["row"], c["column"]) for c in document["changed"]] == [
-        ("Protocol", 8, "tolerance")]
+        ("Protocol", 8, "tolerance")
+    ]
     assert document["pre_amendment_marked"] == 0
-    assert document["logged_in_audit"] == store.read(filled_workbook).tables["Audit"][-1][
-        "reason"]
+    assert document["logged_in_audit"] == store.read(filled_workbook).tables["Audit"][-1]["reason"]
 
 
 def test_init_json_names_the_workbook_and_its_tariffs(runner: CliRunner, tmp_path: Path) -> None:
@@ -154,8 +166,12 @@ def test_init_json_names_the_workbook_and_its_tariffs(runner: CliRunner, tmp_pat
     result = runner.invoke(cli, ["init", str(path), "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document == {"format": "iteralab-init/1", "workbook": str(path),
-                        "tariff_snapshots": ["2026-09-24"], "tariff_plans": 2,
-                        "next": document["next"]}
+    assert document == {
+        "format": "iteralab-init/1",
+        "workbook": str(path),
+        "tariff_snapshots": ["2026-09-24"],
+        "tariff_plans": 2,
+        "next": document["next"],
+    }
     assert f"`iteralab lock {path}`" in document["next"]
     assert len(store.read(path).tables["Tariffs"]) == 2

@@ -33,8 +33,9 @@ from toolkit.evidence.validate import validate
 from toolkit.plumbing.digests import file_sha256
 from toolkit.workbook import store
 
-ray = pytest.importorskip("ray", reason="the cluster extra is not installed "
-                          "(pip install 'iteragpu-lab[cluster]')")
+ray = pytest.importorskip(
+    "ray", reason="the cluster extra is not installed (pip install 'iteragpu-lab[cluster]')"
+)
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from toolkit.cluster.labels import resource  # noqa: E402
@@ -44,11 +45,14 @@ from toolkit.cluster.task import STAGING_PREFIX  # noqa: E402
 STORE_BYTES = 80 * 2**20
 #: Process titles of a node's own Ray processes (not an attempt's task).
 IDLE = ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")
+
+
 def _elsewhere(label: str) -> dict[str, object]:
     """b4-fp32 on another label: another machine, so a later series naming what it changes
     (R6: in series 1 only the batch varies)."""
-    return variant("b4-fp32", 4, label=label, series=2, base_variant="b1-fp32",
-                   changes="batch_size, label")
+    return variant(
+        "b4-fp32", 4, label=label, series=2, base_variant="b1-fp32", changes="batch_size, label"
+    )
 
 
 TWO_LABELS = [variant("b1-fp32", 1, label="cpu-a"), _elsewhere("cpu-b")]
@@ -61,10 +65,12 @@ def _invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _book(folder: Path, variants: list[dict[str, object]] = TWO_LABELS,
-          repetitions: int = 1) -> Path:
-    return make_campaign(folder, 8, variants, warmup_rule="none", process_policy="fresh",
-                         repetitions=repetitions)
+def _book(
+    folder: Path, variants: list[dict[str, object]] = TWO_LABELS, repetitions: int = 1
+) -> Path:
+    return make_campaign(
+        folder, 8, variants, warmup_rule="none", process_policy="fresh", repetitions=repetitions
+    )
 
 
 def _plan(book: Path) -> list[tuple[str, int, str]]:
@@ -86,18 +92,30 @@ def _only_driver_files(book: Path, driver: int | None = None) -> None:
     file is the one its row names, byte for byte; every start line is the driver's (this
     process, or the pid ``driver``)."""
     folder = book.parent
-    assert sorted(p.name for p in folder.iterdir()) == sorted([
-        "campaign.xlsx", "campaign.bak.xlsx", "campaign.xlsx.lock", "campaign.journal.jsonl",
-        "campaign.chain.json", "campaign.campaign.lock", "campaign.campaign.json",
-        "campaign_predictions", "corpus.jsonl", "head"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [
+            "campaign.xlsx",
+            "campaign.bak.xlsx",
+            "campaign.xlsx.lock",
+            "campaign.journal.jsonl",
+            "campaign.chain.json",
+            "campaign.campaign.lock",
+            "campaign.campaign.json",
+            "campaign_predictions",
+            "corpus.jsonl",
+            "head",
+        ]
+    )
     rows = [r for r in attempts(book) if r["predictions_path"]]
     assert sorted(p.name for p in (folder / "campaign_predictions").iterdir()) == sorted(
-        Path(r["predictions_path"]).name for r in rows)
+        Path(r["predictions_path"]).name for r in rows
+    )
     for row in rows:
         assert file_sha256(folder / row["predictions_path"]) == row["predictions_sha256"]
     lines = [json.loads(line) for line in journal.journal_path(book).read_text().splitlines()]
     assert {e["pid"] for e in lines if e["format"] == journal.START_FORMAT} == {
-        driver or os.getpid()}
+        driver or os.getpid()
+    }
 
 
 def _overlap(book: Path, first: str, second: str) -> bool:
@@ -112,15 +130,25 @@ def _overlap(book: Path, first: str, second: str) -> bool:
 
 # ---- ray.cluster_utils.Cluster ---------------------------------------------------------
 
+
 @pytest.fixture(scope="class")
 def two_nodes() -> Iterator[tuple[str, dict[str, str]]]:
     """A head without labels and two nodes, cpu-a and cpu-b: (address, node id by label)."""
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "object_store_memory": STORE_BYTES, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "object_store_memory": STORE_BYTES,
+            "include_dashboard": False,
+        },
+    )
     try:
-        nodes = {label: cluster.add_node(num_cpus=1, resources={resource(label): 1},
-                                         object_store_memory=STORE_BYTES).node_id
-                 for label in ("cpu-a", "cpu-b")}
+        nodes = {
+            label: cluster.add_node(
+                num_cpus=1, resources={resource(label): 1}, object_store_memory=STORE_BYTES
+            ).node_id
+            for label in ("cpu-a", "cpu-b")
+        }
         cluster.wait_for_nodes()
         yield cluster.address, nodes
     finally:
@@ -130,7 +158,8 @@ def two_nodes() -> Iterator[tuple[str, dict[str, str]]]:
 
 class TestClusterUtils:
     def test_each_attempt_runs_on_a_node_of_its_label_and_only_the_driver_writes(
-            self, tmp_path: Path, two_nodes: tuple[str, dict[str, str]]) -> None:
+        self, tmp_path: Path, two_nodes: tuple[str, dict[str, str]]
+    ) -> None:
         """Two labels, two nodes: each attempt on its label's node; cpu-b waits for the
         reference's first attempt, then both labels run at once; the node stages its own copy
         and the workbook's folder holds only the driver's files."""
@@ -143,38 +172,48 @@ class TestClusterUtils:
             f"{book}: 4 attempt(s) to run, 8 items each, process policy fresh; order "
             f"b1-fp32-b4-fp32 / b4-fp32-b1-fp32; on the Ray cluster at {address}",
             "label(s) cpu-b wait for the first attempt of the reference variant b1-fp32 "
-            "(label cpu-a): their tolerance is checked against its predictions (R16)"]
-        assert _plan(book) == [("b1-fp32", 1, "completed"), ("b1-fp32", 2, "completed"),
-                               ("b4-fp32", 1, "completed"), ("b4-fp32", 2, "completed")]
+            "(label cpu-a): their tolerance is checked against its predictions (R16)",
+        ]
+        assert _plan(book) == [
+            ("b1-fp32", 1, "completed"),
+            ("b1-fp32", 2, "completed"),
+            ("b4-fp32", 1, "completed"),
+            ("b4-fp32", 2, "completed"),
+        ]
         rows = attempts(book)
         for row in rows:
             label = "cpu-a" if row["variant_id"] == "b1-fp32" else "cpu-b"
             assert _node_of(row) == nodes[label][:12]
             assert f"(label {label}) through `iteralab run --cluster`" in row["notes"]
             assert (row["items_completed"], row["ids_match"], row["quality_verdict"]) == (
-                8, "yes", "pass")
+                8,
+                "yes",
+                "pass",
+            )
         assert _overlap(book, "b1-fp32", "b4-fp32")
         _only_driver_files(book)
         assert _staging_left() == staged_before  # each node removed its staging folder
         assert validate(store.read(book), book) == []
 
     def test_a_label_no_node_offers_is_refused_before_anything_starts(
-            self, tmp_path: Path, two_nodes: tuple[str, dict[str, str]]) -> None:
+        self, tmp_path: Path, two_nodes: tuple[str, dict[str, str]]
+    ) -> None:
         """The refusal names the label and the variant, and lists what the cluster offers;
         nothing is journaled."""
         address, _ = two_nodes
-        book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"),
-                                _elsewhere("b200")])
+        book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"), _elsewhere("b200")])
         code, output = _invoke("run", str(book), "--cluster", address, "--wait", "1")
         assert code == 2
         assert output.splitlines()[0] == (
             "error: no node of the cluster offers label b200 after waiting 1 s (needed by "
-            "b4-fp32); the cluster offers: cpu-a (1 node), cpu-b (1 node)")
+            "b4-fp32); the cluster offers: cpu-a (1 node), cpu-b (1 node)"
+        )
         assert not journal.journal_path(book).exists()
         assert attempts(book) == []
 
 
 # ---- a real `ray start` pair through `iteralab worker start` ----------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -233,20 +272,45 @@ class Pair:
 
     def start_head(self) -> str:
         temp = self._temp()
-        code, output = _invoke("worker", "start", "--head", "--port", str(self.port),
-                               "--label", "cpu-a", "--num-cpus", "1", "--temp-dir", temp)
+        code, output = _invoke(
+            "worker",
+            "start",
+            "--head",
+            "--port",
+            str(self.port),
+            "--label",
+            "cpu-a",
+            "--num-cpus",
+            "1",
+            "--temp-dir",
+            temp,
+        )
         assert code == 0, output
         return output
 
     def join(self, label: str) -> str:
         """A node joining the head; returns its temporary folder (its identity here)."""
         temp = self._temp()
-        code, output = _invoke("worker", "start", "--address", self.address, "--label", label,
-                               "--num-cpus", "1", "--temp-dir", temp, "--json")
+        code, output = _invoke(
+            "worker",
+            "start",
+            "--address",
+            self.address,
+            "--label",
+            label,
+            "--num-cpus",
+            "1",
+            "--temp-dir",
+            temp,
+            "--json",
+        )
         assert code == 0, output
         document = json.loads(output)
         assert (document["role"], document["label"], document["bind"]) == (
-            "worker", label, "127.0.0.1")
+            "worker",
+            label,
+            "127.0.0.1",
+        )
         return temp
 
     def close(self) -> None:
@@ -265,9 +329,9 @@ def pair() -> Iterator[Pair]:
         head = nodes.start_head()
         assert head.splitlines()[:3] == [
             f"head node started at {nodes.address} (label cpu-a)",
-            f"join it from each box: iteralab worker start --address {nodes.address} "
-            "--label LABEL",
-            f"run a campaign from here: iteralab run WORKBOOK --cluster {nodes.address}"]
+            f"join it from each box: iteralab worker start --address {nodes.address} --label LABEL",
+            f"run a campaign from here: iteralab run WORKBOOK --cluster {nodes.address}",
+        ]
         nodes.join("cpu-b")
         yield nodes
     finally:
@@ -285,8 +349,11 @@ def _tasks_on(temp_dirs: list[str]) -> list[str]:
     """The command lines of Ray workers running a task (not idle) on the given nodes."""
     table = _processes()
     pids = set().union(*(_node_pids(temp) for temp in temp_dirs))
-    return [cmd for pid, (_, cmd) in table.items()
-            if pid in pids and cmd.startswith("ray::") and not cmd.startswith(IDLE)]
+    return [
+        cmd
+        for pid, (_, cmd) in table.items()
+        if pid in pids and cmd.startswith("ray::") and not cmd.startswith(IDLE)
+    ]
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -300,8 +367,11 @@ def _stalled(book: Path, temp_dir: str) -> bool:
     if [e["attempt"]["variant_id"] for e in journal.read(book)] != ["b1-fp32"]:
         return False
     table = _processes()
-    busy = [pid for pid in _node_pids(temp_dir)
-            if table.get(pid, (0, ""))[1].startswith("ray::iteralab a")]  # the task's name
+    busy = [
+        pid
+        for pid in _node_pids(temp_dir)
+        if table.get(pid, (0, ""))[1].startswith("ray::iteralab a")
+    ]  # the task's name
     if len(busy) != 1:
         return False
     try:
@@ -318,13 +388,17 @@ def _resume_finishes(book: Path, pair: Pair, label: str) -> None:
     pair.join(label)
     code, output = _invoke("run", str(book), "--cluster", pair.address, "--resume")
     assert code == 0, output
-    assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "completed"),
-                           ("b4-fp32", 1, "interrupted")]
+    assert _plan(book) == [
+        ("b1-fp32", 1, "completed"),
+        ("b4-fp32", 1, "completed"),
+        ("b4-fp32", 1, "interrupted"),
+    ]
     assert validate(store.read(book), book) == []
 
 
-def _hanging_campaign(tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch,
-                      label: str) -> tuple[Path, str, subprocess.Popen[str]]:
+def _hanging_campaign(
+    tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch, label: str
+) -> tuple[Path, str, subprocess.Popen[str]]:
     """b1 on cpu-a and b4 on a new ``label`` node whose attempts hang after 4 items, run by
     a real `iteralab run --cluster` driver: (workbook, the node's folder, the driver)."""
     book = _book(tmp_path, [variant("b1-fp32", 1, label="cpu-a"), _elsewhere(label)])
@@ -333,14 +407,18 @@ def _hanging_campaign(tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("ITERALAB_INJECT_FAULT")
     driver = subprocess.Popen(
         [sys.executable, "-m", "toolkit", "run", str(book), "--cluster", pair.address],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return book, node, driver
 
 
 class TestRayStart:
     def test_a_head_and_a_node_started_by_worker_start_run_the_campaign(
-            self, tmp_path: Path, pair: Pair) -> None:
+        self, tmp_path: Path, pair: Pair
+    ) -> None:
         """The same two-label campaign on a real `ray start` pair: both attempts completed,
         on two different nodes."""
         book = _book(tmp_path)
@@ -353,17 +431,23 @@ class TestRayStart:
         assert validate(store.read(book), book) == []
 
     def test_a_node_killed_mid_attempt_leaves_an_interrupted_row_and_resume_finishes(
-            self, tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """The cpu-c node's processes are killed while its attempt runs: that row is
         interrupted with the reason, the cpu-a attempt completes; --resume on a new cpu-c
         node runs the interrupted slot only."""
         book, doomed, driver = _hanging_campaign(tmp_path, pair, monkeypatch, "cpu-c")
         try:
+
             def b1_recorded_and_b4_running() -> bool:
                 done = [e["attempt"]["variant_id"] for e in journal.read(book)]
-                running = [cmd for pid, (_, cmd) in _processes().items()
-                           if pid in _node_pids(doomed) and cmd.startswith("ray::")
-                           and not cmd.startswith(IDLE)]
+                running = [
+                    cmd
+                    for pid, (_, cmd) in _processes().items()
+                    if pid in _node_pids(doomed)
+                    and cmd.startswith("ray::")
+                    and not cmd.startswith(IDLE)
+                ]
                 return done == ["b1-fp32"] and bool(running)
 
             _wait_for(b1_recorded_and_b4_running, 150, "the cpu-a attempt's record")
@@ -373,22 +457,28 @@ class TestRayStart:
             if driver.poll() is None:
                 driver.kill()
         assert driver.returncode == 0, output
-        assert "recorded 2 attempt(s)" in output and "1 completed, 0 failed, 1 interrupted" \
-            in output
+        assert (
+            "recorded 2 attempt(s)" in output and "1 completed, 0 failed, 1 interrupted" in output
+        )
         assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted")]
         lost = next(r for r in attempts(book) if r["status"] == "interrupted")
-        assert lost["notes"].startswith("interrupted: the Ray node running it was lost "
-                                        "(Task failed because the node it was running on is "
-                                        "dead or unavailable")
-        assert lost["notes"].endswith("its slot runs again on --resume; label cpu-c; its "
-                                      "Manifest row describes the driver's machine: the node "
-                                      "sent none")
+        assert lost["notes"].startswith(
+            "interrupted: the Ray node running it was lost "
+            "(Task failed because the node it was running on is "
+            "dead or unavailable"
+        )
+        assert lost["notes"].endswith(
+            "its slot runs again on --resume; label cpu-c; its "
+            "Manifest row describes the driver's machine: the node "
+            "sent none"
+        )
 
         _resume_finishes(book, pair, "cpu-c")
         assert unexplained(lost) == []  # the row the driver wrote: each empty cell says why
 
     def test_ctrl_c_interrupts_the_running_attempt_and_resume_finishes(
-            self, tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, tmp_path: Path, pair: Pair, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A real SIGINT to `iteralab run --cluster` while the cpu-d attempt is stalled in
         its measured window: the driver cancels the task, the node records it interrupted
         (Ctrl-C, after 4 of 8 items), the run exits 130 well before the driver's own
@@ -398,8 +488,11 @@ class TestRayStart:
 
         book, stalling, driver = _hanging_campaign(tmp_path, pair, monkeypatch, "cpu-d")
         try:
-            _wait_for(lambda: _stalled(book, stalling), 150,
-                      "the cpu-d attempt to stall in its measured window")
+            _wait_for(
+                lambda: _stalled(book, stalling),
+                150,
+                "the cpu-d attempt to stall in its measured window",
+            )
             driver.send_signal(signal.SIGINT)
             sent = time.monotonic()
             output, _ = driver.communicate(timeout=INTERRUPT_WAIT_S + 60)
@@ -411,13 +504,14 @@ class TestRayStart:
         assert took < INTERRUPT_WAIT_S / 2, output  # the node answered the cancel itself
         assert "1 completed, 0 failed, 1 interrupted" in output
         assert output.splitlines()[-1] == (  # the same command, so the same cluster
-            f"interrupted: continue with `iteralab run {book} --cluster {pair.address} "
-            "--resume`")
+            f"interrupted: continue with `iteralab run {book} --cluster {pair.address} --resume`"
+        )
         assert _plan(book) == [("b1-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted")]
         stopped = next(r for r in attempts(book) if r["status"] == "interrupted")
         assert stopped["items_completed"] == 4
-        assert stopped["notes"].startswith("interrupted after 4 of 8 items "
-                                           "(KeyboardInterrupt: Ctrl-C)")
+        assert stopped["notes"].startswith(
+            "interrupted after 4 of 8 items (KeyboardInterrupt: Ctrl-C)"
+        )
         assert "(label cpu-d) through `iteralab run --cluster`" in stopped["notes"]
         assert validate(store.read(book), book) == []
         _only_driver_files(book, driver.pid)
@@ -429,16 +523,28 @@ class TestRayStart:
 
 # ---- what is refused before Ray is asked anything ----------------------------------------
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("worker", "start"), "error: say either --head (start the cluster) or --address HOST:PORT "
-     "(join it)"),
-    (("worker", "start", "--head", "--address", "10.0.0.1:6379"),
-     "error: say either --head (start the cluster) or --address HOST:PORT (join it)"),
-    (("worker", "start", "--address", "10.0.0.1:6379", "--port", "6380"),
-     "error: --port is the head's port: give it with --head"),
-    (("worker", "start", "--head", "--label", "RTX 4090"),
-     "error: --label: label 'RTX 4090' is not a label"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("worker", "start"),
+            "error: say either --head (start the cluster) or --address HOST:PORT (join it)",
+        ),
+        (
+            ("worker", "start", "--head", "--address", "10.0.0.1:6379"),
+            "error: say either --head (start the cluster) or --address HOST:PORT (join it)",
+        ),
+        (
+            ("worker", "start", "--address", "10.0.0.1:6379", "--port", "6380"),
+            "error: --port is the head's port: give it with --head",
+        ),
+        (
+            ("worker", "start", "--head", "--label", "RTX 4090"),
+            "error: --label: label 'RTX 4090' is not a label",
+        ),
+    ],
+)
 def test_worker_start_refuses_what_it_cannot_start(args: tuple[str, ...], message: str) -> None:
     """Usage errors exit 2 before `ray start` runs (no node is started)."""
     code, output = _invoke(*args)
@@ -455,12 +561,12 @@ def test_a_cpu_variant_without_a_label_is_refused_before_joining(tmp_path: Path)
     assert code == 2
     assert output.splitlines()[0] == (
         "error: Variants row b1-fp32, column label: variant b1-fp32 runs on cpu and names no "
-        "label, so no node of the cluster is known to run it")
+        "label, so no node of the cluster is known to run it"
+    )
     assert not journal.journal_path(book).exists()
 
 
-def test_a_refused_ray_token_says_which_file_to_look_at(monkeypatch: pytest.MonkeyPatch
-                                                        ) -> None:
+def test_a_refused_ray_token_says_which_file_to_look_at(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray's own failure text is kept; the hint names the token an earlier ray.init() left."""
     import subprocess
 
@@ -468,8 +574,11 @@ def test_a_refused_ray_token_says_which_file_to_look_at(monkeypatch: pytest.Monk
     from toolkit.errors import ToolkitError
 
     said = "ray.exceptions.AuthenticationError: InvalidAuthToken: the token does not match"
-    monkeypatch.setattr(workers, "_run", lambda command, timeout_s: subprocess.CompletedProcess(
-        command, 1, "", said))
+    monkeypatch.setattr(
+        workers,
+        "_run",
+        lambda command, timeout_s: subprocess.CompletedProcess(command, 1, "", said),
+    )
     with pytest.raises(ToolkitError) as raised:
         workers.start(head=True, address=None, port=None, bind="127.0.0.1", label=None)
     assert said in raised.value.message

@@ -20,11 +20,16 @@ def _jsonl(path: Path, *records: object) -> Path:
 
 def test_reads_jsonl_items_in_file_order(tmp_path: Path) -> None:
     """Ids, texts and labels come back as written; whole-number ids become text."""
-    path = _jsonl(tmp_path / "c.jsonl", {"id": "a", "text": "one", "label": "x"},
-                  {"id": 7, "text": "two", "label": "y"})
+    path = _jsonl(
+        tmp_path / "c.jsonl",
+        {"id": "a", "text": "one", "label": "x"},
+        {"id": 7, "text": "two", "label": "y"},
+    )
     items = corpus.read_corpus(path)
     assert [(i.id, i.text, i.label, i.line) for i in items] == [
-        ("a", "one", "x", 1), ("7", "two", "y", 2)]
+        ("a", "one", "x", 1),
+        ("7", "two", "y", 2),
+    ]
 
 
 def test_reads_csv_with_quoted_line_breaks(tmp_path: Path) -> None:
@@ -40,19 +45,26 @@ def test_labels_are_optional_for_the_whole_corpus(tmp_path: Path) -> None:
     assert [i.label for i in corpus.read_corpus(path)] == [None, None]
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n',
-     "line 2: duplicate id 'a' (first on line 1)"),
-    ('{"id": "a", "text": "x"}\n{"text": "y"}\n', "line 2: no id"),
-    ('{"id": "a", "text": "x"}\n{"id": " ", "text": "y"}\n', "line 2: empty id"),
-    ('{"id": "a", "text": "  "}\n', "line 1 (id 'a'): empty text"),
-    ('{"id": "a", "text": "x"}\n{"id": "b"}\n', "line 2 (id 'b'): text is missing"),
-    ('{"id": "a", "text": "x"}\nnot json\n', "line 2: not a JSON object"),
-    ('{"id": "a", "text": "x", "label": "p"}\n{"id": "b", "text": "y"}\n',
-     "line 2 (id 'b'): no label, while 1 other lines have one"),
-    ('{"id": [1], "text": "x"}\n', "line 1: id [1] is neither text nor a whole number"),
-    ("", "the corpus holds no item"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            '{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n',
+            "line 2: duplicate id 'a' (first on line 1)",
+        ),
+        ('{"id": "a", "text": "x"}\n{"text": "y"}\n', "line 2: no id"),
+        ('{"id": "a", "text": "x"}\n{"id": " ", "text": "y"}\n', "line 2: empty id"),
+        ('{"id": "a", "text": "  "}\n', "line 1 (id 'a'): empty text"),
+        ('{"id": "a", "text": "x"}\n{"id": "b"}\n', "line 2 (id 'b'): text is missing"),
+        ('{"id": "a", "text": "x"}\nnot json\n', "line 2: not a JSON object"),
+        (
+            '{"id": "a", "text": "x", "label": "p"}\n{"id": "b", "text": "y"}\n',
+            "line 2 (id 'b'): no label, while 1 other lines have one",
+        ),
+        ('{"id": [1], "text": "x"}\n', "line 1: id [1] is neither text nor a whole number"),
+        ("", "the corpus holds no item"),
+    ],
+)
 def test_corpus_errors_name_the_line(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text(content, encoding="utf-8")
@@ -67,8 +79,9 @@ def test_undecodable_bytes_name_line_and_column(tmp_path: Path) -> None:
     path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": "caf\xe9"}\n')
     with pytest.raises(CorpusError) as caught:
         corpus.read_corpus(path)
-    assert caught.value.message == (f"{path}: line 2, byte column 25: bytes that are not UTF-8 "
-                                     "(b'\\xe9\"}\\n')")
+    assert caught.value.message == (
+        f"{path}: line 2, byte column 25: bytes that are not UTF-8 (b'\\xe9\"}}\\n')"
+    )
 
 
 def test_csv_without_a_text_column_is_refused(tmp_path: Path) -> None:
@@ -93,6 +106,7 @@ def test_fingerprint_covers_ids_and_texts_in_order_not_labels() -> None:
     assert corpus.fingerprint(a) != corpus.fingerprint(swapped)
     # The definition, written out: sha256 over compact JSON [id, text] lines.
     import hashlib
+
     assert corpus.fingerprint(a) == hashlib.sha256(b'["1","x"]\n["2","y"]\n').hexdigest()
 
 
@@ -100,19 +114,23 @@ def test_same_items_in_csv_and_jsonl_share_a_fingerprint(tmp_path: Path) -> None
     jsonl = _jsonl(tmp_path / "c.jsonl", {"id": "a", "text": "é, x"}, {"id": "b", "text": "y"})
     csv_path = tmp_path / "c.csv"
     csv_path.write_text('id,text\na,"é, x"\nb,y\n', encoding="utf-8")
-    assert (corpus.fingerprint(corpus.read_corpus(jsonl))
-            == corpus.fingerprint(corpus.read_corpus(csv_path)))
+    assert corpus.fingerprint(corpus.read_corpus(jsonl)) == corpus.fingerprint(
+        corpus.read_corpus(csv_path)
+    )
 
 
-@pytest.mark.parametrize(("tokens", "stratum"), [(1, "short"), (32, "short"), (33, "medium"),
-                                                 (128, "medium"), (129, "long"), (900, "long")])
+@pytest.mark.parametrize(
+    ("tokens", "stratum"),
+    [(1, "short"), (32, "short"), (33, "medium"), (128, "medium"), (129, "long"), (900, "long")],
+)
 def test_strata_bounds(tokens: int, stratum: str) -> None:
     assert corpus.stratum(tokens) == stratum
 
 
 def test_strata_text_states_the_bounds() -> None:
     assert corpus.strata_text({"short": 600, "medium": 300, "long": 100}) == (
-        "short 600 (1-32 tokens), medium 300 (33-128 tokens), long 100 (>=129 tokens)")
+        "short 600 (1-32 tokens), medium 300 (33-128 tokens), long 100 (>=129 tokens)"
+    )
 
 
 def test_predictions_file_round_trip_and_hash(tmp_path: Path) -> None:
@@ -131,8 +149,9 @@ def test_duplicate_and_missing_ids_are_found_in_the_predictions_file(tmp_path: P
     observed = [r["id"] for r in corpus.read_predictions(path)]
     check = evaluation.check_ids(["a", "b", "c", "d"], observed)
     assert (check.expected, check.observed, check.match) == (4, 3, False)
-    assert check.notes() == ("1 duplicated id(s): b x2; 2 missing id(s): c, d; "
-                             "1 unexpected id(s): z")
+    assert check.notes() == (
+        "1 duplicated id(s): b x2; 2 missing id(s): c, d; 1 unexpected id(s): z"
+    )
 
 
 def test_matching_ids_have_no_notes() -> None:
@@ -165,23 +184,42 @@ STRATUM = {"s": "short", "m": "medium", "l": "long"}
 
 def _rows(predictions: str, labels: str, strata: str) -> list[dict[str, object]]:
     """Rows from one letter per item: prediction, gold label, stratum (s, m, l)."""
-    return [{"id": str(i), "prediction": p, "label": g, "stratum": STRATUM[s]}
-            for i, (p, g, s) in enumerate(zip(predictions, labels, strata, strict=False))]
+    return [
+        {"id": str(i), "prediction": p, "label": g, "stratum": STRATUM[s]}
+        for i, (p, g, s) in enumerate(zip(predictions, labels, strata, strict=False))
+    ]
 
 
 def _reference(rows: list[dict[str, object]]) -> evaluation.Reference:
-    return evaluation.Reference("ref", "a001", {str(r["id"]): str(r["prediction"]) for r in rows},
-                            evaluation.metric("accuracy", [str(r["label"]) for r in rows],
-                                          [str(r["prediction"]) for r in rows]),
-                            evaluation.subgroup_metrics("accuracy", rows, ("stratum",)))
+    return evaluation.Reference(
+        "ref",
+        "a001",
+        {str(r["id"]): str(r["prediction"]) for r in rows},
+        evaluation.metric(
+            "accuracy", [str(r["label"]) for r in rows], [str(r["prediction"]) for r in rows]
+        ),
+        evaluation.subgroup_metrics("accuracy", rows, ("stratum",)),
+    )
 
 
-def _evaluate(rows: list[dict[str, object]], reference: evaluation.Reference | None,
-              variant: str = "v", threshold: float = 0.5) -> evaluation.Evaluation:
-    return evaluation.evaluate(rows, [str(i) for i in range(len(rows))], complete=True,
-                           metric_name="accuracy", threshold=threshold, tolerance=0.1,
-                           kinds=("stratum",), reference=reference, reference_variant="ref",
-                           variant_id=variant)
+def _evaluate(
+    rows: list[dict[str, object]],
+    reference: evaluation.Reference | None,
+    variant: str = "v",
+    threshold: float = 0.5,
+) -> evaluation.Evaluation:
+    return evaluation.evaluate(
+        rows,
+        [str(i) for i in range(len(rows))],
+        complete=True,
+        metric_name="accuracy",
+        threshold=threshold,
+        tolerance=0.1,
+        kinds=("stratum",),
+        reference=reference,
+        reference_variant="ref",
+        variant_id=variant,
+    )
 
 
 def test_verdict_passes_within_threshold_and_tolerance() -> None:
@@ -189,8 +227,9 @@ def test_verdict_passes_within_threshold_and_tolerance() -> None:
     rows = _rows("aaaaabbbbb", "aaaaabbbbb", "ssssslllll")
     result = _evaluate(rows, _reference(ref_rows))
     assert (result.verdict, result.metric, result.agreement) == ("pass", 1.0, 1.0)
-    assert evaluation.subgroups_text(result.subgroups) == ("stratum=short 1.0000 (n=5); "
-                                                       "stratum=long 1.0000 (n=5)")
+    assert evaluation.subgroups_text(result.subgroups) == (
+        "stratum=short 1.0000 (n=5); stratum=long 1.0000 (n=5)"
+    )
 
 
 def test_a_subgroup_outside_tolerance_fails_even_when_the_metric_passes() -> None:
@@ -201,9 +240,10 @@ def test_a_subgroup_outside_tolerance_fails_even_when_the_metric_passes() -> Non
     result = _evaluate(rows, _reference(_rows(gold, gold, strata)), threshold=0.5)
     assert result.verdict == "fail"
     assert result.metric == 0.9
-    assert result.notes == ["reference a001: 18/20 predictions agree",
-                            "subgroup stratum=short 0.8000 below reference 1.0000 - "
-                            "tolerance 0.1000"]
+    assert result.notes == [
+        "reference a001: 18/20 predictions agree",
+        "subgroup stratum=short 0.8000 below reference 1.0000 - tolerance 0.1000",
+    ]
 
 
 def test_below_threshold_fails() -> None:
@@ -218,8 +258,9 @@ def test_without_reference_a_non_reference_variant_is_not_evaluated() -> None:
     result = _evaluate(rows, None)
     assert result.verdict == "not evaluated"
     assert result.agreement_reason == "reference ref has no completed attempt yet"
-    assert result.notes[-1] == ("reference ref not yet measured: tolerance unchecked "
-                                "(`iteralab report` checks again)")
+    assert result.notes[-1] == (
+        "reference ref not yet measured: tolerance unchecked (`iteralab report` checks again)"
+    )
 
 
 def test_the_reference_variant_passes_on_its_own_threshold() -> None:
@@ -240,8 +281,17 @@ def test_wrong_ids_fail_without_a_metric() -> None:
 
 def test_an_unfinished_attempt_gets_no_metric() -> None:
     rows = _rows("aa", "aa", "ss")
-    result = evaluation.evaluate(rows, ["0", "1", "2"], complete=False, metric_name="accuracy",
-                             threshold=0.5, tolerance=0.1, kinds=(), reference=None,
-                             reference_variant="ref", variant_id="ref")
+    result = evaluation.evaluate(
+        rows,
+        ["0", "1", "2"],
+        complete=False,
+        metric_name="accuracy",
+        threshold=0.5,
+        tolerance=0.1,
+        kinds=(),
+        reference=None,
+        reference_variant="ref",
+        variant_id="ref",
+    )
     assert (result.verdict, result.metric, result.ids.observed) == ("not evaluated", None, 2)
     assert result.metric_reason == "attempt did not finish: a metric needs the whole corpus"

@@ -27,7 +27,8 @@ def test_resume_refuses_a_corpus_changed_since_the_recorded_attempts(tmp_path: P
     result = runner.invoke(cli, ["run", str(book), "--resume", "--quiet"])
     assert result.exit_code == 1
     assert "the corpus corpus.jsonl changed since this protocol's attempts ran on it" in (
-        result.stderr)
+        result.stderr
+    )
     assert "restore the corpus the attempts ran on" in result.stderr
     assert book.read_bytes() == before
     assert [a["variant_id"] for a in attempts(book)] == ["b1-fp32"]
@@ -70,10 +71,10 @@ def test_validate_names_a_corpus_file_edited_after_the_run(tmp_path: Path) -> No
     result = runner.invoke(cli, ["validate", str(book), "--json"])
     assert result.exit_code == 1
     [finding] = json.loads(result.output)["findings"]
-    assert (finding["sheet"], finding["row"], finding["column"]) == (
-        "Manifest", 2, "corpus_sha256")
+    assert (finding["sheet"], finding["row"], finding["column"]) == ("Manifest", 2, "corpus_sha256")
     assert finding["message"].startswith(
-        "the corpus corpus.jsonl changed after the attempts ran on it")
+        "the corpus corpus.jsonl changed after the attempts ran on it"
+    )
     assert book.read_bytes() == before
 
 
@@ -85,5 +86,7 @@ def test_validate_names_a_corpus_file_that_no_longer_reads(tmp_path: Path) -> No
     result = runner.invoke(cli, ["validate", str(book), "--json"])
     assert result.exit_code == 1
     messages = [f["message"] for f in json.loads(result.output)["findings"]]
-    assert any(m.startswith("the corpus corpus.jsonl the attempts ran on no longer reads as "
-                            "a corpus") for m in messages), messages
+    assert any(
+        m.startswith("the corpus corpus.jsonl the attempts ran on no longer reads as a corpus")
+        for m in messages
+    ), messages

@@ -50,8 +50,9 @@ class _Spans:
         self.inside, self.entered = True, self.entered + 1
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.inside = False
 
 
@@ -61,21 +62,34 @@ def test_the_forward_timer_wraps_each_model_call_and_nothing_around_it() -> None
 
     def tokenizer(texts: list[str], **_: Any) -> dict[str, torch.Tensor]:
         assert not spans.inside  # tokenizing is outside the forward span
-        return {"input_ids": torch.ones(len(texts), 3, dtype=torch.long),
-                "attention_mask": torch.ones(len(texts), 3, dtype=torch.long)}
+        return {
+            "input_ids": torch.ones(len(texts), 3, dtype=torch.long),
+            "attention_mask": torch.ones(len(texts), 3, dtype=torch.long),
+        }
 
     def module(**inputs: torch.Tensor) -> torch.Tensor:
         calls.append(spans.inside)
         return torch.zeros(len(inputs["input_ids"]), 2)
 
-    model = SimpleNamespace(tokenizer=tokenizer, module=module, labels=["a", "b"],
-                            device=torch.device("cpu"), model_revision="m",
-                            tokenizer_revision="t", attention_backend="sdpa")
+    model = SimpleNamespace(
+        tokenizer=tokenizer,
+        module=module,
+        labels=["a", "b"],
+        device=torch.device("cpu"),
+        model_revision="m",
+        tokenizer_revision="t",
+        attention_backend="sdpa",
+    )
     window = Window()
     predictor = TorchClassifier(model, variant("b4", 4))  # type: ignore[arg-type]
-    run_batches(predictor, variant("b4", 4),
-                [corpus.Item(f"i{i}", f"text {i}") for i in range(10)],
-                window, lambda done: None, spans)  # type: ignore[arg-type]
+    run_batches(
+        predictor,
+        variant("b4", 4),
+        [corpus.Item(f"i{i}", f"text {i}") for i in range(10)],
+        window,
+        lambda done: None,
+        spans,
+    )  # type: ignore[arg-type]
     assert calls == [True, True, True]  # 4 + 4 + 2 items: three forward calls, each timed
     assert spans.entered == 3 and len(window.predictions) == 10
 
@@ -96,9 +110,10 @@ def test_a_cpu_attempt_has_no_forward_span_and_says_why(cpu_run: Path) -> None:
     (row,) = attempts(cpu_run)
     assert unexplained(row) == []
     assert (row["forward_device_s"], row["forward_device_s_reason"]) == (
-        None, "cpu variant: no device span (R10)")
-    assert (row["device_s"], row["device_s_reason"]) == (None,
-                                                         "cpu variant: no device span (R10)")
+        None,
+        "cpu variant: no device span (R10)",
+    )
+    assert (row["device_s"], row["device_s_reason"]) == (None, "cpu variant: no device span (R10)")
     assert isinstance(row["measured_s"], float) and row["measured_s"] > 0
     assert validate(store.read(cpu_run), cpu_run) == []
 
@@ -111,7 +126,8 @@ def test_a_recorded_forward_span_cell_emptied_by_hand_is_a_finding(cpu_run: Path
     data.tables["Attempts"][0]["forward_device_s_reason"] = None
     assert [(f.sheet, f.row, f.column, f.check) for f in validate(data)] == [
         ("Attempts", 2, "forward_device_s", "missing-reason"),
-        ("Attempts", 2, "row_sha256", "chain")]
+        ("Attempts", 2, "row_sha256", "chain"),
+    ]
 
 
 def test_rows_recorded_before_the_column_existed_stay_valid() -> None:

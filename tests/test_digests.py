@@ -33,7 +33,8 @@ def test_digests_hash_given_and_late_paths_and_return_read_errors(tmp_path: Path
     late.write_bytes(b"late\n")
     with Digests(files) as digests:
         assert {p: digests.get(p) for p in files} == {
-            p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
+            p: hashlib.sha256(b).hexdigest() for p, b in files.items()
+        }
         assert digests.get(late) == hashlib.sha256(b"late\n").hexdigest()
         missing = digests.get(tmp_path / "gone.jsonl")
         folder = digests.get(tmp_path)
@@ -42,7 +43,8 @@ def test_digests_hash_given_and_late_paths_and_return_read_errors(tmp_path: Path
 
 
 def test_many_files_hash_in_a_helper_process_with_the_same_answers(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     started = []
     real_popen = helper_module.subprocess.Popen
 
@@ -68,7 +70,8 @@ def test_many_files_hash_in_a_helper_process_with_the_same_answers(
 
 
 def test_a_failed_helper_leaves_the_hashing_to_this_process(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = []
     for k in range(HELPER_MIN_FILES):
         paths.append(tmp_path / f"{k}")
@@ -76,11 +79,13 @@ def test_a_failed_helper_leaves_the_hashing_to_this_process(
     monkeypatch.setattr(helper_module.sys, "executable", str(tmp_path / "no-python"))
     with Digests(paths) as digests:
         assert [digests.get(p) for p in paths] == [
-            hashlib.sha256(b"x" * k).hexdigest() for k in range(HELPER_MIN_FILES)]
+            hashlib.sha256(b"x" * k).hexdigest() for k in range(HELPER_MIN_FILES)
+        ]
 
 
 def test_early_digests_hash_the_predictions_folder_before_the_workbook_is_read(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """What ``report`` and ``validate`` start before their read: the folder's files in a
     helper (enough of them), a file elsewhere hashed when asked, a missing folder harmless."""
     from toolkit.evidence.predictions import early_digests, predictions_folder
@@ -93,15 +98,18 @@ def test_early_digests_hash_the_predictions_folder_before_the_workbook_is_read(
         late.write_bytes(b"late\n")
         assert nothing_yet.get(late) == hashlib.sha256(b"late\n").hexdigest()
     folder.mkdir()
-    blobs = {folder / f"a{k:03d}.jsonl": f"{k}\n".encode() * (k + 1)
-             for k in range(HELPER_MIN_FILES)}
+    blobs = {
+        folder / f"a{k:03d}.jsonl": f"{k}\n".encode() * (k + 1) for k in range(HELPER_MIN_FILES)
+    }
     for path, blob in blobs.items():
         path.write_bytes(blob)
     before = len(helper_module.HELPER_PEAKS)
     with early_digests(workbook) as digests:
         # Asked with the path as a row resolves it: the folder joined with its relative path.
         relative = Path("campaign_predictions") / "a007.jsonl"
-        assert digests.get(tmp_path / relative) == hashlib.sha256(blobs[folder / "a007.jsonl"]
-                                                                  ).hexdigest()
+        assert (
+            digests.get(tmp_path / relative)
+            == hashlib.sha256(blobs[folder / "a007.jsonl"]).hexdigest()
+        )
         assert all(digests.get(p) == hashlib.sha256(b).hexdigest() for p, b in blobs.items())
     assert len(helper_module.HELPER_PEAKS) == before + 1  # hashed in one helper process

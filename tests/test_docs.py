@@ -53,8 +53,10 @@ def test_the_readme_starts_with_the_two_set_up_commands() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     first_block = lines.index("```")
     assert lines[0].startswith("# ") and all(not line for line in lines[1:first_block])
-    assert [line.split("#")[0].strip() for line in lines[first_block + 1:first_block + 3]] == [
-        "make demo", "make test"]
+    assert [line.split("#")[0].strip() for line in lines[first_block + 1 : first_block + 3]] == [
+        "make demo",
+        "make test",
+    ]
 
 
 def test_every_link_of_the_readme_reaches_a_file() -> None:
@@ -103,21 +105,28 @@ def test_plain_takes_the_codes_out_of_a_sentence(gen: ModuleType) -> None:
 
 
 def test_a_column_added_to_the_layout_appears_in_the_workbook_reference(
-        gen: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = gen.render("<!-- generated: workbook -->")
-    extra = layout.Column("probe_temperature_c", layout.NUMBER, "GPU temperature at the "
-                          "window's end (R10).", measurement=True, computed=True, since=5)
-    attempts = dataclasses.replace(layout.ATTEMPTS,
-                                   columns=(*layout.ATTEMPTS.columns, extra))
+    extra = layout.Column(
+        "probe_temperature_c",
+        layout.NUMBER,
+        "GPU temperature at the window's end (R10).",
+        measurement=True,
+        computed=True,
+        since=5,
+    )
+    attempts = dataclasses.replace(layout.ATTEMPTS, columns=(*layout.ATTEMPTS.columns, extra))
     sheets = tuple(attempts if s.name == "Attempts" else s for s in layout.SHEETS)
     monkeypatch.setattr(layout, "SHEETS", sheets)
     monkeypatch.setitem(layout.SHEET_BY_NAME, "Attempts", attempts)
     after = gen.render("<!-- generated: workbook -->")
-    row = ("| `probe_temperature_c` | number | iteralab | 5 | GPU temperature at the window's "
-           "end. |")
+    row = "| `probe_temperature_c` | number | iteralab | 5 | GPU temperature at the window's end. |"
     assert row not in before and row in after
-    assert "| `probe_temperature_c_reason` | text | iteralab | 5 | Why probe_temperature_c " \
+    assert (
+        "| `probe_temperature_c_reason` | text | iteralab | 5 | Why probe_temperature_c "
         "is empty. |" in after
+    )
     assert row in gen.render("<!-- generated: sheet Attempts -->")
 
 
@@ -131,8 +140,10 @@ def test_an_error_kind_added_to_the_tree_appears_with_its_exit_code(gen: ModuleT
 
         __module__ = errors.__name__
 
-    assert ("| &nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;`QuotaError` | 2 | The provider "
-            "refused the rental: over the account's quota. |") in gen.error_kinds()
+    assert (
+        "| &nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;&nbsp;`QuotaError` | 2 | The provider "
+        "refused the rental: over the account's quota. |"
+    ) in gen.error_kinds()
     del QuotaError
 
 
@@ -145,14 +156,17 @@ def _cli_page_html(gen: ModuleType) -> str:
     """docs/reference/cli.md as the site builds it: mkdocs-click, then the hook."""
     markdown = pytest.importorskip("markdown")
     pytest.importorskip("mkdocs_click")
-    html = markdown.markdown((DOCS / "reference" / "cli.md").read_text(encoding="utf-8"),
-                             extensions=["mkdocs-click", "attr_list", "toc"])
+    html = markdown.markdown(
+        (DOCS / "reference" / "cli.md").read_text(encoding="utf-8"),
+        extensions=["mkdocs-click", "attr_list", "toc"],
+    )
     page = SimpleNamespace(file=SimpleNamespace(src_uri=gen.CLI_PAGE))
     return str(gen.on_page_content(html, page=page))
 
 
 def test_an_option_added_to_a_command_appears_in_the_cli_reference(
-        gen: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = _cli_page_html(gen)
     report = cli.commands["report"]
     option = click.Option(["--probe-margin"], type=float, help="A margin for the probe (R15).")
@@ -177,15 +191,25 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-         str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent),
-             "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}, check=False)
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            "NO_MKDOCS_2_WARNING": "1",
+            "PATH": str(Path(sys.executable).parent),
+            "PYTHONPATH": str(ROOT),
+            "HF_HUB_OFFLINE": "1",
+        },
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     workbook = (tmp_path / "site" / "reference" / "workbook.html").read_text(encoding="utf-8")
     assert "corpus_accepted" in workbook
     assert "iteralab ledger import" in (tmp_path / "site" / "reference" / "cli.html").read_text(
-        encoding="utf-8")
+        encoding="utf-8"
+    )
 
 
 @pytest.mark.libreoffice
@@ -195,13 +219,25 @@ def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
             pytest.fail("LibreOffice and poppler-utils are required here: make system-packages")
         pytest.skip("LibreOffice (soffice) or poppler-utils (pdftoppm) is not installed")
     done = subprocess.run(
-        [sys.executable, str(DOCS / "screenshots.py"), "--workbook",
-         str(ROOT / "samples" / "example_campaign.xlsx"), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            str(DOCS / "screenshots.py"),
+            "--workbook",
+            str(ROOT / "samples" / "example_campaign.xlsx"),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr
-    pngs = {name: (tmp_path / f"{name}.png").read_bytes()
-            for name in ("summary", "settlement", "decision")}
+    pngs = {
+        name: (tmp_path / f"{name}.png").read_bytes()
+        for name in ("summary", "settlement", "decision")
+    }
     for name, png in pngs.items():
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, name
     assert len(set(pngs.values())) == 3  # three sheets, three pages

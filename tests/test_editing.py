@@ -40,12 +40,16 @@ def _cells(path: Path) -> dict[str, dict[str, tuple[Any, Any]]]:
 def _charts(path: Path) -> list[str]:
     """The chart parts, their cached numbers written alike (xlsxwriter caches 9.0 or 9)."""
     with zipfile.ZipFile(path) as z:
-        return [re.sub(r"<c:v>(-?\d+)\.0</c:v>", r"<c:v>\1</c:v>", z.read(n).decode())
-                for n in sorted(z.namelist()) if n.startswith("xl/charts/")]
+        return [
+            re.sub(r"<c:v>(-?\d+)\.0</c:v>", r"<c:v>\1</c:v>", z.read(n).decode())
+            for n in sorted(z.namelist())
+            if n.startswith("xl/charts/")
+        ]
 
 
 def test_lock_leaves_the_derived_sheets_and_the_memo_as_they_were(
-        runner: CliRunner, filled_workbook: Path) -> None:
+    runner: CliRunner, filled_workbook: Path
+) -> None:
     before = _cells(filled_workbook)
     result = runner.invoke(cli, ["lock", str(filled_workbook)])
     assert result.exit_code == 0, result.output
@@ -55,18 +59,28 @@ def test_lock_leaves_the_derived_sheets_and_the_memo_as_they_were(
 
 
 def test_exclude_keeps_formulas_values_and_charts_of_a_reported_workbook(
-        runner: CliRunner, reported: Path) -> None:
+    runner: CliRunner, reported: Path
+) -> None:
     before, charts = _cells(reported), _charts(reported)
     assert any(str(text).startswith("=") for text, _ in before["Summary"].values())
-    result = runner.invoke(cli, ["exclude", str(reported), "b4-fp32-r1", "--reason",
-                                 "provider maintenance reboot, ticket 4412"])
+    result = runner.invoke(
+        cli,
+        [
+            "exclude",
+            str(reported),
+            "b4-fp32-r1",
+            "--reason",
+            "provider maintenance reboot, ticket 4412",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert _cells(reported) == before
     assert _charts(reported) == charts and len(charts) == 2
 
 
 def test_amend_keeps_the_derived_sheets_until_the_next_report(
-        runner: CliRunner, reported: Path) -> None:
+    runner: CliRunner, reported: Path
+) -> None:
     before = _cells(reported)
     # amend, like lock, refuses a corpus_path the runner could not read
     reported.with_name("corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")

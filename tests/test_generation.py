@@ -32,12 +32,17 @@ def _run(book: Path) -> tuple[int, str]:
 
 
 def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) -> None:
-    long_prompt = {"id": "long-1", "text": " ".join(["the lady said that"] * 40),
-                   "reference": "she would come"}
+    long_prompt = {
+        "id": "long-1",
+        "text": " ".join(["the lady said that"] * 40),
+        "reference": "she would come",
+    }
     book = make_generation_campaign(
-        tmp_path, 8,
+        tmp_path,
+        8,
         [gen_variant("b4-fp32", 4), gen_variant("b4-bf16", 4, series=2, precision="bf16")],
-        extra_prompts=[long_prompt])
+        extra_prompts=[long_prompt],
+    )
     code, output = _run(book)
     assert code == 0, output
     rows = {r["variant_id"]: r for r in attempts(book)}
@@ -90,11 +95,15 @@ def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) 
 
 
 def test_a_long_prompt_is_refused_when_the_protocol_says_so(tmp_path: Path) -> None:
-    long_prompt = {"id": "long-1", "text": " ".join(["the lady said that"] * 40),
-                   "reference": "x"}
-    book = make_generation_campaign(tmp_path, 3, [gen_variant("b4-fp32", 4)],
-                                    extra_prompts=[long_prompt], long_prompts="refuse",
-                                    warmup_rule="none")
+    long_prompt = {"id": "long-1", "text": " ".join(["the lady said that"] * 40), "reference": "x"}
+    book = make_generation_campaign(
+        tmp_path,
+        3,
+        [gen_variant("b4-fp32", 4)],
+        extra_prompts=[long_prompt],
+        long_prompts="refuse",
+        warmup_rule="none",
+    )
     code, output = _run(book)
     row = attempts(book)[0]
     assert row["status"] == "failed"
@@ -103,8 +112,9 @@ def test_a_long_prompt_is_refused_when_the_protocol_says_so(tmp_path: Path) -> N
 
 
 def test_a_budget_past_the_context_is_refused_at_load(tmp_path: Path) -> None:
-    book = make_generation_campaign(tmp_path, 2, [gen_variant("b4-fp32", 4, max_length=125)],
-                                    warmup_rule="none")
+    book = make_generation_campaign(
+        tmp_path, 2, [gen_variant("b4-fp32", 4, max_length=125)], warmup_rule="none"
+    )
     _run(book)
     row = attempts(book)[0]
     assert row["status"] == "failed"
@@ -113,9 +123,9 @@ def test_a_budget_past_the_context_is_refused_at_load(tmp_path: Path) -> None:
 
 
 def test_a_generation_protocol_without_its_rule_is_refused_before_any_attempt(
-        tmp_path: Path) -> None:
-    book = make_generation_campaign(tmp_path, 2, [gen_variant("b4-fp32", 4)],
-                                    max_new_tokens=None)
+    tmp_path: Path,
+) -> None:
+    book = make_generation_campaign(tmp_path, 2, [gen_variant("b4-fp32", 4)], max_new_tokens=None)
     code, output = _run(book)
     assert code != 0
     assert "max_new_tokens" in output and attempts(book) == []
@@ -124,8 +134,7 @@ def test_a_generation_protocol_without_its_rule_is_refused_before_any_attempt(
 def test_outputs_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None:
     """As for classification (test_runner_attempt.py): generated outputs that never reached
     their file are no result; the row says the export failed, not that nothing was made."""
-    book = make_generation_campaign(tmp_path, 4, [gen_variant("b4-fp32", 4)],
-                                    warmup_rule="none")
+    book = make_generation_campaign(tmp_path, 4, [gen_variant("b4-fp32", 4)], warmup_rule="none")
     (tmp_path / "campaign_predictions").write_text("in the way\n", encoding="utf-8")
     code, output = _run(book)
     assert code == 0, output
@@ -137,7 +146,8 @@ def test_outputs_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None
 
 
 def test_an_injected_fault_mid_window_leaves_a_failed_row_with_its_outputs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ITERALAB_INJECT_FAULT reaches generation attempts too (a drill on a generation
     campaign used to do nothing): out of memory after 4 prompts fails the attempt, keeps
     the 4 outputs made and says where it stopped."""
@@ -148,10 +158,13 @@ def test_an_injected_fault_mid_window_leaves_a_failed_row_with_its_outputs(
     (row,) = attempts(book)
     assert (row["status"], row["items_completed"], row["expected_ids"]) == ("failed", 4, 8)
     assert row["measured_s"] is None
-    assert row["measured_s_reason"] == ("failed during measured: an unfinished phase has no "
-                                        "duration")
-    assert row["notes"].startswith("out of memory after 4 of 8 prompts: OutOfMemoryError: "
-                                   "CUDA out of memory (injected by ITERALAB_INJECT_FAULT=oom@4)")
+    assert row["measured_s_reason"] == (
+        "failed during measured: an unfinished phase has no duration"
+    )
+    assert row["notes"].startswith(
+        "out of memory after 4 of 8 prompts: OutOfMemoryError: "
+        "CUDA out of memory (injected by ITERALAB_INJECT_FAULT=oom@4)"
+    )
     assert len(corpus.read_predictions(book.parent / row["predictions_path"])) == 4
     # 4 of 8 prompts are not the corpus: no strata that would read as its length mix (R3)
     (manifest,) = store.read(book).tables["Manifest"]

@@ -20,8 +20,11 @@ from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.generation import flop_tally
 
 SAME_LENGTH = [corpus.Item("a", "the lady said that"), corpus.Item("b", "the lady said that")]
-MIXED = [corpus.Item("short", "I"), corpus.Item("long", "the lady said that she would come"),
-         corpus.Item("mid", "the lady said")]
+MIXED = [
+    corpus.Item("short", "I"),
+    corpus.Item("long", "the lady said that she would come"),
+    corpus.Item("mid", "the lady said"),
+]
 #: The tiny model ends "A carriage was heard." at its first token: that row stops early.
 ENDS_EARLY = [corpus.Item("ends", "A carriage was heard."), *MIXED[1:]]
 
@@ -32,7 +35,8 @@ ENDS_EARLY = [corpus.Item("ends", "A carriage was heard."), *MIXED[1:]]
 #: it out. Later versions multiply elementwise, which the counter does not count. Either is
 #: accepted exactly: the formula's count, or it plus D per token.
 HEAD_DIM = json.loads((SAMPLES / "causal_lm" / "config.json").read_text(encoding="utf-8"))[
-    "head_dim"]
+    "head_dim"
+]
 
 
 def _torch_counts(formula: int, tokens: int) -> set[int]:
@@ -40,8 +44,9 @@ def _torch_counts(formula: int, tokens: int) -> set[int]:
     return {formula, formula + HEAD_DIM * tokens}
 
 
-def _window(items: list[corpus.Item], stop: str, backend: str = "eager"
-            ) -> tuple[int, generation.GenerationWindow, flops.Cost]:
+def _window(
+    items: list[corpus.Item], stop: str, backend: str = "eager"
+) -> tuple[int, generation.GenerationWindow, flops.Cost]:
     """Generate ``items`` as one batch with the runner's loader and loop; torch's count."""
     rule = generation.DecodingRule(max_new_tokens=5, stop=stop, long_prompts="truncate")
     variant = gen_variant("g", len(items), attention_backend=backend)
@@ -58,13 +63,16 @@ def _window(items: list[corpus.Item], stop: str, backend: str = "eager"
 def _flops(cost: flops.Cost, window: generation.GenerationWindow) -> tuple[int, int]:
     tally = flop_tally(window)
     assert tally.padded_sequences is not None
-    return (cost.total(tally.sequences, tally.real_tokens, tally.real_squares),
-            cost.total(tally.padded_sequences, tally.padded_tokens, tally.padded_squares))
+    return (
+        cost.total(tally.sequences, tally.real_tokens, tally.real_squares),
+        cost.total(tally.padded_sequences, tally.padded_tokens, tally.padded_squares),
+    )
 
 
 @pytest.mark.parametrize("items", [SAME_LENGTH, MIXED], ids=["unpadded", "padded"])
 def test_the_padded_count_is_what_torch_counts_for_a_prefill_and_its_decode_steps(
-        items: list[corpus.Item]) -> None:
+    items: list[corpus.Item],
+) -> None:
     # Eager attention: its Q @ K^T and weights @ V are matmuls torch's counter sees, so
     # the whole formula is checked to the FLOP.
     counted, window, cost = _window(items, "max_new_tokens")
@@ -91,8 +99,11 @@ def test_rows_that_end_early_count_only_their_own_steps_as_real() -> None:
     for o in window.outputs:
         p, g = o.prompt_tokens, len(o.token_ids)
         # The module's formula, term by term: a prefill, then g - 1 one-token steps.
-        expected += (cost.per_token * (p + g - 1) + cost.per_sequence * g
-                     + cost.per_square * (p * p + sum(p + j for j in range(1, g))))
+        expected += (
+            cost.per_token * (p + g - 1)
+            + cost.per_sequence * g
+            + cost.per_square * (p * p + sum(p + j for j in range(1, g)))
+        )
     assert real == expected < padded
 
 
@@ -103,8 +114,9 @@ def test_on_cpu_sdpa_torch_counts_the_linears_only() -> None:
     counted, window, cost = _window(MIXED, "max_new_tokens", backend="sdpa")
     tally = flop_tally(window)
     assert tally.padded_sequences is not None
-    assert counted in _torch_counts(cost.total(tally.padded_sequences, tally.padded_tokens, 0),
-                                    tally.padded_tokens)
+    assert counted in _torch_counts(
+        cost.total(tally.padded_sequences, tally.padded_tokens, 0), tally.padded_tokens
+    )
     assert counted < _flops(cost, window)[1]
 
 
@@ -123,8 +135,9 @@ def test_a_generation_attempt_states_its_flops_and_utilisation(tmp_path: Path) -
     assert row["status"] == "completed", row["notes"]
     assert 0 < row["real_flops"] <= row["padded_flops"]
     assert row["real_flop_rate"] > 0 and row["padded_flop_rate"] >= row["real_flop_rate"]
-    assert row["padding_waste"] == pytest.approx(1 - row["real_flops"] / row["padded_flops"],
-                                                 abs=1e-6)
+    assert row["padding_waste"] == pytest.approx(
+        1 - row["real_flops"] / row["padded_flops"], abs=1e-6
+    )
     for name in ("real_flops", "padded_flops", "real_flop_rate", "padding_waste"):
         assert row[f"{name}_reason"] is None
     if row["utilisation"] is None:
@@ -134,14 +147,21 @@ def test_a_generation_attempt_states_its_flops_and_utilisation(tmp_path: Path) -
 
 
 def test_a_failed_generation_window_leaves_the_flop_cells_empty_with_its_reason(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     book = make_generation_campaign(tmp_path, 8, [gen_variant("b4-fp32", 4)])
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@4")
     result = CliRunner().invoke(cli, ["run", str(book)])
     assert result.exit_code == 0, result.output
     (row,) = attempts(book)
     assert row["status"] == "failed"
-    for name in ("real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate",
-                 "utilisation", "padding_waste"):
+    for name in (
+        "real_flops",
+        "padded_flops",
+        "real_flop_rate",
+        "padded_flop_rate",
+        "utilisation",
+        "padding_waste",
+    ):
         assert row[name] is None
         assert row[f"{name}_reason"] == "failed after 4 prompts: FLOPs cover a whole corpus only"

@@ -37,10 +37,16 @@ def test_the_decoding_rule_is_read_from_the_protocol_or_refused() -> None:
 
 
 def test_agreement_counts_identical_outputs_and_matching_positions() -> None:
-    ours = [{"id": "a", "token_ids": [1, 2, 3]}, {"id": "b", "token_ids": [4, 5, 6, 7]},
-            {"id": "c", "token_ids": [9]}]
-    ref = [{"id": "a", "token_ids": [1, 2, 3]}, {"id": "b", "token_ids": [4, 0, 6]},
-           {"id": "c", "token_ids": [9]}]
+    ours = [
+        {"id": "a", "token_ids": [1, 2, 3]},
+        {"id": "b", "token_ids": [4, 5, 6, 7]},
+        {"id": "c", "token_ids": [9]},
+    ]
+    ref = [
+        {"id": "a", "token_ids": [1, 2, 3]},
+        {"id": "b", "token_ids": [4, 0, 6]},
+        {"id": "c", "token_ids": [9]},
+    ]
     found, reason = agreement.agreement(ours, ref)
     assert reason is None and found is not None
     assert found.exact == pytest.approx(2 / 3)
@@ -70,8 +76,7 @@ def test_the_sample_model_learned_and_loads_offline() -> None:
     record = json.loads((SAMPLES / "causal_lm" / "training.json").read_text(encoding="utf-8"))
     assert record["held_out_loss_after"] < record["held_out_loss_before"] - 2  # not random
     assert (SAMPLES / "causal_lm" / "model.safetensors").stat().st_size < 5 * 2**20
-    model = AutoModelForCausalLM.from_pretrained(str(SAMPLES / "causal_lm"),
-                                                 local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(SAMPLES / "causal_lm"), local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(str(SAMPLES / "causal_lm"), local_files_only=True)
     assert model.config.max_position_embeddings == record["context_tokens"]
     assert tokenizer.eos_token_id is not None
@@ -84,7 +89,7 @@ def test_the_prompts_come_from_the_held_out_corpus_with_references() -> None:
     assert len(prompts) == 200 and len({p.id for p in prompts}) == 200
     for p in prompts:
         assert p.id in texts and p.id not in calibration
-        assert texts[p.id].split()[:len(p.text.split())] == p.text.split()
+        assert texts[p.id].split()[: len(p.text.split())] == p.text.split()
         assert p.fields.get("reference")
 
 

@@ -32,9 +32,11 @@ BYTES = {"fp32": 4, "bf16": 2}
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two repetitions of b4-fp32 and b4-bf16 over 6 prompts, run and reported."""
     book = make_generation_campaign(
-        tmp_path_factory.mktemp("generation"), 6,
+        tmp_path_factory.mktemp("generation"),
+        6,
         [gen_variant("b4-fp32", 4), gen_variant("b4-bf16", 4, series=2, precision="bf16")],
-        repetitions=2)
+        repetitions=2,
+    )
     result = CliRunner().invoke(cli, ["run", str(book)])
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(cli, ["report", str(book), "--no-png"])
@@ -45,8 +47,13 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _kv_estimate(precision: str) -> int:
     """The KV cache of batch 4 at max_length + max_new_tokens, from the model's config."""
     config = json.loads((SAMPLES / "causal_lm" / "config.json").read_text(encoding="utf-8"))
-    per_token = 2 * config["num_hidden_layers"] * config["num_key_value_heads"] \
-        * config["head_dim"] * BYTES[precision]
+    per_token = (
+        2
+        * config["num_hidden_layers"]
+        * config["num_key_value_heads"]
+        * config["head_dim"]
+        * BYTES[precision]
+    )
     return per_token * (MAX_LENGTH + NEW_TOKENS) * 4
 
 
@@ -55,8 +62,11 @@ def test_the_summary_shows_the_generation_medians_of_the_successes(campaign: Pat
     summary = {r["variant_id"]: r for r in data.tables["Summary"]}
     assert set(summary) == {"b4-fp32", "b4-bf16"}
     for vid, row in summary.items():
-        wins = [a for a in data.tables["Attempts"]
-                if a["variant_id"] == vid and a["status"] == "completed"]
+        wins = [
+            a
+            for a in data.tables["Attempts"]
+            if a["variant_id"] == vid and a["status"] == "completed"
+        ]
         assert len(wins) == row["successes"] == 2
         for col in SUMMARY_COLUMNS:
             values = [a[col] for a in wins if a[col] is not None]
@@ -65,13 +75,11 @@ def test_the_summary_shows_the_generation_medians_of_the_successes(campaign: Pat
                 assert row[f"{col}_reason"] is None
             else:  # e.g. no copy bandwidth measured: the attempts' reason, never 0
                 assert row[col] is None
-                assert row[f"{col}_reason"] == "; ".join(
-                    sorted({a[f"{col}_reason"] for a in wins}))
+                assert row[f"{col}_reason"] == "; ".join(sorted({a[f"{col}_reason"] for a in wins}))
         assert row["ttft_s"] > 0 and row["decode_tokens_per_s"] > 0
 
 
-def test_the_memory_sheet_shows_the_kv_estimate_beside_the_observed_peak(
-        campaign: Path) -> None:
+def test_the_memory_sheet_shows_the_kv_estimate_beside_the_observed_peak(campaign: Path) -> None:
     data = store.read(campaign)
     memory = {r["variant_id"]: r for r in data.tables["Memory"]}
     for vid, precision in (("b4-fp32", "fp32"), ("b4-bf16", "bf16")):
@@ -82,8 +90,9 @@ def test_the_memory_sheet_shows_the_kv_estimate_beside_the_observed_peak(
         assert f"kv_cache {estimate:,} = " in row["estimate_basis"]
         assert "seq_len 72, batch 4" in row["estimate_basis"]
         assert estimate < row["estimate_tensors_bytes"] < row["estimate_bytes"]
-        peaks = [a["kv_cache_peak_bytes"] for a in data.tables["Attempts"]
-                 if a["variant_id"] == vid]
+        peaks = [
+            a["kv_cache_peak_bytes"] for a in data.tables["Attempts"] if a["variant_id"] == vid
+        ]
         assert row["observed_kv_cache_bytes"] == max(peaks) > 0
         assert row["observed_kv_cache_bytes_reason"] is None
         # Prompts shorter than max_length: the peak stays under the upper bound.
@@ -92,24 +101,31 @@ def test_the_memory_sheet_shows_the_kv_estimate_beside_the_observed_peak(
     report = (campaign.parent / "campaign_report" / "report.md").read_text(encoding="utf-8")
     section = report.split("## Generation: decode speed against the bandwidth ceiling")[1]
     for vid, row in memory.items():
-        assert (f"| {row['observed_kv_cache_bytes']:,} | {row['estimate_kv_cache_bytes']:,} |"
-                in next(line for line in section.splitlines() if line.startswith(f"| {vid} |")))
+        assert (
+            f"| {row['observed_kv_cache_bytes']:,} | {row['estimate_kv_cache_bytes']:,} |"
+            in next(line for line in section.splitlines() if line.startswith(f"| {vid} |"))
+        )
 
 
 @pytest.mark.libreoffice
 @pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
 def test_the_generation_formulas_recalculate_to_their_cached_values(
-        campaign: Path, tmp_path: Path, engine: str) -> None:
+    campaign: Path, tmp_path: Path, engine: str
+) -> None:
     formulas = _formulas(campaign)
-    letters = {layout.column_letter(layout.SUMMARY, c) for col in SUMMARY_COLUMNS
-               for c in (col, f"{col}_reason")}
+    letters = {
+        layout.column_letter(layout.SUMMARY, c)
+        for col in SUMMARY_COLUMNS
+        for c in (col, f"{col}_reason")
+    }
     mine = {k for k in formulas if k[0] == "Summary" and k[1].rstrip("0123456789") in letters}
     assert len(mine) == 2 * 2 * len(SUMMARY_COLUMNS)  # each variant's value and reason
     assert differences(campaign, engine, tmp_path / engine, formulas) == []
 
 
 def test_a_classification_campaign_leaves_the_generation_columns_empty_with_the_reason(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     book = report_campaign.write(tmp_path / "campaign.xlsx")
     build(book, pngs=False)
     data = store.read(book)

@@ -38,10 +38,15 @@ def _json_lines(output: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The reference's own outputs as references, then both variants run with --json."""
-    first = make_generation_campaign(tmp_path_factory.mktemp("first"), PROMPTS,
-                                     [gen_variant("b1-fp32", 1)], reference_variant="b1-fp32",
-                                     warmup_rule="none", subgroups="none",
-                                     stop_rule="max_new_tokens")
+    first = make_generation_campaign(
+        tmp_path_factory.mktemp("first"),
+        PROMPTS,
+        [gen_variant("b1-fp32", 1)],
+        reference_variant="b1-fp32",
+        warmup_rule="none",
+        subgroups="none",
+        stop_rule="max_new_tokens",
+    )
     result = CliRunner().invoke(cli, ["run", str(first)])
     assert result.exit_code == 0, result.output
     row = attempts(first)[0]
@@ -53,24 +58,38 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert prompt["id"] == out["id"]
         if not out["prediction"].strip():
             continue  # chrF needs a reference text
-        prompts.append({"id": prompt["id"], "text": prompt["text"],
-                        "reference": out["prediction"],
-                        "cut": "yes" if out["prompt_tokens"] > CUT_AT else "no"})
+        prompts.append(
+            {
+                "id": prompt["id"],
+                "text": prompt["text"],
+                "reference": out["prediction"],
+                "cut": "yes" if out["prompt_tokens"] > CUT_AT else "no",
+            }
+        )
     assert {p["cut"] for p in prompts} == {"yes", "no"}  # both subgroups in the slice
     book = make_generation_campaign(
-        tmp_path_factory.mktemp("second"), 0,
-        [gen_variant("b1-fp32", 1),
-         gen_variant("b1-cut", 1, series=2, max_length=CUT_AT)],
-        extra_prompts=prompts, reference_variant="b1-fp32", warmup_rule="none",
-        subgroups="cut", tolerance=0.0, stop_rule="max_new_tokens")
+        tmp_path_factory.mktemp("second"),
+        0,
+        [gen_variant("b1-fp32", 1), gen_variant("b1-cut", 1, series=2, max_length=CUT_AT)],
+        extra_prompts=prompts,
+        reference_variant="b1-fp32",
+        warmup_rule="none",
+        subgroups="cut",
+        tolerance=0.0,
+        stop_rule="max_new_tokens",
+    )
     result = CliRunner().invoke(cli, ["run", str(book), "--json"])
     assert result.exit_code == 0, result.output
-    return {"book": book, "lines": _json_lines(result.output),
-            "rows": {r["variant_id"]: r for r in attempts(book)}}
+    return {
+        "book": book,
+        "lines": _json_lines(result.output),
+        "rows": {r["variant_id"]: r for r in attempts(book)},
+    }
 
 
 def test_a_subgroup_below_the_reference_less_the_tolerance_fails_by_name(
-        campaign: dict[str, Any]) -> None:
+    campaign: dict[str, Any],
+) -> None:
     ref, cut = campaign["rows"]["b1-fp32"], campaign["rows"]["b1-cut"]
     assert ref["metric_value"] == 1.0 and ref["quality_verdict"] == "pass"
     assert ref["subgroup_metrics"].startswith("cut=")
@@ -81,8 +100,9 @@ def test_a_subgroup_below_the_reference_less_the_tolerance_fails_by_name(
     short_of = float(groups.split("cut=yes ")[1].split()[0])
     assert short_of < 1.0
     assert cut["quality_verdict"] == "fail" and cut["corpus_accepted"] == "no"
-    assert (f"subgroup cut=yes {short_of:.4f} below reference 1.0000 - tolerance 0.0000"
-            in cut["notes"])
+    assert (
+        f"subgroup cut=yes {short_of:.4f} below reference 1.0000 - tolerance 0.0000" in cut["notes"]
+    )
     assert "subgroup cut=no" not in cut["notes"]  # within: not named
     assert f"chrF {cut['metric_value']:.4f} below reference 1.0000" in cut["notes"]
 
@@ -109,19 +129,23 @@ def test_run_json_lines_hold_the_generation_fields(campaign: dict[str, Any]) -> 
     assert not set(decoding.GENERATION_COLUMNS) & set(plain)
 
 
-def _spec(book: Path, row: dict[str, Any], reference: dict[str, Any] | None
-          ) -> SimpleNamespace:
+def _spec(book: Path, row: dict[str, Any], reference: dict[str, Any] | None) -> SimpleNamespace:
     from toolkit.workbook import store
 
     data = store.read(book)
     variant = next(v for v in data.tables["Variants"] if v["variant_id"] == row["variant_id"])
-    return SimpleNamespace(protocol=data.forms["Protocol"], variant=variant, base=book.parent,
-                           predictions_file=book.parent / row["predictions_path"],
-                           reference=reference)
+    return SimpleNamespace(
+        protocol=data.forms["Protocol"],
+        variant=variant,
+        base=book.parent,
+        predictions_file=book.parent / row["predictions_path"],
+        reference=reference,
+    )
 
 
 def test_before_the_reference_has_a_chrf_the_tolerance_is_not_evaluated(
-        campaign: dict[str, Any]) -> None:
+    campaign: dict[str, Any],
+) -> None:
     """The recorded predictions file of the cut variant, evaluated again: without a
     reference attempt it is not evaluated; against the reference's file it fails again."""
     book, rows = campaign["book"], campaign["rows"]
@@ -130,16 +154,19 @@ def test_before_the_reference_has_a_chrf_the_tolerance_is_not_evaluated(
     window.items = corpus.read_corpus(book.parent / "prompts.jsonl")
     sha = file_sha256(book.parent / cut["predictions_path"])
     notes: list[str] = []
-    alone = generation_kind._evaluate(_spec(book, cut, None), sha, window, complete=True,
-                                         notes=notes)
+    alone = generation_kind._evaluate(
+        _spec(book, cut, None), sha, window, complete=True, notes=notes
+    )
     assert alone is not None and alone["verdict"] == "not evaluated"
     assert "reference b1-fp32 not yet measured: tolerance unchecked" in "; ".join(notes)
     ref = rows["b1-fp32"]
-    reference = {k: ref[k] for k in ("variant_id", "attempt_id", "predictions_path",
-                                     "predictions_sha256")}
+    reference = {
+        k: ref[k] for k in ("variant_id", "attempt_id", "predictions_path", "predictions_sha256")
+    }
     notes = []
-    again = generation_kind._evaluate(_spec(book, cut, reference), sha, window,
-                                         complete=True, notes=notes)
+    again = generation_kind._evaluate(
+        _spec(book, cut, reference), sha, window, complete=True, notes=notes
+    )
     assert again is not None and again["verdict"] == "fail"
     assert again["subgroups"] == cut["subgroup_metrics"]
     assert "subgroup cut=yes" in "; ".join(notes)

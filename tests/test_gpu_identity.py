@@ -30,8 +30,11 @@ def _measured_on(data: WorkbookData, devices: dict[str, tuple[str, int]]) -> Wor
 
 
 def _right_devices() -> dict[str, tuple[str, int]]:
-    return {v["variant_id"]: B200 if v["gpu_slug"] == "b200" else RTX_4090
-            for v in report_campaign.variants() if v.get("device") == "cuda"}
+    return {
+        v["variant_id"]: B200 if v["gpu_slug"] == "b200" else RTX_4090
+        for v in report_campaign.variants()
+        if v.get("device") == "cuda"
+    }
 
 
 def test_attempts_on_the_declared_cards_raise_nothing() -> None:
@@ -44,10 +47,15 @@ def test_a_b200_variant_measured_on_an_rtx_4090_is_named() -> None:
     [finding] = gpu_findings(data)
     row = [m["variant_id"] for m in data.tables["Manifest"]].index("b8-b200") + 2
     assert (finding.sheet, finding.row, finding.column, finding.check) == (
-        "Manifest", row, "gpu_name", "gpu-identity")
+        "Manifest",
+        row,
+        "gpu_name",
+        "gpu-identity",
+    )
     assert finding.message.startswith(
         "variant b8-b200 declares b200, priced as such, but ran on another device: b200 is "
-        "'NVIDIA B200'")
+        "'NVIDIA B200'"
+    )
     assert "the device is 'NVIDIA GeForce RTX 4090'" in finding.message
 
 
@@ -68,10 +76,12 @@ def test_validate_exits_1_and_report_lists_the_mismatch(tmp_path: Path) -> None:
 
 
 def test_the_run_check_names_each_variant_declared_on_another_card() -> None:
-    variants = [variant("g-4090", 8, device="cuda", gpu_slug="rtx-4090"),
-                variant("g-b200", 8, device="cuda", gpu_slug="b200"),
-                variant("g-custom", 8, device="cuda", gpu_slug="my-own-box"),
-                variant("c", 8)]
+    variants = [
+        variant("g-4090", 8, device="cuda", gpu_slug="rtx-4090"),
+        variant("g-b200", 8, device="cuda", gpu_slug="b200"),
+        variant("g-custom", 8, device="cuda", gpu_slug="my-own-box"),
+        variant("c", 8),
+    ]
     wrong = device_mismatches(variants, *RTX_4090)
     assert wrong == [wrong[0]] and wrong[0].startswith("g-b200: b200 is 'NVIDIA B200'")
     assert device_mismatches(variants[:1], *RTX_4090) == []
@@ -85,8 +95,9 @@ torch = pytest.importorskip("torch")
 def test_run_refuses_a_variant_declared_on_another_gpu(tmp_path: Path) -> None:
     here = torch.cuda.get_device_properties(0).name
     slug = "b200" if "B200" not in here else "rtx-4090"
-    book = make_campaign(tmp_path, 8, [variant("g8", 8, device="cuda", gpu_slug=slug)],
-                         reference_variant="g8")
+    book = make_campaign(
+        tmp_path, 8, [variant("g8", 8, device="cuda", gpu_slug=slug)], reference_variant="g8"
+    )
     before = book.read_bytes()
     result = CliRunner().invoke(cli, ["run", str(book), "--quiet"])
     assert result.exit_code == 2

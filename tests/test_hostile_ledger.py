@@ -24,36 +24,46 @@ def _import(book: Path, export: Path) -> object:
 
 
 def test_more_charges_than_the_sheet_holds_are_refused_not_cut(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sheet's limit (1,048,575 lines) lowered to 3, so the file stays small."""
     monkeypatch.setattr(ledger, "MAX_LEDGER_LINES", 3)
     export = tmp_path / "billing.csv"
-    export.write_text(HEADER + "".join(f"2026-12-07,GPU,ORD-{n},1.00,USD\n" for n in range(4))
-                      + "2026-12-08,GPU,ORD-999,999.00,USD\n", encoding="utf-8")
+    export.write_text(
+        HEADER
+        + "".join(f"2026-12-07,GPU,ORD-{n},1.00,USD\n" for n in range(4))
+        + "2026-12-08,GPU,ORD-999,999.00,USD\n",
+        encoding="utf-8",
+    )
     with pytest.raises(LedgerError) as err:
         read_ledger(export)
     assert err.value.message == (
         f"{export}: line 5: more than 3 charges, the most the Ledger sheet holds (an Excel "
-        "sheet has 1,048,576 rows); nothing was imported")
+        "sheet has 1,048,576 rows); nothing was imported"
+    )
 
 
 def test_charges_beside_those_kept_past_the_limit_are_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     book = report_campaign.write(tmp_path / "campaign.xlsx")
     first = tmp_path / "a.csv"
-    first.write_text(HEADER + "2026-12-07,GPU,ORD-1,1.00,USD\n2026-12-07,GPU,ORD-2,1.00,USD\n",
-                     encoding="utf-8")
+    first.write_text(
+        HEADER + "2026-12-07,GPU,ORD-1,1.00,USD\n2026-12-07,GPU,ORD-2,1.00,USD\n", encoding="utf-8"
+    )
     assert _import(book, first).exit_code == 0
     monkeypatch.setattr(ledger, "MAX_LEDGER_LINES", 3)
     second = tmp_path / "b.csv"
-    second.write_text(HEADER + "2026-12-08,GPU,ORD-3,1.00,USD\n2026-12-08,GPU,ORD-4,1.00,USD\n",
-                      encoding="utf-8")
+    second.write_text(
+        HEADER + "2026-12-08,GPU,ORD-3,1.00,USD\n2026-12-08,GPU,ORD-4,1.00,USD\n", encoding="utf-8"
+    )
     before = book.read_bytes()
     result = _import(book, second)
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
         f"error: {second}: 2 charge(s) beside the 2 already in the Ledger sheet make more than "
-        "the 3 it holds; nothing was imported")
+        "the 3 it holds; nothing was imported"
+    )
     assert book.read_bytes() == before
 
 
@@ -62,26 +72,34 @@ def test_two_providers_bills_under_one_file_name_coexist(tmp_path: Path) -> None
     for provider, reference in (("provider-a", "ORD-1001"), ("provider-b", "ORD-1002")):
         (tmp_path / provider).mkdir()
         (tmp_path / provider / "billing.csv").write_text(
-            HEADER + f"2026-12-07,lot,{reference},110.00,USD\n", encoding="utf-8")
+            HEADER + f"2026-12-07,lot,{reference},110.00,USD\n", encoding="utf-8"
+        )
         assert _import(book, tmp_path / provider / "billing.csv").exit_code == 0
     rows = store.read(book).tables["Ledger"]
     assert [(r["reference"], r["source"]) for r in rows] == [
-        ("ORD-1001", "provider-a/billing.csv:2"), ("ORD-1002", "provider-b/billing.csv:2")]
+        ("ORD-1001", "provider-a/billing.csv:2"),
+        ("ORD-1002", "provider-b/billing.csv:2"),
+    ]
     # The same file imported again replaces its own lines only.
     (tmp_path / "provider-b" / "billing.csv").write_text(
-        HEADER + "2026-12-07,lot,ORD-1002,120.00,USD\n", encoding="utf-8")
+        HEADER + "2026-12-07,lot,ORD-1002,120.00,USD\n", encoding="utf-8"
+    )
     result = _import(book, tmp_path / "provider-b" / "billing.csv")
     assert "(Ledger sheet, 1 earlier line(s) kept)" in result.stdout
     assert [r["amount"] for r in store.read(book).tables["Ledger"]] == [110, 120]
 
 
 @pytest.mark.parametrize("date", ["31/02/2026", "not a date", "2026-02-31", "2026-13-01"])
-def test_a_date_that_names_no_day_is_refused_with_line_and_column(tmp_path: Path,
-                                                                   date: str) -> None:
+def test_a_date_that_names_no_day_is_refused_with_line_and_column(
+    tmp_path: Path, date: str
+) -> None:
     export = tmp_path / "billing.csv"
-    export.write_text("Date,description,reference,amount,currency\n"
-                      "2026-12-07,lot,ORD-1,1.00,USD\n"
-                      f"{date},lot,ORD-2,1.00,USD\n", encoding="utf-8")
+    export.write_text(
+        "Date,description,reference,amount,currency\n"
+        "2026-12-07,lot,ORD-1,1.00,USD\n"
+        f"{date},lot,ORD-2,1.00,USD\n",
+        encoding="utf-8",
+    )
     with pytest.raises(LedgerError) as err:
         read_ledger(export, {"date": "Date"})
     assert err.value.message == f"{export}: line 3, column 'Date': {date!r} is not a date"
@@ -89,14 +107,17 @@ def test_a_date_that_names_no_day_is_refused_with_line_and_column(tmp_path: Path
 
 def test_iso_dates_and_times_are_kept_as_written(tmp_path: Path) -> None:
     export = tmp_path / "billing.csv"
-    export.write_text(HEADER + "2026-12-07,lot,ORD-1,1.00,USD\n"
-                      "2026-12-07T09:30Z,lot,ORD-2,1.00,USD\n", encoding="utf-8")
+    export.write_text(
+        HEADER + "2026-12-07,lot,ORD-1,1.00,USD\n2026-12-07T09:30Z,lot,ORD-2,1.00,USD\n",
+        encoding="utf-8",
+    )
     assert [r["date"] for r in read_ledger(export)] == ["2026-12-07", "2026-12-07T09:30Z"]
 
 
 def test_an_amount_finer_than_a_cent_is_shown_exactly() -> None:
     """It read 'ledger 35.00, workbook 35.00 (differs)'."""
-    status, _ = reconcile([Booked("r1", "ORD-1", Decimal("35.00"), "USD")],
-                          [{"reference": "ORD-1", "amount": Decimal("35.004"),
-                            "currency": "USD"}])
+    status, _ = reconcile(
+        [Booked("r1", "ORD-1", Decimal("35.00"), "USD")],
+        [{"reference": "ORD-1", "amount": Decimal("35.004"), "currency": "USD"}],
+    )
     assert status == {"r1": "amount differs: ledger 35.004 USD, workbook 35.00 USD"}

@@ -37,5 +37,6 @@ def test_a_variant_id_that_reads_as_mathtext_is_drawn_literally(tmp_path: Path) 
 
 def test_memo_text_stays_one_line_of_text() -> None:
     assert inline("fine\n## Integrity\nall good <script>alert(1)</script> & more") == (
-        "fine / ## Integrity / all good &lt;script&gt;alert(1)&lt;/script&gt; &amp; more")
+        "fine / ## Integrity / all good &lt;script&gt;alert(1)&lt;/script&gt; &amp; more"
+    )
     assert inline(None) == ""

@@ -83,7 +83,8 @@ def _lines(path: Path) -> list[str]:
 
 
 def test_a_forged_record_appended_to_the_journal_is_not_ingested_and_is_named(
-        book: Path, runner: CliRunner) -> None:
+    book: Path, runner: CliRunner
+) -> None:
     """A new id and a copied predictions file: no start line of it, so never sealed."""
     genuine = journal.read(book)[0]
     forged = json.loads(json.dumps(genuine))
@@ -95,14 +96,16 @@ def test_a_forged_record_appended_to_the_journal_is_not_ingested_and_is_named(
     result = runner.invoke(cli, ["ingest", str(book)])
     assert result.exit_code == 0, result.output
     assert "a099-b1-fp32-r9-forged" not in {
-        r["attempt_id"] for r in store.read(book).tables["Attempts"]}
+        r["attempt_id"] for r in store.read(book).tables["Attempts"]
+    }
     (finding,) = _found(book)
     assert (finding.sheet, finding.check) == ("Attempts", "journal")
     assert finding.message == (
         f"example_campaign.journal.jsonl: line {line}: attempt 'a099-b1-fp32-r9-forged' has no "
         "start line before it (or a record already used it): `iteralab run` writes a start "
         "before every attempt and one record after it, so this record was added by hand and "
-        "is not ingested; remove that line")
+        "is not ingested; remove that line"
+    )
 
 
 def test_a_second_record_for_one_start_is_refused(book: Path) -> None:
@@ -124,7 +127,8 @@ def test_an_emptied_journal_is_named_for_every_sealed_row(book: Path) -> None:
         f"attempt {first!r} is sealed in this sheet but its record is not in the journal: the "
         "journal's line was deleted or the journal replaced, so the row cannot be checked "
         "against what the runner wrote; restore the journal from a copy of the campaign "
-        "folder (the row itself is kept)")
+        "folder (the row itself is kept)"
+    )
 
 
 def test_deleting_the_journal_lines_of_sealed_attempts_is_named(book: Path) -> None:
@@ -133,11 +137,13 @@ def test_deleting_the_journal_lines_of_sealed_attempts_is_named(book: Path) -> N
     assert len(kept) == len(lines) - 1
     journal.journal_path(book).write_text("\n".join(kept) + "\n", encoding="utf-8")
     assert [c for c in _checks(book) if c[0] == "Attempts"] == [
-        ("Attempts", 2, "attempt_id", "journal")]
+        ("Attempts", 2, "attempt_id", "journal")
+    ]
 
 
 def test_deleting_the_audit_prices_row_then_changing_a_price_is_named_and_not_sealed_over(
-        book: Path, runner: CliRunner) -> None:
+    book: Path, runner: CliRunner
+) -> None:
     audit = store.read(book).tables["Audit"]
     assert [r["action"] for r in audit] == ["lock", "amend", "prices"]
     _delete_row(book, "Audit", 4)
@@ -156,10 +162,13 @@ def test_a_deleted_audit_row_above_others_breaks_their_chain(book: Path) -> None
 
 
 def test_deleting_the_exclusion_row_and_readmitting_the_attempt_is_named(
-        book: Path, runner: CliRunner) -> None:
+    book: Path, runner: CliRunner
+) -> None:
     attempt = store.read(book).tables["Attempts"][0]["attempt_id"]
-    assert runner.invoke(cli, ["exclude", str(book), attempt, "--reason", "host rebooted"]
-                         ).exit_code == 0
+    assert (
+        runner.invoke(cli, ["exclude", str(book), attempt, "--reason", "host rebooted"]).exit_code
+        == 0
+    )
     _delete_row(book, "Audit", 5)
     _set(book, "Attempts", "A2", store.read(book).tables["Attempts"][0]["attempt_id"])
     book_x = openpyxl.load_workbook(book)
@@ -185,19 +194,22 @@ def test_verify_accepts_the_current_and_an_earlier_head(book: Path, runner: CliR
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         f"campaign head: {head} (6 attempt row(s), 3 Audit row(s))",
-        "the kept head is this workbook's current state"]
+        "the kept head is this workbook's current state",
+    ]
     attempt = store.read(book).tables["Attempts"][0]["attempt_id"]
-    assert runner.invoke(cli, ["exclude", str(book), attempt, "--reason", "host rebooted"]
-                         ).exit_code == 0
+    assert (
+        runner.invoke(cli, ["exclude", str(book), attempt, "--reason", "host rebooted"]).exit_code
+        == 0
+    )
     result = runner.invoke(cli, ["verify", str(book), "--head", head])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[1] == (
         "the kept head names this workbook's first 6 attempt row(s) and 3 Audit row(s), "
-        "unchanged; 0 attempt row(s) and 1 Audit row(s) were added since")
+        "unchanged; 0 attempt row(s) and 1 Audit row(s) were added since"
+    )
 
 
-def test_verify_refuses_a_head_the_workbook_no_longer_holds(book: Path,
-                                                            runner: CliRunner) -> None:
+def test_verify_refuses_a_head_the_workbook_no_longer_holds(book: Path, runner: CliRunner) -> None:
     """A folder re-sealed with the toolkit's own functions verifies inside; the kept head
     does not."""
     head = campaign_head(store.read(book))
@@ -216,29 +228,33 @@ def test_verify_refuses_a_head_the_workbook_no_longer_holds(book: Path,
     assert result.stderr.splitlines()[0] == (
         f"error: {book}: no state of this workbook has the head {head}: its attempt or Audit "
         "rows were rewritten (or re-sealed) since that head was taken, or it is another "
-        "campaign's")
+        "campaign's"
+    )
 
 
 def test_a_torn_last_line_of_an_attempt_the_workbook_holds_gets_no_made_up_record(
-        book: Path) -> None:
+    book: Path,
+) -> None:
     from toolkit.runner.driver import campaign
 
     whole = journal.journal_path(book).read_bytes()
     last = whole.rindex(b"\n", 0, len(whole) - 1) + 1
-    journal.journal_path(book).write_bytes(whole[:last + (len(whole) - last) // 2])
+    journal.journal_path(book).write_bytes(whole[: last + (len(whole) - last) // 2])
     torn_id = store.read(book).tables["Attempts"][-1]["attempt_id"]
     assert torn_id in {s["attempt_id"] for s in journal.unfinished(book)}
     campaign._record_lost_attempts(book)
-    assert journal.journal_path(book).read_bytes() == whole[:last + (len(whole) - last) // 2]
+    assert journal.journal_path(book).read_bytes() == whole[: last + (len(whole) - last) // 2]
     (finding,) = _found(book)
     assert (finding.row, finding.check) == (7, "journal")
     assert finding.message.startswith(
         f"attempt {torn_id!r} is sealed in this sheet but its record is not in the journal "
-        "(example_campaign.journal.jsonl: line ")
+        "(example_campaign.journal.jsonl: line "
+    )
 
 
 def test_a_merge_stopped_before_its_save_is_finished_and_logged_by_the_next(
-        book: Path, tmp_path: Path, runner: CliRunner) -> None:
+    book: Path, tmp_path: Path, runner: CliRunner
+) -> None:
     """It said '8 already' (the workbook held 6) and the merge's Audit row was lost."""
     other = tmp_path / "other"
     shutil.copytree(book.parent, other)

@@ -32,32 +32,59 @@ def _edit(path: Path, change: Callable[[openpyxl.Workbook], None]) -> None:
 
 
 CASES: list[tuple[str, Callable[[openpyxl.Workbook], None], str, tuple[str, int | None, str]]] = [
-    ("headless-variants", lambda b: b["Variants"].cell(2, 25, "call the provider"),
-     "Variants!Y2 (a value in a column with no header)", ("Variants", 2, "")),
-    ("headless-rentals", lambda b: b["Rentals"].cell(2, len(layout.RENTALS.names) + 2, "x"),
-     f"Rentals!{BEYOND_RENTALS}2 (a value in a column with no header)", ("Rentals", 2, "")),
-    ("form-note", lambda b: b["Protocol"].cell(THRESHOLD_ROW, 4, "agreed with finance"),
-     f"Protocol!D{THRESHOLD_ROW} (a value right of the help column)",
-     ("Protocol", THRESHOLD_ROW, "threshold")),
-    ("no-field-name", lambda b: b["Decision"].cell(BELOW_DECISION, 2, "J. Doe, 12 Dec"),
-     f"Decision!B{BELOW_DECISION} (a value with no field name in column A)",
-     ("Decision", BELOW_DECISION, "")),
-    ("second-field", lambda b: (b["Decision"].cell(BELOW_DECISION + 1, 1, "reviewed_by"),
-                                b["Decision"].cell(BELOW_DECISION + 1, 2, "second reviewer")),
-     f"a second 'reviewed_by' field at row {BELOW_DECISION + 1} of Decision (the first is row "
-     f"{REVIEWED_ROW})", ("Decision", BELOW_DECISION + 1, "reviewed_by")),
-    ("comment", lambda b: setattr(b["Variants"]["B2"], "comment",
-                                  Comment("invoice disputed", "finance")),
-     "the comment 'invoice disputed' on Variants!B2", ("Variants", None, "")),
+    (
+        "headless-variants",
+        lambda b: b["Variants"].cell(2, 25, "call the provider"),
+        "Variants!Y2 (a value in a column with no header)",
+        ("Variants", 2, ""),
+    ),
+    (
+        "headless-rentals",
+        lambda b: b["Rentals"].cell(2, len(layout.RENTALS.names) + 2, "x"),
+        f"Rentals!{BEYOND_RENTALS}2 (a value in a column with no header)",
+        ("Rentals", 2, ""),
+    ),
+    (
+        "form-note",
+        lambda b: b["Protocol"].cell(THRESHOLD_ROW, 4, "agreed with finance"),
+        f"Protocol!D{THRESHOLD_ROW} (a value right of the help column)",
+        ("Protocol", THRESHOLD_ROW, "threshold"),
+    ),
+    (
+        "no-field-name",
+        lambda b: b["Decision"].cell(BELOW_DECISION, 2, "J. Doe, 12 Dec"),
+        f"Decision!B{BELOW_DECISION} (a value with no field name in column A)",
+        ("Decision", BELOW_DECISION, ""),
+    ),
+    (
+        "second-field",
+        lambda b: (
+            b["Decision"].cell(BELOW_DECISION + 1, 1, "reviewed_by"),
+            b["Decision"].cell(BELOW_DECISION + 1, 2, "second reviewer"),
+        ),
+        f"a second 'reviewed_by' field at row {BELOW_DECISION + 1} of Decision (the first is row "
+        f"{REVIEWED_ROW})",
+        ("Decision", BELOW_DECISION + 1, "reviewed_by"),
+    ),
+    (
+        "comment",
+        lambda b: setattr(b["Variants"]["B2"], "comment", Comment("invoice disputed", "finance")),
+        "the comment 'invoice disputed' on Variants!B2",
+        ("Variants", None, ""),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("change", "named", "where"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("change", "named", "where"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_typed_content_is_named_by_validate_and_refused_by_every_save(
-        runner: CliRunner, filled_workbook: Path,
-        change: Callable[[openpyxl.Workbook], None], named: str,
-        where: tuple[str, int | None, str]) -> None:
+    runner: CliRunner,
+    filled_workbook: Path,
+    change: Callable[[openpyxl.Workbook], None],
+    named: str,
+    where: tuple[str, int | None, str],
+) -> None:
     _edit(filled_workbook, change)
     findings = [f for f in validate(store.read(filled_workbook)) if f.check == "kept"]
     assert [(f.sheet, f.row, f.column) for f in findings] == [where]
@@ -67,24 +94,31 @@ def test_typed_content_is_named_by_validate_and_refused_by_every_save(
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == (
         f"error: {filled_workbook}: holds what iteralab does not keep when it saves: {named}; "
-        "nothing was written")
+        "nothing was written"
+    )
     assert filled_workbook.read_bytes() == before
 
 
-def test_a_duplicate_field_keeps_the_first_value_and_names_both_rows(
-        filled_workbook: Path) -> None:
+def test_a_duplicate_field_keeps_the_first_value_and_names_both_rows(filled_workbook: Path) -> None:
     """A second threshold at row 30: the finding is at row 30 and names row 7."""
+
     def twice(book: openpyxl.Workbook) -> None:
         book["Protocol"].cell(30, 1, "threshold")
         book["Protocol"].cell(30, 2, "not a number")
+
     _edit(filled_workbook, twice)
     data = store.read(filled_workbook)
     assert data.forms["Protocol"]["threshold"] == 0.6  # row 7's, where findings point
     (finding,) = validate(data)
     assert (finding.sheet, finding.row, finding.column, finding.check) == (
-        "Protocol", 30, "threshold", "kept")
+        "Protocol",
+        30,
+        "threshold",
+        "kept",
+    )
     assert finding.message.startswith(
-        f"a second 'threshold' field at row 30 of Protocol (the first is row {THRESHOLD_ROW})")
+        f"a second 'threshold' field at row 30 of Protocol (the first is row {THRESHOLD_ROW})"
+    )
 
 
 def test_the_header_notes_iteralab_writes_are_not_typed_comments(filled_workbook: Path) -> None:
@@ -94,11 +128,14 @@ def test_the_header_notes_iteralab_writes_are_not_typed_comments(filled_workbook
 
 def test_a_row_added_to_summary_is_refused(runner: CliRunner, reported: Path) -> None:
     rows = len(store.read(reported).tables["Summary"])
-    _edit(reported, lambda b: (b["Summary"].cell(rows + 2, 1, "b1-fp32"),
-                               b["Summary"].cell(rows + 2, 2, 99)))
+    _edit(
+        reported,
+        lambda b: (b["Summary"].cell(rows + 2, 1, "b1-fp32"), b["Summary"].cell(rows + 2, 2, 99)),
+    )
     (addition,) = store.read(reported).unkept
-    assert str(addition) == (f"Summary row {rows + 2} (typed: the report writes every row of "
-                             "this sheet itself)")
+    assert str(addition) == (
+        f"Summary row {rows + 2} (typed: the report writes every row of this sheet itself)"
+    )
     before = reported.read_bytes()
     assert runner.invoke(cli, ["report", str(reported), "--no-png"]).exit_code == 1
     assert reported.read_bytes() == before

@@ -29,8 +29,9 @@ def four() -> WorkbookData:
     return locked_with(*(attempt(f"a{i}", repetition=i) for i in range(1, 5)))
 
 
-def checks(data: WorkbookData, folder: Path | None = None,
-           records: list[dict] | None = None) -> list[tuple]:
+def checks(
+    data: WorkbookData, folder: Path | None = None, records: list[dict] | None = None
+) -> list[tuple]:
     found = chain.chain_findings(data, records)
     found += predictions.folder_findings(data, folder) if folder is not None else []
     return [(f.row, f.column, f.check) for f in found]
@@ -43,8 +44,10 @@ def messages(data: WorkbookData, records: list[dict] | None = None) -> list[str]
 def journal_of(data: WorkbookData) -> list[dict]:
     """Journal records as the runner writes them, one per attempt row as recorded."""
     unchained = set(chain.UNCHAINED)
-    return [journal.record({k: v for k, v in row.items() if k not in unchained}, None)
-            for row in data.tables["Attempts"]]
+    return [
+        journal.record({k: v for k, v in row.items() if k not in unchained}, None)
+        for row in data.tables["Attempts"]
+    ]
 
 
 # ---------------------------------------------------------------- what the chain covers
@@ -52,9 +55,19 @@ def journal_of(data: WorkbookData) -> list[dict]:
 
 def test_every_attempts_column_is_chained_except_the_four_logged_ones() -> None:
     assert set(layout.ATTEMPTS.names) - set(chain.CHAINED_COLUMNS) == {
-        "row_sha256", "pre_amendment", "excluded", "exclusion_reason"}
-    assert {"predictions_path", "predictions_sha256", "protocol_sha256", "notes",
-            "measured_s", "measured_s_reason"} <= set(chain.CHAINED_COLUMNS)
+        "row_sha256",
+        "pre_amendment",
+        "excluded",
+        "exclusion_reason",
+    }
+    assert {
+        "predictions_path",
+        "predictions_sha256",
+        "protocol_sha256",
+        "notes",
+        "measured_s",
+        "measured_s_reason",
+    } <= set(chain.CHAINED_COLUMNS)
 
 
 def test_seal_is_sha256_hex_and_depends_on_the_previous_row() -> None:
@@ -72,8 +85,9 @@ def test_seal_covers_the_predictions_hash() -> None:
 
 def test_seal_ignores_the_logged_columns() -> None:
     row = attempt()
-    logged = dict(row, excluded="yes", exclusion_reason="power cut", pre_amendment="yes",
-                  row_sha256="f" * 64)
+    logged = dict(
+        row, excluded="yes", exclusion_reason="power cut", pre_amendment="yes", row_sha256="f" * 64
+    )
     assert chain.seal(None, logged) == chain.seal(None, row)
 
 
@@ -87,8 +101,15 @@ def test_seal_hashes_values_as_the_workbook_gives_them_back() -> None:
 
 
 def test_a_sealed_chain_verifies_after_save_and_read(tmp_path: Path) -> None:
-    data = locked_with(attempt("a1", measured_s=0.1 + 0.2, padding_efficiency=1 / 3,
-                               host_rss_peak_bytes=2**53 + 1, notes="=HYPERLINK(\"x\")\r\n"))
+    data = locked_with(
+        attempt(
+            "a1",
+            measured_s=0.1 + 0.2,
+            padding_efficiency=1 / 3,
+            host_rss_peak_bytes=2**53 + 1,
+            notes='=HYPERLINK("x")\r\n',
+        )
+    )
     store.save(data, tmp_path / "w.xlsx")
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     back = store.read(tmp_path / "w.xlsx")
@@ -96,15 +117,23 @@ def test_a_sealed_chain_verifies_after_save_and_read(tmp_path: Path) -> None:
     assert validate(back, tmp_path / "w.xlsx") == []
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(numbers=st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=0),
-                        min_size=3, max_size=3),
-       note=st.text(max_size=40))
-def test_any_numbers_and_text_verify_after_a_round_trip(tmp_path: Path, numbers: list[float],
-                                                        note: str) -> None:
-    data = locked_with(attempt("a1", load_s=numbers[0], measured_s=numbers[1],
-                               padded_tokens=numbers[2], notes=note))
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    numbers=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=0), min_size=3, max_size=3
+    ),
+    note=st.text(max_size=40),
+)
+def test_any_numbers_and_text_verify_after_a_round_trip(
+    tmp_path: Path, numbers: list[float], note: str
+) -> None:
+    data = locked_with(
+        attempt(
+            "a1", load_s=numbers[0], measured_s=numbers[1], padded_tokens=numbers[2], notes=note
+        )
+    )
     store.save(data, tmp_path / "w.xlsx")
     assert checks(store.read(tmp_path / "w.xlsx")) == []
 
@@ -128,7 +157,8 @@ def test_an_edited_cell_names_its_row() -> None:
         "attempt 'a2' does not follow from its cells and the row above it: this row was edited "
         "after it was recorded, or the attempt recorded before it was deleted: compare with the "
         "backup (.bak.xlsx) and the journal (.journal.jsonl) beside the workbook, and restore "
-        "the row"]
+        "the row"
+    ]
     assert checks(data) == [(3, "row_sha256", "chain")]
 
 
@@ -138,7 +168,8 @@ def test_with_the_journal_an_edited_cell_is_named_with_its_recorded_value() -> N
     data.tables["Attempts"][1]["measured_s"] = 15.0
     assert messages(data, records) == [
         "attempt 'a2': measured_s was 20.1 when recorded (journal), now 15: restore it; "
-        "attempt rows change only through `iteralab exclude`"]
+        "attempt rows change only through `iteralab exclude`"
+    ]
     assert checks(data, None, records) == [(3, "measured_s", "edited")]
 
 
@@ -158,14 +189,18 @@ def test_a_deleted_row_breaks_the_next_one_and_the_journal_names_it() -> None:
     del data.row_numbers["Attempts"][-1]
     found = chain.chain_findings(data, records)
     assert [(f.row, f.column, f.check) for f in found] == [
-        (3, "row_sha256", "chain"), (None, "attempt_id", "journal")]
+        (3, "row_sha256", "chain"),
+        (None, "attempt_id", "journal"),
+    ]
     assert found[0].message == (
         "attempt 'a3' does not follow from its cells and the row above it: its cells match the "
         "journal, so the attempt recorded before it was deleted or moved: restore that row from "
-        "a copy of the workbook")
+        "a copy of the workbook"
+    )
     assert found[1].message == (
         "attempt 'a2' is in the journal but not in this sheet: it was deleted, or is not "
-        "ingested yet: run `iteralab ingest WORKBOOK`")
+        "ingested yet: run `iteralab ingest WORKBOOK`"
+    )
 
 
 def test_deleting_the_last_row_is_seen_only_through_the_journal() -> None:
@@ -186,7 +221,8 @@ def test_sorted_rows_say_where_each_was_recorded() -> None:
         "attempt 'a2' was recorded right after attempt 'a1' (now row 2): rows were moved or "
         "sorted; restore the recorded order (undo the sort, or restore from a copy)",
         "attempt 'a4' was recorded right after attempt 'a3' (now row 3): rows were moved or "
-        "sorted; restore the recorded order (undo the sort, or restore from a copy)"]
+        "sorted; restore the recorded order (undo the sort, or restore from a copy)",
+    ]
 
 
 def test_a_row_moved_to_the_top_was_recorded_elsewhere() -> None:
@@ -195,16 +231,19 @@ def test_a_row_moved_to_the_top_was_recorded_elsewhere() -> None:
     rows.insert(0, rows.pop(2))  # a3 a1 a2 a4
     assert messages(data)[1] == (
         "attempt 'a1' was recorded as the first attempt: rows were moved or sorted; restore "
-        "the recorded order (undo the sort, or restore from a copy)")
+        "the recorded order (undo the sort, or restore from a copy)"
+    )
 
 
 def test_a_copied_row_is_named_as_a_copy() -> None:
     data = four()
     data.append("Attempts", dict(data.tables["Attempts"][0]))
     assert messages(data) == [
-        "attempt 'a1' repeats the row_sha256 of row 2: a copied row; delete the copy"]
+        "attempt 'a1' repeats the row_sha256 of row 2: a copied row; delete the copy"
+    ]
     assert ("Attempts", 6, "attempt_id", "unique") in [
-        (f.sheet, f.row, f.column, f.check) for f in validate(data)]
+        (f.sheet, f.row, f.column, f.check) for f in validate(data)
+    ]
 
 
 def test_a_row_typed_by_hand_is_unsealed() -> None:
@@ -216,40 +255,49 @@ def test_a_row_typed_by_hand_is_unsealed() -> None:
 def test_a_recorded_predictions_file_that_matches_is_fine(tmp_path: Path) -> None:
     (tmp_path / "preds").mkdir()
     (tmp_path / "preds" / "a1.jsonl").write_bytes(PREDICTIONS)
-    data = locked_with(attempt(predictions_path="preds/a1.jsonl",
-                               predictions_sha256=hashlib.sha256(PREDICTIONS).hexdigest()))
+    data = locked_with(
+        attempt(
+            predictions_path="preds/a1.jsonl",
+            predictions_sha256=hashlib.sha256(PREDICTIONS).hexdigest(),
+        )
+    )
     assert checks(data, tmp_path) == []
 
 
 def test_a_predictions_file_edited_after_the_attempt_names_the_row(tmp_path: Path) -> None:
     (tmp_path / "preds").mkdir()
-    data = locked_with(attempt(predictions_path="preds/a1.jsonl",
-                               predictions_sha256=hashlib.sha256(PREDICTIONS).hexdigest()))
+    data = locked_with(
+        attempt(
+            predictions_path="preds/a1.jsonl",
+            predictions_sha256=hashlib.sha256(PREDICTIONS).hexdigest(),
+        )
+    )
     edited = PREDICTIONS.replace(b'"prediction":"austen"', b'"prediction":"bronte"')
     (tmp_path / "preds" / "a1.jsonl").write_bytes(edited)
-    (finding,) = (chain.chain_findings(data) + predictions.folder_findings(data, tmp_path))
-    assert (finding.row, finding.column, finding.check) == (2, "predictions_sha256",
-                                                            "predictions")
+    (finding,) = chain.chain_findings(data) + predictions.folder_findings(data, tmp_path)
+    assert (finding.row, finding.column, finding.check) == (2, "predictions_sha256", "predictions")
     assert finding.message == (
         f"attempt 'a1': preds/a1.jsonl no longer matches its SHA-256 (recorded "
         f"{hashlib.sha256(PREDICTIONS).hexdigest()[:12]}..., now "
         f"{hashlib.sha256(edited).hexdigest()[:12]}...): the predictions were edited or "
-        "replaced after the attempt; restore the original file")
+        "replaced after the attempt; restore the original file"
+    )
 
 
 def test_a_missing_predictions_file_names_the_row(tmp_path: Path) -> None:
     data = locked_with(attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64))
-    (finding,) = (chain.chain_findings(data) + predictions.folder_findings(data, tmp_path))
-    assert (finding.row, finding.column, finding.check) == (2, "predictions_path",
-                                                            "predictions")
+    (finding,) = chain.chain_findings(data) + predictions.folder_findings(data, tmp_path)
+    assert (finding.row, finding.column, finding.check) == (2, "predictions_path", "predictions")
     assert finding.message == (
         f"attempt 'a1': predictions file preds/a1.jsonl is missing (looked for "
         f"{tmp_path / 'preds' / 'a1.jsonl'}): restore it from the campaign archive; without it "
-        "the verdict cannot be checked (R7)")
+        "the verdict cannot be checked (R7)"
+    )
 
 
 def test_an_unreadable_predictions_file_or_a_hash_without_path_names_the_row(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A file that cannot be read (permissions; root reads anything, so the read is made to
     fail) and a hash recorded without its file are findings, not crashes."""
     from toolkit.plumbing import digests
@@ -261,16 +309,25 @@ def test_an_unreadable_predictions_file_or_a_hash_without_path_names_the_row(
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr(digests, "file_sha256", denied)
-    data = locked_with(attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64),
-                       attempt("a2", repetition=2, predictions_path=None,
-                               predictions_sha256="1" * 64))
+    data = locked_with(
+        attempt(predictions_path="preds/a1.jsonl", predictions_sha256="0" * 64),
+        attempt("a2", repetition=2, predictions_path=None, predictions_sha256="1" * 64),
+    )
     everything = chain.chain_findings(data) + predictions.folder_findings(data, tmp_path)
     found = [(f.row, f.column, f.message) for f in everything if f.check == "predictions"]
     assert found == [
-        (2, "predictions_path", "attempt 'a1': cannot read preds/a1.jsonl (Permission denied): "
-         "make it readable"),
-        (3, "predictions_path", "attempt 'a2' has a predictions_sha256 but no "
-         "predictions_path: restore the path the attempt recorded")]
+        (
+            2,
+            "predictions_path",
+            "attempt 'a1': cannot read preds/a1.jsonl (Permission denied): make it readable",
+        ),
+        (
+            3,
+            "predictions_path",
+            "attempt 'a2' has a predictions_sha256 but no "
+            "predictions_path: restore the path the attempt recorded",
+        ),
+    ]
 
 
 def test_validate_reads_the_journal_beside_the_workbook(tmp_path: Path) -> None:
@@ -305,7 +362,8 @@ def test_an_exclusion_typed_by_hand_is_not_logged() -> None:
     assert (finding.row, finding.column, finding.check) == (2, "excluded", "logged")
     assert finding.message == (
         "attempt 'a1' is excluded without an Audit entry: exclude it with `iteralab exclude "
-        "WORKBOOK a1 --reason ...` (set excluded back to no first)")
+        "WORKBOOK a1 --reason ...` (set excluded back to no first)"
+    )
 
 
 def test_an_undone_or_reworded_exclusion_is_found() -> None:
@@ -315,29 +373,37 @@ def test_an_undone_or_reworded_exclusion_is_found() -> None:
     data.tables["Attempts"][0]["excluded"] = "no"
     data.tables["Attempts"][1]["exclusion_reason"] = "it was slow"
     assert [(f.row, f.column, f.check) for f in audit.action_findings(data)] == [
-        (2, "excluded", "logged"), (3, "exclusion_reason", "logged")]
+        (2, "excluded", "logged"),
+        (3, "exclusion_reason", "logged"),
+    ]
 
 
 def test_an_attempt_under_a_protocol_never_locked_is_found() -> None:
     data = four()
     data.tables["Attempts"][0]["protocol_sha256"] = "e" * 64
     assert [(f.row, f.column, f.check) for f in audit.action_findings(data)] == [
-        (2, "protocol_sha256", "protocol-hash")]
+        (2, "protocol_sha256", "protocol-hash")
+    ]
 
 
 def test_pre_amendment_must_agree_with_the_protocol_hash() -> None:
     data = four()
     data.tables["Attempts"][0]["pre_amendment"] = "yes"
     (finding,) = audit.action_findings(data)
-    assert finding.message == ("attempt 'a1' is marked pre_amendment but the protocol was "
-                               "never amended: set pre_amendment to no")
+    assert finding.message == (
+        "attempt 'a1' is marked pre_amendment but the protocol was "
+        "never amended: set pre_amendment to no"
+    )
 
 
-@pytest.mark.parametrize("attempt_id, reason, message", [
-    ("a9", "power cut", "no attempt 'a9' in the Attempts sheet"),
-    ("a1", "   ", "an exclusion needs its documented external cause"),
-    ("a1", "x" * 2_001, "the reason is 2,001 characters; at most 2,000"),
-])
+@pytest.mark.parametrize(
+    "attempt_id, reason, message",
+    [
+        ("a9", "power cut", "no attempt 'a9' in the Attempts sheet"),
+        ("a1", "   ", "an exclusion needs its documented external cause"),
+        ("a1", "x" * 2_001, "the reason is 2,001 characters; at most 2,000"),
+    ],
+)
 def test_exclude_refuses_what_it_cannot_log(attempt_id: str, reason: str, message: str) -> None:
     data = four()
     with pytest.raises(UsageError) as err:
@@ -359,28 +425,36 @@ def test_the_exclude_command(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     result = runner.invoke(cli, ["exclude", str(path), "a3", "--reason", "host rebooted"])
     assert result.exit_code == 0
-    assert result.stdout.splitlines() == [f"excluded attempt a3 (Attempts!4) in {path}",
-                                          "logged in the Audit sheet (action exclude)"]
+    assert result.stdout.splitlines() == [
+        f"excluded attempt a3 (Attempts!4) in {path}",
+        "logged in the Audit sheet (action exclude)",
+    ]
     assert runner.invoke(cli, ["validate", str(path)]).exit_code == 0
 
 
-def test_the_exclude_command_json_names_the_row_and_the_cause(runner: CliRunner,
-                                                              tmp_path: Path) -> None:
+def test_the_exclude_command_json_names_the_row_and_the_cause(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     path = tmp_path / "w.xlsx"
     store.save(four(), path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
-    result = runner.invoke(cli, ["exclude", str(path), "a2", "--reason", "host rebooted",
-                                 "--json"])
+    result = runner.invoke(cli, ["exclude", str(path), "a2", "--reason", "host rebooted", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
-        "format": "iteralab-exclude/1", "workbook": str(path), "attempt_id": "a2", "row": 3,
-        "reason": "host rebooted", "logged_in_audit": True}
+        "format": "iteralab-exclude/1",
+        "workbook": str(path),
+        "attempt_id": "a2",
+        "row": 3,
+        "reason": "host rebooted",
+        "logged_in_audit": True,
+    }
     logged = store.read(path).tables["Audit"][-1]
     assert (logged["action"], logged["reason"]) == ("exclude", "host rebooted")
 
 
-def test_the_exclude_command_with_an_unknown_id_changes_nothing(runner: CliRunner,
-                                                                tmp_path: Path) -> None:
+def test_the_exclude_command_with_an_unknown_id_changes_nothing(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     path = tmp_path / "w.xlsx"
     store.save(four(), path)
     before = path.read_bytes()
@@ -388,7 +462,8 @@ def test_the_exclude_command_with_an_unknown_id_changes_nothing(runner: CliRunne
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         "error: no attempt 'zz' in the Attempts sheet",
-        "  what to do: use an attempt_id of the sheet (first ones: a1, a2, a3, a4)"]
+        "  what to do: use an attempt_id of the sheet (first ones: a1, a2, a3, a4)",
+    ]
     assert path.read_bytes() == before
 
 

@@ -21,9 +21,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolkit", *args], cwd=ROOT, text=True,
-                          capture_output=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
 
 
 @pytest.mark.slow
@@ -33,15 +38,25 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     also holds the writer lock, as a second writer would): the workbook is untouched and
     readable, `ingest` adds the attempt and records the killed one as interrupted, the chain
     holds, and `run --resume` runs the killed slot again and finishes the campaign."""
-    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)],
-                         repetitions=2, process_policy="shared", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        8,
+        [variant("b1-fp32", 1), variant("b4-fp32", 4)],
+        repetitions=2,
+        process_policy="shared",
+        threshold=0.4,
+    )
     before = book.read_bytes()
     log = journal.journal_path(book)
     with filelock.FileLock(str(book) + ".lock"):
         campaign = subprocess.Popen(
-            [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"], cwd=ROOT,
+            [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
+            cwd=ROOT,
             env=dict(os.environ, PYTHONPATH=str(ROOT), ITERALAB_INJECT_FAULT="hang@1:b4-fp32:1"),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 240
         while not (log.exists() and journal.read(book)) and campaign.poll() is None:
             assert time.monotonic() < deadline, "no attempt reached the journal in 240 s"
@@ -63,17 +78,21 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     # The attempt killed with the run is on the record too, as interrupted (issue 38).
     assert [(r["attempt_id"], r["status"]) for r in rows] == [
         (record["attempt"]["attempt_id"], "completed"),
-        (killed_start["attempt_id"], "interrupted")]
+        (killed_start["attempt_id"], "interrupted"),
+    ]
     assert validate(store.read(book), book) == []
 
     resumed = _iteralab("run", str(book), "--resume", "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = store.read(book)
-    statuses = [(r["variant_id"], r["repetition"], r["status"])
-                for r in final.tables["Attempts"]]
-    assert sorted(statuses) == [("b1-fp32", 1, "completed"), ("b1-fp32", 2, "completed"),
-                                ("b4-fp32", 1, "completed"), ("b4-fp32", 1, "interrupted"),
-                                ("b4-fp32", 2, "completed")]
+    statuses = [(r["variant_id"], r["repetition"], r["status"]) for r in final.tables["Attempts"]]
+    assert sorted(statuses) == [
+        ("b1-fp32", 1, "completed"),
+        ("b1-fp32", 2, "completed"),
+        ("b4-fp32", 1, "completed"),
+        ("b4-fp32", 1, "interrupted"),
+        ("b4-fp32", 2, "completed"),
+    ]
     (killed,) = [r for r in final.tables["Attempts"] if r["status"] == "interrupted"]
     assert "ended while this attempt ran and left no record" in killed["notes"]
     assert validate(final, book) == []

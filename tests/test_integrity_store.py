@@ -54,9 +54,15 @@ def test_two_writer_processes_at_once_lose_nothing(tmp_path: Path) -> None:
     store.save(filled(), path)
     go = tmp_path / "go"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, "12", str(go)],
-                                env=env, stderr=subprocess.PIPE, text=True)
-               for name in ("alpha", "beta")]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), name, "12", str(go)],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("alpha", "beta")
+    ]
     time.sleep(0.5)  # both processes started and waiting
     go.touch()
     for writer in writers:
@@ -93,7 +99,8 @@ def _changed() -> object:
 
 
 def test_disk_full_while_writing_leaves_everything_as_it_was(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, before, backup = _saved_twice(tmp_path)
 
     def full_disk(data: object, target: Path) -> None:
@@ -103,16 +110,19 @@ def test_disk_full_while_writing_leaves_everything_as_it_was(
     monkeypatch.setattr(store, "render", full_disk)
     with pytest.raises(WorkbookError) as err:
         store.save(_changed(), path)  # type: ignore[arg-type]
-    assert str(err.value) == (f"{path}: could not save (No space left on device); the "
-                              f"workbook is unchanged\n  what to do: free disk space in "
-                              f"{tmp_path}, then run the command again")
+    assert str(err.value) == (
+        f"{path}: could not save (No space left on device); the "
+        f"workbook is unchanged\n  what to do: free disk space in "
+        f"{tmp_path}, then run the command again"
+    )
     assert path.read_bytes() == before
     assert store.backup_path(path).read_bytes() == backup
     assert _folder_files(tmp_path) == {"campaign.xlsx", "campaign.bak.xlsx"}
 
 
 def test_disk_full_while_copying_the_backup_keeps_the_old_backup_whole(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, before, backup = _saved_twice(tmp_path)
 
     def full_disk(source: Path, target: Path) -> None:
@@ -128,7 +138,8 @@ def test_disk_full_while_copying_the_backup_keeps_the_old_backup_whole(
 
 
 def test_permission_denied_at_the_replace_leaves_the_workbook_unchanged(
-        tmp_path: Path, deny_replace: Callable[[Path], None]) -> None:
+    tmp_path: Path, deny_replace: Callable[[Path], None]
+) -> None:
     path, before, _ = _saved_twice(tmp_path)
     deny_replace(path)
     with pytest.raises(WorkbookError) as err:
@@ -136,7 +147,8 @@ def test_permission_denied_at_the_replace_leaves_the_workbook_unchanged(
     assert str(err.value) == (
         f"{path}: could not save (Permission denied); the workbook is unchanged\n"
         f"  what to do: make {tmp_path} writable for you (and the workbook not read-only; on "
-        "Windows close it in Excel), then run the command again")
+        "Windows close it in Excel), then run the command again"
+    )
     assert path.read_bytes() == before
     assert _folder_files(tmp_path) == {"campaign.xlsx", "campaign.bak.xlsx"}
 
@@ -155,21 +167,25 @@ def test_a_workbook_open_in_excel_stops_writers(tmp_path: Path) -> None:
     path.with_name("~$" + path.name).write_bytes(b"owner")
     with pytest.raises(WorkbookBusyError) as err, editing.change(path, refresh_derived=False):
         pass
-    assert str(err.value) == (f"{path}: open in Excel or LibreOffice (found ~$campaign.xlsx)\n"
-                              "  what to do: save and close it there, then run the command "
-                              "again")
+    assert str(err.value) == (
+        f"{path}: open in Excel or LibreOffice (found ~$campaign.xlsx)\n"
+        "  what to do: save and close it there, then run the command "
+        "again"
+    )
     assert path.read_bytes() == before
 
 
 def test_a_writer_waits_for_the_lock_then_says_who_holds_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, before, _ = _saved_twice(tmp_path)
     monkeypatch.setattr(store, "LOCK_TIMEOUT_S", 0.2)
     with filelock.FileLock(str(path) + ".lock"):
         with pytest.raises(WorkbookBusyError) as err, editing.change(path, refresh_derived=False):
             pass
-    assert str(err.value).startswith(f"{path}: another iteralab command has been writing it "
-                                     "for 0.2 s")
+    assert str(err.value).startswith(
+        f"{path}: another iteralab command has been writing it for 0.2 s"
+    )
     assert path.read_bytes() == before
 
 
@@ -184,7 +200,8 @@ def test_a_stale_lock_file_from_a_killed_command_does_not_block(tmp_path: Path) 
 
 
 def test_a_folder_where_the_lock_cannot_be_created_is_a_clear_error(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, before, _ = _saved_twice(tmp_path)
 
     def denied(self: filelock.BaseFileLock, *args: object, **kwargs: object) -> None:
@@ -196,7 +213,8 @@ def test_a_folder_where_the_lock_cannot_be_created_is_a_clear_error(
     assert str(err.value) == (
         f"{path}: cannot create the writer lock campaign.xlsx.lock (Permission denied); the "
         f"workbook is unchanged\n  what to do: make {tmp_path} writable for you, or copy the "
-        "workbook to a writable folder")
+        "workbook to a writable folder"
+    )
     assert path.read_bytes() == before
 
 
@@ -207,4 +225,5 @@ def test_ooxml_escapes_and_carriage_returns_read_back_exactly(tmp_path: Path) ->
     data.forms["Protocol"]["determinism"] = "a\r\nb _x0041_ _x005F_ x005F_ end"
     store.save(data, path)
     assert store.read(path).forms["Protocol"]["determinism"] == (
-        "a\r\nb _x0041_ _x005F_ x005F_ end")
+        "a\r\nb _x0041_ _x005F_ x005F_ end"
+    )

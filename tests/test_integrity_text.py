@@ -48,8 +48,9 @@ def test_text_over_the_cell_limit_is_cut_and_says_so() -> None:
     text = cell_text("a" * 40_000)
     assert len(text) == EXCEL_CELL_LIMIT
     assert text.endswith(TRUNCATION_MARK)
-    assert text[: EXCEL_CELL_LIMIT - len(TRUNCATION_MARK)] == "a" * (EXCEL_CELL_LIMIT
-                                                                     - len(TRUNCATION_MARK))
+    assert text[: EXCEL_CELL_LIMIT - len(TRUNCATION_MARK)] == "a" * (
+        EXCEL_CELL_LIMIT - len(TRUNCATION_MARK)
+    )
 
 
 def test_text_at_the_limit_is_kept_whole() -> None:
@@ -73,11 +74,49 @@ def test_ooxml_unescape_decodes_left_to_right() -> None:
 
 # ---------------------------------------------------------------- property: render + read
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", " =", "\t=", "http://", "https://", "mailto:", "ftp://",
-                    "www.", "external:", "internal:", "{=", "'=")
-SPECIALS = ("_x0041_", "_x005F_", "x005F_", "_x000D_", "a\rb", "\r\n", "\x00", "\ufffe",
-            "NA", "None", "TRUE", "1E5", "0012", "1,5", "2026-12-07", "#DIV/0!", "#N/A",
-            "<b>x</b>", "&amp;", "]]>", "\u2028", "\x85", " ", "")
+FORMULA_PREFIXES = (
+    "=",
+    "+",
+    "-",
+    "@",
+    " =",
+    "\t=",
+    "http://",
+    "https://",
+    "mailto:",
+    "ftp://",
+    "www.",
+    "external:",
+    "internal:",
+    "{=",
+    "'=",
+)
+SPECIALS = (
+    "_x0041_",
+    "_x005F_",
+    "x005F_",
+    "_x000D_",
+    "a\rb",
+    "\r\n",
+    "\x00",
+    "\ufffe",
+    "NA",
+    "None",
+    "TRUE",
+    "1E5",
+    "0012",
+    "1,5",
+    "2026-12-07",
+    "#DIV/0!",
+    "#N/A",
+    "<b>x</b>",
+    "&amp;",
+    "]]>",
+    "\u2028",
+    "\x85",
+    " ",
+    "",
+)
 
 nasty = st.one_of(
     st.text(max_size=60),
@@ -85,8 +124,11 @@ nasty = st.one_of(
     st.sampled_from(SPECIALS),
     st.text(alphabet=st.characters(max_codepoint=0x20), max_size=10),
     st.text(alphabet=st.characters(categories=["Cs", "Co", "Cn"]), max_size=5),
-    st.builds(lambda ch, n: ch * n, st.sampled_from(["a", "\U0001f600", "=", "\x00"]),
-              st.integers(16_000, 40_000)),
+    st.builds(
+        lambda ch, n: ch * n,
+        st.sampled_from(["a", "\U0001f600", "=", "\x00"]),
+        st.integers(16_000, 40_000),
+    ),
 )
 
 
@@ -134,12 +176,19 @@ def _assert_every_cell_is_a_string(path: Path) -> None:
                     assert 't="s"' in attributes, (name, attributes, body[:80])
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(strings=st.lists(nasty, min_size=1, max_size=8))
-def test_no_text_becomes_a_formula_or_link_and_all_reads_back(tmp_path: Path,
-                                                               strings: list[str]) -> None:
+def test_no_text_becomes_a_formula_or_link_and_all_reads_back(
+    tmp_path: Path, strings: list[str]
+) -> None:
     path = tmp_path / "w.xlsx"
     path.unlink(missing_ok=True)
     data = _fill(strings)

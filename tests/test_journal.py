@@ -15,21 +15,41 @@ from toolkit.workbook import store
 
 def _attempt(attempt_id: str, manifest_id: str = "m-1", measured: float = 1.25) -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in layout.ATTEMPTS.names}
-    row.update({
-        "attempt_id": attempt_id, "variant_id": "b1-fp32", "repetition": 1,
-        "order_position": 1, "started_at": "2026-12-02T10:00:00+00:00", "status": "completed",
-        "protocol_sha256": "f" * 64, "manifest_id": manifest_id, "measured_s": measured,
-        "items_completed": 3, "expected_ids": 3, "quality_verdict": "pass",
-        "corpus_accepted": "yes", "excluded": "no", "pre_amendment": "no",
-        "host_rss_peak_bytes": 123_456_789, "padding_efficiency": 0.345678,
-    })
+    row.update(
+        {
+            "attempt_id": attempt_id,
+            "variant_id": "b1-fp32",
+            "repetition": 1,
+            "order_position": 1,
+            "started_at": "2026-12-02T10:00:00+00:00",
+            "status": "completed",
+            "protocol_sha256": "f" * 64,
+            "manifest_id": manifest_id,
+            "measured_s": measured,
+            "items_completed": 3,
+            "expected_ids": 3,
+            "quality_verdict": "pass",
+            "corpus_accepted": "yes",
+            "excluded": "no",
+            "pre_amendment": "no",
+            "host_rss_peak_bytes": 123_456_789,
+            "padding_efficiency": 0.345678,
+        }
+    )
     return row
 
 
 def _manifest(manifest_id: str = "m-1") -> dict[str, Any]:
     row: dict[str, Any] = {name: None for name in layout.MANIFEST.names}
-    row.update({"manifest_id": manifest_id, "recorded_at": "2026-12-02T10:00:00+00:00",
-                "variant_id": "b1-fp32", "corpus_sha256": "c" * 64, "corpus_items": 3})
+    row.update(
+        {
+            "manifest_id": manifest_id,
+            "recorded_at": "2026-12-02T10:00:00+00:00",
+            "variant_id": "b1-fp32",
+            "corpus_sha256": "c" * 64,
+            "corpus_items": 3,
+        }
+    )
     return row
 
 
@@ -85,8 +105,9 @@ def test_ingest_replays_only_the_missing_records(filled_workbook: Path) -> None:
 def test_ingested_rows_are_sealed_into_the_chain(filled_workbook: Path) -> None:
     """row_sha256 links each row to the previous one; the xlsx read back verifies."""
     for i, measured in ((1, 1.234567), (2, 20.5), (3, 3.0)):
-        journal.append(filled_workbook,
-                       journal.record(_attempt(f"a{i}", measured=measured), _manifest()))
+        journal.append(
+            filled_workbook, journal.record(_attempt(f"a{i}", measured=measured), _manifest())
+        )
     editing.ingest(filled_workbook, refresh_derived=False)
     data = store.read(filled_workbook)
     rows = data.tables["Attempts"]
@@ -95,8 +116,7 @@ def test_ingested_rows_are_sealed_into_the_chain(filled_workbook: Path) -> None:
     assert chain.chain_findings(data, journal.read(filled_workbook)) == []
 
 
-def test_a_row_edited_after_ingestion_is_found_against_the_journal(
-        filled_workbook: Path) -> None:
+def test_a_row_edited_after_ingestion_is_found_against_the_journal(filled_workbook: Path) -> None:
     journal.append(filled_workbook, journal.record(_attempt("a1"), _manifest()))
     editing.ingest(filled_workbook, refresh_derived=False)
     data = store.read(filled_workbook)

@@ -29,7 +29,8 @@ def twins(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_report_json_holds_the_verdicts_costs_and_findings_the_text_shows(
-        twins: tuple[Path, Path]) -> None:
+    twins: tuple[Path, Path],
+) -> None:
     text_book, json_book = twins
     code, text, _ = _invoke("report", str(text_book), "--no-png")
     assert code == 0
@@ -45,18 +46,20 @@ def test_report_json_holds_the_verdicts_costs_and_findings_the_text_shows(
         cells = line.split()
         if len(cells) > 6 and cells[0] in by_id and cells[1].isdigit():  # the table
             v = by_id[cells[0]]
-            assert cells[1:6] == [str(v[k]) for k in ("attempts", "successes", "failed",
-                                                     "interrupted", "excluded")]
-            assert cells[6] == (f"{v['median_s']:.3f}" if v["median_s"] is not None
-                                else "no")
+            assert cells[1:6] == [
+                str(v[k]) for k in ("attempts", "successes", "failed", "interrupted", "excluded")
+            ]
+            assert cells[6] == (f"{v['median_s']:.3f}" if v["median_s"] is not None else "no")
             table += 1
     assert table == len(by_id)
-    sentences = {f"{s['first']} vs {s['second']}: {s['verdict']} ({s['reason']})"
-                 for s in doc["separations"]}
+    sentences = {
+        f"{s['first']} vs {s['second']}: {s['verdict']} ({s['reason']})" for s in doc["separations"]
+    }
     assert all(any(line.strip().startswith(s) for line in text.splitlines()) for s in sentences)
     for c in doc["costs"]:
         assert (c["projected_cost_per_expected"] is None) != (
-                c["projected_cost_per_expected_reason"] is None)
+            c["projected_cost_per_expected_reason"] is None
+        )
         if c["budget"] is not None:
             assert c["budget"].endswith(" USD")
 
@@ -65,14 +68,16 @@ def test_cost_json_is_the_seed_example(runner: CliRunner) -> None:
     code, out, _ = _invoke("cost", "--gpu", "rtx-4090", "--days", "7", "--lots", "2", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert (doc["format"], doc["flat_price"], doc["cards"]) == ("iteralab-cost/1",
-                                                               "220.00 USD", 2)
+    assert (doc["format"], doc["flat_price"], doc["cards"]) == ("iteralab-cost/1", "220.00 USD", 2)
     assert doc["cost_per_accepted"] is None
     assert doc["cost_per_accepted_reason"] == "no --accepted-results given: none invented"
-    code, out, _ = _invoke("cost", "--gpu", "b200", "--days", "7", "--accepted-results", "4",
-                           "--json")
+    code, out, _ = _invoke(
+        "cost", "--gpu", "b200", "--days", "7", "--accepted-results", "4", "--json"
+    )
     assert (json.loads(out)["flat_price"], json.loads(out)["cost_per_accepted"]) == (
-        "2071.00 USD", "517.75 USD")
+        "2071.00 USD",
+        "517.75 USD",
+    )
 
 
 def test_cost_json_refuses_what_the_text_refuses() -> None:
@@ -82,14 +87,21 @@ def test_cost_json_refuses_what_the_text_refuses() -> None:
 
 
 def test_schedule_json_is_the_96_hour_example() -> None:
-    code, out, err = _invoke("schedule", "--start", "2026-12-07T09:00", "--end",
-                             "2026-12-11T09:00", "--json")
+    code, out, err = _invoke(
+        "schedule", "--start", "2026-12-07T09:00", "--end", "2026-12-11T09:00", "--json"
+    )
     assert code == 0
     doc = json.loads(out)
     assert (doc["format"], doc["window_hours"], doc["span_hours"]) == (
-        "iteralab-schedule/1", 96.0, 96.0)
+        "iteralab-schedule/1",
+        96.0,
+        96.0,
+    )
     assert [(p["plan_days"], p["covers"]) for p in doc["plans"]] == [
-        (3, False), (7, True), (30, True)]
+        (3, False),
+        (7, True),
+        (30, True),
+    ]
     assert err.startswith("time zone: UTC")
 
 
@@ -97,9 +109,14 @@ def test_ingest_json_says_what_it_added(twins: tuple[Path, Path]) -> None:
     twins[1].with_name("campaign.journal.jsonl").write_text("", encoding="utf-8")
     code, out, _ = _invoke("ingest", str(twins[1]), "--json")
     assert code == 0
-    assert json.loads(out) == {"format": "iteralab-ingest/1", "workbook": str(twins[1]),
-                               "journal": str(twins[1].with_name("campaign.journal.jsonl")),
-                               "attempts_added": 0, "manifests_added": 0, "already": 0}
+    assert json.loads(out) == {
+        "format": "iteralab-ingest/1",
+        "workbook": str(twins[1]),
+        "journal": str(twins[1].with_name("campaign.journal.jsonl")),
+        "attempts_added": 0,
+        "manifests_added": 0,
+        "already": 0,
+    }
 
 
 def test_run_json_streams_one_line_per_attempt_then_the_summary(tmp_path: Path) -> None:
@@ -114,18 +131,24 @@ def test_run_json_streams_one_line_per_attempt_then_the_summary(tmp_path: Path) 
         assert d["status"] == "completed"
     summary = lines[2]
     assert {k: summary[k] for k in ("recorded", "completed", "failed", "interrupted")} == {
-        "recorded": 2, "completed": 2, "failed": 0, "interrupted": 0}
+        "recorded": 2,
+        "completed": 2,
+        "failed": 0,
+        "interrupted": 0,
+    }
     assert type(summary["interrupted"]) is int and summary["stopped"] is False
 
 
 def test_demo_json_streams_the_run_then_the_report(tmp_path: Path) -> None:
     """The quick generation demo (the smaller one): only JSON lines on stdout."""
-    code, out, err = _invoke("demo", str(tmp_path / "d"), "--quick", "--task", "generation",
-                             "--json")
+    code, out, err = _invoke(
+        "demo", str(tmp_path / "d"), "--quick", "--task", "generation", "--json"
+    )
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
-    assert [d["format"] for d in lines] == (["iteralab-attempt/1"] * 6
-                                            + ["iteralab-run/1", "iteralab-report/1"])
+    assert [d["format"] for d in lines] == (
+        ["iteralab-attempt/1"] * 6 + ["iteralab-run/1", "iteralab-report/1"]
+    )
     book = tmp_path / "d" / "example_generation.xlsx"
     assert f"demo workbook: {book}" in err
     rows = {r["attempt_id"]: r for r in attempts(book)}
@@ -136,4 +159,7 @@ def test_demo_json_streams_the_run_then_the_report(tmp_path: Path) -> None:
     report = lines[7]
     assert report["workbook"] == str(book)
     assert [v["variant_id"] for v in report["variants"] if v["successes"]] == [
-        "b4-fp32", "b8-fp32", "b16-fp32"]
+        "b4-fp32",
+        "b8-fp32",
+        "b16-fp32",
+    ]

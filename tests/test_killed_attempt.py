@@ -22,9 +22,14 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 @pytest.mark.slow
 def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Path) -> None:
     book = make_campaign(tmp_path, 24, [variant("b1-fp32", 1)], process_policy="fresh")
-    run = subprocess.Popen([sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not journal.unfinished(book):
@@ -36,14 +41,22 @@ def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Pat
         run.communicate()
     (started,) = journal.unfinished(book)
     assert journal.read(book) == []
-    resumed = subprocess.run([sys.executable, "-m", "toolkit", "run", str(book), "--resume",
-                              "--quiet"], env=ENV, capture_output=True, text=True, timeout=600,
-                             check=False)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--resume", "--quiet"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert resumed.returncode == 0, resumed.stderr
     rows = attempts(book)
     assert [(r["attempt_id"][:-5], r["status"]) for r in rows] == [
-        (started["attempt_id"][:-5], "interrupted"), ("a002-b1-fp32-r1", "completed")]
-    assert rows[0]["notes"].startswith(f"interrupted: the run (pid {run.pid}) ended while this "
-                                       "attempt ran and left no record")
+        (started["attempt_id"][:-5], "interrupted"),
+        ("a002-b1-fp32-r1", "completed"),
+    ]
+    assert rows[0]["notes"].startswith(
+        f"interrupted: the run (pid {run.pid}) ended while this attempt ran and left no record"
+    )
     assert rows[0]["measured_s"] is None and rows[0]["measured_s_reason"]
     assert journal.unfinished(book) == []

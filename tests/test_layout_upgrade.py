@@ -42,8 +42,12 @@ def test_a_layout_1_campaign_validates_clean_as_read(tmp_path: Path) -> None:
     assert data.layout_version == 1
     assert data.tables["Rentals"] == [] and data.tables["Ledger"] == []
     assert {r["rental_id"] for r in data.tables["Variants"]} == {None}
-    assert _validate(book) == {"format": "iteralab-validate/1", "workbook": str(book),
-                              "valid": True, "findings": []}
+    assert _validate(book) == {
+        "format": "iteralab-validate/1",
+        "workbook": str(book),
+        "valid": True,
+        "findings": [],
+    }
     assert book.read_bytes() == before
 
 
@@ -55,9 +59,12 @@ def _only_the_rental_window(book: Path) -> None:
     found = result["findings"]
     assert isinstance(found, list)
     assert [(f["sheet"], f["row"], f["column"], f["check"]) for f in found] == [
-        ("Rentals", 2, "start", "rental-window")]
-    assert "of rental 'demo-rental' started before the rental's start " \
+        ("Rentals", 2, "start", "rental-window")
+    ]
+    assert (
+        "of rental 'demo-rental' started before the rental's start "
         "(2026-12-07T09:00+01:00)" in found[0]["message"]
+    )
 
 
 def test_a_layout_2_campaign_validates_as_read(tmp_path: Path) -> None:
@@ -81,7 +88,8 @@ def test_a_layout_3_campaign_validates_as_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_campaign_reports_and_is_saved_in_the_current_layout(
-        tmp_path: Path, version: int) -> None:
+    tmp_path: Path, version: int
+) -> None:
     assert version < layout.LAYOUT_VERSION
     book = _campaign(tmp_path, version)
     before = store.read(book)
@@ -100,6 +108,9 @@ def test_an_older_campaign_reports_and_is_saved_in_the_current_layout(
         _only_the_rental_window(book)
     # A classification campaign: the generation columns are empty, each with its reason.
     assert {(r["ttft_s"], r["ttft_s_reason"]) for r in data.tables["Summary"]} == {
-        (None, NOT_GENERATION)}
-    assert {(r["observed_kv_cache_bytes"], r["observed_kv_cache_bytes_reason"])
-            for r in data.tables["Memory"]} == {(None, NOT_GENERATION)}
+        (None, NOT_GENERATION)
+    }
+    assert {
+        (r["observed_kv_cache_bytes"], r["observed_kv_cache_bytes_reason"])
+        for r in data.tables["Memory"]
+    } == {(None, NOT_GENERATION)}

@@ -26,7 +26,8 @@ def test_template_round_trips_through_libreoffice(tmp_path: Path) -> None:
 
 @needs_soffice
 def test_filled_locked_workbook_reads_back_valid_after_libreoffice(
-        tmp_path: Path, filled_workbook: Path) -> None:
+    tmp_path: Path, filled_workbook: Path
+) -> None:
     """A filled, locked workbook saved by LibreOffice is still read as valid by iteralab."""
     with editing.change(filled_workbook, refresh_derived=False) as edit:
         data = edit.data
@@ -37,5 +38,4 @@ def test_filled_locked_workbook_reads_back_valid_after_libreoffice(
     assert validate(back, converted) == []
     assert protocol.require_lock(back, converted) == sha
     assert back.forms["Protocol"]["threshold"] == 0.6
-    assert [v["variant_id"] for v in back.tables["Variants"]] == ["b1-fp32", "b4-fp32",
-                                                                 "b8-fp32"]
+    assert [v["variant_id"] for v in back.tables["Variants"]] == ["b1-fp32", "b4-fp32", "b8-fp32"]

@@ -24,7 +24,12 @@ def test_a_torch_version_edited_in_the_manifest_is_a_finding(tmp_path: Path) -> 
         row["torch"] = "2.99.0+cu999"
     (finding,) = validate(store.read(book), book)
     assert (finding.sheet, finding.row, finding.column, finding.check) == (
-        "Manifest", 2, "torch", "edited")
+        "Manifest",
+        2,
+        "torch",
+        "edited",
+    )
     assert finding.message == (
         f"manifest {row['manifest_id']!r}: torch was {real!r} when recorded (journal), now "
-        "'2.99.0+cu999': restore it; the Manifest says what really ran")
+        "'2.99.0+cu999': restore it; the Manifest says what really ran"
+    )

@@ -33,16 +33,17 @@ def test_the_memo_names_its_report_run_and_is_current_after_it(tmp_path: Path) -
     assert _stale(path) == []
 
 
-def test_a_tariff_changed_in_excel_after_the_report_makes_the_memo_stale(
-        tmp_path: Path) -> None:
+def test_a_tariff_changed_in_excel_after_the_report_makes_the_memo_stale(tmp_path: Path) -> None:
     path = _reported(tmp_path)
     stamp = store.read(path).forms["Decision"]["report_run"]
     book = openpyxl.load_workbook(path)  # as a person editing a price in a spreadsheet
     book["Tariffs"].cell(2, layout.TARIFFS.names.index("price_per_lot_usd") + 1).value = 999
     book.save(path)
     when = stamp.split("; inputs ")[0]
-    assert _stale(path) == [f"the memo reflects the {when}; Tariffs changed since, so the "
-                            "numbers it quotes may be out of date: run `iteralab report` again"]
+    assert _stale(path) == [
+        f"the memo reflects the {when}; Tariffs changed since, so the "
+        "numbers it quotes may be out of date: run `iteralab report` again"
+    ]
     build(path, pngs=False)
     assert _stale(path) == []
 

@@ -23,24 +23,41 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SCRIPT = SAMPLES / "memory_exercise.py"
 NOTEBOOK = SAMPLES / "memory_exercise.ipynb"
 
-WORKLOAD = ("workload         inference fp32 (compute fp32, KV fp32), seq_len 256, batch 8, "
-            "attention sdpa")
-TENSORS = ("tensors            122,310,144 B  (0.11 GiB) the terms' sum: compare with "
-           "max_memory_allocated")
-BATCH = ("batch            8 texts x 256 tokens (the 8 longest of corpus.jsonl, truncated at "
-         "max_length 256)")
+WORKLOAD = (
+    "workload         inference fp32 (compute fp32, KV fp32), seq_len 256, batch 8, attention sdpa"
+)
+TENSORS = (
+    "tensors            122,310,144 B  (0.11 GiB) the terms' sum: compare with max_memory_allocated"
+)
+BATCH = (
+    "batch            8 texts x 256 tokens (the 8 longest of corpus.jsonl, truncated at "
+    "max_length 256)"
+)
 PARAMETERS = "parameters       22,715,526 in the loaded module (encoder and head)"
-NO_DEVICE = ("device memory    does not apply: the model ran on cpu, and torch's allocator "
-             "peaks count GPU memory only")
-NOT_COMPARED = ("ratio            observed allocated / estimated tensors: not computed, device "
-                "memory does not apply: the model ran on cpu, and torch's allocator peaks count "
-                "GPU memory only")
-HOST_RATIO = re.compile(r"^host ratio       host RSS growth / estimated tensors = \d+\.\d{4} "
-                        r"\([\d,]+ / 122,310,144\); not like for like", re.M)
-HOST_RSS = re.compile(r"^host RSS         baseline [\d,]+ B, peak [\d,]+ B, growth [\d,]+ B "
-                      r"\(\d+\.\d\d GiB\): loading [\d,]+ B, then the batch -?[\d,]+ B$", re.M)
-CUDA_RATIO = re.compile(r"^ratio            observed allocated / estimated tensors = \d+\.\d{4} "
-                        r"\([\d,]+ / 122,310,144\)$", re.M)
+NO_DEVICE = (
+    "device memory    does not apply: the model ran on cpu, and torch's allocator "
+    "peaks count GPU memory only"
+)
+NOT_COMPARED = (
+    "ratio            observed allocated / estimated tensors: not computed, device "
+    "memory does not apply: the model ran on cpu, and torch's allocator peaks count "
+    "GPU memory only"
+)
+HOST_RATIO = re.compile(
+    r"^host ratio       host RSS growth / estimated tensors = \d+\.\d{4} "
+    r"\([\d,]+ / 122,310,144\); not like for like",
+    re.M,
+)
+HOST_RSS = re.compile(
+    r"^host RSS         baseline [\d,]+ B, peak [\d,]+ B, growth [\d,]+ B "
+    r"\(\d+\.\d\d GiB\): loading [\d,]+ B, then the batch -?[\d,]+ B$",
+    re.M,
+)
+CUDA_RATIO = re.compile(
+    r"^ratio            observed allocated / estimated tensors = \d+\.\d{4} "
+    r"\([\d,]+ / 122,310,144\)$",
+    re.M,
+)
 NEVER = "An estimate never replaces measuring your own model."
 
 
@@ -68,11 +85,13 @@ def on_cuda() -> bool:
 
 
 def _assert_steps(text: str, on_cuda: bool) -> None:
-    titles = ["== 1. environment check (iteralab env) ==",
-              "== 2. estimate (toolkit.planner.memory, before running anything) ==",
-              "== 3. observation (one batch through the real model) ==",
-              "== 4. estimate vs observation ==",
-              "== 5. which card for a 70B model (iteralab gpus, the README's example) =="]
+    titles = [
+        "== 1. environment check (iteralab env) ==",
+        "== 2. estimate (toolkit.planner.memory, before running anything) ==",
+        "== 3. observation (one batch through the real model) ==",
+        "== 4. estimate vs observation ==",
+        "== 5. which card for a 70B model (iteralab gpus, the README's example) ==",
+    ]
     positions = [text.index(title) for title in titles]
     assert positions == sorted(positions)
     lines = text.splitlines()
@@ -88,20 +107,26 @@ def _assert_steps(text: str, on_cuda: bool) -> None:
         assert NO_DEVICE in lines and NOT_COMPARED in lines
         assert "flag             not compared: device memory not measured" in lines
     assert NEVER in text
-    assert "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate " \
+    assert (
+        "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate "
         "lots are separate machines, R33)" in lines
+    )
 
 
 def test_step_5_prints_what_iteralab_gpus_prints(mx: ModuleType, runner, capsys) -> None:
     answer = mx.choose_card("bf16", 4096)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[:3] == ["", "== 5. which card for a 70B model (iteralab gpus, the README's "
-                           "example) ==", "same as          iteralab gpus --config "
-                           "tests/fixtures/configs/llama-2-70b.json --precision bf16 --seq-len "
-                           "4096"]
+    assert printed[:3] == [
+        "",
+        "== 5. which card for a 70B model (iteralab gpus, the README's example) ==",
+        "same as          iteralab gpus --config "
+        "tests/fixtures/configs/llama-2-70b.json --precision bf16 --seq-len "
+        "4096",
+    ]
     config = Path(__file__).resolve().parent / "fixtures" / "configs" / "llama-2-70b.json"
-    result = runner.invoke(cli, ["gpus", "--config", str(config), "--precision", "bf16",
-                                 "--seq-len", "4096"])
+    result = runner.invoke(
+        cli, ["gpus", "--config", str(config), "--precision", "bf16", "--seq-len", "4096"]
+    )
     assert result.exit_code == 0, result.output
     assert printed[3:] == result.output.splitlines()
     assert answer.estimate is not None and answer.estimate.shape.name == "llama-2-70b"
@@ -111,16 +136,22 @@ def test_the_notebook_is_the_one_built_from_the_script(mx: ModuleType) -> None:
     nbformat = pytest.importorskip("nbformat")
     committed = nbformat.read(str(NOTEBOOK), as_version=4)
     built = mx.build_notebook()
-    assert [(c.cell_type, c.source) for c in committed.cells] == \
-        [(c.cell_type, c.source) for c in built.cells]
+    assert [(c.cell_type, c.source) for c in committed.cells] == [
+        (c.cell_type, c.source) for c in built.cells
+    ]
     assert all(not c.get("outputs") for c in committed.cells if c.cell_type == "code")
 
 
 def test_the_batch_is_the_eight_longest_corpus_texts(mx: ModuleType) -> None:
     assert [row["id"] for row in mx.longest_texts()] == [
-        "northanger-abbey-c5-p117", "mansfield-park-c4-p139", "northanger-abbey-c13-p491",
-        "sense-and-sensibility-c44-p1611", "emma-c19-p771", "sense-and-sensibility-c44-p1605",
-        "mansfield-park-c40-p1632", "mansfield-park-c4-p134",
+        "northanger-abbey-c5-p117",
+        "mansfield-park-c4-p139",
+        "northanger-abbey-c13-p491",
+        "sense-and-sensibility-c44-p1611",
+        "emma-c19-p771",
+        "sense-and-sensibility-c44-p1605",
+        "mansfield-park-c40-p1632",
+        "mansfield-park-c4-p134",
     ]
 
 
@@ -135,8 +166,14 @@ def test_the_estimate_is_for_the_measured_workload(mx: ModuleType, capsys) -> No
 @pytest.mark.slow
 def test_the_script_shows_environment_estimate_observation_and_comparison(on_cuda) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     _assert_steps(done.stdout, on_cuda)
 
@@ -154,11 +191,16 @@ def test_the_notebook_runs_headless_and_shows_the_four_steps(on_cuda, tmp_path, 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     # ipykernel's python3 kernelspec says "python", which jupyter_client runs as sys.executable.
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=300,
-                            resources={"metadata": {"path": str(SAMPLES)}}).execute()
+    nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(SAMPLES)}}
+    ).execute()
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
-    text = "".join(o.get("text", "") for c in code for o in c.outputs
-                   if o.output_type == "stream" and o.name == "stdout")
+    text = "".join(
+        o.get("text", "")
+        for c in code
+        for o in c.outputs
+        if o.output_type == "stream" and o.name == "stdout"
+    )
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     _assert_steps(text, on_cuda)

@@ -41,15 +41,24 @@ def test_an_empty_model_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_campaign_from_a_poetry_cache_venv_completes(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The encoder package and the head under ~/.cache/pypoetry: the head still matches."""
     site = tmp_path / ".cache" / "pypoetry" / "virtualenvs" / "p-py3.11" / "site-packages"
-    shutil.copytree(MODEL.parent, site / "cached_minilm",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        MODEL.parent, site / "cached_minilm", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copytree(SAMPLES / "head", site / "head")
     monkeypatch.syspath_prepend(str(site))
-    book = make_campaign(tmp_path / "campaign", 8, [variant(
-        "b1-fp32", 4, model_path="package:cached_minilm/model", head_path=str(site / "head"))])
+    book = make_campaign(
+        tmp_path / "campaign",
+        8,
+        [
+            variant(
+                "b1-fp32", 4, model_path="package:cached_minilm/model", head_path=str(site / "head")
+            )
+        ],
+    )
     result = CliRunner().invoke(cli, ["run", str(book), "--quiet"])
     assert result.exit_code == 0, result.output
     (row,) = attempts(book)

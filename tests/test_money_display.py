@@ -30,8 +30,11 @@ def _formats(path: Path, sheet: layout.Sheet, key: str, column: str) -> dict[Any
     """The number format of ``column``'s cell on each row, by the row's ``key`` value."""
     ws = openpyxl.load_workbook(path)[sheet.name]
     k, c = sheet.names.index(key) + 1, sheet.names.index(column) + 1
-    return {ws.cell(r, k).value: ws.cell(r, c).number_format for r in range(2, ws.max_row + 1)
-            if ws.cell(r, k).value is not None}
+    return {
+        ws.cell(r, k).value: ws.cell(r, c).number_format
+        for r in range(2, ws.max_row + 1)
+        if ws.cell(r, k).value is not None
+    }
 
 
 def _value(cell: Any) -> Any:
@@ -42,8 +45,10 @@ def test_a_eur_tariff_shows_eur_and_a_usd_one_usd(priced: Path) -> None:
     ws = openpyxl.load_workbook(priced)[layout.TARIFFS.name]
     names = layout.TARIFFS.names
     price, currency = names.index("price_per_lot_usd") + 1, names.index("currency") + 1
-    shown = {(ws.cell(r, currency).value or "", ws.cell(r, price).number_format)
-             for r in range(2, ws.max_row + 1)}
+    shown = {
+        (ws.cell(r, currency).value or "", ws.cell(r, price).number_format)
+        for r in range(2, ws.max_row + 1)
+    }
     assert shown == {("USD", '#,##0.00" USD"'), ("EUR", '#,##0.00" EUR"')}
 
 
@@ -53,8 +58,10 @@ def test_a_tariff_without_currency_shows_usd_as_the_column_help_says(tmp_path: P
     path = tmp_path / "blank.xlsx"
     store.save(data, path)
     ws = openpyxl.load_workbook(path)[layout.TARIFFS.name]
-    assert ws.cell(2, layout.TARIFFS.names.index("price_per_lot_usd") + 1).number_format == \
-        '#,##0.00" USD"'
+    assert (
+        ws.cell(2, layout.TARIFFS.names.index("price_per_lot_usd") + 1).number_format
+        == '#,##0.00" USD"'
+    )
 
 
 def test_a_typed_eur_amount_shows_eur_in_rentals(tmp_path: Path) -> None:
@@ -75,7 +82,9 @@ def test_a_eur_rental_shows_eur_in_every_settlement_money_cell(priced: Path) -> 
     for column in ("amount", "known_subtotal", "spent_per_accepted"):
         shown = _formats(priced, layout.SETTLEMENT, "item", column)
         assert (shown["total incurred (EUR)"], shown["total incurred (USD)"]) == (
-            '#,##0.00" EUR"', '#,##0.00" USD"'), column
+            '#,##0.00" EUR"',
+            '#,##0.00" USD"',
+        ), column
     decision = _formats(priced, layout.SETTLEMENT, "item", "projected_cost_per_expected_usd")
     assert decision["b8-fp32"] == '#,##0.00" USD"'  # the decision part is in USD only
     ledger = _formats(priced, layout.LEDGER, "reference", "amount")
@@ -84,41 +93,59 @@ def test_a_eur_rental_shows_eur_in_every_settlement_money_cell(priced: Path) -> 
 
 def test_a_billed_amount_that_differs_reaches_the_total_s_ledger_status(priced: Path) -> None:
     rows = {r["item"]: r for r in store.read(priced).tables["Settlement"]}
-    assert rows["r-b200"]["ledger_status"] == ("amount differs: ledger 2,072.00 USD, workbook "
-                                               "2,071.00 USD")
+    assert rows["r-b200"]["ledger_status"] == (
+        "amount differs: ledger 2,072.00 USD, workbook 2,071.00 USD"
+    )
     total = rows["total incurred (USD)"]
     assert total["amount"] == 2193.5  # the workbook's figures, never the ledger's silently
-    assert total["ledger_status"] == ("check: r-b200: amount differs: ledger 2,072.00 USD, "
-                                      "workbook 2,071.00 USD")
+    assert total["ledger_status"] == (
+        "check: r-b200: amount differs: ledger 2,072.00 USD, workbook 2,071.00 USD"
+    )
 
 
 def test_a_billing_line_recorded_as_another_cost_is_matched_not_left_ledger_only(
-        priced: Path) -> None:
+    priced: Path,
+) -> None:
     rows = {r["item"]: r for r in store.read(priced).tables["Settlement"]}
     assert rows["S3-12"]["ledger_status"] == "matched (1 ledger line(s))"
     assert not [r for r in rows.values() if r["kind"] == "ledger only"]
     assert rows["total incurred (EUR)"]["ledger_status"] == (
-        "check: labour: not in the ledger (reference labour)")
+        "check: labour: not in the ledger (reference labour)"
+    )
 
 
 def test_an_incomplete_total_shows_its_known_subtotal_beside_it(tmp_path: Path) -> None:
     data = report_campaign.priced()
-    data.append("Rentals", {"rental_id": "r-h100", "provider": "Other cloud",
-                            "gpu_slug": "h100", "cards_per_lot": 1, "lots": 1,
-                            "billing": "hourly", "market": "spot", "currency": "USD"})
+    data.append(
+        "Rentals",
+        {
+            "rental_id": "r-h100",
+            "provider": "Other cloud",
+            "gpu_slug": "h100",
+            "cards_per_lot": 1,
+            "lots": 1,
+            "billing": "hourly",
+            "market": "spot",
+            "currency": "USD",
+        },
+    )
     path = tmp_path / "incomplete.xlsx"
     store.save(data, path)
     build(path, pngs=False)
     rows = {r["item"]: r for r in store.read(path).tables["Settlement"]}
     total = rows["total incurred (USD)"]
     assert (total["amount"], total["known_subtotal"], total["spent_per_accepted"]) == (
-        "incomplete", 2193.5, None)
+        "incomplete",
+        2193.5,
+        None,
+    )
     assert "no amount yet for r-h100: the known subtotal is 2,193.50 USD" in total["grounds"]
     assert rows["r-h100"]["counted_amount"] is None
 
 
 def test_spent_per_accepted_and_the_forecast_agree_between_python_and_the_cached_cells(
-        priced: Path) -> None:
+    priced: Path,
+) -> None:
     """20 expected outputs, 1 corpus confirmed: the forecast divides the plan by 20, the spent
     figure the incurred total by 1; neither is the other."""
     rows = {r["item"]: r for r in store.read(priced).tables["Settlement"]}
@@ -156,9 +183,13 @@ def test_a_typed_other_cost_is_blue_and_the_excluded_column_grey(priced: Path) -
     """Blue: typed by a person; grey: written by the toolkit (`exclude` writes excluded)."""
     book = openpyxl.load_workbook(priced)
     ws = book[layout.SETTLEMENT.name]
-    fill = {ws.cell(r, 1).value: {n: ws.cell(r, layout.SETTLEMENT.names.index(n) + 1)
-                                  .fill.fgColor.rgb for n in ("item", "amount", "grounds")}
-            for r in range(2, ws.max_row + 1)}
+    fill = {
+        ws.cell(r, 1).value: {
+            n: ws.cell(r, layout.SETTLEMENT.names.index(n) + 1).fill.fgColor.rgb
+            for n in ("item", "amount", "grounds")
+        }
+        for r in range(2, ws.max_row + 1)
+    }
     assert set(fill["S3-12"].values()) == {"FFDDEBF7"}  # other cost: typed
     assert set(fill["r-4090"].values()) == {"FFEDEDED"}  # rental: from Rentals
     attempts = book[layout.ATTEMPTS.name]

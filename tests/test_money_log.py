@@ -18,8 +18,11 @@ def _logged(data: WorkbookData) -> list[str]:
 
 
 def _edits(data: WorkbookData) -> list[tuple[str, int | None, str, str]]:
-    return [(f.sheet, f.row, f.column, f.message) for f in sheet_findings(data)
-            if f.check == "edited-after-attempts"]
+    return [
+        (f.sheet, f.row, f.column, f.message)
+        for f in sheet_findings(data)
+        if f.check == "edited-after-attempts"
+    ]
 
 
 def test_the_first_report_after_attempts_records_the_prices(tmp_path: Path) -> None:
@@ -40,14 +43,27 @@ def test_a_price_edited_afterwards_is_named_then_logged(tmp_path: Path) -> None:
     data.tables["Tariffs"][0]["price_per_lot_usd"] = 99
     data.tables["Rentals"][1]["amount"] = 2000
     assert _edits(data) == [
-        ("Tariffs", 2, "price_per_lot_usd", "price_per_lot_usd changed after attempts were "
-         "recorded (110 -> 99) and is not logged yet: `iteralab report` logs it in Audit (or "
-         "undo the edit)"),
-        ("Rentals", 3, "amount", "amount changed after attempts were recorded (empty -> 2000) "
-         "and is not logged yet: `iteralab report` logs it in Audit (or undo the edit)")]
+        (
+            "Tariffs",
+            2,
+            "price_per_lot_usd",
+            "price_per_lot_usd changed after attempts were "
+            "recorded (110 -> 99) and is not logged yet: `iteralab report` logs it in Audit (or "
+            "undo the edit)",
+        ),
+        (
+            "Rentals",
+            3,
+            "amount",
+            "amount changed after attempts were recorded (empty -> 2000) "
+            "and is not logged yet: `iteralab report` logs it in Audit (or undo the edit)",
+        ),
+    ]
     result = refresh(data, tmp_path)
-    assert _logged(data)[-1] == ("edited after the first attempt: Tariffs!2 price_per_lot_usd: "
-                                 "110 -> 99; Rentals!3 amount: empty -> 2000")
+    assert _logged(data)[-1] == (
+        "edited after the first attempt: Tariffs!2 price_per_lot_usd: "
+        "110 -> 99; Rentals!3 amount: empty -> 2000"
+    )
     assert result.notes[0].startswith("logged in Audit (prices): edited after the first")
     assert _edits(data) == []
 
@@ -55,8 +71,10 @@ def test_a_price_edited_afterwards_is_named_then_logged(tmp_path: Path) -> None:
 def test_a_schedule_phase_added_afterwards_is_one_finding(tmp_path: Path) -> None:
     data = campaign()
     refresh(data, tmp_path)
-    data.append("Schedule", {"phase": "export", "start": "2026-12-11T09:00+01:00",
-                             "end": "2026-12-11T10:00+01:00"})
+    data.append(
+        "Schedule",
+        {"phase": "export", "start": "2026-12-11T09:00+01:00", "end": "2026-12-11T10:00+01:00"},
+    )
     [(sheet, row, column, message)] = _edits(data)
     assert (sheet, row, column) == ("Schedule", 4, "")
     assert message.startswith("a row was added after attempts were recorded (empty -> {")

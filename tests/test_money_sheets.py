@@ -25,19 +25,23 @@ def test_the_campaign_with_rentals_and_verification_is_clean() -> None:
     assert sheet_findings(campaign()) == []
 
 
-@pytest.mark.parametrize(("edit", "expected"), [
-    ({"currency": "usd"}, ("Rentals", 2, "currency", "currency")),
-    ({"currency": "DOLLARS"}, ("Rentals", 2, "currency", "currency")),
-    ({"lots": 0}, ("Rentals", 2, "lots", "positive")),
-    ({"amount": 0}, ("Rentals", 2, "amount", "zero")),
-    ({"billing": "hourly"}, ("Rentals", 2, "amount", "metered")),
-    ({"cards_per_lot": 2}, ("Rentals", 2, "cards_per_lot", "catalog")),
-    ({"gpu_slug": "b200", "cards_per_lot": 2}, ("Rentals", 2, "gpu_slug", "same-gpu")),
-    ({"end": "2026-12-06T09:00+01:00"}, ("Rentals", 2, "end", "order")),
-    ({"billing": "monthly"}, ("Rentals", 2, "billing", "choice")),
-])
-def test_a_wrong_rental_row_is_a_finding(edit: dict[str, Any],
-                                         expected: tuple[str, int, str, str]) -> None:
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ({"currency": "usd"}, ("Rentals", 2, "currency", "currency")),
+        ({"currency": "DOLLARS"}, ("Rentals", 2, "currency", "currency")),
+        ({"lots": 0}, ("Rentals", 2, "lots", "positive")),
+        ({"amount": 0}, ("Rentals", 2, "amount", "zero")),
+        ({"billing": "hourly"}, ("Rentals", 2, "amount", "metered")),
+        ({"cards_per_lot": 2}, ("Rentals", 2, "cards_per_lot", "catalog")),
+        ({"gpu_slug": "b200", "cards_per_lot": 2}, ("Rentals", 2, "gpu_slug", "same-gpu")),
+        ({"end": "2026-12-06T09:00+01:00"}, ("Rentals", 2, "end", "order")),
+        ({"billing": "monthly"}, ("Rentals", 2, "billing", "choice")),
+    ],
+)
+def test_a_wrong_rental_row_is_a_finding(
+    edit: dict[str, Any], expected: tuple[str, int, str, str]
+) -> None:
     data = campaign()
     data.tables["Rentals"][0].update(edit)
     assert expected in _findings(data)
@@ -57,16 +61,24 @@ def test_confirming_more_corpora_than_the_runner_accepted_is_a_finding() -> None
     assert ("Verification", 2, "confirmed_corpora", "accepted") in _findings(data)
     assert _messages(data, "accepted") == [
         "3 corpus(es) confirmed, but the runner accepted 1 distinct corpus(es) of b1-fp32: only "
-        "outputs that exist and passed can be confirmed"]
+        "outputs that exist and passed can be confirmed"
+    ]
 
 
 def test_a_verification_says_who_when_and_what() -> None:
     data = campaign()
     data.tables["Verification"][0].update(verified_by=None, checked=None)
     found = [f for f in sheet_findings(data) if f.check == "verification"]
-    assert found == [Finding("Verification", 2, "verified_by", "verification",
-                             "a verification says who checked, when, what, and how many "
-                             "corpora: fill verified_by, checked")]
+    assert found == [
+        Finding(
+            "Verification",
+            2,
+            "verified_by",
+            "verification",
+            "a verification says who checked, when, what, and how many "
+            "corpora: fill verified_by, checked",
+        )
+    ]
 
 
 def test_a_verification_of_an_undeclared_variant_is_a_finding() -> None:

@@ -20,27 +20,41 @@ from toolkit.workbook import store
 
 def _edit_bookkeeping(book: Path) -> None:
     data = store.read(book)
-    data.append("Rentals", {**RENTALS[0], "rental_id": "r-4090-2", "reference": "ORD-1003",
-                            "source": "order confirmation ORD-1003"})
+    data.append(
+        "Rentals",
+        {
+            **RENTALS[0],
+            "rental_id": "r-4090-2",
+            "reference": "ORD-1003",
+            "source": "order confirmation ORD-1003",
+        },
+    )
     variants = {v["variant_id"]: v for v in data.tables["Variants"]}
     variants["b8-bf16"]["rental_id"] = "r-4090-2"  # linked after the runs
     variants["b1-fp32"]["notes"] = "the reference; rerun once after a host reboot"
     data.forms["Protocol"]["scenario"] = str(data.forms["Protocol"]["scenario"]).replace(
-        "offline", "Offline")  # a typo fixed
+        "offline", "Offline"
+    )  # a typo fixed
     store.save(data, book)
 
 
 def test_bookkeeping_edits_after_results_are_named_then_logged_without_voiding_attempts(
-        reported: Path, runner: CliRunner) -> None:
+    reported: Path, runner: CliRunner
+) -> None:
     before = store.read(book := reported)
     medians = {r["variant_id"]: r["median_s"] for r in before.tables["Summary"]}
     _edit_bookkeeping(book)
 
-    named = [(f.sheet, f.column, f.check) for f in validate(store.read(book), book)
-             if f.check == "bookkeeping-edit"]
-    assert sorted(named) == [("Protocol", "scenario", "bookkeeping-edit"),
-                             ("Variants", "notes", "bookkeeping-edit"),
-                             ("Variants", "rental_id", "bookkeeping-edit")]
+    named = [
+        (f.sheet, f.column, f.check)
+        for f in validate(store.read(book), book)
+        if f.check == "bookkeeping-edit"
+    ]
+    assert sorted(named) == [
+        ("Protocol", "scenario", "bookkeeping-edit"),
+        ("Variants", "notes", "bookkeeping-edit"),
+        ("Variants", "rental_id", "bookkeeping-edit"),
+    ]
     assert not [f for f in validate(store.read(book), book) if f.check == "locked"]
 
     result = runner.invoke(cli, ["report", str(book), "--no-png"])
@@ -62,8 +76,9 @@ def test_bookkeeping_edits_after_results_are_named_then_logged_without_voiding_a
     assert [r["action"] for r in store.read(book).tables["Audit"]].count("bookkeeping") == 1
 
 
-def test_a_changed_batch_size_after_the_lock_is_still_refused(reported: Path,
-                                                            runner: CliRunner) -> None:
+def test_a_changed_batch_size_after_the_lock_is_still_refused(
+    reported: Path, runner: CliRunner
+) -> None:
     data = store.read(reported)
     data.tables["Variants"][1]["batch_size"] = 6
     store.save(data, reported)
@@ -74,8 +89,9 @@ def test_a_changed_batch_size_after_the_lock_is_still_refused(reported: Path,
     assert "batch_size changed after the lock (4 -> 6)" in result.stderr
 
 
-def test_amend_with_only_bookkeeping_edits_says_none_is_needed(reported: Path,
-                                                               runner: CliRunner) -> None:
+def test_amend_with_only_bookkeeping_edits_says_none_is_needed(
+    reported: Path, runner: CliRunner
+) -> None:
     _edit_bookkeeping(reported)
     result = runner.invoke(cli, ["amend", str(reported), "--reason", "link the rental"])
     assert result.exit_code == 1

@@ -27,21 +27,33 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
 
 def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolkit", *args], env=ENV, text=True,
-                          capture_output=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        env=ENV,
+        text=True,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
     """Start `demo --quick`, SIGKILL it (and its workers) while an attempt runs after
     ``finished_first`` attempts reached the journal; return the demo's workbook."""
     book = folder / "example_campaign.xlsx"
-    demo = subprocess.Popen([sys.executable, "-m", "toolkit", "demo", str(folder), "--quick",
-                             "--quiet"], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "demo", str(folder), "--quick", "--quiet"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 900  # a shared 2-core machine: the pre-flight, two attempts
-        while not (book.exists() and len(journal.read(book)) >= finished_first
-                   and journal.unfinished(book)):
+        while not (
+            book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
+        ):
             assert demo.poll() is None, demo.communicate()
             assert time.monotonic() < deadline, "the attempt never started"
             time.sleep(0.02)
@@ -54,7 +66,8 @@ def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("finished_first", [0, 2])
 def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
-        tmp_path: Path, finished_first: int) -> None:
+    tmp_path: Path, finished_first: int
+) -> None:
     book = _kill_demo_mid_attempt(tmp_path / "demo", finished_first)
     starts = [s["attempt_id"] for s in journal.unfinished(book)]
     finished = [r["attempt"]["attempt_id"] for r in journal.read(book)]
@@ -81,9 +94,14 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
 def _killed_campaign(tmp_path: Path) -> tuple[Path, str]:
     """A campaign whose run was SIGKILLed during its first attempt."""
     book = make_campaign(tmp_path, 16, [variant("b1-fp32", 1)], process_policy="fresh")
-    run = subprocess.Popen([sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not journal.unfinished(book):
@@ -99,17 +117,23 @@ def _killed_campaign(tmp_path: Path) -> tuple[Path, str]:
 
 @pytest.mark.slow
 def test_while_a_run_holds_the_lock_validate_names_the_start_and_ingest_waits(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     book, attempt_id = _killed_campaign(tmp_path)
     killed_holder = unfinished.holder_path(book).read_text(encoding="utf-8")
     with filelock.FileLock(str(unfinished.lock_path(book)), timeout=0):  # a run holds it
-        unfinished.holder_path(book).write_text(json.dumps(
-            {"pid": os.getpid(), "host": socket.gethostname(), "running": True}))
+        unfinished.holder_path(book).write_text(
+            json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "running": True})
+        )
         (finding,) = validate(store.read(book), book)
         assert (finding.sheet, finding.column, finding.check) == (
-            "Attempts", "attempt_id", "unfinished")
-        assert finding.message.startswith(f"attempt {attempt_id!r} (variant 'b1-fp32', "
-                                          "repetition 1) started ")
+            "Attempts",
+            "attempt_id",
+            "unfinished",
+        )
+        assert finding.message.startswith(
+            f"attempt {attempt_id!r} (variant 'b1-fp32', repetition 1) started "
+        )
         assert "it is running now" in finding.message
         held = _iteralab("ingest", str(book))
         assert held.returncode == 0, held.stderr

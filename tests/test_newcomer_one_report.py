@@ -12,9 +12,11 @@ from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
-CLEAN = ("`iteralab validate`'s checks (schemas, cross-sheet rules, protocol lock, attempt hash "
-         "chain against the journal, every predictions file's SHA-256) found nothing before "
-         "this report was computed.")
+CLEAN = (
+    "`iteralab validate`'s checks (schemas, cross-sheet rules, protocol lock, attempt hash "
+    "chain against the journal, every predictions file's SHA-256) found nothing before "
+    "this report was computed."
+)
 
 
 def _report_md(book: Path, runner: CliRunner) -> str:
@@ -24,7 +26,8 @@ def _report_md(book: Path, runner: CliRunner) -> str:
 
 
 def test_money_and_bookkeeping_edits_logged_by_the_report_are_not_its_findings(
-        reported: Path, runner: CliRunner) -> None:
+    reported: Path, runner: CliRunner
+) -> None:
     data = store.read(reported)
     data.tables["Rentals"][0]["amount"] = 110.0  # the invoice arrived after the runs
     data.tables["Schedule"][-1]["notes"] = "export took the whole afternoon"
@@ -41,8 +44,9 @@ def test_money_and_bookkeeping_edits_logged_by_the_report_are_not_its_findings(
     assert validate(store.read(reported)) == []  # (its corpus file is not here)
 
 
-def test_a_finding_the_report_does_not_clear_stays_in_its_report(reported: Path,
-                                                                   runner: CliRunner) -> None:
+def test_a_finding_the_report_does_not_clear_stays_in_its_report(
+    reported: Path, runner: CliRunner
+) -> None:
     data = store.read(reported)
     data.tables["Variants"][0]["notes"] = "the reference variant"  # cleared by the report
     data.tables["Verification"][0]["verified_by"] = None  # not cleared: the user must fill it

@@ -28,10 +28,14 @@ def _typed_in_excel(path: Path, deadline: object) -> None:
     protocol.cell(layout.PROTOCOL.names.index("deadline") + 2, 2).value = deadline
     verification = book["Verification"]
     names = layout.VERIFICATION.names
-    for name, value in (("variant_id", "b1-fp32"), ("verified", "yes"),
-                        ("confirmed_corpora", 1), ("verified_by", "A. Reviewer"),
-                        ("verified_at", dt.datetime(2026, 12, 10, 9, 30)),
-                        ("checked", "read 50 predictions against the labels")):
+    for name, value in (
+        ("variant_id", "b1-fp32"),
+        ("verified", "yes"),
+        ("confirmed_corpora", 1),
+        ("verified_by", "A. Reviewer"),
+        ("verified_at", dt.datetime(2026, 12, 10, 9, 30)),
+        ("checked", "read 50 predictions against the labels"),
+    ):
         verification.cell(2, names.index(name) + 1).value = value
     book.save(path)
 
@@ -48,7 +52,8 @@ def test_a_number_in_a_text_field_and_a_real_date_time_are_accepted(tmp_path: Pa
 
 
 def test_without_an_offset_in_the_deadline_validation_gives_the_form_to_type(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "typed.xlsx"
     _typed_in_excel(path, dt.datetime(2026, 12, 11, 9, 0))
     data = store.read(path)
@@ -57,7 +62,8 @@ def test_without_an_offset_in_the_deadline_validation_gives_the_form_to_type(
         "deadline must be an ISO 8601 date-time with its UTC offset, e.g. "
         "2026-12-07T09:00+01:00; found '2026-12-11T09:00': type it as text in that form (the "
         "cell formatted as Text); a date-time typed as an Excel date takes the UTC offset of "
-        "Protocol deadline, so state it there once, as text such as 2026-12-11T09:00+01:00")
+        "Protocol deadline, so state it there once, as text such as 2026-12-11T09:00+01:00"
+    )
     assert found["verified_at"].startswith("verified_at must be an ISO 8601 date-time")
     assert "seeds" not in found
 

@@ -29,8 +29,9 @@ def test_a_run_prints_records_and_reports_where_its_wall_time_went(tmp_path: Pat
     """wall = measured windows + the protocol's floor + the toolkit's overhead, each part
     summed from what was timed; the same document in the JSON summary, beside the workbook
     and in report.md."""
-    book = make_campaign(tmp_path, 6, SERIES, repetitions=2,
-                         warmup_rule="first 4 items once, not timed")
+    book = make_campaign(
+        tmp_path, 6, SERIES, repetitions=2, warmup_rule="first 4 items once, not timed"
+    )
     result = CliRunner().invoke(cli, ["run", str(book), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.splitlines()[-1])
@@ -70,13 +71,15 @@ def test_the_text_output_says_the_breakdown_in_two_lines(tmp_path: Path) -> None
 
 
 def test_workbook_saves_run_beside_the_next_attempt_not_between_attempts(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fresh workers, an ingestion due after every attempt: each save during the run is
     made by the background thread while a worker runs; only the final one waits."""
     if not forkserver.available():
         pytest.skip("no fork server on this platform")
-    book = make_campaign(tmp_path, 8, SERIES, repetitions=2, process_policy="fresh",
-                         warmup_rule="none")
+    book = make_campaign(
+        tmp_path, 8, SERIES, repetitions=2, process_policy="fresh", warmup_rule="none"
+    )
     saves: list[tuple[str, float, float]] = []
     forks: list[float] = []
     real_ingest, real_start = editing.ingest, campaign.Workers.start

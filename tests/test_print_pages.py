@@ -21,8 +21,13 @@ pytestmark = pytest.mark.libreoffice
 
 def _pages_per_sheet(pdf: Path) -> collections.Counter[str]:
     """Pages by the sheet name their footer starts with."""
-    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True,
-                          text=True, check=True, timeout=120).stdout
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     counted: collections.Counter[str] = collections.Counter()
     for page in text.split("\f"):
         lines = [line for line in page.splitlines() if line.strip()]
@@ -38,9 +43,23 @@ def test_the_priced_workbook_prints_in_at_most_25_pages(tmp_path: Path) -> None:
     store.save(report_campaign.priced(), path)
     build(path, pngs=False)
     profile = tmp_path / "profile"
-    subprocess.run(["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless",
-                    "--norestore", "--calc", "--convert-to", "pdf", "--outdir", str(tmp_path),
-                    str(path)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            "soffice",
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--headless",
+            "--norestore",
+            "--calc",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(tmp_path),
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     pages = _pages_per_sheet(tmp_path / "priced.pdf")
     assert set(pages) == {sheet.name for sheet in layout.SHEETS}  # every page says its sheet
     assert sum(pages.values()) <= 25

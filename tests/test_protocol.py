@@ -60,8 +60,9 @@ def test_variant_edits_additions_and_removals_after_the_lock() -> None:
     data.tables["Variants"][1]["batch_size"] = 16
     del data.tables["Variants"][2]
     data.append("Variants", variant("b2-fp32", 2))
-    found = {(f.sheet, f.column, f.message.split(":")[0]) for f in validate(data)
-             if f.check == "locked"}
+    found = {
+        (f.sheet, f.column, f.message.split(":")[0]) for f in validate(data) if f.check == "locked"
+    }
     assert found == {
         ("Variants", "batch_size", "variant 'b4-fp32'"),
         ("Variants", "variant_id", "variant 'b8-fp32' was removed after the lock"),

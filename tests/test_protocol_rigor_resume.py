@@ -35,19 +35,23 @@ def resumed(tmp_path: Path) -> tuple[WorkbookData, Refreshed]:
 
 
 def test_the_resumed_configuration_s_campaign_time_adds_its_resume_variant_s(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
     data, _ = resumed
     summary = _summary_campaign(data)
     row = _decision_rows(data)["b4-fp32"]
     assert row["campaign_s"].value == summary["b4-fp32"] + summary["b4-resume"]
     # Each found by its variant_id (INDEX/MATCH), never by the Summary's row.
-    own, other = (f"INDEX(Summary!${CAMPAIGN_S}$2:${CAMPAIGN_S}$9,MATCH({key},"
-                  "Summary!$A$2:$A$9,0))" for key in ("$A3", '"b4-resume"'))
+    own, other = (
+        f"INDEX(Summary!${CAMPAIGN_S}$2:${CAMPAIGN_S}$9,MATCH({key},Summary!$A$2:$A$9,0))"
+        for key in ("$A3", '"b4-resume"')
+    )
     assert row["campaign_s"].text == f'IF(OR({own}="",{other}=""),"",{own}+{other})'
 
 
 def test_the_projection_of_the_resumed_configuration_uses_the_combined_time(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
     data, result = resumed
     summary = _summary_campaign(data)
     row = _decision_rows(data)["b4-fp32"]
@@ -58,32 +62,41 @@ def test_the_projection_of_the_resumed_configuration_uses_the_combined_time(
 
 
 def test_the_settlement_grounds_count_the_resume_variant_s_attempts(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
     data, _ = resumed
     grounds = _decision_rows(data)["b4-fp32"]["grounds"]
-    assert ("with its resume variant b4-resume (R13): campaign_s is b4-fp32's 19.750 s + "
-            "b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + b4-resume 1") in grounds
+    assert (
+        "with its resume variant b4-resume (R13): campaign_s is b4-fp32's 19.750 s + "
+        "b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + b4-resume 1"
+    ) in grounds
 
 
 def test_the_memo_says_the_resume_variant_counts_with_the_configuration(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
     reasons = resumed[1].decision.suggestions["reasons"]
-    assert ("b4-fp32 counts with its resume variant b4-resume (R13): campaign_s is "
-            "b4-fp32's 19.750 s + b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + "
-            "b4-resume 1, in the Settlement's projection and cost") in reasons
+    assert (
+        "b4-fp32 counts with its resume variant b4-resume (R13): campaign_s is "
+        "b4-fp32's 19.750 s + b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + "
+        "b4-resume 1, in the Settlement's projection and cost"
+    ) in reasons
     assert "b4-resume (R13)" in resumed[0].forms["Decision"]["draft"]
 
 
 def test_the_resume_variant_s_summary_says_where_it_counts(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
-    notes = next(r["notes"] for r in resumed[0].tables["Summary"]
-                 if r["variant_id"] == "b4-resume")
-    assert ("resume variant of b4-fp32 (R13): its time and attempts count with b4-fp32 in the "
-            "Settlement") in notes.split("; ")
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
+    notes = next(r["notes"] for r in resumed[0].tables["Summary"] if r["variant_id"] == "b4-resume")
+    assert (
+        "resume variant of b4-fp32 (R13): its time and attempts count with b4-fp32 in the "
+        "Settlement"
+    ) in notes.split("; ")
 
 
 def test_the_resume_variant_s_own_row_is_its_own_time_only(
-        resumed: tuple[WorkbookData, Refreshed]) -> None:
+    resumed: tuple[WorkbookData, Refreshed],
+) -> None:
     data, _ = resumed
     row = _decision_rows(data)["b4-resume"]
     assert row["campaign_s"].value == _summary_campaign(data)["b4-resume"]
@@ -91,7 +104,8 @@ def test_the_resume_variant_s_own_row_is_its_own_time_only(
 
 
 def test_a_configuration_without_failures_adds_nothing_for_a_resume_it_never_needed(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     data = campaign(resume=True)
     for row in data.tables["Variants"]:
         if row["variant_id"] == "b4-resume":

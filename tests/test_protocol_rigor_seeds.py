@@ -33,8 +33,15 @@ from toolkit.workbook.model import WorkbookData
 
 def test_each_repetition_runs_its_rotation_once_per_seed() -> None:
     assert plan.rotation(["1", "4"], 2, seeds=[0, 7]) == [
-        Slot(1, 1, "1", 0), Slot(1, 2, "4", 0), Slot(1, 1, "1", 7), Slot(1, 2, "4", 7),
-        Slot(2, 1, "4", 0), Slot(2, 2, "1", 0), Slot(2, 1, "4", 7), Slot(2, 2, "1", 7)]
+        Slot(1, 1, "1", 0),
+        Slot(1, 2, "4", 0),
+        Slot(1, 1, "1", 7),
+        Slot(1, 2, "4", 7),
+        Slot(2, 1, "4", 0),
+        Slot(2, 2, "1", 0),
+        Slot(2, 1, "4", 7),
+        Slot(2, 2, "1", 7),
+    ]
 
 
 def test_a_settled_attempt_settles_its_own_seed_only() -> None:
@@ -67,8 +74,11 @@ def test_declared_seeds_are_read_in_order_each_once() -> None:
 @pytest.fixture
 def torch_flags() -> Iterator[None]:
     """Put torch's determinism flags back as they were: the campaigns here run in-process."""
-    saved = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark,
-             torch.backends.cudnn.deterministic)
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
     yield
     torch.use_deterministic_algorithms(saved[0])
     torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[1], saved[2]
@@ -78,10 +88,14 @@ def test_blank_choices_leave_torch_as_it_is(torch_flags: None) -> None:
     torch.use_deterministic_algorithms(False)
     torch.backends.cudnn.benchmark = True
     environ: dict[str, str] = {}
-    reproducibility.apply({"deterministic_algorithms": None, "cudnn_benchmark": ""},
-                          torch.device("cpu"), environ)
-    assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark,
-            environ) == (False, True, {})
+    reproducibility.apply(
+        {"deterministic_algorithms": None, "cudnn_benchmark": ""}, torch.device("cpu"), environ
+    )
+    assert (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.benchmark,
+        environ,
+    ) == (False, True, {})
 
 
 def test_deterministic_on_cuda_also_fixes_the_cublas_workspace(torch_flags: None) -> None:
@@ -100,10 +114,19 @@ def test_deterministic_on_cuda_also_fixes_the_cublas_workspace(torch_flags: None
 
 @pytest.fixture(scope="module")
 def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    saved = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark,
-             torch.backends.cudnn.deterministic)
-    book = make_campaign(tmp_path_factory.mktemp("seeds"), 8, [variant("b1-fp32", 8)],
-                         seeds="0, 7", deterministic_algorithms="yes", cudnn_benchmark="no")
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
+    book = make_campaign(
+        tmp_path_factory.mktemp("seeds"),
+        8,
+        [variant("b1-fp32", 8)],
+        seeds="0, 7",
+        deterministic_algorithms="yes",
+        cudnn_benchmark="no",
+    )
     result = CliRunner().invoke(cli, ["run", str(book)])
     torch.use_deterministic_algorithms(saved[0])
     torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[1], saved[2]
@@ -114,25 +137,34 @@ def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_each_seed_is_its_own_attempt_with_its_seed_recorded(two_seeds: Path) -> None:
     rows = attempts(two_seeds)
     assert [(r["seed"], r["repetition"], r["status"]) for r in rows] == [
-        (0, 1, "completed"), (7, 1, "completed")]
+        (0, 1, "completed"),
+        (7, 1, "completed"),
+    ]
     assert re.fullmatch(r"a001-b1-fp32-r1-s0-[0-9a-f]{4}", rows[0]["attempt_id"])
     assert re.fullmatch(r"a002-b1-fp32-r1-s7-[0-9a-f]{4}", rows[1]["attempt_id"])
     manifests = {m["manifest_id"]: m for m in store.read(two_seeds).tables["Manifest"]}
     assert [manifests[r["manifest_id"]]["seeds"] for r in rows] == [
-        "torch.manual_seed(0); protocol seeds 0, 7", "torch.manual_seed(7); protocol seeds 0, 7"]
+        "torch.manual_seed(0); protocol seeds 0, 7",
+        "torch.manual_seed(7); protocol seeds 0, 7",
+    ]
     # Inference in eval mode draws nothing at random: both seeds give the same outputs.
     assert rows[0]["predictions_sha256"] == rows[1]["predictions_sha256"]
 
 
 def test_the_manifest_records_the_determinism_applied(two_seeds: Path) -> None:
     (first, _) = attempts(two_seeds)
-    manifest = next(m for m in store.read(two_seeds).tables["Manifest"]
-                    if m["manifest_id"] == first["manifest_id"])
+    manifest = next(
+        m
+        for m in store.read(two_seeds).tables["Manifest"]
+        if m["manifest_id"] == first["manifest_id"]
+    )
     assert re.fullmatch(
         r"torch\.use_deterministic_algorithms\(True\); cudnn\.benchmark=False; "
         r"cudnn\.deterministic=True; CUBLAS_WORKSPACE_CONFIG=unset; torch threads \d+; "
         r"inference only \(eval mode, no sampling\); protocol: deterministic_algorithms yes, "
-        r"cudnn_benchmark no", manifest["determinism"]), manifest["determinism"]
+        r"cudnn_benchmark no",
+        manifest["determinism"],
+    ), manifest["determinism"]
     assert validate(store.read(two_seeds), two_seeds) == []
 
 
@@ -141,9 +173,11 @@ def test_the_summary_keeps_each_seeds_median_apart(two_seeds: Path) -> None:
     (summary,) = store.read(two_seeds).tables["Summary"]
     assert summary["successes"] == 2
     assert summary["median_s"] == pytest.approx((first["measured_s"] + second["measured_s"]) / 2)
-    assert (f"per seed (R17): seed 0: median {first['measured_s']:.3f} s over 1 run(s); "
-            f"seed 7: median {second['measured_s']:.3f} s over 1 run(s); median_s is over all "
-            "2 seeds") in summary["notes"]
+    assert (
+        f"per seed (R17): seed 0: median {first['measured_s']:.3f} s over 1 run(s); "
+        f"seed 7: median {second['measured_s']:.3f} s over 1 run(s); median_s is over all "
+        "2 seeds"
+    ) in summary["notes"]
 
 
 def test_resume_finds_every_seed_done(two_seeds: Path) -> None:
@@ -161,28 +195,43 @@ def _recorded_under(choice: str | None, state: str) -> WorkbookData:
     data = filled()
     data.forms["Protocol"]["deterministic_algorithms"] = choice
     sha = locking.lock(data)
-    data.append("Manifest", {"manifest_id": "m1", "recorded_at": "2026-12-07T09:00+00:00",
-                             "variant_id": "b1-fp32", "corpus_sha256": "f",
-                             "corpus_items": 1000, "determinism": state})
+    data.append(
+        "Manifest",
+        {
+            "manifest_id": "m1",
+            "recorded_at": "2026-12-07T09:00+00:00",
+            "variant_id": "b1-fp32",
+            "corpus_sha256": "f",
+            "corpus_items": 1000,
+            "determinism": state,
+        },
+    )
     data.append("Attempts", dict(attempt(), protocol_sha256=sha))
     chain.seal_new_rows(data)
     return data
 
 
-OFF = ("torch.use_deterministic_algorithms(False); cudnn.benchmark=False; "
-       "cudnn.deterministic=False; torch threads 2; inference only (eval mode, no sampling)")
+OFF = (
+    "torch.use_deterministic_algorithms(False); cudnn.benchmark=False; "
+    "cudnn.deterministic=False; torch threads 2; inference only (eval mode, no sampling)"
+)
 
 
 def test_a_manifest_that_did_not_run_the_protocols_choice_is_a_finding() -> None:
     (finding,) = validate(_recorded_under("yes", OFF))
     row = layout.PROTOCOL.names.index("deterministic_algorithms") + 2
     assert (finding.sheet, finding.row, finding.column, finding.check) == (
-        "Manifest", 2, "determinism", "determinism")
+        "Manifest",
+        2,
+        "determinism",
+        "determinism",
+    )
     assert finding.message == (
         "attempt(s) a1 recorded torch.use_deterministic_algorithms(False), but the Protocol's "
         f"deterministic_algorithms (row {row}) is yes (R17): they did not run under the locked "
         "protocol's determinism; run them again with an iteralab that applies it, or amend the "
-        "Protocol to the state they ran under (`iteralab amend`)")
+        "Protocol to the state they ran under (`iteralab amend`)"
+    )
 
 
 def test_matching_or_blank_choices_are_not_findings() -> None:
@@ -199,6 +248,8 @@ def test_an_amended_choice_does_not_judge_the_attempts_before_it() -> None:
 
 
 def test_the_recorded_state_reads_back_from_either_text() -> None:
-    assert determinism.recorded(OFF) == {"deterministic_algorithms": False,
-                                         "cudnn_benchmark": False}
+    assert determinism.recorded(OFF) == {
+        "deterministic_algorithms": False,
+        "cudnn_benchmark": False,
+    }
     assert determinism.recorded(None) == {}

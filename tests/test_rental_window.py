@@ -9,8 +9,9 @@ from toolkit.workbook.model import WorkbookData
 
 
 def _window_findings(data: WorkbookData) -> list[tuple[str, int | None, str | None, str]]:
-    return [(f.sheet, f.row, f.column, f.message) for f in validate(data)
-            if f.check == "rental-window"]
+    return [
+        (f.sheet, f.row, f.column, f.message) for f in validate(data) if f.check == "rental-window"
+    ]
 
 
 def test_attempts_inside_their_rental_raise_nothing() -> None:
@@ -25,9 +26,11 @@ def test_attempts_before_the_rental_start_are_named_on_the_rental_row() -> None:
     sheet, row, column, message = findings[0]
     assert (sheet, row, column) == ("Rentals", 2, "start")
     assert message.startswith("attempt b1-fp32-r1 and ")
-    assert ("of rental 'r-4090' started before the rental's start (2026-12-09T09:00+01:00), "
-            "the first at 2026-12-08T10:00+01:00: they ran on a machine this rental did not "
-            "pay for") in message
+    assert (
+        "of rental 'r-4090' started before the rental's start (2026-12-09T09:00+01:00), "
+        "the first at 2026-12-08T10:00+01:00: they ran on a machine this rental did not "
+        "pay for"
+    ) in message
 
 
 def test_attempts_after_the_rental_end_are_named_on_its_end() -> None:

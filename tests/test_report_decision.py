@@ -30,7 +30,8 @@ def done(tmp_path: Path) -> tuple[WorkbookData, Refreshed]:
 
 
 def test_a_variant_outside_tolerance_is_shown_marked_and_kept_out_of_the_cost_comparison(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     data, result = done
     bf16 = next(r for r in data.tables["Summary"] if r["variant_id"] == "b8-bf16")
     assert (bf16["quality_verdict"], bf16["equal_quality"]) == ("fail", "no")
@@ -43,8 +44,8 @@ def test_a_variant_outside_tolerance_is_shown_marked_and_kept_out_of_the_cost_co
     last = 1 + len(data.tables["Summary"])
     # Found by variant_id, never by the Summary's row: a sort of either sheet changes nothing.
     assert row["projected_cost_per_expected_usd"].text.startswith(
-        f"IF(INDEX(Summary!$V$2:$V${last},MATCH($A{excel},Summary!$A$2:$A${last},0))"
-        '="yes",')
+        f'IF(INDEX(Summary!$V$2:$V${last},MATCH($A{excel},Summary!$A$2:$A${last},0))="yes",'
+    )
     bf16 = next(c for c in result.costs if c.stats.variant_id == "b8-bf16")
     assert bf16.cost_text == "empty: outside the equal-quality comparison (R16)"
     compared = {name for m in result.decision.money for name in (m.first, m.second)}
@@ -63,60 +64,79 @@ def test_the_gate_rechecks_the_locked_threshold_without_changing_it(tmp_path: Pa
     assert b200["equal_quality"] == "no"
     assert b200["notes"] == (
         "outside the equal-quality comparison: metric 0.5000 below the locked threshold "
-        "0.6000; metric 0.5000 more than 0.0100 below the reference b1-fp32 (0.8421)")
-    assert (data.forms["Protocol"]["threshold"], data.forms["Protocol"]["tolerance"]) == (0.6,
-                                                                                        0.01)
+        "0.6000; metric 0.5000 more than 0.0100 below the reference b1-fp32 (0.8421)"
+    )
+    assert (data.forms["Protocol"]["threshold"], data.forms["Protocol"]["tolerance"]) == (0.6, 0.01)
 
 
 def test_five_accepted_repetitions_of_one_corpus_count_as_one_accepted_corpus(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     row = _settlement(done[0])["b1-fp32"]
-    assert (row["part"], row["plan_days"], row["lots"], row["budget_usd"],
-            row["accepted_corpora"], row["projected_corpora"],
-            row["projected_cost_per_expected_usd"], row["cost_per_accepted_usd"]) == (
-        "decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"), None)
+    assert (
+        row["part"],
+        row["plan_days"],
+        row["lots"],
+        row["budget_usd"],
+        row["accepted_corpora"],
+        row["projected_corpora"],
+        row["projected_cost_per_expected_usd"],
+        row["cost_per_accepted_usd"],
+    ) == ("decision", 7, 1, Decimal("110.00"), 1, 1, Decimal("110.00"), None)
     assert "the runner accepted 1 distinct corpus(es)" in row["grounds"]
 
 
 def test_the_forecast_divides_by_expected_outputs_and_the_spent_total_by_confirmed_corpora(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     # Seed 000: a capacity forecast does not replace accepted results, and a plan for 20
     # expected corpora over 1 confirmed corpus is neither figure. Two figures, never blended.
     data = campaign(expected_outputs=20)
     result = refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
     assert (row["projected_corpora"], row["accepted_corpora"], row["budget_usd"]) == (
-        20, 1, Decimal("110.00"))
+        20,
+        1,
+        Decimal("110.00"),
+    )
     assert row["cost_per_accepted_usd"] is None  # no blend of a forecast with a count
     assert row["projected_cost_per_expected_usd"] == Decimal("110.00") / 20
     formula = data.tables["Settlement"][0]["projected_cost_per_expected_usd"].text
     assert formula.endswith('IF(ISNUMBER(J2),J2/X2,""),"")')  # budget / projected_corpora
     total = _settlement(data)["total incurred (USD)"]
-    assert (total["amount"], total["spent_per_accepted"]) == (Decimal("2181.00"),
-                                                              Decimal("2181.00"))
-    assert total["grounds"].endswith("spent per accepted corpus: 2,181.00 USD incurred / 1 "
-                                     "accepted corpus(es) confirmed = 2,181.00 USD")
+    assert (total["amount"], total["spent_per_accepted"]) == (
+        Decimal("2181.00"),
+        Decimal("2181.00"),
+    )
+    assert total["grounds"].endswith(
+        "spent per accepted corpus: 2,181.00 USD incurred / 1 "
+        "accepted corpus(es) confirmed = 2,181.00 USD"
+    )
     b8 = next(c for c in result.costs if c.stats.variant_id == "b8-fp32")
     assert b8.cost_text == "5.50 USD per expected corpus (forecast)"
-    assert ("5.50 USD per expected corpus (forecast): its 110.00 USD budget over 20 expected "
-            "corpus(es), a forecast; 1 distinct corpus(es) accepted and confirmed so far"
-            ) in result.decision.suggestions["reasons"]
+    assert (
+        "5.50 USD per expected corpus (forecast): its 110.00 USD budget over 20 expected "
+        "corpus(es), a forecast; 1 distinct corpus(es) accepted and confirmed so far"
+    ) in result.decision.suggestions["reasons"]
     for n in (2, 3):  # b1-fp32's repetitions 1 and 3 ran on two more corpora
-        data.append("Manifest", {**manifest("b1-fp32"), "manifest_id": f"m-b1-corpus{n}",
-                                 "corpus_sha256": f"{n}" * 64})
+        data.append(
+            "Manifest",
+            {**manifest("b1-fp32"), "manifest_id": f"m-b1-corpus{n}", "corpus_sha256": f"{n}" * 64},
+        )
     data.tables["Attempts"][0]["manifest_id"] = "m-b1-corpus2"
     data.tables["Attempts"][3]["manifest_id"] = "m-b1-corpus3"
     confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
     confirmed["confirmed_corpora"] = 3  # all three, checked and confirmed
     result = refresh(data, tmp_path)
-    assert _settlement(data)["b1-fp32"]["projected_cost_per_expected_usd"] == \
-        Decimal("110.00") / 20  # the forecast does not move with the count
+    assert (
+        _settlement(data)["b1-fp32"]["projected_cost_per_expected_usd"] == Decimal("110.00") / 20
+    )  # the forecast does not move with the count
     # The campaign accepted three distinct corpora: the most any configuration confirmed.
-    assert _settlement(data)["total incurred (USD)"]["spent_per_accepted"] == \
-        Decimal("2181.00") / 3
-    assert ("the configurations have different confirmed corpora (b1-fp32 3, b8-fp32 1, "
-            "b8-b200 1): compare configurations that processed the same corpora"
-            ) in result.decision.suggestions["reasons"]
+    assert _settlement(data)["total incurred (USD)"]["spent_per_accepted"] == Decimal("2181.00") / 3
+    assert (
+        "the configurations have different confirmed corpora (b1-fp32 3, b8-fp32 1, "
+        "b8-b200 1): compare configurations that processed the same corpora"
+    ) in result.decision.suggestions["reasons"]
 
 
 def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -> None:
@@ -126,8 +146,10 @@ def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -
     refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
     assert row["accepted_corpora"] == ""
-    assert ("accepted corpora not counted: 5 confirmed, but the runner accepted 1 distinct "
-            "corpus(es); correct confirmed_corpora") in row["grounds"]
+    assert (
+        "accepted corpora not counted: 5 confirmed, but the runner accepted 1 distinct "
+        "corpus(es); correct confirmed_corpora"
+    ) in row["grounds"]
     formula = data.tables["Settlement"][0]["accepted_corpora"].text
     count = "INDEX(Verification!$C$2:$C$1008,MATCH($A2,Verification!$A$2:$A$1008,0))"
     assert formula.endswith(f'IF({count}<=1,{count},""),""),"")')
@@ -136,8 +158,9 @@ def test_a_confirmation_above_the_runners_count_is_not_counted(tmp_path: Path) -
 def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
     data = campaign()
     other = "feed" + "0" * 60
-    data.append("Manifest", {**manifest("b1-fp32"), "manifest_id": "m-b1-second",
-                             "corpus_sha256": other})
+    data.append(
+        "Manifest", {**manifest("b1-fp32"), "manifest_id": "m-b1-second", "corpus_sha256": other}
+    )
     data.tables["Attempts"][0]["manifest_id"] = "m-b1-second"  # b1-fp32, repetition 1
     result = refresh(data, tmp_path)
     b1 = next(c for c in result.costs if c.stats.variant_id == "b1-fp32")
@@ -146,25 +169,31 @@ def test_two_distinct_validated_corpora_count_twice(tmp_path: Path) -> None:
     assert CORPUS_SHA != other
 
 
-def test_accepted_corpora_enter_the_cost_only_once_the_user_confirmed_them(
-        tmp_path: Path) -> None:
+def test_accepted_corpora_enter_the_cost_only_once_the_user_confirmed_them(tmp_path: Path) -> None:
     data = campaign()
-    data.tables["Verification"] = [r for r in data.tables["Verification"]
-                                   if r["variant_id"] != "b1-fp32"]
+    data.tables["Verification"] = [
+        r for r in data.tables["Verification"] if r["variant_id"] != "b1-fp32"
+    ]
     data.tables["Verification"][0]["verified"] = "no"  # b4-fp32
     refresh(data, tmp_path)
     rows = _settlement(data)
     b1, b4 = rows["b1-fp32"], rows["b4-fp32"]
     assert (b1["budget_usd"], b1["accepted_corpora"], b1["cost_per_accepted_usd"]) == (
-        Decimal("110.00"), None, None)
-    assert "accepted corpora not confirmed: record your own check of the outputs in the " \
+        Decimal("110.00"),
+        None,
+        None,
+    )
+    assert (
+        "accepted corpora not confirmed: record your own check of the outputs in the "
         "Verification sheet" in b1["grounds"]
+    )
     assert b4["accepted_corpora"] == ""
     assert "not confirmed: Verification says verified no" in b4["grounds"]
 
 
 def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     data = campaign()
     confirmed = next(r for r in data.tables["Verification"] if r["variant_id"] == "b1-fp32")
     confirmed["confirmed_corpora"] = 0
@@ -175,7 +204,9 @@ def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
     refresh(data, tmp_path)
     rows = _settlement(data)
     assert (rows["b1-fp32"]["budget_usd"], rows["b1-fp32"]["accepted_corpora"]) == (
-        Decimal("110.00"), 0)
+        Decimal("110.00"),
+        0,
+    )
     total = rows["total incurred (USD)"]
     assert (total["amount"], total["spent_per_accepted"]) == (Decimal("2181.00"), "undefined")
     b16 = rows["b16-fp32"]  # out of memory every time: nothing to project
@@ -185,14 +216,21 @@ def test_no_accepted_corpus_makes_the_cost_undefined_and_the_money_spent_stays(
 
 
 def test_variants_sharing_a_rental_are_counted_once_in_the_incurred_total(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     data, _ = done
     data_rows = data.tables["Settlement"]
     rows = _settlement(data)
     rental = rows["r-4090"]
-    assert (rental["kind"], rental["part"], rental["lots"], rental["cards"],
-            rental["price_per_lot"], rental["amount"], rental["currency"]) == (
-        "rental", "incurred", 1, 1, Decimal("110.00"), Decimal("110.00"), "USD")
+    assert (
+        rental["kind"],
+        rental["part"],
+        rental["lots"],
+        rental["cards"],
+        rental["price_per_lot"],
+        rental["amount"],
+        rental["currency"],
+    ) == ("rental", "incurred", 1, 1, Decimal("110.00"), Decimal("110.00"), "USD")
     assert rental["price_per_lot_usd"] is None  # the decision part's column
     assert rental["variants"] == "b1-fp32, b4-fp32, b8-fp32, b8-bf16, b16-fp32"
     b200 = rows["r-b200"]
@@ -200,17 +238,34 @@ def test_variants_sharing_a_rental_are_counted_once_in_the_incurred_total(
     total = rows["total incurred (USD)"]
     assert total["amount"] == Decimal("2181.00")  # not 5 x 110 + 2,071 = 2,621
     assert [r["kind"] for r in data_rows] == ["configuration"] * 7 + [
-        "rental", "rental", "total incurred"]
+        "rental",
+        "rental",
+        "total incurred",
+    ]
 
 
 def test_other_costs_join_the_incurred_total_with_their_currency(tmp_path: Path) -> None:
     data = campaign()
-    data.append("Settlement", {"item": "object storage", "kind": "other cost",
-                               "amount": 12.5, "currency": "USD",
-                               "grounds": "predictions archive, invoice S-42"})
-    data.append("Settlement", {"item": "set-up labour", "kind": "other cost",
-                               "amount": 300, "currency": "EUR",
-                               "grounds": "half a day, contract 7"})
+    data.append(
+        "Settlement",
+        {
+            "item": "object storage",
+            "kind": "other cost",
+            "amount": 12.5,
+            "currency": "USD",
+            "grounds": "predictions archive, invoice S-42",
+        },
+    )
+    data.append(
+        "Settlement",
+        {
+            "item": "set-up labour",
+            "kind": "other cost",
+            "amount": 300,
+            "currency": "EUR",
+            "grounds": "half a day, contract 7",
+        },
+    )
     refresh(data, tmp_path)
     rows = _settlement(data)
     assert rows["total incurred (USD)"]["amount"] == Decimal("2193.50")
@@ -219,12 +274,23 @@ def test_other_costs_join_the_incurred_total_with_their_currency(tmp_path: Path)
 
 
 def test_a_rental_typed_amount_wins_and_a_metered_one_without_it_makes_the_total_incomplete(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     data = campaign()
     data.tables["Rentals"][0]["amount"] = 104.5  # a discount on the invoice
-    data.append("Rentals", {"rental_id": "r-h100", "provider": "Other cloud",
-                            "gpu_slug": "h100", "cards_per_lot": 1, "lots": 1,
-                            "billing": "hourly", "market": "spot", "currency": "USD"})
+    data.append(
+        "Rentals",
+        {
+            "rental_id": "r-h100",
+            "provider": "Other cloud",
+            "gpu_slug": "h100",
+            "cards_per_lot": 1,
+            "lots": 1,
+            "billing": "hourly",
+            "market": "spot",
+            "currency": "USD",
+        },
+    )
     refresh(data, tmp_path)
     rows = _settlement(data)
     assert rows["r-4090"]["amount"] == Decimal("104.5")
@@ -237,8 +303,7 @@ def test_a_rental_typed_amount_wins_and_a_metered_one_without_it_makes_the_total
     assert "no amount yet for r-h100" in total["grounds"]
 
 
-def test_a_b200_lot_is_priced_per_lot_never_per_card(done: tuple[WorkbookData, Refreshed]
-                                                      ) -> None:
+def test_a_b200_lot_is_priced_per_lot_never_per_card(done: tuple[WorkbookData, Refreshed]) -> None:
     row = _settlement(done[0])["b8-b200"]
     assert (row["cards_per_lot"], row["lots"], row["budget_usd"]) == (2, 1, Decimal("2071.00"))
 
@@ -261,12 +326,17 @@ def test_a_configuration_that_cannot_finish_before_the_deadline_says_so(tmp_path
 
 
 def test_a_cpu_variant_has_no_rental_price_and_empty_money_cells(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     row = _settlement(done[0])["b8-cpu"]
     assert (row["price_per_lot_usd"], row["budget_usd"], row["cost_per_accepted_usd"]) == (
-        None, None, None)
-    assert row["grounds"].startswith("cpu variant: no rental price applies; money cells left "
-                                     "empty, never 0")
+        None,
+        None,
+        None,
+    )
+    assert row["grounds"].startswith(
+        "cpu variant: no rental price applies; money cells left empty, never 0"
+    )
 
 
 def test_without_schedule_rows_the_plan_cannot_be_chosen(tmp_path: Path) -> None:
@@ -276,20 +346,21 @@ def test_without_schedule_rows_the_plan_cannot_be_chosen(tmp_path: Path) -> None
     result = refresh(data, tmp_path)
     row = _settlement(data)["b1-fp32"]
     assert (row["plan_days"], row["budget_usd"]) == (None, None)
-    assert row["grounds"].startswith("the plan cannot be chosen: the Schedule sheet has no "
-                                     "phase")
+    assert row["grounds"].startswith("the plan cannot be chosen: the Schedule sheet has no phase")
     assert result.decision.chosen is None
 
 
 def test_settlement_medians_and_hours_point_at_summary_and_schedule(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     row = next(r for r in done[0].tables["Settlement"] if r["item"] == "b4-fp32")
     assert (row["median_s"].value, row["campaign_hours"].value) == (15.75, Decimal(96))
     assert "Summary!$" in row["median_s"].text and "Schedule!$" in row["campaign_hours"].text
 
 
 def test_separation_pairs_series_1_and_each_declared_change(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     verdicts = {(s.first, s.second): s.verdict for s in done[1].decision.separations}
     assert verdicts[("b4-fp32", "b8-fp32")] == stats.NOT_SEPARATED
     assert verdicts[("b1-fp32", "b4-fp32")] == stats.SEPARATED
@@ -300,20 +371,25 @@ def test_separation_pairs_series_1_and_each_declared_change(
 
 
 def test_the_draft_holds_the_suggestions_and_fills_empty_memo_fields(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     memo = done[0].forms["Decision"]
     assert memo["chosen_configuration"] == "b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)"
     # b4-fp32 vs b8-fp32 is not separated, but b4-fp32 ran out of memory once: not feasible.
     assert memo["remaining_uncertainty"] == (
         "the series separates every pair of equal-quality variants, and no cost difference is "
-        "within the measurement noise")
+        "within the measurement noise"
+    )
     assert memo["draft"].splitlines()[0] == DRAFT_HEADER
-    assert ("chosen_configuration: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)"
-            in memo["draft"].splitlines())
+    assert (
+        "chosen_configuration: b8-fp32 on RTX 4090 (rtx-4090), 7-day plan, 1 lot(s)"
+        in memo["draft"].splitlines()
+    )
 
 
 def test_memo_fields_a_person_typed_survive_and_untouched_ones_follow_the_data(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     data = campaign()
     refresh(data, tmp_path)
     memo = data.forms["Decision"]
@@ -331,11 +407,14 @@ def test_memo_fields_a_person_typed_survive_and_untouched_ones_follow_the_data(
 
 
 def test_the_memo_states_the_incurred_total_and_the_ledger_status(
-        done: tuple[WorkbookData, Refreshed]) -> None:
+    done: tuple[WorkbookData, Refreshed],
+) -> None:
     data, result = done
     reasons = result.decision.suggestions["reasons"]
-    assert reasons.endswith("; money spent: 2,181.00 USD incurred, each rental once; no ledger "
-                            "imported to check it against")
+    assert reasons.endswith(
+        "; money spent: 2,181.00 USD incurred, each rental once; no ledger "
+        "imported to check it against"
+    )
     assert data.forms["Decision"]["reasons"] == reasons
 
 
@@ -346,24 +425,34 @@ def test_variants_compared_on_different_software_stacks_say_so(tmp_path: Path) -
         m["torch"] = "2.6.0+cu126" if m["variant_id"] == "b8-b200" else "2.5.1+cu124"
         m["driver"] = "NVIDIA 570.86"
     result = refresh(data, tmp_path)
-    [pair] = [s for s in result.decision.separations
-              if {s.first, s.second} == {"b8-fp32", "b8-b200"}]
-    assert pair.reason.endswith("; ran on different software stacks (torch 2.5.1+cu124 vs "
-                                "2.6.0+cu126): the verdict is about each whole tested "
-                                "configuration, not the declared change alone")
-    same = [s for s in result.decision.separations if {s.first, s.second} == {"b1-fp32",
-                                                                                "b4-fp32"}]
+    [pair] = [
+        s for s in result.decision.separations if {s.first, s.second} == {"b8-fp32", "b8-b200"}
+    ]
+    assert pair.reason.endswith(
+        "; ran on different software stacks (torch 2.5.1+cu124 vs "
+        "2.6.0+cu126): the verdict is about each whole tested "
+        "configuration, not the declared change alone"
+    )
+    same = [s for s in result.decision.separations if {s.first, s.second} == {"b1-fp32", "b4-fp32"}]
     assert same and "software stacks" not in same[0].reason
     assert "different software stacks" in data.forms["Decision"]["draft"]
 
 
 def test_the_cost_chart_says_why_a_configuration_has_no_bar(tmp_path: Path) -> None:
     data = campaign()
-    data.append("Variants", {**data.tables["Variants"][0], "variant_id": "b2-fp32",
-                             "batch_size": 2})
+    data.append(
+        "Variants", {**data.tables["Variants"][0], "variant_id": "b2-fp32", "batch_size": 2}
+    )
     result = refresh(data, tmp_path)
-    labels = {c.stats.variant_id: charts.no_bar_label(c) for c in result.costs
-              if c.forecast_per_expected is None or not c.stats.equal_quality}
-    assert labels == {"b2-fp32": "not run yet", "b16-fp32": "no success",
-                      "b4-fp32": "not feasible", "b8-bf16": "outside quality",
-                      "b8-cpu": "no price"}
+    labels = {
+        c.stats.variant_id: charts.no_bar_label(c)
+        for c in result.costs
+        if c.forecast_per_expected is None or not c.stats.equal_quality
+    }
+    assert labels == {
+        "b2-fp32": "not run yet",
+        "b16-fp32": "no success",
+        "b4-fp32": "not feasible",
+        "b8-bf16": "outside quality",
+        "b8-cpu": "no price",
+    }

@@ -36,8 +36,9 @@ def saves(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return found
 
 
-def test_a_second_report_of_the_same_evidence_saves_nothing(tmp_path: Path,
-                                                           saves: list[Path]) -> None:
+def test_a_second_report_of_the_same_evidence_saves_nothing(
+    tmp_path: Path, saves: list[Path]
+) -> None:
     path = report_campaign.write(tmp_path / "campaign.xlsx")
     saves.clear()
     assert build(path, pngs=False)[1].workbook_saved
@@ -70,8 +71,9 @@ def test_a_report_after_a_change_saves_once(tmp_path: Path, saves: list[Path]) -
     assert saves == [path]
 
 
-def test_a_report_that_only_logs_an_edited_price_in_audit_saves_it(tmp_path: Path,
-                                                                   saves: list[Path]) -> None:
+def test_a_report_that_only_logs_an_edited_price_in_audit_saves_it(
+    tmp_path: Path, saves: list[Path]
+) -> None:
     # Renaming a phase changes no computed cell, but the refresh appends an Audit row.
     path = report_campaign.write(tmp_path / "campaign.xlsx")
     build(path, pngs=False)
@@ -87,7 +89,8 @@ def test_a_report_that_only_logs_an_edited_price_in_audit_saves_it(tmp_path: Pat
 
 
 def test_a_report_with_integrity_findings_saves_once_with_the_untrusted_verdicts(
-        tmp_path: Path, saves: list[Path]) -> None:
+    tmp_path: Path, saves: list[Path]
+) -> None:
     path = report_campaign.write(tmp_path / "campaign.xlsx")
     with editing.change(path, refresh_derived=False) as edit:
         row = next(r for r in edit.data.tables["Attempts"] if r["attempt_id"] == "b4-fp32-r1")
@@ -97,7 +100,8 @@ def test_a_report_with_integrity_findings_saves_once_with_the_untrusted_verdicts
     assert saves == [path]
     summary = {r["variant_id"]: r for r in store.read(path).tables[layout.SUMMARY.name]}
     assert summary["b4-fp32"]["notes"].startswith(
-        "INTEGRITY: 1 attempt row(s) with integrity findings")
+        "INTEGRITY: 1 attempt row(s) with integrity findings"
+    )
 
 
 def test_unchanged_compares_values_as_written_and_sees_any_difference(tmp_path: Path) -> None:
@@ -112,8 +116,9 @@ def test_unchanged_compares_values_as_written_and_sees_any_difference(tmp_path: 
     kept = same.formulas[layout.SUMMARY.name]
     (index, column), formula = next(iter(kept.items()))
     del kept[(index, column)]
-    summary[index][column] = Formula(formula.text.lstrip("="), summary[index][column],
-                                     formula.array)
+    summary[index][column] = Formula(
+        formula.text.lstrip("="), summary[index][column], formula.array
+    )
     assert store.unchanged(read, same)
     summary[index][column] = Formula(formula.text, "another value", formula.array)
     assert not store.unchanged(read, same)

@@ -41,15 +41,26 @@ def test_a_completed_attempt_fills_or_explains_every_column(completed: Path) -> 
     assert unexplained(row) == []
     tag = row["attempt_id"][-4:]  # the run's random tag
     expected = {
-        "attempt_id": f"a001-b1-fp32-r1-{tag}", "variant_id": "b1-fp32", "repetition": 1,
-        "order_position": 1, "status": "completed", "items_completed": 24,
-        "expected_ids": 24, "observed_ids": 24, "ids_match": "yes", "metric_value": 0.541667,
-        "quality_verdict": "pass", "corpus_accepted": "yes", "truncated": 2,
-        "excluded": "no", "pre_amendment": "no", "exclusion_reason": None,
-        "device_s": None, "device_s_reason": "cpu variant: no device span (R10)",
+        "attempt_id": f"a001-b1-fp32-r1-{tag}",
+        "variant_id": "b1-fp32",
+        "repetition": 1,
+        "order_position": 1,
+        "status": "completed",
+        "items_completed": 24,
+        "expected_ids": 24,
+        "observed_ids": 24,
+        "ids_match": "yes",
+        "metric_value": 0.541667,
+        "quality_verdict": "pass",
+        "corpus_accepted": "yes",
+        "truncated": 2,
+        "excluded": "no",
+        "pre_amendment": "no",
+        "exclusion_reason": None,
+        "device_s": None,
+        "device_s_reason": "cpu variant: no device span (R10)",
         "mem_allocated_peak_bytes": None,
-        "mem_allocated_peak_bytes_reason": "cpu variant: torch.cuda memory counters do not "
-        "apply",
+        "mem_allocated_peak_bytes_reason": "cpu variant: torch.cuda memory counters do not apply",
         "mem_reserved_peak_bytes": None,
         "reference_agreement": None,
         "reference_agreement_reason": "this is the reference variant's first completed attempt",
@@ -69,8 +80,9 @@ def test_the_predictions_file_holds_every_id_and_its_hash(completed: Path) -> No
     path = completed.parent / row["predictions_path"]
     rows = corpus.read_predictions(path)
     assert file_sha256(path) == row["predictions_sha256"]
-    assert [r["id"] for r in rows] == [i.id for i in corpus.read_corpus(
-        completed.parent / "corpus.jsonl")]
+    assert [r["id"] for r in rows] == [
+        i.id for i in corpus.read_corpus(completed.parent / "corpus.jsonl")
+    ]
     assert sum(r["prediction"] == r["label"] for r in rows) == 13  # wrong ones are kept
     assert set(rows[0]) == {"id", "prediction", "label", "stratum"}
 
@@ -82,65 +94,127 @@ def test_the_manifest_row_says_what_ran(completed: Path) -> None:
     assert manifest["manifest_id"] == row["manifest_id"]
     items = corpus.read_corpus(completed.parent / "corpus.jsonl")
     assert manifest["corpus_sha256"] == corpus.fingerprint(items)
-    fixed = {k: manifest[k] for k in ("variant_id", "corpus_path", "corpus_items",
-                                      "processing_order", "precision", "quantization",
-                                      "compile", "attention_backend", "padding", "max_length",
-                                      "process_policy", "truncated")}
+    fixed = {
+        k: manifest[k]
+        for k in (
+            "variant_id",
+            "corpus_path",
+            "corpus_items",
+            "processing_order",
+            "precision",
+            "quantization",
+            "compile",
+            "attention_backend",
+            "padding",
+            "max_length",
+            "process_policy",
+            "truncated",
+        )
+    }
     assert fixed == {
-        "variant_id": "b1-fp32", "corpus_path": "corpus.jsonl", "corpus_items": 24,
-        "processing_order": "file order", "precision": "fp32", "quantization": "none",
-        "compile": "no", "attention_backend": "sdpa", "padding": "dynamic", "max_length": 256,
-        "process_policy": "shared", "truncated": 2,
+        "variant_id": "b1-fp32",
+        "corpus_path": "corpus.jsonl",
+        "corpus_items": 24,
+        "processing_order": "file order",
+        "precision": "fp32",
+        "quantization": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
+        "padding": "dynamic",
+        "max_length": 256,
+        "process_policy": "shared",
+        "truncated": 2,
     }
     # The machine's columns describe the host, whatever device the variant used.
     import torch
 
     assert manifest["gpu_name"] == (
-        torch.cuda.get_device_name(torch.cuda.current_device()) if torch.cuda.is_available()
-        else "no GPU: torch sees no CUDA or ROCm device")
+        torch.cuda.get_device_name(torch.cuda.current_device())
+        if torch.cuda.is_available()
+        else "no GPU: torch sees no CUDA or ROCm device"
+    )
     assert manifest["strata"].startswith("short ") and "(>=129 tokens)" in manifest["strata"]
-    assert manifest["model_revision"].startswith("encoder ") and "; head " in \
-        manifest["model_revision"]
+    assert (
+        manifest["model_revision"].startswith("encoder ")
+        and "; head " in manifest["model_revision"]
+    )
     assert len(manifest["tokenizer_revision"]) == 64
     assert manifest["seeds"] == "torch.manual_seed(0); protocol seeds 0"
     hip = getattr(torch.version, "hip", None)
     assert manifest["backend"].startswith(
-        f"ROCm/HIP {hip} " if hip else f"CUDA {torch.version.cuda} (torch build)"
-        if torch.version.cuda else "cpu only: this torch build has no CUDA or ROCm")
+        f"ROCm/HIP {hip} "
+        if hip
+        else f"CUDA {torch.version.cuda} (torch build)"
+        if torch.version.cuda
+        else "cpu only: this torch build has no CUDA or ROCm"
+    )
 
 
 def test_the_workbook_stays_valid_and_the_journal_holds_the_record(completed: Path) -> None:
     assert validate(store.read(completed), completed) == []
     lines = (completed.parent / "campaign.journal.jsonl").read_text().splitlines()
     start, record = (json.loads(line) for line in lines)  # the start, then the record
-    assert (start["format"], start["attempt_id"][:-5]) == ("iteralab-attempt-start/1",
-                                                            "a001-b1-fp32-r1")
-    assert (record["format"], record["attempt"]["attempt_id"]) == ("iteralab-attempt/1",
-                                                                    start["attempt_id"])
+    assert (start["format"], start["attempt_id"][:-5]) == (
+        "iteralab-attempt-start/1",
+        "a001-b1-fp32-r1",
+    )
+    assert (record["format"], record["attempt"]["attempt_id"]) == (
+        "iteralab-attempt/1",
+        start["attempt_id"],
+    )
 
 
-@pytest.mark.parametrize(("fault", "error"), [
-    ("oom", "out of memory after 8 of 24 items: OutOfMemoryError: CUDA out of memory "
-            "(injected by ITERALAB_INJECT_FAULT=oom@8)"),
-    ("crash", "failed after 8 of 24 items: RuntimeError: simulated crash (injected by "
-              "ITERALAB_INJECT_FAULT=crash@8)"),
-])
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        (
+            "oom",
+            "out of memory after 8 of 24 items: OutOfMemoryError: CUDA out of memory "
+            "(injected by ITERALAB_INJECT_FAULT=oom@8)",
+        ),
+        (
+            "crash",
+            "failed after 8 of 24 items: RuntimeError: simulated crash (injected by "
+            "ITERALAB_INJECT_FAULT=crash@8)",
+        ),
+    ],
+)
 def test_a_fault_mid_corpus_leaves_a_failed_row_with_items_completed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, error: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, error: str
+) -> None:
     book = make_campaign(tmp_path, 24, [variant("b1-fp32", 4)])
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", f"{fault}@8")
     code, output = _run(CliRunner(), book)
     assert code == 0, output
-    assert any(re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4} +failed +" + re.escape(error), line)
-               for line in output.splitlines()), output
+    assert any(
+        re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4} +failed +" + re.escape(error), line)
+        for line in output.splitlines()
+    ), output
     (row,) = attempts(book)
     assert unexplained(row) == []
-    assert {k: row[k] for k in ("status", "items_completed", "expected_ids", "observed_ids",
-                                "ids_match", "quality_verdict", "corpus_accepted",
-                                "measured_s", "measured_s_reason", "metric_value_reason",
-                                "padded_tokens_reason")} == {
-        "status": "failed", "items_completed": 8, "expected_ids": 24, "observed_ids": 8,
-        "ids_match": "no", "quality_verdict": "not evaluated", "corpus_accepted": "no",
+    assert {
+        k: row[k]
+        for k in (
+            "status",
+            "items_completed",
+            "expected_ids",
+            "observed_ids",
+            "ids_match",
+            "quality_verdict",
+            "corpus_accepted",
+            "measured_s",
+            "measured_s_reason",
+            "metric_value_reason",
+            "padded_tokens_reason",
+        )
+    } == {
+        "status": "failed",
+        "items_completed": 8,
+        "expected_ids": 24,
+        "observed_ids": 8,
+        "ids_match": "no",
+        "quality_verdict": "not evaluated",
+        "corpus_accepted": "no",
         "measured_s": None,
         "measured_s_reason": "failed during measured: an unfinished phase has no duration",
         "metric_value_reason": "attempt did not finish: a metric needs the whole corpus",
@@ -159,22 +233,27 @@ def test_a_timeout_is_a_failed_row(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert code == 0, output
     (row,) = attempts(book)
     assert (row["status"], row["items_completed"]) == ("failed", 4)
-    assert row["notes"].startswith("timed out after 4 of 24 items: ran past the attempt "
-                                   "timeout of 6 s")
+    assert row["notes"].startswith(
+        "timed out after 4 of 24 items: ran past the attempt timeout of 6 s"
+    )
 
 
-def test_precision_and_grouping_are_checked_against_the_fp32_reference(
-        tmp_path: Path) -> None:
+def test_precision_and_grouping_are_checked_against_the_fp32_reference(tmp_path: Path) -> None:
     """bf16 and length-sorted batches restart from the same inputs and reference (R16, R6).
 
     On the first 48 rows, fp32 scores 30/48 whatever the batching; bf16 and sorted
     batches keep every subgroup within the 0.01 tolerance.
     """
-    book = make_campaign(tmp_path, 48, [
-        variant("b8-fp32", 8),
-        variant("b8-bf16", 8, series=2, precision="bf16"),
-        variant("b8-sorted", 8, series=3, length_grouping="sorted"),
-    ], reference_variant="b8-fp32")
+    book = make_campaign(
+        tmp_path,
+        48,
+        [
+            variant("b8-fp32", 8),
+            variant("b8-bf16", 8, series=2, precision="bf16"),
+            variant("b8-sorted", 8, series=3, length_grouping="sorted"),
+        ],
+        reference_variant="b8-fp32",
+    )
     code, output = _run(CliRunner(), book)
     assert code == 0, output
     rows = {r["variant_id"]: r for r in attempts(book)}
@@ -188,13 +267,17 @@ def test_precision_and_grouping_are_checked_against_the_fp32_reference(
         assert row["quality_verdict"] == "pass", row["notes"]
         assert row["corpus_accepted"] == "yes"
         agreeing = round(row["reference_agreement"] * 48)
-        assert re.search(rf"reference a001-b8-fp32-r1-[0-9a-f]{{4}}: {agreeing}/48 predictions "
-                         "agree", row["notes"]), row["notes"]
+        assert re.search(
+            rf"reference a001-b8-fp32-r1-[0-9a-f]{{4}}: {agreeing}/48 predictions "
+            "agree",
+            row["notes"],
+        ), row["notes"]
     assert bf16["reference_agreement"] >= 0.97
     assert abs(bf16["metric_value"] - 0.625) <= 0.01
     manifests = {m["variant_id"]: m for m in store.read(book).tables["Manifest"]}
-    assert manifests["b8-sorted"]["processing_order"] == ("sorted by token length, ties in "
-                                                          "file order")
+    assert manifests["b8-sorted"]["processing_order"] == (
+        "sorted by token length, ties in file order"
+    )
     assert manifests["b8-bf16"]["precision"] == "bf16"
     assert len({m["corpus_sha256"] for m in manifests.values()}) == 1
     assert {m["truncated"] for m in manifests.values()} == {4}
@@ -202,13 +285,17 @@ def test_precision_and_grouping_are_checked_against_the_fp32_reference(
 
 def test_a_variant_outside_tolerance_fails_quality(tmp_path: Path) -> None:
     """max length 16 cuts the long texts: accuracy drops below the reference's."""
-    book = make_campaign(tmp_path, 24, [variant("b1-fp32", 8),
-                                        variant("b8-short", 8, series=2, max_length=16)])
+    book = make_campaign(
+        tmp_path, 24, [variant("b1-fp32", 8), variant("b8-short", 8, series=2, max_length=16)]
+    )
     code, output = _run(CliRunner(), book)
     assert code == 0, output
     row = attempts(book)[1]
     assert (row["variant_id"], row["quality_verdict"], row["corpus_accepted"]) == (
-        "b8-short", "fail", "no")
+        "b8-short",
+        "fail",
+        "no",
+    )
     assert "below reference 0.5417 - tolerance 0.0100" in row["notes"]
     assert row["truncated"] > 0
 
@@ -222,10 +309,12 @@ def test_a_missing_model_folder_is_a_failed_row_during_load(tmp_path: Path) -> N
     assert (row["status"], row["items_completed"], row["load_s"]) == ("failed", 0, None)
     assert row["load_s_reason"] == "failed during load: an unfinished phase has no duration"
     assert row["measured_s_reason"] == "not reached: failed during load"
-    assert row["notes"].startswith("failed during load: ModelError: model_path "
-                                   "'no-such-folder': no such folder")
-    assert row["observed_ids_reason"] == ("no predictions file: the measured window was not "
-                                          "reached")
+    assert row["notes"].startswith(
+        "failed during load: ModelError: model_path 'no-such-folder': no such folder"
+    )
+    assert row["observed_ids_reason"] == (
+        "no predictions file: the measured window was not reached"
+    )
     assert layout.ATTEMPTS.names == list(row)
 
 

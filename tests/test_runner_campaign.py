@@ -25,8 +25,9 @@ def _invoke(*args: str) -> tuple[int, str]:
 
 
 def _plan(book: Path) -> list[tuple[str, int, int, str]]:
-    return [(r["variant_id"], r["repetition"], r["order_position"], r["status"])
-            for r in attempts(book)]
+    return [
+        (r["variant_id"], r["repetition"], r["order_position"], r["status"]) for r in attempts(book)
+    ]
 
 
 def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
@@ -35,11 +36,14 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     code, output = _invoke("run", str(book))
     assert code == 0, output
     assert _plan(book) == [
-        ("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "completed"),
+        ("b1-fp32", 1, 1, "completed"),
+        ("b4-fp32", 1, 2, "completed"),
         ("b8-fp32", 1, 3, "completed"),
-        ("b4-fp32", 2, 1, "completed"), ("b8-fp32", 2, 2, "completed"),
+        ("b4-fp32", 2, 1, "completed"),
+        ("b8-fp32", 2, 2, "completed"),
         ("b1-fp32", 2, 3, "completed"),
-        ("b8-fp32", 3, 1, "completed"), ("b1-fp32", 3, 2, "completed"),
+        ("b8-fp32", 3, 1, "completed"),
+        ("b1-fp32", 3, 2, "completed"),
         ("b4-fp32", 3, 3, "completed"),
     ]
     ids = [r["attempt_id"] for r in attempts(book)]
@@ -52,15 +56,22 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     assert lines[1] == "pre-flight of 3 variant(s) (`iteralab check`):"
     assert any(line.startswith("  campaign: ~") for line in lines[2:first])
     lines = [lines[0], *lines[first:]]
-    assert lines[0] == (f"{book}: 9 attempt(s) to run, 4 items each, process policy shared; "
-                        "order b1-fp32-b4-fp32-b8-fp32 / b4-fp32-b8-fp32-b1-fp32 / "
-                        "b8-fp32-b1-fp32-b4-fp32")
-    assert re.fullmatch(r"a001-b1-fp32-r1-[0-9a-f]{4} +completed measured +\d+\.\d\d s  "
-                        r"metric 0\.5000  pass, accepted", lines[1])
-    assert re.fullmatch(r"recorded 9 attempt\(s\) in .+: 9 completed, 0 failed, "
-                        r"0 interrupted", lines[10])
-    assert lines[11:13] == [f"workbook: {book}",
-                            f"predictions: {tmp_path}/campaign_predictions/"]
+    assert lines[0] == (
+        f"{book}: 9 attempt(s) to run, 4 items each, process policy shared; "
+        "order b1-fp32-b4-fp32-b8-fp32 / b4-fp32-b8-fp32-b1-fp32 / "
+        "b8-fp32-b1-fp32-b4-fp32"
+    )
+    assert re.fullmatch(
+        r"a001-b1-fp32-r1-[0-9a-f]{4} +completed measured +\d+\.\d\d s  "
+        r"metric 0\.5000  pass, accepted",
+        lines[1],
+    )
+    assert re.fullmatch(
+        r"recorded 9 attempt\(s\) in .+: 9 completed, 0 failed, "
+        r"0 interrupted",
+        lines[10],
+    )
+    assert lines[11:13] == [f"workbook: {book}", f"predictions: {tmp_path}/campaign_predictions/"]
     assert lines[13].startswith("time: wall ") and lines[14].startswith("time: overhead (s): ")
     assert len(lines) == 15
     assert validate(store.read(book), book) == []
@@ -70,8 +81,9 @@ def test_attempts_run_in_rotated_order(tmp_path: Path) -> None:
     assert all(manifests[r["manifest_id"]] == r["variant_id"] for r in attempts(book))
 
 
-def test_the_resume_hints_repeat_the_runs_selection(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_resume_hints_repeat_the_runs_selection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a Ctrl-C, and when a run is refused for recorded attempts, the command offered
     is the same run with --resume: a bare --resume would have run every variant, here b1
     too, which this run never selected."""
@@ -92,7 +104,8 @@ def test_the_resume_hints_repeat_the_runs_selection(tmp_path: Path,
 
 
 def test_ctrl_c_records_an_interrupted_row_and_resume_finishes_the_campaign(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The interrupted row stays; --resume runs only what is missing, redoing nothing."""
     book = make_campaign(tmp_path, 8, SERIES_1[:2], repetitions=2, warmup_rule="none")
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "interrupt@4:b4-fp32:1")
@@ -102,8 +115,9 @@ def test_ctrl_c_records_an_interrupted_row_and_resume_finishes_the_campaign(
     assert _plan(book) == [("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "interrupted")]
     interrupted = attempts(book)[1]
     assert interrupted["items_completed"] == 4
-    assert interrupted["notes"].startswith("interrupted after 4 of 8 items (KeyboardInterrupt: "
-                                           "injected by ITERALAB_INJECT_FAULT=")
+    assert interrupted["notes"].startswith(
+        "interrupted after 4 of 8 items (KeyboardInterrupt: injected by ITERALAB_INJECT_FAULT="
+    )
     assert unexplained(interrupted) == []
 
     monkeypatch.delenv("ITERALAB_INJECT_FAULT")
@@ -115,20 +129,22 @@ def test_ctrl_c_records_an_interrupted_row_and_resume_finishes_the_campaign(
     assert code == 0, output
     assert output.splitlines()[0].startswith("recorded 3 attempt(s) in ")
     assert _plan(book) == [
-        ("b1-fp32", 1, 1, "completed"), ("b4-fp32", 1, 2, "interrupted"),
-        ("b4-fp32", 1, 2, "completed"), ("b4-fp32", 2, 1, "completed"),
+        ("b1-fp32", 1, 1, "completed"),
+        ("b4-fp32", 1, 2, "interrupted"),
+        ("b4-fp32", 1, 2, "completed"),
+        ("b4-fp32", 2, 1, "completed"),
         ("b1-fp32", 2, 2, "completed"),
     ]
     ids = [r["attempt_id"] for r in attempts(book)]
     assert [i[:-5] for i in ids[2:]] == ["a003-b4-fp32-r1", "a004-b4-fp32-r2", "a005-b1-fp32-r2"]
     assert ids[0][-4:] != ids[2][-4:]  # the resumed run has its own tag
     code, output = _invoke("run", str(book), "--resume")
-    assert (code, output) == (0, f"nothing to run: all 4 planned attempts are recorded in "
-                                 f"{book}\n")
+    assert (code, output) == (0, f"nothing to run: all 4 planned attempts are recorded in {book}\n")
 
 
 def test_a_failed_attempt_is_not_retried_on_resume(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """R13: an out-of-memory row settles its slot; no silent rerun."""
     book = make_campaign(tmp_path, 8, SERIES_1[:1], warmup_rule="none")
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@4")
@@ -145,7 +161,8 @@ LAUNCHERS = [pytest.param("1", id="fork-server"), pytest.param("0", id="python-m
 
 @pytest.mark.parametrize("fork_server", LAUNCHERS)
 def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str
+) -> None:
     """Process policy fresh: one worker per attempt; a worker killed mid-corpus leaves a
     failed row written by the campaign, with the items it reported done."""
     from toolkit.runner.driver import forkserver
@@ -167,21 +184,30 @@ def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
     assert len(forked) == (2 if fork_server == "1" else 0)
     done, killed = attempts(book)
     assert (done["status"], done["items_completed"], done["quality_verdict"]) == (
-        "completed", 16, "pass")
+        "completed",
+        16,
+        "pass",
+    )
     assert "lifetime peak of the shared" not in done["notes"]
     assert (killed["status"], killed["items_completed"], killed["expected_ids"]) == (
-        "failed", 8, 16)
-    assert killed["notes"] == ("worker exited with signal SIGKILL after 8 of 16 items (its "
-                               "last progress report)")
-    assert killed["measured_s_reason"] == ("worker process ended without a record (failed "
-                                           "during measured)")
+        "failed",
+        8,
+        16,
+    )
+    assert killed["notes"] == (
+        "worker exited with signal SIGKILL after 8 of 16 items (its last progress report)"
+    )
+    assert killed["measured_s_reason"] == (
+        "worker process ended without a record (failed during measured)"
+    )
     assert unexplained(killed) == []
     assert validate(store.read(book), book) == []
 
 
 @pytest.mark.parametrize("fork_server", LAUNCHERS)
 def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str
+) -> None:
     """What Ctrl-C does to a fresh worker: the measured window stops, the record says
     interrupted with the items done, the journal holds it, the exit code is 130."""
     import os
@@ -194,9 +220,17 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
 
     book = make_campaign(tmp_path, 24, SERIES_1[:1], process_policy="fresh")
     prepared = campaign.prepare(book, campaign.Options())
-    spec = AttemptSpec(str(book.resolve()), "a001-b1-fp32-r1", prepared.variants["b1-fp32"], 1, 1,
-                       prepared.protocol, prepared.protocol_sha256, prepared.corpus_sha256,
-                       prepared.corpus_items)
+    spec = AttemptSpec(
+        str(book.resolve()),
+        "a001-b1-fp32-r1",
+        prepared.variants["b1-fp32"],
+        1,
+        1,
+        prepared.protocol,
+        prepared.protocol_sha256,
+        prepared.corpus_sha256,
+        prepared.corpus_items,
+    )
     monkeypatch.setenv(forkserver.DISABLE_ENV, fork_server)
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4")  # stalls after 4 items, no timeout
     workers = campaign.Workers(prepared)
@@ -211,17 +245,21 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
             with proc.stdout:
                 for line in proc.stdout:
                     events.append(json.loads(line))
-                    if events[-1] == {"event": "items", "phase": "measured", "done": 4,
-                                      "total": 24}:
+                    if events[-1] == {
+                        "event": "items",
+                        "phase": "measured",
+                        "done": 4,
+                        "total": 24,
+                    }:
                         os.kill(proc.pid, signal.SIGINT)
             assert proc.wait() == 130
     finally:
         workers.close()
     record = events[-1]["record"]
-    assert (record["attempt"]["status"], record["attempt"]["items_completed"]) == (
-        "interrupted", 4)
-    assert record["attempt"]["notes"].startswith("interrupted after 4 of 24 items "
-                                                 "(KeyboardInterrupt: Ctrl-C)")
+    assert (record["attempt"]["status"], record["attempt"]["items_completed"]) == ("interrupted", 4)
+    assert record["attempt"]["notes"].startswith(
+        "interrupted after 4 of 24 items (KeyboardInterrupt: Ctrl-C)"
+    )
     assert journal.read(book)[0]["attempt"]["attempt_id"] == "a001-b1-fp32-r1"
 
 
@@ -233,8 +271,9 @@ def test_a_corpus_error_stops_the_campaign_before_any_attempt(tmp_path: Path) ->
     code, output = _invoke("run", str(book))
     first_id = json.loads(lines[0])["id"]
     assert code == 1
-    assert output.splitlines()[0] == (f"error: {corpus_file}: line 5: duplicate id "
-                                      f"{first_id!r} (first on line 1)")
+    assert output.splitlines()[0] == (
+        f"error: {corpus_file}: line 5: duplicate id {first_id!r} (first on line 1)"
+    )
     assert attempts(book) == []
 
 
@@ -251,12 +290,12 @@ def test_a_cuda_variant_without_cuda_is_refused_up_front(tmp_path: Path) -> None
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    book = make_campaign(tmp_path, 4, [variant("g1", 1, device="cuda")],
-                         reference_variant="g1")
+    book = make_campaign(tmp_path, 4, [variant("g1", 1, device="cuda")], reference_variant="g1")
     code, output = _invoke("run", str(book))
     assert code == 2
-    assert output.splitlines()[0] == ("error: variant(s) g1 run on cuda, but torch sees no "
-                                      "CUDA device here")
+    assert output.splitlines()[0] == (
+        "error: variant(s) g1 run on cuda, but torch sees no CUDA device here"
+    )
 
 
 def test_ingest_replays_what_the_workbook_lacks(tmp_path: Path) -> None:
@@ -269,12 +308,17 @@ def test_ingest_replays_what_the_workbook_lacks(tmp_path: Path) -> None:
         data.tables["Attempts"].clear()
         data.row_numbers["Attempts"].clear()
     code, output = _invoke("ingest", str(book))
-    assert (code, output) == (0, "ingested 1 attempt(s) and 0 manifest row(s) from "
-                                 f"campaign.journal.jsonl; 0 already in {book}\n")
+    assert (code, output) == (
+        0,
+        "ingested 1 attempt(s) and 0 manifest row(s) from "
+        f"campaign.journal.jsonl; 0 already in {book}\n",
+    )
     assert attempts(book)[0]["attempt_id"] == entry["attempt"]["attempt_id"]
-    assert _invoke("ingest", str(book))[1] == ("ingested 0 attempt(s) and 0 manifest row(s) "
-                                               f"from campaign.journal.jsonl; 1 already in "
-                                               f"{book}\n")
+    assert _invoke("ingest", str(book))[1] == (
+        "ingested 0 attempt(s) and 0 manifest row(s) "
+        f"from campaign.journal.jsonl; 1 already in "
+        f"{book}\n"
+    )
 
 
 def test_env_says_what_is_installed() -> None:
@@ -288,8 +332,10 @@ def test_env_says_what_is_installed() -> None:
     expected_gpu = ["gpu 0"] if torch.cuda.is_available() else ["gpu"]
     assert labels[:6] == ["os", "python", "cpu", "ram", "torch", "backend"]
     assert f"torch         {torch.__version__}" in output.splitlines()
-    assert f"python        {platform.python_version()} ({platform.python_implementation()})" \
+    assert (
+        f"python        {platform.python_version()} ({platform.python_implementation()})"
         in output.splitlines()
+    )
     if not torch.cuda.is_available():
         assert "gpu           no GPU: torch sees no CUDA or ROCm device" in output.splitlines()
     assert labels[-5:] == ["driver", "transformers", "packages", "code", "stack"]
@@ -300,9 +346,25 @@ def test_env_json_has_the_manifest_fields() -> None:
     code, output = _invoke("env", "--json")
     info = json.loads(output)
     assert code == 0
-    assert set(info) == {"format", "os", "python", "cpu", "ram_bytes", "torch", "backend", "driver",
-                         "gpu_name", "gpu_memory_bytes", "compute_capability", "transformers",
-                         "code_version", "packages", "gpus", "host", "software_stack"}
+    assert set(info) == {
+        "format",
+        "os",
+        "python",
+        "cpu",
+        "ram_bytes",
+        "torch",
+        "backend",
+        "driver",
+        "gpu_name",
+        "gpu_memory_bytes",
+        "compute_capability",
+        "transformers",
+        "code_version",
+        "packages",
+        "gpus",
+        "host",
+        "software_stack",
+    }
     assert info["code_version"].startswith("iteralab 0.1.0, ")
 
 
@@ -315,26 +377,44 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     book = folder / "example_campaign.xlsx"
     lines = output.splitlines()
     assert lines[0] == f"demo workbook: {book} (quick: first 100 items, 2 repetitions)"
-    assert re.fullmatch(r"recorded 6 attempt\(s\) in .+: 6 completed, 0 failed, "
-                        r"0 interrupted", lines[1])
-    assert lines[2:4] == [f"workbook: {book}", f"predictions: {folder}/example_campaign_"
-                                                "predictions/"]
-    assert lines[4].startswith("demo: Verification filled with the runner's accepted corpora, "
-                               "marked 'iteralab demo: an EXAMPLE standing in for your own "
-                               "check'")
+    assert re.fullmatch(
+        r"recorded 6 attempt\(s\) in .+: 6 completed, 0 failed, "
+        r"0 interrupted",
+        lines[1],
+    )
+    assert lines[2:4] == [
+        f"workbook: {book}",
+        f"predictions: {folder}/example_campaign_predictions/",
+    ]
+    assert lines[4].startswith(
+        "demo: Verification filled with the runner's accepted corpora, "
+        "marked 'iteralab demo: an EXAMPLE standing in for your own "
+        "check'"
+    )
     # The demo ends with `iteralab report` on its workbook, the money chain shown.
     assert lines[5].startswith(f"refreshed {book} (protocol ")
     assert "  demo-rental: 35.00 USD [no ledger imported]" in lines
     assert "  total incurred (USD): 35.00 USD [no ledger imported]" in lines
-    assert any(line.startswith("    flat-7d, on-demand, example provider (demo), DEMO-0001; "
-                               "Tariffs: 7-day plan of 2026-09-24 x 1 lot(s) (EXAMPLE figure "
-                               "typed for the demo") for line in lines)
-    assert ("  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD per expected corpus (forecast; "
-            "EXAMPLE figures)") in lines
-    assert ("    spent per accepted corpus: 35.00 USD incurred / 1 accepted corpus(es) "
-            "confirmed = 35.00 USD") in lines
-    assert lines[-1] == (f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
-                         "manifest.csv, durations.png, projected_cost_per_expected.png")
+    assert any(
+        line.startswith(
+            "    flat-7d, on-demand, example provider (demo), DEMO-0001; "
+            "Tariffs: 7-day plan of 2026-09-24 x 1 lot(s) (EXAMPLE figure "
+            "typed for the demo"
+        )
+        for line in lines
+    )
+    assert (
+        "  b1-fp32: 1 lot(s) x 7-day plan, 35.00 USD per expected corpus (forecast; "
+        "EXAMPLE figures)"
+    ) in lines
+    assert (
+        "    spent per accepted corpus: 35.00 USD incurred / 1 accepted corpus(es) "
+        "confirmed = 35.00 USD"
+    ) in lines
+    assert lines[-1] == (
+        f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
+        "manifest.csv, durations.png, projected_cost_per_expected.png"
+    )
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
@@ -346,7 +426,8 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
 
 
 def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A server whose interpreter dies at start is said, and the run falls back."""
     import subprocess
 
@@ -371,7 +452,8 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
 
 
 def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_workers(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The demo starts the server before preparing; the campaign's Workers take that one."""
     from toolkit.runner.driver import campaign, forkserver
 

@@ -21,8 +21,11 @@ def _differences(expected: object, found: object, where: str = "") -> list[str]:
             out += _differences(expected[k], found[k], f"{where}.{k}")
         return out
     if isinstance(expected, list) and isinstance(found, list) and len(expected) == len(found):
-        return [d for i, (e, f) in enumerate(zip(expected, found, strict=True))
-                for d in _differences(e, f, f"{where}[{i}]")]
+        return [
+            d
+            for i, (e, f) in enumerate(zip(expected, found, strict=True))
+            for d in _differences(e, f, f"{where}[{i}]")
+        ]
     return [] if expected == found else [f"{where}: {expected!r} -> {found!r}"]
 
 

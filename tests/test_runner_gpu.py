@@ -42,8 +42,9 @@ def _run(book: Path, *args: str, code: int = 0) -> str:
 
 def _baseline_allocated(row: dict[str, object]) -> int:
     """The allocated bytes the attempt's notes give for its released baseline."""
-    found = re.search(r"CUDA memory when the peaks were reset: allocated ([\d,]+) B",
-                      str(row["notes"]))
+    found = re.search(
+        r"CUDA memory when the peaks were reset: allocated ([\d,]+) B", str(row["notes"])
+    )
     assert found, row["notes"]
     return int(found[1].replace(",", ""))
 
@@ -71,23 +72,25 @@ def test_a_cuda_attempt_records_device_time_and_both_memory_peaks(tmp_path: Path
     assert validate(store.read(book), book) == []
 
 
-def test_the_manifest_names_the_device_used_and_the_driver_it_asked_once(
-        tmp_path: Path) -> None:
+def test_the_manifest_names_the_device_used_and_the_driver_it_asked_once(tmp_path: Path) -> None:
     book = make_campaign(tmp_path, 8, [_gpu("g4-fp32", 4)], reference_variant="g4-fp32")
     _run(book)
     (manifest,) = store.read(book).tables["Manifest"]
     used = torch.cuda.current_device()
     uuid = str(torch.cuda.get_device_properties(used).uuid).lower().removeprefix("gpu-")
     assert manifest["gpu_device"].startswith(
-        f"cuda:{used} of {torch.cuda.device_count()} visible; UUID ")
+        f"cuda:{used} of {torch.cuda.device_count()} visible; UUID "
+    )
     assert uuid in manifest["gpu_device"].lower()
     assert re.fullmatch(r"\d+\.\d+", manifest["driver_cuda"]), manifest["driver_cuda"]
     # The loading mode is on record as this process has it (torch 2.11 no longer sets it).
     loading = os.environ.get("CUDA_MODULE_LOADING")
-    assert (f"CUDA_MODULE_LOADING={loading}" if loading is not None
-            else "CUDA_MODULE_LOADING unset") in manifest["environment_variables"]
-    assert manifest["fp32_matmul"].startswith("float32 matmul precision highest; cuBLAS TF32 "
-                                              "off; cuDNN TF32 off")
+    assert (
+        f"CUDA_MODULE_LOADING={loading}" if loading is not None else "CUDA_MODULE_LOADING unset"
+    ) in manifest["environment_variables"]
+    assert manifest["fp32_matmul"].startswith(
+        "float32 matmul precision highest; cuBLAS TF32 off; cuDNN TF32 off"
+    )
 
 
 def test_fp32_on_cuda_runs_in_full_precision_after_the_pin() -> None:
@@ -112,13 +115,16 @@ def test_fp32_on_cuda_runs_in_full_precision_after_the_pin() -> None:
             precision.pin_fp32()
 
 
-def test_the_attention_kernel_is_recorded_per_shape_precision_and_padding(
-        tmp_path: Path) -> None:
+def test_the_attention_kernel_is_recorded_per_shape_precision_and_padding(tmp_path: Path) -> None:
     from toolkit.runner.instruments import probes
 
-    book = make_campaign(tmp_path, 24, [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8),
-                                        _gpu("g8-bf16", 8, series=2, precision="bf16")],
-                         reference_variant="g1-fp32", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        24,
+        [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8), _gpu("g8-bf16", 8, series=2, precision="bf16")],
+        reference_variant="g1-fp32",
+        threshold=0.4,
+    )
     _run(book)
     known = set(probes.ATTENTION_OPS.values()) | {probes.NO_SDPA}
     for row in attempts(book):
@@ -131,9 +137,12 @@ def test_the_attention_kernel_is_recorded_per_shape_precision_and_padding(
 
 
 def test_cuda_bf16_stays_within_tolerance_of_the_cuda_fp32_reference(tmp_path: Path) -> None:
-    book = make_campaign(tmp_path, 100, [_gpu("g1-fp32", 1),
-                                         _gpu("g8-bf16", 8, series=2, precision="bf16")],
-                         reference_variant="g1-fp32")
+    book = make_campaign(
+        tmp_path,
+        100,
+        [_gpu("g1-fp32", 1), _gpu("g8-bf16", 8, series=2, precision="bf16")],
+        reference_variant="g1-fp32",
+    )
     _run(book)
     reference, bf16 = attempts(book)
     assert reference["metric_value"] == 0.66
@@ -152,8 +161,14 @@ def test_cuda_bf16_stays_within_tolerance_of_the_cuda_fp32_reference(tmp_path: P
 
 
 def test_fresh_workers_on_cuda_reset_the_peaks_per_attempt(tmp_path: Path) -> None:
-    book = make_campaign(tmp_path, 24, [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8)],
-                         reference_variant="g1-fp32", process_policy="fresh", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        24,
+        [_gpu("g1-fp32", 1), _gpu("g8-fp32", 8)],
+        reference_variant="g1-fp32",
+        process_policy="fresh",
+        threshold=0.4,
+    )
     _run(book)
     rows = attempts(book)
     assert [r["status"] for r in rows] == ["completed", "completed"]
@@ -162,14 +177,16 @@ def test_fresh_workers_on_cuda_reset_the_peaks_per_attempt(tmp_path: Path) -> No
 
 
 def test_an_injected_cuda_oom_is_a_failed_row_with_its_peaks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8)], reference_variant="g8-fp32")
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@8")
     _run(book)
     (row,) = attempts(book)
     assert (row["status"], row["items_completed"]) == ("failed", 8)
     assert row["device_s"] is None and row["device_s_reason"] == (
-        "failed: the measured window did not finish")
+        "failed: the measured window did not finish"
+    )
     assert row["mem_allocated_peak_bytes"] > 0
     assert row["notes"].startswith("out of memory after 8 of 24 items: OutOfMemoryError")
 
@@ -178,26 +195,36 @@ def test_a_compiled_variant_compiles_during_load(tmp_path: Path) -> None:
     """compile = yes: torch.compile and its compiled shapes are in load_s (R8); fp32 on a
     TF32-capable card gives Inductor's TF32 advice, which pytest's `error` filter would turn
     into a failed compile if the runner did not expect it."""
-    book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8),
-                                        _gpu("g8-compiled", 8, series=2, compile="yes")],
-                         reference_variant="g8-fp32", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        24,
+        [_gpu("g8-fp32", 8), _gpu("g8-compiled", 8, series=2, compile="yes")],
+        reference_variant="g8-fp32",
+        threshold=0.4,
+    )
     _run(book)
     plain, compiled = attempts(book)
     assert compiled["status"] == "completed", compiled["notes"]
     assert compiled["load_s"] > plain["load_s"]
     assert compiled["quality_verdict"] == "pass", compiled["notes"]
     assert compiled["recompilations"] == 0
-    files = re.search(r"fresh Inductor and Triton folders for this attempt \((\d+) files",
-                      compiled["notes"])
+    files = re.search(
+        r"fresh Inductor and Triton folders for this attempt \((\d+) files", compiled["notes"]
+    )
     assert files and int(files[1]) > 0, compiled["notes"]
 
 
-def test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window(
-        tmp_path: Path) -> None:
+def test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window(tmp_path: Path) -> None:
     """The case the review saw: warm-up `none`, a recompile at the first batch of 8. The
     load phase now compiles the window's shapes (25 items: a last batch of 1 too)."""
-    book = make_campaign(tmp_path, 25, [_gpu("g8-compiled", 8, compile="yes")],
-                         reference_variant="g8-compiled", warmup_rule="none", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        25,
+        [_gpu("g8-compiled", 8, compile="yes")],
+        reference_variant="g8-compiled",
+        warmup_rule="none",
+        threshold=0.4,
+    )
     _run(book)
     (row,) = attempts(book)
     assert row["status"] == "completed", row["notes"]
@@ -207,12 +234,18 @@ def test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window(
 
 
 def test_a_shared_process_releases_each_attempt_before_the_next(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second attempt starts from a baseline without the first one's model, even after
     an out-of-memory error whose traceback held the activations."""
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "oom@8:g8-fp32")
-    book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
-                         reference_variant="g4-fp32", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        24,
+        [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
+        reference_variant="g4-fp32",
+        threshold=0.4,
+    )
     _run(book)
     first, second = attempts(book)
     assert first["status"] == "failed" and second["status"] == "completed"
@@ -220,12 +253,18 @@ def test_a_shared_process_releases_each_attempt_before_the_next(
 
 
 def test_a_cuda_error_stops_a_shared_cuda_campaign(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "cudaerror@8:g8-fp32")
-    book = make_campaign(tmp_path, 24, [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
-                         reference_variant="g4-fp32", threshold=0.4)
+    book = make_campaign(
+        tmp_path,
+        24,
+        [_gpu("g8-fp32", 8), _gpu("g4-fp32", 4)],
+        reference_variant="g4-fp32",
+        threshold=0.4,
+    )
     output = _run(book, code=1)  # a tool stop with what to do, not a Ctrl-C (130): the CPU
-    (row,) = attempts(book)      # half in test_gpu_readiness.py says the same
+    (row,) = attempts(book)  # half in test_gpu_readiness.py says the same
     assert row["status"] == "failed"
     assert "so the shared campaign stops here" in row["notes"]
     assert "stopped after a CUDA error other than out-of-memory" in output

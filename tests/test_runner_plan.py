@@ -48,14 +48,19 @@ def test_attempt_ids_are_readable_and_numbered() -> None:
     assert all(re.fullmatch(r"[0-9a-f]{4}", t) for t in tags) and len(tags) > 40
 
 
-VARIANTS = [{"variant_id": "b1", "series": 1}, {"variant_id": "b4", "series": 1},
-            {"variant_id": "bf", "series": 2}]
+VARIANTS = [
+    {"variant_id": "b1", "series": 1},
+    {"variant_id": "b4", "series": 1},
+    {"variant_id": "bf", "series": 2},
+]
 
 
 def test_select_by_series_and_id_keeps_declared_order() -> None:
     assert [v["variant_id"] for v in plan.select(VARIANTS, series=1)] == ["b1", "b4"]
     assert [v["variant_id"] for v in plan.select(VARIANTS, variant_ids=("bf", "b1"))] == [
-        "b1", "bf"]
+        "b1",
+        "bf",
+    ]
 
 
 def test_select_refuses_unknown_ids_and_series() -> None:
@@ -65,12 +70,15 @@ def test_select_refuses_unknown_ids_and_series() -> None:
         plan.select(VARIANTS, series=9)
 
 
-@pytest.mark.parametrize(("text", "items", "passes"), [
-    ("first 16 items once, not timed", 16, 1),
-    ("First 8 inputs, 3 times; recompilation counted in load", 8, 3),
-    ("first 4 texts twice", 4, 2),
-    ("none", 0, 0),
-])
+@pytest.mark.parametrize(
+    ("text", "items", "passes"),
+    [
+        ("first 16 items once, not timed", 16, 1),
+        ("First 8 inputs, 3 times; recompilation counted in load", 8, 3),
+        ("first 4 texts twice", 4, 2),
+        ("none", 0, 0),
+    ],
+)
 def test_warmup_rule_is_read_as_numbers(text: str, items: int, passes: int) -> None:
     rule = plan.parse_warmup(text)
     assert (rule.items, rule.passes, rule.text) == (items, passes, text)
@@ -94,5 +102,6 @@ def test_the_run_line_shows_each_repetitions_order_once_whatever_the_seeds() -> 
     ids = ["b1", "b4", "b8"]
     assert _order_line(plan.rotation(ids, 5)) == "order b1-b4-b8 / b4-b8-b1 / b8-b1-b4 ..."
     assert _order_line(plan.rotation(ids, 2, seeds=[0, 7])) == (
-        "order b1-b4-b8 / b4-b8-b1 (each once per seed: 0, 7)")
+        "order b1-b4-b8 / b4-b8-b1 (each once per seed: 0, 7)"
+    )
     assert _order_line(plan.rotation(ids, 2, seeds=[0])) == "order b1-b4-b8 / b4-b8-b1"

@@ -30,9 +30,17 @@ from toolkit.runner.tasks import columns
 
 
 def _spec(book: Path, protocol: dict[str, Any], row: dict[str, Any]) -> AttemptSpec:
-    return AttemptSpec(workbook=str(book), attempt_id="a001-missing", variant=row,
-                       repetition=1, order_position=1, protocol=protocol,
-                       protocol_sha256="p", corpus_sha256="c", corpus_items=4)
+    return AttemptSpec(
+        workbook=str(book),
+        attempt_id="a001-missing",
+        variant=row,
+        repetition=1,
+        order_position=1,
+        protocol=protocol,
+        protocol_sha256="p",
+        corpus_sha256="c",
+        corpus_items=4,
+    )
 
 
 @pytest.fixture(params=["classification", "generation"])
@@ -50,27 +58,37 @@ def missing_model(request: pytest.FixtureRequest, tmp_path: Path) -> AttemptSpec
 def throwaway_column(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fixture layout: Attempts with one more measured column, owned by every kind, that
     no task kind fills."""
-    extra = layout.Column("tokenize_s", layout.SECONDS, "Throwaway: tokenizing time.",
-                          measurement=True, computed=True, since=layout.LAYOUT_VERSION + 1)
+    extra = layout.Column(
+        "tokenize_s",
+        layout.SECONDS,
+        "Throwaway: tokenizing time.",
+        measurement=True,
+        computed=True,
+        since=layout.LAYOUT_VERSION + 1,
+    )
     sheet = dataclasses.replace(layout.ATTEMPTS, columns=(*layout.ATTEMPTS.columns, extra))
     monkeypatch.setattr(layout, "ATTEMPTS", sheet)
     monkeypatch.setattr(columns, "EVERY_KIND", (*columns.EVERY_KIND, "tokenize_s"))
 
 
 def test_a_failed_attempt_of_each_kind_explains_every_measured_column(
-        missing_model: AttemptSpec) -> None:
+    missing_model: AttemptSpec,
+) -> None:
     record = run_attempt(missing_model, lambda event: None)
     row = record["attempt"]
     assert row["status"] == "failed"
-    assert [c.name for c in columns.measured_columns()
-            if row[c.name] is None and not row[c.reason]] == []
+    assert [
+        c.name for c in columns.measured_columns() if row[c.name] is None and not row[c.reason]
+    ] == []
     own = columns.OWN["generation"]
     if missing_model.protocol.get("task") != "generation":
         assert {row[f"{name}_reason"] for name in own} == {columns.ABSENT["generation"]}
 
 
 def test_a_measured_column_a_task_kind_forgets_stops_the_attempt(
-        missing_model: AttemptSpec, throwaway_column: None) -> None:
-    with pytest.raises(AssertionError, match="measured column\\(s\\) tokenize_s with neither "
-                       "a value nor a reason"):
+    missing_model: AttemptSpec, throwaway_column: None
+) -> None:
+    with pytest.raises(
+        AssertionError, match="measured column\\(s\\) tokenize_s with neither a value nor a reason"
+    ):
         run_attempt(missing_model, lambda event: None)

@@ -34,8 +34,9 @@ def phase(name: str, start: str, end: str) -> schedule.Phase:
 
 
 def test_monday_9_to_friday_9_is_a_96_hour_window(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["schedule", "--start", "2026-12-07T09:00", "--end",
-                                 "2026-12-11T09:00"])
+    result = runner.invoke(
+        cli, ["schedule", "--start", "2026-12-07T09:00", "--end", "2026-12-11T09:00"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
         "time zone: UTC for times written without an offset (no --tz given)",
@@ -45,23 +46,32 @@ def test_monday_9_to_friday_9_is_a_96_hour_window(runner: CliRunner) -> None:
 
 
 def test_overlapping_phases_are_counted_once() -> None:
-    win = schedule.window([
-        phase("install", "2026-12-07T09:00", "2026-12-07T12:00"),
-        phase("check", "2026-12-07T11:00", "2026-12-07T13:00"),
-        phase("comparison", "2026-12-07T11:00", "2026-12-11T09:00"),
-    ])
-    assert (win.hours, win.overlap_hours, win.span_hours) == (Decimal(96), Decimal(3),
-                                                             Decimal(96))
+    win = schedule.window(
+        [
+            phase("install", "2026-12-07T09:00", "2026-12-07T12:00"),
+            phase("check", "2026-12-07T11:00", "2026-12-07T13:00"),
+            phase("comparison", "2026-12-07T11:00", "2026-12-11T09:00"),
+        ]
+    )
+    assert (win.hours, win.overlap_hours, win.span_hours) == (Decimal(96), Decimal(3), Decimal(96))
     assert win.gaps == ()
 
 
 def test_phases_on_the_command_line_print_their_union(runner: CliRunner) -> None:
-    result = runner.invoke(cli, [
-        "schedule", "--tz", "Europe/Paris",
-        "--phase", "install=2026-12-07T09:00/2026-12-07T12:00",
-        "--phase", "comparison=2026-12-07T11:00/2026-12-10T09:00",
-        "--phase", "export=2026-12-10T09:00/2026-12-11T09:00",
-    ])
+    result = runner.invoke(
+        cli,
+        [
+            "schedule",
+            "--tz",
+            "Europe/Paris",
+            "--phase",
+            "install=2026-12-07T09:00/2026-12-07T12:00",
+            "--phase",
+            "comparison=2026-12-07T11:00/2026-12-10T09:00",
+            "--phase",
+            "export=2026-12-10T09:00/2026-12-11T09:00",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
         "time zone: Europe/Paris (--tz) for times written without an offset",
@@ -76,10 +86,12 @@ def test_phases_on_the_command_line_print_their_union(runner: CliRunner) -> None
 
 
 def test_a_gap_between_phases_is_named_and_the_plan_covers_the_whole_span() -> None:
-    win = schedule.window([
-        phase("install", "2026-12-07T09:00", "2026-12-07T12:00"),
-        phase("export", "2026-12-10T09:00", "2026-12-11T09:00"),
-    ])
+    win = schedule.window(
+        [
+            phase("install", "2026-12-07T09:00", "2026-12-07T12:00"),
+            phase("export", "2026-12-10T09:00", "2026-12-11T09:00"),
+        ]
+    )
     lines = schedule.window_lines(win)
     assert win.hours == Decimal(27)
     assert lines[3:6] == [
@@ -93,16 +105,28 @@ def test_a_gap_between_phases_is_named_and_the_plan_covers_the_whole_span() -> N
 
 
 def test_a_window_across_the_spring_dst_change_counts_real_hours_and_says_so(
-        runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["schedule", "--tz", "Europe/Paris", "--start",
-                                 "2026-03-27T09:00", "--end", "2026-03-31T09:00"])
+    runner: CliRunner,
+) -> None:
+    result = runner.invoke(
+        cli,
+        [
+            "schedule",
+            "--tz",
+            "Europe/Paris",
+            "--start",
+            "2026-03-27T09:00",
+            "--end",
+            "2026-03-31T09:00",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[1] == "access window: 2026-03-27T09:00+01:00 to 2026-03-31T09:00+02:00 = 95 h"
     assert lines[2] == (
         "note: 2026-03-27T09:00+01:00 to 2026-03-31T09:00+02:00 crosses a UTC offset change "
         "(daylight saving time): 95 h of real elapsed time, 96 h on the wall clock; plans are "
-        "checked against real elapsed hours")
+        "checked against real elapsed hours"
+    )
 
 
 def test_a_window_across_the_autumn_dst_change_is_97_real_hours() -> None:
@@ -111,34 +135,52 @@ def test_a_window_across_the_autumn_dst_change_is_97_real_hours() -> None:
 
 
 def test_offsets_in_the_times_need_no_tz(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["schedule", "--start", "2026-12-07T09:00+01:00", "--end",
-                                 "2026-12-11T08:00Z"])
+    result = runner.invoke(
+        cli, ["schedule", "--start", "2026-12-07T09:00+01:00", "--end", "2026-12-11T08:00Z"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == (
-        "access window: 2026-12-07T09:00+01:00 to 2026-12-11T08:00+00:00 = 96 h")
+        "access window: 2026-12-07T09:00+01:00 to 2026-12-11T08:00+00:00 = 96 h"
+    )
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--start", "2026-12-11T09:00", "--end", "2026-12-07T09:00"],
-     "error: phase 'window' ends at 2026-12-07T09:00+00:00, not after its start "
-     "2026-12-11T09:00+00:00"),
-    (["--phase", "lunch=2026-12-07T09:00/2026-12-07T10:00"],
-     "error: --phase 'lunch=2026-12-07T09:00/2026-12-07T10:00': unknown phase 'lunch'"),
-    (["--phase", "install=2026-12-07T09:00"],
-     "error: --phase 'install=2026-12-07T09:00': expected NAME=START/END"),
-    (["--tz", "Mars/Olympus", "--start", "2026-12-07T09:00", "--end", "2026-12-08T09:00"],
-     "error: unknown time zone 'Mars/Olympus' (ZoneInfoNotFoundError)"),
-    (["--tz", "Europe/Paris", "--start", "2026-03-29T02:30", "--end", "2026-03-30T09:00"],
-     "error: phase 'window' start 2026-03-29T02:30 does not exist in Europe/Paris (clocks go "
-     "forward)"),
-    (["--tz", "Europe/Paris", "--start", "2026-10-25T02:30", "--end", "2026-10-26T09:00"],
-     "error: phase 'window' start 2026-10-25T02:30 happens twice in Europe/Paris (clocks go "
-     "back)"),
-    (["--start", "2026-12-07T09:00"], "error: --start and --end go together"),
-    ([], "error: no phase to compute a window from"),
-])
-def test_bad_schedules_exit_2_with_a_clear_error(runner: CliRunner, argv: list[str],
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--start", "2026-12-11T09:00", "--end", "2026-12-07T09:00"],
+            "error: phase 'window' ends at 2026-12-07T09:00+00:00, not after its start "
+            "2026-12-11T09:00+00:00",
+        ),
+        (
+            ["--phase", "lunch=2026-12-07T09:00/2026-12-07T10:00"],
+            "error: --phase 'lunch=2026-12-07T09:00/2026-12-07T10:00': unknown phase 'lunch'",
+        ),
+        (
+            ["--phase", "install=2026-12-07T09:00"],
+            "error: --phase 'install=2026-12-07T09:00': expected NAME=START/END",
+        ),
+        (
+            ["--tz", "Mars/Olympus", "--start", "2026-12-07T09:00", "--end", "2026-12-08T09:00"],
+            "error: unknown time zone 'Mars/Olympus' (ZoneInfoNotFoundError)",
+        ),
+        (
+            ["--tz", "Europe/Paris", "--start", "2026-03-29T02:30", "--end", "2026-03-30T09:00"],
+            "error: phase 'window' start 2026-03-29T02:30 does not exist in Europe/Paris (clocks go "
+            "forward)",
+        ),
+        (
+            ["--tz", "Europe/Paris", "--start", "2026-10-25T02:30", "--end", "2026-10-26T09:00"],
+            "error: phase 'window' start 2026-10-25T02:30 happens twice in Europe/Paris (clocks go "
+            "back)",
+        ),
+        (["--start", "2026-12-07T09:00"], "error: --start and --end go together"),
+        ([], "error: no phase to compute a window from"),
+    ],
+)
+def test_bad_schedules_exit_2_with_a_clear_error(
+    runner: CliRunner, argv: list[str], message: str
+) -> None:
     result = runner.invoke(cli, ["schedule", *argv])
     assert result.exit_code == 2
     assert result.output.splitlines()[0] == message
@@ -194,18 +236,25 @@ def test_schedule_cells_compute_the_union_in_python() -> None:
 def test_an_unreadable_row_leaves_the_window_not_computed() -> None:
     rows = schedule.schedule_cells([PHASES[0], dict(PHASES[1], end="soon")])
     assert rows[0]["covering_plans"] == (
-        "not computed: row 3: phase 'comparison' end 'soon' is not a date-time")
+        "not computed: row 3: phase 'comparison' end 'soon' is not a date-time"
+    )
     assert rows[0]["window_hours"] is None
 
 
-@pytest.mark.parametrize(("hours", "text"), [
-    ("72", "3-day, 7-day and 30-day plans"),
-    ("72.5", "7-day and 30-day plans"),
-    ("168", "7-day and 30-day plans"),
-    ("720", "30-day plan"),
-    ("720.01", "none: longer than the 30-day plan (720 h); revise the schedule or price the "
-               "extra period explicitly"),
-])
+@pytest.mark.parametrize(
+    ("hours", "text"),
+    [
+        ("72", "3-day, 7-day and 30-day plans"),
+        ("72.5", "7-day and 30-day plans"),
+        ("168", "7-day and 30-day plans"),
+        ("720", "30-day plan"),
+        (
+            "720.01",
+            "none: longer than the 30-day plan (720 h); revise the schedule or price the "
+            "extra period explicitly",
+        ),
+    ],
+)
 def test_covering_plans_text_at_the_plan_boundaries(hours: str, text: str) -> None:
     assert schedule.covering_text(Decimal(hours)) == text
 
@@ -221,8 +270,11 @@ def test_libreoffice_computes_the_schedule_cells_as_python(tmp_path: Path) -> No
     render(data, path)
     ws = openpyxl.load_workbook(recalculate(path, tmp_path / "lo"), data_only=True)["Schedule"]
     values = list(ws.iter_rows(values_only=True))
-    office = [dict(zip(values[0], row, strict=True)) for row in values[1:]
-              if any(v is not None for v in row)]
+    office = [
+        dict(zip(values[0], row, strict=True))
+        for row in values[1:]
+        if any(v is not None for v in row)
+    ]
     for name in ("hours", "counted_hours", "window_hours", "span_hours", "covering_plans"):
         python = cached(rows, name)
         got = [r[name] for r in office]
@@ -230,4 +282,5 @@ def test_libreoffice_computes_the_schedule_cells_as_python(tmp_path: Path) -> No
             assert got == python
         else:
             assert [None if v is None else round(Decimal(str(v)), 6) for v in got] == [
-                None if v is None else round(Decimal(v), 6) for v in python], name
+                None if v is None else round(Decimal(v), 6) for v in python
+            ], name

@@ -21,8 +21,16 @@ CENT = Decimal("0.01")
 MONEY = ("price_per_lot_usd", "budget_usd", "cost_per_accepted_usd")
 
 CONFIGS = [
-    Configuration("b8-rtx4090", "rtx-4090", 7, 2, accepted=3, quality_verdict="pass",
-                  median_s=12.5, campaign_hours=Decimal("96")),
+    Configuration(
+        "b8-rtx4090",
+        "rtx-4090",
+        7,
+        2,
+        accepted=3,
+        quality_verdict="pass",
+        median_s=12.5,
+        campaign_hours=Decimal("96"),
+    ),
     Configuration("b8-b200", "b200", 7, 1, accepted=0, quality_verdict="pass"),
     Configuration("b4-b200", "b200", 7, 1, accepted=None),
     Configuration("b1-b200", "b200", 7, 3, accepted=["corpus-a", "corpus-a", "corpus-b"]),
@@ -48,14 +56,22 @@ def catalog() -> Any:
 def test_two_rtx_4090_lots_for_7_days_budget_220_usd(catalog: Any) -> None:
     row = rows_by_item(settlement_rows(CONFIGS, [], catalog))["b8-rtx4090"]
     assert (row["lots"], row["cards"], row["price_per_lot_usd"], row["budget_usd"]) == (
-        2, 2, Decimal("110.00"), Decimal("220.00"))
+        2,
+        2,
+        Decimal("110.00"),
+        Decimal("220.00"),
+    )
     assert row["cost_per_accepted_usd"] == Decimal("220.00") / 3
 
 
 def test_one_b200_lot_is_2071_usd_for_two_cards_not_doubled(catalog: Any) -> None:
     row = rows_by_item(settlement_rows(CONFIGS, [], catalog))["b8-b200"]
     assert (row["lots"], row["cards_per_lot"], row["cards"], row["budget_usd"]) == (
-        1, 2, 2, Decimal("2071.00"))
+        1,
+        2,
+        2,
+        Decimal("2071.00"),
+    )
 
 
 def test_budget_formula_multiplies_price_by_lots_never_by_cards(catalog: Any) -> None:
@@ -63,8 +79,9 @@ def test_budget_formula_multiplies_price_by_lots_never_by_cards(catalog: Any) ->
     names = layout.SETTLEMENT.names
     letter = {n: layout.column_letter(layout.SETTLEMENT, n) for n in names}
     assert row["budget_usd"].text == (
-        f'IF(ISNUMBER({letter["price_per_lot_usd"]}3),{letter["price_per_lot_usd"]}3*'
-        f'{letter["lots"]}3,"no price in Tariffs")')
+        f"IF(ISNUMBER({letter['price_per_lot_usd']}3),{letter['price_per_lot_usd']}3*"
+        f'{letter["lots"]}3,"no price in Tariffs")'
+    )
 
 
 def test_zero_accepted_corpora_make_the_cost_undefined_and_keep_the_budget(catalog: Any) -> None:
@@ -107,8 +124,9 @@ def test_another_cost_as_a_binary_float_is_refused(catalog: Any) -> None:
 def test_a_configuration_without_a_catalog_price_says_which(catalog: Any) -> None:
     with pytest.raises(CatalogError) as caught:
         settlement_rows([Configuration("b1", "rtx-4090", 3, 1)], [], catalog)
-    assert caught.value.message.startswith("no 3-day price for rtx-4090 in the catalog of "
-                                           "2026-09-24")
+    assert caught.value.message.startswith(
+        "no 3-day price for rtx-4090 in the catalog of 2026-09-24"
+    )
 
 
 def test_negative_accepted_corpora_are_refused(catalog: Any) -> None:
@@ -119,8 +137,12 @@ def test_negative_accepted_corpora_are_refused(catalog: Any) -> None:
 # --------------------------------------------------------------------------- LibreOffice
 
 
-def workbook(tmp_path: Path, catalog: Any, configs: list[Configuration],
-             tariff_rows: list[dict[str, Any]] | None = None) -> tuple[Path, list[dict]]:
+def workbook(
+    tmp_path: Path,
+    catalog: Any,
+    configs: list[Configuration],
+    tariff_rows: list[dict[str, Any]] | None = None,
+) -> tuple[Path, list[dict]]:
     """Render Tariffs + Settlement; return the file and the Settlement rows."""
     data = WorkbookData.empty()
     for row in tariff_rows if tariff_rows is not None else tariffs.tariff_rows(catalog):
@@ -136,8 +158,11 @@ def workbook(tmp_path: Path, catalog: Any, configs: list[Configuration],
 def sheet_rows(path: Path, sheet: str) -> list[dict[str, Any]]:
     ws = openpyxl.load_workbook(path, data_only=True)[sheet]
     values = list(ws.iter_rows(values_only=True))
-    return [dict(zip(values[0], row, strict=True)) for row in values[1:]
-            if any(v is not None for v in row)]
+    return [
+        dict(zip(values[0], row, strict=True))
+        for row in values[1:]
+        if any(v is not None for v in row)
+    ]
 
 
 def cents(amount: Any) -> Any:
@@ -149,8 +174,9 @@ def cents(amount: Any) -> Any:
 
 @needs_soffice
 @pytest.mark.libreoffice
-def test_libreoffice_recalculates_every_cost_to_the_python_cent(tmp_path: Path,
-                                                                catalog: Any) -> None:
+def test_libreoffice_recalculates_every_cost_to_the_python_cent(
+    tmp_path: Path, catalog: Any
+) -> None:
     """Each price, budget and cost LibreOffice computes equals the Python value to the cent."""
     path, rows = workbook(tmp_path, catalog, CONFIGS)
     recalculated = sheet_rows(recalculate(path, tmp_path / "lo"), "Settlement")
@@ -159,13 +185,20 @@ def test_libreoffice_recalculates_every_cost_to_the_python_cent(tmp_path: Path,
         for name in (*MONEY, "cards_per_lot", "cards"):
             assert cents(office[name]) == cents(value(python[name])), (python["item"], name)
     assert [cents(r["cost_per_accepted_usd"]) for r in recalculated] == [
-        Decimal("73.33"), "undefined", None, Decimal("3106.50"), Decimal("15.71"), None]
+        Decimal("73.33"),
+        "undefined",
+        None,
+        Decimal("3106.50"),
+        Decimal("15.71"),
+        None,
+    ]
 
 
 @needs_soffice
 @pytest.mark.libreoffice
-def test_libreoffice_says_no_price_when_the_tariffs_row_is_gone(tmp_path: Path,
-                                                                catalog: Any) -> None:
+def test_libreoffice_says_no_price_when_the_tariffs_row_is_gone(
+    tmp_path: Path, catalog: Any
+) -> None:
     """Deleting a Tariffs row shows 'no price in Tariffs' in the formulas, never a 0 budget.
 
     The cached values still hold the Python budget, so this also shows that
@@ -176,4 +209,7 @@ def test_libreoffice_says_no_price_when_the_tariffs_row_is_gone(tmp_path: Path,
     assert sheet_rows(path, "Settlement")[0]["budget_usd"] == 2071
     row = sheet_rows(recalculate(path, tmp_path / "lo"), "Settlement")[0]
     assert (row["price_per_lot_usd"], row["budget_usd"], row["cost_per_accepted_usd"]) == (
-        "no price in Tariffs", "no price in Tariffs", "no price in Tariffs")
+        "no price in Tariffs",
+        "no price in Tariffs",
+        "no price in Tariffs",
+    )

@@ -62,8 +62,9 @@ def sort_every_table(source: Path, target: Path) -> dict[str, int]:
         rows = [[ws.cell(r, c) for c in range(1, width + 1)] for r in range(2, ws.max_row + 1)]
         rows = [r for r in rows if any(c.value not in (None, "") for c in r)]
         contents = [[(c.value, c.coordinate, c.number_format) for c in r] for r in rows]
-        order = sorted(range(len(contents)), key=lambda i: str(contents[i][0][0] or ""),
-                       reverse=True)
+        order = sorted(
+            range(len(contents)), key=lambda i: str(contents[i][0][0] or ""), reverse=True
+        )
         moved[name] = sum(i != j for i, j in enumerate(order))
         for new_index, old_index in enumerate(order):
             for col, (value, origin, number_format) in enumerate(contents[old_index], start=1):
@@ -88,8 +89,10 @@ def table_rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     out = {}
     for name in TABLES:
         width = len(layout.SHEET_BY_NAME[name].names)  # a chart beside may widen the sheet
-        rows = [tuple(_key(v) for v in row[:width])
-                for row in book[name].iter_rows(min_row=2, values_only=True)]
+        rows = [
+            tuple(_key(v) for v in row[:width])
+            for row in book[name].iter_rows(min_row=2, values_only=True)
+        ]
         rows = [r for r in rows if any(v is not None for v in r)]
         out[name] = sorted(rows, key=repr)
     book.close()
@@ -112,6 +115,11 @@ def test_sorting_every_table_changes_no_value(tmp_path: Path, engine: str) -> No
     settlement = {r[0]: r for r in after["Settlement"]}
     amount = layout.SETTLEMENT.names.index("amount")
     assert settlement["total incurred (USD)"][amount] == 2193.5
-    errors = [v for name in TABLES for r in after[name] for v in r
-              if isinstance(v, str) and v.startswith("#") and v.endswith(("!", "?", "A"))]
+    errors = [
+        v
+        for name in TABLES
+        for r in after[name]
+        for v in r
+        if isinstance(v, str) and v.startswith("#") and v.endswith(("!", "?", "A"))
+    ]
     assert errors == []

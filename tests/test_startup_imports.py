@@ -21,11 +21,19 @@ FORBIDDEN = ("torch", "transformers")
 
 def _imports(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``python -X importtime -m toolkit ARGS``; the process and its top-level imports."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "toolkit", *args],
-                          capture_output=True, text=True, check=False, timeout=120,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    names = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
-             if line.startswith("import time:") and line.count("|") == 2}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "toolkit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
     return done, names
 
 
@@ -44,7 +52,8 @@ def test_help_imports_neither_torch_nor_transformers() -> None:
 
 
 def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transformers(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     workbook = demo_rows.workbook(tmp_path)
     # The real corpus: validate fingerprints it again (stdlib), as the Manifest recorded it;
     # and the tuning data it compares with the corpus (R2), as the demo folder holds them.
@@ -55,7 +64,6 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings.
     assert done.returncode == 1
-    assert done.stdout.splitlines()[-1] == (
-        f"15 finding(s) in 1 sheet(s): {workbook} is not valid")
+    assert done.stdout.splitlines()[-1] == (f"15 finding(s) in 1 sheet(s): {workbook} is not valid")
     assert {"pandera", "openpyxl"} <= names  # validation really ran
     assert names.isdisjoint(FORBIDDEN)

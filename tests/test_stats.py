@@ -34,8 +34,10 @@ def test_disjoint_ranges_of_five_runs_each_are_separated() -> None:
     s = stats.separation("b1-fp32", B1, "b4-fp32", B4)
     assert s.verdict == stats.SEPARATED
     assert s.faster == "b4-fp32"
-    assert s.sentence() == ("b1-fp32 vs b4-fp32: separated (ranges apart, b4-fp32 faster by "
-                            "25.300 s at the median; 5 vs 5 runs, chance 0.8%)")
+    assert s.sentence() == (
+        "b1-fp32 vs b4-fp32: separated (ranges apart, b4-fp32 faster by "
+        "25.300 s at the median; 5 vs 5 runs, chance 0.8%)"
+    )
 
 
 def test_overlapping_ranges_are_not_separated_and_say_what_to_try() -> None:
@@ -44,7 +46,8 @@ def test_overlapping_ranges_are_not_separated_and_say_what_to_try() -> None:
     assert s.sentence() == (
         "b4-fp32 vs b8-fp32: not separated (ranges overlap: gap 0.600 s between medians, "
         "spread up to 0.900 s); add repetitions under the same protocol, or look at loading, "
-        "input shape, compilation, concurrent activity")
+        "input shape, compilation, concurrent activity"
+    )
 
 
 def test_touching_ranges_overlap() -> None:
@@ -59,44 +62,51 @@ def test_disjoint_ranges_from_too_few_runs_are_not_separated() -> None:
     assert s.sentence() == (
         "a vs b: not separated (ranges apart but only 3 vs 3 runs: chance 10% without a real "
         "difference); add repetitions under the same protocol (4 or more per variant make a "
-        "clean split meaningful)")
+        "clean split meaningful)"
+    )
 
 
 def test_a_variant_whose_runs_vary_widely_is_named() -> None:
-    s = stats.separation("a", [10.0, 10.5, 13.0, 11.0, 10.2], "b", [10.8, 11.0, 11.2, 10.9,
-                                                                     11.1])
+    s = stats.separation("a", [10.0, 10.5, 13.0, 11.0, 10.2], "b", [10.8, 11.0, 11.2, 10.9, 11.1])
     assert s.advice.endswith("(a's runs spread 29% of its median)")
 
 
 def test_a_variant_without_successful_runs_gives_no_data() -> None:
     s = stats.separation("b8-fp32", B8, "b16-fp32", [])
     assert s.verdict == stats.NO_DATA
-    assert s.sentence() == ("b8-fp32 vs b16-fp32: no data (no successful run of b16-fp32); fix "
-                            "the failures, then measure again under the same protocol")
+    assert s.sentence() == (
+        "b8-fp32 vs b16-fp32: no data (no successful run of b16-fp32); fix "
+        "the failures, then measure again under the same protocol"
+    )
     assert (s.gap_s, s.spread_s) == (None, None)
 
 
 def test_costs_whose_ranges_do_not_meet_differ_beyond_the_noise() -> None:
-    c = stats.cost_comparison("b8-fp32", (Decimal(110), Decimal(110)),
-                              "b8-b200", (Decimal(2071), Decimal(2071)))
+    c = stats.cost_comparison(
+        "b8-fp32", (Decimal(110), Decimal(110)), "b8-b200", (Decimal(2071), Decimal(2071))
+    )
     assert c.verdict == stats.BEYOND_NOISE
-    assert c.sentence() == ("b8-fp32 vs b8-b200: differ beyond the measurement noise (b8-fp32 "
-                            "cheaper than b8-b200 by at least 1,961.00 USD for the expected "
-                            "outputs; the runs' spread does not change either plan)")
+    assert c.sentence() == (
+        "b8-fp32 vs b8-b200: differ beyond the measurement noise (b8-fp32 "
+        "cheaper than b8-b200 by at least 1,961.00 USD for the expected "
+        "outputs; the runs' spread does not change either plan)"
+    )
 
 
 def test_equal_fixed_costs_are_the_same_cost() -> None:
-    c = stats.cost_comparison("b4", (Decimal(110), Decimal(110)), "b8",
-                              (Decimal(110), Decimal(110)))
+    c = stats.cost_comparison(
+        "b4", (Decimal(110), Decimal(110)), "b8", (Decimal(110), Decimal(110))
+    )
     assert c.verdict == stats.SAME_COST
 
 
 def test_overlapping_cost_ranges_are_within_the_noise() -> None:
-    c = stats.cost_comparison("a", (Decimal(110), Decimal(470)), "b",
-                              (Decimal(235), Decimal(235)))
+    c = stats.cost_comparison("a", (Decimal(110), Decimal(470)), "b", (Decimal(235), Decimal(235)))
     assert c.verdict == stats.WITHIN_NOISE
-    assert c.reason == ("budgets 110.00 USD-470.00 USD and 235.00 USD-235.00 USD overlap: "
-                        "which is cheaper depends on which run is typical")
+    assert c.reason == (
+        "budgets 110.00 USD-470.00 USD and 235.00 USD-235.00 USD overlap: "
+        "which is cheaper depends on which run is typical"
+    )
 
 
 def test_a_missing_cost_gives_no_data() -> None:

@@ -9,16 +9,35 @@ import openpyxl
 from toolkit import layout
 from toolkit.workbook.template import DEFAULT_PATH, build_template
 
-EXPECTED_SHEETS = ["Guide", "Overview", "Protocol", "Variants", "Attempts", "Manifest",
-                   "Tariffs", "Rentals", "Schedule", "Memory", "Summary", "Verification",
-                   "Settlement", "Ledger", "Decision", "Audit"]
+EXPECTED_SHEETS = [
+    "Guide",
+    "Overview",
+    "Protocol",
+    "Variants",
+    "Attempts",
+    "Manifest",
+    "Tariffs",
+    "Rentals",
+    "Schedule",
+    "Memory",
+    "Summary",
+    "Verification",
+    "Settlement",
+    "Ledger",
+    "Decision",
+    "Audit",
+]
 
 
 def _cells(path: Path) -> dict[str, list[tuple[str, object, str]]]:
     book = openpyxl.load_workbook(path)
     return {
-        ws.title: [(c.coordinate, c.value, c.number_format)
-                   for row in ws.iter_rows() for c in row if c.value is not None]
+        ws.title: [
+            (c.coordinate, c.value, c.number_format)
+            for row in ws.iter_rows()
+            for c in row
+            if c.value is not None
+        ]
         for ws in book.worksheets
     }
 
@@ -69,8 +88,9 @@ def test_headers_are_frozen_and_formats_distinguish_inputs(tmp_path: Path) -> No
     from toolkit.workbook.render import render
 
     data = WorkbookData.empty()
-    data.append("Attempts", {"attempt_id": "a1", "measured_s": 20.5,
-                             "host_rss_peak_bytes": 123456789})
+    data.append(
+        "Attempts", {"attempt_id": "a1", "measured_s": 20.5, "host_rss_peak_bytes": 123456789}
+    )
     data.append("Tariffs", {"gpu_slug": "rtx-4090", "price_per_lot_usd": 110})
     render(data, tmp_path / "w.xlsx")
     book = openpyxl.load_workbook(tmp_path / "w.xlsx")
@@ -109,5 +129,6 @@ def test_empty_table_cells_are_left_unwritten_under_their_column_format(tmp_path
     ws = openpyxl.load_workbook(tmp_path / "w.xlsx")["Attempts"]
     assert ws.column_dimensions[load_col].number_format == '0.000" s"'
     back = store.read(tmp_path / "w.xlsx").tables["Attempts"]
-    assert back == [{name: {"attempt_id": "a1", "measured_s": 20.5}.get(name)
-                     for name in layout.ATTEMPTS.names}]
+    assert back == [
+        {name: {"attempt_id": "a1", "measured_s": 20.5}.get(name) for name in layout.ATTEMPTS.names}
+    ]

@@ -39,7 +39,8 @@ def test_an_edited_row_makes_its_pairs_untrusted_and_keeps_its_numbers(tmp_path:
     assert 1.0 in stats["b4-fp32"].runs  # the number is shown, as the formulas see it
     summary = {r["variant_id"]: r for r in store.read(path).tables[layout.SUMMARY.name]}
     assert summary["b4-fp32"]["notes"].startswith(
-        "INTEGRITY: 1 attempt row(s) with integrity findings")
+        "INTEGRITY: 1 attempt row(s) with integrity findings"
+    )
     assert result.decision.chosen is None or result.decision.chosen.stats.variant_id != "b4-fp32"
 
 
@@ -48,5 +49,7 @@ def test_the_report_command_prints_the_untrusted_verdict(tmp_path: Path) -> None
     _tamper(path, "b1-fp32-r1")
     result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
     assert result.exit_code == 0, result.output
-    assert ("b1-fp32 vs b4-fp32: cannot be trusted (batch_size 1 -> 4; attempt rows with "
-            "integrity findings: 1 of b1-fp32); restore the evidence") in result.stdout
+    assert (
+        "b1-fp32 vs b4-fp32: cannot be trusted (batch_size 1 -> 4; attempt rows with "
+        "integrity findings: 1 of b1-fp32); restore the evidence"
+    ) in result.stdout

@@ -14,9 +14,11 @@ from click.testing import CliRunner
 from toolkit import layout
 from toolkit.cli import cli
 
-HINT = ("  what to do: keep such notes in a file beside the workbook, in a variant's "
-        "description or in the Decision memo (reasons, remaining_uncertainty); remove them "
-        "here, then run the command again\n")
+HINT = (
+    "  what to do: keep such notes in a file beside the workbook, in a variant's "
+    "description or in the Decision memo (reasons, remaining_uncertainty); remove them "
+    "here, then run the command again\n"
+)
 
 
 def _add_sheet(book: openpyxl.Workbook) -> None:
@@ -36,22 +38,29 @@ def _add_form_row(book: openpyxl.Workbook) -> None:
     ws.cell(row=ws.max_row, column=2, value="J. Doe")
 
 
-@pytest.mark.parametrize(("add", "named"), [
-    (_add_sheet, "sheet 'vendor quote'"),
-    # Right after the layout's last column / field (a form's fields start at row 2).
-    (_add_column, "column 'my note' of Variants "
-     f"({layout.letter(len(layout.VARIANTS.names) + 1)}1)"),
-    (_add_form_row, f"row {len(layout.PROTOCOL.names) + 2} ('reviewer') of Protocol"),
-])
+@pytest.mark.parametrize(
+    ("add", "named"),
+    [
+        (_add_sheet, "sheet 'vendor quote'"),
+        # Right after the layout's last column / field (a form's fields start at row 2).
+        (
+            _add_column,
+            f"column 'my note' of Variants ({layout.letter(len(layout.VARIANTS.names) + 1)}1)",
+        ),
+        (_add_form_row, f"row {len(layout.PROTOCOL.names) + 2} ('reviewer') of Protocol"),
+    ],
+)
 def test_lock_refuses_to_drop_what_a_person_added(
-        runner: CliRunner, filled_workbook: Path,
-        add: Callable[[openpyxl.Workbook], None], named: str) -> None:
+    runner: CliRunner, filled_workbook: Path, add: Callable[[openpyxl.Workbook], None], named: str
+) -> None:
     book = openpyxl.load_workbook(filled_workbook)
     add(book)
     book.save(filled_workbook)
     before = filled_workbook.read_bytes()
     result = runner.invoke(cli, ["lock", str(filled_workbook)])
     assert result.exit_code == 1
-    assert result.stderr == (f"error: {filled_workbook}: holds what iteralab does not keep "
-                             f"when it saves: {named}; nothing was written\n" + HINT)
+    assert result.stderr == (
+        f"error: {filled_workbook}: holds what iteralab does not keep "
+        f"when it saves: {named}; nothing was written\n" + HINT
+    )
     assert filled_workbook.read_bytes() == before

@@ -21,8 +21,9 @@ from toolkit.runner.instruments import achieved, flops, peak
 from toolkit.workbook import store
 
 COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test")
-TALLY = achieved.Tally(sequences=4, real_tokens=20, padded_tokens=32, real_squares=110,
-                       padded_squares=256)
+TALLY = achieved.Tally(
+    sequences=4, real_tokens=20, padded_tokens=32, real_squares=110, padded_squares=256
+)
 PEAK = peak.Peak({"fp32": 1e9}, 1e9, "probe", 0.1)
 
 
@@ -36,12 +37,21 @@ def test_the_cells_follow_the_formula_and_the_peak() -> None:
 
 
 def test_without_a_peak_utilisation_is_empty_with_its_reason() -> None:
-    cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), None,
-                          "peak probe failed: RuntimeError: no bf16")
+    cells = achieved.work(
+        COST,
+        None,
+        TALLY,
+        2.0,
+        None,
+        variant("v", 4),
+        None,
+        "peak probe failed: RuntimeError: no bf16",
+    )
     assert cells["utilisation"] == (None, "peak probe failed: RuntimeError: no bf16")
     assert cells["real_flops"][0] is not None  # the FLOPs do not need a peak
-    quantized = achieved.work(COST, None, TALLY, 2.0, None,
-                              variant("q", 4, quantization="dynamic-int8"), PEAK, None)
+    quantized = achieved.work(
+        COST, None, TALLY, 2.0, None, variant("q", 4, quantization="dynamic-int8"), PEAK, None
+    )
     assert quantized["utilisation"][0] is None and "int8" in str(quantized["utilisation"][1])
 
 
@@ -73,12 +83,15 @@ def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
 
 
 def test_an_unfinished_window_or_an_uncounted_model_leaves_every_cell_explained() -> None:
-    for cost, why, unfinished in ((COST, None, "failed after 3 items: FLOPs cover a whole "
-                                   "corpus only"), (None, "FLOPs unknown: no formula", None)):
+    for cost, why, unfinished in (
+        (COST, None, "failed after 3 items: FLOPs cover a whole corpus only"),
+        (None, "FLOPs unknown: no formula", None),
+    ):
         cells = achieved.work(cost, why, TALLY, 2.0, unfinished, variant("v", 4), PEAK, None)
         assert set(cells) == set(achieved.ATTEMPT_COLUMNS)
-        assert all(value is None and reason == (unfinished or why)
-                   for value, reason in cells.values())
+        assert all(
+            value is None and reason == (unfinished or why) for value, reason in cells.values()
+        )
 
 
 def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +110,8 @@ def test_the_probe_fills_the_manifest_fields(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_one_probe_per_campaign_fp32_once_each_precision_added(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Issue 35, defect 2: a probe shared by every process of the host for 600 s carried one
     moment's load into other campaigns, and each precision re-probed fp32. Now a campaign
     (its workbook and run) keeps one file: fp32 and the copy probed once, each further
@@ -107,8 +121,9 @@ def test_one_probe_per_campaign_fp32_once_each_precision_added(
     calls: list[tuple[str, bool]] = []
     real_probe = peak.probe
 
-    def counted(device: torch.device, precision: str, threads: int,
-                with_fp32: bool = True) -> peak.Peak:
+    def counted(
+        device: torch.device, precision: str, threads: int, with_fp32: bool = True
+    ) -> peak.Peak:
         calls.append((precision, with_fp32))
         return real_probe(device, precision, threads, with_fp32)
 
@@ -127,8 +142,9 @@ def test_one_probe_per_campaign_fp32_once_each_precision_added(
     assert both.bandwidth == first.bandwidth
     assert " | then torch.mm bf16 " in both.text
     assert other.matmul["fp32"] != first.matmul["fp32"] or other.text != first.text
-    assert re.search(r"\(pid \d+; other processes kept \d+\.\d\d cores busy meanwhile\)$",
-                     first.text), first.text
+    assert re.search(
+        r"\(pid \d+; other processes kept \d+\.\d\d cores busy meanwhile\)$", first.text
+    ), first.text
 
 
 def test_the_catalog_figures_sit_beside_a_gpu() -> None:
@@ -139,16 +155,20 @@ def test_the_catalog_figures_sit_beside_a_gpu() -> None:
 
 def _data(*rows: dict[str, object], manifest: dict[str, object] | None = None):
     data = filled()
-    data.append("Manifest", {"manifest_id": "m1", "variant_id": "b1-fp32", "precision": "fp32",
-                             **(manifest or {})})
+    data.append(
+        "Manifest",
+        {"manifest_id": "m1", "variant_id": "b1-fp32", "precision": "fp32", **(manifest or {})},
+    )
     for row in rows:
         data.append("Attempts", row)
     return data
 
 
 def test_summary_utilisation_is_empty_with_its_reason_when_no_peak_is_known() -> None:
-    data = _data(attempt("a1", utilisation_reason="not probed: no peak here"),
-                 attempt("a2", repetition=2, utilisation_reason="not probed: no peak here"))
+    data = _data(
+        attempt("a1", utilisation_reason="not probed: no peak here"),
+        attempt("a2", repetition=2, utilisation_reason="not probed: no peak here"),
+    )
     stats = summary.variant_stats(data)
     row = summary.summary_rows(stats, data)[0]
     assert row["utilisation"].value is None
@@ -156,14 +176,20 @@ def test_summary_utilisation_is_empty_with_its_reason_when_no_peak_is_known() ->
     assert row["limited_by"] == "utilisation unknown: not probed: no peak here"
     old = _data(attempt("a1"))  # recorded before the columns existed
     (st, *_) = summary.variant_stats(old)
-    assert st.usage is not None and st.usage.reason == ("not recorded: attempts from before "
-                                                        "the utilisation columns")
+    assert st.usage is not None and st.usage.reason == (
+        "not recorded: attempts from before the utilisation columns"
+    )
 
 
 def test_summary_names_what_limits_a_variant() -> None:
-    padded = _data(attempt("a1", utilisation=0.3, padding_waste=0.4, padded_tokens=40000),
-                   manifest={"matmul_peak_flops": 1e11, "fp32_matmul_peak_flops": 1e11,
-                             "memory_bandwidth_bytes_s": 1e10})
+    padded = _data(
+        attempt("a1", utilisation=0.3, padding_waste=0.4, padded_tokens=40000),
+        manifest={
+            "matmul_peak_flops": 1e11,
+            "fp32_matmul_peak_flops": 1e11,
+            "memory_bandwidth_bytes_s": 1e10,
+        },
+    )
     (st, *_) = summary.variant_stats(padded)
     row = summary.summary_rows([st], padded)[0]
     assert row["utilisation"].value == 0.3 and row["padding_waste"].value == 0.4
@@ -171,29 +197,54 @@ def test_summary_names_what_limits_a_variant() -> None:
     assert "padding (40% of the model's work" in st.usage.limited_by
     assert "memory bound" not in st.usage.limited_by
     bf16 = utilisation.of_variant(
-        [attempt("a1", utilisation=0.5, padding_waste=0.0, padded_tokens=8000,
-                 manifest_id="m2")],
-        {"m2": {"matmul_peak_flops": 3e10, "fp32_matmul_peak_flops": 1.7e11,
-                "memory_bandwidth_bytes_s": 1e10}},
-        variant("b8-bf16", 8, precision="bf16"))
+        [attempt("a1", utilisation=0.5, padding_waste=0.0, padded_tokens=8000, manifest_id="m2")],
+        {
+            "m2": {
+                "matmul_peak_flops": 3e10,
+                "fp32_matmul_peak_flops": 1.7e11,
+                "memory_bandwidth_bytes_s": 1e10,
+            }
+        },
+        variant("b8-bf16", 8, precision="bf16"),
+    )
     assert "precision (bf16 matrix products ran at 30 GFLOP/s" in bf16.limited_by
     bound = utilisation.of_variant(
-        [attempt("a1", utilisation=0.1, padding_waste=0.0, padded_tokens=8000,
-                 manifest_id="m2")],
-        {"m2": {"matmul_peak_flops": 2e11, "fp32_matmul_peak_flops": 2e11,
-                "memory_bandwidth_bytes_s": 1e10}},
-        variant("b1-fp32", 1))
-    assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte, under the " \
-           "machine's balance of 20" in bound.limited_by
+        [attempt("a1", utilisation=0.1, padding_waste=0.0, padded_tokens=8000, manifest_id="m2")],
+        {
+            "m2": {
+                "matmul_peak_flops": 2e11,
+                "fp32_matmul_peak_flops": 2e11,
+                "memory_bandwidth_bytes_s": 1e10,
+            }
+        },
+        variant("b1-fp32", 1),
+    )
+    assert (
+        "memory bound (about 8 tokens a batch do 4 FLOP per weight byte, under the "
+        "machine's balance of 20" in bound.limited_by
+    )
     # Generation: each decode step computes one new token per row, whatever the prompts.
     decoding = utilisation.of_variant(
-        [attempt("a1", utilisation=0.05, padding_waste=0.1, padded_tokens=None,
-                 generated_tokens=640, manifest_id="m2")],
-        {"m2": {"matmul_peak_flops": 2e11, "fp32_matmul_peak_flops": 2e11,
-                "memory_bandwidth_bytes_s": 1e10}},
-        variant("g8-fp32", 8))
-    assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte" \
-        in decoding.limited_by
+        [
+            attempt(
+                "a1",
+                utilisation=0.05,
+                padding_waste=0.1,
+                padded_tokens=None,
+                generated_tokens=640,
+                manifest_id="m2",
+            )
+        ],
+        {
+            "m2": {
+                "matmul_peak_flops": 2e11,
+                "fp32_matmul_peak_flops": 2e11,
+                "memory_bandwidth_bytes_s": 1e10,
+            }
+        },
+        variant("g8-fp32", 8),
+    )
+    assert "memory bound (about 8 tokens a batch do 4 FLOP per weight byte" in decoding.limited_by
 
 
 def test_a_real_attempt_records_flops_utilisation_and_the_probe(tmp_path: Path) -> None:
@@ -205,10 +256,10 @@ def test_a_real_attempt_records_flops_utilisation_and_the_probe(tmp_path: Path) 
     (manifest,) = data.tables["Manifest"]
     assert unexplained(row) == []
     assert 0 < row["real_flops"] <= row["padded_flops"]
-    assert row["real_flop_rate"] == pytest.approx(row["real_flops"] / row["measured_s"],
-                                                  rel=1e-5)
+    assert row["real_flop_rate"] == pytest.approx(row["real_flops"] / row["measured_s"], rel=1e-5)
     assert row["utilisation"] == pytest.approx(
-        row["real_flop_rate"] / manifest["matmul_peak_flops"], rel=1e-4)
+        row["real_flop_rate"] / manifest["matmul_peak_flops"], rel=1e-4
+    )
     assert 0 <= row["padding_waste"] < 1
     assert manifest["memory_bandwidth_bytes_s"] > 0 and "torch.mm fp32" in manifest["peak_probe"]
 
@@ -220,9 +271,23 @@ def test_the_utilisation_benchmark_prints_its_ratio_and_peak() -> None:
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / "utilisation.py"),
-                           "--items", "16", "--runs", "1", "--precisions", "fp32"],
-                          capture_output=True, text=True, cwd=root, check=False, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(root / "benchmarks" / "utilisation.py"),
+            "--items",
+            "16",
+            "--runs",
+            "1",
+            "--precisions",
+            "fp32",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+        timeout=600,
+    )
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert "fp32 ratio " in done.stdout and "peak probes: " in done.stdout
     assert "where a profiled pass's time goes: matrix products " in done.stdout
@@ -237,8 +302,9 @@ def test_each_manifest_row_shows_the_peak_its_attempts_divided_by() -> None:
     from toolkit.runner.attempt_parts import manifest_row
 
     content = {"variant_id": "b8-fp32", "precision": "fp32", "torch_version": "2.13.0"}
-    probed = [manifest_row(content, {"matmul_peak_flops": flops})
-              for flops in (1.6e11, 1.7e11, 1.7e11)]
+    probed = [
+        manifest_row(content, {"matmul_peak_flops": flops}) for flops in (1.6e11, 1.7e11, 1.7e11)
+    ]
     unprobed = manifest_row(content, achieved.manifest_values(None, "not probed: failed"))
     assert probed[0]["manifest_id"] != probed[1]["manifest_id"] == probed[2]["manifest_id"]
     assert unprobed["manifest_id"] not in {p["manifest_id"] for p in probed}
@@ -247,11 +313,21 @@ def test_each_manifest_row_shows_the_peak_its_attempts_divided_by() -> None:
 
 def test_report_lines_say_an_empty_utilisation_s_reason_once() -> None:
     unknown = utilisation.of_variant(
-        [attempt("a1", utilisation=None, utilisation_reason="generation attempt: the FLOP "
-                 "count covers classification only")], {}, None)
-    lines = utilisation.report_lines([("g8", unknown),
-                                      ("b16", utilisation.of_variant([], {}, None))])
-    assert lines == ["- g8: utilisation empty: generation attempt: the FLOP count covers "
-                     "classification only",
-                     "- b16: utilisation empty: no successful run"]
+        [
+            attempt(
+                "a1",
+                utilisation=None,
+                utilisation_reason="generation attempt: the FLOP count covers classification only",
+            )
+        ],
+        {},
+        None,
+    )
+    lines = utilisation.report_lines(
+        [("g8", unknown), ("b16", utilisation.of_variant([], {}, None))]
+    )
+    assert lines == [
+        "- g8: utilisation empty: generation attempt: the FLOP count covers classification only",
+        "- b16: utilisation empty: no successful run",
+    ]
     assert unknown.limited_by.startswith("utilisation unknown: ")  # the Summary cell keeps it

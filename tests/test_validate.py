@@ -14,8 +14,11 @@ from toolkit.workbook.model import WorkbookData
 
 
 def findings_of(data: WorkbookData, sheet: str | None = None) -> list[tuple]:
-    return [(f.sheet, f.row, f.column, f.check) for f in validate(data)
-            if sheet is None or f.sheet == sheet]
+    return [
+        (f.sheet, f.row, f.column, f.check)
+        for f in validate(data)
+        if sheet is None or f.sheet == sheet
+    ]
 
 
 def test_a_filled_locked_workbook_with_a_good_attempt_is_valid() -> None:
@@ -37,8 +40,7 @@ def test_wrong_cell_types_are_reported_with_what_was_expected() -> None:
     data.forms["Protocol"]["threshold"] = 65
     found = {(f.column, f.check): f.message for f in validate(data)}
     assert found[("repetitions", "int")] == "repetitions must be a whole number; found 'five'"
-    assert found[("threshold", "ratio")] == ("threshold must be a ratio between 0 and 1; "
-                                             "found 65")
+    assert found[("threshold", "ratio")] == ("threshold must be a ratio between 0 and 1; found 65")
 
 
 def test_value_outside_a_dropdown_is_a_choice_finding() -> None:
@@ -57,8 +59,10 @@ def test_datetime_without_offset_is_refused() -> None:
 def test_duplicate_variant_ids_are_found_on_both_rows() -> None:
     data = filled()
     data.append("Variants", variant("b1-fp32", 2))
-    assert {("Variants", 2, "variant_id", "unique"), ("Variants", 5, "variant_id", "unique")} <= \
-        set(findings_of(data))
+    assert {
+        ("Variants", 2, "variant_id", "unique"),
+        ("Variants", 5, "variant_id", "unique"),
+    } <= set(findings_of(data))
 
 
 def test_reference_variant_must_be_declared() -> None:
@@ -86,13 +90,14 @@ def test_zero_seconds_standing_for_not_measured_is_an_error() -> None:
     """0 s is never 'not measured': the cell must be empty with its reason (R12)."""
     data = locked_with(attempt(load_s=0))
     found = {f.check: f.message for f in validate(data) if f.column == "load_s"}
-    assert found == {"zero": "load_s is 0, which would stand for 'not measured': leave it "
-                     "empty and say why in load_s_reason"}
+    assert found == {
+        "zero": "load_s is 0, which would stand for 'not measured': leave it "
+        "empty and say why in load_s_reason"
+    }
 
 
 def test_zero_bytes_standing_for_no_gpu_is_an_error() -> None:
-    data = locked_with(attempt(mem_allocated_peak_bytes=0,
-                               mem_allocated_peak_bytes_reason=None))
+    data = locked_with(attempt(mem_allocated_peak_bytes=0, mem_allocated_peak_bytes_reason=None))
     assert ("Attempts", 2, "mem_allocated_peak_bytes", "zero") in findings_of(data)
 
 
@@ -116,13 +121,17 @@ def test_completed_attempt_needs_its_measured_duration() -> None:
     assert ("Attempts", 2, "measured_s", "completed-measured") in findings_of(data)
 
 
-@pytest.mark.parametrize("overrides, why", [
-    ({"status": "failed"}, "status is 'failed'"),
-    ({"ids_match": "no"}, "ids do not match"),
-    ({"quality_verdict": "fail"}, "quality verdict is 'fail'"),
-])
-def test_corpus_accepted_only_when_completed_matching_and_passing(overrides: dict,
-                                                                  why: str) -> None:
+@pytest.mark.parametrize(
+    "overrides, why",
+    [
+        ({"status": "failed"}, "status is 'failed'"),
+        ({"ids_match": "no"}, "ids do not match"),
+        ({"quality_verdict": "fail"}, "quality verdict is 'fail'"),
+    ],
+)
+def test_corpus_accepted_only_when_completed_matching_and_passing(
+    overrides: dict, why: str
+) -> None:
     data = locked_with(attempt(**overrides))
     messages = [f.message for f in validate(data) if f.check == "accepted-rule"]
     assert len(messages) == 1 and why in messages[0]
@@ -162,8 +171,14 @@ def test_text_na_and_none_survive_as_text(tmp_path: Path) -> None:
 
 def test_tariff_duplicates_and_zero_prices() -> None:
     data = filled()
-    row = {"catalog_date": "2026-09-24", "gpu_slug": "rtx-4090", "gpu_name": "RTX 4090",
-           "cards_per_lot": 1, "plan_days": 7, "price_per_lot_usd": 110}
+    row = {
+        "catalog_date": "2026-09-24",
+        "gpu_slug": "rtx-4090",
+        "gpu_name": "RTX 4090",
+        "cards_per_lot": 1,
+        "plan_days": 7,
+        "price_per_lot_usd": 110,
+    }
     data.append("Tariffs", row)
     data.append("Tariffs", dict(row, price_per_lot_usd=0))
     found = findings_of(data, "Tariffs")
@@ -173,26 +188,40 @@ def test_tariff_duplicates_and_zero_prices() -> None:
 
 def test_schedule_phase_ending_before_it_starts() -> None:
     data = filled()
-    data.append("Schedule", {"phase": "install", "start": "2026-12-07T09:00+01:00",
-                             "end": "2026-12-07T08:00+01:00"})
+    data.append(
+        "Schedule",
+        {"phase": "install", "start": "2026-12-07T09:00+01:00", "end": "2026-12-07T08:00+01:00"},
+    )
     assert ("Schedule", 2, "end", "order") in findings_of(data)
 
 
 def test_findings_are_plain_records() -> None:
     f = Finding("Attempts", 4, "load_s", "zero", "m")
     assert f.location() == "Attempts!4 load_s"
-    assert f.as_dict() == {"sheet": "Attempts", "row": 4, "column": "load_s", "check": "zero",
-                           "message": "m"}
+    assert f.as_dict() == {
+        "sheet": "Attempts",
+        "row": 4,
+        "column": "load_s",
+        "check": "zero",
+        "message": "m",
+    }
 
 
 def test_a_tariff_for_a_plan_that_does_not_exist_is_a_finding() -> None:
     """Lots are rented for 3, 7 or 30 days: a 14-day row could never be priced."""
     data = filled()
-    row = {"catalog_date": "2026-09-24", "gpu_slug": "rtx-4090", "gpu_name": "RTX 4090",
-           "cards_per_lot": 0, "plan_days": 14, "price_per_lot_usd": 110}
+    row = {
+        "catalog_date": "2026-09-24",
+        "gpu_slug": "rtx-4090",
+        "gpu_name": "RTX 4090",
+        "cards_per_lot": 0,
+        "plan_days": 14,
+        "price_per_lot_usd": 110,
+    }
     data.append("Tariffs", row)
     found = {f.column: f for f in validate(data) if f.sheet == "Tariffs"}
     assert found["plan_days"].message == (
         "plan_days must be one of the flat-rate plans 3, 7, 30 (days); found 14: correct it "
-        "or remove the row")
+        "or remove the row"
+    )
     assert found["cards_per_lot"].check == "positive"

@@ -28,19 +28,29 @@ def test_a_row_recorded_before_layout_3_leaves_its_columns_empty() -> None:
 
 
 def test_a_layout_3_row_that_leaves_one_of_its_columns_unexplained_is_a_finding() -> None:
-    explained = {f"{name}_reason": "not measured in this row" for name in LAYOUT_3
-                 if name != "utilisation"}
+    explained = {
+        f"{name}_reason": "not measured in this row" for name in LAYOUT_3 if name != "utilisation"
+    }
     row = attempt(**explained)
     assert row_layout(row) == 3
     assert _missing(locked_with(row)) == ["utilisation"]
 
 
 def test_a_throwaway_column_of_a_newer_fixture_layout_left_unexplained_is_a_finding(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Layout N+1 adds two measured columns; a row that explains one and forgets the other."""
-    added = tuple(layout.Column(name, layout.SECONDS, "Throwaway.", measurement=True,
-                                computed=True, since=layout.LAYOUT_VERSION + 1)
-                  for name in ("tokenize_s", "detokenize_s"))
+    added = tuple(
+        layout.Column(
+            name,
+            layout.SECONDS,
+            "Throwaway.",
+            measurement=True,
+            computed=True,
+            since=layout.LAYOUT_VERSION + 1,
+        )
+        for name in ("tokenize_s", "detokenize_s")
+    )
     sheet = dataclasses.replace(layout.ATTEMPTS, columns=(*layout.ATTEMPTS.columns, *added))
     monkeypatch.setattr(layout, "ATTEMPTS", sheet)
     monkeypatch.setitem(layout.SHEET_BY_NAME, "Attempts", sheet)

@@ -39,8 +39,9 @@ def test_numbers_typed_over_the_summary_and_the_settlement_are_named(reported: P
     assert typed == [("Summary", 2, "median_s"), ("Settlement", 2, "budget_usd")]
     message = next(f["message"] for f in findings if f["column"] == "median_s")
     median = layout.column_letter(layout.SUMMARY, "median_s")
-    assert message.startswith(f"Summary!{median}2 holds the typed value 1 where `iteralab "
-                              "report` writes a formula")
+    assert message.startswith(
+        f"Summary!{median}2 holds the typed value 1 where `iteralab report` writes a formula"
+    )
     assert CliRunner().invoke(cli, ["report", str(reported), "--no-png"]).exit_code == 0
     assert [f for f in _validate(reported)[1] if f["check"] == "formula"] == []
 

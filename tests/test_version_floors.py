@@ -13,14 +13,17 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the runner's code calls, and the first release that has it.
-NEEDED = {"torch": Version("2.5"),  # torch.OutOfMemoryError
-          "transformers": Version("4.56")}  # from_pretrained(..., dtype=...)
+NEEDED = {
+    "torch": Version("2.5"),  # torch.OutOfMemoryError
+    "transformers": Version("4.56"),
+}  # from_pretrained(..., dtype=...)
 
 
 def _runner_requirements() -> dict[str, Requirement]:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     return {Requirement(r).name: Requirement(r) for r in extras["runner"]}
 
 
@@ -35,4 +38,5 @@ def test_the_installed_runner_stack_meets_the_floors() -> None:
     for name, requirement in _runner_requirements().items():
         installed = re.sub(r"\+.*$", "", metadata.version(name))  # 2.13.0+cpu -> 2.13.0
         assert requirement.specifier.contains(installed, prereleases=True), (
-            f"{name} {installed} does not meet {requirement}")
+            f"{name} {installed} does not meet {requirement}"
+        )

@@ -100,8 +100,7 @@ def _xlsxwriter_book(path: Path, options: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("inline", [False, True], ids=["shared strings", "inline strings"])
-def test_an_xlsxwriter_workbook_reads_as_openpyxl_reads_it(tmp_path: Path, inline: bool
-                                                            ) -> None:
+def test_an_xlsxwriter_workbook_reads_as_openpyxl_reads_it(tmp_path: Path, inline: bool) -> None:
     path = tmp_path / "cells.xlsx"
     _xlsxwriter_book(path, {"strings_to_formulas": False, "constant_memory": inline})
     found = _rows(path, "Cells")
@@ -157,22 +156,30 @@ def test_rich_text_reads_as_its_runs_joined_without_phonetic_text(tmp_path: Path
     ws.write_string(1, 0, "PHONETIC")
     ws.write_string(2, 0, "EMPTY")
     book.close()
-    _patched(path, "xl/sharedStrings.xml", lambda xml: xml.replace(
-        "<t>PHONETIC</t>", '<r><t>ru</t></r><r><rPr><i/></rPr><t xml:space="preserve">by </t>'
-        '</r><rPh sb="0" eb="1"><t>ignored</t></rPh>').replace("<t>EMPTY</t>", "<t/>"))
+    _patched(
+        path,
+        "xl/sharedStrings.xml",
+        lambda xml: xml.replace(
+            "<t>PHONETIC</t>",
+            '<r><t>ru</t></r><r><rPr><i/></rPr><t xml:space="preserve">by </t>'
+            '</r><rPh sb="0" eb="1"><t>ignored</t></rPh>',
+        ).replace("<t>EMPTY</t>", "<t/>"),
+    )
     assert _rows(path, "Cells") == [("plain bold run",), ("ruby ",)]
 
 
-def test_a_sheet_whose_first_columns_are_empty_still_reads_from_column_a(tmp_path: Path
-                                                                          ) -> None:
+def test_a_sheet_whose_first_columns_are_empty_still_reads_from_column_a(tmp_path: Path) -> None:
     path = tmp_path / "offset.xlsx"
     book = xlsxwriter.Workbook(str(path))
     ws = book.add_worksheet("Cells")
     ws.write_string(2, 2, "C3")
     ws.write_number(3, 1, 4)
     book.close()
-    assert _rows(path, "Cells") == _openpyxl_rows(path, "Cells") == [
-        (), (), (None, None, "C3"), (None, 4)]
+    assert (
+        _rows(path, "Cells")
+        == _openpyxl_rows(path, "Cells")
+        == [(), (), (None, None, "C3"), (None, 4)]
+    )
 
 
 def test_error_values_come_back_from_the_formula_pass(tmp_path: Path) -> None:
@@ -182,8 +189,13 @@ def test_error_values_come_back_from_the_formula_pass(tmp_path: Path) -> None:
     ws.write_string(0, 0, "ERROR")
     ws.write_formula(1, 1, "=NA()", None, "#N/A")
     book.close()
-    _patched(path, "xl/worksheets/sheet1.xml", lambda xml: xml.replace(
-        '<c r="A1" t="s"><v>0</v></c>', '<c r="A1" t="e"><v>#DIV/0!</v></c>'))
+    _patched(
+        path,
+        "xl/worksheets/sheet1.xml",
+        lambda xml: xml.replace(
+            '<c r="A1" t="s"><v>0</v></c>', '<c r="A1" t="e"><v>#DIV/0!</v></c>'
+        ),
+    )
     with path.open("rb") as handle, cells.Book(handle) as book_read:
         values = [list(r) for r in book_read.rows("Cells")]
         formulas, errors = book_read.formulas("Cells")
@@ -212,25 +224,41 @@ def test_a_value_far_away_is_read_row_by_row_not_as_a_dense_grid(tmp_path: Path)
     path = tmp_path / "far.xlsx"
     render(WorkbookData.empty(), path)
     part = f"xl/worksheets/sheet{layout.SHEETS.index(layout.AUDIT) + 1}.xml"
-    _patched(path, part, lambda xml: re.sub(
-        r'<dimension ref="[^"]*"/>', '<dimension ref="A1:XFD1048576"/>', xml).replace(
-        "</sheetData>", '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>far</t>'
-        "</is></c></row></sheetData>"))
+    _patched(
+        path,
+        part,
+        lambda xml: re.sub(
+            r'<dimension ref="[^"]*"/>', '<dimension ref="A1:XFD1048576"/>', xml
+        ).replace(
+            "</sheetData>",
+            '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>far</t>'
+            "</is></c></row></sheetData>",
+        ),
+    )
     read = store.read(path)
     assert read.tables[layout.AUDIT.name] == []  # the far cell has no header: not a column
     # ...and a save would drop it: named, every save refuses (#39).
     assert [str(a) for a in read.unkept] == [
-        "Audit!XFD1048576 (a value in a column with no header)"]
+        "Audit!XFD1048576 (a value in a column with no header)"
+    ]
 
 
 def test_the_openpyxl_path_reads_a_campaign_as_calamine_does(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "campaign.xlsx"
     data = WorkbookData.empty()
     for n in range(3):
-        data.append(layout.ATTEMPTS.name, {
-            "attempt_id": f"a{n}", "variant_id": "b1", "notes": f"line\r\nbreak ✓ {n}",
-            "measured_s": 0.1 + 0.2 * n, "repetition": n + 1})
+        data.append(
+            layout.ATTEMPTS.name,
+            {
+                "attempt_id": f"a{n}",
+                "variant_id": "b1",
+                "notes": f"line\r\nbreak ✓ {n}",
+                "measured_s": 0.1 + 0.2 * n,
+                "repetition": n + 1,
+            },
+        )
     render(data, path)
     by_calamine = store.read(path)
     monkeypatch.setattr(cells, "MAX_DENSE_CELLS", 0)
@@ -241,10 +269,37 @@ def test_the_openpyxl_path_reads_a_campaign_as_calamine_does(
 
 #: Values a sealed attempt row can hold, and harder ones.
 ROUND_TRIP = [
-    "plain", "  padded  ", "line\r\nbreak", "tab\there", "_x0041_ literal", "_x005F_ too",
-    "=SUM(A1)", "+1", "@x", "ünïcode ✓ 😀", "x" * 40_000, "ctrl\x01char", "   ", "",
-    0, 1, -3, 42, 0.1 + 0.2, 1e-7, 1 / 3, 123456789012345, 2**53, 2**53 + 2, 1e16, 1e20,
-    -0.0, 1.5e-300, True, False, None,
+    "plain",
+    "  padded  ",
+    "line\r\nbreak",
+    "tab\there",
+    "_x0041_ literal",
+    "_x005F_ too",
+    "=SUM(A1)",
+    "+1",
+    "@x",
+    "ünïcode ✓ 😀",
+    "x" * 40_000,
+    "ctrl\x01char",
+    "   ",
+    "",
+    0,
+    1,
+    -3,
+    42,
+    0.1 + 0.2,
+    1e-7,
+    1 / 3,
+    123456789012345,
+    2**53,
+    2**53 + 2,
+    1e16,
+    1e20,
+    -0.0,
+    1.5e-300,
+    True,
+    False,
+    None,
 ]
 
 

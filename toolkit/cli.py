@@ -61,10 +61,11 @@ def _os_error(exc: OSError) -> ToolkitError:
     """What the system refused, where, and what to do; every file is written whole (a
     temporary file, then one rename), so nothing was left half-written."""
     where = f"{exc.filename}: " if exc.filename else ""
-    return ToolkitError(f"{where}{exc.strerror or exc} (files already written stay whole; "
-                        "none is half-written)",
-                        hint="free disk space or fix the permission, then run the command "
-                        "again (--debug shows where it failed)")
+    return ToolkitError(
+        f"{where}{exc.strerror or exc} (files already written stay whole; none is half-written)",
+        hint="free disk space or fix the permission, then run the command "
+        "again (--debug shows where it failed)",
+    )
 
 
 @click.group(

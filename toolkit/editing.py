@@ -66,8 +66,9 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
                 write_anchor(edit.data, path)  # after the save: the chains reach their ends
 
 
-def ingest(workbook: str | Path, records: list[dict[str, Any]] | None = None, *,
-           refresh_derived: bool) -> IngestResult:
+def ingest(
+    workbook: str | Path, records: list[dict[str, Any]] | None = None, *, refresh_derived: bool
+) -> IngestResult:
     """Add to the workbook every journal record it lacks, in one save.
 
     ``records`` defaults to the whole journal. Nothing is saved when nothing
@@ -91,14 +92,21 @@ def _no_journal(workbook: Path, attempts: int) -> ToolkitError:
     the runner's evidence gone missing, which deserves more than '0 ingested'."""
     path = journal.journal_path(workbook)
     if attempts:
-        hint = (f"the runner writes every attempt there first: it is the evidence behind "
-                f"those rows; if {workbook.name} was moved, move {path.name} beside it, "
-                "if it was deleted, restore it from a backup")
+        hint = (
+            f"the runner writes every attempt there first: it is the evidence behind "
+            f"those rows; if {workbook.name} was moved, move {path.name} beside it, "
+            "if it was deleted, restore it from a backup"
+        )
     else:
-        hint = (f"the runner writes it when `iteralab run {workbook}` records an attempt; "
-                "until then there is nothing to ingest")
-    return ToolkitError(f"{path}: no journal at this path, nothing to ingest; {workbook} is "
-                        f"unchanged ({attempts} attempt(s) recorded in it)", hint=hint)
+        hint = (
+            f"the runner writes it when `iteralab run {workbook}` records an attempt; "
+            "until then there is nothing to ingest"
+        )
+    return ToolkitError(
+        f"{path}: no journal at this path, nothing to ingest; {workbook} is "
+        f"unchanged ({attempts} attempt(s) recorded in it)",
+        hint=hint,
+    )
 
 
 def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
@@ -122,22 +130,33 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
         for record in plan.records:
             attempt_id = str(record["attempt"].get("attempt_id"))
             if attempt_id not in plan.journaled:
-                journal.append(workbook, journal.merged_start(
-                    record, plan.source, plan.starts.get(attempt_id)))
+                journal.append(
+                    workbook, journal.merged_start(record, plan.source, plan.starts.get(attempt_id))
+                )
                 journal.append(workbook, record)
         add_records(edit.data, missing_records(edit.data, plan.records))
         for record in plan.records:  # excluded there (R14): excluded here, with its reason
             attempt_id = str(record["attempt"].get("attempt_id"))
             if attempt_id in plan.exclusions:
-                audit.exclude(edit.data, attempt_id, plan.exclusions[attempt_id]
-                              or "excluded on the other copy (no reason recorded there)")
+                audit.exclude(
+                    edit.data,
+                    attempt_id,
+                    plan.exclusions[attempt_id]
+                    or "excluded on the other copy (no reason recorded there)",
+                )
         lock = current_lock(edit.data)
-        log(edit.data, {
-            "at": now_text(), "action": "merge",
-            "protocol_sha256": lock.sha256 if lock else "", "tool_version": __version__,
-            "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
-                      f"({', '.join(plan.hosts)})",
-            "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False)})
+        log(
+            edit.data,
+            {
+                "at": now_text(),
+                "action": "merge",
+                "protocol_sha256": lock.sha256 if lock else "",
+                "tool_version": __version__,
+                "reason": f"{len(plan.records)} attempt(s) from {plan.source.name} "
+                f"({', '.join(plan.hosts)})",
+                "details": json.dumps(merging.provenance(plan), sort_keys=True, ensure_ascii=False),
+            },
+        )
     return plan
 
 
@@ -160,8 +179,11 @@ def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) 
     entries = book.read_ledger(export, book.parse_mapping(columns), label)
     with change(workbook, refresh_derived=False) as edit:
         data = edit.data
-        kept = [r for r in data.tables[layout.LEDGER.name]
-                if not str(r.get("source") or "").startswith(f"{label}:")]
+        kept = [
+            r
+            for r in data.tables[layout.LEDGER.name]
+            if not str(r.get("source") or "").startswith(f"{label}:")
+        ]
         book.check_room(len(kept), len(entries), export)
         data.tables[layout.LEDGER.name] = []
         data.row_numbers[layout.LEDGER.name] = []

@@ -59,8 +59,9 @@ def default_folder(workbook: Path) -> Path:
     return beside.report_folder(workbook)
 
 
-def build(workbook: Path, folder: Path | None = None, pngs: bool = True
-          ) -> tuple[Refreshed, Outputs]:
+def build(
+    workbook: Path, folder: Path | None = None, pngs: bool = True
+) -> tuple[Refreshed, Outputs]:
     """Validate and refresh ``workbook`` under its lock and write the reviewer's folder.
 
     The workbook is saved once, and only when the refresh changed what it holds
@@ -69,8 +70,9 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     locked or was edited since; other findings do not stop the report, they
     are stated in it.
     """
-    checked = [s.name for s in layout.SHEETS
-               if s.kind != "text" and s.name not in RECOMPUTED_SHEETS]
+    checked = [
+        s.name for s in layout.SHEETS if s.kind != "text" and s.name not in RECOMPUTED_SHEETS
+    ]
     folder = folder or default_folder(workbook)
     with contextlib.ExitStack() as stack:
         digests = stack.enter_context(early_digests(workbook))  # hashing from the start
@@ -97,8 +99,10 @@ def build(workbook: Path, folder: Path | None = None, pngs: bool = True
     result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
-    files = [_csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
-             _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"])]
+    files = [
+        _csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
+        _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"]),
+    ]
     skipped: str | None = "PNG charts skipped: --no-png"
     if pngs:
         pictures = charts.write_pngs(folder, result.stats, result.costs)
@@ -125,13 +129,17 @@ def _make_folder(folder: Path) -> None:
         why = f"cannot create the report folder ({exc.strerror or exc})"
         raise _folder_error(folder, why, hint) from exc
     if not os.access(folder, os.W_OK | os.X_OK):  # mkdir accepts a folder it may not write
-        raise _folder_error(folder, "the report folder is not writable for you",
-                            f"make {folder} writable for you, or give --out another folder")
+        raise _folder_error(
+            folder,
+            "the report folder is not writable for you",
+            f"make {folder} writable for you, or give --out another folder",
+        )
 
 
 def _folder_error(folder: Path, why: str, hint: str) -> ToolkitError:
-    return ToolkitError(f"{folder}: {why}; the workbook is unchanged",
-                        hint=f"{hint}, then run the command again")
+    return ToolkitError(
+        f"{folder}: {why}; the workbook is unchanged", hint=f"{hint}, then run the command again"
+    )
 
 
 #: A text cell starting with one of these is a formula (or its start) to a spreadsheet that

@@ -57,18 +57,27 @@ def prune(model_dir: Path, out: Path, texts: list[Path]) -> Path:
     rows = np.array(sorted(used_token_ids(model_dir, texts)), dtype=np.int64)
     weights["__rows__"], weights["__values__"] = rows, matrix[rows]
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(model_dir, out / "model", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("model.safetensors", "__pycache__"))
+    shutil.copytree(
+        model_dir,
+        out / "model",
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("model.safetensors", "__pycache__"),
+    )
     digest = hashlib.sha256(weights_path.read_bytes()).hexdigest()
     plain = out / "pruned.safetensors"
-    save_file(weights, str(plain), metadata={"key": key, "shape": json.dumps(list(matrix.shape)),
-                                             "original_sha256": digest})
+    save_file(
+        weights,
+        str(plain),
+        metadata={"key": key, "shape": json.dumps(list(matrix.shape)), "original_sha256": digest},
+    )
     packed = out / "pruned.safetensors.xz"
     with plain.open("rb") as fh, lzma.open(packed, "wb", preset=6) as xz:
         shutil.copyfileobj(fh, xz)
     plain.unlink()
-    print(f"kept {len(rows)} of {matrix.shape[0]} embedding rows -> {packed} "
-          f"({packed.stat().st_size / 2**20:.1f} MiB)")
+    print(
+        f"kept {len(rows)} of {matrix.shape[0]} embedding rows -> {packed} "
+        f"({packed.stat().st_size / 2**20:.1f} MiB)"
+    )
     return packed
 
 

@@ -24,11 +24,15 @@ def retarget_head(head_dir: Path, model_file: Path, original: str) -> None:
     meta = json.loads(path.read_text(encoding="utf-8"))
     files = meta["encoder"]["files"]
     if files.get("model.safetensors") != original:
-        raise SystemExit(f"{path}: fitted on another model.safetensors than the one pruned "
-                         f"(original SHA-256 {original})")
+        raise SystemExit(
+            f"{path}: fitted on another model.safetensors than the one pruned "
+            f"(original SHA-256 {original})"
+        )
     files["model.safetensors"] = hashlib.sha256(model_file.read_bytes()).hexdigest()
-    meta["encoder"]["note"] = ("model.safetensors rebuilt by benchmarks/gpu_kit with unused "
-                               f"embedding rows zeroed; original SHA-256 {original}")
+    meta["encoder"]["note"] = (
+        "model.safetensors rebuilt by benchmarks/gpu_kit with unused "
+        f"embedding rows zeroed; original SHA-256 {original}"
+    )
     path.write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 
@@ -55,8 +59,10 @@ def rebuild(pruned: Path, out: Path, head: Path | None = None) -> Path:
     save_file(weights, str(target))
     if head is not None:
         retarget_head(head, target, meta["original_sha256"])
-    print(f"rebuilt {target} ({len(rows)} embedding rows kept; original SHA-256 "
-          f"{meta['original_sha256']})")
+    print(
+        f"rebuilt {target} ({len(rows)} embedding rows kept; original SHA-256 "
+        f"{meta['original_sha256']})"
+    )
     return target
 
 

@@ -27,8 +27,9 @@ class Predictor:
     def __init__(self, variant: dict[str, Any], folder: Path) -> None:
         fit = json.loads((Path(folder) / "model.json").read_text(encoding="utf-8"))
         if fit.get("format") != FORMAT:
-            raise ValueError(f"{folder}/model.json: format {fit.get('format')!r}, "
-                             f"expected {FORMAT}")
+            raise ValueError(
+                f"{folder}/model.json: format {fit.get('format')!r}, expected {FORMAT}"
+            )
         self.labels = [str(label) for label in fit["labels"]]
         self.vocabulary = {str(k): int(v) for k, v in fit["vocabulary"].items()}
         self.idf = np.asarray(fit["idf"], dtype=np.float64)
@@ -56,5 +57,7 @@ class Predictor:
     def predict(self, records: list[dict[str, str]]) -> list[dict[str, str]]:
         """One ``{"id", "label"}`` per record."""
         scores = self.features([r["text"] for r in records]) @ self.coef.T + self.intercept
-        return [{"id": r["id"], "label": self.labels[int(best)]}
-                for r, best in zip(records, scores.argmax(axis=1), strict=True)]
+        return [
+            {"id": r["id"], "label": self.labels[int(best)]}
+            for r, best in zip(records, scores.argmax(axis=1), strict=True)
+        ]

@@ -40,10 +40,12 @@ def pack(folder: Path, name: str) -> bytes:
     """``folder``'s files as tar bytes; UsageError when it is larger than the limit."""
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     if size > MAX_FOLDER_BYTES:
-        raise UsageError(f"model folder {name} ({folder}) holds {size:,} bytes, more than the "
-                         f"{MAX_FOLDER_BYTES:,} a cluster run sends through Ray's object store",
-                         hint="install the model on every node and name it so in Variants: "
-                         "package:NAME, a hub id, or an absolute path that exists on each node")
+        raise UsageError(
+            f"model folder {name} ({folder}) holds {size:,} bytes, more than the "
+            f"{MAX_FOLDER_BYTES:,} a cluster run sends through Ray's object store",
+            hint="install the model on every node and name it so in Variants: "
+            "package:NAME, a hub id, or an absolute path that exists on each node",
+        )
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         archive.add(folder, arcname=".")

@@ -54,8 +54,9 @@ INTERRUPT_WAIT_S = 60.0
 #: How often the driver looks at its running tasks (timeouts, Ctrl-C).
 POLL_S = 0.5
 
-_attempt_task = ray.remote(max_calls=1, max_retries=0, retry_exceptions=False,
-                           num_cpus=0)(task.run_on_node)
+_attempt_task = ray.remote(max_calls=1, max_retries=0, retry_exceptions=False, num_cpus=0)(
+    task.run_on_node
+)
 
 
 @dataclass
@@ -84,13 +85,19 @@ def connect(address: str) -> None:
     if ray.is_initialized():
         return
     try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                 namespace="iteralab")
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            namespace="iteralab",
+        )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ToolkitError(f"cannot join the Ray cluster at {address}: {exc}",
-                           hint="start it with `iteralab worker start --head` on this machine "
-                           "(the driver runs on a node of the cluster), then pass its "
-                           "HOST:PORT, or `auto` when this machine is the head") from exc
+        raise ToolkitError(
+            f"cannot join the Ray cluster at {address}: {exc}",
+            hint="start it with `iteralab worker start --head` on this machine "
+            "(the driver runs on a node of the cluster), then pass its "
+            "HOST:PORT, or `auto` when this machine is the head",
+        ) from exc
 
 
 def disconnect() -> None:
@@ -117,16 +124,20 @@ class RayExecutor:
         variant without a label)."""
         policy = campaign.protocol.get("process_policy")
         if policy == "shared":
-            raise UsageError("the protocol's process policy is shared, but on a cluster each "
-                             "attempt runs in a fresh Ray worker process",
-                             hint="amend the protocol to process_policy fresh, or run this "
-                             "campaign on one machine without --cluster")
+            raise UsageError(
+                "the protocol's process policy is shared, but on a cluster each "
+                "attempt runs in a fresh Ray worker process",
+                hint="amend the protocol to process_policy fresh, or run this "
+                "campaign on one machine without --cluster",
+            )
         corpus_path = str(campaign.protocol["corpus_path"])
         if Path(corpus_path).expanduser().is_absolute():
-            raise UsageError(f"Protocol corpus_path {corpus_path} is absolute: a cluster run "
-                             "sends the corpus beside the workbook to the nodes",
-                             hint="put the corpus beside the workbook and name it relative "
-                             "to it (amend the protocol)")
+            raise UsageError(
+                f"Protocol corpus_path {corpus_path} is absolute: a cluster run "
+                "sends the corpus beside the workbook to the nodes",
+                hint="put the corpus beside the workbook and name it relative "
+                "to it (amend the protocol)",
+            )
         wanted = {slot.variant_id for slot in campaign.todo}
         return {vid: labels.variant_label(campaign.variants[vid]) for vid in sorted(wanted)}
 
@@ -152,7 +163,8 @@ class RayExecutor:
                 f"no node of the cluster offers label {', '.join(absent)}{waiting} (needed by "
                 f"{users}); the cluster offers: {labels.described(self.offered)}",
                 hint="start a node with `iteralab worker start --address HEAD:PORT --label "
-                f"{absent[0]}`, or wait for one with --wait SECONDS")
+                f"{absent[0]}`, or wait for one with --wait SECONDS",
+            )
         return where
 
     def run(self, campaign: Campaign, books: Books) -> bool:
@@ -160,8 +172,10 @@ class RayExecutor:
         where = self.check(campaign) if not self.offered else self.placement(campaign)
         base = campaign.workbook.parent
         corpus_ref = ray.put((base / str(campaign.protocol["corpus_path"])).read_bytes())
-        folders = {name: ray.put(bundle.pack(path, name)) for name, path in
-                   bundle.local_folders(campaign.variants.values(), base).items()}
+        folders = {
+            name: ray.put(bundle.pack(path, name))
+            for name, path in bundle.local_folders(campaign.variants.values(), base).items()
+        }
         queues: dict[str, deque[Any]] = {}
         for slot in campaign.todo:
             queues.setdefault(where[slot.variant_id], deque()).append(slot)
@@ -172,7 +186,8 @@ class RayExecutor:
             books.display.echo(
                 f"label(s) {', '.join(held)} wait for the first attempt of the reference "
                 f"variant {reference} (label {where[reference]}): their tolerance is checked "
-                "against its predictions (R16)")
+                "against its predictions (R16)"
+            )
 
         def release() -> None:
             for label in held:
@@ -185,8 +200,11 @@ class RayExecutor:
             slot = queues[label].popleft()
             spec = books.spec(slot, where=label)
             variant = spec.variant
-            needs = {n: ref for n, ref in folders.items()
-                     if n in (variant.get("model_path"), variant.get("head_path"))}
+            needs = {
+                n: ref
+                for n, ref in folders.items()
+                if n in (variant.get("model_path"), variant.get("head_path"))
+            }
             reference = None
             if spec.reference:
                 reference = (base / spec.reference["predictions_path"]).read_bytes()
@@ -195,8 +213,7 @@ class RayExecutor:
                 num_gpus=1 if variant.get("device") == "cuda" else 0,
                 name=f"iteralab {spec.attempt_id}",
             ).remote(spec.to_json(), corpus_ref, needs, reference, __version__)
-            kill_at = (time.monotonic() + spec.timeout_s + KILL_GRACE_S
-                       if spec.timeout_s else None)
+            kill_at = time.monotonic() + spec.timeout_s + KILL_GRACE_S if spec.timeout_s else None
             running[ref] = Running(label, spec, now_text(), kill_at)
             self.timing.submit_s[spec.attempt_id] = time.perf_counter() - began
 
@@ -209,13 +226,18 @@ class RayExecutor:
             if outcome.stop_label:
                 left = len(queues.get(entry.label, ()))
                 if left:
-                    books.display.echo(f"label {entry.label}: {outcome.stop_label}; its "
-                                       f"{left} other attempt(s) wait for --resume")
+                    books.display.echo(
+                        f"label {entry.label}: {outcome.stop_label}; its "
+                        f"{left} other attempt(s) wait for --resume"
+                    )
                 queues[entry.label] = deque()
             elif queues.get(entry.label):
                 submit(entry.label)
-            if held and (entry.spec.variant.get("variant_id") == reference
-                         or outcome.stop_label and entry.label == where[reference]):
+            if held and (
+                entry.spec.variant.get("variant_id") == reference
+                or outcome.stop_label
+                and entry.label == where[reference]
+            ):
                 release()
             began = time.perf_counter()
             books.ingest()  # after the next attempt started: the node does not wait for it
@@ -263,9 +285,13 @@ class RayExecutor:
             pass
         for ref, entry in running.items():
             ray.cancel(ref, force=True)
-            outcome = _Outcome(None, "interrupted", "interrupted by Ctrl-C; the Ray task was "
-                               "cancelled before it recorded the attempt; items completed not "
-                               "known (0 here is a lower bound)")
+            outcome = _Outcome(
+                None,
+                "interrupted",
+                "interrupted by Ctrl-C; the Ray task was "
+                "cancelled before it recorded the attempt; items completed not "
+                "known (0 here is a lower bound)",
+            )
             record = self._record(campaign, entry, outcome)
             journal.append(campaign.workbook, record)
             books.recorded(record, ingest=False)
@@ -277,29 +303,54 @@ class RayExecutor:
             payload = ray.get(ref)
         except ray.exceptions.TaskCancelledError:
             if cancelled:
-                return _Outcome(None, "interrupted", f"{cancelled}; the Ray task was "
-                                "cancelled before it recorded the attempt; items completed "
-                                "not known (0 here is a lower bound)")
-            return _Outcome(None, "failed", f"killed after the timeout of "
-                            f"{entry.spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace")
+                return _Outcome(
+                    None,
+                    "interrupted",
+                    f"{cancelled}; the Ray task was "
+                    "cancelled before it recorded the attempt; items completed "
+                    "not known (0 here is a lower bound)",
+                )
+            return _Outcome(
+                None,
+                "failed",
+                f"killed after the timeout of "
+                f"{entry.spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
+            )
         except ray.exceptions.NodeDiedError as exc:
             alone = self.offered.get(entry.label, 0) <= 1
-            return _Outcome(None, "interrupted", f"interrupted: the Ray node running it was "
-                            f"lost ({_first_line(exc)}); items completed not known (0 here is "
-                            "a lower bound); its slot runs again on --resume",
-                            stop_label="its node was lost" if alone else None)
+            return _Outcome(
+                None,
+                "interrupted",
+                f"interrupted: the Ray node running it was "
+                f"lost ({_first_line(exc)}); items completed not known (0 here is "
+                "a lower bound); its slot runs again on --resume",
+                stop_label="its node was lost" if alone else None,
+            )
         except ray.exceptions.WorkerCrashedError as exc:
-            return _Outcome(None, "failed", f"its Ray worker process died on a node still in "
-                            f"the cluster ({_first_line(exc)}); items completed not known "
-                            "(0 here is a lower bound)")
+            return _Outcome(
+                None,
+                "failed",
+                f"its Ray worker process died on a node still in "
+                f"the cluster ({_first_line(exc)}); items completed not known "
+                "(0 here is a lower bound)",
+            )
         except ray.exceptions.RayError as exc:
-            return _Outcome(None, "interrupted", f"interrupted: Ray could not run it "
-                            f"({type(exc).__name__}: {_first_line(exc)}); its slot runs again "
-                            "on --resume", stop_label="Ray could not run an attempt")
+            return _Outcome(
+                None,
+                "interrupted",
+                f"interrupted: Ray could not run it "
+                f"({type(exc).__name__}: {_first_line(exc)}); its slot runs again "
+                "on --resume",
+                stop_label="Ray could not run an attempt",
+            )
         if "refused" in payload:
-            return _Outcome(None, "interrupted", f"interrupted: node {_where(payload)} refused "
-                            f"it: {payload['refused']}; its slot runs again on --resume",
-                            stop_label=f"a node refused it ({payload['refused']})")
+            return _Outcome(
+                None,
+                "interrupted",
+                f"interrupted: node {_where(payload)} refused "
+                f"it: {payload['refused']}; its slot runs again on --resume",
+                stop_label=f"a node refused it ({payload['refused']})",
+            )
         return _Outcome(payload, payload["record"]["attempt"]["status"], None)
 
     def _record(self, campaign: Campaign, entry: Running, outcome: _Outcome) -> dict[str, Any]:
@@ -310,37 +361,42 @@ class RayExecutor:
         payload = outcome.payload
         if payload is None:
             assert outcome.note is not None
-            note = (f"{outcome.note}; label {entry.label}; its Manifest row describes the "
-                    "driver's machine: the node sent none")
-            return fallback_record(entry.spec, outcome.status, 0, note, None,
-                                   entry.started_at)
+            note = (
+                f"{outcome.note}; label {entry.label}; its Manifest row describes the "
+                "driver's machine: the node sent none"
+            )
+            return fallback_record(entry.spec, outcome.status, 0, note, None, entry.started_at)
         record: dict[str, Any] = payload["record"]
         row = record["attempt"]
         data: bytes | None = payload.get("predictions")
         if data is not None and not inside_folder(str(row.get("predictions_path"))):
-            note = (f"interrupted: the node named the predictions path "
-                    f"{row.get('predictions_path')!r}, outside the campaign folder: nothing "
-                    "written; its slot runs again on --resume")
+            note = (
+                f"interrupted: the node named the predictions path "
+                f"{row.get('predictions_path')!r}, outside the campaign folder: nothing "
+                "written; its slot runs again on --resume"
+            )
             return fallback_record(entry.spec, "interrupted", 0, note, None, entry.started_at)
         if data is not None:
             sha = hashlib.sha256(data).hexdigest()
             if sha != row.get("predictions_sha256") or sha != payload["predictions_sha256"]:
-                note = (f"interrupted: the predictions came back with SHA-256 {sha[:12]}, the "
-                        f"node recorded {str(row.get('predictions_sha256'))[:12]}: nothing "
-                        "written; its slot runs again on --resume")
-                return fallback_record(entry.spec, "interrupted", 0, note, None,
-                                       entry.started_at)
+                note = (
+                    f"interrupted: the predictions came back with SHA-256 {sha[:12]}, the "
+                    f"node recorded {str(row.get('predictions_sha256'))[:12]}: nothing "
+                    "written; its slot runs again on --resume"
+                )
+                return fallback_record(entry.spec, "interrupted", 0, note, None, entry.started_at)
             target = campaign.workbook.parent / PurePosixPath(str(row["predictions_path"]))
             target.parent.mkdir(parents=True, exist_ok=True)
             write_bytes(target, data)
-        where = (f"ran on Ray node {_where(payload)} (label {entry.label}) through "
-                 "`iteralab run --cluster`")
+        where = (
+            f"ran on Ray node {_where(payload)} (label {entry.label}) through "
+            "`iteralab run --cluster`"
+        )
         row["notes"] = "; ".join(n for n in (row.get("notes"), where) if n)
         return record
 
 
-def _held_for_reference(campaign: Campaign, where: dict[str, str], reference: str
-                        ) -> list[str]:
+def _held_for_reference(campaign: Campaign, where: dict[str, str], reference: str) -> list[str]:
     """The labels that wait for the reference variant's first attempt: all but its own, when
     it runs in this campaign and has no completed attempt yet (else their attempts would be
     'not evaluated', their tolerance unchecked, R16)."""

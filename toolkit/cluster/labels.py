@@ -24,9 +24,11 @@ LABEL = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 def check_label(label: str, where: str) -> str:
     """``label`` when it is a valid label; UsageError naming ``where`` otherwise."""
     if not LABEL.fullmatch(label):
-        raise UsageError(f"{where}: label {label!r} is not a label",
-                         hint="use lower-case letters, digits, '.', '_' or '-' (e.g. rtx-4090, "
-                         "b200, cpu-a), at most 63 characters")
+        raise UsageError(
+            f"{where}: label {label!r} is not a label",
+            hint="use lower-case letters, digits, '.', '_' or '-' (e.g. rtx-4090, "
+            "b200, cpu-a), at most 63 characters",
+        )
     return label
 
 
@@ -48,11 +50,13 @@ def variant_label(variant: Mapping[str, Any]) -> str:
     slug = str(variant.get("gpu_slug") or "").strip()
     if variant.get("device") == "cuda" and slug:
         return check_label(slug, f"Variants row {vid}, column gpu_slug")
-    raise UsageError(f"{where}: variant {vid} runs on {variant.get('device')} and names no "
-                     "label, so no node of the cluster is known to run it",
-                     hint="fill its label with the one a node advertises (`iteralab worker "
-                     "start --label cpu-a`), or give a cuda variant its gpu_slug; on a locked "
-                     "workbook record the edit with `iteralab amend --reason ...`")
+    raise UsageError(
+        f"{where}: variant {vid} runs on {variant.get('device')} and names no "
+        "label, so no node of the cluster is known to run it",
+        hint="fill its label with the one a node advertises (`iteralab worker "
+        "start --label cpu-a`), or give a cuda variant its gpu_slug; on a locked "
+        "workbook record the edit with `iteralab amend --reason ...`",
+    )
 
 
 def offered(resources: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -61,7 +65,7 @@ def offered(resources: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     for node in resources:
         for name, amount in node.items():
             if name.startswith(RESOURCE_PREFIX) and float(amount) >= 1:
-                label = name[len(RESOURCE_PREFIX):]
+                label = name[len(RESOURCE_PREFIX) :]
                 counts[label] = counts.get(label, 0) + 1
     return counts
 
@@ -75,5 +79,6 @@ def described(available: Mapping[str, int]) -> str:
     """``cpu-a (1 node), rtx-4090 (2 nodes)``, or ``none`` for a cluster without labels."""
     if not available:
         return "none"
-    return ", ".join(f"{label} ({n} node{'s' if n != 1 else ''})"
-                     for label, n in sorted(available.items()))
+    return ", ".join(
+        f"{label} ({n} node{'s' if n != 1 else ''})" for label, n in sorted(available.items())
+    )

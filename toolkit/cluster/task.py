@@ -66,8 +66,13 @@ def _gpu_refusal(variant: dict[str, Any]) -> str | None:
     return None
 
 
-def run_on_node(spec_json: str, corpus_bytes: bytes, folders: dict[str, Any],
-                reference: bytes | None, driver_version: str) -> dict[str, Any]:
+def run_on_node(
+    spec_json: str,
+    corpus_bytes: bytes,
+    folders: dict[str, Any],
+    reference: bytes | None,
+    driver_version: str,
+) -> dict[str, Any]:
     """Run one attempt here; return ``record``, ``predictions`` (bytes or None) and
     ``predictions_sha256``, or ``refused`` with its reason; ``node`` says where it ran.
 
@@ -77,8 +82,10 @@ def run_on_node(spec_json: str, corpus_bytes: bytes, folders: dict[str, Any],
     """
     node = _node()
     if driver_version != __version__:
-        return {"refused": f"this node runs iteragpu-lab {__version__}, the driver "
-                f"{driver_version}", "node": node}
+        return {
+            "refused": f"this node runs iteragpu-lab {__version__}, the driver {driver_version}",
+            "node": node,
+        }
     # Ray pins a task to OMP_NUM_THREADS=1; a local attempt runs with torch's default
     # threads (or --threads, which the spec carries).
     os.environ.pop("OMP_NUM_THREADS", None)
@@ -99,9 +106,11 @@ def run_on_node(spec_json: str, corpus_bytes: bytes, folders: dict[str, Any],
         write_bytes(corpus_file, corpus_bytes)
         found = corpus.fingerprint(corpus.read_corpus(corpus_file))
         if found != spec.corpus_sha256:
-            return {"refused": f"the corpus that reached this node has fingerprint "
-                    f"{found[:12]}, the campaign's is {spec.corpus_sha256[:12]}",
-                    "node": node}
+            return {
+                "refused": f"the corpus that reached this node has fingerprint "
+                f"{found[:12]}, the campaign's is {spec.corpus_sha256[:12]}",
+                "node": node,
+            }
         for name, ref in folders.items():
             bundle.unpack(ray.get(ref), base / name)
         if spec.reference and reference is not None:
@@ -118,9 +127,13 @@ def run_on_node(spec_json: str, corpus_bytes: bytes, folders: dict[str, Any],
         data = None
         if record["attempt"].get("predictions_path"):
             data = (base / str(record["attempt"]["predictions_path"])).read_bytes()
-        return {"record": record, "predictions": data,
-                "predictions_sha256": hashlib.sha256(data).hexdigest() if data else None,
-                "node": node, "staged_in": str(staging)}
+        return {
+            "record": record,
+            "predictions": data,
+            "predictions_sha256": hashlib.sha256(data).hexdigest() if data else None,
+            "node": node,
+            "staged_in": str(staging),
+        }
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         # The worker ends after this task (max_calls=1), and Python's exit would first

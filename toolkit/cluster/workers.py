@@ -49,24 +49,42 @@ def ray_executable() -> str:
         return str(beside)
     found = shutil.which("ray")
     if found is None:
-        raise UsageError("the ray command is not installed",
-                         hint="pip install 'iteragpu-lab[cluster]' (on every node, the same "
-                         "version as the head)")
+        raise UsageError(
+            "the ray command is not installed",
+            hint="pip install 'iteragpu-lab[cluster]' (on every node, the same "
+            "version as the head)",
+        )
     return found
 
 
-def start_command(*, head: bool, address: str | None, port: int | None, bind: str,
-                  label: str | None, num_cpus: int | None = None,
-                  temp_dir: str | None = None) -> list[str]:
+def start_command(
+    *,
+    head: bool,
+    address: str | None,
+    port: int | None,
+    bind: str,
+    label: str | None,
+    num_cpus: int | None = None,
+    temp_dir: str | None = None,
+) -> list[str]:
     """The ``ray start`` command line of a head (``head``) or of a node joining ``address``."""
     if head == (address is not None):
-        raise UsageError("say either --head (start the cluster) or --address HOST:PORT "
-                         "(join it)", hint="iteralab worker start --head --port 6379, then on "
-                         "each box: iteralab worker start --address HEAD:6379 --label rtx-4090")
+        raise UsageError(
+            "say either --head (start the cluster) or --address HOST:PORT (join it)",
+            hint="iteralab worker start --head --port 6379, then on "
+            "each box: iteralab worker start --address HEAD:6379 --label rtx-4090",
+        )
     command = [ray_executable(), "start", "--node-ip-address", bind, "--disable-usage-stats"]
     if head:
-        command += ["--head", "--port", str(port or DEFAULT_PORT), "--include-dashboard",
-                    "false", "--dashboard-host", bind]
+        command += [
+            "--head",
+            "--port",
+            str(port or DEFAULT_PORT),
+            "--include-dashboard",
+            "false",
+            "--dashboard-host",
+            bind,
+        ]
     else:
         assert address is not None
         command += ["--address", address]
@@ -87,34 +105,61 @@ def node_environment() -> dict[str, str]:
 
 def _run(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                              env=node_environment(), check=False)
+        return subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=node_environment(),
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
-        raise ToolkitError(f"`{' '.join(command)}` did not finish in {timeout_s:g} s",
-                           hint="check the address and the network between the nodes") from exc
+        raise ToolkitError(
+            f"`{' '.join(command)}` did not finish in {timeout_s:g} s",
+            hint="check the address and the network between the nodes",
+        ) from exc
 
 
 #: Where Ray keeps an authentication token it generated (see :func:`start`'s hint).
 AUTH_TOKEN = "~/.ray/auth_token"
 
 
-def start(*, head: bool, address: str | None, port: int | None, bind: str,
-          label: str | None, num_cpus: int | None = None, temp_dir: str | None = None,
-          timeout_s: float = 120.0) -> Started:
+def start(
+    *,
+    head: bool,
+    address: str | None,
+    port: int | None,
+    bind: str,
+    label: str | None,
+    num_cpus: int | None = None,
+    temp_dir: str | None = None,
+    timeout_s: float = 120.0,
+) -> Started:
     """Run ``ray start``; ToolkitError with Ray's last lines when it fails."""
-    command = start_command(head=head, address=address, port=port, bind=bind, label=label,
-                            num_cpus=num_cpus, temp_dir=temp_dir)
+    command = start_command(
+        head=head,
+        address=address,
+        port=port,
+        bind=bind,
+        label=label,
+        num_cpus=num_cpus,
+        temp_dir=temp_dir,
+    )
     done = _run(command, timeout_s)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
         tail = " | ".join(output.splitlines()[-4:])
-        hint = ("is a Ray node already running here (`iteralab worker stop`)? is the head's "
-                "address right and reachable?")
+        hint = (
+            "is a Ray node already running here (`iteralab worker stop`)? is the head's "
+            "address right and reachable?"
+        )
         if "authtoken" in output.replace("_", "").replace(" ", "").lower():
             # Seen here: a local ray.init() had left a token that a later head refused.
-            hint = (f"Ray refused an authentication token: an earlier `ray.init()` on this "
-                    f"machine may have left {AUTH_TOKEN}; remove it if no cluster of yours "
-                    "uses it, then start again")
+            hint = (
+                f"Ray refused an authentication token: an earlier `ray.init()` on this "
+                f"machine may have left {AUTH_TOKEN}; remove it if no cluster of yours "
+                "uses it, then start again"
+            )
         raise ToolkitError(f"ray start failed (exit {done.returncode}): {tail}", hint=hint)
     joined = f"{bind}:{port or DEFAULT_PORT}" if head else str(address)
     return Started("head" if head else "worker", joined, label, command, output)
@@ -125,7 +170,8 @@ def stop(timeout_s: float = 120.0) -> str:
     done = _run([ray_executable(), "stop"], timeout_s)
     output = (done.stdout + done.stderr).strip()
     if done.returncode != 0:
-        raise ToolkitError(f"ray stop failed (exit {done.returncode}): "
-                           + " | ".join(output.splitlines()[-4:]),
-                           hint="run `ray stop --force` yourself")
+        raise ToolkitError(
+            f"ray stop failed (exit {done.returncode}): " + " | ".join(output.splitlines()[-4:]),
+            hint="run `ray stop --force` yourself",
+        )
     return output

@@ -29,8 +29,9 @@ class Estimate:
     hours: Decimal | None
 
 
-def estimate(data: Any, checks: Sequence[Any], attempts: dict[str, int], corpus_items: int
-             ) -> Estimate:
+def estimate(
+    data: Any, checks: Sequence[Any], attempts: dict[str, int], corpus_items: int
+) -> Estimate:
     """Hours of attempts from each variant's one batch (load + warm-up + corpus per attempt,
     ``attempts[variant]`` times), and per GPU slug the shortest Tariffs plan covering them
     times the linked rental's lots. Rough: one batch is not a measurement."""
@@ -50,8 +51,10 @@ def estimate(data: Any, checks: Sequence[Any], attempts: dict[str, int], corpus_
         count = attempts.get(c.variant_id, 0)
         slug = str(variants[c.variant_id].get("gpu_slug") or "") or "no gpu_slug"
         if c.item_s is None:
-            lines.append(f"  {c.variant_id}: {count} attempt(s), not timed here "
-                         f"({c.not_loaded}): run `iteralab check` on the rented machine")
+            lines.append(
+                f"  {c.variant_id}: {count} attempt(s), not timed here "
+                f"({c.not_loaded}): run `iteralab check` on the rented machine"
+            )
             by_slug.setdefault(slug, []).append(None)
             total = None
             continue
@@ -61,9 +64,14 @@ def estimate(data: Any, checks: Sequence[Any], attempts: dict[str, int], corpus_
         lines.append(f"  {c.variant_id}: {count} attempt(s) x ~{per:.1f} s = {hours:.3f} h")
         by_slug.setdefault(slug, []).append(hours)
         total = None if total is None else total + hours
-    lines.append("  campaign: " + (f"~{total:.3f} h of attempts, one after another" if total
-                                   is not None else "hours not known until every variant is "
-                                   "timed on its own machine"))
+    lines.append(
+        "  campaign: "
+        + (
+            f"~{total:.3f} h of attempts, one after another"
+            if total is not None
+            else "hours not known until every variant is timed on its own machine"
+        )
+    )
     try:
         catalog = catalog_from_workbook(data)
     except ToolkitError as exc:
@@ -78,19 +86,32 @@ def estimate(data: Any, checks: Sequence[Any], attempts: dict[str, int], corpus_
         if plan is None:
             lines.append(f"  {slug}: no cost: {why}")
             continue
-        linked = [rentals[r] for v in variants.values() if str(v.get("gpu_slug")) == slug
-                  and (r := str(v.get("rental_id"))) in rentals]
+        linked = [
+            rentals[r]
+            for v in variants.values()
+            if str(v.get("gpu_slug")) == slug and (r := str(v.get("rental_id"))) in rentals
+        ]
         lots = int(linked[0].get("lots") or 1) if linked else 1
-        whose = (f"rental {linked[0].get('rental_id')}" if linked
-                 else "1 lot assumed: no Rentals row linked")
-        lines.append(f"  {slug}: {hours:.3f} h -> {plan.plan_days}-day plan ({why}), {lots} "
-                     f"lot(s) ({whose}) x {plan.price_text} = "
-                     f"{money(plan.price_per_lot_usd * lots, plan.currency)}")
+        whose = (
+            f"rental {linked[0].get('rental_id')}"
+            if linked
+            else "1 lot assumed: no Rentals row linked"
+        )
+        lines.append(
+            f"  {slug}: {hours:.3f} h -> {plan.plan_days}-day plan ({why}), {lots} "
+            f"lot(s) ({whose}) x {plan.price_text} = "
+            f"{money(plan.price_per_lot_usd * lots, plan.currency)}"
+        )
     return Estimate(lines, total)
 
 
-def preflight(workbook: Path, data: Any, variants: Sequence[dict[str, Any]],
-              attempts: dict[str, int], echo: Callable[[str], None]) -> Estimate:
+def preflight(
+    workbook: Path,
+    data: Any,
+    variants: Sequence[dict[str, Any]],
+    attempts: dict[str, int],
+    echo: Callable[[str], None],
+) -> Estimate:
     """Run the pre-flight on ``variants`` (raises PreflightError naming each problem) and
     return the estimate for ``attempts`` per variant."""
     from toolkit.evidence import corpus
@@ -99,40 +120,56 @@ def preflight(workbook: Path, data: Any, variants: Sequence[dict[str, Any]],
 
     form = data.forms["Protocol"]
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
-    checks = flight.check(variants, form, workbook, items[:64],
-                          current_lock(data) is not None, echo)
+    checks = flight.check(
+        variants, form, workbook, items[:64], current_lock(data) is not None, echo
+    )
     for c in checks:
-        timed = (f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in "
-                 f"{c.batch_s:.3f} s" if c.batch_s is not None else str(c.not_loaded))
+        timed = (
+            f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in {c.batch_s:.3f} s"
+            if c.batch_s is not None
+            else str(c.not_loaded)
+        )
         echo(f"  {c.variant_id}: {c.engine}; {timed}")
     return estimate(data, checks, attempts, len(items))
 
 
-def load_failure_advice(workbook: Path, rows: Sequence[dict[str, Any]], protocol_sha256: str
-                        ) -> list[str]:
+def load_failure_advice(
+    workbook: Path, rows: Sequence[dict[str, Any]], protocol_sha256: str
+) -> list[str]:
     """One line per variant whose every attempt under this protocol failed during load: the
     model never ran, so --resume has nothing to do; what to do instead."""
     mine = [r for r in rows if r.get("protocol_sha256") == protocol_sha256]
     tried = Counter(str(r.get("variant_id")) for r in mine)
-    at_load = Counter(str(r.get("variant_id")) for r in mine if r.get("status") == "failed"
-                      and str(r.get("load_s_reason") or "").startswith("failed during load"))
+    at_load = Counter(
+        str(r.get("variant_id"))
+        for r in mine
+        if r.get("status") == "failed"
+        and str(r.get("load_s_reason") or "").startswith("failed during load")
+    )
     advice = []
     for vid, count in tried.items():
         if at_load[vid] == count:
             note = next(str(r.get("notes") or "") for r in mine if r.get("variant_id") == vid)
-            advice.append(f"variant {vid}: all {count} attempt(s) failed during load "
-                          f"({note[:200]}): the model never ran. Fix model_path/head_path "
-                          f"(`iteralab check {workbook}` says what is wrong), then `iteralab "
-                          f"amend {workbook} --reason ...`: its slots run again under the "
-                          "amended protocol")
+            advice.append(
+                f"variant {vid}: all {count} attempt(s) failed during load "
+                f"({note[:200]}): the model never ran. Fix model_path/head_path "
+                f"(`iteralab check {workbook}` says what is wrong), then `iteralab "
+                f"amend {workbook} --reason ...`: its slots run again under the "
+                "amended protocol"
+            )
     return advice
 
 
 @click.command()
 @WORKBOOK
 @click.option("--series", type=int, help="Check only the variants of this series.")
-@click.option("--variant", "variant_ids", multiple=True, metavar="ID",
-              help="Check only this variant (repeatable).")
+@click.option(
+    "--variant",
+    "variant_ids",
+    multiple=True,
+    metavar="ID",
+    help="Check only this variant (repeatable).",
+)
 def check(workbook: Path, series: int | None, variant_ids: tuple[str, ...]) -> None:
     """Pre-flight WORKBOOK before the rented clock starts; exit 1 naming what would fail.
 
@@ -149,8 +186,9 @@ def check(workbook: Path, series: int | None, variant_ids: tuple[str, ...]) -> N
     chosen = select(data.tables["Variants"], series, variant_ids)
     declared = form.get("repetitions")
     repetitions = declared if isinstance(declared, int) and declared > 0 else 1
-    slots = rotation([str(v["variant_id"]) for v in chosen], repetitions,
-                     True, seeds(form.get("seeds")))
+    slots = rotation(
+        [str(v["variant_id"]) for v in chosen], repetitions, True, seeds(form.get("seeds"))
+    )
     click.echo(f"{workbook}: pre-flight of {len(chosen)} variant(s)")
     result = preflight(workbook, data, chosen, Counter(s.variant_id for s in slots), click.echo)
     for line in result.lines:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import click
 
 WORKER = "iteralab-worker/1"
-SECURITY = ("note: Ray does not authenticate by default: anyone who reaches these ports can "
-            "run code here. Keep the nodes on a private network or behind SSH tunnels.")
+SECURITY = (
+    "note: Ray does not authenticate by default: anyone who reaches these ports can "
+    "run code here. Keep the nodes on a private network or behind SSH tunnels."
+)
 
 
 @click.group()
@@ -18,25 +20,56 @@ def worker() -> None:
 
 
 @worker.command("start")
-@click.option("--head", is_flag=True, help="Start the cluster here (the driver's machine: the "
-              "workbook lives here and `iteralab run --cluster` runs here).")
+@click.option(
+    "--head",
+    is_flag=True,
+    help="Start the cluster here (the driver's machine: the "
+    "workbook lives here and `iteralab run --cluster` runs here).",
+)
 @click.option("--address", metavar="HOST:PORT", help="Join the cluster whose head is there.")
-@click.option("--port", type=click.IntRange(1, 65535),
-              help="The head's port (default 6379); with --head only.")
-@click.option("--bind", default="127.0.0.1", show_default=True, metavar="ADDRESS",
-              help="The address this node is reached at: its private-network or tunnel "
-              "address. Never 0.0.0.0 unless you name it.")
-@click.option("--label", metavar="LABEL",
-              help="What this node runs: the Variants label (the gpu_slug of a cuda variant, "
-              "e.g. rtx-4090). One attempt at a time runs here.")
-@click.option("--num-cpus", type=click.IntRange(min=0),
-              help="CPUs Ray may use here (default: all).")
-@click.option("--temp-dir", type=click.Path(file_okay=False),
-              help="Ray's session folder (default Ray's /tmp/ray); a short absolute path.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-worker/1 JSON document (docs/json.md).")
-def start(head: bool, address: str | None, port: int | None, bind: str, label: str | None,
-          num_cpus: int | None, temp_dir: str | None, as_json: bool) -> None:
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="The head's port (default 6379); with --head only.",
+)
+@click.option(
+    "--bind",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDRESS",
+    help="The address this node is reached at: its private-network or tunnel "
+    "address. Never 0.0.0.0 unless you name it.",
+)
+@click.option(
+    "--label",
+    metavar="LABEL",
+    help="What this node runs: the Variants label (the gpu_slug of a cuda variant, "
+    "e.g. rtx-4090). One attempt at a time runs here.",
+)
+@click.option(
+    "--num-cpus", type=click.IntRange(min=0), help="CPUs Ray may use here (default: all)."
+)
+@click.option(
+    "--temp-dir",
+    type=click.Path(file_okay=False),
+    help="Ray's session folder (default Ray's /tmp/ray); a short absolute path.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-worker/1 JSON document (docs/json.md).",
+)
+def start(
+    head: bool,
+    address: str | None,
+    port: int | None,
+    bind: str,
+    label: str | None,
+    num_cpus: int | None,
+    temp_dir: str | None,
+    as_json: bool,
+) -> None:
     """Start a Ray node: the head (--head), or one joining it (--address) with its --label.
 
     Wraps `ray start`; the node advertises one unit of its label, so it runs one
@@ -47,21 +80,40 @@ def start(head: bool, address: str | None, port: int | None, bind: str, label: s
     from toolkit.errors import UsageError
 
     if port is not None and not head:
-        raise UsageError("--port is the head's port: give it with --head",
-                         hint="a joining node names the head with --address HOST:PORT")
-    started = workers.start(head=head, address=address, port=port, bind=bind, label=label,
-                            num_cpus=num_cpus, temp_dir=temp_dir)
+        raise UsageError(
+            "--port is the head's port: give it with --head",
+            hint="a joining node names the head with --address HOST:PORT",
+        )
+    started = workers.start(
+        head=head,
+        address=address,
+        port=port,
+        bind=bind,
+        label=label,
+        num_cpus=num_cpus,
+        temp_dir=temp_dir,
+    )
     if as_json:
-        emit({"format": WORKER, "action": "start", "role": started.role,
-              "address": started.address, "label": started.label,
-              "resource": None if label is None else f"iteralab-label:{label}",
-              "bind": bind, "command": started.command})
+        emit(
+            {
+                "format": WORKER,
+                "action": "start",
+                "role": started.role,
+                "address": started.address,
+                "label": started.label,
+                "resource": None if label is None else f"iteralab-label:{label}",
+                "bind": bind,
+                "command": started.command,
+            }
+        )
         return
     offers = f"label {label}" if label else "no label: it runs no attempt"
     if started.role == "head":
         click.echo(f"head node started at {started.address} ({offers})")
-        click.echo(f"join it from each box: iteralab worker start --address {started.address} "
-                   "--label LABEL")
+        click.echo(
+            f"join it from each box: iteralab worker start --address {started.address} "
+            "--label LABEL"
+        )
         click.echo(f"run a campaign from here: iteralab run WORKBOOK --cluster {started.address}")
     else:
         click.echo(f"node joined the cluster at {started.address} ({offers})")
@@ -69,8 +121,12 @@ def start(head: bool, address: str | None, port: int | None, bind: str, label: s
 
 
 @worker.command("stop")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-worker/1 JSON document (docs/json.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-worker/1 JSON document (docs/json.md).",
+)
 def stop(as_json: bool) -> None:
     """Stop this machine's Ray node (wraps `ray stop`: every Ray process of this user here)."""
     from toolkit.cluster import workers

@@ -36,26 +36,40 @@ QUICK_CORPUS = "corpus_quick.jsonl"
 #: Who "verified" the demo's outputs: the demo itself, said plainly (seed 000: in a real
 #: campaign only the user's own check counts).
 STAND_IN = "iteralab demo: an EXAMPLE standing in for your own check"
-STAND_IN_CHECKED = ("EXAMPLE for the demo: the runner's checks only (exact ids, accuracy vs "
-                    "the threshold); in a real campaign, read the predictions yourself before "
-                    "you confirm")
+STAND_IN_CHECKED = (
+    "EXAMPLE for the demo: the runner's checks only (exact ids, accuracy vs "
+    "the threshold); in a real campaign, read the predictions yourself before "
+    "you confirm"
+)
 
 
 #: Series 4 of the classification demo (docs/engines.md): b8-fp32 under the engines a team
 #: would deploy. ``--all`` adds it to the copy as a declared amendment, so the committed
 #: example (and the demo rows recorded from it) stays as locked.
 ENGINE_SERIES: tuple[dict[str, object], ...] = (
-    {"variant_id": "b8-ort-fp32", "engine": "onnxruntime", "changes": "engine",
-     "description": "b8-fp32 exported to ONNX and run by onnxruntime: the engine is the only "
-     "change"},
-    {"variant_id": "b8-ort-int8", "engine": "onnxruntime", "quantization": "dynamic-int8",
-     "changes": "engine, quantization",
-     "description": "b8-ort-fp32 quantized by onnxruntime (dynamic int8 weights)"},
-    {"variant_id": "b8-tfidf", "engine": "python:austen_tfidf:Predictor",
-     "model_path": "austen_tfidf", "head_path": None,
-     "changes": "engine, model_path, head_path",
-     "description": "TF-IDF + logistic regression fitted on calibration.jsonl only "
-     "(samples/build_tfidf.py): no neural network, no GPU"},
+    {
+        "variant_id": "b8-ort-fp32",
+        "engine": "onnxruntime",
+        "changes": "engine",
+        "description": "b8-fp32 exported to ONNX and run by onnxruntime: the engine is the only "
+        "change",
+    },
+    {
+        "variant_id": "b8-ort-int8",
+        "engine": "onnxruntime",
+        "quantization": "dynamic-int8",
+        "changes": "engine, quantization",
+        "description": "b8-ort-fp32 quantized by onnxruntime (dynamic int8 weights)",
+    },
+    {
+        "variant_id": "b8-tfidf",
+        "engine": "python:austen_tfidf:Predictor",
+        "model_path": "austen_tfidf",
+        "head_path": None,
+        "changes": "engine, model_path, head_path",
+        "description": "TF-IDF + logistic regression fitted on calibration.jsonl only "
+        "(samples/build_tfidf.py): no neural network, no GPU",
+    },
 )
 ENGINE_BASE = "b8-fp32"
 
@@ -65,14 +79,20 @@ def add_engine_series(data: WorkbookData) -> None:
     base = next(v for v in data.tables["Variants"] if v.get("variant_id") == ENGINE_BASE)
     series = max(int(v["series"]) for v in data.tables["Variants"]) + 1
     for row in ENGINE_SERIES:
-        data.append("Variants", {**base, "series": series, "base_variant": ENGINE_BASE,
-                                 "notes": None, **row})
-    locking.amend(data, f"demo --all: series {series}, the engines (onnxruntime fp32 and "
-                  "dynamic int8, the TF-IDF plugin) against b8-fp32 (docs/engines.md)")
+        data.append(
+            "Variants",
+            {**base, "series": series, "base_variant": ENGINE_BASE, "notes": None, **row},
+        )
+    locking.amend(
+        data,
+        f"demo --all: series {series}, the engines (onnxruntime fp32 and "
+        "dynamic int8, the TF-IDF plugin) against b8-fp32 (docs/engines.md)",
+    )
 
 
-def prepare(directory: Path, quick: bool = False, task: str = "classification",
-            engines: bool = False) -> Path:
+def prepare(
+    directory: Path, quick: bool = False, task: str = "classification", engines: bool = False
+) -> Path:
     """Copy the example campaign of ``task`` and its inputs into ``directory``; return the
     workbook. ``engines`` adds the classification demo's engine series (``--all``).
 
@@ -83,12 +103,15 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
     quick_items = QUICK_ITEMS_BY_TASK[task]
     example = samples / name
     if not example.exists():
-        raise ToolkitError(f"{example} is missing",
-                           hint="build it with `python samples/make_example_workbook.py`")
+        raise ToolkitError(
+            f"{example} is missing", hint="build it with `python samples/make_example_workbook.py`"
+        )
     target = directory / name
-    exists = UsageError(f"{target} already exists: the demo does not overwrite a campaign",
-                        hint=f"continue it with `iteralab run {target} --resume`, or give "
-                        "another folder: `iteralab demo OTHER_DIR`")
+    exists = UsageError(
+        f"{target} already exists: the demo does not overwrite a campaign",
+        hint=f"continue it with `iteralab run {target} --resume`, or give "
+        "another folder: `iteralab demo OTHER_DIR`",
+    )
     if target.exists():
         raise exists
     data = store.read(example)
@@ -100,14 +123,27 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
         copies.append((samples / tuning_name, directory / tuning_name))
     if engines:
         add_engine_series(data)
-    for head in sorted({str(v["head_path"]) for v in data.tables["Variants"]
-                        if v.get("head_path")}):
+    for head in sorted(
+        {str(v["head_path"]) for v in data.tables["Variants"] if v.get("head_path")}
+    ):
         copies.append((samples / head, directory / head))
-    for folder in sorted({str(v["model_path"]) for v in data.tables["Variants"]
-                          if (samples / str(v.get("model_path"))).is_dir()}):
+    for folder in sorted(
+        {
+            str(v["model_path"])
+            for v in data.tables["Variants"]
+            if (samples / str(v.get("model_path"))).is_dir()
+        }
+    ):
         copies.append((samples / folder, directory / folder))  # a model the samples ship
-    quick_lines = "".join((samples / corpus_name).read_text(encoding="utf-8")
-                          .splitlines(keepends=True)[:quick_items]) if quick else ""
+    quick_lines = (
+        "".join(
+            (samples / corpus_name)
+            .read_text(encoding="utf-8")
+            .splitlines(keepends=True)[:quick_items]
+        )
+        if quick
+        else ""
+    )
     _refuse_own_files(directory, copies, quick_lines)
     directory.mkdir(parents=True, exist_ok=True)
     # The inputs first, each file whole; the workbook last, in one step: a demo stopped at
@@ -121,11 +157,16 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
         write_text(directory / QUICK_CORPUS, quick_lines)
         form["corpus_path"] = QUICK_CORPUS
         form["repetitions"] = QUICK_REPETITIONS
-        form["scenario"] = (f"{form['scenario']} QUICK DEMO: the first {quick_items} items of "
-                            f"{corpus_name}, {QUICK_REPETITIONS} repetitions; a smoke run, not "
-                            "the comparison.")
-        locking.amend(data, f"quick demo: declared subset (first {quick_items} items of "
-                      f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run")
+        form["scenario"] = (
+            f"{form['scenario']} QUICK DEMO: the first {quick_items} items of "
+            f"{corpus_name}, {QUICK_REPETITIONS} repetitions; a smoke run, not "
+            "the comparison."
+        )
+        locking.amend(
+            data,
+            f"quick demo: declared subset (first {quick_items} items of "
+            f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run",
+        )
     seal_older_rows(data)  # the example's Audit rows, as it ships them
     try:
         store.create(data, target)
@@ -134,24 +175,35 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification",
     return target
 
 
-def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_lines: str
-                      ) -> None:
+def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_lines: str) -> None:
     """Refuse a folder holding a file the demo would write with other content: the user's own
     corpus, calibration data or head is never overwritten (the demo's own, unchanged, may
     stay)."""
     differing: list[Path] = []
     for source, copy in copies:
-        pairs = ([(p, copy / p.relative_to(source)) for p in sorted(source.rglob("*"))
-                  if p.is_file()] if source.is_dir() else [(source, copy)])
-        differing += [target for origin, target in pairs
-                      if target.exists() and (not target.is_file()
-                                              or not filecmp.cmp(origin, target, shallow=False))]
+        pairs = (
+            [(p, copy / p.relative_to(source)) for p in sorted(source.rglob("*")) if p.is_file()]
+            if source.is_dir()
+            else [(source, copy)]
+        )
+        differing += [
+            target
+            for origin, target in pairs
+            if target.exists()
+            and (not target.is_file() or not filecmp.cmp(origin, target, shallow=False))
+        ]
         if source.is_dir() and copy.is_dir():  # files of the user's own in that folder
-            differing += [p for p in sorted(copy.rglob("*"))
-                          if p.is_file() and not (source / p.relative_to(copy)).is_file()]
+            differing += [
+                p
+                for p in sorted(copy.rglob("*"))
+                if p.is_file() and not (source / p.relative_to(copy)).is_file()
+            ]
     quick = directory / QUICK_CORPUS
-    if quick_lines and quick.exists() and (
-            not quick.is_file() or quick.read_text(encoding="utf-8") != quick_lines):
+    if (
+        quick_lines
+        and quick.exists()
+        and (not quick.is_file() or quick.read_text(encoding="utf-8") != quick_lines)
+    ):
         differing.append(quick)
     if differing:
         names = ", ".join(str(p.relative_to(directory)) for p in differing[:5])
@@ -159,7 +211,8 @@ def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_li
         raise UsageError(
             f"{directory} holds {names}{more}, which the demo would overwrite with its example "
             "files; nothing was written",
-            hint="give the demo a folder of its own: `iteralab demo --quick NEW_DIR`")
+            hint="give the demo a folder of its own: `iteralab demo --quick NEW_DIR`",
+        )
 
 
 def stand_in_verification(workbook: Path) -> int:
@@ -178,9 +231,17 @@ def stand_in_verification(workbook: Path) -> int:
             accepted = accepted_corpora(vid, data.tables["Attempts"], data.tables["Manifest"])
             if vid in done or accepted is None:
                 continue
-            data.append(layout.VERIFICATION.name, {
-                "variant_id": vid, "verified": layout.YES, "confirmed_corpora": len(accepted),
-                "verified_by": STAND_IN, "verified_at": now_text(), "checked": STAND_IN_CHECKED})
+            data.append(
+                layout.VERIFICATION.name,
+                {
+                    "variant_id": vid,
+                    "verified": layout.YES,
+                    "confirmed_corpora": len(accepted),
+                    "verified_by": STAND_IN,
+                    "verified_at": now_text(),
+                    "checked": STAND_IN_CHECKED,
+                },
+            )
             added += 1
         edit.save = added > 0
     return added

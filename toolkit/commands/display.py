@@ -24,8 +24,10 @@ def attempt_line(record: dict[str, Any]) -> str:
     metric = row.get("metric_value")
     quality = f"metric {metric:.4f}" if metric is not None else "metric -"
     verdict = "accepted" if row.get("corpus_accepted") == "yes" else "not accepted"
-    return (f"{head} measured {row['measured_s']:7.2f} s  {quality}  "
-            f"{row['quality_verdict']}, {verdict}")
+    return (
+        f"{head} measured {row['measured_s']:7.2f} s  {quality}  "
+        f"{row['quality_verdict']}, {verdict}"
+    )
 
 
 class Display:
@@ -89,8 +91,12 @@ class RichDisplay(Display):
             TimeElapsedColumn,
         )
 
-        self.progress = Progress(TextColumn("{task.description:<34}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn())
+        self.progress = Progress(
+            TextColumn("{task.description:<34}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
         self.campaign_task: Any = None
         self.attempt_task: Any = None
         self.label = ""

@@ -69,48 +69,84 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
     """What `iteralab report` found: per variant, the pairs, the costs, the memo draft."""
     variants = []
     for st in result.stats:
-        variants.append({
-            "variant_id": st.variant_id, "series": st.series, "attempts": st.attempts,
-            "completed": st.completed, "failed": st.failed, "interrupted": st.interrupted,
-            "excluded": st.excluded, "pre_amendment": st.pre_amendment,
-            "successes": st.successes, "runs_s": list(st.runs),
-            "median_s": st.median, "min_s": st.minimum, "max_s": st.maximum,
-            "median_s_reason": None if st.median is not None else "no data: no successful run",
-            "quality_verdict": st.quality_verdict, "equal_quality": st.equal_quality,
-            "metric_value": st.metric_value,
-        })
+        variants.append(
+            {
+                "variant_id": st.variant_id,
+                "series": st.series,
+                "attempts": st.attempts,
+                "completed": st.completed,
+                "failed": st.failed,
+                "interrupted": st.interrupted,
+                "excluded": st.excluded,
+                "pre_amendment": st.pre_amendment,
+                "successes": st.successes,
+                "runs_s": list(st.runs),
+                "median_s": st.median,
+                "min_s": st.minimum,
+                "max_s": st.maximum,
+                "median_s_reason": None if st.median is not None else "no data: no successful run",
+                "quality_verdict": st.quality_verdict,
+                "equal_quality": st.equal_quality,
+                "metric_value": st.metric_value,
+            }
+        )
     costs = []
     for c in result.costs:
         cost = c.forecast_per_expected if c.stats.equal_quality else None
-        costs.append({
-            "variant_id": c.stats.variant_id, "gpu_slug": c.gpu_slug, "lots": c.lots,
-            "plan_days": None if c.plan is None else c.plan.plan_days,
-            "rental_id": c.rental_id, "budget": money(c.budget),
-            "campaign_s": c.stats.campaign, "projected_corpora": c.projected_corpora,
-            "projected_hours_per_lot": (None if c.projected_hours is None
-                                        else float(c.projected_hours)),
-            "deadline_check": c.deadline_check,
-            "runner_accepted_corpora": c.runner_accepted,
-            "accepted_corpora": c.accepted_count,
-            "accepted_corpora_reason": None if c.accepted_count is not None
-            else c.confirm_reason,
-            "projected_cost_per_expected": money(cost),
-            "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
-        })
-    incurred = [{"item": r.get("item"), "kind": r.get("kind"), "variants": r.get("variants"),
-                 "amount": amount(_plain(r.get("amount")), r.get("currency")),
-                 "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "")
-                 else None,
-                 "ledger_status": r.get("ledger_status")} for r in result.incurred]
+        costs.append(
+            {
+                "variant_id": c.stats.variant_id,
+                "gpu_slug": c.gpu_slug,
+                "lots": c.lots,
+                "plan_days": None if c.plan is None else c.plan.plan_days,
+                "rental_id": c.rental_id,
+                "budget": money(c.budget),
+                "campaign_s": c.stats.campaign,
+                "projected_corpora": c.projected_corpora,
+                "projected_hours_per_lot": (
+                    None if c.projected_hours is None else float(c.projected_hours)
+                ),
+                "deadline_check": c.deadline_check,
+                "runner_accepted_corpora": c.runner_accepted,
+                "accepted_corpora": c.accepted_count,
+                "accepted_corpora_reason": None
+                if c.accepted_count is not None
+                else c.confirm_reason,
+                "projected_cost_per_expected": money(cost),
+                "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
+            }
+        )
+    incurred = [
+        {
+            "item": r.get("item"),
+            "kind": r.get("kind"),
+            "variants": r.get("variants"),
+            "amount": amount(_plain(r.get("amount")), r.get("currency")),
+            "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "") else None,
+            "ledger_status": r.get("ledger_status"),
+        }
+        for r in result.incurred
+    ]
     return {
-        "format": REPORT, "workbook": str(workbook),
+        "format": REPORT,
+        "workbook": str(workbook),
         "protocol_sha256": result.protocol_sha256,
         "findings": [finding(f) for f in result.findings],
         "variants": variants,
-        "separations": [{"first": s.first, "second": s.second, "verdict": s.verdict,
-                         "reason": s.reason, "advice": s.advice, "faster": s.faster,
-                         "gap_s": s.gap_s, "spread_s": s.spread_s, "chance": s.chance}
-                        for s in result.decision.separations],
+        "separations": [
+            {
+                "first": s.first,
+                "second": s.second,
+                "verdict": s.verdict,
+                "reason": s.reason,
+                "advice": s.advice,
+                "faster": s.faster,
+                "gap_s": s.gap_s,
+                "spread_s": s.spread_s,
+                "chance": s.chance,
+            }
+            for s in result.decision.separations
+        ],
         "costs": costs,
         "incurred": incurred,
         "money_comparisons": [m.sentence() for m in result.decision.money],
@@ -126,24 +162,41 @@ def _plain(cell: Any) -> Any:
     return getattr(cell, "value", cell)
 
 
-def ledger_document(workbook: Path, export: Path, imported: int, status: dict[str, str],
-                    extra: list[Any]) -> dict[str, Any]:
+def ledger_document(
+    workbook: Path, export: Path, imported: int, status: dict[str, str], extra: list[Any]
+) -> dict[str, Any]:
     """What `iteralab ledger import` read, and the reconciliation with Rentals."""
-    return {"format": LEDGER, "workbook": str(workbook), "export": str(export),
-            "imported": imported,
-            "rentals": [{"rental_id": k, "status": v} for k, v in status.items()],
-            "ledger_only": [{"date": e.get("date"), "reference": e.get("reference"),
-                             "description": e.get("description"),
-                             "amount": amount(e.get("amount"), e.get("currency")),
-                             "source": e.get("source")} for e in extra]}
+    return {
+        "format": LEDGER,
+        "workbook": str(workbook),
+        "export": str(export),
+        "imported": imported,
+        "rentals": [{"rental_id": k, "status": v} for k, v in status.items()],
+        "ledger_only": [
+            {
+                "date": e.get("date"),
+                "reference": e.get("reference"),
+                "description": e.get("description"),
+                "amount": amount(e.get("amount"), e.get("currency")),
+                "source": e.get("source"),
+            }
+            for e in extra
+        ],
+    }
 
 
 def merge_document(workbook: Path, plan: Any) -> dict[str, Any]:
     """What `iteralab merge` joined, and from where."""
-    return {"format": MERGE, "workbook": str(workbook), "source": str(plan.source),
-            "journal_sha256": plan.journal_sha256, "hosts": plan.hosts,
-            "merged": [str(r["attempt"].get("attempt_id")) for r in plan.records],
-            "files_copied": len(plan.files), "already": plan.already}
+    return {
+        "format": MERGE,
+        "workbook": str(workbook),
+        "source": str(plan.source),
+        "journal_sha256": plan.journal_sha256,
+        "hosts": plan.hosts,
+        "merged": [str(r["attempt"].get("attempt_id")) for r in plan.records],
+        "files_copied": len(plan.files),
+        "already": plan.already,
+    }
 
 
 def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[str, Any]:
@@ -151,63 +204,113 @@ def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[s
     Protocol's task) also the generation columns, each beside its reason, keyed as the
     Attempts sheet names them."""
     row = record["attempt"]
-    keys = ["attempt_id", "variant_id", "repetition", "status", "items_completed",
-            "measured_s", "measured_s_reason", "metric_value", "metric_value_reason",
-            "quality_verdict", "ids_match", "corpus_accepted", "predictions_path"]
+    keys = [
+        "attempt_id",
+        "variant_id",
+        "repetition",
+        "status",
+        "items_completed",
+        "measured_s",
+        "measured_s_reason",
+        "metric_value",
+        "metric_value_reason",
+        "quality_verdict",
+        "ids_match",
+        "corpus_accepted",
+        "predictions_path",
+    ]
     if generation:
         for name in GENERATION_COLUMNS:
             keys += [name, layout.ATTEMPTS.column(name).reason]
     return {"format": ATTEMPT, **{k: row.get(k) for k in [*keys, "notes"]}}
 
 
-def run_document(workbook: Path, counts: dict[str, int], recorded: int, elapsed_s: float,
-                 predictions: Path, interrupted: bool, ingest_pending: bool,
-                 time: dict[str, Any] | None) -> dict[str, Any]:
+def run_document(
+    workbook: Path,
+    counts: dict[str, int],
+    recorded: int,
+    elapsed_s: float,
+    predictions: Path,
+    interrupted: bool,
+    ingest_pending: bool,
+    time: dict[str, Any] | None,
+) -> dict[str, Any]:
     """The summary line that ends `iteralab run --json`: counts by status (``interrupted``
     counts rows), ``stopped`` when Ctrl-C ended the run, and ``time``: where the wall time
     went (null when nothing ran, or on a cluster)."""
-    return {"format": RUN, "workbook": str(workbook), "recorded": recorded, **counts,
-            "elapsed_s": round(elapsed_s, 3), "predictions": str(predictions),
-            "stopped": interrupted, "ingest_pending": ingest_pending, "time": time}
+    return {
+        "format": RUN,
+        "workbook": str(workbook),
+        "recorded": recorded,
+        **counts,
+        "elapsed_s": round(elapsed_s, 3),
+        "predictions": str(predictions),
+        "stopped": interrupted,
+        "ingest_pending": ingest_pending,
+        "time": time,
+    }
 
 
-def init_document(workbook: Path, dates: list[str], plans: int, following: str
-                  ) -> dict[str, Any]:
+def init_document(workbook: Path, dates: list[str], plans: int, following: str) -> dict[str, Any]:
     """What `iteralab init` created: the workbook, the Tariffs it starts with, what next."""
-    return {"format": INIT, "workbook": str(workbook), "tariff_snapshots": dates,
-            "tariff_plans": plans, "next": following}
+    return {
+        "format": INIT,
+        "workbook": str(workbook),
+        "tariff_snapshots": dates,
+        "tariff_plans": plans,
+        "next": following,
+    }
 
 
 def lock_document(workbook: Path, sha: str, logged: Any) -> dict[str, Any]:
     """What `iteralab lock` recorded: the protocol's hash, and the Audit reason it logged."""
-    return {"format": LOCK, "workbook": str(workbook), "protocol_sha256": sha,
-            "logged_in_audit": logged or None}
+    return {
+        "format": LOCK,
+        "workbook": str(workbook),
+        "protocol_sha256": sha,
+        "logged_in_audit": logged or None,
+    }
 
 
-def amend_document(workbook: Path, sha: str, changed: list[Finding], marked: int,
-                   logged: Any) -> dict[str, Any]:
+def amend_document(
+    workbook: Path, sha: str, changed: list[Finding], marked: int, logged: Any
+) -> dict[str, Any]:
     """What `iteralab amend` recorded: the new hash, each changed cell, the attempts marked."""
-    return {"format": AMEND, "workbook": str(workbook), "protocol_sha256": sha,
-            "changed": [finding(f) for f in changed], "pre_amendment_marked": marked,
-            "logged_in_audit": logged or None}
+    return {
+        "format": AMEND,
+        "workbook": str(workbook),
+        "protocol_sha256": sha,
+        "changed": [finding(f) for f in changed],
+        "pre_amendment_marked": marked,
+        "logged_in_audit": logged or None,
+    }
 
 
-def exclude_document(workbook: Path, attempt_id: str, row: int, reason: str
-                     ) -> dict[str, Any]:
+def exclude_document(workbook: Path, attempt_id: str, row: int, reason: str) -> dict[str, Any]:
     """What `iteralab exclude` recorded: the attempt, its Excel row, the logged cause."""
-    return {"format": EXCLUDE, "workbook": str(workbook), "attempt_id": attempt_id,
-            "row": row, "reason": reason, "logged_in_audit": True}
+    return {
+        "format": EXCLUDE,
+        "workbook": str(workbook),
+        "attempt_id": attempt_id,
+        "row": row,
+        "reason": reason,
+        "logged_in_audit": True,
+    }
 
 
 def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict[str, Any]:
     """What `iteralab ingest` added."""
-    return {"format": INGEST, "workbook": str(workbook), "journal": str(journal),
-            "attempts_added": result.attempts_added,
-            "manifests_added": result.manifests_added, "already": result.already}
+    return {
+        "format": INGEST,
+        "workbook": str(workbook),
+        "journal": str(journal),
+        "attempts_added": result.attempts_added,
+        "manifests_added": result.manifests_added,
+        "already": result.already,
+    }
 
 
-def cost_document(catalog: rules.Catalog, request: rules.Request, name: str
-                  ) -> dict[str, Any]:
+def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
     """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans.
 
     The request was checked by :func:`calcul_forfaits.report` first (same errors).
@@ -224,36 +327,70 @@ def cost_document(catalog: rules.Catalog, request: rules.Request, name: str
         total = rules.budget(plan, lots)
         accepted = None if request.accepted is None else int(request.accepted)
         per = None if accepted is None else rules.cost_per_accepted(total, accepted)
-        document.update({
-            "snapshot": plan.catalog_date, "plan": _plan(plan), "lots": lots,
-            "cards": lots * plan.cards_per_lot, "flat_price": amount(total, plan.currency),
-            "billing": "flat: the whole plan is due however short the run",
-            "accepted_results": accepted, "cost_per_accepted": amount(per, plan.currency),
-            "cost_per_accepted_reason": (None if per is not None else
-                                         "no --accepted-results given: none invented"
-                                         if accepted is None else rules.UNDEFINED),
-        })
+        document.update(
+            {
+                "snapshot": plan.catalog_date,
+                "plan": _plan(plan),
+                "lots": lots,
+                "cards": lots * plan.cards_per_lot,
+                "flat_price": amount(total, plan.currency),
+                "billing": "flat: the whole plan is due however short the run",
+                "accepted_results": accepted,
+                "cost_per_accepted": amount(per, plan.currency),
+                "cost_per_accepted_reason": (
+                    None
+                    if per is not None
+                    else "no --accepted-results given: none invented"
+                    if accepted is None
+                    else rules.UNDEFINED
+                ),
+            }
+        )
     if hours is not None:
         document["schedule_hours"] = float(hours)
-        document["coverage"] = [{"plan_days": c.days, "hours": c.hours, "covers": c.covers}
-                                for c in rules.coverage(hours)]
+        document["coverage"] = [
+            {"plan_days": c.days, "hours": c.hours, "covers": c.covers}
+            for c in rules.coverage(hours)
+        ]
     return document
 
 
 def _plan(plan: rules.Plan) -> dict[str, Any]:
-    return {"gpu_slug": plan.gpu_slug, "gpu_name": plan.gpu_name, "plan_days": plan.plan_days,
-            "cards_per_lot": plan.cards_per_lot,
-            "price_per_lot": amount(plan.price_per_lot_usd, plan.currency),
-            "provider": plan.provider or None, "source": plan.source}
+    return {
+        "gpu_slug": plan.gpu_slug,
+        "gpu_name": plan.gpu_name,
+        "plan_days": plan.plan_days,
+        "cards_per_lot": plan.cards_per_lot,
+        "price_per_lot": amount(plan.price_per_lot_usd, plan.currency),
+        "provider": plan.provider or None,
+        "source": plan.source,
+    }
 
 
 def schedule_document(win: schedule.Window) -> dict[str, Any]:
     """The access window and the plans that cover it."""
-    return {"format": SCHEDULE,
-            "phases": [{"phase": p.name, "start": rules.stamp(p.start), "end": rules.stamp(p.end),
-                        "hours": float(Decimal(p.seconds) / 3600)} for p in win.phases],
-            "start": rules.stamp(win.start), "end": rules.stamp(win.end),
-            "window_hours": float(win.hours), "span_hours": float(win.span_hours),
-            "plans": [{"plan_days": c.days, "hours": c.hours, "covers": c.covers,
-                       "short_by_hours": float(c.short_by) if not c.covers else None}
-                      for c in rules.coverage(win.span_hours)]}
+    return {
+        "format": SCHEDULE,
+        "phases": [
+            {
+                "phase": p.name,
+                "start": rules.stamp(p.start),
+                "end": rules.stamp(p.end),
+                "hours": float(Decimal(p.seconds) / 3600),
+            }
+            for p in win.phases
+        ],
+        "start": rules.stamp(win.start),
+        "end": rules.stamp(win.end),
+        "window_hours": float(win.hours),
+        "span_hours": float(win.span_hours),
+        "plans": [
+            {
+                "plan_days": c.days,
+                "hours": c.hours,
+                "covers": c.covers,
+                "short_by_hours": float(c.short_by) if not c.covers else None,
+            }
+            for c in rules.coverage(win.span_hours)
+        ],
+    }

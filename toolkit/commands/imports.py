@@ -22,14 +22,22 @@ def ledger() -> None:
 @ledger.command("import")
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("export", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--column", "columns", multiple=True, metavar="FIELD=HEADER",
-              help="Which header holds a field (date, description, reference, amount, "
-              "currency) when the export names it otherwise, e.g. --column amount=Total; "
-              "repeat it.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-ledger/1 JSON document (docs/json.md).")
-def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
-                  as_json: bool) -> None:
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FIELD=HEADER",
+    help="Which header holds a field (date, description, reference, amount, "
+    "currency) when the export names it otherwise, e.g. --column amount=Total; "
+    "repeat it.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-ledger/1 JSON document (docs/json.md).",
+)
+def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...], as_json: bool) -> None:
     """Read a billing export (CSV) into the Ledger sheet and reconcile it with Rentals.
 
     Lines are matched with Rentals.reference: matched, amount differs, in the
@@ -43,16 +51,21 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...],
     if as_json:
         from toolkit.commands import documents
 
-        documents.emit(documents.ledger_document(workbook, export, len(done.entries),
-                                                 done.status, done.extra))
+        documents.emit(
+            documents.ledger_document(workbook, export, len(done.entries), done.status, done.extra)
+        )
         return
-    click.echo(f"imported {len(done.entries)} line(s) from {export.name} into {workbook.name} "
-               f"(Ledger sheet, {done.kept} earlier line(s) kept)")
+    click.echo(
+        f"imported {len(done.entries)} line(s) from {export.name} into {workbook.name} "
+        f"(Ledger sheet, {done.kept} earlier line(s) kept)"
+    )
     for rental_id, text in done.status.items():
         click.echo(f"  {rental_id}: {text}")
     for entry in done.extra:
-        click.echo(f"  in the ledger, not in the workbook: {entry.get('reference') or '-'} "
-                   f"{_amount_text(entry)} ({entry.get('source')})")
+        click.echo(
+            f"  in the ledger, not in the workbook: {entry.get('reference') or '-'} "
+            f"{_amount_text(entry)} ({entry.get('source')})"
+        )
     click.echo(f"run `iteralab report {workbook}` to show them in the Settlement")
 
 
@@ -69,8 +82,12 @@ def _amount_text(entry: dict[str, Any]) -> str:
 @click.command()
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("other", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-merge/1 JSON document (docs/json.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-merge/1 JSON document (docs/json.md).",
+)
 def merge(workbook: Path, other: Path, as_json: bool) -> None:
     """Join the attempts another rented machine ran on its copy of this campaign.
 
@@ -90,12 +107,16 @@ def merge(workbook: Path, other: Path, as_json: bool) -> None:
         documents.emit(documents.merge_document(workbook, plan))
         return
     if not plan.records:
-        click.echo(f"nothing to merge from {plan.source}: {plan.already} attempt(s) already "
-                   f"in {workbook.name}")
+        click.echo(
+            f"nothing to merge from {plan.source}: {plan.already} attempt(s) already "
+            f"in {workbook.name}"
+        )
         return
-    click.echo(f"merged {len(plan.records)} attempt(s) from {plan.source} into {workbook.name} "
-               f"(ran on {', '.join(plan.hosts)}); {len(plan.files)} predictions file(s) "
-               f"copied; {plan.already} already here; logged in Audit")
+    click.echo(
+        f"merged {len(plan.records)} attempt(s) from {plan.source} into {workbook.name} "
+        f"(ran on {', '.join(plan.hosts)}); {len(plan.files)} predictions file(s) "
+        f"copied; {plan.already} already here; logged in Audit"
+    )
     click.echo(f"run `iteralab report {workbook}` to compare them")
 
 

@@ -13,10 +13,15 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
 @click.command()
 @WORKBOOK
 @click.argument("attempt_id")
-@click.option("--reason", required=True,
-              help="The documented external cause (logged in the Audit sheet).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-exclude/1 JSON document (docs/json.md).")
+@click.option(
+    "--reason", required=True, help="The documented external cause (logged in the Audit sheet)."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-exclude/1 JSON document (docs/json.md).",
+)
 def exclude(workbook: Path, attempt_id: str, reason: str, as_json: bool) -> None:
     """Exclude ATTEMPT_ID of WORKBOOK for a documented external cause (R14).
 
@@ -39,14 +44,15 @@ def exclude(workbook: Path, attempt_id: str, reason: str, as_json: bool) -> None
     click.echo("logged in the Audit sheet (action exclude)")
 
 
-
-
-
 @click.command()
 @WORKBOOK
-@click.option("--head", "head", metavar="HASH",
-              help="A campaign head kept outside the folder (report.md and the Decision memo "
-              "print it): say whether the workbook still holds that state.")
+@click.option(
+    "--head",
+    "head",
+    metavar="HASH",
+    help="A campaign head kept outside the folder (report.md and the Decision memo "
+    "print it): say whether the workbook still holds that state.",
+)
 def verify(workbook: Path, head: str | None) -> None:
     """Check WORKBOOK's chains and print its campaign head; with --head, check a kept one.
 
@@ -76,16 +82,21 @@ def verify(workbook: Path, head: str | None) -> None:
                 "attempt or Audit rows were rewritten (or re-sealed) since that head was "
                 "taken, or it is another campaign's",
                 hint="compare with the copy the head was taken from; trust neither until "
-                "the difference is explained")
+                "the difference is explained",
+            )
         if found == (attempts, audit):
             click.echo("the kept head is this workbook's current state")
         else:
-            click.echo(f"the kept head names this workbook's first {found[0]} attempt row(s) "
-                       f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
-                       f"row(s) and {audit - found[1]} Audit row(s) were added since")
+            click.echo(
+                f"the kept head names this workbook's first {found[0]} attempt row(s) "
+                f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
+                f"row(s) and {audit - found[1]} Audit row(s) were added since"
+            )
     if findings:
-        raise EvidenceInvalid(f"{workbook}: {len(findings)} integrity finding(s) above",
-                              hint="`iteralab validate` says what to restore for each")
+        raise EvidenceInvalid(
+            f"{workbook}: {len(findings)} integrity finding(s) above",
+            hint="`iteralab validate` says what to restore for each",
+        )
 
 
 COMMANDS = [exclude, verify]

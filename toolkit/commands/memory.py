@@ -31,8 +31,7 @@ class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from cli
     LIMIT = 10**16
     EXAMPLES = "e.g. 8030261248, 8e9, 8B, 7.5B, 70b or 125M"
 
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> int:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
             number, text = Decimal(value), str(value)
         else:
@@ -44,60 +43,118 @@ class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from cli
             except InvalidOperation:
                 number = Decimal("NaN")
             if not number.is_finite():
-                self.fail(f"{text!r} is not a number of parameters ({self.EXAMPLES})",
-                          param, ctx)
+                self.fail(f"{text!r} is not a number of parameters ({self.EXAMPLES})", param, ctx)
         if number < 1:
             self.fail(f"{text!r} is not a positive number of parameters", param, ctx)
         if number > self.LIMIT:
             self.fail(f"{text!r} is more than {self.LIMIT:,} parameters", param, ctx)
         if number != number.to_integral_value():
-            self.fail(f"{text!r} is {number.normalize():f} parameters, not a whole number",
-                      param, ctx)
+            self.fail(
+                f"{text!r} is {number.normalize():f} parameters, not a whole number", param, ctx
+            )
         return int(number)
 
 
 PARAM_COUNT = ParamCount()
 
 _MODEL_OPTIONS = (
-    click.option("--config", "config", type=click.Path(path_type=Path),
-                 help="Hugging Face config.json (or its folder) of the model."),
-    click.option("--params", type=PARAM_COUNT,
-                 help="Explicit sizes instead of --config: total parameters (8030261248, "
-                 "8e9, 8B, 7.5B, 125M)."),
+    click.option(
+        "--config",
+        "config",
+        type=click.Path(path_type=Path),
+        help="Hugging Face config.json (or its folder) of the model.",
+    ),
+    click.option(
+        "--params",
+        type=PARAM_COUNT,
+        help="Explicit sizes instead of --config: total parameters (8030261248, "
+        "8e9, 8B, 7.5B, 125M).",
+    ),
     click.option("--layers", type=click.IntRange(min=1), help="Explicit: layers."),
     click.option("--hidden-size", type=click.IntRange(min=1), help="Explicit: hidden size."),
     click.option("--heads", type=click.IntRange(min=1), help="Explicit: attention heads."),
-    click.option("--kv-heads", type=click.IntRange(min=1),
-                 help="Explicit: key/value heads (grouped-query attention); default --heads."),
-    click.option("--head-dim", type=click.IntRange(min=1),
-                 help="Explicit: head dimension; default hidden size / heads."),
+    click.option(
+        "--kv-heads",
+        type=click.IntRange(min=1),
+        help="Explicit: key/value heads (grouped-query attention); default --heads.",
+    ),
+    click.option(
+        "--head-dim",
+        type=click.IntRange(min=1),
+        help="Explicit: head dimension; default hidden size / heads.",
+    ),
     click.option("--vocab", type=click.IntRange(min=1), help="Explicit: vocabulary size."),
-    click.option("--intermediate-size", type=click.IntRange(min=1),
-                 help="Explicit: MLP width (gated); default 4 x hidden size."),
-    click.option("--tied-embeddings", is_flag=True,
-                 help="Explicit: lm_head shares the embedding matrix."),
-    click.option("--precision", type=click.Choice(PRECISIONS),
-                 help="Weight storage. [default: bf16; int4 for qlora]"),
-    click.option("--workload", type=click.Choice(WORKLOADS), default="inference",
-                 show_default=True, help="full = full fine-tuning with AdamW."),
-    click.option("--seq-len", type=click.IntRange(min=1), default=2048, show_default=True,
-                 help="Tokens per sequence (the context held in the KV cache)."),
-    click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
-                 help="Sequences processed together."),
-    click.option("--compute-dtype", type=click.Choice(("fp32", "bf16", "fp16")),
-                 help="Activations and unquantized weights. [default: the precision, or "
-                 "bf16 for a quantized one]"),
-    click.option("--kv-precision", type=click.Choice(("fp32", "bf16", "fp16", "fp8", "int8")),
-                 help="KV cache storage. [default: the compute dtype]"),
-    click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa",
-                 show_default=True, help="eager materializes the attention scores."),
-    click.option("--lora-rank", type=click.IntRange(min=1), default=16, show_default=True,
-                 help="LoRA/QLoRA rank; adapters on every linear layer of the blocks."),
-    click.option("--grad-checkpointing", is_flag=True,
-                 help="Training: keep only each layer's input, recompute the rest."),
-    click.option("--allocator-margin", type=click.IntRange(0, 100), default=10,
-                 show_default=True, help="Allocator fragmentation margin, percent of the "
-                 "tensors."),
+    click.option(
+        "--intermediate-size",
+        type=click.IntRange(min=1),
+        help="Explicit: MLP width (gated); default 4 x hidden size.",
+    ),
+    click.option(
+        "--tied-embeddings", is_flag=True, help="Explicit: lm_head shares the embedding matrix."
+    ),
+    click.option(
+        "--precision",
+        type=click.Choice(PRECISIONS),
+        help="Weight storage. [default: bf16; int4 for qlora]",
+    ),
+    click.option(
+        "--workload",
+        type=click.Choice(WORKLOADS),
+        default="inference",
+        show_default=True,
+        help="full = full fine-tuning with AdamW.",
+    ),
+    click.option(
+        "--seq-len",
+        type=click.IntRange(min=1),
+        default=2048,
+        show_default=True,
+        help="Tokens per sequence (the context held in the KV cache).",
+    ),
+    click.option(
+        "--batch",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Sequences processed together.",
+    ),
+    click.option(
+        "--compute-dtype",
+        type=click.Choice(("fp32", "bf16", "fp16")),
+        help="Activations and unquantized weights. [default: the precision, or "
+        "bf16 for a quantized one]",
+    ),
+    click.option(
+        "--kv-precision",
+        type=click.Choice(("fp32", "bf16", "fp16", "fp8", "int8")),
+        help="KV cache storage. [default: the compute dtype]",
+    ),
+    click.option(
+        "--attention",
+        type=click.Choice(("sdpa", "eager")),
+        default="sdpa",
+        show_default=True,
+        help="eager materializes the attention scores.",
+    ),
+    click.option(
+        "--lora-rank",
+        type=click.IntRange(min=1),
+        default=16,
+        show_default=True,
+        help="LoRA/QLoRA rank; adapters on every linear layer of the blocks.",
+    ),
+    click.option(
+        "--grad-checkpointing",
+        is_flag=True,
+        help="Training: keep only each layer's input, recompute the rest.",
+    ),
+    click.option(
+        "--allocator-margin",
+        type=click.IntRange(0, 100),
+        default=10,
+        show_default=True,
+        help="Allocator fragmentation margin, percent of the tensors.",
+    ),
 )
 
 
@@ -111,30 +168,62 @@ def _estimate(opts: dict[str, Any]) -> Any:
     """Build the Estimate from the shared options (config or explicit sizes)."""
     from toolkit.planner import memory
 
-    explicit = [k for k in ("params", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
-                            "vocab", "intermediate_size") if opts.get(k) is not None]
+    explicit = [
+        k
+        for k in (
+            "params",
+            "layers",
+            "hidden_size",
+            "heads",
+            "kv_heads",
+            "head_dim",
+            "vocab",
+            "intermediate_size",
+        )
+        if opts.get(k) is not None
+    ]
     if opts.get("config") is not None:
         if explicit:
-            raise UsageError(f"--config and explicit sizes ({', '.join(explicit)}) together",
-                             hint="give either --config or the explicit sizes")
+            raise UsageError(
+                f"--config and explicit sizes ({', '.join(explicit)}) together",
+                hint="give either --config or the explicit sizes",
+            )
         shape = memory.shape_from_config(opts["config"])
     else:
-        missing = [f"--{k.replace('_', '-')}" for k in ("params", "layers", "hidden_size",
-                                                       "heads") if opts.get(k) is None]
+        missing = [
+            f"--{k.replace('_', '-')}"
+            for k in ("params", "layers", "hidden_size", "heads")
+            if opts.get(k) is None
+        ]
         if missing:
-            raise UsageError(f"no model: give --config PATH, or {', '.join(missing)}",
-                             hint="e.g. --config path/to/config.json")
+            raise UsageError(
+                f"no model: give --config PATH, or {', '.join(missing)}",
+                hint="e.g. --config path/to/config.json",
+            )
         shape = memory.shape_from_sizes(
-            params=opts["params"], layers=opts["layers"], hidden=opts["hidden_size"],
-            heads=opts["heads"], kv_heads=opts.get("kv_heads"), head_dim=opts.get("head_dim"),
-            vocab=opts.get("vocab"), intermediate=opts.get("intermediate_size"),
-            tied_embeddings=bool(opts.get("tied_embeddings")))
+            params=opts["params"],
+            layers=opts["layers"],
+            hidden=opts["hidden_size"],
+            heads=opts["heads"],
+            kv_heads=opts.get("kv_heads"),
+            head_dim=opts.get("head_dim"),
+            vocab=opts.get("vocab"),
+            intermediate=opts.get("intermediate_size"),
+            tied_embeddings=bool(opts.get("tied_embeddings")),
+        )
     return memory.estimate(
-        shape, workload=opts["workload"], precision=opts.get("precision"),
-        seq_len=opts["seq_len"], batch=opts["batch"], compute=opts.get("compute_dtype"),
-        kv_precision=opts.get("kv_precision"), attention=opts["attention"],
-        lora_rank=opts["lora_rank"], checkpointing=bool(opts.get("grad_checkpointing")),
-        allocator_pct=opts["allocator_margin"])
+        shape,
+        workload=opts["workload"],
+        precision=opts.get("precision"),
+        seq_len=opts["seq_len"],
+        batch=opts["batch"],
+        compute=opts.get("compute_dtype"),
+        kv_precision=opts.get("kv_precision"),
+        attention=opts["attention"],
+        lora_rank=opts["lora_rank"],
+        checkpointing=bool(opts.get("grad_checkpointing")),
+        allocator_pct=opts["allocator_margin"],
+    )
 
 
 @click.group()
@@ -158,8 +247,7 @@ def estimate(as_json: bool, **opts: Any) -> None:
     if as_json:
         from toolkit.commands import documents
 
-        click.echo(json.dumps({"format": documents.MEMORY_ESTIMATE, **est.as_dict()},
-                              indent=2))
+        click.echo(json.dumps({"format": documents.MEMORY_ESTIMATE, **est.as_dict()}, indent=2))
         return
     p = est.shape.params
     click.echo(f"model: {est.shape.name} ({est.shape.family}), {p.total:,} parameters")
@@ -167,9 +255,11 @@ def estimate(as_json: bool, **opts: Any) -> None:
     click.echo(f"estimate: {est.describe()}")
     m = est.margin
     rows = [(t.name, t.bytes, t.formula) for t in est.terms]
-    rows += [("tensors", est.subtotal, "sum of the terms above (compare with "
-              "max_memory_allocated)"), (m.name, m.bytes, m.formula),
-             ("total", est.total, "tensors + margin")]
+    rows += [
+        ("tensors", est.subtotal, "sum of the terms above (compare with max_memory_allocated)"),
+        (m.name, m.bytes, m.formula),
+        ("total", est.total, "tensors + margin"),
+    ]
     # Columns widen with their longest value, so huge sizes never run together.
     width = max(len(f"{n:,}") for _, n, _ in rows) + 2
     gib_width = max(9, max(len(gib(n)) for _, n, _ in rows) + 2)
@@ -194,21 +284,43 @@ def _need_gb(text: str | None) -> Decimal | None:
 
 @click.command()
 @_model_options
-@click.option("--need-gb", help="Instead of a model: memory needed, in the GB of card labels "
-              "(GiB).")
-@click.option("--plan-days", type=click.Choice(("3", "7", "30")), default="7", show_default=True,
-              help="Plan whose lot price is shown.")
-@click.option("--usage", type=click.Choice(USAGES),
-              help="What the capacity is for: endpoint (always on), batch (fault-tolerant), "
-              "checkpointed (fine-tuning that resumes), unresumable (a long job); spot offers "
-              "are judged against it.")
-@click.option("--catalog", type=click.Path(path_type=Path), help="GPU catalog CSV. [default: "
-              "tariffs/gpus.csv of the repository]")
-@click.option("--tariffs", type=click.Path(path_type=Path), help="Flat-rate price CSV. "
-              "[default: tariffs/tarifs-forfaits.csv of the repository]")
+@click.option(
+    "--need-gb", help="Instead of a model: memory needed, in the GB of card labels (GiB)."
+)
+@click.option(
+    "--plan-days",
+    type=click.Choice(("3", "7", "30")),
+    default="7",
+    show_default=True,
+    help="Plan whose lot price is shown.",
+)
+@click.option(
+    "--usage",
+    type=click.Choice(USAGES),
+    help="What the capacity is for: endpoint (always on), batch (fault-tolerant), "
+    "checkpointed (fine-tuning that resumes), unresumable (a long job); spot offers "
+    "are judged against it.",
+)
+@click.option(
+    "--catalog",
+    type=click.Path(path_type=Path),
+    help="GPU catalog CSV. [default: tariffs/gpus.csv of the repository]",
+)
+@click.option(
+    "--tariffs",
+    type=click.Path(path_type=Path),
+    help="Flat-rate price CSV. [default: tariffs/tarifs-forfaits.csv of the repository]",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-def gpus(need_gb: str | None, plan_days: str, usage: str | None, catalog: Path | None,
-         tariffs: Path | None, as_json: bool, **opts: Any) -> None:
+def gpus(
+    need_gb: str | None,
+    plan_days: str,
+    usage: str | None,
+    catalog: Path | None,
+    tariffs: Path | None,
+    as_json: bool,
+    **opts: Any,
+) -> None:
     """Which catalog cards hold a model: VRAM first, then memory bandwidth (R32-R35).
 
     Takes the same model options as `memory estimate`, or --need-gb. Cards that
@@ -230,9 +342,15 @@ def gpus(need_gb: str | None, plan_days: str, usage: str | None, catalog: Path |
         raise UsageError("--need-gb and a model together", hint="give one of them")
     est = None if gb is not None else _estimate(opts)
     found, price_reason = offers.load_offers(tariffs, int(plan_days))
-    answer = choice.choose(catalog_lib.load_catalog(catalog), found, estimate=est,
-                           need=Need.from_gb(gb) if gb is not None else None,
-                           price_reason=price_reason, usage=usage, plan_days=int(plan_days))
+    answer = choice.choose(
+        catalog_lib.load_catalog(catalog),
+        found,
+        estimate=est,
+        need=Need.from_gb(gb) if gb is not None else None,
+        price_reason=price_reason,
+        usage=usage,
+        plan_days=int(plan_days),
+    )
     if as_json:
         click.echo(json.dumps(answer.as_dict(), indent=2))
         return

@@ -14,30 +14,60 @@ import click
 @click.command()
 @click.option("--gpu", help="GPU slug from the catalog, e.g. rtx-4090 or b200.")
 @click.option("--days", help="Plan length: 3, 7 or 30.")
-@click.option("--lots", default="1", show_default=True,
-              help="Number of lots (not cards: a B200 lot holds two).")
-@click.option("--accepted-results", "accepted", metavar="N",
-              help="Distinct validated corpora (an integer >= 0); adds the cost per accepted "
-              "result. Leave it out until outputs are validated.")
+@click.option(
+    "--lots",
+    default="1",
+    show_default=True,
+    help="Number of lots (not cards: a B200 lot holds two).",
+)
+@click.option(
+    "--accepted-results",
+    "accepted",
+    metavar="N",
+    help="Distinct validated corpora (an integer >= 0); adds the cost per accepted "
+    "result. Leave it out until outputs are validated.",
+)
 @click.option("--hours", help="The whole schedule in hours, e.g. 96.")
 @click.option("--start", help="Schedule start, ISO 8601, e.g. 2026-12-07T09:00+01:00.")
 @click.option("--end", help="Schedule end, ISO 8601.")
-@click.option("--tz", help="Time zone for times without an offset, e.g. Europe/Paris "
-              "(default UTC).")
-@click.option("--catalog", type=click.Path(dir_okay=False, path_type=Path),
-              help="Catalog CSV (default: the shipped tariffs/tarifs-forfaits.csv).")
+@click.option(
+    "--tz", help="Time zone for times without an offset, e.g. Europe/Paris (default UTC)."
+)
+@click.option(
+    "--catalog",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Catalog CSV (default: the shipped tariffs/tarifs-forfaits.csv).",
+)
 @click.option("--catalog-date", help="Snapshot date to use (default: the newest).")
-@click.option("--provider", help="Whose prices to use when the catalog holds several "
-              "providers' (its provider column).")
-@click.option("--list", "list_catalog", is_flag=True,
-              help="List the catalog's GPUs, plans and prices.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-cost/1 JSON document (docs/json.md): a priced plan "
-              "(--gpu --days) or the catalog (--list).")
-def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
-         hours: str | None, start: str | None, end: str | None, tz: str | None,
-         catalog: Path | None, catalog_date: str | None, list_catalog: bool,
-         provider: str | None, as_json: bool) -> None:
+@click.option(
+    "--provider",
+    help="Whose prices to use when the catalog holds several providers' (its provider column).",
+)
+@click.option(
+    "--list", "list_catalog", is_flag=True, help="List the catalog's GPUs, plans and prices."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-cost/1 JSON document (docs/json.md): a priced plan "
+    "(--gpu --days) or the catalog (--list).",
+)
+def cost(
+    gpu: str | None,
+    days: str | None,
+    lots: str,
+    accepted: str | None,
+    hours: str | None,
+    start: str | None,
+    end: str | None,
+    tz: str | None,
+    catalog: Path | None,
+    catalog_date: str | None,
+    list_catalog: bool,
+    provider: str | None,
+    as_json: bool,
+) -> None:
     """Flat price of N lots, cost per accepted result, plans covering a schedule.
 
     The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
@@ -46,8 +76,17 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
     from toolkit.money import tariffs
 
     request = tariffs.rules.Request(
-        gpu=gpu, days=days, lots=lots, accepted=accepted, hours=hours, start=start, end=end,
-        tz=tz, catalog_date=catalog_date, list_catalog=list_catalog, provider=provider,
+        gpu=gpu,
+        days=days,
+        lots=lots,
+        accepted=accepted,
+        hours=hours,
+        start=start,
+        end=end,
+        tz=tz,
+        catalog_date=catalog_date,
+        list_catalog=list_catalog,
+        provider=provider,
     )
 
     def load() -> tariffs.Catalog:
@@ -68,15 +107,31 @@ def cost(gpu: str | None, days: str | None, lots: str, accepted: str | None,
 @click.argument("workbook", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--start", help="Start of the whole window, ISO 8601.")
 @click.option("--end", help="End of the whole window, ISO 8601.")
-@click.option("--phase", "phases", multiple=True, metavar="NAME=START/END",
-              help="A phase (install, check, warm-up, comparison, planned resume, "
-              "evaluation, export, waiting); repeat it.")
-@click.option("--tz", help="Time zone for times without an offset, e.g. Europe/Paris "
-              "(default UTC).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-schedule/1 JSON document (docs/json.md).")
-def schedule(workbook: Path | None, start: str | None, end: str | None,
-             phases: tuple[str, ...], tz: str | None, as_json: bool) -> None:
+@click.option(
+    "--phase",
+    "phases",
+    multiple=True,
+    metavar="NAME=START/END",
+    help="A phase (install, check, warm-up, comparison, planned resume, "
+    "evaluation, export, waiting); repeat it.",
+)
+@click.option(
+    "--tz", help="Time zone for times without an offset, e.g. Europe/Paris (default UTC)."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-schedule/1 JSON document (docs/json.md).",
+)
+def schedule(
+    workbook: Path | None,
+    start: str | None,
+    end: str | None,
+    phases: tuple[str, ...],
+    tz: str | None,
+    as_json: bool,
+) -> None:
     """Access window from phases (union: overlaps count once) and the plans covering it.
 
     Phases come from WORKBOOK's Schedule sheet, or from --start/--end and
@@ -96,8 +151,10 @@ def schedule(workbook: Path | None, start: str | None, end: str | None,
         data = store.read(workbook)
         rows = data.tables[sched.SHEET]
         if not rows:
-            raise UsageError(f"{workbook}: the {sched.SHEET} sheet has no phase",
-                             hint="type one row per phase (phase, start, end)")
+            raise UsageError(
+                f"{workbook}: the {sched.SHEET} sheet has no phase",
+                hint="type one row per phase (phase, start, end)",
+            )
         found += sched.phases_from_sheet(rows, data.row_numbers.get(sched.SHEET, []), zone)
         texts += [str(r.get(c)) for r in rows for c in ("start", "end")]
     if start or end:

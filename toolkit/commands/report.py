@@ -27,13 +27,21 @@ def _named_folder(value: str | None) -> Path | None:
 
 @click.command()
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "folder", type=click.Path(file_okay=False),
-              callback=lambda ctx, param, value: _named_folder(value),
-              help="Folder for report.md, the PNG charts and the CSV archive. "
-              "[default: WORKBOOK's stem + _report/, beside it]")
+@click.option(
+    "--out",
+    "folder",
+    type=click.Path(file_okay=False),
+    callback=lambda ctx, param, value: _named_folder(value),
+    help="Folder for report.md, the PNG charts and the CSV archive. "
+    "[default: WORKBOOK's stem + _report/, beside it]",
+)
 @click.option("--no-png", is_flag=True, help="Skip the PNG charts (matplotlib).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-report/1 JSON document (docs/json.md) instead of text.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-report/1 JSON document (docs/json.md) instead of text.",
+)
 def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = False) -> None:
     """Refresh Summary, Memory, Settlement and the Decision draft of WORKBOOK from its attempts.
 
@@ -52,8 +60,11 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     lost = record_lost_attempts(workbook) if workbook.exists() else []
     if lost:  # attempts killed with their run: on the record before anything is computed
         editing.ingest(workbook, refresh_derived=False)
-        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
-                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
+        click.echo(
+            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
+            err=True,
+        )
     result, outputs = build(workbook, folder, pngs=not no_png)
     if as_json:
         from toolkit.commands import documents
@@ -63,27 +74,56 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
         documents.emit(documents.report_document(workbook, result, outputs))
         return
     if outputs.workbook_saved:
-        click.echo(f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
-                   "Memory, Settlement, Schedule, Decision draft")
+        click.echo(
+            f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
+            "Memory, Settlement, Schedule, Decision draft"
+        )
     else:
-        click.echo(f"up to date: {workbook} (protocol {result.protocol_sha256[:12]}) already "
-                   "holds these figures; nothing saved")
+        click.echo(
+            f"up to date: {workbook} (protocol {result.protocol_sha256[:12]}) already "
+            "holds these figures; nothing saved"
+        )
     if result.findings:
         for finding in result.findings[:5]:
             click.echo(f"warning: {finding.location()}: {finding.message}", err=True)
-        click.echo(f"warning: {len(result.findings)} finding(s) in the workbook as read: the "
-                   f"report states them; `iteralab validate {workbook}` lists them all",
-                   err=True)
+        click.echo(
+            f"warning: {len(result.findings)} finding(s) in the workbook as read: the "
+            f"report states them; `iteralab validate {workbook}` lists them all",
+            err=True,
+        )
     else:
         click.echo("integrity: no findings (validate's checks, every predictions file hashed)")
-    rows = [("variant", "attempts", "successes", "failed", "interrupted", "excluded",
-             "median_s", "min_s", "max_s", "quality", "equal quality")]
+    rows = [
+        (
+            "variant",
+            "attempts",
+            "successes",
+            "failed",
+            "interrupted",
+            "excluded",
+            "median_s",
+            "min_s",
+            "max_s",
+            "quality",
+            "equal quality",
+        )
+    ]
     for st in result.stats:
-        rows.append((st.variant_id, str(st.attempts), str(st.successes), str(st.failed),
-                     str(st.interrupted), str(st.excluded),
-                     _seconds(st.median) if st.median is not None else "no data",
-                     _seconds(st.minimum), _seconds(st.maximum), st.quality_verdict,
-                     "yes" if st.equal_quality else "no"))
+        rows.append(
+            (
+                st.variant_id,
+                str(st.attempts),
+                str(st.successes),
+                str(st.failed),
+                str(st.interrupted),
+                str(st.excluded),
+                _seconds(st.median) if st.median is not None else "no data",
+                _seconds(st.minimum),
+                _seconds(st.maximum),
+                st.quality_verdict,
+                "yes" if st.equal_quality else "no",
+            )
+        )
     for line in _table(rows):
         click.echo(line)
     click.echo("separation (R15):")
@@ -93,19 +133,24 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
         click.echo("  no pair of variants in one series")
     click.echo("incurred (each rental once):")
     for row in result.incurred:
-        click.echo(f"  {row.get('item')}: {_amount(row)}"
-                   + (f" [{row['ledger_status']}]" if row.get("ledger_status") else ""))
+        click.echo(
+            f"  {row.get('item')}: {_amount(row)}"
+            + (f" [{row['ledger_status']}]" if row.get("ledger_status") else "")
+        )
         if row.get("kind") != "total incurred":
             click.echo(f"    {row.get('grounds')}")
         else:  # the bridge: incurred total -> accepted corpora -> spent per corpus
-            click.echo(f"    spent per accepted corpus: "
-                       f"{str(row.get('grounds')).split(BRIDGE, 1)[-1]}")
+            click.echo(
+                f"    spent per accepted corpus: {str(row.get('grounds')).split(BRIDGE, 1)[-1]}"
+            )
     if not result.incurred:
         click.echo("  nothing: no Rentals row (each lot rented, once)")
-    click.echo("decision (projection of the expected outputs; projected cost per expected "
-               "corpus, a forecast):")
+    click.echo(
+        "decision (projection of the expected outputs; projected cost per expected "
+        "corpus, a forecast):"
+    )
     for c in result.costs:
-        plan = (f"{c.lots} lot(s) x {c.plan.plan_days}-day plan, " if c.plan else "")
+        plan = f"{c.lots} lot(s) x {c.plan.plan_days}-day plan, " if c.plan else ""
         click.echo(f"  {c.stats.variant_id}: {plan}{c.cost_text}")
     for m in result.decision.money:
         click.echo(f"  money: {m.sentence()}")

@@ -22,8 +22,9 @@ class _FiniteSeconds(click.FloatRange):
 
     name = "seconds"
 
-    def convert(self, value: Any, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a number of seconds; give one such as 600", param, ctx)
@@ -40,8 +41,13 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{seconds:.1f} s"
 
 
-def _campaign(workbook: Path, options: Options, quiet: bool, as_json: bool = False,
-              cluster: tuple[str, float | None] | None = None) -> dict[str, Any] | None:
+def _campaign(
+    workbook: Path,
+    options: Options,
+    quiet: bool,
+    as_json: bool = False,
+    cluster: tuple[str, float | None] | None = None,
+) -> dict[str, Any] | None:
     """Prepare, run and report a campaign under its campaign lock; exit 130 after Ctrl-C.
     ``cluster``: the Ray cluster's address and how long to wait for its labels. Returns
     the run's time breakdown (None when nothing ran, or on a cluster)."""
@@ -64,8 +70,10 @@ def _join_cluster(cluster: tuple[str, float | None], prepared: Campaign) -> Exec
     except ImportError as exc:
         from toolkit.errors import UsageError
 
-        raise UsageError(f"--cluster needs Ray, which is not installed here ({exc})",
-                         hint="pip install 'iteragpu-lab[cluster]'") from exc
+        raise UsageError(
+            f"--cluster needs Ray, which is not installed here ({exc})",
+            hint="pip install 'iteragpu-lab[cluster]'",
+        ) from exc
     address, wait_s = cluster
     chosen = executor.RayExecutor(wait_s)
     chosen.placement(prepared)
@@ -84,9 +92,11 @@ def _leave_cluster() -> None:
 
 
 def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> None:
-    click.echo(f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
-               f"{counts['completed']} completed, {counts['failed']} failed, "
-               f"{counts['interrupted']} interrupted")
+    click.echo(
+        f"recorded {len(result.records)} attempt(s) in {_duration(result.elapsed_s)}: "
+        f"{counts['completed']} completed, {counts['failed']} failed, "
+        f"{counts['interrupted']} interrupted"
+    )
     click.echo(f"workbook: {workbook}")
     click.echo(f"predictions: {workbook.parent / result.predictions_dir.name}/")
     if result.time is not None:
@@ -96,9 +106,13 @@ def _say_recorded(workbook: Path, result: Result, counts: dict[str, int]) -> Non
             click.echo(f"time: {line}")
 
 
-def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: bool,
-                     cluster: tuple[str, float | None] | None = None
-                     ) -> dict[str, Any] | None:
+def _locked_campaign(
+    workbook: Path,
+    options: Options,
+    quiet: bool,
+    as_json: bool,
+    cluster: tuple[str, float | None] | None = None,
+) -> dict[str, Any] | None:
     from toolkit.commands import check, display, documents
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
@@ -110,13 +124,23 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
     for note in journal.notes(workbook):
         click.echo(f"note: {note}", err=True)
     if not prepared.todo:
-        message = (f"nothing to run: all {len(prepared.slots)} planned attempts are recorded "
-                   f"in {workbook}")
+        message = (
+            f"nothing to run: all {len(prepared.slots)} planned attempts are recorded in {workbook}"
+        )
         if as_json:
             click.echo(message, err=True)
-            documents.emit(documents.run_document(
-                workbook, {s: 0 for s in ("completed", "failed", "interrupted")}, 0, 0.0,
-                beside.predictions_folder(workbook), False, False, None))
+            documents.emit(
+                documents.run_document(
+                    workbook,
+                    {s: 0 for s in ("completed", "failed", "interrupted")},
+                    0,
+                    0.0,
+                    beside.predictions_folder(workbook),
+                    False,
+                    False,
+                    None,
+                )
+            )
         else:
             click.echo(message)
         for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
@@ -127,34 +151,46 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
     if not quiet and not as_json:
         skipped = len(prepared.slots) - len(prepared.todo)
-        shown.echo(f"{workbook}: {len(prepared.todo)} attempt(s) to run"
-                   + (f" ({skipped} already recorded)" if skipped else "")
-                   + f", {prepared.corpus_items} items each, process policy "
-                   f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
-                   + (f"; on the Ray cluster at {cluster[0]}" if cluster else ""))
+        shown.echo(
+            f"{workbook}: {len(prepared.todo)} attempt(s) to run"
+            + (f" ({skipped} already recorded)" if skipped else "")
+            + f", {prepared.corpus_items} items each, process policy "
+            f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
+            + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
+        )
     if cluster is None:  # models load and run one batch here before any attempt (issue 38)
         check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
     result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:
-        documents.emit(documents.run_document(
-            workbook, counts, len(result.records), result.elapsed_s, result.predictions_dir,
-            result.interrupted, result.ingest_pending, result.time))
+        documents.emit(
+            documents.run_document(
+                workbook,
+                counts,
+                len(result.records),
+                result.elapsed_s,
+                result.predictions_dir,
+                result.interrupted,
+                result.ingest_pending,
+                result.time,
+            )
+        )
     else:
         _say_recorded(workbook, result, counts)
     for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
         click.echo(f"note: {line}", err=True)
     if result.ingest_pending:
         raise WorkbookBusyError(
-            f"{workbook}: busy, so the attempts are only in "
-            f"{journal.journal_path(workbook).name}",
-            hint=f"close the workbook, then `iteralab ingest {workbook}`")
+            f"{workbook}: busy, so the attempts are only in {journal.journal_path(workbook).name}",
+            hint=f"close the workbook, then `iteralab ingest {workbook}`",
+        )
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     if result.cuda_broken:
         raise ToolkitError(
             f"{workbook}: stopped after a CUDA error other than out-of-memory: this process's "
             "CUDA context cannot be trusted (the failed attempt's row says which)",
-            hint=f"continue in a new process: `{resume}`")
+            hint=f"continue in a new process: `{resume}`",
+        )
     if result.interrupted:
         click.echo(f"interrupted: continue with `{resume}`")
         raise click.exceptions.Exit(130)
@@ -164,27 +200,62 @@ def _locked_campaign(workbook: Path, options: Options, quiet: bool, as_json: boo
 @click.command()
 @WORKBOOK
 @click.option("--series", type=int, help="Run only the variants of this series.")
-@click.option("--variant", "variant_ids", multiple=True, metavar="ID",
-              help="Run only this variant (repeatable).")
-@click.option("--resume", is_flag=True,
-              help="Continue an interrupted campaign: run the slots without a completed or "
-              "failed attempt.")
-@click.option("--threads", type=click.IntRange(min=1),
-              help="torch CPU threads (default: what torch chose); recorded in the manifest.")
-@click.option("--timeout", "timeout_s", type=SECONDS_AT_LEAST_1,
-              help="Seconds an attempt may run; past it the attempt is a failed row.")
-@click.option("--cluster", metavar="HOST:PORT|auto",
-              help="Run each attempt as a Ray task on a node of its variant's label "
-              "(`iteralab worker start`); this machine stays the only writer.")
-@click.option("--wait", "wait_s", type=click.FloatRange(min=0), metavar="SECONDS",
-              help="With --cluster: wait this long for nodes of the labels needed.")
+@click.option(
+    "--variant",
+    "variant_ids",
+    multiple=True,
+    metavar="ID",
+    help="Run only this variant (repeatable).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue an interrupted campaign: run the slots without a completed or failed attempt.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    help="torch CPU threads (default: what torch chose); recorded in the manifest.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=SECONDS_AT_LEAST_1,
+    help="Seconds an attempt may run; past it the attempt is a failed row.",
+)
+@click.option(
+    "--cluster",
+    metavar="HOST:PORT|auto",
+    help="Run each attempt as a Ray task on a node of its variant's label "
+    "(`iteralab worker start`); this machine stays the only writer.",
+)
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="With --cluster: wait this long for nodes of the labels needed.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
-@click.option("--json", "as_json", is_flag=True,
-              help="One iteralab-attempt/1 JSON line per finished attempt, then an "
-              "iteralab-run/1 summary line (docs/json.md); nothing else on stdout.")
-def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume: bool,
-        threads: int | None, timeout_s: float | None, cluster: str | None,
-        wait_s: float | None, quiet: bool, as_json: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One iteralab-attempt/1 JSON line per finished attempt, then an "
+    "iteralab-run/1 summary line (docs/json.md); nothing else on stdout.",
+)
+def run(
+    workbook: Path,
+    series: int | None,
+    variant_ids: tuple[str, ...],
+    resume: bool,
+    threads: int | None,
+    timeout_s: float | None,
+    cluster: str | None,
+    wait_s: float | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Run the locked campaign of WORKBOOK; append one Attempts row per attempted run.
 
     Every variant (or the selected ones) runs the protocol's repetitions in
@@ -197,12 +268,19 @@ def run(workbook: Path, series: int | None, variant_ids: tuple[str, ...], resume
     from toolkit.runner.driver.campaign import Options
 
     if wait_s is not None and cluster is None:
-        raise UsageError("--wait waits for cluster nodes: give --cluster too",
-                         hint="iteralab run WORKBOOK --cluster HOST:PORT --wait 300")
-    options = Options(series=series, variant_ids=variant_ids, resume=resume, threads=threads,
-                      timeout_s=timeout_s, devices_here=cluster is None)
-    _campaign(workbook, options, quiet, as_json,
-              None if cluster is None else (cluster, wait_s))
+        raise UsageError(
+            "--wait waits for cluster nodes: give --cluster too",
+            hint="iteralab run WORKBOOK --cluster HOST:PORT --wait 300",
+        )
+    options = Options(
+        series=series,
+        variant_ids=variant_ids,
+        resume=resume,
+        threads=threads,
+        timeout_s=timeout_s,
+        devices_here=cluster is None,
+    )
+    _campaign(workbook, options, quiet, as_json, None if cluster is None else (cluster, wait_s))
 
 
 @click.command()
@@ -217,8 +295,9 @@ def env(as_json: bool) -> None:
     if as_json:
         from toolkit.commands import documents
 
-        click.echo(json.dumps({"format": documents.ENV, **info, "engines": dict(installed)},
-                              indent=2))
+        click.echo(
+            json.dumps({"format": documents.ENV, **info, "engines": dict(installed)}, indent=2)
+        )
         return
     for label, value in environment.describe(info):
         click.echo(f"{label:<13} {value}")
@@ -227,26 +306,47 @@ def env(as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("directory", required=False, default="demo",
-                type=click.Path(file_okay=False, path_type=Path))
-@click.option("--quick", is_flag=True,
-              help="A declared subset: the first 100 items, 2 repetitions (written into the "
-              "copy's protocol as an amendment).")
-@click.option("--all", "all_variants", is_flag=True,
-              help="Every declared variant, not only series 1.")
-@click.option("--task", type=click.Choice(["classification", "generation"]),
-              default="classification", show_default=True,
-              help="generation: samples/example_generation.xlsx, the sample causal LM "
-              "continuing samples/prompts.jsonl (--quick: its first 40 prompts).")
+@click.argument(
+    "directory", required=False, default="demo", type=click.Path(file_okay=False, path_type=Path)
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="A declared subset: the first 100 items, 2 repetitions (written into the "
+    "copy's protocol as an amendment).",
+)
+@click.option(
+    "--all", "all_variants", is_flag=True, help="Every declared variant, not only series 1."
+)
+@click.option(
+    "--task",
+    type=click.Choice(["classification", "generation"]),
+    default="classification",
+    show_default=True,
+    help="generation: samples/example_generation.xlsx, the sample causal LM "
+    "continuing samples/prompts.jsonl (--quick: its first 40 prompts).",
+)
 @click.option("--threads", type=click.IntRange(min=1), help="torch CPU threads.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print what `run --json` prints (one iteralab-attempt/1 line per attempt, "
-              "one iteralab-run/1 line), then the iteralab-report/1 document, one per line "
-              "(docs/json.md); the demo's own lines go to stderr.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print what `run --json` prints (one iteralab-attempt/1 line per attempt, "
+    "one iteralab-run/1 line), then the iteralab-report/1 document, one per line "
+    "(docs/json.md); the demo's own lines go to stderr.",
+)
 @click.pass_context
-def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, task: str,
-         threads: int | None, quiet: bool, as_json: bool) -> None:
+def demo(
+    ctx: click.Context,
+    directory: Path,
+    quick: bool,
+    all_variants: bool,
+    task: str,
+    threads: int | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Run the sample campaign on this machine's CPU, in DIRECTORY (default ./demo).
 
     Copies samples/example_campaign.xlsx (filled and locked), the Austen corpus
@@ -265,35 +365,52 @@ def demo(ctx: click.Context, directory: Path, quick: bool, all_variants: bool, t
     from toolkit.report import charts
     from toolkit.runner.driver.campaign import Options
 
-    workbook = sample.prepare(directory, quick=quick, task=task,
-                              engines=all_variants and task == "classification")
+    workbook = sample.prepare(
+        directory, quick=quick, task=task, engines=all_variants and task == "classification"
+    )
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()
-    click.echo(f"demo workbook: {workbook}" + (
-        f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
-        f"{sample.QUICK_REPETITIONS} repetitions)" if quick else ""), err=as_json)
+    click.echo(
+        f"demo workbook: {workbook}"
+        + (
+            f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
+            f"{sample.QUICK_REPETITIONS} repetitions)"
+            if quick
+            else ""
+        ),
+        err=as_json,
+    )
     options = Options(series=None if all_variants else 1, threads=threads)
     time = _campaign(workbook, options, quiet, as_json)
     closing = perf_counter()
     if sample.stand_in_verification(workbook):
-        click.echo(f"demo: Verification filled with the runner's accepted corpora, marked "
-                   f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)",
-                   err=as_json)
+        click.echo(
+            f"demo: Verification filled with the runner's accepted corpora, marked "
+            f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)",
+            err=as_json,
+        )
     ctx.invoke(report, workbook=workbook, folder=None, no_png=False, as_json=as_json)
     if time is not None:
         after = perf_counter() - closing
         wall = time["wall_s"] + after
         overhead = time["overhead_s"] + after
-        click.echo(f"demo time: the stand-in verification and the report {after:.1f} s after "
-                   f"the run; wall {wall:.1f} s, the toolkit's overhead {overhead:.1f} s "
-                   f"({overhead / wall:.1%})", err=as_json)
+        click.echo(
+            f"demo time: the stand-in verification and the report {after:.1f} s after "
+            f"the run; wall {wall:.1f} s, the toolkit's overhead {overhead:.1f} s "
+            f"({overhead / wall:.1%})",
+            err=as_json,
+        )
 
 
 @click.command()
 @WORKBOOK
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-ingest/1 JSON document (docs/json.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-ingest/1 JSON document (docs/json.md).",
+)
 def ingest(workbook: Path, as_json: bool) -> None:
     """Add to WORKBOOK the attempts its journal holds and it lacks (idempotent).
 
@@ -316,15 +433,20 @@ def ingest(workbook: Path, as_json: bool) -> None:
     for finding in unfinished.findings(workbook):  # still running, or cannot tell here
         click.echo(f"note: {finding.message}", err=True)
     if lost:
-        click.echo(f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
-                   + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost), err=True)
+        click.echo(
+            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
+            err=True,
+        )
     if as_json:
         from toolkit.commands import documents
 
         documents.emit(documents.ingest_document(workbook, path, result))
         return
-    click.echo(f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
-               f"manifest row(s) from {path.name}; {result.already} already in {workbook}")
+    click.echo(
+        f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
+        f"manifest row(s) from {path.name}; {result.already} already in {workbook}"
+    )
 
 
 COMMANDS = [run, env, demo, ingest]
@@ -336,9 +458,13 @@ def _order_line(slots: list[Slot]) -> str:
     once rather than repeated (R17)."""
     first_seed = slots[0].seed if slots else None
     repetitions = sorted({s.repetition for s in slots})
-    order = " / ".join("-".join(s.variant_id for s in slots
-                                if s.repetition == rep and s.seed == first_seed)
-                       for rep in repetitions[:3])
+    order = " / ".join(
+        "-".join(s.variant_id for s in slots if s.repetition == rep and s.seed == first_seed)
+        for rep in repetitions[:3]
+    )
     seeds = list(dict.fromkeys(s.seed for s in slots if s.seed is not None))
-    return (f"order {order}" + (" ..." if len(repetitions) > 3 else "")
-            + (f" (each once per seed: {', '.join(map(str, seeds))})" if len(seeds) > 1 else ""))
+    return (
+        f"order {order}"
+        + (" ..." if len(repetitions) > 3 else "")
+        + (f" (each once per seed: {', '.join(map(str, seeds))})" if len(seeds) > 1 else "")
+    )

@@ -27,16 +27,31 @@ def tariffs() -> None:
 @click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("snapshot", metavar="CSV", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--provider", help="Who sells these lots, for a file without a provider column.")
-@click.option("--currency", metavar="ISO",
-              help="ISO 4217 code of the prices, for a file without a currency column.")
-@click.option("--column", "columns", multiple=True, metavar="FIELD=HEADER",
-              help="Which header holds a field (catalog_date, provider, gpu_slug, gpu_name, "
-              "cards_per_lot, plan_days, price_per_lot, currency, source) when the file names "
-              "it otherwise, e.g. --column price_per_lot=Price; repeat it.")
-@click.option("--json", "as_json", is_flag=True,
-              help=f"Print one {FORMAT} JSON document (docs/json.md).")
-def import_tariffs(workbook: Path, snapshot: Path, provider: str | None,
-                   currency: str | None, columns: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "--currency",
+    metavar="ISO",
+    help="ISO 4217 code of the prices, for a file without a currency column.",
+)
+@click.option(
+    "--column",
+    "columns",
+    multiple=True,
+    metavar="FIELD=HEADER",
+    help="Which header holds a field (catalog_date, provider, gpu_slug, gpu_name, "
+    "cards_per_lot, plan_days, price_per_lot, currency, source) when the file names "
+    "it otherwise, e.g. --column price_per_lot=Price; repeat it.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help=f"Print one {FORMAT} JSON document (docs/json.md)."
+)
+def import_tariffs(
+    workbook: Path,
+    snapshot: Path,
+    provider: str | None,
+    currency: str | None,
+    columns: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Add a provider's dated price snapshot (CSV) to the Tariffs sheet.
 
     Each line: catalog_date, provider, gpu_slug, gpu_name, cards_per_lot,
@@ -50,8 +65,9 @@ def import_tariffs(workbook: Path, snapshot: Path, provider: str | None,
     from toolkit.evidence.protocol import current_lock
     from toolkit.money import tariff_import
 
-    plans = tariff_import.read_snapshot(snapshot, tariff_import.parse_mapping(columns),
-                                        provider=provider, currency=currency)
+    plans = tariff_import.read_snapshot(
+        snapshot, tariff_import.parse_mapping(columns), provider=provider, currency=currency
+    )
     logged: list[str] = []
     with editing.change(workbook, refresh_derived=False) as edit:
         data = edit.data
@@ -81,48 +97,77 @@ def import_tariffs(workbook: Path, snapshot: Path, provider: str | None,
 def _snapshots(plans: list[Any]) -> list[dict[str, Any]]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for p in plans:
-        entry = found.setdefault((p.provider, p.catalog_date), {
-            "provider": p.provider, "catalog_date": p.catalog_date, "currencies": [], "rows": 0})
+        entry = found.setdefault(
+            (p.provider, p.catalog_date),
+            {"provider": p.provider, "catalog_date": p.catalog_date, "currencies": [], "rows": 0},
+        )
         entry["rows"] += 1
         if p.currency not in entry["currencies"]:
             entry["currencies"].append(p.currency)
     return list(found.values())
 
 
-def _lines(workbook: Path, snapshot: Path, plans: list[Any], merged: Any,
-           logged: list[str]) -> list[str]:
-    names = "; ".join(f"{s['provider']}'s snapshot of {s['catalog_date']} ({s['rows']} row(s), "
-                      f"{', '.join(s['currencies'])})" for s in _snapshots(plans))
+def _lines(
+    workbook: Path, snapshot: Path, plans: list[Any], merged: Any, logged: list[str]
+) -> list[str]:
+    names = "; ".join(
+        f"{s['provider']}'s snapshot of {s['catalog_date']} ({s['rows']} row(s), "
+        f"{', '.join(s['currencies'])})"
+        for s in _snapshots(plans)
+    )
     if not merged.changed:
-        return [f"{names} from {snapshot.name}: already in {workbook.name} as it is; nothing "
-                "changed"]
-    lines = [f"imported {names} from {snapshot.name} into {workbook.name} (Tariffs sheet: "
-             f"{merged.replaced} earlier row(s) of that snapshot replaced, {merged.kept} row(s) "
-             "of other snapshots kept)"]
+        return [
+            f"{names} from {snapshot.name}: already in {workbook.name} as it is; nothing changed"
+        ]
+    lines = [
+        f"imported {names} from {snapshot.name} into {workbook.name} (Tariffs sheet: "
+        f"{merged.replaced} earlier row(s) of that snapshot replaced, {merged.kept} row(s) "
+        "of other snapshots kept)"
+    ]
     for p in plans:
         cards = f"{p.cards_per_lot} card{'s' if p.cards_per_lot > 1 else ''}"
         lines.append(f"  {p.gpu_slug}: {p.plan_days} days, {p.price_text} per lot of {cards}")
     if logged:  # the full reasons are in the Audit sheet and the JSON document
-        lines.append(f"logged in Audit (action prices, {len(logged)} record(s)): the Tariffs "
-                     "changed after the first attempt, each cell that changed is named there")
-    lines.append(f"run `iteralab report {workbook}` to price the Settlement with it (prices in "
-                 "different currencies are never compared or converted)")
+        lines.append(
+            f"logged in Audit (action prices, {len(logged)} record(s)): the Tariffs "
+            "changed after the first attempt, each cell that changed is named there"
+        )
+    lines.append(
+        f"run `iteralab report {workbook}` to price the Settlement with it (prices in "
+        "different currencies are never compared or converted)"
+    )
     return lines
 
 
-def _document(workbook: Path, snapshot: Path, plans: list[Any], merged: Any,
-              logged: list[str]) -> dict[str, Any]:
+def _document(
+    workbook: Path, snapshot: Path, plans: list[Any], merged: Any, logged: list[str]
+) -> dict[str, Any]:
     from toolkit.money.tariffs import rules
 
     return {
-        "format": FORMAT, "workbook": str(workbook), "csv": str(snapshot),
-        "snapshots": _snapshots(plans), "imported": len(plans), "changed": merged.changed,
-        "replaced": merged.replaced, "kept": merged.kept, "logged_in_audit": logged,
-        "rows": [{"provider": p.provider, "catalog_date": p.catalog_date,
-                  "gpu_slug": p.gpu_slug, "gpu_name": p.gpu_name, "plan_days": p.plan_days,
-                  "cards_per_lot": p.cards_per_lot,
-                  "price_per_lot": f"{rules.to_cent(p.price_per_lot_usd)} {p.currency}",
-                  "currency": p.currency, "source": p.source} for p in plans],
+        "format": FORMAT,
+        "workbook": str(workbook),
+        "csv": str(snapshot),
+        "snapshots": _snapshots(plans),
+        "imported": len(plans),
+        "changed": merged.changed,
+        "replaced": merged.replaced,
+        "kept": merged.kept,
+        "logged_in_audit": logged,
+        "rows": [
+            {
+                "provider": p.provider,
+                "catalog_date": p.catalog_date,
+                "gpu_slug": p.gpu_slug,
+                "gpu_name": p.gpu_name,
+                "plan_days": p.plan_days,
+                "cards_per_lot": p.cards_per_lot,
+                "price_per_lot": f"{rules.to_cent(p.price_per_lot_usd)} {p.currency}",
+                "currency": p.currency,
+                "source": p.source,
+            }
+            for p in plans
+        ],
     }
 
 

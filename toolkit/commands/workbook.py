@@ -15,8 +15,12 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
 
 @click.command()
 @WORKBOOK
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-init/1 JSON document (docs/json.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-init/1 JSON document (docs/json.md).",
+)
 def init(workbook: Path, as_json: bool) -> None:
     """Create a new campaign WORKBOOK from the template (never overwrites).
 
@@ -27,13 +31,17 @@ def init(workbook: Path, as_json: bool) -> None:
     from toolkit.workbook import store
     from toolkit.workbook.model import WorkbookData
 
-    exists = UsageError(f"{workbook} already exists: not overwritten",
-                        hint="choose another name, or delete the file yourself")
+    exists = UsageError(
+        f"{workbook} already exists: not overwritten",
+        hint="choose another name, or delete the file yourself",
+    )
     if workbook.exists():
         raise exists
     if workbook.suffix.lower() != ".xlsx":
-        raise UsageError(f"{workbook}: a campaign workbook ends in .xlsx",
-                         hint=f"use {workbook.with_suffix('.xlsx')}")
+        raise UsageError(
+            f"{workbook}: a campaign workbook ends in .xlsx",
+            hint=f"use {workbook.with_suffix('.xlsx')}",
+        )
     _require_folder(workbook)
     data = WorkbookData.empty()
     catalog = tariffs.load_catalog()
@@ -43,18 +51,23 @@ def init(workbook: Path, as_json: bool) -> None:
         store.create(data, workbook)
     except FileExistsError:
         raise exists from None
-    following = ("fill Protocol, Variants, Rentals and Schedule (blue cells), then "
-                 f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
-                 f"check {workbook}`; after the runs, confirm the outputs you checked in "
-                 "Verification")
+    following = (
+        "fill Protocol, Variants, Rentals and Schedule (blue cells), then "
+        f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
+        f"check {workbook}`; after the runs, confirm the outputs you checked in "
+        "Verification"
+    )
     if as_json:
         from toolkit.commands import documents
 
-        documents.emit(documents.init_document(workbook, catalog.dates(), len(catalog.plans),
-                                               following))
+        documents.emit(
+            documents.init_document(workbook, catalog.dates(), len(catalog.plans), following)
+        )
         return
-    click.echo(f"created {workbook} (Tariffs: the shipped catalog of "
-               f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s))")
+    click.echo(
+        f"created {workbook} (Tariffs: the shipped catalog of "
+        f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s))"
+    )
     click.echo(f"next: {following}")
 
 
@@ -65,17 +78,24 @@ def _require_folder(workbook: Path) -> None:
     if folder.is_dir():
         return
     if folder.exists():
-        raise UsageError(f"{workbook}: {folder} is a file, not a folder; nothing created",
-                         hint="give a path in an existing folder")
-    raise UsageError(f"{workbook}: the folder {folder} does not exist; nothing created",
-                     hint=f"create it first (mkdir -p {folder}), or give a path in an existing "
-                     "folder")
+        raise UsageError(
+            f"{workbook}: {folder} is a file, not a folder; nothing created",
+            hint="give a path in an existing folder",
+        )
+    raise UsageError(
+        f"{workbook}: the folder {folder} does not exist; nothing created",
+        hint=f"create it first (mkdir -p {folder}), or give a path in an existing folder",
+    )
 
 
 @click.command()
 @WORKBOOK
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-validate/1 JSON document (docs/json.md).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-validate/1 JSON document (docs/json.md).",
+)
 def validate(workbook: Path, as_json: bool) -> None:
     """Check every sheet of WORKBOOK; exit 1 when anything is wrong.
 
@@ -91,44 +111,66 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     with early_digests(workbook) as digests:  # hashing beside the read
         data = store.read(workbook)
-        findings = sorted_findings(run_validation(data, workbook, digests) + gpu_findings(data)
-                                   + typed_over_findings(data, workbook.parent)
-                                   + model_path_findings(data, workbook.parent))
+        findings = sorted_findings(
+            run_validation(data, workbook, digests)
+            + gpu_findings(data)
+            + typed_over_findings(data, workbook.parent)
+            + model_path_findings(data, workbook.parent)
+        )
     if as_json:
         from toolkit.commands.documents import VALIDATE
 
-        click.echo(json.dumps({"format": VALIDATE, "workbook": str(workbook),
-                               "valid": not findings,
-                               "findings": [f.as_dict() for f in findings]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "format": VALIDATE,
+                    "workbook": str(workbook),
+                    "valid": not findings,
+                    "findings": [f.as_dict() for f in findings],
+                },
+                indent=2,
+            )
+        )
     elif findings:
         click.echo(_table(findings))
         sheets = len({f.sheet for f in findings})
         click.echo(f"{len(findings)} finding(s) in {sheets} sheet(s): {workbook} is not valid")
     else:
-        click.echo(f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
-                   f"{len(data.tables['Attempts'])} attempts, no findings)")
+        click.echo(
+            f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
+            f"{len(data.tables['Attempts'])} attempts, no findings)"
+        )
     if findings:
         raise click.exceptions.Exit(1)
 
 
 def _table(findings: list[Finding]) -> str:
     rows = [("sheet", "row", "column", "check", "message")]
-    rows += [(f.sheet, "" if f.row is None else str(f.row), f.column, f.check, f.message)
-             for f in findings]
+    rows += [
+        (f.sheet, "" if f.row is None else str(f.row), f.column, f.check, f.message)
+        for f in findings
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join(
-        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4]
-        for r in rows
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r[:4])) + "  " + r[4] for r in rows
     )
 
 
 @click.command()
 @WORKBOOK
-@click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
-              help="Lock although the tuning data shares ids or texts with the corpus (R2), "
-              "for this reason (logged in Audit; validate keeps naming the overlap).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-lock/1 JSON document (docs/json.md).")
+@click.option(
+    "--acknowledge-overlap",
+    "acknowledge",
+    metavar="REASON",
+    help="Lock although the tuning data shares ids or texts with the corpus (R2), "
+    "for this reason (logged in Audit; validate keeps naming the overlap).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-lock/1 JSON document (docs/json.md).",
+)
 def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
     """Lock Protocol and Variants of WORKBOOK before any measurement (R1).
 
@@ -157,11 +199,19 @@ def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
 @click.command()
 @WORKBOOK
 @click.option("--reason", required=True, help="Why the locked protocol changes (logged).")
-@click.option("--acknowledge-overlap", "acknowledge", metavar="REASON",
-              help="Amend although the tuning data shares ids or texts with the corpus (R2), "
-              "for this reason (logged in Audit; validate keeps naming the overlap).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one iteralab-amend/1 JSON document (docs/json.md).")
+@click.option(
+    "--acknowledge-overlap",
+    "acknowledge",
+    metavar="REASON",
+    help="Amend although the tuning data shares ids or texts with the corpus (R2), "
+    "for this reason (logged in Audit; validate keeps naming the overlap).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one iteralab-amend/1 JSON document (docs/json.md).",
+)
 def amend(workbook: Path, reason: str, acknowledge: str | None, as_json: bool) -> None:
     """Record edits to a locked protocol in WORKBOOK, with their reason.
 
@@ -173,8 +223,9 @@ def amend(workbook: Path, reason: str, acknowledge: str | None, as_json: bool) -
     from toolkit.evidence import locking
 
     with change(workbook, refresh_derived=False) as edit:
-        sha, changed, marked = locking.amend(edit.data, reason, workbook,
-                                             acknowledge_overlap=acknowledge)
+        sha, changed, marked = locking.amend(
+            edit.data, reason, workbook, acknowledge_overlap=acknowledge
+        )
         logged = edit.data.tables["Audit"][-1].get("reason")
     if as_json:
         from toolkit.commands import documents

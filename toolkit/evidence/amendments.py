@@ -41,9 +41,11 @@ class Relaxation:
 
     def text(self) -> str:
         """E.g. ``threshold lowered from 0.6 to 0.5 by the amendment of ... after 36 ...``."""
-        return (f"{self.field} {VERB[self.field]} from {self.before:g} to {self.after:g} by the "
-                f"amendment of {self.at} ({self.reason}) after {self.attempts_before} "
-                "attempt(s) had run")
+        return (
+            f"{self.field} {VERB[self.field]} from {self.before:g} to {self.after:g} by the "
+            f"amendment of {self.at} ({self.reason}) after {self.attempts_before} "
+            "attempt(s) had run"
+        )
 
     def seen(self, corpora: frozenset[str]) -> list[str]:
         """Which of ``corpora`` were measured before the amendment (sorted)."""
@@ -75,13 +77,22 @@ def relaxations(data: WorkbookData) -> list[Relaxation]:
         ran = [a for a in data.tables["Attempts"] if str(a.get("protocol_sha256")) in earlier]
         if row.get("action") != "amend" or not ran:
             continue
-        corpora = frozenset(str(corpus_of[a.get("manifest_id")]) for a in ran
-                            if corpus_of.get(a.get("manifest_id")))
+        corpora = frozenset(
+            str(corpus_of[a.get("manifest_id")]) for a in ran if corpus_of.get(a.get("manifest_id"))
+        )
         old, new = _protocol(locks[k - 1]), _protocol(row)
         for name, looser in LOOSER.items():
             before, after = _number(old.get(name)), _number(new.get(name))
             if before is not None and after is not None and looser(before, after):
-                found.append(Relaxation(name, before, after, str(row.get("at")),
-                                        str(row.get("reason") or "no reason given"), len(ran),
-                                        corpora))
+                found.append(
+                    Relaxation(
+                        name,
+                        before,
+                        after,
+                        str(row.get("at")),
+                        str(row.get("reason") or "no reason given"),
+                        len(ran),
+                        corpora,
+                    )
+                )
     return found

@@ -41,11 +41,22 @@ def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
     rows, audit = data.tables[SHEET], data.tables[AUDIT]
     head = cell_value(rows[-1].get("row_sha256")) if rows else None
     audit_head = cell_value(audit[-1].get("row_sha256")) if audit else None
-    write_text(anchor_path(workbook), json.dumps(
-        {"attempts": len(rows), "head": head, "audit_rows": len(audit), "audit_head": audit_head,
-         "campaign_head": campaign_head(data), "updated_at": now_text(),
-         "journal": journal_path(workbook).exists()},
-        sort_keys=True) + "\n")
+    write_text(
+        anchor_path(workbook),
+        json.dumps(
+            {
+                "attempts": len(rows),
+                "head": head,
+                "audit_rows": len(audit),
+                "audit_head": audit_head,
+                "campaign_head": campaign_head(data),
+                "updated_at": now_text(),
+                "journal": journal_path(workbook).exists(),
+            },
+            sort_keys=True,
+        )
+        + "\n",
+    )
     return True
 
 
@@ -58,28 +69,55 @@ def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
     except FileNotFoundError:
         return []
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return [Finding(SHEET, None, "", "anchor", f"{path.name} cannot be read ({exc}): "
-                        "restore it from a copy of the campaign folder")]
+        return [
+            Finding(
+                SHEET,
+                None,
+                "",
+                "anchor",
+                f"{path.name} cannot be read ({exc}): "
+                "restore it from a copy of the campaign folder",
+            )
+        ]
     rows = data.tables[SHEET]
     found = _audit_anchor_findings(data, anchor, path.name)
     if count == 0:
         return found
     # An anchor written at an ingestion (or before it said so) had the journal beside it.
     if anchor.get("journal", True) and not journal_path(workbook).exists():
-        found.append(Finding(SHEET, None, "", "journal", (
-            f"{journal_path(workbook).name} is missing beside the workbook, though {path.name} "
-            f"says {count} attempt row(s) were ingested from it: the runner's record of every "
-            "attempt is gone, and edits are checked by the chain alone; restore it from a copy "
-            "of the campaign folder (or move it beside the workbook)")))
+        found.append(
+            Finding(
+                SHEET,
+                None,
+                "",
+                "journal",
+                (
+                    f"{journal_path(workbook).name} is missing beside the workbook, though {path.name} "
+                    f"says {count} attempt row(s) were ingested from it: the runner's record of every "
+                    "attempt is gone, and edits are checked by the chain alone; restore it from a copy "
+                    "of the campaign folder (or move it beside the workbook)"
+                ),
+            )
+        )
     if len(rows) >= count and cell_value(rows[count - 1].get("row_sha256")) == head:
         return found
-    where = (f"the sheet holds {len(rows)}" if len(rows) < count
-             else f"row {count} of the sheet does not end in that hash")
-    return found + [Finding(SHEET, None, "row_sha256", "anchor",
-                            f"{path.name} says the workbook held {count} attempt row(s), the "
-                            f"last sealed {str(head)[:12]}...; {where}: rows were cut from the "
-                            "end (with the journal?): restore the workbook, its journal and "
-                            "predictions from a copy of the campaign folder")]
+    where = (
+        f"the sheet holds {len(rows)}"
+        if len(rows) < count
+        else f"row {count} of the sheet does not end in that hash"
+    )
+    return found + [
+        Finding(
+            SHEET,
+            None,
+            "row_sha256",
+            "anchor",
+            f"{path.name} says the workbook held {count} attempt row(s), the "
+            f"last sealed {str(head)[:12]}...; {where}: rows were cut from the "
+            "end (with the journal?): restore the workbook, its journal and "
+            "predictions from a copy of the campaign folder",
+        )
+    ]
 
 
 def _audit_anchor_findings(data: WorkbookData, anchor: Any, name: str) -> list[Finding]:
@@ -91,10 +129,20 @@ def _audit_anchor_findings(data: WorkbookData, anchor: Any, name: str) -> list[F
         return []
     if len(audit) >= count and cell_value(audit[count - 1].get("row_sha256")) == head:
         return []
-    where = (f"the sheet holds {len(audit)}" if len(audit) < count
-             else f"row {count + 1} of the sheet does not end in that hash")
-    return [Finding(AUDIT, None, "row_sha256", "anchor",
-                    f"{name} says the Audit sheet held {count} logged row(s), the last sealed "
-                    f"{str(head)[:12]}...; {where}: logged rows (a lock, prices, an "
-                    "exclusion) were deleted: restore the workbook from a copy (.bak.xlsx) "
-                    "of the campaign folder")]
+    where = (
+        f"the sheet holds {len(audit)}"
+        if len(audit) < count
+        else f"row {count + 1} of the sheet does not end in that hash"
+    )
+    return [
+        Finding(
+            AUDIT,
+            None,
+            "row_sha256",
+            "anchor",
+            f"{name} says the Audit sheet held {count} logged row(s), the last sealed "
+            f"{str(head)[:12]}...; {where}: logged rows (a lock, prices, an "
+            "exclusion) were deleted: restore the workbook from a copy (.bak.xlsx) "
+            "of the campaign folder",
+        )
+    ]

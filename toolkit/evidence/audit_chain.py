@@ -75,16 +75,30 @@ def audit_findings(data: WorkbookData) -> list[Finding]:
         sha = cell_value(row.get("row_sha256"))
         what = f"Audit row {excel} ({row.get('action')})"
         if sha is None:
-            found.append(Finding(AUDIT, excel, "row_sha256", "sealed",
-                                 f"{what} has no row_sha256: iteralab did not log it (typed or "
-                                 "pasted by hand?): delete it, or restore the logged row from "
-                                 "a copy"))
+            found.append(
+                Finding(
+                    AUDIT,
+                    excel,
+                    "row_sha256",
+                    "sealed",
+                    f"{what} has no row_sha256: iteralab did not log it (typed or "
+                    "pasted by hand?): delete it, or restore the logged row from "
+                    "a copy",
+                )
+            )
         elif link(previous, _content(row)) != sha:
-            found.append(Finding(AUDIT, excel, "row_sha256", "chain",
-                                 f"{what} does not follow from its cells and the row above "
-                                 "it: a logged row above it was deleted, or this row was "
-                                 "edited; restore the Audit sheet from a copy (.bak.xlsx) "
-                                 "of the workbook: its log is evidence"))
+            found.append(
+                Finding(
+                    AUDIT,
+                    excel,
+                    "row_sha256",
+                    "chain",
+                    f"{what} does not follow from its cells and the row above "
+                    "it: a logged row above it was deleted, or this row was "
+                    "edited; restore the Audit sheet from a copy (.bak.xlsx) "
+                    "of the workbook: its log is evidence",
+                )
+            )
         previous = sha
     return found
 
@@ -94,8 +108,7 @@ def _heads(data: WorkbookData, sheet: str) -> list[str | None]:
     return [None] + [cell_value(r.get("row_sha256")) for r in data.tables[sheet]]
 
 
-def _combine(attempts: int, attempt_head: str | None, audit: int, audit_head: str | None
-             ) -> str:
+def _combine(attempts: int, attempt_head: str | None, audit: int, audit_head: str | None) -> str:
     text = json.dumps(["iteralab-campaign-head/1", attempts, attempt_head, audit, audit_head])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -36,14 +36,18 @@ def values(content: dict[str, Any]) -> dict[str, Any]:
     rows = content.get("Variants") or []
     return {
         "Protocol": {f: form.get(f) for f in BOOKKEEPING["Protocol"]},
-        "Variants": {str(r.get("variant_id")): {c: r.get(c) for c in BOOKKEEPING["Variants"]}
-                     for r in rows if isinstance(r, dict)},
+        "Variants": {
+            str(r.get("variant_id")): {c: r.get(c) for c in BOOKKEEPING["Variants"]}
+            for r in rows
+            if isinstance(r, dict)
+        },
     }
 
 
 def _flat(recorded: dict[str, Any]) -> dict[Key, Any]:
-    out: dict[Key, Any] = {("Protocol", None, f): v
-                           for f, v in (recorded.get("Protocol") or {}).items()}
+    out: dict[Key, Any] = {
+        ("Protocol", None, f): v for f, v in (recorded.get("Protocol") or {}).items()
+    }
     for vid, row in (recorded.get("Variants") or {}).items():
         out.update({("Variants", vid, c): v for c, v in (row or {}).items()})
     return out
@@ -76,8 +80,9 @@ def edits(data: WorkbookData) -> list[tuple[Key, Any, Any]]:
     if last is None or current_lock(data) is None:
         return []
     before, now = _flat(last), _flat(values(snapshot(data)))
-    return [(key, before.get(key), now[key]) for key in now
-            if key in before and before[key] != now[key]]
+    return [
+        (key, before.get(key), now[key]) for key in now if key in before and before[key] != now[key]
+    ]
 
 
 def _where(data: WorkbookData, key: Key) -> tuple[int | None, str]:
@@ -101,10 +106,17 @@ def findings(data: WorkbookData) -> list[Finding]:
     for key, old, new in edits(data):
         row, column = _where(data, key)
         who = f"variant {key[1]!r}: " if key[1] is not None else ""
-        found.append(Finding(key[0], row, column, "bookkeeping-edit",
-                             f"{who}{column} changed after the lock ({_shown(old)} -> "
-                             f"{_shown(new)}): bookkeeping, no attempt is voided; not logged "
-                             "yet: `iteralab report` logs it in Audit (or undo the edit)"))
+        found.append(
+            Finding(
+                key[0],
+                row,
+                column,
+                "bookkeeping-edit",
+                f"{who}{column} changed after the lock ({_shown(old)} -> "
+                f"{_shown(new)}): bookkeeping, no attempt is voided; not logged "
+                "yet: `iteralab report` logs it in Audit (or undo the edit)",
+            )
+        )
     return found
 
 
@@ -114,13 +126,23 @@ def log(data: WorkbookData, protocol_sha256: str) -> str | None:
     changed = edits(data)
     if not changed:
         return None
-    parts = [f"{sheet}{'' if vid is None else ' ' + vid} {column}: {_shown(old)} -> "
-             f"{_shown(new)}" for (sheet, vid, column), old, new in changed]
+    parts = [
+        f"{sheet}{'' if vid is None else ' ' + vid} {column}: {_shown(old)} -> {_shown(new)}"
+        for (sheet, vid, column), old, new in changed
+    ]
     reason = "bookkeeping edited after the lock: " + "; ".join(parts)
     if len(reason) > SUMMARY_LIMIT:
-        reason = reason[:SUMMARY_LIMIT - 3] + "..."
+        reason = reason[: SUMMARY_LIMIT - 3] + "..."
     text = json.dumps(values(snapshot(data)), sort_keys=True, ensure_ascii=False)
-    audit_chain.log(data, {"at": now_text(), "action": ACTION,
-                           "protocol_sha256": protocol_sha256, "tool_version": __version__,
-                           "reason": reason, "details": text})
+    audit_chain.log(
+        data,
+        {
+            "at": now_text(),
+            "action": ACTION,
+            "protocol_sha256": protocol_sha256,
+            "tool_version": __version__,
+            "reason": reason,
+            "details": text,
+        },
+    )
     return reason

@@ -97,8 +97,9 @@ def _number(value: int | float | Decimal) -> float:
 
 def _content(row: Mapping[str, Any]) -> str:
     """The row's chained cells as canonical JSON, keys sorted (blank cells left out)."""
-    cells = {name: value for name in _SORTED_CHAINED
-             if (value := cell_value(row.get(name))) is not None}
+    cells = {
+        name: value for name in _SORTED_CHAINED if (value := cell_value(row.get(name))) is not None
+    }
     return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -135,8 +136,9 @@ def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None
     return sealed
 
 
-def chain_findings(data: WorkbookData,
-                   journal: Sequence[Mapping[str, Any]] | None = None) -> list[Finding]:
+def chain_findings(
+    data: WorkbookData, journal: Sequence[Mapping[str, Any]] | None = None
+) -> list[Finding]:
     """Every Attempts row edited, deleted, copied or moved, each finding naming its row.
 
     ``journal`` (the records of ``NAME.journal.jsonl``, if any) names each
@@ -155,33 +157,57 @@ def chain_findings(data: WorkbookData,
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
         sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
-        edits = _edits(row, contents[i], recorded.get(str(row.get("attempt_id"))), name,
-                       excel, sealed)
+        edits = _edits(
+            row, contents[i], recorded.get(str(row.get("attempt_id"))), name, excel, sealed
+        )
         found += edits
         if hashes[i] is None:
-            found.append(Finding(
-                SHEET, excel, "row_sha256", "sealed",
-                f"{name} has no row_sha256: iteralab did not record this row (typed or pasted "
-                "by hand?): delete it, or restore the recorded row from a copy or the journal "
-                "(`iteralab ingest`)"))
+            found.append(
+                Finding(
+                    SHEET,
+                    excel,
+                    "row_sha256",
+                    "sealed",
+                    f"{name} has no row_sha256: iteralab did not record this row (typed or pasted "
+                    "by hand?): delete it, or restore the recorded row from a copy or the journal "
+                    "(`iteralab ingest`)",
+                )
+            )
         elif link(previous, contents[i]) != hashes[i] and not edits:
-            found.append(_broken(data, i, name, hashes, contents, first_row, budget,
-                                 has_record=str(row.get("attempt_id")) in recorded))
+            found.append(
+                _broken(
+                    data,
+                    i,
+                    name,
+                    hashes,
+                    contents,
+                    first_row,
+                    budget,
+                    has_record=str(row.get("attempt_id")) in recorded,
+                )
+            )
         if hashes[i] is not None:
             first_row.setdefault(hashes[i], i)
         previous = hashes[i]
     present = {str(r.get("attempt_id")) for r in rows}
     for attempt_id in recorded:
         if attempt_id not in present:
-            found.append(Finding(
-                SHEET, None, "attempt_id", "journal",
-                f"attempt {attempt_id!r} is in the journal but not in this sheet: it was "
-                "deleted, or is not ingested yet: run `iteralab ingest WORKBOOK`"))
+            found.append(
+                Finding(
+                    SHEET,
+                    None,
+                    "attempt_id",
+                    "journal",
+                    f"attempt {attempt_id!r} is in the journal but not in this sheet: it was "
+                    "deleted, or is not ingested yet: run `iteralab ingest WORKBOOK`",
+                )
+            )
     return found
 
 
-def unrecorded_findings(data: WorkbookData, journal: Sequence[Mapping[str, Any]],
-                        torn: Sequence[str] = ()) -> list[Finding]:
+def unrecorded_findings(
+    data: WorkbookData, journal: Sequence[Mapping[str, Any]], torn: Sequence[str] = ()
+) -> list[Finding]:
     """A finding per sealed attempt row whose record the journal beside the workbook lacks:
     every attempt iteralab seals was journaled first, so its line was deleted (or the
     journal replaced). ``torn`` are the journal's notes of torn lines, named as a likely
@@ -192,13 +218,19 @@ def unrecorded_findings(data: WorkbookData, journal: Sequence[Mapping[str, Any]]
         attempt_id = str(row.get("attempt_id"))
         if cell_value(row.get("row_sha256")) is None or attempt_id in recorded:
             continue
-        why = (f" ({torn[0]})" if torn else "")
-        found.append(Finding(
-            SHEET, data.excel_row(SHEET, i), "attempt_id", "journal",
-            f"attempt {attempt_id!r} is sealed in this sheet but its record is not in the "
-            f"journal{why}: the journal's line was deleted or the journal replaced, so the row "
-            "cannot be checked against what the runner wrote; restore the journal from a copy "
-            "of the campaign folder (the row itself is kept)"))
+        why = f" ({torn[0]})" if torn else ""
+        found.append(
+            Finding(
+                SHEET,
+                data.excel_row(SHEET, i),
+                "attempt_id",
+                "journal",
+                f"attempt {attempt_id!r} is sealed in this sheet but its record is not in the "
+                f"journal{why}: the journal's line was deleted or the journal replaced, so the row "
+                "cannot be checked against what the runner wrote; restore the journal from a copy "
+                "of the campaign folder (the row itself is kept)",
+            )
+        )
     return found
 
 
@@ -212,8 +244,14 @@ def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapp
     return out
 
 
-def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
-           excel: int, sealed: bool = False) -> list[Finding]:
+def _edits(
+    row: Row,
+    content: str,
+    record: Mapping[str, Any] | None,
+    name: str,
+    excel: int,
+    sealed: bool = False,
+) -> list[Finding]:
     """One finding per chained cell that differs from the attempt's journal record.
 
     ``content`` is the row's :func:`_content`: equal canonical texts mean equal
@@ -227,18 +265,30 @@ def _edits(row: Row, content: str, record: Mapping[str, Any] | None, name: str,
     for column in CHAINED_COLUMNS:
         was, now = cell_value(record.get(column)), cell_value(row.get(column))
         if was != now and sealed:  # the row still follows its seal: the journal line changed
-            found.append(Finding(
-                SHEET, excel, column, "edited",
-                f"{name}: the journal's record says {column} {shown(was)}, the sealed row "
-                f"{shown(now)}, and the row still follows its seal: the journal line was "
-                "edited; restore the journal from a copy of the campaign folder (the row is "
-                "as recorded: leave it)"))
+            found.append(
+                Finding(
+                    SHEET,
+                    excel,
+                    column,
+                    "edited",
+                    f"{name}: the journal's record says {column} {shown(was)}, the sealed row "
+                    f"{shown(now)}, and the row still follows its seal: the journal line was "
+                    "edited; restore the journal from a copy of the campaign folder (the row is "
+                    "as recorded: leave it)",
+                )
+            )
         elif was != now:
-            found.append(Finding(
-                SHEET, excel, column, "edited",
-                f"{name}: {column} was {shown(was)} when recorded (journal), now "
-                f"{shown(now)}: restore it; attempt rows change only through "
-                "`iteralab exclude`"))
+            found.append(
+                Finding(
+                    SHEET,
+                    excel,
+                    column,
+                    "edited",
+                    f"{name}: {column} was {shown(was)} when recorded (journal), now "
+                    f"{shown(now)}: restore it; attempt rows change only through "
+                    "`iteralab exclude`",
+                )
+            )
     return found
 
 
@@ -252,8 +302,9 @@ def _same_cells(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
     return True
 
 
-def manifest_findings(data: WorkbookData,
-                      journal: Sequence[Mapping[str, Any]] | None) -> list[Finding]:
+def manifest_findings(
+    data: WorkbookData, journal: Sequence[Mapping[str, Any]] | None
+) -> list[Finding]:
     """One finding per Manifest cell that differs from the manifest its attempt journaled:
     what was installed and run (torch, driver, model revision...) is evidence too."""
     recorded: dict[str, Mapping[str, Any]] = {}
@@ -269,11 +320,17 @@ def manifest_findings(data: WorkbookData,
         for column in layout.MANIFEST.names:
             was, now = cell_value(record.get(column)), cell_value(row.get(column))
             if was != now:
-                found.append(Finding(
-                    MANIFEST, data.excel_row(MANIFEST, i), column, "edited",
-                    f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
-                    f"recorded (journal), now {shown(now)}: restore it; the Manifest says "
-                    "what really ran"))
+                found.append(
+                    Finding(
+                        MANIFEST,
+                        data.excel_row(MANIFEST, i),
+                        column,
+                        "edited",
+                        f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
+                        f"recorded (journal), now {shown(now)}: restore it; the Manifest says "
+                        "what really ran",
+                    )
+                )
     return found
 
 
@@ -286,35 +343,64 @@ def shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _broken(data: WorkbookData, i: int, name: str, hashes: list[Any], contents: list[str],
-            first_row: dict[str, int], budget: list[int], has_record: bool) -> Finding:
+def _broken(
+    data: WorkbookData,
+    i: int,
+    name: str,
+    hashes: list[Any],
+    contents: list[str],
+    first_row: dict[str, int],
+    budget: list[int],
+    has_record: bool,
+) -> Finding:
     """Say why row ``i`` does not follow the row above it: copied, moved, edited or orphaned."""
     rows = data.tables[SHEET]
     excel = data.excel_row(SHEET, i)
     if hashes[i] in first_row:
         j = first_row[hashes[i]]
-        return Finding(SHEET, excel, "row_sha256", "chain",
-                       f"{name} repeats the row_sha256 of row {data.excel_row(SHEET, j)}: a "
-                       "copied row; delete the copy")
+        return Finding(
+            SHEET,
+            excel,
+            "row_sha256",
+            "chain",
+            f"{name} repeats the row_sha256 of row {data.excel_row(SHEET, j)}: a "
+            "copied row; delete the copy",
+        )
     candidates: list[tuple[int | None, str | None]] = [(None, None)] + [
-        (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)]
+        (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)
+    ]
     budget[0] -= len(candidates)
     for k, previous in candidates if budget[0] >= 0 else ():
         if link(previous, contents[i]) == hashes[i]:
-            after = ("as the first attempt" if k is None else
-                     f"right after attempt {rows[k].get('attempt_id')!r} (now row "
-                     f"{data.excel_row(SHEET, k)})")
-            return Finding(SHEET, excel, "row_sha256", "chain",
-                           f"{name} was recorded {after}: rows were moved or sorted; restore "
-                           "the recorded order (undo the sort, or restore from a copy)")
+            after = (
+                "as the first attempt"
+                if k is None
+                else f"right after attempt {rows[k].get('attempt_id')!r} (now row "
+                f"{data.excel_row(SHEET, k)})"
+            )
+            return Finding(
+                SHEET,
+                excel,
+                "row_sha256",
+                "chain",
+                f"{name} was recorded {after}: rows were moved or sorted; restore "
+                "the recorded order (undo the sort, or restore from a copy)",
+            )
     if has_record:
-        why = ("its cells match the journal, so the attempt recorded before it was deleted "
-               "or moved: restore that row from a copy of the workbook")
+        why = (
+            "its cells match the journal, so the attempt recorded before it was deleted "
+            "or moved: restore that row from a copy of the workbook"
+        )
     else:
-        why = ("this row was edited after it was recorded, or the attempt recorded before "
-               "it was deleted: compare with the backup (.bak.xlsx) and the journal "
-               "(.journal.jsonl) beside the workbook, and restore the row")
-    return Finding(SHEET, excel, "row_sha256", "chain",
-                   f"{name} does not follow from its cells and the row above it: {why}")
-
-
+        why = (
+            "this row was edited after it was recorded, or the attempt recorded before "
+            "it was deleted: compare with the backup (.bak.xlsx) and the journal "
+            "(.journal.jsonl) beside the workbook, and restore the row"
+        )
+    return Finding(
+        SHEET,
+        excel,
+        "row_sha256",
+        "chain",
+        f"{name} does not follow from its cells and the row above it: {why}",
+    )

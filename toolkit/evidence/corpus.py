@@ -68,9 +68,10 @@ MAX_LINE_BYTES = 1 * 2**20
 def _check_file_size(size: int, path: Path) -> None:
     """Refuse a corpus file over the documented limit before reading it."""
     if size > MAX_CORPUS_BYTES:
-        raise CorpusError(f"{path}: {size:,} bytes, over the {MAX_CORPUS_BYTES:,}-byte "
-                          "limit of a corpus file",
-                          hint="split the corpus, or sample it for the comparison")
+        raise CorpusError(
+            f"{path}: {size:,} bytes, over the {MAX_CORPUS_BYTES:,}-byte limit of a corpus file",
+            hint="split the corpus, or sample it for the comparison",
+        )
 
 
 def _check_line_sizes(raw: bytes, path: Path) -> None:
@@ -81,10 +82,12 @@ def _check_line_sizes(raw: bytes, path: Path) -> None:
         end = raw.find(b"\n", start)
         end = len(raw) if end < 0 else end
         if end - start > MAX_LINE_BYTES:
-            raise CorpusError(f"{path}: line {number} holds {end - start:,} bytes, over the "
-                              f"{MAX_LINE_BYTES:,}-byte limit of one input",
-                              hint="one input per line: split long documents into passages "
-                              "(and say so in the protocol)")
+            raise CorpusError(
+                f"{path}: line {number} holds {end - start:,} bytes, over the "
+                f"{MAX_LINE_BYTES:,}-byte limit of one input",
+                hint="one input per line: split long documents into passages "
+                "(and say so in the protocol)",
+            )
         start, number = end + 1, number + 1
 
 
@@ -98,21 +101,27 @@ def read_corpus(path: str | Path) -> list[Item]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".ndjson", ".csv"):
-        raise CorpusError(f"{path}: a corpus is a .jsonl or .csv file",
-                          hint="convert it to JSONL (id, text, label per line) or CSV with "
-                          "a header row id,text,label")
+        raise CorpusError(
+            f"{path}: a corpus is a .jsonl or .csv file",
+            hint="convert it to JSONL (id, text, label per line) or CSV with "
+            "a header row id,text,label",
+        )
     try:
         _check_file_size(path.stat().st_size, path)
         raw = path.read_bytes()
     except OSError as exc:
-        raise CorpusError(f"{path}: cannot read the corpus ({exc.strerror or exc})",
-                          hint="check Protocol.corpus_path (relative to the workbook)") from exc
+        raise CorpusError(
+            f"{path}: cannot read the corpus ({exc.strerror or exc})",
+            hint="check Protocol.corpus_path (relative to the workbook)",
+        ) from exc
     _check_line_sizes(raw, path)
     text = _decode(raw, path)
     items = _read_csv(text, path) if suffix == ".csv" else _read_jsonl(text, path)
     if not items:
-        raise CorpusError(f"{path}: the corpus holds no item",
-                          hint="one input per line, each with an id and a text")
+        raise CorpusError(
+            f"{path}: the corpus holds no item",
+            hint="one input per line, each with an id and a text",
+        )
     _check_items(items, path)
     return items
 
@@ -125,7 +134,7 @@ def _decode(raw: bytes, path: Path) -> str:
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise CorpusError(
             f"{path}: line {line}, byte column {column}: bytes that are not UTF-8 "
-            f"({raw[exc.start:exc.start + 4]!r})",
+            f"({raw[exc.start : exc.start + 4]!r})",
             hint="save the corpus as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)",
         ) from exc
 
@@ -151,18 +160,23 @@ def _read_jsonl(text: str, path: Path) -> list[Item]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}: line {number}: not a JSON object ({exc.msg} at "
-                              f"column {exc.colno})",
-                              hint="each line holds one object such as "
-                              '{"id": "a1", "text": "...", "label": "..."}') from exc
+            raise CorpusError(
+                f"{path}: line {number}: not a JSON object ({exc.msg} at column {exc.colno})",
+                hint="each line holds one object such as "
+                '{"id": "a1", "text": "...", "label": "..."}',
+            ) from exc
         except RecursionError:
-            raise CorpusError(f"{path}: line {number}: nested too deep to read (brackets "
-                              "inside brackets, thousands deep)",
-                              hint="each line holds one flat object such as "
-                              '{"id": "a1", "text": "...", "label": "..."}') from None
+            raise CorpusError(
+                f"{path}: line {number}: nested too deep to read (brackets "
+                "inside brackets, thousands deep)",
+                hint="each line holds one flat object such as "
+                '{"id": "a1", "text": "...", "label": "..."}',
+            ) from None
         if not isinstance(record, dict):
-            raise CorpusError(f"{path}: line {number}: a JSON {type(record).__name__}, not an "
-                              "object", hint='write {"id": ..., "text": ..., "label": ...}')
+            raise CorpusError(
+                f"{path}: line {number}: a JSON {type(record).__name__}, not an object",
+                hint='write {"id": ..., "text": ..., "label": ...}',
+            )
         items.append(_item(record, number, path))
     return items
 
@@ -172,9 +186,11 @@ def _read_csv(text: str, path: Path) -> list[Item]:
     fields = [f.strip() for f in (reader.fieldnames or [])]
     for needed in ("id", "text"):
         if needed not in fields:
-            raise CorpusError(f"{path}: line 1: the header has no {needed!r} column "
-                              f"(found {', '.join(fields) or 'nothing'})",
-                              hint="the first row names the columns: id,text[,label]")
+            raise CorpusError(
+                f"{path}: line 1: the header has no {needed!r} column "
+                f"(found {', '.join(fields) or 'nothing'})",
+                hint="the first row names the columns: id,text[,label]",
+            )
     reader.fieldnames = fields
     items: list[Item] = []
     start = 2
@@ -183,40 +199,56 @@ def _read_csv(text: str, path: Path) -> list[Item]:
             items.append(_item(record, start, path, csv_row=True))
             start = reader.line_num + 1
     except csv.Error as exc:
-        raise CorpusError(f"{path}: line {reader.line_num}: {exc}",
-                          hint="quote fields that hold commas, quotes or line breaks") from exc
+        raise CorpusError(
+            f"{path}: line {reader.line_num}: {exc}",
+            hint="quote fields that hold commas, quotes or line breaks",
+        ) from exc
     return items
 
 
 def _item(record: dict[str, Any], line: int, path: Path, csv_row: bool = False) -> Item:
     if "id" not in record or record["id"] is None:
-        raise CorpusError(f"{path}: line {line}: no id",
-                          hint="give every input a stable, unique id")
+        raise CorpusError(
+            f"{path}: line {line}: no id", hint="give every input a stable, unique id"
+        )
     item_id = _scalar(record["id"])
     if item_id is None:
-        raise CorpusError(f"{path}: line {line}: id {record['id']!r} is neither text nor a "
-                          "whole number", hint="use text ids such as 'doc-0001'")
+        raise CorpusError(
+            f"{path}: line {line}: id {record['id']!r} is neither text nor a whole number",
+            hint="use text ids such as 'doc-0001'",
+        )
     if not item_id.strip():
-        raise CorpusError(f"{path}: line {line}: empty id",
-                          hint="give every input a stable, unique id")
+        raise CorpusError(
+            f"{path}: line {line}: empty id", hint="give every input a stable, unique id"
+        )
     text = record.get("text")
     if not isinstance(text, str):
-        raise CorpusError(f"{path}: line {line} (id {item_id!r}): text is missing or not a "
-                          "string", hint="every input has a non-empty text")
+        raise CorpusError(
+            f"{path}: line {line} (id {item_id!r}): text is missing or not a string",
+            hint="every input has a non-empty text",
+        )
     if not text.strip():
-        raise CorpusError(f"{path}: line {line} (id {item_id!r}): empty text",
-                          hint="remove the input or give it its text")
+        raise CorpusError(
+            f"{path}: line {line} (id {item_id!r}): empty text",
+            hint="remove the input or give it its text",
+        )
     label_value = record.get("label")
     label = _scalar(label_value)
     if label_value is not None and label is None:
-        raise CorpusError(f"{path}: line {line} (id {item_id!r}): label {label_value!r} is "
-                          "neither text nor a whole number", hint="write labels as text")
+        raise CorpusError(
+            f"{path}: line {line} (id {item_id!r}): label {label_value!r} is "
+            "neither text nor a whole number",
+            hint="write labels as text",
+        )
     for name, value in (("id", item_id), ("text", text), ("label", label)):
         _refuse_surrogate(value, name, item_id, line, path)
     if label is not None and not label.strip():
         label = None
-    others = {str(k).strip(): _field_text(v) for k, v in record.items()
-              if k is not None and str(k).strip() not in ("id", "text", "label")}
+    others = {
+        str(k).strip(): _field_text(v)
+        for k, v in record.items()
+        if k is not None and str(k).strip() not in ("id", "text", "label")
+    }
     return Item(item_id, text, label, line, others)
 
 
@@ -235,8 +267,7 @@ def _field_text(value: Any) -> str | None:
     return None
 
 
-def _refuse_surrogate(value: str | None, field: str, item_id: str, line: int,
-                      path: Path) -> None:
+def _refuse_surrogate(value: str | None, field: str, item_id: str, line: int, path: Path) -> None:
     """A lone surrogate (JSON ``"\\ud800"``) is not a character: no UTF-8 can hold it."""
     if value is None:
         return
@@ -250,23 +281,28 @@ def _refuse_surrogate(value: str | None, field: str, item_id: str, line: int,
         f"\\u{ord(value[at]):04x} at character {at + 1}, which is not a character and "
         "cannot be written as UTF-8",
         hint="fix the text or its encoding: a \\ud800-\\udfff escape is only valid as "
-        "half of a pair (e.g. \\ud83d\\ude00), or write the character itself in UTF-8")
+        "half of a pair (e.g. \\ud83d\\ude00), or write the character itself in UTF-8",
+    )
 
 
 def _check_items(items: list[Item], path: Path) -> None:
     seen: dict[str, int] = {}
     for item in items:
         if item.id in seen:
-            raise CorpusError(f"{path}: line {item.line}: duplicate id {item.id!r} (first on "
-                              f"line {seen[item.id]})",
-                              hint="ids identify inputs: make each one unique")
+            raise CorpusError(
+                f"{path}: line {item.line}: duplicate id {item.id!r} (first on "
+                f"line {seen[item.id]})",
+                hint="ids identify inputs: make each one unique",
+            )
         seen[item.id] = item.line
     labelled = [i for i in items if i.label is not None]
     if labelled and len(labelled) != len(items):
         first = next(i for i in items if i.label is None)
-        raise CorpusError(f"{path}: line {first.line} (id {first.id!r}): no label, while "
-                          f"{len(labelled)} other lines have one",
-                          hint="label every input, or none (then no metric is computed)")
+        raise CorpusError(
+            f"{path}: line {first.line} (id {first.id!r}): no label, while "
+            f"{len(labelled)} other lines have one",
+            hint="label every input, or none (then no metric is computed)",
+        )
 
 
 def fingerprint(items: Iterable[Item]) -> str:
@@ -291,8 +327,7 @@ def stratum_names(count: int) -> tuple[str, ...]:
     return ("short", *(f"medium-{i}" for i in range(1, count - 1)), "long")
 
 
-def strata(bounds: Sequence[int] = DEFAULT_STRATUM_BOUNDS
-           ) -> tuple[tuple[str, int | None], ...]:
+def strata(bounds: Sequence[int] = DEFAULT_STRATUM_BOUNDS) -> tuple[tuple[str, int | None], ...]:
     """The strata ``bounds`` cut: (name, last token count), the last open-ended (None)."""
     names = stratum_names(len(bounds) + 1)
     return tuple(zip(names, [*bounds, None], strict=True))
@@ -320,8 +355,11 @@ def parse_stratum_bounds(value: Any) -> tuple[int, ...]:
     """
     if value is None or (isinstance(value, str) and not value.strip()):
         return DEFAULT_STRATUM_BOUNDS
-    parts = ([value] if isinstance(value, (int, float)) and not isinstance(value, bool)
-             else str(value).split(","))
+    parts = (
+        [value]
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else str(value).split(",")
+    )
     bounds = []
     for part in parts:
         text = str(part).strip()
@@ -330,16 +368,20 @@ def parse_stratum_bounds(value: Any) -> tuple[int, ...]:
             raise ProtocolError(
                 f"stratum_bounds {value!r}: {text!r} is not a whole number of tokens >= 1",
                 hint="write ascending token counts, comma-separated, e.g. '32, 128' (blank "
-                "means '32, 128')")
+                "means '32, 128')",
+            )
         bounds.append(int(number))
     if any(b <= a for a, b in zip(bounds, bounds[1:], strict=False)):
-        raise ProtocolError(f"stratum_bounds {value!r}: the bounds are not strictly ascending",
-                            hint="write each stratum's last token count in ascending order, "
-                            "e.g. '32, 128'")
+        raise ProtocolError(
+            f"stratum_bounds {value!r}: the bounds are not strictly ascending",
+            hint="write each stratum's last token count in ascending order, e.g. '32, 128'",
+        )
     if len(bounds) > MAX_STRATUM_BOUNDS:
-        raise ProtocolError(f"stratum_bounds {value!r}: {len(bounds)} bounds, over the "
-                            f"{MAX_STRATUM_BOUNDS} a protocol may declare",
-                            hint="fewer, wider strata: each must hold enough inputs to measure")
+        raise ProtocolError(
+            f"stratum_bounds {value!r}: {len(bounds)} bounds, over the "
+            f"{MAX_STRATUM_BOUNDS} a protocol may declare",
+            hint="fewer, wider strata: each must hold enough inputs to measure",
+        )
     return tuple(bounds)
 
 
@@ -384,10 +426,11 @@ def parse_subgroups(value: Any) -> tuple[str, ...]:
         if not name or name.lower() == "none":
             continue
         if name.lower() in RESERVED_FIELDS:
-            raise ProtocolError(f"subgroups {value!r}: {name!r} cannot be a subgroup (each "
-                                "input has its own)",
-                                hint="name corpus fields shared by several inputs, e.g. "
-                                "'stratum, label', or 'none'")
+            raise ProtocolError(
+                f"subgroups {value!r}: {name!r} cannot be a subgroup (each input has its own)",
+                hint="name corpus fields shared by several inputs, e.g. "
+                "'stratum, label', or 'none'",
+            )
         if name not in names:
             names.append(name)
     return tuple(names)
@@ -415,8 +458,10 @@ class MissingField:
     def text(self, path: str | Path) -> str:
         """``corpus.jsonl line 3 (id 'a3') and 4 more record(s) hold no usable 'genre' ...``."""
         more = f" and {self.count - 1} more record(s) hold" if self.count > 1 else " holds"
-        return (f"{path} line {self.first_line} (id {self.first_id!r}){more} no usable "
-                f"{self.name!r} (absent, null, blank, or not text or a number)")
+        return (
+            f"{path} line {self.first_line} (id {self.first_id!r}){more} no usable "
+            f"{self.name!r} (absent, null, blank, or not text or a number)"
+        )
 
 
 def missing_fields(items: Sequence[Item], names: Sequence[str]) -> list[MissingField]:
@@ -435,17 +480,19 @@ def missing_fields(items: Sequence[Item], names: Sequence[str]) -> list[MissingF
 def check_subgroup_fields(items: Sequence[Item], names: Sequence[str], path: str | Path) -> None:
     """Raise CorpusError naming the field and line when a record lacks a declared subgroup."""
     for missing in missing_fields(items, names):
-        raise CorpusError(f"Protocol subgroups names {missing.name!r}, but {missing.text(path)}",
-                          hint=f"give every record its {missing.name!r}, or remove it from "
-                          "Protocol subgroups (with `iteralab amend`)")
+        raise CorpusError(
+            f"Protocol subgroups names {missing.name!r}, but {missing.text(path)}",
+            hint=f"give every record its {missing.name!r}, or remove it from "
+            "Protocol subgroups (with `iteralab amend`)",
+        )
 
 
-def prediction_row(item: Item, prediction: Any, stratum_name: str | None,
-                   names: Sequence[str] = ()) -> dict[str, Any]:
+def prediction_row(
+    item: Item, prediction: Any, stratum_name: str | None, names: Sequence[str] = ()
+) -> dict[str, Any]:
     """A predictions file row: id, prediction, label, stratum and each other declared
     subgroup field's value, so that the file alone gives every subgroup's metric."""
-    row = {"id": item.id, "prediction": prediction, "label": item.label,
-           "stratum": stratum_name}
+    row = {"id": item.id, "prediction": prediction, "label": item.label, "stratum": stratum_name}
     for name in names:
         if name not in row:
             row[name] = item.fields.get(name)
@@ -459,8 +506,9 @@ def write_predictions(path: str | Path, rows: Iterable[dict[str, Any]]) -> str:
     """Write prediction rows as JSONL, whole (flushed to disk); return the file's SHA-256."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = b"".join((json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-                    for row in rows)
+    data = b"".join(
+        (json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n").encode() for row in rows
+    )
     write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
 
@@ -474,8 +522,10 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
     try:
         text = _decode(path.read_bytes(), path)
     except OSError as exc:
-        raise CorpusError(f"{path}: cannot read the predictions file ({exc.strerror or exc})",
-                          hint="keep the predictions folder beside the workbook") from exc
+        raise CorpusError(
+            f"{path}: cannot read the predictions file ({exc.strerror or exc})",
+            hint="keep the predictions folder beside the workbook",
+        ) from exc
     rows = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -484,13 +534,15 @@ def read_predictions(path: str | Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
-            raise CorpusError(f"{path}: line {number}: not a JSON object ({why})",
-                              hint="a predictions file is written by `iteralab run`; do not "
-                              "edit it") from None
+            raise CorpusError(
+                f"{path}: line {number}: not a JSON object ({why})",
+                hint="a predictions file is written by `iteralab run`; do not edit it",
+            ) from None
         if not isinstance(row, dict) or _scalar(row.get("id")) is None or "prediction" not in row:
-            raise CorpusError(f"{path}: line {number}: expected an object with id and "
-                              "prediction", hint="a predictions file is written by "
-                              "`iteralab run`; do not edit it")
+            raise CorpusError(
+                f"{path}: line {number}: expected an object with id and prediction",
+                hint="a predictions file is written by `iteralab run`; do not edit it",
+            )
         row["id"] = _scalar(row["id"])
         rows.append(row)
     return rows

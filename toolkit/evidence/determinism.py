@@ -20,11 +20,14 @@ from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
 #: Protocol field -> the flag, as the Manifest text names it, that the field sets.
-FLAGS = {"deterministic_algorithms": "torch.use_deterministic_algorithms",
-         "cudnn_benchmark": "cudnn.benchmark"}
-_READ = {"deterministic_algorithms":
-         re.compile(r"torch\.use_deterministic_algorithms\((True|False)\)"),
-         "cudnn_benchmark": re.compile(r"cudnn\.benchmark=(True|False)")}
+FLAGS = {
+    "deterministic_algorithms": "torch.use_deterministic_algorithms",
+    "cudnn_benchmark": "cudnn.benchmark",
+}
+_READ = {
+    "deterministic_algorithms": re.compile(r"torch\.use_deterministic_algorithms\((True|False)\)"),
+    "cudnn_benchmark": re.compile(r"cudnn\.benchmark=(True|False)"),
+}
 #: How a Manifest row whose attempt's state could not be read begins its determinism cell.
 NOT_READ = "not read"
 #: The cuBLAS setting that makes its float reductions repeatable on CUDA (NVIDIA's docs).
@@ -46,17 +49,27 @@ def choices_text(form: Mapping[str, Any]) -> str:
     set``."""
     chosen = wanted(form)
     words = {True: layout.YES, False: layout.NO}
-    return ", ".join(f"{name} {words[chosen[name]] if name in chosen else 'not set'}"
-                     for name in FLAGS)
+    return ", ".join(
+        f"{name} {words[chosen[name]] if name in chosen else 'not set'}" for name in FLAGS
+    )
 
 
-def state_text(*, deterministic: bool, cudnn_benchmark: bool, cudnn_deterministic: bool,
-               cublas_workspace: str | None, threads: int, choices: str) -> str:
+def state_text(
+    *,
+    deterministic: bool,
+    cudnn_benchmark: bool,
+    cudnn_deterministic: bool,
+    cublas_workspace: str | None,
+    threads: int,
+    choices: str,
+) -> str:
     """The Manifest's ``determinism`` cell: torch's state as read back, then the choices."""
-    return (f"torch.use_deterministic_algorithms({deterministic}); "
-            f"cudnn.benchmark={cudnn_benchmark}; cudnn.deterministic={cudnn_deterministic}; "
-            f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace or 'unset'}; torch threads {threads}; "
-            f"inference only (eval mode, no sampling); protocol: {choices}")
+    return (
+        f"torch.use_deterministic_algorithms({deterministic}); "
+        f"cudnn.benchmark={cudnn_benchmark}; cudnn.deterministic={cudnn_deterministic}; "
+        f"CUBLAS_WORKSPACE_CONFIG={cublas_workspace or 'unset'}; torch threads {threads}; "
+        f"inference only (eval mode, no sampling); protocol: {choices}"
+    )
 
 
 def recorded(text: Any) -> dict[str, bool]:
@@ -91,16 +104,28 @@ def findings(data: WorkbookData) -> list[Finding]:
         for name, value in chosen.items():
             if state.get(name) == value:
                 continue
-            seen = (f"{FLAGS[name]}({state[name]})" if name == "deterministic_algorithms"
-                    else f"{FLAGS[name]}={state[name]}") if name in state else \
-                f"no {FLAGS[name]} state"
+            seen = (
+                (
+                    f"{FLAGS[name]}({state[name]})"
+                    if name == "deterministic_algorithms"
+                    else f"{FLAGS[name]}={state[name]}"
+                )
+                if name in state
+                else f"no {FLAGS[name]} state"
+            )
             asked = layout.YES if value else layout.NO
             shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
-            found.append(Finding(
-                "Manifest", data.excel_row("Manifest", index), "determinism", "determinism",
-                f"attempt(s) {shown} recorded {seen}, but the Protocol's {name} (row "
-                f"{layout.PROTOCOL.names.index(name) + 2}) is {asked} (R17): they did not run "
-                f"under the locked protocol's determinism; run them again with an iteralab "
-                f"that applies it, or amend the Protocol to the state they ran under "
-                "(`iteralab amend`)"))
+            found.append(
+                Finding(
+                    "Manifest",
+                    data.excel_row("Manifest", index),
+                    "determinism",
+                    "determinism",
+                    f"attempt(s) {shown} recorded {seen}, but the Protocol's {name} (row "
+                    f"{layout.PROTOCOL.names.index(name) + 2}) is {asked} (R17): they did not run "
+                    f"under the locked protocol's determinism; run them again with an iteralab "
+                    f"that applies it, or amend the Protocol to the state they ran under "
+                    "(`iteralab amend`)",
+                )
+            )
     return found

@@ -39,8 +39,14 @@ def variant_id_findings(data: WorkbookData) -> list[Finding]:
         value = row.get("variant_id")
         problem = id_problem(value)
         if problem:
-            found.append(Finding(
-                "Variants", data.excel_row("Variants", i), "variant_id", "id",
-                f"variant_id {value!r} {problem}: ids name the predictions files, so they "
-                "may not; use letters, digits, '-', '_' and single dots (e.g. b8-fp32)"))
+            found.append(
+                Finding(
+                    "Variants",
+                    data.excel_row("Variants", i),
+                    "variant_id",
+                    "id",
+                    f"variant_id {value!r} {problem}: ids name the predictions files, so they "
+                    "may not; use letters, digits, '-', '_' and single dots (e.g. b8-fp32)",
+                )
+            )
     return found

@@ -38,8 +38,9 @@ class Integrity:
     predictions: list[PredictionsCheck]
 
 
-def integrity_checks(data: WorkbookData, workbook: Path | None,
-                     digests: Digests | None = None) -> Integrity:
+def integrity_checks(
+    data: WorkbookData, workbook: Path | None, digests: Digests | None = None
+) -> Integrity:
     """The attempt chain against the journal beside ``workbook``, the logged actions
     (exclusions, amendments), and every row's predictions file checked (one hashing).
 
@@ -59,8 +60,9 @@ def integrity_checks(data: WorkbookData, workbook: Path | None,
     return Integrity(found + files.findings, files.predictions)
 
 
-def record_checks(data: WorkbookData, workbook: Path | None,
-                  records: list[dict[str, Any]] | None = None) -> list[Finding]:
+def record_checks(
+    data: WorkbookData, workbook: Path | None, records: list[dict[str, Any]] | None = None
+) -> list[Finding]:
     """The attempt chain against the journal beside ``workbook`` (``records``, when the
     caller has read it already), the Manifest rows, the chain's anchor and the logged
     actions: every check but the predictions files'."""
@@ -89,10 +91,19 @@ def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any
     if not journal.journal_path(workbook).exists():
         return None  # the anchor names a journal gone missing beside recorded attempts
     try:
-        found += [Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
-                  for line in journal.unstarted(workbook)]
+        found += [
+            Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
+            for line in journal.unstarted(workbook)
+        ]
         return journal.read(workbook)
     except (ToolkitError, OSError) as exc:
-        found.append(Finding(SHEET, None, "", "journal", "the journal cannot be read, so "
-                             f"edits are checked by the chain alone: {exc}"))
+        found.append(
+            Finding(
+                SHEET,
+                None,
+                "",
+                "journal",
+                f"the journal cannot be read, so edits are checked by the chain alone: {exc}",
+            )
+        )
         return None

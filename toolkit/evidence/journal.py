@@ -63,7 +63,7 @@ def torn_files(workbook: str | Path) -> list[Path]:
         return []
     found = []
     for path in workbook.parent.iterdir():
-        number = path.name[len(prefix):] if path.name.startswith(prefix) else ""
+        number = path.name[len(prefix) :] if path.name.startswith(prefix) else ""
         if number.isascii() and number.isdigit():
             found.append((int(number), path))
     return [p for _, p in sorted(found)]
@@ -85,10 +85,12 @@ def append(workbook: str | Path, entry: dict[str, Any]) -> Path | None:
     try:
         return _append(workbook, path, line)
     except OSError as exc:
-        raise WorkbookError(f"{path}: cannot append to the journal ({exc.strerror or exc})",
-                            hint="the journal must be a plain file you may write (not a link "
-                            "to a device); free disk space or fix the permission, then "
-                            "`iteralab ingest` or run again") from exc
+        raise WorkbookError(
+            f"{path}: cannot append to the journal ({exc.strerror or exc})",
+            hint="the journal must be a plain file you may write (not a link "
+            "to a device); free disk space or fix the permission, then "
+            "`iteralab ingest` or run again",
+        ) from exc
 
 
 def _append(workbook: str | Path, path: Path, line: str) -> Path | None:
@@ -126,7 +128,7 @@ def _unterminated_tail(fd: int) -> bytes | None:
             return None
         cut = chunk.rfind(b"\n")
         if cut >= 0:
-            chunks.append(chunk[cut + 1:])
+            chunks.append(chunk[cut + 1 :])
             break
         chunks.append(chunk)
         position = start
@@ -151,7 +153,7 @@ def _keep_torn(workbook: str | Path, tail: bytes) -> Path:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _record(line: bytes) -> dict[str, Any] | None:
@@ -192,19 +194,30 @@ def notes(workbook: str | Path) -> list[str]:
 def start(attempt_id: str, spec: dict[str, Any], started_at: str) -> dict[str, Any]:
     """The line appended before an attempt runs: a kill (SIGKILL, power loss) that leaves no
     record still leaves this, and the next run writes the attempt's interrupted row."""
-    return {"format": START_FORMAT, "attempt_id": attempt_id, "spec": spec,
-            "started_at": started_at, "pid": os.getpid()}
+    return {
+        "format": START_FORMAT,
+        "attempt_id": attempt_id,
+        "spec": spec,
+        "started_at": started_at,
+        "pid": os.getpid(),
+    }
 
 
-def merged_start(record: dict[str, Any], source: str | Path,
-                 start_line: dict[str, Any] | None) -> dict[str, Any]:
+def merged_start(
+    record: dict[str, Any], source: str | Path, start_line: dict[str, Any] | None
+) -> dict[str, Any]:
     """The start line a record joining from another copy's journal (``source``) is appended
     after: that copy's own, or (a copy whose journal has none) one naming the merge."""
     if start_line is not None:
         return start_line
     attempt = record["attempt"]
-    return {"format": START_FORMAT, "attempt_id": attempt.get("attempt_id"), "spec": {},
-            "started_at": attempt.get("started_at"), "merged_from": str(source)}
+    return {
+        "format": START_FORMAT,
+        "attempt_id": attempt.get("attempt_id"),
+        "spec": {},
+        "started_at": attempt.get("started_at"),
+        "merged_from": str(source),
+    }
 
 
 def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
@@ -218,8 +231,7 @@ def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     is left out: running the merge again appends its record."""
     records, _, started, _ = _scan_all(workbook)
     done = {str(r["attempt"].get("attempt_id")) for r in records}
-    return [s for s in started if str(s.get("attempt_id")) not in done
-            and "merged_from" not in s]
+    return [s for s in started if str(s.get("attempt_id")) not in done and "merged_from" not in s]
 
 
 def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -227,8 +239,9 @@ def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, skipped
 
 
-def _started(path: Path, records: list[tuple[int, dict[str, Any]]],
-             starts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def _started(
+    path: Path, records: list[tuple[int, dict[str, Any]]], starts: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The records that each have a start line before them, one record per start; and a
     sentence for each other one. A journal without any start line (written before runs
     journaled them) keeps every record."""
@@ -237,8 +250,10 @@ def _started(path: Path, records: list[tuple[int, dict[str, Any]]],
     open_starts: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
     refused: list[str] = []
-    ordered = sorted([(s["_line"], "start", s) for s in starts]
-                     + [(n, "record", r) for n, r in records], key=lambda x: x[0])
+    ordered = sorted(
+        [(s["_line"], "start", s) for s in starts] + [(n, "record", r) for n, r in records],
+        key=lambda x: x[0],
+    )
     for number, kind, entry in ordered:
         if kind == "start":
             open_starts[str(entry.get("attempt_id"))] = entry
@@ -247,26 +262,31 @@ def _started(path: Path, records: list[tuple[int, dict[str, Any]]],
         attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
         start_entry = open_starts.pop(attempt_id, None)
         if start_entry is None:
-            refused.append(f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
-                           "line before it (or a record already used it): `iteralab run` "
-                           "writes a start before every attempt and one record after it, so "
-                           "this record was added by hand and is not ingested")
+            refused.append(
+                f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
+                "line before it (or a record already used it): `iteralab run` "
+                "writes a start before every attempt and one record after it, so "
+                "this record was added by hand and is not ingested"
+            )
             continue
         spec = start_entry.get("spec")
         planned = spec.get("variant") if isinstance(spec, dict) else None
         planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
         ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
         if planned_id is not None and ran != planned_id:
-            refused.append(f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
-                           f"{ran!r}, its start line {start_entry['_line']} planned "
-                           f"{planned_id!r}: not what the runner wrote; not ingested")
+            refused.append(
+                f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
+                f"{ran!r}, its start line {start_entry['_line']} planned "
+                f"{planned_id!r}: not what the runner wrote; not ingested"
+            )
             continue
         kept.append(entry)
     return kept, refused
 
 
-def _scan_all(workbook: str | Path
-              ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[str]]:
+def _scan_all(
+    workbook: str | Path,
+) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[str]]:
     path = journal_path(workbook)
     if not path.exists():
         return [], [], [], []
@@ -280,24 +300,32 @@ def _scan_all(workbook: str | Path
             continue
         error: WorkbookError | None = None
         try:
-            entry = json.loads(raw.decode("utf-8", errors="replace"),
-                               parse_constant=_no_constant)
+            entry = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
         except (RecursionError, _NotANumber) as exc:
-            why = ("nested too deep to read" if isinstance(exc, RecursionError)
-                   else f"it holds {exc}, which no measurement is")
-            raise WorkbookError(f"{path}: line {number} is not a journal record ({why})",
-                                hint="the journal is written by `iteralab run`; restore it "
-                                "from a copy or remove that line") from None
+            why = (
+                "nested too deep to read"
+                if isinstance(exc, RecursionError)
+                else f"it holds {exc}, which no measurement is"
+            )
+            raise WorkbookError(
+                f"{path}: line {number} is not a journal record ({why})",
+                hint="the journal is written by `iteralab run`; restore it "
+                "from a copy or remove that line",
+            ) from None
         except json.JSONDecodeError as exc:
             if number == len(lines):  # the torn tail of an interrupted write
-                skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
-                               "was cut short by an interrupted write: no finished attempt "
-                               "is lost; the next append keeps it in "
-                               f"{Path(workbook).stem}{TORN_INFIX}N")
+                skipped.append(
+                    f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
+                    "was cut short by an interrupted write: no finished attempt "
+                    "is lost; the next append keeps it in "
+                    f"{Path(workbook).stem}{TORN_INFIX}N"
+                )
                 break
-            error = WorkbookError(f"{path}: line {number} is not a journal record ({exc.msg})",
-                                  hint="the journal is written by `iteralab run`; restore it "
-                                  "from a copy or remove the damaged line")
+            error = WorkbookError(
+                f"{path}: line {number} is not a journal record ({exc.msg})",
+                hint="the journal is written by `iteralab run`; restore it "
+                "from a copy or remove the damaged line",
+            )
         else:
             shape = _shape_problem(entry)
             if shape is None and entry.get("format") == FORMAT:
@@ -306,21 +334,24 @@ def _scan_all(workbook: str | Path
             if shape is None and entry.get("format") == START_FORMAT:
                 starts.append(dict(entry, _line=number))
                 continue
-            error = WorkbookError(f"{path}: line {number} is not an {FORMAT} record"
-                                  + (f" ({shape})" if shape else ""),
-                                  hint="the journal is written by `iteralab run`; do not "
-                                  "edit it: restore it from a copy or remove that line")
+            error = WorkbookError(
+                f"{path}: line {number} is not an {FORMAT} record"
+                + (f" ({shape})" if shape else ""),
+                hint="the journal is written by `iteralab run`; do not "
+                "edit it: restore it from a copy or remove that line",
+            )
         if kept is None:
             kept = {p.read_bytes(): p for p in reversed(torn_files(workbook))}
         if number == len(lines) or raw not in kept:
             raise error
         # A torn tail that a later append ended with a newline after keeping its bytes.
-        skipped.append(f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
-                       "interrupted write and is skipped: no finished attempt is lost; its "
-                       f"bytes are kept in {kept[raw].name}")
+        skipped.append(
+            f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
+            "interrupted write and is skipped: no finished attempt is lost; its "
+            f"bytes are kept in {kept[raw].name}"
+        )
     started, refused = _started(path, records, starts)
-    return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], \
-        refused
+    return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], refused
 
 
 class _NotANumber(Exception):
@@ -344,7 +375,6 @@ def _shape_problem(entry: Any) -> str | None:
         if not isinstance(entry["attempt"].get("attempt_id"), str):
             return "its attempt has no attempt_id"
     elif entry.get("format") == START_FORMAT:
-        if not isinstance(entry.get("attempt_id"), str) or not isinstance(entry.get("spec"),
-                                                                         dict):
+        if not isinstance(entry.get("attempt_id"), str) or not isinstance(entry.get("spec"), dict):
             return "a start line without its attempt_id and spec"
     return None

@@ -30,9 +30,12 @@ def _require_valid(data: WorkbookData, verb: str, workbook: str | Path | None = 
     fields."""
     findings = validate_sheets(data, LOCKED_SHEETS)
     if workbook is not None:
-        findings = sorted_findings(findings + corpus_findings(data, workbook)
-                                   + tuning.overlap(data, workbook)[1]
-                                   + subgroups.field_findings(data, workbook))
+        findings = sorted_findings(
+            findings
+            + corpus_findings(data, workbook)
+            + tuning.overlap(data, workbook)[1]
+            + subgroups.field_findings(data, workbook)
+        )
     if findings:
         lines = "\n".join(f"  {f.location()}: {f.message}" for f in findings[:20])
         more = f"\n  ... and {len(findings) - 20} more" if len(findings) > 20 else ""
@@ -42,8 +45,14 @@ def _require_valid(data: WorkbookData, verb: str, workbook: str | Path | None = 
         )
 
 
-def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
-           details: dict[str, Any], at: str | None = None) -> None:
+def _audit(
+    data: WorkbookData,
+    action: str,
+    sha: str,
+    reason: str | None,
+    details: dict[str, Any],
+    at: str | None = None,
+) -> None:
     text = json.dumps(details, sort_keys=True, ensure_ascii=False)
     if len(text) > EXCEL_CELL_LIMIT:
         raise ProtocolError(
@@ -51,12 +60,22 @@ def _audit(data: WorkbookData, action: str, sha: str, reason: str | None,
             hint="shorten long Protocol/Variants texts (keep long documents in files and "
             "refer to them)",
         )
-    log(data, {"at": at or now_text(), "action": action, "protocol_sha256": sha,
-                          "tool_version": __version__, "reason": reason, "details": text})
+    log(
+        data,
+        {
+            "at": at or now_text(),
+            "action": action,
+            "protocol_sha256": sha,
+            "tool_version": __version__,
+            "reason": reason,
+            "details": text,
+        },
+    )
 
 
-def lock(data: WorkbookData, workbook: str | Path | None = None,
-         acknowledge_overlap: str | None = None) -> str:
+def lock(
+    data: WorkbookData, workbook: str | Path | None = None, acknowledge_overlap: str | None = None
+) -> str:
     """Lock Protocol and Variants; return the lock's SHA-256.
 
     Refuses while they are incomplete or invalid, or when already locked;
@@ -69,7 +88,7 @@ def lock(data: WorkbookData, workbook: str | Path | None = None,
     if existing is not None:
         raise ProtocolError(
             f"the protocol is already locked ({existing.sha256[:12]}, {existing.at})",
-            hint="to change it, use `iteralab amend WORKBOOK --reason \"...\"`",
+            hint='to change it, use `iteralab amend WORKBOOK --reason "..."`',
         )
     _require_valid(data, "lock", workbook)
     content = snapshot(data)
@@ -81,22 +100,31 @@ def lock(data: WorkbookData, workbook: str | Path | None = None,
     return sha
 
 
-def _overlap_acknowledged(data: WorkbookData, workbook: str | Path | None,
-                          acknowledge_overlap: str | None, details: dict[str, Any], at: str,
-                          verb: str) -> str | None:
+def _overlap_acknowledged(
+    data: WorkbookData,
+    workbook: str | Path | None,
+    acknowledge_overlap: str | None,
+    details: dict[str, Any],
+    at: str,
+    verb: str,
+) -> str | None:
     """R2: refuse tuning data that overlaps the corpus unless ``acknowledge_overlap`` gives a
     reason; record the acknowledgement in ``details`` and return the Audit note (None when
     there is no overlap). Without the workbook's path nothing can be read: None."""
     reason = (acknowledge_overlap or "").strip() or None
     if acknowledge_overlap is not None and reason is None:
-        raise UsageError("--acknowledge-overlap needs a reason",
-                         hint='say why the overlap is acceptable: --acknowledge-overlap "..."')
+        raise UsageError(
+            "--acknowledge-overlap needs a reason",
+            hint='say why the overlap is acceptable: --acknowledge-overlap "..."',
+        )
     found = tuning.overlap(data, workbook)[0] if workbook is not None else None
     if not found:
         if reason is not None:
-            raise UsageError("--acknowledge-overlap: the tuning data shares no id and no text "
-                             "with the corpus, so there is nothing to acknowledge",
-                             hint=f"{verb} without --acknowledge-overlap")
+            raise UsageError(
+                "--acknowledge-overlap: the tuning data shares no id and no text "
+                "with the corpus, so there is nothing to acknowledge",
+                hint=f"{verb} without --acknowledge-overlap",
+            )
         return None
     if reason is None:
         amend_reason = ' --reason "..."' if verb == "amend" else ""
@@ -107,17 +135,29 @@ def _overlap_acknowledged(data: WorkbookData, workbook: str | Path | None,
             f"{found.corpus_path} ({found.summary()}, R2):\n" + "\n".join(lines[:20]) + more,
             hint=f"keep tuning data apart from the corpus; to {verb} anyway, say why with "
             f"`iteralab {verb} WORKBOOK{amend_reason} "
-            "--acknowledge-overlap \"reason\"` (logged in Audit, and `iteralab validate` keeps "
-            "naming the overlap)")
+            '--acknowledge-overlap "reason"` (logged in Audit, and `iteralab validate` keeps '
+            "naming the overlap)",
+        )
     details[tuning.ACKNOWLEDGED] = {
-        "tuning_path": found.tuning_path, "ids": len(found.ids), "texts": len(found.texts),
-        "reason": reason, "at": at, "action": verb}
-    return (f"tuning data {found.tuning_path} overlaps the corpus ({found.summary()}), "
-            f"acknowledged: {reason}")
+        "tuning_path": found.tuning_path,
+        "ids": len(found.ids),
+        "texts": len(found.texts),
+        "reason": reason,
+        "at": at,
+        "action": verb,
+    }
+    return (
+        f"tuning data {found.tuning_path} overlaps the corpus ({found.summary()}), "
+        f"acknowledged: {reason}"
+    )
 
 
-def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
-          acknowledge_overlap: str | None = None) -> tuple[str, list[Finding], int]:
+def amend(
+    data: WorkbookData,
+    reason: str,
+    workbook: str | Path | None = None,
+    acknowledge_overlap: str | None = None,
+) -> tuple[str, list[Finding], int]:
     """Record the edits made since the lock as an amendment.
 
     Given the ``workbook``'s path, refuses as :func:`lock` does a corpus_path that
@@ -130,8 +170,10 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
         raise UsageError("an amendment needs a reason", hint='pass --reason "why it changed"')
     existing = current_lock(data)
     if existing is None:
-        raise ProtocolError("the protocol is not locked: nothing to amend",
-                            hint="lock it first with `iteralab lock WORKBOOK`")
+        raise ProtocolError(
+            "the protocol is not locked: nothing to amend",
+            hint="lock it first with `iteralab lock WORKBOOK`",
+        )
     content = snapshot(data)
     found = changes(existing.snapshot, content)
     if not found:
@@ -140,12 +182,16 @@ def amend(data: WorkbookData, reason: str, workbook: str | Path | None = None,
             "lock: nothing to amend",
             hint="edit the workbook first, then amend with the reason; a bookkeeping edit "
             "(scenario wording, a variant's description, notes, rental_id, label) needs no "
-            "amendment: `iteralab report` logs it in Audit")
+            "amendment: `iteralab report` logs it in Audit",
+        )
     _require_valid(data, "amend", workbook)
     sha = content_hash(content)
     summary = [f"{f.sheet}!{f.row} {f.column}" for f in found]
-    details: dict[str, Any] = {"changed": summary, "snapshot": content,
-                               "layout": layout.LAYOUT_VERSION}
+    details: dict[str, Any] = {
+        "changed": summary,
+        "snapshot": content,
+        "layout": layout.LAYOUT_VERSION,
+    }
     at = now_text()
     note = _overlap_acknowledged(data, workbook, acknowledge_overlap, details, at, "amend")
     _audit(data, "amend", sha, reason.strip() + (f"; {note}" if note else ""), details, at)

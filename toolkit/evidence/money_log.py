@@ -23,17 +23,23 @@ from toolkit.workbook.model import WorkbookData
 
 ACTION = "prices"
 #: The typed columns of the sheets whose edits are logged (Schedule's grey ones excluded).
-LOGGED = {sheet.name: [c.name for c in sheet.all_columns if not c.computed]
-          for sheet in (layout.TARIFFS, layout.RENTALS, layout.SCHEDULE)}
+LOGGED = {
+    sheet.name: [c.name for c in sheet.all_columns if not c.computed]
+    for sheet in (layout.TARIFFS, layout.RENTALS, layout.SCHEDULE)
+}
 #: Longest "what changed" text kept in an Audit reason.
 SUMMARY_LIMIT = 2000
 
 
 def snapshot(data: WorkbookData) -> dict[str, list[dict[str, Any]]]:
     """The logged sheets' typed cells, row by row (blank cells left out)."""
-    return {name: [{c: _plain(row.get(c)) for c in columns if row.get(c) is not None}
-                   for row in data.tables.get(name, [])]
-            for name, columns in LOGGED.items()}
+    return {
+        name: [
+            {c: _plain(row.get(c)) for c in columns if row.get(c) is not None}
+            for row in data.tables.get(name, [])
+        ]
+        for name, columns in LOGGED.items()
+    }
 
 
 def _plain(value: Any) -> Any:
@@ -63,11 +69,21 @@ def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, int
         old, new = before.get(name) or [], now.get(name) or []
         for i in range(max(len(old), len(new))):
             if i >= len(old) or i >= len(new):
-                out.append((name, i, "", old[i] if i < len(old) else None,
-                            new[i] if i < len(new) else None))
+                out.append(
+                    (
+                        name,
+                        i,
+                        "",
+                        old[i] if i < len(old) else None,
+                        new[i] if i < len(new) else None,
+                    )
+                )
                 continue
-            out += [(name, i, c, old[i].get(c), new[i].get(c)) for c in columns
-                    if old[i].get(c) != new[i].get(c)]
+            out += [
+                (name, i, c, old[i].get(c), new[i].get(c))
+                for c in columns
+                if old[i].get(c) != new[i].get(c)
+            ]
     return out
 
 
@@ -78,14 +94,26 @@ def money_edit_findings(data: WorkbookData) -> list[Finding]:
         return []
     found = []
     for name, i, column, old, new in _changes(last, snapshot(data)):
-        what = (f"{column} changed" if column else "a row was added" if old is None
-                else "a row was removed")
+        what = (
+            f"{column} changed"
+            if column
+            else "a row was added"
+            if old is None
+            else "a row was removed"
+        )
         rows = len(data.tables.get(name, []))
         excel = data.excel_row(name, i) if i < rows else None
-        found.append(Finding(name, excel, column, "edited-after-attempts",
-                             f"{what} after attempts were recorded ({_shown(old)} -> "
-                             f"{_shown(new)}) and is not logged yet: `iteralab report` logs "
-                             "it in Audit (or undo the edit)"))
+        found.append(
+            Finding(
+                name,
+                excel,
+                column,
+                "edited-after-attempts",
+                f"{what} after attempts were recorded ({_shown(old)} -> "
+                f"{_shown(new)}) and is not logged yet: `iteralab report` logs "
+                "it in Audit (or undo the edit)",
+            )
+        )
     return found
 
 
@@ -104,13 +132,23 @@ def log_money_edits(data: WorkbookData, protocol_sha256: str) -> str | None:
     if last is None:
         reason = "prices and schedule as the attempts were set against them"
     else:
-        parts = [f"{name}!{i + 2} {column or 'row'}: {_shown(old)} -> {_shown(new)}"
-                 for name, i, column, old, new in _changes(last, now)]
+        parts = [
+            f"{name}!{i + 2} {column or 'row'}: {_shown(old)} -> {_shown(new)}"
+            for name, i, column, old, new in _changes(last, now)
+        ]
         reason = "edited after the first attempt: " + "; ".join(parts)
         if len(reason) > SUMMARY_LIMIT:
-            reason = reason[:SUMMARY_LIMIT - 3] + "..."
+            reason = reason[: SUMMARY_LIMIT - 3] + "..."
     text = json.dumps(now, sort_keys=True, ensure_ascii=False)
-    log(data, {"at": now_text(), "action": ACTION, "protocol_sha256": protocol_sha256,
-                          "tool_version": __version__, "reason": reason, "details": text})
+    log(
+        data,
+        {
+            "at": now_text(),
+            "action": ACTION,
+            "protocol_sha256": protocol_sha256,
+            "tool_version": __version__,
+            "reason": reason,
+            "details": text,
+        },
+    )
     return reason
-

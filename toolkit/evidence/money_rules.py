@@ -31,27 +31,62 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
         key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"), provider.casefold())
         if key in seen:
             whose = f" of {provider}" if provider else ""
-            found.append(Finding("Tariffs", excel, "plan_days", "unique",
-                                 f"{key[1]} has two {key[2]}-day prices in the catalog{whose} of "
-                                 f"{key[0]} (rows {seen[key]} and {excel}): keep one"))
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "plan_days",
+                    "unique",
+                    f"{key[1]} has two {key[2]}-day prices in the catalog{whose} of "
+                    f"{key[0]} (rows {seen[key]} and {excel}): keep one",
+                )
+            )
         seen[key] = excel
         currency = t.get("currency")
         if currency is not None and not CURRENCY.match(str(currency).strip().upper()):
-            found.append(Finding("Tariffs", excel, "currency", "currency",
-                                 f"currency {currency!r} is not an ISO 4217 code: type three "
-                                 "letters, e.g. USD or EUR (empty means USD)"))
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "currency",
+                    "currency",
+                    f"currency {currency!r} is not an ISO 4217 code: type three "
+                    "letters, e.g. USD or EUR (empty means USD)",
+                )
+            )
         cards, days = t.get("cards_per_lot"), t.get("plan_days")
         if isinstance(cards, int) and cards < 1:
-            found.append(Finding("Tariffs", excel, "cards_per_lot", "positive",
-                                 f"cards_per_lot must be at least 1; found {cards}"))
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "cards_per_lot",
+                    "positive",
+                    f"cards_per_lot must be at least 1; found {cards}",
+                )
+            )
         if isinstance(days, int) and days not in PLAN_DAYS:
-            found.append(Finding("Tariffs", excel, "plan_days", "plan",
-                                 f"plan_days must be one of the flat-rate plans "
-                                 f"{', '.join(map(str, PLAN_DAYS))} (days); found {days}: "
-                                 "correct it or remove the row"))
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "plan_days",
+                    "plan",
+                    f"plan_days must be one of the flat-rate plans "
+                    f"{', '.join(map(str, PLAN_DAYS))} (days); found {days}: "
+                    "correct it or remove the row",
+                )
+            )
         if t.get("price_per_lot_usd") == 0:
-            found.append(Finding("Tariffs", excel, "price_per_lot_usd", "zero",
-                                 "a price of 0 is not a price: remove the row if unknown"))
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "price_per_lot_usd",
+                    "zero",
+                    "a price of 0 is not a price: remove the row if unknown",
+                )
+            )
         problem = _catalog_date_problem(t, excel) if t.get("catalog_date") is not None else None
         if problem is not None:  # a blank is the schema's finding
             found.append(Finding("Tariffs", excel, "catalog_date", "date", problem))
@@ -72,8 +107,10 @@ def _catalog_date_problem(row: dict[str, Any], excel: int) -> str | None:
         rules.make_plan(with_iso_date(row), locate)
     except rules.TariffError as exc:
         if located[-1:] == ["catalog_date"]:  # other columns' problems have findings of theirs
-            return (f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
-                    "prices nothing from Tariffs")
+            return (
+                f"{exc.message}: {exc.hint}, typed as text; until then `iteralab report` "
+                "prices nothing from Tariffs"
+            )
     return None
 
 
@@ -82,9 +119,15 @@ def _schedule_rules(data: WorkbookData) -> list[Finding]:
     for i, p in enumerate(data.tables["Schedule"]):
         start, end = aware_time(p.get("start")), aware_time(p.get("end"))
         if start and end and end <= start:  # unreadable times: the schema reports them
-            found.append(Finding("Schedule", data.excel_row("Schedule", i), "end", "order",
-                                 f"phase {p.get('phase')!r} ends at or before it starts: "
-                                 "correct start or end"))
+            found.append(
+                Finding(
+                    "Schedule",
+                    data.excel_row("Schedule", i),
+                    "end",
+                    "order",
+                    f"phase {p.get('phase')!r} ends at or before it starts: correct start or end",
+                )
+            )
     return found
 
 
@@ -95,8 +138,14 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
         rental = str(v.get("rental_id") or "").strip()
         if rental and v.get("gpu_slug"):
             slugs.setdefault(rental, set()).add(str(v["gpu_slug"]).strip().lower())
-    tariff_cards = {(str(t.get("provider") or "").strip().casefold(), str(t.get("gpu_slug")),
-                     t.get("plan_days")): t.get("cards_per_lot") for t in data.tables["Tariffs"]}
+    tariff_cards = {
+        (
+            str(t.get("provider") or "").strip().casefold(),
+            str(t.get("gpu_slug")),
+            t.get("plan_days"),
+        ): t.get("cards_per_lot")
+        for t in data.tables["Tariffs"]
+    }
     for i, r in enumerate(data.tables[layout.RENTALS.name]):
         excel = data.excel_row(layout.RENTALS.name, i)
 
@@ -109,28 +158,48 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
                 add(name, "positive", f"{name} must be at least 1; found {value}")
         currency = r.get("currency")
         if isinstance(currency, str) and not CURRENCY.match(currency.strip()):
-            add("currency", "currency", f"currency {currency!r} is not an ISO 4217 code: type "
-                "three capital letters, e.g. USD or EUR")
+            add(
+                "currency",
+                "currency",
+                f"currency {currency!r} is not an ISO 4217 code: type "
+                "three capital letters, e.g. USD or EUR",
+            )
         if r.get("amount") == 0:
-            add("amount", "zero", "an amount of 0 is not a price: leave it empty for a flat "
-                "plan priced by Tariffs, or type what the invoice says")
+            add(
+                "amount",
+                "zero",
+                "an amount of 0 is not a price: leave it empty for a flat "
+                "plan priced by Tariffs, or type what the invoice says",
+            )
         if r.get("billing") in ("hourly", "per-second") and r.get("amount") is None:
-            add("amount", "metered", f"{r.get('billing')} billing has no catalog price: type "
-                "the amount the provider charged (invoice or billing export)")
+            add(
+                "amount",
+                "metered",
+                f"{r.get('billing')} billing has no catalog price: type "
+                "the amount the provider charged (invoice or billing export)",
+            )
         gpu = str(r.get("gpu_slug") or "").strip().lower()
         others = slugs.get(str(r.get("rental_id") or "").strip(), set()) - {gpu}
         if gpu and others:
-            add("gpu_slug", "same-gpu", f"rental {r.get('rental_id')!r} rented {gpu}, but "
+            add(
+                "gpu_slug",
+                "same-gpu",
+                f"rental {r.get('rental_id')!r} rented {gpu}, but "
                 f"variants naming it declare {', '.join(sorted(others))}: a variant runs on the "
-                "GPU its rental holds; correct the rental or the variant's rental_id")
+                "GPU its rental holds; correct the rental or the variant's rental_id",
+            )
         days = layout.FLAT_DAYS.get(str(r.get("billing") or ""))
         # The rental's provider's lots, else those of the catalog naming no provider.
         provider = str(r.get("provider") or "").strip().casefold()
         cards = tariff_cards.get((provider, gpu, days), tariff_cards.get(("", gpu, days)))
         if cards is not None and r.get("cards_per_lot") not in (None, cards):
-            add("cards_per_lot", "catalog", f"cards_per_lot {r.get('cards_per_lot')} differs "
+            add(
+                "cards_per_lot",
+                "catalog",
+                f"cards_per_lot {r.get('cards_per_lot')} differs "
                 f"from the Tariffs catalog ({cards} for {gpu}): a lot holds what the catalog "
-                "sells")
+                "sells",
+            )
         start, end = aware_time(r.get("start")), aware_time(r.get("end"))
         if start and end and end <= start:
             add("end", "order", "the rental ends at or before it starts: correct start or end")
@@ -139,22 +208,29 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
             add("end", "beyond-plan", f"{beyond}, or correct end")
         outside = attempts_outside(data, str(r.get("rental_id") or "").strip(), start, end)
         if outside:
-            add("start" if outside[0] == "before" else "end", "rental-window",
+            add(
+                "start" if outside[0] == "before" else "end",
+                "rental-window",
                 f"{outside[1]}: they ran on a machine this rental did not pay for; correct "
                 "the rental's start or end, the variants' rental_id, or record the rental "
-                "that paid for them")
+                "that paid for them",
+            )
     return found
 
 
-def attempts_outside(data: WorkbookData, rental_id: str, start: Any, end: Any
-                     ) -> tuple[str, str] | None:
+def attempts_outside(
+    data: WorkbookData, rental_id: str, start: Any, end: Any
+) -> tuple[str, str] | None:
     """Attempts of the variants naming ``rental_id`` that started before the rental's
     ``start`` or after its ``end`` (aware date-times; None where unknown): ("before" or
     "after", what to say), or None when every attempt falls inside it."""
     if not rental_id or (start is None and end is None):
         return None
-    users = {str(v.get("variant_id")) for v in data.tables["Variants"]
-             if str(v.get("rental_id") or "").strip() == rental_id}
+    users = {
+        str(v.get("variant_id"))
+        for v in data.tables["Variants"]
+        if str(v.get("rental_id") or "").strip() == rental_id
+    }
     before, after = [], []
     for a in data.tables["Attempts"]:
         at = aware_time(a.get("started_at")) if str(a.get("variant_id")) in users else None
@@ -169,9 +245,11 @@ def attempts_outside(data: WorkbookData, rental_id: str, start: Any, end: Any
             rows.sort()
             more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
             edge = "start" if side == "before" else "end"
-            return side, (f"attempt {rows[0][1]}{more} of rental {rental_id!r} started "
-                          f"{side} the rental's {edge} ({rules.stamp(bound)}), the first at "
-                          f"{rules.stamp(rows[0][0])}")
+            return side, (
+                f"attempt {rows[0][1]}{more} of rental {rental_id!r} started "
+                f"{side} the rental's {edge} ({rules.stamp(bound)}), the first at "
+                f"{rules.stamp(rows[0][0])}"
+            )
     return None
 
 
@@ -182,9 +260,16 @@ def variants_rental_rules(data: WorkbookData) -> list[Finding]:
     for i, v in enumerate(data.tables["Variants"]):
         rental = str(v.get("rental_id") or "").strip()
         if rental and rental not in rentals:
-            found.append(Finding("Variants", data.excel_row("Variants", i), "rental_id",
-                                 "exists", f"rental {rental!r} has no Rentals row: add what was "
-                                 "rented (provider, lots, billing, currency) or correct the id"))
+            found.append(
+                Finding(
+                    "Variants",
+                    data.excel_row("Variants", i),
+                    "rental_id",
+                    "exists",
+                    f"rental {rental!r} has no Rentals row: add what was "
+                    "rented (provider, lots, billing, currency) or correct the id",
+                )
+            )
     return found
 
 
@@ -199,29 +284,48 @@ def _verification_rules(data: WorkbookData) -> list[Finding]:
 
         vid = str(row.get("variant_id") or "")
         if vid and vid not in variants:
-            add("variant_id", "exists", f"variant {vid!r} is not declared in Variants: "
-                "correct the id")
+            add(
+                "variant_id",
+                "exists",
+                f"variant {vid!r} is not declared in Variants: correct the id",
+            )
         count = row.get("confirmed_corpora")
         if isinstance(count, int) and count < 0:
-            add("confirmed_corpora", "positive", f"confirmed_corpora must be at least 0; "
-                f"found {count}")
+            add(
+                "confirmed_corpora",
+                "positive",
+                f"confirmed_corpora must be at least 0; found {count}",
+            )
         if row.get("verified") == YES:
-            missing = [n for n in ("confirmed_corpora", "verified_by", "verified_at", "checked")
-                       if row.get(n) is None]
+            missing = [
+                n
+                for n in ("confirmed_corpora", "verified_by", "verified_at", "checked")
+                if row.get(n) is None
+            ]
             if missing:
-                add(missing[0], "verification", f"a verification says who checked, when, what, "
-                    f"and how many corpora: fill {', '.join(missing)}")
-        accepted = len(accepted_corpora(vid, data.tables["Attempts"], data.tables["Manifest"])
-                       or ())
+                add(
+                    missing[0],
+                    "verification",
+                    f"a verification says who checked, when, what, "
+                    f"and how many corpora: fill {', '.join(missing)}",
+                )
+        accepted = len(
+            accepted_corpora(vid, data.tables["Attempts"], data.tables["Manifest"]) or ()
+        )
         if isinstance(count, int) and row.get("verified") == YES and count > accepted:
-            add("confirmed_corpora", "accepted", f"{count} corpus(es) confirmed, but the runner "
+            add(
+                "confirmed_corpora",
+                "accepted",
+                f"{count} corpus(es) confirmed, but the runner "
                 f"accepted {accepted} distinct corpus(es) of {vid}: only outputs that exist "
-                "and passed can be confirmed")
+                "and passed can be confirmed",
+            )
     return found
 
 
-def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
-                     manifests: Sequence[dict[str, Any]]) -> frozenset[str] | None:
+def accepted_corpora(
+    variant_id: str, attempts: Sequence[dict[str, Any]], manifests: Sequence[dict[str, Any]]
+) -> frozenset[str] | None:
     """Distinct fingerprints of the variant's accepted corpora (R22); None before any attempt.
 
     Accepted by the runner: ``corpus_accepted = yes`` under the current protocol. An
@@ -239,8 +343,17 @@ def accepted_corpora(variant_id: str, attempts: Sequence[dict[str, Any]],
 
 
 #: The sheets a report's numbers come from, as the memo's stamp names them.
-MEMO_INPUTS = ("Protocol", "Variants", "Attempts", "Tariffs", "Rentals", "Schedule",
-               "Verification", "Ledger", "Settlement")
+MEMO_INPUTS = (
+    "Protocol",
+    "Variants",
+    "Attempts",
+    "Tariffs",
+    "Rentals",
+    "Schedule",
+    "Verification",
+    "Ledger",
+    "Settlement",
+)
 STAMP_INPUTS = "; inputs "
 #: The check of a memo older than the numbers it quotes (`report` rewrites it: not its finding).
 STALE_MEMO = "stale-memo"
@@ -263,14 +376,19 @@ def input_hashes(data: WorkbookData) -> dict[str, str]:
         if sheet.kind == "form":
             rows = [data.forms.get(name, {})]
         else:
-            rows = [r for r in data.tables.get(name, [])
-                    if name != "Settlement" or r.get("kind") == "other cost"]
-        columns = [c.name for c in sheet.all_columns
-                   if not c.computed or name in ("Attempts", "Ledger")
-                   or (name == "Settlement" and c.name in ("item", "amount", "currency",
-                                                          "grounds"))]
-        lines = sorted(json.dumps([_plain(r.get(c)) for c in columns], default=str)
-                       for r in rows)
+            rows = [
+                r
+                for r in data.tables.get(name, [])
+                if name != "Settlement" or r.get("kind") == "other cost"
+            ]
+        columns = [
+            c.name
+            for c in sheet.all_columns
+            if not c.computed
+            or name in ("Attempts", "Ledger")
+            or (name == "Settlement" and c.name in ("item", "amount", "currency", "grounds"))
+        ]
+        lines = sorted(json.dumps([_plain(r.get(c)) for c in columns], default=str) for r in rows)
         out[name] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:12]
     return out
 
@@ -293,10 +411,16 @@ def _stale_memo_rules(data: WorkbookData) -> list[Finding]:
     changed = [name for name in MEMO_INPUTS if then.get(name) != now[name]]
     if not changed:
         return []
-    return [Finding(layout.DECISION.name, layout.DECISION.names.index("report_run") + 2,
-                    "report_run", STALE_MEMO,
-                    f"the memo reflects the {when}; {', '.join(changed)} changed since, so the "
-                    "numbers it quotes may be out of date: run `iteralab report` again")]
+    return [
+        Finding(
+            layout.DECISION.name,
+            layout.DECISION.names.index("report_run") + 2,
+            "report_run",
+            STALE_MEMO,
+            f"the memo reflects the {when}; {', '.join(changed)} changed since, so the "
+            "numbers it quotes may be out of date: run `iteralab report` again",
+        )
+    ]
 
 
 RULES = {

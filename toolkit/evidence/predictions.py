@@ -64,13 +64,17 @@ def early_digests(workbook: Path) -> Digests:
 
 def predictions_files(data: WorkbookData, folder: Path) -> list[Path]:
     """The predictions files that rows record with a hash: what the checks will hash."""
-    return [_resolve(relative, folder) for row in data.tables[SHEET]
-            if (relative := cell_value(row.get("predictions_path"))) is not None
-            and cell_value(row.get("predictions_sha256")) is not None]
+    return [
+        _resolve(relative, folder)
+        for row in data.tables[SHEET]
+        if (relative := cell_value(row.get("predictions_path"))) is not None
+        and cell_value(row.get("predictions_sha256")) is not None
+    ]
 
 
-def predictions_checks(data: WorkbookData, folder: Path, digests: Digests
-                       ) -> list[PredictionsCheck]:
+def predictions_checks(
+    data: WorkbookData, folder: Path, digests: Digests
+) -> list[PredictionsCheck]:
     """Each Attempts row's predictions file checked now against its recorded SHA-256."""
     checks = []
     for i, row in enumerate(data.tables[SHEET]):
@@ -88,31 +92,49 @@ def predictions_checks(data: WorkbookData, folder: Path, digests: Digests
             checks.append(PredictionsCheck(i, relative, path, recorded, "no hash recorded"))
         else:
             actual = digests.get(path)
-            state = ("unreadable" if isinstance(actual, OSError)
-                     else "matches" if actual == recorded.strip().lower() else "differs")
+            state = (
+                "unreadable"
+                if isinstance(actual, OSError)
+                else "matches"
+                if actual == recorded.strip().lower()
+                else "differs"
+            )
             checks.append(PredictionsCheck(i, relative, path, recorded, state, actual))
     return checks
 
 
 #: What to do about each predictions check that failed: (column, message).
 _PREDICTIONS_FINDINGS = {
-    "hash without path": ("predictions_path", "{name} has a predictions_sha256 but no "
-                          "predictions_path: restore the path the attempt recorded"),
-    "missing": ("predictions_path", "{name}: predictions file {relative} is missing (looked for "
-                "{path}): restore it from the campaign archive; without it the verdict cannot "
-                "be checked (R7)"),
-    "no hash recorded": ("predictions_sha256", "{name}: no predictions_sha256 for {relative}: "
-                         "the file cannot be checked; restore the recorded hash"),
-    "unreadable": ("predictions_path", "{name}: cannot read {relative} ({error}): make it "
-                   "readable"),
-    "differs": ("predictions_sha256", "{name}: {relative} no longer matches its SHA-256 "
-                "(recorded {recorded:.12}..., now {actual:.12}...): the predictions were edited "
-                "or replaced after the attempt; restore the original file"),
+    "hash without path": (
+        "predictions_path",
+        "{name} has a predictions_sha256 but no "
+        "predictions_path: restore the path the attempt recorded",
+    ),
+    "missing": (
+        "predictions_path",
+        "{name}: predictions file {relative} is missing (looked for "
+        "{path}): restore it from the campaign archive; without it the verdict cannot "
+        "be checked (R7)",
+    ),
+    "no hash recorded": (
+        "predictions_sha256",
+        "{name}: no predictions_sha256 for {relative}: "
+        "the file cannot be checked; restore the recorded hash",
+    ),
+    "unreadable": (
+        "predictions_path",
+        "{name}: cannot read {relative} ({error}): make it readable",
+    ),
+    "differs": (
+        "predictions_sha256",
+        "{name}: {relative} no longer matches its SHA-256 "
+        "(recorded {recorded:.12}..., now {actual:.12}...): the predictions were edited "
+        "or replaced after the attempt; restore the original file",
+    ),
 }
 
 
-def predictions_findings(data: WorkbookData, checks: Sequence[PredictionsCheck]
-                          ) -> list[Finding]:
+def predictions_findings(data: WorkbookData, checks: Sequence[PredictionsCheck]) -> list[Finding]:
     found: list[Finding] = []
     for check in checks:
         if check.state not in _PREDICTIONS_FINDINGS:
@@ -121,10 +143,15 @@ def predictions_findings(data: WorkbookData, checks: Sequence[PredictionsCheck]
         error = check.actual if isinstance(check.actual, OSError) else None
         text = message.format(
             name=f"attempt {data.tables[SHEET][check.index].get('attempt_id')!r}",
-            relative=check.relative, path=check.path, recorded=str(check.recorded),
-            actual=str(check.actual), error=getattr(error, "strerror", None) or error)
-        found.append(Finding(SHEET, data.excel_row(SHEET, check.index), column, "predictions",
-                             text))
+            relative=check.relative,
+            path=check.path,
+            recorded=str(check.recorded),
+            actual=str(check.actual),
+            error=getattr(error, "strerror", None) or error,
+        )
+        found.append(
+            Finding(SHEET, data.excel_row(SHEET, check.index), column, "predictions", text)
+        )
     return found
 
 

@@ -27,8 +27,10 @@ LOCKED_SHEETS = ("Protocol", "Variants")
 #: Fields of the locked sheets that do not change the measurement: wording, links to the
 #: money side, where a cluster runs it (gpu_slug, locked, says which GPU). Editing one after
 #: the lock voids no attempt; :mod:`toolkit.evidence.bookkeeping` logs it in Audit.
-BOOKKEEPING = {"Protocol": ("scenario",),
-               "Variants": ("description", "notes", "rental_id", "label")}
+BOOKKEEPING = {
+    "Protocol": ("scenario",),
+    "Variants": ("description", "notes", "rental_id", "label"),
+}
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,13 @@ def snapshot(data: WorkbookData) -> dict[str, Any]:
     A blank field or column added after the first layout is left out, so a lock
     made before it existed still verifies (:func:`layout.added_after`).
     """
+
     def plain(sheet: layout.Sheet, values: dict[str, Any]) -> dict[str, Any]:
-        return {k: _plain(v) for k, v in values.items()
-                if v is not None or not layout.added_after(1, sheet, k)}
+        return {
+            k: _plain(v)
+            for k, v in values.items()
+            if v is not None or not layout.added_after(1, sheet, k)
+        }
 
     return {
         "Protocol": plain(layout.PROTOCOL, data.forms["Protocol"]),
@@ -88,9 +94,15 @@ def locks(data: WorkbookData) -> list[Lock]:
                 details = {}
             details = details if isinstance(details, dict) else {}
             content = details.get("snapshot")
-            found.append(Lock(str(row.get("protocol_sha256")), str(row.get("at")),
-                              str(row.get("action")),
-                              content if isinstance(content, dict) else {}, details))
+            found.append(
+                Lock(
+                    str(row.get("protocol_sha256")),
+                    str(row.get("at")),
+                    str(row.get("action")),
+                    content if isinstance(content, dict) else {},
+                    details,
+                )
+            )
     return found
 
 
@@ -110,33 +122,59 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
         if name in BOOKKEEPING["Protocol"]:
             continue
         if old_form.get(name) != new_form.get(name):
-            found.append(Finding(
-                "Protocol", fields.index(name) + 2, name, "locked",
-                f"{name} changed after the lock ({old_form.get(name)!r} -> "
-                f"{new_form.get(name)!r}): undo the edit, or record it with `iteralab amend "
-                f"--reason ...` (attempts before it stay marked)"))
+            found.append(
+                Finding(
+                    "Protocol",
+                    fields.index(name) + 2,
+                    name,
+                    "locked",
+                    f"{name} changed after the lock ({old_form.get(name)!r} -> "
+                    f"{new_form.get(name)!r}): undo the edit, or record it with `iteralab amend "
+                    f"--reason ...` (attempts before it stay marked)",
+                )
+            )
     old_rows = {r.get("variant_id"): r for r in before.get("Variants", [])}
     new_rows = {r.get("variant_id"): (i, r) for i, r in enumerate(after.get("Variants", []))}
     for vid, old in old_rows.items():
         if vid not in new_rows:
-            found.append(Finding("Variants", None, "variant_id", "locked",
-                                 f"variant {vid!r} was removed after the lock: restore it, or "
-                                 "record the change with `iteralab amend --reason ...`"))
+            found.append(
+                Finding(
+                    "Variants",
+                    None,
+                    "variant_id",
+                    "locked",
+                    f"variant {vid!r} was removed after the lock: restore it, or "
+                    "record the change with `iteralab amend --reason ...`",
+                )
+            )
             continue
         index, new = new_rows[vid]
         for name in layout.VARIANTS.names:
             if name in BOOKKEEPING["Variants"]:
                 continue
             if old.get(name) != new.get(name):
-                found.append(Finding(
-                    "Variants", index + 2, name, "locked",
-                    f"variant {vid!r}: {name} changed after the lock ({old.get(name)!r} -> "
-                    f"{new.get(name)!r}): undo it, or `iteralab amend --reason ...`"))
+                found.append(
+                    Finding(
+                        "Variants",
+                        index + 2,
+                        name,
+                        "locked",
+                        f"variant {vid!r}: {name} changed after the lock ({old.get(name)!r} -> "
+                        f"{new.get(name)!r}): undo it, or `iteralab amend --reason ...`",
+                    )
+                )
     for vid, (index, _) in new_rows.items():
         if vid not in old_rows:
-            found.append(Finding("Variants", index + 2, "variant_id", "locked",
-                                 f"variant {vid!r} was added after the lock: declare it with "
-                                 "`iteralab amend --reason ...`"))
+            found.append(
+                Finding(
+                    "Variants",
+                    index + 2,
+                    "variant_id",
+                    "locked",
+                    f"variant {vid!r} was added after the lock: declare it with "
+                    "`iteralab amend --reason ...`",
+                )
+            )
     return found
 
 
@@ -150,9 +188,16 @@ def lock_findings(data: WorkbookData) -> list[Finding]:
     if content_hash(now) == lock.sha256:
         return []
     if content_hash(lock.snapshot) != lock.sha256:
-        return [Finding("Audit", None, "protocol_sha256", "locked",
-                        "the locked content no longer matches its recorded hash: the "
-                        "Audit sheet was edited; restore it from the backup")]
+        return [
+            Finding(
+                "Audit",
+                None,
+                "protocol_sha256",
+                "locked",
+                "the locked content no longer matches its recorded hash: the "
+                "Audit sheet was edited; restore it from the backup",
+            )
+        ]
     return changes(lock.snapshot, now)  # bookkeeping edits: toolkit.evidence.bookkeeping
 
 
@@ -160,11 +205,15 @@ def require_lock(data: WorkbookData, path: str | Path) -> str:
     """The current lock's hash; raises ProtocolError when unlocked or edited since."""
     existing = current_lock(data)
     if existing is None:
-        raise ProtocolError(f"{path}: the protocol is not locked",
-                            hint=f"complete Protocol and Variants, then `iteralab lock {path}`")
+        raise ProtocolError(
+            f"{path}: the protocol is not locked",
+            hint=f"complete Protocol and Variants, then `iteralab lock {path}`",
+        )
     edits = lock_findings(data)
     if edits:
         lines = "\n".join(f"  {f.location()}: {f.message}" for f in edits)
-        raise ProtocolError(f"{path}: the protocol changed after its lock:\n{lines}",
-                            hint="undo the edits, or record them with `iteralab amend`")
+        raise ProtocolError(
+            f"{path}: the protocol changed after its lock:\n{lines}",
+            hint="undo the edits, or record them with `iteralab amend`",
+        )
     return existing.sha256

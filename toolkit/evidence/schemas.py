@@ -44,18 +44,21 @@ def _is_datetime(v: Any) -> bool:
 
 #: kind -> (predicate, what was expected)
 KIND_CHECKS: dict[str, tuple[Any, str]] = {
-    layout.INT: (lambda v: isinstance(v, int) and not isinstance(v, bool),
-                 "a whole number"),
+    layout.INT: (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
     layout.NUMBER: (_is_number, "a number"),
     layout.SECONDS: (lambda v: _is_number(v) and v >= 0, "a duration in seconds (>= 0)"),
     layout.BYTES: (lambda v: isinstance(v, int) and v >= 0, "a whole number of bytes (>= 0)"),
     layout.USD: (lambda v: _is_number(v) and v >= 0, "an amount in USD (>= 0)"),
-    layout.USD_OR_UNDEFINED: (lambda v: v == "undefined" or (_is_number(v) and v >= 0),
-                              "an amount in USD (>= 0) or 'undefined'"),
+    layout.USD_OR_UNDEFINED: (
+        lambda v: v == "undefined" or (_is_number(v) and v >= 0),
+        "an amount in USD (>= 0) or 'undefined'",
+    ),
     layout.MONEY: (lambda v: _is_number(v) and v >= 0, "an amount (>= 0)"),
     layout.RATIO: (lambda v: _is_number(v) and 0 <= v <= 1, "a ratio between 0 and 1"),
-    layout.DATETIME: (_is_datetime, "an ISO 8601 date-time with its UTC offset, e.g. "
-                      "2026-12-07T09:00+01:00"),
+    layout.DATETIME: (
+        _is_datetime,
+        "an ISO 8601 date-time with its UTC offset, e.g. 2026-12-07T09:00+01:00",
+    ),
     layout.TEXT: (lambda v: isinstance(v, str), "text"),
 }
 
@@ -77,24 +80,32 @@ def _column_schema(col: layout.Column, unique: bool, sheet_name: str) -> pa.Colu
     checks = []
     if col.choices:
         choices = col.choices
-        checks.append(pa.Check(lambda v, c=choices: v in c, element_wise=True,
-                               name="choice", error="one of: " + ", ".join(choices)))
+        checks.append(
+            pa.Check(
+                lambda v, c=choices: v in c,
+                element_wise=True,
+                name="choice",
+                error="one of: " + ", ".join(choices),
+            )
+        )
     elif col.kind in KIND_CHECKS:
         predicate, expected = KIND_CHECKS[col.kind]
         texts = COMPUTED_TEXTS.get((sheet_name, col.name))
         if texts:
             predicate = _or_text(predicate, texts)
         checks.append(pa.Check(predicate, element_wise=True, name=col.kind, error=expected))
-    return pa.Column(object, checks=checks, nullable=not col.required, unique=unique,
-                     required=True, coerce=False)
+    return pa.Column(
+        object, checks=checks, nullable=not col.required, unique=unique, required=True, coerce=False
+    )
 
 
 @cache
 def schema(sheet_name: str) -> pa.DataFrameSchema:
     """The pandera schema of a form or table sheet (a form is a one-row frame)."""
     sheet = layout.SHEET_BY_NAME[sheet_name]
-    columns = {c.name: _column_schema(c, c.name in sheet.unique, sheet_name)
-               for c in sheet.all_columns}
+    columns = {
+        c.name: _column_schema(c, c.name in sheet.unique, sheet_name) for c in sheet.all_columns
+    }
     return pa.DataFrameSchema(columns, name=sheet_name, strict=False)
 
 
@@ -132,8 +143,11 @@ def _to_findings(sheet: layout.Sheet, cases: pd.DataFrame) -> list[Finding]:
             row = sheet.names.index(column) + 2 if column in sheet.names else None
         else:
             row = int(index) if isinstance(index, (int, float)) and not pd.isna(index) else None
-        findings.append(Finding(sheet.name, row, column, _check_name(check),
-                                _message(sheet, column, check, value)))
+        findings.append(
+            Finding(
+                sheet.name, row, column, _check_name(check), _message(sheet, column, check, value)
+            )
+        )
     return findings
 
 
@@ -160,8 +174,10 @@ def _message(sheet: layout.Sheet, column: str, check: str, value: Any) -> str:
     if name == "choice":
         return f"{column} must be {check}; found {value!r}: pick from the dropdown"
     if name == layout.DATETIME:
-        return (f"{column} must be {check}; found {value!r}: type it as text in that form "
-                "(the cell formatted as Text); a date-time typed as an Excel date takes the "
-                "UTC offset of Protocol deadline, so state it there once, as text such as "
-                "2026-12-11T09:00+01:00")
+        return (
+            f"{column} must be {check}; found {value!r}: type it as text in that form "
+            "(the cell formatted as Text); a date-time typed as an Excel date takes the "
+            "UTC offset of Protocol deadline, so state it there once, as text such as "
+            "2026-12-11T09:00+01:00"
+        )
     return f"{column} must be {check}; found {value!r}"

@@ -23,8 +23,13 @@ def _row(name: str) -> int:
 
 
 def _problem(name: str, check: str, exc: ProtocolError) -> Finding:
-    return Finding("Protocol", _row(name), name, check,
-                   f"{exc.message}: {exc.hint}" if exc.hint else exc.message)
+    return Finding(
+        "Protocol",
+        _row(name),
+        name,
+        check,
+        f"{exc.message}: {exc.hint}" if exc.hint else exc.message,
+    )
 
 
 def protocol_findings(data: WorkbookData) -> list[Finding]:
@@ -64,7 +69,16 @@ def field_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
         items = corpus.read_corpus(file)
     except CorpusError:
         return []
-    return [Finding("Protocol", _row("subgroups"), "subgroups", "subgroup-field", (
-        f"subgroups names {m.name!r}, but the corpus {m.text(path.strip())}: give every "
-        f"record its {m.name!r}, or remove {m.name!r} from subgroups (R1)"))
-        for m in corpus.missing_fields(items, names)]
+    return [
+        Finding(
+            "Protocol",
+            _row("subgroups"),
+            "subgroups",
+            "subgroup-field",
+            (
+                f"subgroups names {m.name!r}, but the corpus {m.text(path.strip())}: give every "
+                f"record its {m.name!r}, or remove {m.name!r} from subgroups (R1)"
+            ),
+        )
+        for m in corpus.missing_fields(items, names)
+    ]

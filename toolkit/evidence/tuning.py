@@ -81,8 +81,10 @@ def is_none(value: Any) -> bool:
 
 def _free_text_before_the_rule(data: WorkbookData, value: Any) -> bool:
     """Whether ``value`` is the free text a lock made before layout 3 recorded."""
-    return any(lock.layout is None and lock.snapshot.get("Protocol", {}).get(FIELD) == value
-               for lock in locks(data))
+    return any(
+        lock.layout is None and lock.snapshot.get("Protocol", {}).get(FIELD) == value
+        for lock in locks(data)
+    )
 
 
 def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, list[Finding]]:
@@ -102,18 +104,36 @@ def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, l
     tuning_file = folder / path
     if not tuning_file.is_file():
         what = "is a folder" if tuning_file.is_dir() else "does not exist"
-        return None, [Finding("Protocol", _row(), FIELD, "tuning-data", (
-            f"tuning_data names {path!r}, which resolves to {tuning_file}, which {what}: write "
-            "the path of the data the configuration was tuned or fitted on (JSONL or CSV with "
-            "id and text, relative to the workbook's folder; a note may follow ': '), or "
-            "'none' if nothing was tuned (R2)"))]
+        return None, [
+            Finding(
+                "Protocol",
+                _row(),
+                FIELD,
+                "tuning-data",
+                (
+                    f"tuning_data names {path!r}, which resolves to {tuning_file}, which {what}: write "
+                    "the path of the data the configuration was tuned or fitted on (JSONL or CSV with "
+                    "id and text, relative to the workbook's folder; a note may follow ': '), or "
+                    "'none' if nothing was tuned (R2)"
+                ),
+            )
+        ]
     try:
         tuning_items = corpus.read_corpus(tuning_file)
     except CorpusError as exc:
-        return None, [Finding("Protocol", _row(), FIELD, "tuning-data", (
-            f"tuning_data names {path!r}, which does not read as tuning data: {exc.message}; "
-            f"{exc.hint or 'fix the file'}, so that its overlap with the corpus can be "
-            "checked (R2)"))]
+        return None, [
+            Finding(
+                "Protocol",
+                _row(),
+                FIELD,
+                "tuning-data",
+                (
+                    f"tuning_data names {path!r}, which does not read as tuning data: {exc.message}; "
+                    f"{exc.hint or 'fix the file'}, so that its overlap with the corpus can be "
+                    "checked (R2)"
+                ),
+            )
+        ]
     corpus_value = form.get("corpus_path")
     corpus_file = folder / str(corpus_value or "").strip()
     if not isinstance(corpus_value, str) or not corpus_file.is_file():
@@ -125,8 +145,9 @@ def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, l
     return compare(path, tuning_items, corpus_value.strip(), corpus_items), []
 
 
-def compare(tuning_path: str, tuning: list[corpus.Item], corpus_path: str,
-            items: list[corpus.Item]) -> Overlap:
+def compare(
+    tuning_path: str, tuning: list[corpus.Item], corpus_path: str, items: list[corpus.Item]
+) -> Overlap:
     """Every id and every normalised text ``tuning`` shares with ``items``, in tuning order."""
     by_id = {i.id: i for i in items}
     by_text: dict[str, corpus.Item] = {}
@@ -157,21 +178,44 @@ def acknowledgement(lock: Lock | None, tuning_path: str) -> dict[str, Any] | Non
 def overlap_findings(found: Overlap, ack: dict[str, Any] | None) -> list[Finding]:
     """One finding per shared id and per shared text, saying when it was acknowledged."""
     t, c = found.tuning_path, found.corpus_path
-    todo = ("remove it from the tuning data or from the corpus: the final comparison must not "
-            "be data the configuration was tuned on (R2)")
+    todo = (
+        "remove it from the tuning data or from the corpus: the final comparison must not "
+        "be data the configuration was tuned on (R2)"
+    )
     if ack is not None:
         action = "amendment" if ack.get("action") == "amend" else "lock"
-        todo += (f"; acknowledged at the {action} of {ack.get('at')} with the reason "
-                 f"{ack.get('reason')!r} (Audit), still shown")
-    found_list = [Finding("Protocol", _row(), FIELD, "tuning-overlap", (
-        f"the tuning data {t} (line {tl}) and the corpus {c} (line {cl}) share the id "
-        f"{item_id!r}: {todo}")) for item_id, tl, cl in found.ids]
+        todo += (
+            f"; acknowledged at the {action} of {ack.get('at')} with the reason "
+            f"{ack.get('reason')!r} (Audit), still shown"
+        )
+    found_list = [
+        Finding(
+            "Protocol",
+            _row(),
+            FIELD,
+            "tuning-overlap",
+            (
+                f"the tuning data {t} (line {tl}) and the corpus {c} (line {cl}) share the id "
+                f"{item_id!r}: {todo}"
+            ),
+        )
+        for item_id, tl, cl in found.ids
+    ]
     for text, tid, tl, cid, cl in found.texts:
-        quoted = text if len(text) <= QUOTED else text[:QUOTED - 3] + "..."
-        found_list.append(Finding("Protocol", _row(), FIELD, "tuning-overlap", (
-            f"the tuning data {t} (line {tl}, id {tid!r}) and the corpus {c} (line {cl}, id "
-            f"{cid!r}) hold the same text once case and whitespace are ignored ({quoted!r}): "
-            f"{todo}")))
+        quoted = text if len(text) <= QUOTED else text[: QUOTED - 3] + "..."
+        found_list.append(
+            Finding(
+                "Protocol",
+                _row(),
+                FIELD,
+                "tuning-overlap",
+                (
+                    f"the tuning data {t} (line {tl}, id {tid!r}) and the corpus {c} (line {cl}, id "
+                    f"{cid!r}) hold the same text once case and whitespace are ignored ({quoted!r}): "
+                    f"{todo}"
+                ),
+            )
+        )
     return found_list
 
 
@@ -180,5 +224,6 @@ def tuning_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
     found, problems = overlap(data, workbook)
     if not found:
         return problems
-    return problems + overlap_findings(found, acknowledgement(current_lock(data),
-                                                              found.tuning_path))
+    return problems + overlap_findings(
+        found, acknowledgement(current_lock(data), found.tuning_path)
+    )

@@ -124,18 +124,26 @@ def findings(workbook: Path) -> list[Finding]:
         spec = start.get("spec")
         spec = spec if isinstance(spec, dict) else {}
         variant = (spec.get("variant") or {}).get("variant_id")
-        what = (f"attempt {start.get('attempt_id')!r} (variant {variant!r}, repetition "
-                f"{spec.get('repetition')}) started {start.get('started_at')}")
+        what = (
+            f"attempt {start.get('attempt_id')!r} (variant {variant!r}, repetition "
+            f"{spec.get('repetition')}) started {start.get('started_at')}"
+        )
         if alive:
-            message = (f"{what} and has no row yet: it is running now ({who(holder(workbook))}); "
-                       f"its row comes when it ends: validate again after the run")
+            message = (
+                f"{what} and has no row yet: it is running now ({who(holder(workbook))}); "
+                f"its row comes when it ends: validate again after the run"
+            )
         elif alive is None:
-            message = (f"{what} and has no row; whether its run is alive cannot be told here "
-                       f"(the campaign lock {lock_path(workbook).name} cannot be taken): "
-                       f"once that run is over, `iteralab ingest {workbook.name}` records it")
+            message = (
+                f"{what} and has no row; whether its run is alive cannot be told here "
+                f"(the campaign lock {lock_path(workbook).name} cannot be taken): "
+                f"once that run is over, `iteralab ingest {workbook.name}` records it"
+            )
         else:
-            message = (f"{what} and left no record: its run (pid {start.get('pid')}) is gone; "
-                       f"`iteralab ingest {workbook.name}` records it as interrupted (every "
-                       "attempted run is a row)")
+            message = (
+                f"{what} and left no record: its run (pid {start.get('pid')}) is gone; "
+                f"`iteralab ingest {workbook.name}` records it as interrupted (every "
+                "attempted run is a row)"
+            )
         found.append(Finding("Attempts", None, "attempt_id", "unfinished", message))
     return found

@@ -41,8 +41,9 @@ YES = layout.YES
 SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
 
 
-def validate(data: WorkbookData, path: str | Path | None = None,
-             digests: Digests | None = None) -> list[Finding]:
+def validate(
+    data: WorkbookData, path: str | Path | None = None, digests: Digests | None = None
+) -> list[Finding]:
     """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock,
     the attempt chain.
 
@@ -58,10 +59,13 @@ def validate(data: WorkbookData, path: str | Path | None = None,
             digests = stack.enter_context(Digests(files))
         findings = sheet_findings(data)
         if where is not None:
-            findings += (corpus_findings(data, where) + corpus_change_findings(data, where)
-                         + tuning.tuning_findings(data, where)
-                         + subgroups.field_findings(data, where)
-                         + unfinished.findings(where))
+            findings += (
+                corpus_findings(data, where)
+                + corpus_change_findings(data, where)
+                + tuning.tuning_findings(data, where)
+                + subgroups.field_findings(data, where)
+                + unfinished.findings(where)
+            )
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
 
@@ -79,15 +83,29 @@ def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
         try:  # as the runner reads it: a corpus it would refuse is not fit to lock
             corpus.read_corpus(resolved)
         except CorpusError as exc:
-            return [Finding("Protocol", row, "corpus_path", "corpus-file",
-                            f"the corpus does not read: {exc.message}; "
-                            f"{exc.hint or 'correct the file'}, then validate again")]
+            return [
+                Finding(
+                    "Protocol",
+                    row,
+                    "corpus_path",
+                    "corpus-file",
+                    f"the corpus does not read: {exc.message}; "
+                    f"{exc.hint or 'correct the file'}, then validate again",
+                )
+            ]
         return []
     what = "is a folder, not a corpus file" if resolved.is_dir() else "does not exist"
-    return [Finding("Protocol", row, "corpus_path", "exists",
-                    f"corpus_path {value!r} resolves to {resolved}, which {what}: "
-                    "put the corpus (JSONL or CSV) there, or correct corpus_path (relative "
-                    "to the workbook's folder)")]
+    return [
+        Finding(
+            "Protocol",
+            row,
+            "corpus_path",
+            "exists",
+            f"corpus_path {value!r} resolves to {resolved}, which {what}: "
+            "put the corpus (JSONL or CSV) there, or correct corpus_path (relative "
+            "to the workbook's folder)",
+        )
+    ]
 
 
 def corpus_change_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
@@ -108,18 +126,30 @@ def corpus_change_findings(data: WorkbookData, workbook: str | Path) -> list[Fin
         try:
             now = corpus.fingerprint(corpus.read_corpus(file))
         except CorpusError as exc:
-            findings.append(Finding("Manifest", first, "corpus_path", "corpus-file",
-                                    f"the corpus {path} the attempts ran on no longer reads "
-                                    f"as a corpus: {exc}"))
+            findings.append(
+                Finding(
+                    "Manifest",
+                    first,
+                    "corpus_path",
+                    "corpus-file",
+                    f"the corpus {path} the attempts ran on no longer reads as a corpus: {exc}",
+                )
+            )
             continue
         for sha, rows in sorted(by_sha.items()):
             if sha != now:
-                findings.append(Finding(
-                    "Manifest", rows[0], "corpus_sha256", "corpus-file",
-                    f"the corpus {path} changed after the attempts ran on it: its fingerprint "
-                    f"is now {now[:12]}, Manifest rows {_rows(rows)} recorded {sha[:12]}; "
-                    "restore the file the attempts measured (the archive must re-run the same "
-                    "question), or amend the protocol and run again"))
+                findings.append(
+                    Finding(
+                        "Manifest",
+                        rows[0],
+                        "corpus_sha256",
+                        "corpus-file",
+                        f"the corpus {path} changed after the attempts ran on it: its fingerprint "
+                        f"is now {now[:12]}, Manifest rows {_rows(rows)} recorded {sha[:12]}; "
+                        "restore the file the attempts measured (the archive must re-run the same "
+                        "question), or amend the protocol and run again",
+                    )
+                )
     return findings
 
 
@@ -131,15 +161,26 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
     """What validation finds outside the attempt chain: the schemas and rules of ``sheets``
     (every sheet by default) and the protocol's lock."""
     names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
-    findings = (validate_sheets(data, names) + lock_findings(data)
-                + money_log.money_edit_findings(data) + bookkeeping.findings(data)
-                + unkept_findings(data))
+    findings = (
+        validate_sheets(data, names)
+        + lock_findings(data)
+        + money_log.money_edit_findings(data)
+        + bookkeeping.findings(data)
+        + unkept_findings(data)
+    )
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
     ):
-        findings.append(Finding("Attempts", None, "", "locked",
-                                "attempts were recorded without a protocol lock: they cannot "
-                                "show the protocol was fixed before timing (R1)"))
+        findings.append(
+            Finding(
+                "Attempts",
+                None,
+                "",
+                "locked",
+                "attempts were recorded without a protocol lock: they cannot "
+                "show the protocol was fixed before timing (R1)",
+            )
+        )
     return findings
 
 
@@ -147,12 +188,19 @@ def unkept_findings(data: WorkbookData) -> list[Finding]:
     """A finding per sheet, column or form row a person added: every command that saves
     refuses the workbook while it holds one (:func:`toolkit.workbook.store.check_keepable`),
     since a save would drop it."""
-    return [Finding(u.sheet, u.row, u.column, "kept",
-                    f"{u} is not part of the workbook iteralab keeps: every command that "
-                    "saves (report, run, exclude, amend) refuses the workbook while it is "
-                    "there; move it to a file beside the workbook (or into a variant's "
-                    "description or the Decision memo), or remove it")
-            for u in data.unkept]
+    return [
+        Finding(
+            u.sheet,
+            u.row,
+            u.column,
+            "kept",
+            f"{u} is not part of the workbook iteralab keeps: every command that "
+            "saves (report, run, exclude, amend) refuses the workbook while it is "
+            "there; move it to a file beside the workbook (or into a variant's "
+            "description or the Decision memo), or remove it",
+        )
+        for u in data.unkept
+    ]
 
 
 def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
@@ -188,17 +236,26 @@ def typed_formula_findings(data: WorkbookData, name: str) -> list[Finding]:
         else:
             row, letter = data.excel_row(name, index), layout.column_letter(sheet, column)
         text = formula.text if formula.text.startswith("=") else f"={formula.text}"
-        found.append(Finding(name, row, column, "formula",
-                             f"{column} holds the formula {text} in {name}!{letter}{row}: "
-                             "formulas are not allowed in an input cell; type the value "
-                             "itself"))
+        found.append(
+            Finding(
+                name,
+                row,
+                column,
+                "formula",
+                f"{column} holds the formula {text} in {name}!{letter}{row}: "
+                "formulas are not allowed in an input cell; type the value "
+                "itself",
+            )
+        )
     return found
 
 
 def sorted_findings(findings: list[Finding]) -> list[Finding]:
     """Findings without repeats, in sheet order, then row, column, check, message."""
-    return sorted(set(findings), key=lambda f: (SHEET_ORDER.get(f.sheet, 99), f.row or 0,
-                                                f.column, f.check, f.message))
+    return sorted(
+        set(findings),
+        key=lambda f: (SHEET_ORDER.get(f.sheet, 99), f.row or 0, f.column, f.check, f.message),
+    )
 
 
 def _protocol_rules(data: WorkbookData) -> list[Finding]:
@@ -208,44 +265,98 @@ def _protocol_rules(data: WorkbookData) -> list[Finding]:
     reference = form.get("reference_variant")
     variant_ids = {r.get("variant_id") for r in data.tables["Variants"]}
     if reference and reference not in variant_ids:
-        found.append(Finding("Protocol", row("reference_variant") + 2, "reference_variant",
-                             "exists", f"reference variant {reference!r} is not declared in "
-                             "Variants: declare it or name an existing variant_id"))
+        found.append(
+            Finding(
+                "Protocol",
+                row("reference_variant") + 2,
+                "reference_variant",
+                "exists",
+                f"reference variant {reference!r} is not declared in "
+                "Variants: declare it or name an existing variant_id",
+            )
+        )
     for name in ("repetitions", "expected_outputs"):
         value = form.get(name)
         if isinstance(value, int) and value < 1:
-            found.append(Finding("Protocol", row(name) + 2, name, "positive",
-                                 f"{name} must be at least 1; found {value}"))
+            found.append(
+                Finding(
+                    "Protocol",
+                    row(name) + 2,
+                    name,
+                    "positive",
+                    f"{name} must be at least 1; found {value}",
+                )
+            )
     return found + subgroups.protocol_findings(data)
 
 
 def _variants_rules(data: WorkbookData) -> list[Finding]:
     found = []
     if not data.tables["Variants"]:
-        found.append(Finding("Variants", None, "variant_id", "required",
-                             "no variant is declared: add one row per variant to compare"))
+        found.append(
+            Finding(
+                "Variants",
+                None,
+                "variant_id",
+                "required",
+                "no variant is declared: add one row per variant to compare",
+            )
+        )
     for i, v in enumerate(data.tables["Variants"]):
         excel = data.excel_row("Variants", i)
         for name in ("batch_size", "max_length", "series"):
             value = v.get(name)
             if isinstance(value, int) and value < 1:
-                found.append(Finding("Variants", excel, name, "positive",
-                                     f"{name} must be at least 1; found {value}"))
+                found.append(
+                    Finding(
+                        "Variants",
+                        excel,
+                        name,
+                        "positive",
+                        f"{name} must be at least 1; found {value}",
+                    )
+                )
         problem = engines.problem(v, str(data.forms["Protocol"].get("task") or "classification"))
         if problem is not None:
-            found.append(Finding("Variants", excel, "engine", "engine",
-                                 f"{v.get('variant_id')}: {problem[0]}: {problem[1]}"))
-    return (found + identifiers.variant_id_findings(data) + _series_1_findings(data)
-            + _later_series_findings(data))
+            found.append(
+                Finding(
+                    "Variants",
+                    excel,
+                    "engine",
+                    "engine",
+                    f"{v.get('variant_id')}: {problem[0]}: {problem[1]}",
+                )
+            )
+    return (
+        found
+        + identifiers.variant_id_findings(data)
+        + _series_1_findings(data)
+        + _later_series_findings(data)
+    )
 
 
 # --------------------------------------------------------------- series (R6)
 
 #: Variants columns that define the work. Series 1 differs in batch_size only; a later
 #: series differs from its base_variant in the columns its ``changes`` names (R6).
-WORK_COLUMNS = ("model_path", "head_path", "precision", "quantization", "batch_size", "device",
-                "gpu_slug", "padding", "max_length", "length_grouping", "compile",
-                "attention_backend", "padding_side", "kv_cache_dtype", "label", "engine")
+WORK_COLUMNS = (
+    "model_path",
+    "head_path",
+    "precision",
+    "quantization",
+    "batch_size",
+    "device",
+    "gpu_slug",
+    "padding",
+    "max_length",
+    "length_grouping",
+    "compile",
+    "attention_backend",
+    "padding_side",
+    "kv_cache_dtype",
+    "label",
+    "engine",
+)
 SERIES_1_VARIABLE = "batch_size"
 
 
@@ -292,8 +403,11 @@ def shown(value: Any) -> str:
 
 def _series_1_findings(data: WorkbookData) -> list[Finding]:
     """A finding per series-1 cell that differs from the series' usual value, batch aside."""
-    rows = [(data.excel_row("Variants", i), v) for i, v in enumerate(data.tables["Variants"])
-            if v.get("series") == 1]
+    rows = [
+        (data.excel_row("Variants", i), v)
+        for i, v in enumerate(data.tables["Variants"])
+        if v.get("series") == 1
+    ]
     found = []
     for column in WORK_COLUMNS:
         counts = Counter(work_cell(v, column) for _, v in rows)
@@ -303,16 +417,34 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
         for excel, v in rows:
             value, vid = work_cell(v, column), v.get("variant_id")
             if value != usual and not _required_blank(v, column):
-                found.append(Finding("Variants", excel, column, "series-1", (
-                    f"series 1 varies batch_size only (R6): {vid} has {column} {shown(value)} "
-                    f"where series 1 has {shown(usual)}; set {shown(usual)}, or move {vid} to "
-                    "a later series that names its base_variant and changes")))
+                found.append(
+                    Finding(
+                        "Variants",
+                        excel,
+                        column,
+                        "series-1",
+                        (
+                            f"series 1 varies batch_size only (R6): {vid} has {column} {shown(value)} "
+                            f"where series 1 has {shown(usual)}; set {shown(usual)}, or move {vid} to "
+                            "a later series that names its base_variant and changes"
+                        ),
+                    )
+                )
     for excel, v in rows:
         for column in ("base_variant", "changes"):
             if work_value(v.get(column)) is not None:
-                found.append(Finding("Variants", excel, column, "series-1", (
-                    f"{v.get('variant_id')} is in series 1, whose only variable is batch_size: "
-                    f"leave {column} blank, or move it to a later series")))
+                found.append(
+                    Finding(
+                        "Variants",
+                        excel,
+                        column,
+                        "series-1",
+                        (
+                            f"{v.get('variant_id')} is in series 1, whose only variable is batch_size: "
+                            f"leave {column} blank, or move it to a later series"
+                        ),
+                    )
+                )
     return found
 
 
@@ -326,8 +458,11 @@ def _locked_without_base(data: WorkbookData) -> set[Any]:
     existed (a lock now refuses that), so their evidence keeps reading clean."""
     lock = current_lock(data)
     rows = lock.snapshot.get("Variants", []) if lock is not None else []
-    return {r.get("variant_id") for r in rows
-            if isinstance(r, dict) and work_value(r.get("base_variant")) is None}
+    return {
+        r.get("variant_id")
+        for r in rows
+        if isinstance(r, dict) and work_value(r.get("base_variant")) is None
+    }
 
 
 def _later_series_findings(data: WorkbookData) -> list[Finding]:
@@ -349,19 +484,38 @@ def _later_series_findings(data: WorkbookData) -> list[Finding]:
             continue
         base_id = work_value(v.get("base_variant"))
         if base_id is None:
-            problems = [] if exempt is None or vid in exempt else [(
-                "base_variant", "base-variant", f"{vid} is in series {series}: name in "
-                "base_variant the variant it changes, and list in changes the columns it "
-                "changes (R6)")]
+            problems = (
+                []
+                if exempt is None or vid in exempt
+                else [
+                    (
+                        "base_variant",
+                        "base-variant",
+                        f"{vid} is in series {series}: name in "
+                        "base_variant the variant it changes, and list in changes the columns it "
+                        "changes (R6)",
+                    )
+                ]
+            )
         elif base_id == work_value(vid) or base_id not in by_id:
-            what = "names the variant itself" if base_id == work_value(vid) else \
-                "is not declared in Variants"
-            problems = [("base_variant", "base-variant", f"base_variant {base_id!r} {what}: "
-                         f"name the variant_id that {vid} changes")]
+            what = (
+                "names the variant itself"
+                if base_id == work_value(vid)
+                else "is not declared in Variants"
+            )
+            problems = [
+                (
+                    "base_variant",
+                    "base-variant",
+                    f"base_variant {base_id!r} {what}: name the variant_id that {vid} changes",
+                )
+            ]
         else:
             problems = _change_findings(v, by_id[base_id], str(base_id))
-        found += [Finding("Variants", data.excel_row("Variants", i), column, check, message)
-                  for column, check, message in problems]
+        found += [
+            Finding("Variants", data.excel_row("Variants", i), column, check, message)
+            for column, check, message in problems
+        ]
     return found
 
 
@@ -369,23 +523,49 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
     """(column, check, message) for each way ``v`` differs from its base other than declared."""
     vid, named = v.get("variant_id"), named_changes(v)
     differ = work_differences(base, v)
-    found = [("changes", "changes", f"changes names {n!r}, which is not a column that defines "
-              f"the work: use {', '.join(WORK_COLUMNS)}") for n in named if n not in WORK_COLUMNS]
+    found = [
+        (
+            "changes",
+            "changes",
+            f"changes names {n!r}, which is not a column that defines "
+            f"the work: use {', '.join(WORK_COLUMNS)}",
+        )
+        for n in named
+        if n not in WORK_COLUMNS
+    ]
     for c in differ:
         if c not in named and not _required_blank(v, c):
             old, new = shown(work_cell(base, c)), shown(work_cell(v, c))
-            found.append((c, "undeclared-change", f"{vid} differs from its base {base_id} in "
-                          f"{c} ({old} -> {new}) without declaring it in changes: add {c} to "
-                          f"changes, or set it back to {old} (R6: every other choice pinned)"))
+            found.append(
+                (
+                    c,
+                    "undeclared-change",
+                    f"{vid} differs from its base {base_id} in "
+                    f"{c} ({old} -> {new}) without declaring it in changes: add {c} to "
+                    f"changes, or set it back to {old} (R6: every other choice pinned)",
+                )
+            )
     for c in named:
         if c in WORK_COLUMNS and c not in differ:
-            found.append(("changes", "declared-change", f"{vid} declares {c} in changes but has "
-                          f"the same {c} as its base {base_id} "
-                          f"({shown(work_cell(base, c))}): remove it from changes, or "
-                          "change it"))
+            found.append(
+                (
+                    "changes",
+                    "declared-change",
+                    f"{vid} declares {c} in changes but has "
+                    f"the same {c} as its base {base_id} "
+                    f"({shown(work_cell(base, c))}): remove it from changes, or "
+                    "change it",
+                )
+            )
     if not differ and not named:
-        found.append(("changes", "declared-change", f"{vid} runs the same work as its base "
-                      f"{base_id}: declare in changes the column(s) it changes (R6)"))
+        found.append(
+            (
+                "changes",
+                "declared-change",
+                f"{vid} runs the same work as its base "
+                f"{base_id}: declare in changes the column(s) it changes (R6)",
+            )
+        )
     return found
 
 
@@ -394,8 +574,14 @@ def row_layout(row: Row) -> int:
     of the measured columns it fills or explains (the runner explains every measured column
     of its layout, so a row of layout N fills or explains at least one column of N when
     that layout added any); 1 when it explains none."""
-    return max((c.since for c in layout.ATTEMPTS.columns if c.measurement and (
-        row.get(c.name) is not None or row.get(c.reason) is not None)), default=1)
+    return max(
+        (
+            c.since
+            for c in layout.ATTEMPTS.columns
+            if c.measurement and (row.get(c.name) is not None or row.get(c.reason) is not None)
+        ),
+        default=1,
+    )
 
 
 def _attempts_rules(data: WorkbookData) -> list[Finding]:
@@ -410,28 +596,50 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
             found.append(Finding("Attempts", excel, column, check, message))
 
         if a.get("variant_id") and a["variant_id"] not in variants:
-            add("variant_id", "exists", f"variant {a['variant_id']!r} is not declared in "
-                "Variants: declare it (with `iteralab amend`) or correct the id")
+            add(
+                "variant_id",
+                "exists",
+                f"variant {a['variant_id']!r} is not declared in "
+                "Variants: declare it (with `iteralab amend`) or correct the id",
+            )
         if a.get("manifest_id") and a["manifest_id"] not in manifests:
-            add("manifest_id", "exists", f"manifest {a['manifest_id']!r} has no Manifest row: "
-                "restore it (`iteralab ingest` replays the journal)")
+            add(
+                "manifest_id",
+                "exists",
+                f"manifest {a['manifest_id']!r} has no Manifest row: "
+                "restore it (`iteralab ingest` replays the journal)",
+            )
         recorded_under = row_layout(a)
         for col in measured:
             value, reason = a.get(col.name), a.get(col.reason)
             if value is None and reason is None and col.since > recorded_under:
                 continue  # a row recorded before the column existed
             if value is None and reason is None:
-                add(col.name, "missing-reason", f"{col.name} is empty without a reason: a "
-                    f"missing measurement says why in {col.reason}")
+                add(
+                    col.name,
+                    "missing-reason",
+                    f"{col.name} is empty without a reason: a "
+                    f"missing measurement says why in {col.reason}",
+                )
             elif value is not None and reason is not None:
-                add(col.reason, "value-and-reason", f"{col.name} has a value and a reason for "
-                    "being empty: keep one")
+                add(
+                    col.reason,
+                    "value-and-reason",
+                    f"{col.name} has a value and a reason for being empty: keep one",
+                )
             elif col.kind in schemas.NEVER_ZERO_KINDS and value == 0:
-                add(col.name, "zero", f"{col.name} is 0, which would stand for 'not measured': "
-                    f"leave it empty and say why in {col.reason}")
+                add(
+                    col.name,
+                    "zero",
+                    f"{col.name} is 0, which would stand for 'not measured': "
+                    f"leave it empty and say why in {col.reason}",
+                )
         if a.get("status") == "completed" and a.get("measured_s") is None:
-            add("measured_s", "completed-measured", "a completed attempt has its measured "
-                "duration: fill measured_s or change status")
+            add(
+                "measured_s",
+                "completed-measured",
+                "a completed attempt has its measured duration: fill measured_s or change status",
+            )
         if a.get("corpus_accepted") == YES:
             reasons = []
             if a.get("status") != "completed":
@@ -441,16 +649,27 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
             if a.get("quality_verdict") != "pass":
                 reasons.append(f"quality verdict is {a.get('quality_verdict')!r}")
             if reasons:
-                add("corpus_accepted", "accepted-rule", "corpus_accepted is yes but "
-                    + ", ".join(reasons) + ": only a completed run with matching ids and "
-                    "passing quality is accepted")
+                add(
+                    "corpus_accepted",
+                    "accepted-rule",
+                    "corpus_accepted is yes but "
+                    + ", ".join(reasons)
+                    + ": only a completed run with matching ids and "
+                    "passing quality is accepted",
+                )
         if a.get("excluded") == YES and not a.get("exclusion_reason"):
-            add("exclusion_reason", "exclusion-reason", "an excluded attempt names its "
-                "documented external cause in exclusion_reason (R14)")
+            add(
+                "exclusion_reason",
+                "exclusion-reason",
+                "an excluded attempt names its documented external cause in exclusion_reason (R14)",
+            )
         items, expected = a.get("items_completed"), a.get("expected_ids")
         if isinstance(items, int) and isinstance(expected, int) and items > expected:
-            add("items_completed", "bounded", f"items_completed {items} exceeds expected_ids "
-                f"{expected}")
+            add(
+                "items_completed",
+                "bounded",
+                f"items_completed {items} exceeds expected_ids {expected}",
+            )
     return found
 
 

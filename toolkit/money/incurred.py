@@ -78,9 +78,11 @@ class Rental:
         days, hours = self.plan_days, self.hours
         if days is None or hours is None or hours <= days * 24:
             return None
-        return (f"the rental spans {rules.hours_text(hours)}, beyond its {days}-day plan of "
-                f"{days * 24} h (a plan is never extended automatically): record the extra "
-                "period as its own Rentals row with its plan")
+        return (
+            f"the rental spans {rules.hours_text(hours)}, beyond its {days}-day plan of "
+            f"{days * 24} h (a plan is never extended automatically): record the extra "
+            "period as its own Rentals row with its plan"
+        )
 
 
 def aware_time(value: Any) -> dt.datetime | None:
@@ -99,25 +101,41 @@ def rentals_of(data: Any) -> list[Rental]:
     return [Rental(data.excel_row(layout.RENTALS.name, i), row) for i, row in enumerate(rows)]
 
 
-def reconciliation(data: Any, catalog: Catalog | None,
-                   other_costs: Sequence[dict[str, Any]] = ()
-                   ) -> tuple[dict[str, str], list[Any]]:
+def reconciliation(
+    data: Any, catalog: Catalog | None, other_costs: Sequence[dict[str, Any]] = ()
+) -> tuple[dict[str, str], list[Any]]:
     """The Ledger sheet against the Rentals and the other costs: per rental id (or other
     cost's item) its status, and the ledger lines none accounts for
     (:func:`toolkit.money.ledger.reconcile`). A billing line recorded as another cost is
     matched by the cost's item, which holds the line's reference."""
-    booked = [ledger.Booked(r.rental_id, str(r.get("reference") or "").strip() or None,
-                            price(r, catalog).amount, r.currency) for r in rentals_of(data)]
-    booked += [ledger.Booked(str(c.get("item")), str(c.get("item") or "").strip() or None,
-                             decimal(c.get("amount")), str(c.get("currency") or ""))
-               for c in other_costs]
+    booked = [
+        ledger.Booked(
+            r.rental_id,
+            str(r.get("reference") or "").strip() or None,
+            price(r, catalog).amount,
+            r.currency,
+        )
+        for r in rentals_of(data)
+    ]
+    booked += [
+        ledger.Booked(
+            str(c.get("item")),
+            str(c.get("item") or "").strip() or None,
+            decimal(c.get("amount")),
+            str(c.get("currency") or ""),
+        )
+        for c in other_costs
+    ]
     return ledger.reconcile(booked, data.tables.get(layout.LEDGER.name, []))
 
 
 def served(rental_id: str, variants: Sequence[dict[str, Any]]) -> list[str]:
     """Ids of the variants that name ``rental_id``, in Variants order."""
-    return [str(v.get("variant_id")) for v in variants
-            if str(v.get("rental_id") or "").strip() == rental_id and v.get("variant_id")]
+    return [
+        str(v.get("variant_id"))
+        for v in variants
+        if str(v.get("rental_id") or "").strip() == rental_id and v.get("variant_id")
+    ]
 
 
 def decimal(value: Any) -> Decimal | None:
@@ -143,21 +161,33 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
     source = str(rental.get("source") or "").strip()
     if typed is not None:
         beyond = rental.beyond_plan()
-        return Priced(typed, f"amount from Rentals ({source or 'no source given'})"
-                      + (f"; {beyond}" if beyond else ""))
+        return Priced(
+            typed,
+            f"amount from Rentals ({source or 'no source given'})"
+            + (f"; {beyond}" if beyond else ""),
+        )
     days, lots = rental.plan_days, rental.get("lots")
     if days is None:
-        return Priced(None, f"{rental.get('billing')} billing: type the metered amount from "
-                      "the provider's invoice in Rentals.amount")
+        return Priced(
+            None,
+            f"{rental.get('billing')} billing: type the metered amount from "
+            "the provider's invoice in Rentals.amount",
+        )
     if catalog is None:
         return Priced(None, "no amount in Rentals and no Tariffs price to use")
     named = str(rental.get("provider") or "").strip()
     # Its provider's newest prices first, then the catalog as shipped, which names none.
-    scopes = [p for p in dict.fromkeys((named, ""))
-              if any(same_provider(q, p) for q in catalog.providers())]
+    scopes = [
+        p
+        for p in dict.fromkeys((named, ""))
+        if any(same_provider(q, p) for q in catalog.providers())
+    ]
     if not scopes:
-        return Priced(None, f"no amount in Rentals and no Tariffs prices of "
-                      f"{named or 'its provider'}: type the amount charged in Rentals.amount")
+        return Priced(
+            None,
+            f"no amount in Rentals and no Tariffs prices of "
+            f"{named or 'its provider'}: type the amount charged in Rentals.amount",
+        )
     problem = ""
     for provider in scopes:
         try:
@@ -166,23 +196,30 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
             problem = problem or f"no amount in Rentals and no Tariffs price: {exc.message}"
             continue
         if plan.currency != rental.currency:  # never converted
-            problem = problem or (f"Tariffs prices are in {plan.currency}, the rental in "
-                                  f"{rental.currency}: type the amount charged in "
-                                  "Rentals.amount")
+            problem = problem or (
+                f"Tariffs prices are in {plan.currency}, the rental in "
+                f"{rental.currency}: type the amount charged in "
+                "Rentals.amount"
+            )
             continue
         break
     else:
         return Priced(None, problem)
     if not isinstance(lots, int) or lots < 1:
         return Priced(None, "lots is not a whole number >= 1")
-    grounds = (f"Tariffs: {days}-day plan of {plan.catalog_date}"
-               f"{f' by {plan.provider}' if plan.provider else ''} x {lots} lot(s) "
-               f"({plan.source})")
+    grounds = (
+        f"Tariffs: {days}-day plan of {plan.catalog_date}"
+        f"{f' by {plan.provider}' if plan.provider else ''} x {lots} lot(s) "
+        f"({plan.source})"
+    )
     amount = rules.budget(plan, lots)
     beyond = rental.beyond_plan()
     if beyond:  # one plan's price is not what the whole span cost: no amount, no total
-        return Priced(None, f"{grounds} = {rules.money(amount, plan.currency)} prices the "
-                      f"plan only: {beyond}, or type the amount charged in Rentals.amount")
+        return Priced(
+            None,
+            f"{grounds} = {rules.money(amount, plan.currency)} prices the "
+            f"plan only: {beyond}, or type the amount charged in Rentals.amount",
+        )
     return Priced(amount, grounds, plan)
 
 
@@ -196,23 +233,31 @@ RENTAL_ROWS = 5000
 
 def _rentals_amount(row: int) -> str:
     """Rentals.amount of the rental this Settlement row (item = rental_id) names."""
+
     def rng(name: str) -> str:
         letter = layout.column_letter(layout.RENTALS, name)
         return f"{layout.RENTALS.name}!${letter}$2:${letter}${RENTAL_ROWS + 1}"
+
     return f"INDEX({rng('amount')},MATCH(${_col('item')}{row},{rng('rental_id')},0))"
 
 
-def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[str, Any]],
-               row: int) -> dict[str, Any]:
+def rental_row(
+    rental: Rental, catalog: Catalog | None, variants: Sequence[dict[str, Any]], row: int
+) -> dict[str, Any]:
     """The Settlement row of one rental, written at Excel row ``row``."""
     priced = price(rental, catalog)
     lots, per_lot = rental.get("lots"), rental.get("cards_per_lot")
     users = served(rental.rental_id, variants)
     c = {n: f"{_col(n)}{row}" for n in ("lots", "cards_per_lot", "price_per_lot")}
     values: dict[str, Any] = {
-        "item": rental.rental_id, "kind": "rental", "part": "incurred",
-        "rental_id": rental.rental_id, "gpu_slug": rental.get("gpu_slug"),
-        "lots": lots, "cards_per_lot": per_lot, "plan_days": rental.plan_days,
+        "item": rental.rental_id,
+        "kind": "rental",
+        "part": "incurred",
+        "rental_id": rental.rental_id,
+        "gpu_slug": rental.get("gpu_slug"),
+        "lots": lots,
+        "cards_per_lot": per_lot,
+        "plan_days": rental.plan_days,
         "currency": rental.currency or None,
         "variants": ", ".join(users) if users else None,
     }
@@ -227,17 +272,18 @@ def rental_row(rental: Rental, catalog: Catalog | None, variants: Sequence[dict[
         several = catalog is not None and len(catalog.providers()) > 1
         # In the plan's own currency (the row's `currency`): never under a USD heading.
         values["price_per_lot"] = Formula(
-            lookup_formula("price_per_lot_usd", row,
-                           priced.plan.provider if several else None),
-            priced.plan.price_per_lot_usd)
+            lookup_formula("price_per_lot_usd", row, priced.plan.provider if several else None),
+            priced.plan.price_per_lot_usd,
+        )
         values["amount"] = Formula(
-            f'IF(ISNUMBER({c["price_per_lot"]}),{c["price_per_lot"]}*{c["lots"]},"")',
-            priced.amount)
+            f'IF(ISNUMBER({c["price_per_lot"]}),{c["price_per_lot"]}*{c["lots"]},"")', priced.amount
+        )
     market = rental.get("market") or "market not stated"
     who = ", ".join(str(x) for x in (rental.get("provider"), rental.get("reference")) if x)
-    values["grounds"] = (f"{rental.get('billing')}, {market}, {who or 'provider not stated'}; "
-                         f"{priced.grounds}"
-                         + ("" if users else "; no variant names this rental"))
+    values["grounds"] = (
+        f"{rental.get('billing')}, {market}, {who or 'provider not stated'}; "
+        f"{priced.grounds}" + ("" if users else "; no variant names this rental")
+    )
     return full(values)
 
 
@@ -253,8 +299,12 @@ def other_cost_row(row: dict[str, Any]) -> dict[str, Any]:
         amount = decimal(values["budget_usd"])
         values["currency"] = values.get("currency") or "USD"
     currency = values.get("currency")
-    values.update(kind="other cost", part="incurred", amount=amount,
-                  currency=currency.strip().upper() if isinstance(currency, str) else currency)
+    values.update(
+        kind="other cost",
+        part="incurred",
+        amount=amount,
+        currency=currency.strip().upper() if isinstance(currency, str) else currency,
+    )
     return values
 
 
@@ -281,14 +331,16 @@ def total_formulas(currency: str) -> tuple[str, str]:
     and its known subtotal: counted_amount by currency over the whole sheet, whatever the
     rows' order (totals leave counted_amount empty: none counts another)."""
     cur, kind, amt = _reach("currency"), _reach("kind"), _reach("counted_amount")
-    missing = "+".join(f'SUMPRODUCT(({cur}="{currency}")*({kind}="{k}")*({amt}=""))'
-                       for k in SUMMED)
+    missing = "+".join(
+        f'SUMPRODUCT(({cur}="{currency}")*({kind}="{k}")*({amt}=""))' for k in SUMMED
+    )
     subtotal = f'SUMIFS({amt},{cur},"{currency}")'
     return f'IF({missing}>0,"{INCOMPLETE}",{subtotal})', subtotal
 
 
-def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | None = None
-               ) -> list[dict[str, Any]]:
+def total_rows(
+    incurred: Sequence[dict[str, Any]], first: int, accepted: int | None = None
+) -> list[dict[str, Any]]:
     """One "total incurred" row per currency, under the incurred rows from Excel row ``first``.
 
     A total whose currency has a row without an amount is ``incomplete``: money is never
@@ -310,27 +362,51 @@ def total_rows(incurred: Sequence[dict[str, Any]], first: int, accepted: int | N
         total: Any = INCOMPLETE if missing else known
         formula, subtotal = total_formulas(currency)
         amount = f"{_col('amount')}{row}"
-        spent = Formula(f'IF(AND(ISNUMBER({amount}),COUNT({acc})>0),IF(MAX({acc})>0,'
-                        f'{amount}/MAX({acc}),"{rules.UNDEFINED}"),"")',
-                        _spent(total, accepted))
-        grounds = (f"{len(mine)} row(s) in {currency}, each rental once"
-                   + (f"; no amount yet for {', '.join(missing)}: the known subtotal is "
-                      f"{rules.money(known, currency)}" if missing else "")
-                   + _example_note(mine)
-                   + f"; {BRIDGE}{_bridge(total, accepted, currency)}")
-        out.append(full({"item": f"total incurred ({currency})", "kind": "total incurred",
-                         "part": "incurred", "currency": currency,
-                         "amount": Formula(formula, total),
-                         "known_subtotal": Formula(subtotal, known),
-                         "spent_per_accepted": spent,
-                         "ledger_status": total_status(mine),
-                         "grounds": grounds}))
+        spent = Formula(
+            f"IF(AND(ISNUMBER({amount}),COUNT({acc})>0),IF(MAX({acc})>0,"
+            f'{amount}/MAX({acc}),"{rules.UNDEFINED}"),"")',
+            _spent(total, accepted),
+        )
+        grounds = (
+            f"{len(mine)} row(s) in {currency}, each rental once"
+            + (
+                f"; no amount yet for {', '.join(missing)}: the known subtotal is "
+                f"{rules.money(known, currency)}"
+                if missing
+                else ""
+            )
+            + _example_note(mine)
+            + f"; {BRIDGE}{_bridge(total, accepted, currency)}"
+        )
+        out.append(
+            full(
+                {
+                    "item": f"total incurred ({currency})",
+                    "kind": "total incurred",
+                    "part": "incurred",
+                    "currency": currency,
+                    "amount": Formula(formula, total),
+                    "known_subtotal": Formula(subtotal, known),
+                    "spent_per_accepted": spent,
+                    "ledger_status": total_status(mine),
+                    "grounds": grounds,
+                }
+            )
+        )
     unnamed = [str(r.get("item")) for r in incurred if not r.get("currency")]
     if unnamed:
-        out.append(full({"item": "total incurred (no currency)", "kind": "total incurred",
-                         "part": "incurred", "amount": INCOMPLETE,
-                         "grounds": f"no currency for {', '.join(unnamed)}: every amount has "
-                         "one; type it"}))
+        out.append(
+            full(
+                {
+                    "item": "total incurred (no currency)",
+                    "kind": "total incurred",
+                    "part": "incurred",
+                    "amount": INCOMPLETE,
+                    "grounds": f"no currency for {', '.join(unnamed)}: every amount has "
+                    "one; type it",
+                }
+            )
+        )
     return out
 
 
@@ -352,12 +428,16 @@ def _bridge(total: Any, accepted: int | None, currency: str) -> str:
     if not isinstance(total, Decimal):
         return "none while the total is incomplete"
     if accepted is None:
-        return (f"{rules.money(total, currency)} incurred, no corpus confirmed yet "
-                "(Verification): empty")
+        return (
+            f"{rules.money(total, currency)} incurred, no corpus confirmed yet "
+            "(Verification): empty"
+        )
     per = _spent(total, accepted)
     shown = per if isinstance(per, str) else rules.money(per, currency)
-    return (f"{rules.money(total, currency)} incurred / {accepted} accepted corpus(es) "
-            f"confirmed = {shown}")
+    return (
+        f"{rules.money(total, currency)} incurred / {accepted} accepted corpus(es) "
+        f"confirmed = {shown}"
+    )
 
 
 def total_status(rows: Sequence[dict[str, Any]]) -> str | None:

@@ -49,8 +49,9 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
     return column_mapping(pairs, FIELDS, "amount=Total")
 
 
-def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None,
-                label: str | None = None) -> list[dict[str, Any]]:
+def read_ledger(
+    path: str | Path, mapping: Mapping[str, str] | None = None, label: str | None = None
+) -> list[dict[str, Any]]:
     """The charges of a billing export, one dict per line (amount as Decimal, currency upper
     case, date as ISO 8601 text, source ``LABEL:LINE``, ``LABEL`` the file's name unless
     given); LedgerError naming the file, line and column otherwise."""
@@ -59,48 +60,60 @@ def read_ledger(path: str | Path, mapping: Mapping[str, str] | None = None,
     headers = {field: (mapping or {}).get(field, field) for field in FIELDS}
     try:
         if path.stat().st_size > MAX_LEDGER_BYTES:
-            raise LedgerError(f"{path}: over the {MAX_LEDGER_BYTES:,}-byte limit of a billing "
-                              "export", hint="export the months of the campaign only")
+            raise LedgerError(
+                f"{path}: over the {MAX_LEDGER_BYTES:,}-byte limit of a billing export",
+                hint="export the months of the campaign only",
+            )
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
-        raise LedgerError(f"{path}: cannot read the billing export ({exc.strerror or exc})",
-                          hint="check the path") from exc
+        raise LedgerError(
+            f"{path}: cannot read the billing export ({exc.strerror or exc})", hint="check the path"
+        ) from exc
     except UnicodeDecodeError as exc:
-        raise LedgerError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                          hint="export it as CSV in UTF-8") from exc
+        raise LedgerError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="export it as CSV in UTF-8",
+        ) from exc
     reader = csv.DictReader(io.StringIO(text, newline=""))
     found = [h.strip() for h in reader.fieldnames or []]
     reader.fieldnames = found
     by_case = {h.casefold(): h for h in found}  # a header matches whatever its case
     headers = {field: by_case.get(header.casefold(), header) for field, header in headers.items()}
-    missing = [f"{field} (header {headers[field]!r})" for field in REQUIRED
-               if headers[field] not in found]
+    missing = [
+        f"{field} (header {headers[field]!r})" for field in REQUIRED if headers[field] not in found
+    ]
     if missing:
         raise LedgerError(
             f"{path}: line 1: no column for {', '.join(missing)}; the header holds "
             f"{', '.join(repr(h) for h in found) or 'nothing'}",
             hint="name the columns with --column FIELD=HEADER, e.g. --column amount=Total "
-            "(fields: " + ", ".join(FIELDS) + ")")
+            "(fields: " + ", ".join(FIELDS) + ")",
+        )
     rows = []
     for record in reader:
         line = reader.line_num
         values = {field: str(record.get(headers[field]) or "").strip() for field in FIELDS}
         if not any(values.values()):
             continue
-        rows.append({**{f: values[f] or None for f in ("description", "reference")},
-                     "date": _date(values["date"], path, line, headers["date"]),
-                     "amount": _amount(values["amount"], path, line, headers["amount"]),
-                     "currency": _currency(values["currency"], path, line,
-                                           headers["currency"]),
-                     "source": f"{label}:{line}"})
+        rows.append(
+            {
+                **{f: values[f] or None for f in ("description", "reference")},
+                "date": _date(values["date"], path, line, headers["date"]),
+                "amount": _amount(values["amount"], path, line, headers["amount"]),
+                "currency": _currency(values["currency"], path, line, headers["currency"]),
+                "source": f"{label}:{line}",
+            }
+        )
         if len(rows) > MAX_LEDGER_LINES:
             raise LedgerError(
                 f"{path}: line {line}: more than {MAX_LEDGER_LINES:,} charges, the most the "
                 "Ledger sheet holds (an Excel sheet has 1,048,576 rows); nothing was imported",
-                hint="export the months of the campaign only (or the campaign's account)")
+                hint="export the months of the campaign only (or the campaign's account)",
+            )
     if not rows:
-        raise LedgerError(f"{path}: no charge in the billing export",
-                          hint="export the lines of the rental period")
+        raise LedgerError(
+            f"{path}: no charge in the billing export", hint="export the lines of the rental period"
+        )
     return rows
 
 
@@ -122,7 +135,8 @@ def check_room(kept: int, new: int, export: Path) -> None:
         raise LedgerError(
             f"{export}: {new:,} charge(s) beside the {kept:,} already in the Ledger sheet "
             f"make more than the {MAX_LEDGER_LINES:,} it holds; nothing was imported",
-            hint="export the months of the campaign only")
+            hint="export the months of the campaign only",
+        )
 
 
 def _date(text: str, path: Path, line: int, column: str) -> str | None:
@@ -133,17 +147,21 @@ def _date(text: str, path: Path, line: int, column: str) -> str | None:
     try:
         dt.datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
-        raise LedgerError(f"{path}: line {line}, column {column!r}: {text!r} is not a date",
-                          hint="an ISO 8601 date such as 2026-12-07 (or 2026-12-07T09:30Z); "
-                          "export the dates in that form") from None
+        raise LedgerError(
+            f"{path}: line {line}, column {column!r}: {text!r} is not a date",
+            hint="an ISO 8601 date such as 2026-12-07 (or 2026-12-07T09:30Z); "
+            "export the dates in that form",
+        ) from None
     return text
 
 
 def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
     if not _AMOUNT.match(text):
-        raise LedgerError(f"{path}: line {line}, column {column!r}: {text!r} is not an amount",
-                          hint="a number such as 110.00 or -12.50 (a refund), without the "
-                          "currency sign; the currency goes in its own column")
+        raise LedgerError(
+            f"{path}: line {line}, column {column!r}: {text!r} is not an amount",
+            hint="a number such as 110.00 or -12.50 (a refund), without the "
+            "currency sign; the currency goes in its own column",
+        )
     try:
         return Decimal(text.replace(",", ""))
     except InvalidOperation as exc:  # the pattern admits only numbers; kept for safety
@@ -153,8 +171,10 @@ def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
 def _currency(text: str, path: Path, line: int, column: str) -> str:
     code = text.upper()
     if not CURRENCY.match(code):
-        raise LedgerError(f"{path}: line {line}, column {column!r}: unknown currency {text!r}",
-                          hint="an ISO 4217 code such as USD or EUR")
+        raise LedgerError(
+            f"{path}: line {line}, column {column!r}: unknown currency {text!r}",
+            hint="an ISO 4217 code such as USD or EUR",
+        )
     return code
 
 
@@ -168,8 +188,9 @@ class Booked:
     currency: str
 
 
-def reconcile(rentals: Sequence[Booked], ledger: Sequence[Mapping[str, Any]]
-              ) -> tuple[dict[str, str], list[Mapping[str, Any]]]:
+def reconcile(
+    rentals: Sequence[Booked], ledger: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, str], list[Mapping[str, Any]]]:
     """Per rental id its ledger status, and the ledger lines no rental accounts for."""
     if not ledger:
         return {r.rental_id: NO_LEDGER for r in rentals}, []
@@ -193,8 +214,9 @@ def reconcile(rentals: Sequence[Booked], ledger: Sequence[Mapping[str, Any]]
             continue
         currencies = {str(e.get("currency")) for e in lines}
         if currencies != {r.currency}:
-            status[r.rental_id] = (f"currency differs: ledger {', '.join(sorted(currencies))}, "
-                                   f"workbook {r.currency}")
+            status[r.rental_id] = (
+                f"currency differs: ledger {', '.join(sorted(currencies))}, workbook {r.currency}"
+            )
             continue
         charged = sum((_decimal(e.get("amount")) for e in lines), Decimal(0))
         if r.amount is None:
@@ -202,8 +224,10 @@ def reconcile(rentals: Sequence[Booked], ledger: Sequence[Mapping[str, Any]]
         elif charged == r.amount:
             status[r.rental_id] = f"matched ({len(lines)} ledger line(s))"
         else:
-            status[r.rental_id] = (f"amount differs: ledger {_money(charged)} {r.currency}, "
-                                   f"workbook {_money(r.amount)} {r.currency}")
+            status[r.rental_id] = (
+                f"amount differs: ledger {_money(charged)} {r.currency}, "
+                f"workbook {_money(r.amount)} {r.currency}"
+            )
     extra = [e for e in ledger if key(e.get("reference")) not in claimed]
     return status, extra
 

@@ -65,15 +65,15 @@ class Window:
         return Decimal(sum(p.seconds for p in self.phases) - self.union_seconds) / 3600
 
 
-def make_phase(name: str, start: str, end: str, zone: dt.tzinfo | None,
-               where: str = "") -> Phase:
+def make_phase(name: str, start: str, end: str, zone: dt.tzinfo | None, where: str = "") -> Phase:
     """A phase from ISO 8601 texts (naive ones read in ``zone``, UTC if None)."""
     label = f"{where}phase {name!r}"
     with translated(UsageError):
         first = rules.parse_time(start, zone, f"{label} start")
         last = rules.parse_time(end, zone, f"{label} end")
-        rules.check_interval(first, last, label, hint="correct its start or end: the end "
-                             "comes after the start")
+        rules.check_interval(
+            first, last, label, hint="correct its start or end: the end comes after the start"
+        )
     return Phase(name, first, last)
 
 
@@ -83,22 +83,28 @@ def parse_phase(spec: str, zone: dt.tzinfo | None) -> Phase:
     start, _, end = times.partition("/")
     name = name.strip()
     if not (name and start and end):
-        raise UsageError(f"--phase {spec!r}: expected NAME=START/END",
-                         hint="e.g. --phase install=2026-12-07T09:00/2026-12-07T12:00")
+        raise UsageError(
+            f"--phase {spec!r}: expected NAME=START/END",
+            hint="e.g. --phase install=2026-12-07T09:00/2026-12-07T12:00",
+        )
     if name not in PHASES:
-        raise UsageError(f"--phase {spec!r}: unknown phase {name!r}",
-                         hint="use one of: " + ", ".join(PHASES))
+        raise UsageError(
+            f"--phase {spec!r}: unknown phase {name!r}", hint="use one of: " + ", ".join(PHASES)
+        )
     return make_phase(name, start, end, zone)
 
 
 def window(phases: Sequence[Phase]) -> Window:
     """The union of the phases' intervals (overlaps counted once) and the gaps between them."""
     if not phases:
-        raise UsageError("no phase to compute a window from",
-                         hint="give --start/--end or --phase NAME=START/END, or fill the "
-                         "Schedule sheet")
-    ordered = sorted(phases, key=lambda p: (p.start.astimezone(dt.timezone.utc),
-                                            p.end.astimezone(dt.timezone.utc)))
+        raise UsageError(
+            "no phase to compute a window from",
+            hint="give --start/--end or --phase NAME=START/END, or fill the Schedule sheet",
+        )
+    ordered = sorted(
+        phases,
+        key=lambda p: (p.start.astimezone(dt.timezone.utc), p.end.astimezone(dt.timezone.utc)),
+    )
     union = 0
     gaps = []
     cur_start, cur_end = ordered[0].start, ordered[0].end
@@ -119,10 +125,13 @@ def window_lines(win: Window) -> list[str]:
     h = rules.hours_text
     lines = []
     if len(win.phases) > 1 or win.phases[0].name in PHASES:
-        lines = rules.table([("phase", "start", "end", "hours")] + [
-            (p.name, rules.stamp(p.start), rules.stamp(p.end), h(Decimal(p.seconds) / 3600))
-            for p in win.phases
-        ])
+        lines = rules.table(
+            [("phase", "start", "end", "hours")]
+            + [
+                (p.name, rules.stamp(p.start), rules.stamp(p.end), h(Decimal(p.seconds) / 3600))
+                for p in win.phases
+            ]
+        )
     how = ""
     if len(win.phases) > 1:
         overlap = f"; overlaps of {h(win.overlap_hours)} counted once" if win.overlap_hours else ""
@@ -133,9 +142,11 @@ def window_lines(win: Window) -> list[str]:
     else:
         lines.append(f"access window: {h(win.hours)}{how}")
         for start, end in win.gaps:
-            lines.append(f"gap: {rules.stamp(start)} to {rules.stamp(end)} "
-                         f"({h(Decimal(rules.elapsed_seconds(start, end)) / 3600)}) is in no "
-                         "phase; if the instance stays held, add it as a 'waiting' phase")
+            lines.append(
+                f"gap: {rules.stamp(start)} to {rules.stamp(end)} "
+                f"({h(Decimal(rules.elapsed_seconds(start, end)) / 3600)}) is in no "
+                "phase; if the instance stays held, add it as a 'waiting' phase"
+            )
         lines.append(f"a plan runs without pause: it must cover {span} = {h(win.span_hours)}")
     note = rules.offset_change_note(win.start, win.end)
     if note:
@@ -143,18 +154,28 @@ def window_lines(win: Window) -> list[str]:
     return lines + rules.coverage_lines(win.span_hours)
 
 
-def phases_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (),
-                      zone: dt.tzinfo | None = None) -> list[Phase]:
+def phases_from_sheet(
+    rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (), zone: dt.tzinfo | None = None
+) -> list[Phase]:
     """The Schedule sheet's phases; UsageError naming the row and column of a bad cell."""
     phases = []
     for i, row in enumerate(rows):
         excel = row_numbers[i] if i < len(row_numbers) else i + 2
         for column in ("phase", "start", "end"):
             if row.get(column) in (None, ""):
-                raise UsageError(f"sheet {SHEET}, row {excel}, column {column}: empty",
-                                 hint="fill it in, or delete the row")
-        phases.append(make_phase(str(row["phase"]), str(row["start"]), str(row["end"]), zone,
-                                 where=f"sheet {SHEET}, row {excel}: "))
+                raise UsageError(
+                    f"sheet {SHEET}, row {excel}, column {column}: empty",
+                    hint="fill it in, or delete the row",
+                )
+        phases.append(
+            make_phase(
+                str(row["phase"]),
+                str(row["start"]),
+                str(row["end"]),
+                zone,
+                where=f"sheet {SHEET}, row {excel}: ",
+            )
+        )
     return phases
 
 
@@ -167,8 +188,10 @@ def _letters() -> dict[str, str]:
 
 def covering_formula(span_cell: str) -> str:
     """A formula naming the plans that cover ``span_cell`` hours, as :func:`covering_text`."""
-    text = ('"none: longer than the 30-day plan (720 h); revise the schedule or price the '
-            'extra period explicitly"')
+    text = (
+        '"none: longer than the 30-day plan (720 h); revise the schedule or price the '
+        'extra period explicitly"'
+    )
     for days in reversed(rules.PLAN_DAYS):
         label = rules.covering_text(Decimal(days * 24))
         text = f'IF({span_cell}<={days * 24},"{label}",{text})'
@@ -178,13 +201,16 @@ def covering_formula(span_cell: str) -> str:
 def covering_text(span_hours: Decimal) -> str:
     """The value :func:`covering_formula` computes for ``span_hours``."""
     if span_hours > rules.PLAN_DAYS[-1] * 24:
-        return ("none: longer than the 30-day plan (720 h); revise the schedule or price the "
-                "extra period explicitly")
+        return (
+            "none: longer than the 30-day plan (720 h); revise the schedule or price the "
+            "extra period explicitly"
+        )
     return rules.covering_text(span_hours)
 
 
-def schedule_cells(rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None,
-                   first_row: int = 2) -> list[dict[str, Any]]:
+def schedule_cells(
+    rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None, first_row: int = 2
+) -> list[dict[str, Any]]:
     """The Schedule rows with their computed columns filled (formulas with cached values).
 
     ``from_h``/``to_h`` are values (time zones cannot be read by a formula);
@@ -206,8 +232,14 @@ def schedule_cells(rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None
     problem = None
     for i, row in enumerate(rows):
         try:
-            phases.append(make_phase(str(row.get("phase")), str(row.get("start") or ""),
-                                     str(row.get("end") or ""), zone))
+            phases.append(
+                make_phase(
+                    str(row.get("phase")),
+                    str(row.get("start") or ""),
+                    str(row.get("end") or ""),
+                    zone,
+                )
+            )
         except UsageError as exc:
             phases.append(None)
             problem = problem or f"row {first_row + i}: {exc.message}"
@@ -230,10 +262,12 @@ def schedule_cells(rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None
             continue
         r = first_row + i
         start_h, end_h = hours_from_origin(phase.start), hours_from_origin(phase.end)
-        earlier = [hours_from_origin(q.end) for q in phases[:i]
-                   if q is not None and hours_from_origin(q.start) == start_h]
-        earlier += [hours_from_origin(q.end) for q in found
-                    if hours_from_origin(q.start) < start_h]
+        earlier = [
+            hours_from_origin(q.end)
+            for q in phases[:i]
+            if q is not None and hours_from_origin(q.start) == start_h
+        ]
+        earlier += [hours_from_origin(q.end) for q in found if hours_from_origin(q.start) < start_h]
         new = max(Decimal(0), end_h - max([start_h, *earlier]))
         counted.append(new)
         f, t = f"{col['from_h']}{r}", f"{col['to_h']}{r}"
@@ -245,7 +279,8 @@ def schedule_cells(rows: Sequence[dict[str, Any]], zone: dt.tzinfo | None = None
             f"MAX(0,{t}-MAX({f},"
             f"MAX(({rng('from_h')}<{f})*{rng('to_h')}),"
             f"MAX(({rng('from_h')}={f})*(ROW({rng('from_h')})<ROW({f}))*{rng('to_h')})))",
-            new, array=True,
+            new,
+            array=True,
         )
     win = window(found)
     first = out[0]

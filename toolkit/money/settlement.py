@@ -74,8 +74,10 @@ def accepted_count(accepted: int | Collection[str] | None) -> int | None:
         with translated(UsageError):
             return rules.check_accepted(accepted)
     if isinstance(accepted, (str, bytes)) or not isinstance(accepted, Collection):
-        raise UsageError(f"accepted corpora {accepted!r}: expected a count or corpus ids",
-                         hint="count distinct validated corpora, never repetitions (R22)")
+        raise UsageError(
+            f"accepted corpora {accepted!r}: expected a count or corpus ids",
+            hint="count distinct validated corpora, never repetitions (R22)",
+        )
     return len(set(accepted))
 
 
@@ -96,22 +98,24 @@ def lookup_formula(column: str, row: int, provider: str | None = None) -> str:
     naming none); otherwise it shows "no price in Tariffs" rather than 0.
     """
     c = _columns()
-    match = (f"({_tariff_range('gpu_slug')}=${c['gpu_slug']}{row})"
-             f"*({_tariff_range('plan_days')}=${c['plan_days']}{row})"
-             f"*({_tariff_range('catalog_date')}=${c['catalog_date']}{row})")
+    match = (
+        f"({_tariff_range('gpu_slug')}=${c['gpu_slug']}{row})"
+        f"*({_tariff_range('plan_days')}=${c['plan_days']}{row})"
+        f"*({_tariff_range('catalog_date')}=${c['catalog_date']}{row})"
+    )
     if provider is not None:
         text = provider.strip().replace('"', '""')  # Excel compares text without case
         match += f'*({_tariff_range("provider")}="{text}")'
-    return (f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range(column)}),'
-            f'"{NO_PRICE}")')
+    return f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range(column)}),"{NO_PRICE}")'
 
 
 def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict[str, Any]:
     """The Settlement row of one configuration written at Excel row ``row``."""
     c = _columns()
     with translated():
-        plan = catalog.only(config.provider).plan(config.gpu_slug, config.plan_days,
-                                                  config.catalog_date)
+        plan = catalog.only(config.provider).plan(
+            config.gpu_slug, config.plan_days, config.catalog_date
+        )
         total = rules.budget(plan, config.lots)
     if plan.currency != CONFIGURATION_CURRENCY:
         raise CatalogError(
@@ -119,10 +123,12 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
             f"priced in {plan.currency}; the Settlement's configuration columns are in "
             f"{CONFIGURATION_CURRENCY} and prices are never converted",
             hint=f"price the configuration with a {CONFIGURATION_CURRENCY} snapshot, or leave "
-            "it unpriced with its reason")
+            "it unpriced with its reason",
+        )
     accepted = accepted_count(config.accepted)
-    price, lots, cards_per_lot = (f"{c[n]}{row}" for n in
-                                  ("price_per_lot_usd", "lots", "cards_per_lot"))
+    price, lots, cards_per_lot = (
+        f"{c[n]}{row}" for n in ("price_per_lot_usd", "lots", "cards_per_lot")
+    )
     budget_cell, accepted_cell = f"{c['budget_usd']}{row}", f"{c['accepted_corpora']}{row}"
     if accepted is None:
         cost_value: Any = ""
@@ -132,7 +138,9 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
     projected = config.projected_corpora
     cost: Any = Formula(
         f'IF(NOT(ISNUMBER({budget_cell})),"{NO_PRICE}",IF({accepted_cell}="","",'
-        f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))', cost_value)
+        f'IF({accepted_cell}>0,{budget_cell}/{accepted_cell},"{UNDEFINED}")))',
+        cost_value,
+    )
     forecast: Any = None
     if projected is not None:
         # A plan sized for the expected outputs over a benchmark count would blend a forecast
@@ -141,7 +149,8 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         cost = None
         forecast = Formula(
             f'IF(ISNUMBER({budget_cell}),{budget_cell}/{c["projected_corpora"]}{row},"")',
-            rules.cost_per_accepted(total, projected))
+            rules.cost_per_accepted(total, projected),
+        )
     values: dict[str, Any] = {
         "item": config.item,
         "kind": "configuration",
@@ -149,12 +158,16 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
         "catalog_date": plan.catalog_date,
         "plan_days": plan.plan_days,
         "lots": config.lots,
-        "cards_per_lot": Formula(lookup_formula("cards_per_lot", row, config.provider),
-                                 plan.cards_per_lot),
-        "cards": Formula(f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
-                         config.lots * plan.cards_per_lot),
-        "price_per_lot_usd": Formula(lookup_formula("price_per_lot_usd", row, config.provider),
-                                     plan.price_per_lot_usd),
+        "cards_per_lot": Formula(
+            lookup_formula("cards_per_lot", row, config.provider), plan.cards_per_lot
+        ),
+        "cards": Formula(
+            f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
+            config.lots * plan.cards_per_lot,
+        ),
+        "price_per_lot_usd": Formula(
+            lookup_formula("price_per_lot_usd", row, config.provider), plan.price_per_lot_usd
+        ),
         # Lots, never cards: a B200 lot's price already covers its two cards.
         "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),
         "accepted_corpora": accepted,
@@ -173,13 +186,17 @@ def other_cost_row(cost: OtherCost) -> dict[str, Any]:
     """The Settlement row of another project cost: its amount and grounds, no formula."""
     amount = cost.amount_usd
     if not isinstance(amount, Decimal) or not amount.is_finite() or amount < 0:
-        raise UsageError(f"other cost {cost.item!r}: amount {amount!r} is not a decimal "
-                         "amount >= 0", hint="pass a decimal.Decimal, e.g. Decimal('12.50')")
+        raise UsageError(
+            f"other cost {cost.item!r}: amount {amount!r} is not a decimal amount >= 0",
+            hint="pass a decimal.Decimal, e.g. Decimal('12.50')",
+        )
     if not str(cost.grounds or "").strip():
-        raise UsageError(f"other cost {cost.item!r} has no grounds",
-                         hint="say why this cost applies (R21)")
-    return full_row({"item": cost.item, "kind": "other cost", "budget_usd": amount,
-                  "grounds": cost.grounds})
+        raise UsageError(
+            f"other cost {cost.item!r} has no grounds", hint="say why this cost applies (R21)"
+        )
+    return full_row(
+        {"item": cost.item, "kind": "other cost", "budget_usd": amount, "grounds": cost.grounds}
+    )
 
 
 def full_row(values: dict[str, Any]) -> dict[str, Any]:
@@ -187,8 +204,12 @@ def full_row(values: dict[str, Any]) -> dict[str, Any]:
     return {name: values.get(name) for name in layout.SETTLEMENT.names}
 
 
-def settlement_rows(configurations: Sequence[Configuration], other_costs: Sequence[OtherCost],
-                    catalog: Catalog, first_row: int = 2) -> list[dict[str, Any]]:
+def settlement_rows(
+    configurations: Sequence[Configuration],
+    other_costs: Sequence[OtherCost],
+    catalog: Catalog,
+    first_row: int = 2,
+) -> list[dict[str, Any]]:
     """Settlement rows: one per configuration, then one per other cost.
 
     ``catalog`` must be the one of the workbook's Tariffs sheet
@@ -197,7 +218,6 @@ def settlement_rows(configurations: Sequence[Configuration], other_costs: Sequen
     row ``first_row`` on, in this order (the formulas point at their own row).
     Raises CatalogError (exit 2) when a configuration's price is not in the catalog.
     """
-    rows = [configuration_row(cfg, catalog, first_row + i)
-            for i, cfg in enumerate(configurations)]
+    rows = [configuration_row(cfg, catalog, first_row + i) for i, cfg in enumerate(configurations)]
     rows += [other_cost_row(cost) for cost in other_costs]
     return rows

@@ -31,8 +31,17 @@ from toolkit.money.columns import column_mapping
 from toolkit.money.tariffs import Plan, rules, same_provider, tariff_row
 
 #: What a snapshot line holds, by field name (``--column FIELD=HEADER``).
-FIELDS = ("catalog_date", "provider", "gpu_slug", "gpu_name", "cards_per_lot", "plan_days",
-          "price_per_lot", "currency", "source")
+FIELDS = (
+    "catalog_date",
+    "provider",
+    "gpu_slug",
+    "gpu_name",
+    "cards_per_lot",
+    "plan_days",
+    "price_per_lot",
+    "currency",
+    "source",
+)
 #: Headers read for the price when ``--column price_per_lot=...`` does not name one.
 PRICE_HEADERS = ("price_per_lot", "price_per_lot_usd")
 #: The catalog column (Tariffs sheet, calcul_forfaits) each field fills.
@@ -55,22 +64,27 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
 def _text(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_SNAPSHOT_BYTES:
-            raise SnapshotError(f"{path}: over the {MAX_SNAPSHOT_BYTES:,}-byte limit of a price "
-                                "snapshot", hint="import one provider's price list of one date")
+            raise SnapshotError(
+                f"{path}: over the {MAX_SNAPSHOT_BYTES:,}-byte limit of a price snapshot",
+                hint="import one provider's price list of one date",
+            )
         raw = path.read_bytes()
     except OSError as exc:
-        raise SnapshotError(f"{path}: cannot read the price snapshot ({exc.strerror or exc})",
-                            hint="check the path") from exc
+        raise SnapshotError(
+            f"{path}: cannot read the price snapshot ({exc.strerror or exc})", hint="check the path"
+        ) from exc
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise SnapshotError(f"{path}, line {line}: not UTF-8 text",
-                            hint="save the file as CSV UTF-8") from exc
+        raise SnapshotError(
+            f"{path}, line {line}: not UTF-8 text", hint="save the file as CSV UTF-8"
+        ) from exc
 
 
-def _headers(path: Path, found: list[str], mapping: Mapping[str, str],
-             given: Mapping[str, str | None]) -> dict[str, str | None]:
+def _headers(
+    path: Path, found: list[str], mapping: Mapping[str, str], given: Mapping[str, str | None]
+) -> dict[str, str | None]:
     """Field -> header of the file (None for provider/currency given by an option)."""
     headers: dict[str, str | None] = {}
     missing = []
@@ -93,12 +107,18 @@ def _headers(path: Path, found: list[str], mapping: Mapping[str, str],
             f"{', '.join(repr(h) for h in found) or 'nothing'}",
             hint="add the columns, name them with --column FIELD=HEADER (fields: "
             f"{', '.join(FIELDS)}), or give --provider NAME and --currency ISO for the "
-            "whole file")
+            "whole file",
+        )
     return headers
 
 
-def read_snapshot(path: str | Path, mapping: Mapping[str, str] | None = None, *,
-                  provider: str | None = None, currency: str | None = None) -> list[Plan]:
+def read_snapshot(
+    path: str | Path,
+    mapping: Mapping[str, str] | None = None,
+    *,
+    provider: str | None = None,
+    currency: str | None = None,
+) -> list[Plan]:
     """The plans of a provider's price snapshot (CSV), every line checked.
 
     ``provider`` and ``currency`` give those fields for lines (or a file) that
@@ -106,11 +126,15 @@ def read_snapshot(path: str | Path, mapping: Mapping[str, str] | None = None, *,
     SnapshotError listing every bad line (file, line, column, what to do).
     """
     path = Path(path)
-    given = {"provider": (provider or "").strip() or None,
-             "currency": (currency or "").strip().upper() or None}
+    given = {
+        "provider": (provider or "").strip() or None,
+        "currency": (currency or "").strip().upper() or None,
+    }
     if given["currency"] is not None and not rules.CURRENCY.match(given["currency"]):
-        raise UsageError(f"--currency {currency!r}: not an ISO 4217 currency code",
-                         hint="three letters such as USD or EUR")
+        raise UsageError(
+            f"--currency {currency!r}: not an ISO 4217 currency code",
+            hint="three letters such as USD or EUR",
+        )
     reader = csv.reader(io.StringIO(_text(path), newline=""), strict=True)
     try:
         found = [h.strip() for h in next(reader, [])]
@@ -124,8 +148,10 @@ def read_snapshot(path: str | Path, mapping: Mapping[str, str] | None = None, *,
             if plan is not None:
                 plans.append(plan)
     except csv.Error as exc:
-        raise SnapshotError(f"{path}, line {reader.line_num}: not valid CSV ({exc})",
-                            hint="fix the quoting on that line; nothing was imported") from exc
+        raise SnapshotError(
+            f"{path}, line {reader.line_num}: not valid CSV ({exc})",
+            hint="fix the quoting on that line; nothing was imported",
+        ) from exc
     problems += _duplicates(plans)
     if problems:
         more = len(problems) - SHOWN_PROBLEMS
@@ -134,21 +160,32 @@ def read_snapshot(path: str | Path, mapping: Mapping[str, str] | None = None, *,
             f"{path}: {len(problems)} line(s) cannot be imported; nothing was written:\n  - "
             + "\n  - ".join(listed),
             hint="correct those lines (or map the columns with --column FIELD=HEADER) and "
-            "import the file again")
+            "import the file again",
+        )
     if not plans:
-        raise SnapshotError(f"{path}: no price line under the header",
-                            hint="one line per (GPU, plan length) with its real price; a "
-                            "missing price is a missing line, never 0")
+        raise SnapshotError(
+            f"{path}: no price line under the header",
+            hint="one line per (GPU, plan length) with its real price; a "
+            "missing price is a missing line, never 0",
+        )
     return plans
 
 
-def _line(path: Path, line: int, row: list[str], found: list[str],
-          headers: Mapping[str, str | None], given: Mapping[str, str | None],
-          problems: list[str]) -> Plan | None:
+def _line(
+    path: Path,
+    line: int,
+    row: list[str],
+    found: list[str],
+    headers: Mapping[str, str | None],
+    given: Mapping[str, str | None],
+    problems: list[str],
+) -> Plan | None:
     """One line's plan, or None after adding its first problem to ``problems``."""
     if len(row) != len(found):
-        problems.append(f"{path}, line {line}: {len(row)} fields, the header has {len(found)} "
-                        "(what to do: quote a field that holds a comma, e.g. \"a, b\")")
+        problems.append(
+            f"{path}, line {line}: {len(row)} fields, the header has {len(found)} "
+            '(what to do: quote a field that holds a comma, e.g. "a, b")'
+        )
         return None
     cells = dict(zip(found, row, strict=True))
     place = {TO_CATALOG[f]: h for f, h in headers.items()}
@@ -165,15 +202,22 @@ def _line(path: Path, line: int, row: list[str], found: list[str],
     for field in ("provider", "currency"):
         cell, option = str(values[field]), given[field]
         stated = cell.upper() if field == "currency" else cell
-        if option is not None and stated and not (
-                same_provider(stated, option) if field == "provider" else stated == option):
-            problems.append(f"{locate(field)}: {cell!r} but --{field} {option} was given (what "
-                            f"to do: leave the option out, or correct the line)")
+        if (
+            option is not None
+            and stated
+            and not (same_provider(stated, option) if field == "provider" else stated == option)
+        ):
+            problems.append(
+                f"{locate(field)}: {cell!r} but --{field} {option} was given (what "
+                f"to do: leave the option out, or correct the line)"
+            )
             return None
         values[field] = stated or option or ""
         if not values[field]:
-            problems.append(f"{locate(field)}: empty; every imported price names its {field} "
-                            f"(what to do: fill it in, or give --{field} for the whole file)")
+            problems.append(
+                f"{locate(field)}: empty; every imported price names its {field} "
+                f"(what to do: fill it in, or give --{field} for the whole file)"
+            )
             return None
     try:
         return rules.make_plan(values, locate)
@@ -188,10 +232,12 @@ def _duplicates(plans: Sequence[Plan]) -> list[str]:
     for p in plans:
         key = (p.provider.casefold(), p.catalog_date, p.gpu_slug, p.plan_days)
         if key in seen:
-            problems.append(f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} of "
-                            f"{p.provider} on {p.catalog_date} (the first is at "
-                            f"{seen[key].where}) (what to do: keep one line per provider, date, "
-                            "GPU and plan length)")
+            problems.append(
+                f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} of "
+                f"{p.provider} on {p.catalog_date} (the first is at "
+                f"{seen[key].where}) (what to do: keep one line per provider, date, "
+                "GPU and plan length)"
+            )
         else:
             seen[key] = p
     return problems

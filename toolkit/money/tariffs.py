@@ -38,8 +38,7 @@ def _load_rules() -> ModuleType:
     path = shipped(TARIFF_RULES)
     spec = importlib.util.spec_from_file_location("calcul_forfaits", path)
     if spec is None or spec.loader is None:
-        raise CatalogError(f"{path}: cannot load the tariff rules",
-                           hint="reinstall iteragpu-lab")
+        raise CatalogError(f"{path}: cannot load the tariff rules", hint="reinstall iteragpu-lab")
     module = importlib.util.module_from_spec(spec)
     sys.modules["calcul_forfaits"] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
@@ -63,6 +62,7 @@ usd = rules.usd
 money = rules.money
 same_provider = rules.same_provider
 
+
 @contextlib.contextmanager
 def translated(error: type[UsageError] = CatalogError) -> Iterator[None]:
     """Re-raise the rules' TariffError as ``error`` (exit code 2), message and hint kept."""
@@ -84,8 +84,9 @@ def load_catalog(path: str | Path | None = None, name: str | None = None) -> Cat
         return rules.load_catalog(path, name or str(path))
 
 
-def catalog_from_sheet(rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (),
-                       origin: str = "sheet Tariffs") -> Catalog:
+def catalog_from_sheet(
+    rows: Sequence[dict[str, Any]], row_numbers: Sequence[int] = (), origin: str = "sheet Tariffs"
+) -> Catalog:
     """The catalog held by the Tariffs sheet's rows; CatalogError naming the row and column.
 
     Cells must hold what the Settlement formulas can match: dates and slugs as
@@ -119,14 +120,17 @@ def _check_sheet_types(row: dict[str, Any], locate: Any) -> None:
     for name in ("cards_per_lot", "plan_days", "price_per_lot_usd"):
         value = row.get(name)
         if isinstance(value, str):
-            raise CatalogError(f"{locate(name)}: {value!r} is text, not a number",
-                               hint="type the number itself, without quotes or units")
+            raise CatalogError(
+                f"{locate(name)}: {value!r} is text, not a number",
+                hint="type the number itself, without quotes or units",
+            )
 
 
 def catalog_from_workbook(data: Any, origin: str = "sheet Tariffs") -> Catalog:
     """The catalog held by a WorkbookData's Tariffs sheet."""
-    return catalog_from_sheet(data.tables[layout.TARIFFS.name],
-                              data.row_numbers.get(layout.TARIFFS.name, []), origin)
+    return catalog_from_sheet(
+        data.tables[layout.TARIFFS.name], data.row_numbers.get(layout.TARIFFS.name, []), origin
+    )
 
 
 def tariff_rows(catalog: Catalog) -> list[dict[str, Any]]:

@@ -29,8 +29,10 @@ from toolkit.planner.need import Need
 from toolkit.planner.offers import USAGES, Offer, suits, usage_fit
 from toolkit.planner.splits import MAX_CARDS, Split
 
-CEILING_NOTE = ("decode tok/s is an upper bound from memory bandwidth alone (weights plus the "
-                "KV cache read once per decoding step, at the full context), not a measurement")
+CEILING_NOTE = (
+    "decode tok/s is an upper bound from memory bandwidth alone (weights plus the "
+    "KV cache read once per decoding step, at the full context), not a measurement"
+)
 #: How much the margins grow in :func:`margins`: allocator points added, context multiplied.
 MARGIN_STEP_PCT = 10
 CONTEXT_FACTOR = 8
@@ -79,8 +81,7 @@ class Candidate:
     @property
     def replicas(self) -> int | None:
         """Copies of the split one lot holds; None when no lot holds it."""
-        if self.offer is None or self.split is None or \
-                self.split.cards > self.offer.cards_per_lot:
+        if self.offer is None or self.split is None or self.split.cards > self.offer.cards_per_lot:
             return None
         return self.offer.cards_per_lot // self.split.cards
 
@@ -100,16 +101,28 @@ class Candidate:
         """JSON-ready: bytes as integers, money as text with cents."""
         g, s, o = self.gpu, self.split, self.offer
         return {
-            "slug": g.slug, "name": g.name, "vram_gb": str(g.vram_gb),
-            "capacity_bytes": g.capacity_bytes, "usable_bytes": g.usable_bytes,
-            "usable_basis": g.usable_basis, "memory_type": g.memory_type,
-            "memory_bandwidth_gbps": str(g.bandwidth_gbps), "interconnect": g.interconnect,
-            "native_precision": self.native, "precision_note": self.precision_note,
-            "fits_single_card": self.cards == 1, "cards": self.cards,
-            "split": None if s is None else {
-                "label": s.label, "tensor_parallel": s.tp, "pipeline_stages": s.pp,
-                "link": s.link or None, "link_gbps_per_direction":
-                str(s.link_gbps) if s.link_gbps is not None else None},
+            "slug": g.slug,
+            "name": g.name,
+            "vram_gb": str(g.vram_gb),
+            "capacity_bytes": g.capacity_bytes,
+            "usable_bytes": g.usable_bytes,
+            "usable_basis": g.usable_basis,
+            "memory_type": g.memory_type,
+            "memory_bandwidth_gbps": str(g.bandwidth_gbps),
+            "interconnect": g.interconnect,
+            "native_precision": self.native,
+            "precision_note": self.precision_note,
+            "fits_single_card": self.cards == 1,
+            "cards": self.cards,
+            "split": None
+            if s is None
+            else {
+                "label": s.label,
+                "tensor_parallel": s.tp,
+                "pipeline_stages": s.pp,
+                "link": s.link or None,
+                "link_gbps_per_direction": str(s.link_gbps) if s.link_gbps is not None else None,
+            },
             "per_card_bytes": self.per_card_bytes,
             "single_card_shortfall_bytes": self.shortfall_bytes,
             "warnings": list(self.warnings),
@@ -118,7 +131,8 @@ class Candidate:
             "decode_ceiling_reason": self.ceiling_reason,
             "provider": o.provider if o else None,
             "cards_per_lot": o.cards_per_lot if o else None,
-            "lot_holds_split": self.replicas is not None, "replicas": self.replicas,
+            "lot_holds_split": self.replicas is not None,
+            "replicas": self.replicas,
             "price_per_lot_usd": usd(o.price_per_lot_usd) if o else None,
             "budget_usd": usd(self.budget_usd) if self.budget_usd is not None else None,
             "price_reason": self.price_reason,
@@ -127,7 +141,8 @@ class Candidate:
             "storage_usd_per_gb_month": _text(o.storage_usd_per_gb_month) if o else None,
             "egress_usd_per_gb": _text(o.egress_usd_per_gb) if o else None,
             "tokens_per_s_per_usd": round(float(self.tokens_per_usd), 6)
-            if self.tokens_per_usd is not None else None,
+            if self.tokens_per_usd is not None
+            else None,
         }
 
 
@@ -141,8 +156,11 @@ class Margin:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return {"allocator_margin_pct": self.allocator_pct, "seq_len": self.seq_len,
-                "splits": self.splits}
+        return {
+            "allocator_margin_pct": self.allocator_pct,
+            "seq_len": self.seq_len,
+            "splits": self.splits,
+        }
 
 
 @dataclass(frozen=True)
@@ -180,22 +198,28 @@ class Choice:
         without = sorted(c.gpu.slug for c in self.candidates if c.gpu.lacks(est.kv_precision))
         if not without:
             return None
-        return (f"the {est.kv_precision} KV cache is storage: runtimes keep it at "
-                f"{est.kv_precision} and convert it to {est.compute} in their attention "
-                f"kernels, which needs no {est.kv_precision} compute, so "
-                f"{', '.join(without)} (no native {est.kv_precision} in gpus.csv) are sized "
-                f"with it as is; only {est.kv_precision} weights are upcast for want of it")
+        return (
+            f"the {est.kv_precision} KV cache is storage: runtimes keep it at "
+            f"{est.kv_precision} and convert it to {est.compute} in their attention "
+            f"kernels, which needs no {est.kv_precision} compute, so "
+            f"{', '.join(without)} (no native {est.kv_precision} in gpus.csv) are sized "
+            f"with it as is; only {est.kv_precision} weights are upcast for want of it"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The `gpus --json` document."""
         return {
             "format": "iteralab-gpus/1",
-            "need": self.estimate.as_dict() if self.estimate else
-            {"need_gb": str(Decimal(self.need.tensors_bytes) / GB_LABEL)},
-            "need_bytes_one_card": self.need.per_card(), "plan_days": self.plan_days,
-            "usage": self.usage, "split_rule": self.split_rule,
+            "need": self.estimate.as_dict()
+            if self.estimate
+            else {"need_gb": str(Decimal(self.need.tensors_bytes) / GB_LABEL)},
+            "need_bytes_one_card": self.need.per_card(),
+            "plan_days": self.plan_days,
+            "usage": self.usage,
+            "split_rule": self.split_rule,
             "kv_cache_note": self.kv_note,
-            "ceiling_note": CEILING_NOTE, "communication_note": splits.COMMUNICATION_NOTE,
+            "ceiling_note": CEILING_NOTE,
+            "communication_note": splits.COMMUNICATION_NOTE,
             "gpus": [c.as_dict() for c in self.candidates],
             "margins": [m.as_dict() for m in self.margins],
         }
@@ -210,24 +234,37 @@ def _text(value: Decimal | None) -> str | None:
     return None if value is None else str(value)
 
 
-def choose(catalog: Sequence[Gpu], offers: Mapping[str, Offer], *,
-           estimate: Estimate | None = None, need: Need | None = None,
-           price_reason: str = "no price in catalog", usage: str | None = None,
-           plan_days: int = 7) -> Choice:
+def choose(
+    catalog: Sequence[Gpu],
+    offers: Mapping[str, Offer],
+    *,
+    estimate: Estimate | None = None,
+    need: Need | None = None,
+    price_reason: str = "no price in catalog",
+    usage: str | None = None,
+    plan_days: int = 7,
+) -> Choice:
     """The answer for an estimate (or a bare need): candidates and, for an estimate, margins."""
     if need is None:
         if estimate is None:
             raise ValueError("give an estimate or a need")
         need = Need.from_estimate(estimate)
-    found = rank(catalog, offers, estimate=estimate, need=need, price_reason=price_reason,
-                 usage=usage)
+    found = rank(
+        catalog, offers, estimate=estimate, need=need, price_reason=price_reason, usage=usage
+    )
     grown = margins(estimate, catalog, offers) if estimate is not None else ()
     return Choice(need, estimate, tuple(found), plan_days, usage, grown)
 
 
-def rank(catalog: Sequence[Gpu], offers: Mapping[str, Offer], *,
-         estimate: Estimate | None = None, need: Need | None = None,
-         price_reason: str = "no price in catalog", usage: str | None = None) -> list[Candidate]:
+def rank(
+    catalog: Sequence[Gpu],
+    offers: Mapping[str, Offer],
+    *,
+    estimate: Estimate | None = None,
+    need: Need | None = None,
+    price_reason: str = "no price in catalog",
+    usage: str | None = None,
+) -> list[Candidate]:
     """Every card, ordered: native precision first; then one card holds the need (fastest
     memory first), then the smallest splits, then what no machine of MAX_CARDS holds."""
     if need is None:
@@ -246,10 +283,19 @@ def rank(catalog: Sequence[Gpu], offers: Mapping[str, Offer], *,
             note = f"{g.slug} has no native {estimate.precision} (gpus.csv): {text}"
         offer = offers.get(g.slug)
         lots = offer.all if offer else (None,)
-        found.append(_best([_candidate(own, g, o, price_reason, usage, note, mlp, len(lots) > 1)
-                            for o in lots], usage))
-    return sorted(found, key=lambda c: (not c.native, c.cards or MAX_CARDS + 1,
-                                        -c.gpu.bandwidth_gbps, c.gpu.slug))
+        found.append(
+            _best(
+                [
+                    _candidate(own, g, o, price_reason, usage, note, mlp, len(lots) > 1)
+                    for o in lots
+                ],
+                usage,
+            )
+        )
+    return sorted(
+        found,
+        key=lambda c: (not c.native, c.cards or MAX_CARDS + 1, -c.gpu.bandwidth_gbps, c.gpu.slug),
+    )
 
 
 def _mlp(estimate: Estimate | None) -> int | None:
@@ -262,11 +308,13 @@ def _upcast(est: Estimate) -> tuple[Need, str]:
     what that costs. The KV cache is storage and is never upcast (:attr:`Choice.kv_note`)."""
     target = "int4" if est.workload == "qlora" else est.compute
     wider = memory.again(est, precision=target)
-    text = (f"shown with the weights to {target}, "
-            f"{gib(wider.subtotal)} GiB of tensors instead of {gib(est.subtotal)}; a runtime "
-            f"that keeps {est.precision} weights and dequantizes them in its kernels "
-            f"(weight-only) needs the smaller size but computes at the {est.compute} rate, "
-            f"not the {est.precision} one")
+    text = (
+        f"shown with the weights to {target}, "
+        f"{gib(wider.subtotal)} GiB of tensors instead of {gib(est.subtotal)}; a runtime "
+        f"that keeps {est.precision} weights and dequantizes them in its kernels "
+        f"(weight-only) needs the smaller size but computes at the {est.compute} rate, "
+        f"not the {est.precision} one"
+    )
     return Need.from_estimate(wider), text
 
 
@@ -284,9 +332,16 @@ def _best(found: list[Candidate], usage: str | None) -> Candidate:
         left = aside[0].offer
         assert left is not None and left.availability is not None
         words = USAGES[usage][0] if usage else "work whose usage is not stated (say --usage)"
-        best = replace(best, warnings=(*best.warnings, (
-            f"a cheaper {left.availability} lot ({left.seller}, "
-            f"{usd(left.price_per_lot_usd)} USD) is left aside: unsuitable for {words}")))
+        best = replace(
+            best,
+            warnings=(
+                *best.warnings,
+                (
+                    f"a cheaper {left.availability} lot ({left.seller}, "
+                    f"{usd(left.price_per_lot_usd)} USD) is left aside: unsuitable for {words}"
+                ),
+            ),
+        )
     return best
 
 
@@ -296,15 +351,25 @@ def _value(c: Candidate) -> tuple[Decimal, Decimal]:
     return -(c.tokens_per_usd or Decimal(0)), c.budget_usd / c.replicas
 
 
-def _candidate(need: Need, g: Gpu, offer: Offer | None, price_reason: str, usage: str | None,
-               note: str | None, mlp: int | None = None, several: bool = False) -> Candidate:
+def _candidate(
+    need: Need,
+    g: Gpu,
+    offer: Offer | None,
+    price_reason: str,
+    usage: str | None,
+    note: str | None,
+    mlp: int | None = None,
+    several: bool = False,
+) -> Candidate:
     split = splits.smallest(need, g, offer.cards_per_lot if offer else None, mlp)
     said: list[str] = []
     if split is None:
         t1 = tb = None
         reason: str | None = "does not fit one machine"
-        said.append(f"does not fit one machine of {MAX_CARDS} cards: several machines (a "
-                    "node fabric, multi-node parallelism) are not planned here")
+        said.append(
+            f"does not fit one machine of {MAX_CARDS} cards: several machines (a "
+            "node fabric, multi-node parallelism) are not planned here"
+        )
     else:
         t1, tb, reason = splits.decode_ceiling(need, g, split)
         said += splits.warnings(need, g, split)
@@ -315,22 +380,27 @@ def _candidate(need: Need, g: Gpu, offer: Offer | None, price_reason: str, usage
         elif split.cards > offer.cards_per_lot:
             largest = "the largest lot" if several else "a lot"
             seller = f"{offer.seller}; " if offer.provider else ""
-            why = (f"not offered: {split.label} needs one machine of {split.cards} cards, "
-                   f"{largest} holds {offer.cards_per_lot} ({seller}separate lots are "
-                   "separate machines, R33)")
+            why = (
+                f"not offered: {split.label} needs one machine of {split.cards} cards, "
+                f"{largest} holds {offer.cards_per_lot} ({seller}separate lots are "
+                "separate machines, R33)"
+            )
         else:
             if split.cards > 1:
-                said.append(f"the price catalog does not state how the lot's {split.cards} cards "
-                            f"are linked: {g.interconnect} (gpus.csv) assumed; check with "
-                            "`nvidia-smi topo -m`")
+                said.append(
+                    f"the price catalog does not state how the lot's {split.cards} cards "
+                    f"are linked: {g.interconnect} (gpus.csv) assumed; check with "
+                    "`nvidia-smi topo -m`"
+                )
             fit = usage_fit(offer, usage)
             if fit:
                 said.append(fit)
     return Candidate(g, need, split, t1, tb, reason, offer, why, tuple(said), note)
 
 
-def margins(est: Estimate, catalog: Sequence[Gpu], offers: Mapping[str, Offer]) \
-        -> tuple[Margin, ...]:
+def margins(
+    est: Estimate, catalog: Sequence[Gpu], offers: Mapping[str, Offer]
+) -> tuple[Margin, ...]:
     """The split each card needs at the estimate's allocator margin and context, and when
     the margin grows by :data:`MARGIN_STEP_PCT` points and the context by
     :data:`CONTEXT_FACTOR` (R35: a rule of thumb checked at one margin says little)."""
@@ -338,8 +408,11 @@ def margins(est: Estimate, catalog: Sequence[Gpu], offers: Mapping[str, Offer]) 
     out = []
     for length in (seq, seq * CONTEXT_FACTOR):
         for margin in (pct, min(100, pct + MARGIN_STEP_PCT)):
-            grown = est if (margin, length) == (pct, seq) else \
-                memory.again(est, seq_len=length, allocator_pct=margin)
+            grown = (
+                est
+                if (margin, length) == (pct, seq)
+                else memory.again(est, seq_len=length, allocator_pct=margin)
+            )
             found = rank(catalog, offers, estimate=grown)
             out.append(Margin(margin, length, {c.gpu.slug: c.split_label for c in found}))
     return tuple(out)

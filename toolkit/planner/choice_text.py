@@ -23,8 +23,9 @@ def lines(choice: Choice) -> list[str]:
     if choice.apart:
         est = choice.estimate
         lacking = est.precision if est else ""
-        out.append(f"not native for {lacking} (listed apart, as they would run with the "
-                   "weights upcast):")
+        out.append(
+            f"not native for {lacking} (listed apart, as they would run with the weights upcast):"
+        )
         out += _table(choice, choice.apart)
         out += [f"note: {c.precision_note}" for c in choice.apart]
     if choice.kv_note:
@@ -35,13 +36,16 @@ def lines(choice: Choice) -> list[str]:
     if not any(c.tokens_batch1 for c in choice.candidates):
         reasons = sorted({c.ceiling_reason for c in choice.candidates if c.ceiling_reason})
         out.append(f"tok/s: not computed ({'; '.join(reasons)})")
-    out += [f"note: {CEILING_NOTE}", f"note: {splits.COMMUNICATION_NOTE}",
-            "note: GiB/card = tensors split over the split's cards + runtime per card; "
-            "'short 1' = what one card lacks against its usable GiB; VRAM as labelled "
-            "(GB = GiB)",
-            *_usable(choice),
-            "note: a split is priced only when one lot holds it; tok/s/USD = the lot's "
-            f"replicas x tok/s at b={choice.need.batch} / the lot's plan price"]
+    out += [
+        f"note: {CEILING_NOTE}",
+        f"note: {splits.COMMUNICATION_NOTE}",
+        "note: GiB/card = tensors split over the split's cards + runtime per card; "
+        "'short 1' = what one card lacks against its usable GiB; VRAM as labelled "
+        "(GB = GiB)",
+        *_usable(choice),
+        "note: a split is priced only when one lot holds it; tok/s/USD = the lot's "
+        f"replicas x tok/s at b={choice.need.batch} / the lot's plan price",
+    ]
     if choice.estimate is not None:
         out += [f"note: {note}" for note in choice.estimate.notes]
     return out
@@ -50,28 +54,55 @@ def lines(choice: Choice) -> list[str]:
 def _need(choice: Choice) -> list[str]:
     est, need = choice.estimate, choice.need
     if est is None:
-        head = [f"need: {gib(need.tensors_bytes)} GiB (--need-gb) + {gib(need.runtime_bytes)} "
-                f"GiB runtime per card = {gib(need.per_card())} GiB on one card"]
+        head = [
+            f"need: {gib(need.tensors_bytes)} GiB (--need-gb) + {gib(need.runtime_bytes)} "
+            f"GiB runtime per card = {gib(need.per_card())} GiB on one card"
+        ]
     else:
-        head = [f"need: {est.shape.name}, {est.describe()}",
-                f"  tensors {gib(est.subtotal)} GiB + {est.allocator_pct}% allocator + "
-                f"{gib(RUNTIME_BYTES)} GiB runtime per card = {gib(need.per_card())} GiB on "
-                "one card"]
+        head = [
+            f"need: {est.shape.name}, {est.describe()}",
+            f"  tensors {gib(est.subtotal)} GiB + {est.allocator_pct}% allocator + "
+            f"{gib(RUNTIME_BYTES)} GiB runtime per card = {gib(need.per_card())} GiB on "
+            "one card",
+        ]
     return [*head, f"  {choice.split_rule}"]
 
 
 def _table(choice: Choice, candidates: Sequence[Candidate]) -> list[str]:
-    rows = [["gpu", "VRAM/usable", "memory", "GB/s", "split", "link", "GiB/card", "short 1",
-             "tok/s b=1", f"b={choice.need.batch}", "tok/s/USD", f"{choice.plan_days}-day lot"]]
+    rows = [
+        [
+            "gpu",
+            "VRAM/usable",
+            "memory",
+            "GB/s",
+            "split",
+            "link",
+            "GiB/card",
+            "short 1",
+            "tok/s b=1",
+            f"b={choice.need.batch}",
+            "tok/s/USD",
+            f"{choice.plan_days}-day lot",
+        ]
+    ]
     for c in candidates:
         g = c.gpu
-        rows.append([
-            g.slug, f"{g.vram_gb}/{gib(g.usable_bytes)}", g.memory_type, str(g.bandwidth_gbps),
-            c.split_label,
-            (c.split.link if c.split and c.split.link else "-"), gib(c.per_card_bytes),
-            gib(c.shortfall_bytes) if c.shortfall_bytes else "-", _count(c.tokens_batch1),
-            _count(c.tokens_batch),
-            f"{c.tokens_per_usd:.3f}" if c.tokens_per_usd is not None else "-", _price(c)])
+        rows.append(
+            [
+                g.slug,
+                f"{g.vram_gb}/{gib(g.usable_bytes)}",
+                g.memory_type,
+                str(g.bandwidth_gbps),
+                c.split_label,
+                (c.split.link if c.split and c.split.link else "-"),
+                gib(c.per_card_bytes),
+                gib(c.shortfall_bytes) if c.shortfall_bytes else "-",
+                _count(c.tokens_batch1),
+                _count(c.tokens_batch),
+                f"{c.tokens_per_usd:.3f}" if c.tokens_per_usd is not None else "-",
+                _price(c),
+            ]
+        )
     return columns(rows, ALIGN)
 
 
@@ -97,12 +128,16 @@ def _offers(choice: Choice) -> list[str]:
             out.append(f"  {c.gpu.slug}: {c.price_reason}")
             continue
         seller = f" from provider {o.provider}" if o.provider else ""
-        text = (f"  {c.gpu.slug}: {usd(o.price_per_lot_usd)} USD{seller}, {o.billing_unit}; "
-                f"{o.availability_text}; {o.extras_text()}")
+        text = (
+            f"  {c.gpu.slug}: {usd(o.price_per_lot_usd)} USD{seller}, {o.billing_unit}; "
+            f"{o.availability_text}; {o.extras_text()}"
+        )
         if c.tokens_per_usd is not None:
             copies = "replica" if c.replicas == 1 else "replicas"
-            text += (f"; {c.replicas} {copies} of {c.split.label} x {c.tokens_batch:,} tok/s "
-                     f"at b={choice.need.batch} = {c.tokens_per_usd:.3f} tok/s per USD")
+            text += (
+                f"; {c.replicas} {copies} of {c.split.label} x {c.tokens_batch:,} tok/s "
+                f"at b={choice.need.batch} = {c.tokens_per_usd:.3f} tok/s per USD"
+            )
         out.append(text)
     return out
 
@@ -112,29 +147,40 @@ def _usable(choice: Choice) -> list[str]:
     the driver's reserve."""
     by_basis: dict[str, list[str]] = {}
     for c in choice.candidates:
-        basis = "reported total (gpus.csv usable_mib, with its source)" \
-            if c.gpu.usable_mib is not None else c.gpu.usable_basis
+        basis = (
+            "reported total (gpus.csv usable_mib, with its source)"
+            if c.gpu.usable_mib is not None
+            else c.gpu.usable_basis
+        )
         by_basis.setdefault(basis, []).append(c.gpu.slug)
-    return [f"note: usable GiB (what a card must hold) = {basis}: {', '.join(sorted(slugs))}"
-            for basis, slugs in sorted(by_basis.items())]
+    return [
+        f"note: usable GiB (what a card must hold) = {basis}: {', '.join(sorted(slugs))}"
+        for basis, slugs in sorted(by_basis.items())
+    ]
 
 
 def _margins(choice: Choice) -> list[str]:
     if not choice.margins:
         return []
     first = choice.margins[0]
-    out = [f"margins (R35): the table holds at a {first.allocator_pct}% allocator margin and "
-           f"{first.seq_len:,} tokens; the split each card needs as they grow:"]
+    out = [
+        f"margins (R35): the table holds at a {first.allocator_pct}% allocator margin and "
+        f"{first.seq_len:,} tokens; the split each card needs as they grow:"
+    ]
     rows = [["gpu", *(f"{m.allocator_pct}%, {m.seq_len:,} tok" for m in choice.margins)]]
     for c in choice.candidates:
         name = c.gpu.slug if c.native else f"{c.gpu.slug} (upcast)"
         rows.append([name, *(m.splits[c.gpu.slug] for m in choice.margins)])
     out += columns(rows, ("<",) * len(rows[0]))
-    longest, most = max(m.seq_len for m in choice.margins), choice.estimate and \
-        choice.estimate.shape.max_positions
+    longest, most = (
+        max(m.seq_len for m in choice.margins),
+        choice.estimate and choice.estimate.shape.max_positions,
+    )
     if most and longest > most:
-        out.append(f"note: margins at {longest:,} tokens exceed the model's "
-                   f"max_position_embeddings {most:,}: memory arithmetic only")
+        out.append(
+            f"note: margins at {longest:,} tokens exceed the model's "
+            f"max_position_embeddings {most:,}: memory arithmetic only"
+        )
     return out
 
 

@@ -33,14 +33,44 @@ MIB = 2**20
 #: A device may report a little more than its label (rounding of the label).
 LABEL_ROUNDING_PCT = 2
 
-COLUMNS = ("slug", "name", "device_names", "vendor", "vram_gb", "memory_type",
-           "memory_bandwidth_gbps", "bf16_dense_tflops", "fp8_dense_tflops", "fp8", "int8",
-           "fp4", "interconnect", "interconnect_gbps", "pcie", "source", "source_date",
-           "checked", "notes")
-REQUIRED = ("slug", "name", "vram_gb", "memory_type", "memory_bandwidth_gbps", "interconnect",
-            "source", "source_date")
-NUMBERS = ("vram_gb", "memory_bandwidth_gbps", "bf16_dense_tflops", "fp8_dense_tflops",
-           "interconnect_gbps")
+COLUMNS = (
+    "slug",
+    "name",
+    "device_names",
+    "vendor",
+    "vram_gb",
+    "memory_type",
+    "memory_bandwidth_gbps",
+    "bf16_dense_tflops",
+    "fp8_dense_tflops",
+    "fp8",
+    "int8",
+    "fp4",
+    "interconnect",
+    "interconnect_gbps",
+    "pcie",
+    "source",
+    "source_date",
+    "checked",
+    "notes",
+)
+REQUIRED = (
+    "slug",
+    "name",
+    "vram_gb",
+    "memory_type",
+    "memory_bandwidth_gbps",
+    "interconnect",
+    "source",
+    "source_date",
+)
+NUMBERS = (
+    "vram_gb",
+    "memory_bandwidth_gbps",
+    "bf16_dense_tflops",
+    "fp8_dense_tflops",
+    "interconnect_gbps",
+)
 #: PCIe x16 bandwidth per direction, GB/s, by generation (nominal).
 PCIE_X16_GBPS = {3: Decimal(16), 4: Decimal(32), 5: Decimal(64), 6: Decimal(128)}
 
@@ -88,8 +118,10 @@ class Gpu:
         """Which figure :attr:`usable_bytes` is, in words."""
         if self.usable_mib is not None:
             return f"{self.usable_mib:,} MiB reported total ({self.usable_source})"
-        return (f"label less {DRIVER_RESERVE_PCT}% (no reported total in gpus.csv: driver "
-                "reserve and ECC assumed)")
+        return (
+            f"label less {DRIVER_RESERVE_PCT}% (no reported total in gpus.csv: driver "
+            "reserve and ECC assumed)"
+        )
 
     @property
     def pcie_only(self) -> bool:
@@ -129,14 +161,18 @@ def load_catalog(path: Path | None = None) -> list[Gpu]:
     column of a bad cell."""
     path = path or shipped(GPU_CATALOG)
     if not path.is_file():
-        raise CatalogError(f"{path}: GPU catalog not found",
-                           hint="pass --catalog PATH (the repository ships tariffs/gpus.csv)")
+        raise CatalogError(
+            f"{path}: GPU catalog not found",
+            hint="pass --catalog PATH (the repository ships tariffs/gpus.csv)",
+        )
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise CatalogError(f"{path}, line 1: missing columns {', '.join(missing)}",
-                               hint=f"the header is {','.join(COLUMNS)}")
+            raise CatalogError(
+                f"{path}, line 1: missing columns {', '.join(missing)}",
+                hint=f"the header is {','.join(COLUMNS)}",
+            )
         gpus = [_gpu(path, reader.line_num, row) for row in reader]
     slugs = [g.slug for g in gpus]
     dup = sorted({s for s in slugs if slugs.count(s) > 1})
@@ -148,8 +184,10 @@ def load_catalog(path: Path | None = None) -> list[Gpu]:
 def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
     for col in REQUIRED:
         if not (row.get(col) or "").strip():
-            raise CatalogError(f"{path}, line {line}, column {col}: empty",
-                               hint="every card needs this value, with its source")
+            raise CatalogError(
+                f"{path}, line {line}, column {col}: empty",
+                hint="every card needs this value, with its source",
+            )
     nums: dict[str, Decimal | None] = {}
     for col in NUMBERS:
         text = (row.get(col) or "").strip()
@@ -159,19 +197,35 @@ def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
             nums[col] = Decimal(-1)
         value = nums[col]
         if value is not None and (not value.is_finite() or value <= 0):
-            raise CatalogError(f"{path}, line {line}, column {col}: {text!r} is not a positive "
-                               "number", hint="leave the cell empty (not 0) where the vendor "
-                               "states no figure, and say so in notes")
+            raise CatalogError(
+                f"{path}, line {line}, column {col}: {text!r} is not a positive number",
+                hint="leave the cell empty (not 0) where the vendor "
+                "states no figure, and say so in notes",
+            )
     assert nums["vram_gb"] is not None and nums["memory_bandwidth_gbps"] is not None
     usable, usable_source = _usable(path, line, row)
     names = tuple(n.strip() for n in (row.get("device_names") or "").split(";") if n.strip())
-    return Gpu(row["slug"].strip(), row["name"].strip(), nums["vram_gb"],
-               row["memory_type"].strip(), nums["memory_bandwidth_gbps"],
-               row["interconnect"].strip(), nums["interconnect_gbps"],
-               nums["bf16_dense_tflops"], nums["fp8_dense_tflops"], row["fp8"].strip(),
-               row["int8"].strip(), row["fp4"].strip(), row["source"].strip(),
-               row["source_date"].strip(), (row.get("notes") or "").strip(), names,
-               (row.get("pcie") or "").strip(), usable, usable_source)
+    return Gpu(
+        row["slug"].strip(),
+        row["name"].strip(),
+        nums["vram_gb"],
+        row["memory_type"].strip(),
+        nums["memory_bandwidth_gbps"],
+        row["interconnect"].strip(),
+        nums["interconnect_gbps"],
+        nums["bf16_dense_tflops"],
+        nums["fp8_dense_tflops"],
+        row["fp8"].strip(),
+        row["int8"].strip(),
+        row["fp4"].strip(),
+        row["source"].strip(),
+        row["source_date"].strip(),
+        (row.get("notes") or "").strip(),
+        names,
+        (row.get("pcie") or "").strip(),
+        usable,
+        usable_source,
+    )
 
 
 def _usable(path: Path, line: int, row: Mapping[str, str]) -> tuple[int | None, str]:
@@ -181,17 +235,25 @@ def _usable(path: Path, line: int, row: Mapping[str, str]) -> tuple[int | None, 
     if not text:
         return None, source
     if not text.isdigit() or int(text) <= 0:
-        raise CatalogError(f"{path}, line {line}, column usable_mib: {text!r} is not a whole "
-                           "number of MiB", hint="nvidia-smi's memory.total, e.g. 81559; leave "
-                           "it empty when no device report is at hand")
+        raise CatalogError(
+            f"{path}, line {line}, column usable_mib: {text!r} is not a whole number of MiB",
+            hint="nvidia-smi's memory.total, e.g. 81559; leave "
+            "it empty when no device report is at hand",
+        )
     if not source:
-        raise CatalogError(f"{path}, line {line}, column usable_source: empty",
-                           hint="say where the reported total was read (an nvidia-smi output)")
+        raise CatalogError(
+            f"{path}, line {line}, column usable_source: empty",
+            hint="say where the reported total was read (an nvidia-smi output)",
+        )
     return int(text), source
 
 
-def identify(slug: str, device_name: str, total_memory_bytes: int | None,
-             catalog: Sequence[Gpu] | None = None) -> str | None:
+def identify(
+    slug: str,
+    device_name: str,
+    total_memory_bytes: int | None,
+    catalog: Sequence[Gpu] | None = None,
+) -> str | None:
     """None when the device is the card ``slug`` names, else one line saying why not.
 
     The device matches when ``device_name`` (as ``torch.cuda.get_device_name()``
@@ -205,19 +267,24 @@ def identify(slug: str, device_name: str, total_memory_bytes: int | None,
     if gpu is None:
         known = ", ".join(sorted(g.slug for g in cards))
         return f"the GPU catalog has no slug {slug!r} (known: {known})"
-    present = f"{device_name!r}" + (f" with {_gib(total_memory_bytes)} GiB"
-                                    if total_memory_bytes is not None else "")
+    present = f"{device_name!r}" + (
+        f" with {_gib(total_memory_bytes)} GiB" if total_memory_bytes is not None else ""
+    )
     if device_name.strip() not in gpu.device_names:
-        expected = " or ".join(repr(n) for n in gpu.device_names) or "no device name (the " \
-            "catalog's device_names is empty)"
+        expected = (
+            " or ".join(repr(n) for n in gpu.device_names)
+            or "no device name (the catalog's device_names is empty)"
+        )
         return f"{slug} is {expected} with {gpu.vram_gb} GiB; the device is {present}"
     if total_memory_bytes is not None:
         cap = gpu.capacity_bytes
         low, high = cap * (100 - DRIVER_RESERVE_PCT) // 100, cap * (100 + LABEL_ROUNDING_PCT) // 100
         if not low <= total_memory_bytes <= high:
-            return (f"{slug} is {device_name!r} with {gpu.vram_gb} GiB ({_gib(low)} to "
-                    f"{_gib(high)} GiB as reported, the driver keeping up to "
-                    f"{DRIVER_RESERVE_PCT}%); the device is {present}")
+            return (
+                f"{slug} is {device_name!r} with {gpu.vram_gb} GiB ({_gib(low)} to "
+                f"{_gib(high)} GiB as reported, the driver keeping up to "
+                f"{DRIVER_RESERVE_PCT}%); the device is {present}"
+            )
     return None
 
 

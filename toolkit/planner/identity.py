@@ -16,8 +16,9 @@ from toolkit.planner.gpus import Gpu, identify, load_catalog
 from toolkit.workbook.model import WorkbookData
 
 
-def device_mismatches(variants: list[dict[str, object]], device_name: str,
-                      total_memory_bytes: int | None) -> list[str]:
+def device_mismatches(
+    variants: list[dict[str, object]], device_name: str, total_memory_bytes: int | None
+) -> list[str]:
     """One line per CUDA variant whose declared, catalogued GPU is not this device."""
     cards = load_catalog()
     known = {g.slug for g in cards}
@@ -40,11 +41,17 @@ def cpu_on_gpu_rental(data: WorkbookData, known: set[str]) -> list[Finding]:
         rental = rentals.get(str(v.get("rental_id") or "").strip())
         slug = str((rental or {}).get("gpu_slug") or "").strip().lower()
         if v.get("device") == "cpu" and rental is not None and slug in known:
-            found.append(Finding(
-                "Variants", data.excel_row("Variants", i), "rental_id", "gpu-identity",
-                f"variant {v.get('variant_id')} runs on the cpu but is linked to rental "
-                f"{rental.get('rental_id')!r}, a {slug} GPU rental: link it to the rental of "
-                "the machine it ran on, or clear rental_id"))
+            found.append(
+                Finding(
+                    "Variants",
+                    data.excel_row("Variants", i),
+                    "rental_id",
+                    "gpu-identity",
+                    f"variant {v.get('variant_id')} runs on the cpu but is linked to rental "
+                    f"{rental.get('rental_id')!r}, a {slug} GPU rental: link it to the rental of "
+                    "the machine it ran on, or clear rental_id",
+                )
+            )
     return found
 
 
@@ -54,8 +61,9 @@ def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[F
     variants = {str(v.get("variant_id")): v for v in data.tables["Variants"]}
     rows = data.tables[layout.MANIFEST.name]
     linked = any(v.get("rental_id") for v in variants.values())
-    if not linked and not any(v.get("device") == "cuda" and v.get("gpu_slug")
-                              for v in variants.values()):
+    if not linked and not any(
+        v.get("device") == "cuda" and v.get("gpu_slug") for v in variants.values()
+    ):
         return []
     cards = load_catalog() if catalog is None else catalog
     known = {g.slug for g in cards}
@@ -71,9 +79,15 @@ def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[F
         first = name.split(";")[0].strip()  # the device the attempt ran on: cuda:0
         reason = identify(slug, first, memory if isinstance(memory, int) else None, cards)
         if reason is not None:
-            found.append(Finding(
-                layout.MANIFEST.name, data.excel_row(layout.MANIFEST.name, i), "gpu_name",
-                "gpu-identity", f"variant {m.get('variant_id')} declares {slug}, priced as "
-                f"such, but ran on another device: {reason}; run it on the rented card, or "
-                "correct gpu_slug with `iteralab amend`"))
+            found.append(
+                Finding(
+                    layout.MANIFEST.name,
+                    data.excel_row(layout.MANIFEST.name, i),
+                    "gpu_name",
+                    "gpu-identity",
+                    f"variant {m.get('variant_id')} declares {slug}, priced as "
+                    f"such, but ran on another device: {reason}; run it on the rented card, or "
+                    "correct gpu_slug with `iteralab amend`",
+                )
+            )
     return found

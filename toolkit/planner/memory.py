@@ -94,8 +94,12 @@ class Shape:
 
     def linear_dims(self) -> list[tuple[int, int]]:
         """(in, out) of every linear layer in one block: the LoRA targets."""
-        h, q, kv, i = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim, \
-            self.intermediate
+        h, q, kv, i = (
+            self.hidden,
+            self.heads * self.head_dim,
+            self.kv_heads * self.head_dim,
+            self.intermediate,
+        )
         mlp = [(h, i), (h, i), (i, h)] if self.gated_mlp else [(h, i), (i, h)]
         return [(h, q), (h, kv), (h, kv), (q, h), *mlp]
 
@@ -103,16 +107,21 @@ class Shape:
 def _read_config(path: Path) -> dict[str, Any]:
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
-        raise UsageError(f"{file}: no such config file",
-                         hint="give the path of a Hugging Face config.json or of its folder")
+        raise UsageError(
+            f"{file}: no such config file",
+            hint="give the path of a Hugging Face config.json or of its folder",
+        )
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{file}, line {exc.lineno}, column {exc.colno}: not valid JSON "
-                         f"({exc.msg})", hint="fix the file or download it again") from exc
+        raise UsageError(
+            f"{file}, line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})",
+            hint="fix the file or download it again",
+        ) from exc
     if not isinstance(data, dict):
-        raise UsageError(f"{file}: a config.json holds a JSON object",
-                         hint="give the model's config.json")
+        raise UsageError(
+            f"{file}: a config.json holds a JSON object", hint="give the model's config.json"
+        )
     data["__file__"] = str(file)
     return data
 
@@ -120,9 +129,11 @@ def _read_config(path: Path) -> dict[str, Any]:
 def _need(cfg: Mapping[str, Any], key: str) -> int:
     value = cfg.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise UsageError(f"{cfg['__file__']}: key {key!r} is {value!r}, expected a positive "
-                         "integer", hint="check the config, or give explicit sizes instead "
-                         "(--params, --layers, --hidden-size, --heads)")
+        raise UsageError(
+            f"{cfg['__file__']}: key {key!r} is {value!r}, expected a positive integer",
+            hint="check the config, or give explicit sizes instead "
+            "(--params, --layers, --hidden-size, --heads)",
+        )
     return value
 
 
@@ -139,19 +150,24 @@ def _heads(cfg: Mapping[str, Any], h: int, a: int) -> tuple[int, int]:
     if cfg.get("head_dim") is not None:
         d = _need(cfg, "head_dim")
     elif h % a:
-        raise UsageError(f"{file}: hidden_size {h} is not a multiple of num_attention_heads "
-                         f"{a}, and no head_dim is given", hint="check hidden_size and "
-                         "num_attention_heads, or add the model's head_dim to the config")
+        raise UsageError(
+            f"{file}: hidden_size {h} is not a multiple of num_attention_heads "
+            f"{a}, and no head_dim is given",
+            hint="check hidden_size and "
+            "num_attention_heads, or add the model's head_dim to the config",
+        )
     else:
         d = h // a
     if kv > a:
-        raise UsageError(f"{file}: num_key_value_heads {kv} is more than num_attention_heads "
-                         f"{a}", hint="a KV head serves one or more query heads: check "
-                         "num_key_value_heads")
+        raise UsageError(
+            f"{file}: num_key_value_heads {kv} is more than num_attention_heads {a}",
+            hint="a KV head serves one or more query heads: check num_key_value_heads",
+        )
     if a % kv:
-        raise UsageError(f"{file}: num_attention_heads {a} is not a multiple of "
-                         f"num_key_value_heads {kv}", hint="each KV head serves the same "
-                         "number of query heads: check num_key_value_heads")
+        raise UsageError(
+            f"{file}: num_attention_heads {a} is not a multiple of num_key_value_heads {kv}",
+            hint="each KV head serves the same number of query heads: check num_key_value_heads",
+        )
     return kv, d
 
 
@@ -180,14 +196,19 @@ def shape_from_mapping(config: Mapping[str, Any], origin: str | None = None) -> 
     if kind in ENCODERS:
         return _encoder(cfg, name)
     known = ", ".join(sorted([*DECODERS, *ENCODERS]))
-    raise UsageError(f"{cfg['__file__']}: model_type {kind!r} is not one the planner counts "
-                     f"({known})", hint="give explicit sizes instead: --params, --layers, "
-                     "--hidden-size, --heads, --kv-heads, --head-dim, --vocab")
+    raise UsageError(
+        f"{cfg['__file__']}: model_type {kind!r} is not one the planner counts ({known})",
+        hint="give explicit sizes instead: --params, --layers, "
+        "--hidden-size, --heads, --kv-heads, --head-dim, --vocab",
+    )
 
 
 def _decoder(cfg: Mapping[str, Any], name: str) -> Shape:
-    v, h, n_layers = _need(cfg, "vocab_size"), _need(cfg, "hidden_size"), \
-        _need(cfg, "num_hidden_layers")
+    v, h, n_layers = (
+        _need(cfg, "vocab_size"),
+        _need(cfg, "hidden_size"),
+        _need(cfg, "num_hidden_layers"),
+    )
     a, i = _need(cfg, "num_attention_heads"), _need(cfg, "intermediate_size")
     kv, d = _heads(cfg, h, a)
     tied = bool(cfg.get("tie_word_embeddings", False))
@@ -196,8 +217,11 @@ def _decoder(cfg: Mapping[str, Any], name: str) -> Shape:
     mlp_bias = bool(cfg.get("mlp_bias", False))
     attn = h * a * d + 2 * h * kv * d + a * d * h
     mlp = 3 * h * i
-    bias = (a * d + 2 * kv * d if qkv_bias else 0) + (h if o_bias else 0) + \
-        (2 * i + h if mlp_bias else 0)
+    bias = (
+        (a * d + 2 * kv * d if qkv_bias else 0)
+        + (h if o_bias else 0)
+        + (2 * i + h if mlp_bias else 0)
+    )
     per_layer = attn + mlp + bias + 2 * h
     embeddings = v * h
     head = h + (0 if tied else v * h)
@@ -207,28 +231,42 @@ def _decoder(cfg: Mapping[str, Any], name: str) -> Shape:
         f"embeddings V*H = {v:,}*{h:,} = {embeddings:,}; per layer: attention "
         f"H*A*D + 2*H*KV*D + A*D*H = {attn:,} (A={a}, KV={kv}, D={d}), gated MLP 3*H*I = "
         f"{mlp:,} (I={i:,}){bias_txt}, 2 RMSNorms 2*H = {2 * h:,} -> {per_layer:,} x {n_layers} "
-        f"layers; final norm H = {h:,}; lm_head " + ("tied to the embeddings: 0"
-                                                     if tied else f"V*H = {v * h:,}")
+        f"layers; final norm H = {h:,}; lm_head "
+        + ("tied to the embeddings: 0" if tied else f"V*H = {v * h:,}")
     )
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
     return Shape(
-        name=name, family="decoder", layers=n_layers, hidden=h, heads=a, kv_heads=kv,
-        head_dim=d, intermediate=i, vocab=v, gated_mlp=True,
-        params=Params(total, embeddings, per_layer, n_layers, head, n_layers * (attn + mlp),
-                      formula),
+        name=name,
+        family="decoder",
+        layers=n_layers,
+        hidden=h,
+        heads=a,
+        kv_heads=kv,
+        head_dim=d,
+        intermediate=i,
+        vocab=v,
+        gated_mlp=True,
+        params=Params(
+            total, embeddings, per_layer, n_layers, head, n_layers * (attn + mlp), formula
+        ),
         sliding_window=window if isinstance(window, int) else None,
         max_positions=cfg.get("max_position_embeddings"),
     )
 
 
 def _encoder(cfg: Mapping[str, Any], name: str) -> Shape:
-    v, h, n_layers = _need(cfg, "vocab_size"), _need(cfg, "hidden_size"), \
-        _need(cfg, "num_hidden_layers")
+    v, h, n_layers = (
+        _need(cfg, "vocab_size"),
+        _need(cfg, "hidden_size"),
+        _need(cfg, "num_hidden_layers"),
+    )
     a, i = _need(cfg, "num_attention_heads"), _need(cfg, "intermediate_size")
     p, t = _need(cfg, "max_position_embeddings"), int(cfg.get("type_vocab_size", 2))
     if h % a:
-        raise UsageError(f"{cfg['__file__']}: hidden_size {h} is not a multiple of "
-                         f"num_attention_heads {a}", hint="check the config")
+        raise UsageError(
+            f"{cfg['__file__']}: hidden_size {h} is not a multiple of num_attention_heads {a}",
+            hint="check the config",
+        )
     embeddings = (v + p + t) * h + 2 * h
     linear = 4 * h * h + 2 * h * i
     per_layer = linear + (4 * h + i + h) + 4 * h
@@ -241,63 +279,105 @@ def _encoder(cfg: Mapping[str, Any], name: str) -> Shape:
         f"{per_layer:,} x {n_layers} layers; pooler H*H+H = {pooler:,}"
     )
     return Shape(
-        name=name, family="encoder", layers=n_layers, hidden=h, heads=a, kv_heads=a,
-        head_dim=h // a, intermediate=i, vocab=v, gated_mlp=False,
-        params=Params(total, embeddings, per_layer, n_layers, pooler, n_layers * linear,
-                      formula),
+        name=name,
+        family="encoder",
+        layers=n_layers,
+        hidden=h,
+        heads=a,
+        kv_heads=a,
+        head_dim=h // a,
+        intermediate=i,
+        vocab=v,
+        gated_mlp=False,
+        params=Params(total, embeddings, per_layer, n_layers, pooler, n_layers * linear, formula),
         max_positions=p,
     )
 
 
-def shape_from_sizes(*, params: int, layers: int, hidden: int, heads: int,
-                     kv_heads: int | None = None, head_dim: int | None = None,
-                     vocab: int | None = None, intermediate: int | None = None,
-                     tied_embeddings: bool = False) -> Shape:
+def shape_from_sizes(
+    *,
+    params: int,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    vocab: int | None = None,
+    intermediate: int | None = None,
+    tied_embeddings: bool = False,
+) -> Shape:
     """A decoder shape from explicit sizes (no config.json).
 
     The MLP is taken as gated (SwiGLU) with ``intermediate`` = 4*H when not
     given; everything except the embeddings and lm_head (V*H each, when the
     vocabulary is given) counts as the blocks' linear weights.
     """
-    for label, value in (("--params", params), ("--layers", layers),
-                         ("--hidden-size", hidden), ("--heads", heads)):
+    for label, value in (
+        ("--params", params),
+        ("--layers", layers),
+        ("--hidden-size", hidden),
+        ("--heads", heads),
+    ):
         if value < 1:
-            raise UsageError(f"{label} must be a positive integer, got {value}",
-                             hint="give the model's sizes from its card or config")
+            raise UsageError(
+                f"{label} must be a positive integer, got {value}",
+                hint="give the model's sizes from its card or config",
+            )
     kv = heads if kv_heads is None else kv_heads
     for label, given in (("--kv-heads", kv_heads), ("--head-dim", head_dim)):
         if given is not None and given < 1:
-            raise UsageError(f"{label} must be a positive integer, got {given}",
-                             hint="give the model's sizes from its card or config")
+            raise UsageError(
+                f"{label} must be a positive integer, got {given}",
+                hint="give the model's sizes from its card or config",
+            )
     if head_dim is None and hidden % heads:
-        raise UsageError(f"--hidden-size {hidden} is not a multiple of --heads {heads}",
-                         hint="check both, or give --head-dim")
+        raise UsageError(
+            f"--hidden-size {hidden} is not a multiple of --heads {heads}",
+            hint="check both, or give --head-dim",
+        )
     if kv > heads:
-        raise UsageError(f"--kv-heads {kv} is more than --heads {heads}",
-                         hint="a KV head serves one or more query heads: check --kv-heads")
+        raise UsageError(
+            f"--kv-heads {kv} is more than --heads {heads}",
+            hint="a KV head serves one or more query heads: check --kv-heads",
+        )
     if heads % kv:
-        raise UsageError(f"--heads {heads} is not a multiple of --kv-heads {kv}",
-                         hint="each KV head serves the same number of query heads: check "
-                         "--kv-heads")
+        raise UsageError(
+            f"--heads {heads} is not a multiple of --kv-heads {kv}",
+            hint="each KV head serves the same number of query heads: check --kv-heads",
+        )
     d = hidden // heads if head_dim is None else head_dim
     notes = []
     if intermediate is None:
         intermediate = 4 * hidden
-        notes.append(f"MLP width not given: assumed gated with I = 4*H = {intermediate:,} "
-                     "(pass --intermediate-size)")
+        notes.append(
+            f"MLP width not given: assumed gated with I = 4*H = {intermediate:,} "
+            "(pass --intermediate-size)"
+        )
     emb = vocab * hidden if vocab else 0
     head = 0 if tied_embeddings else emb
     if emb + head >= params:
-        raise UsageError(f"--params {params:,} is not more than the embeddings and lm_head "
-                         f"({emb + head:,})", hint="check --params and --vocab")
+        raise UsageError(
+            f"--params {params:,} is not more than the embeddings and lm_head ({emb + head:,})",
+            hint="check --params and --vocab",
+        )
     if not vocab:
         notes.append("vocabulary not given: embeddings not separated, logits not counted")
-    formula = f"{params:,} given; embeddings V*H = {emb:,}, lm_head " + \
-        ("tied" if tied_embeddings else f"{head:,}") + \
-        f", the rest ({params - emb - head:,}) taken as block linear weights"
+    formula = (
+        f"{params:,} given; embeddings V*H = {emb:,}, lm_head "
+        + ("tied" if tied_embeddings else f"{head:,}")
+        + f", the rest ({params - emb - head:,}) taken as block linear weights"
+    )
     return Shape(
-        name="explicit sizes", family="decoder", layers=layers, hidden=hidden, heads=heads,
-        kv_heads=kv, head_dim=d, intermediate=intermediate, vocab=vocab, gated_mlp=True,
+        name="explicit sizes",
+        family="decoder",
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=d,
+        intermediate=intermediate,
+        vocab=vocab,
+        gated_mlp=True,
         params=Params(params, emb, 0, layers, head, params - emb - head, formula),
         notes=tuple(notes),
     )
@@ -351,70 +431,102 @@ class Estimate:
         """One line saying what was estimated."""
         extra = f", LoRA rank {self.lora_rank}" if self.workload in ("lora", "qlora") else ""
         extra += ", gradient checkpointing" if self.checkpointing else ""
-        return (f"{self.workload} {self.precision} (compute {self.compute}, KV "
-                f"{self.kv_precision}), seq_len {self.seq_len:,}, batch {self.batch}, "
-                f"attention {self.attention}{extra}")
+        return (
+            f"{self.workload} {self.precision} (compute {self.compute}, KV "
+            f"{self.kv_precision}), seq_len {self.seq_len:,}, batch {self.batch}, "
+            f"attention {self.attention}{extra}"
+        )
 
     def basis(self) -> str:
         """The whole estimate as one line of text (the Memory sheet's estimate_basis)."""
         parts = [f"{t.name} {t.bytes:,} = {t.formula}" for t in (*self.terms, self.margin)]
-        return f"{self.shape.name}: {self.describe()}; " + "; ".join(parts) + \
-            f"; total {self.total:,} B"
+        return (
+            f"{self.shape.name}: {self.describe()}; "
+            + "; ".join(parts)
+            + f"; total {self.total:,} B"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: bytes as integers, keys named for the terms."""
         out: dict[str, Any] = {
-            "model": self.shape.name, "family": self.shape.family, "workload": self.workload,
-            "precision": self.precision, "compute_dtype": self.compute,
-            "kv_precision": self.kv_precision, "seq_len": self.seq_len, "batch": self.batch,
-            "attention": self.attention, "gradient_checkpointing": self.checkpointing,
+            "model": self.shape.name,
+            "family": self.shape.family,
+            "workload": self.workload,
+            "precision": self.precision,
+            "compute_dtype": self.compute,
+            "kv_precision": self.kv_precision,
+            "seq_len": self.seq_len,
+            "batch": self.batch,
+            "attention": self.attention,
+            "gradient_checkpointing": self.checkpointing,
             "allocator_margin_pct": self.allocator_pct,
-            "parameters": self.shape.params.total, "parameters_formula": self.shape.params.formula,
+            "parameters": self.shape.params.total,
+            "parameters_formula": self.shape.params.formula,
         }
         if self.workload in ("lora", "qlora"):
             out.update(lora_rank=self.lora_rank, adapter_parameters=self.adapter_params)
         for t in self.terms:
             out[f"{t.name}_bytes"] = t.bytes
-        out.update(subtotal_bytes=self.subtotal, margin_bytes=self.margin.bytes,
-                   total_bytes=self.total, kv_cache_bytes_per_sequence=self.kv_per_sequence,
-                   formulas={t.name: t.formula for t in (*self.terms, self.margin)},
-                   notes=list(self.notes))
+        out.update(
+            subtotal_bytes=self.subtotal,
+            margin_bytes=self.margin.bytes,
+            total_bytes=self.total,
+            kv_cache_bytes_per_sequence=self.kv_per_sequence,
+            formulas={t.name: t.formula for t in (*self.terms, self.margin)},
+            notes=list(self.notes),
+        )
         return out
 
 
-def _defaults(workload: str, precision: str | None, compute: str | None,
-              kv_precision: str | None) -> tuple[str, str, str]:
+def _defaults(
+    workload: str, precision: str | None, compute: str | None, kv_precision: str | None
+) -> tuple[str, str, str]:
     if workload not in WORKLOADS:
         raise UsageError(f"unknown workload {workload!r}", hint=f"one of {', '.join(WORKLOADS)}")
     precision = precision or ("int4" if workload == "qlora" else "bf16")
     if precision not in PRECISIONS:
-        raise UsageError(f"unknown precision {precision!r}",
-                         hint=f"one of {', '.join(PRECISIONS)}")
+        raise UsageError(f"unknown precision {precision!r}", hint=f"one of {', '.join(PRECISIONS)}")
     if workload == "full" and precision not in FLOAT_PRECISIONS:
-        raise UsageError(f"full fine-tuning updates every weight: {precision} weights cannot be "
-                         "trained", hint="use --precision fp32 or bf16, or --workload qlora for "
-                         "a quantized base with adapters")
+        raise UsageError(
+            f"full fine-tuning updates every weight: {precision} weights cannot be trained",
+            hint="use --precision fp32 or bf16, or --workload qlora for "
+            "a quantized base with adapters",
+        )
     if workload == "qlora" and precision in FLOAT_PRECISIONS:
-        raise UsageError(f"QLoRA keeps a quantized base; {precision} is not quantized",
-                         hint="use --precision int4 (or int8), or --workload lora")
+        raise UsageError(
+            f"QLoRA keeps a quantized base; {precision} is not quantized",
+            hint="use --precision int4 (or int8), or --workload lora",
+        )
     if workload == "lora" and precision not in FLOAT_PRECISIONS:
-        raise UsageError(f"LoRA on a {precision} base is QLoRA",
-                         hint="use --workload qlora")
+        raise UsageError(f"LoRA on a {precision} base is QLoRA", hint="use --workload qlora")
     compute = compute or (precision if precision in FLOAT_PRECISIONS else "bf16")
     if compute not in FLOAT_PRECISIONS:
-        raise UsageError(f"compute dtype {compute!r} is not a float type",
-                         hint="one of fp32, bf16, fp16")
+        raise UsageError(
+            f"compute dtype {compute!r} is not a float type", hint="one of fp32, bf16, fp16"
+        )
     kv_precision = kv_precision or compute
     if kv_precision not in KV_PRECISIONS:
-        raise UsageError(f"unknown KV cache precision {kv_precision!r}",
-                         hint=f"one of {', '.join(KV_PRECISIONS)}")
+        raise UsageError(
+            f"unknown KV cache precision {kv_precision!r}",
+            hint=f"one of {', '.join(KV_PRECISIONS)}",
+        )
     return precision, compute, kv_precision
 
 
-def estimate(shape: Shape, *, workload: str = "inference", precision: str | None = None,
-             seq_len: int = 2048, batch: int = 1, compute: str | None = None,
-             kv_precision: str | None = None, attention: str = "sdpa", lora_rank: int = 16,
-             checkpointing: bool = False, allocator_pct: int = FRAGMENTATION_PCT) -> Estimate:
+def estimate(
+    shape: Shape,
+    *,
+    workload: str = "inference",
+    precision: str | None = None,
+    seq_len: int = 2048,
+    batch: int = 1,
+    compute: str | None = None,
+    kv_precision: str | None = None,
+    attention: str = "sdpa",
+    lora_rank: int = 16,
+    checkpointing: bool = False,
+    allocator_pct: int = FRAGMENTATION_PCT,
+) -> Estimate:
     """Estimate the memory of ``shape`` for a workload; each term keeps its formula.
 
     ``precision`` is the storage of the weights (default bf16; int4 for QLoRA);
@@ -426,76 +538,124 @@ def estimate(shape: Shape, *, workload: str = "inference", precision: str | None
     """
     precision, compute, kv_precision = _defaults(workload, precision, compute, kv_precision)
     if seq_len < 1 or batch < 1 or lora_rank < 1:
-        raise UsageError(f"seq_len, batch and LoRA rank must be positive (got {seq_len}, "
-                         f"{batch}, {lora_rank})", hint="give positive integers")
+        raise UsageError(
+            f"seq_len, batch and LoRA rank must be positive (got {seq_len}, {batch}, {lora_rank})",
+            hint="give positive integers",
+        )
     if not 0 <= allocator_pct <= 100:
-        raise UsageError(f"allocator margin {allocator_pct}% is not between 0 and 100",
-                         hint="give a percentage of the tensors, e.g. 10 or 20")
+        raise UsageError(
+            f"allocator margin {allocator_pct}% is not between 0 and 100",
+            hint="give a percentage of the tensors, e.g. 10 or 20",
+        )
     if attention not in ATTENTIONS:
         raise UsageError(f"unknown attention {attention!r}", hint="sdpa or eager")
     s, b, a = seq_len, batch, BYTES[compute]
     p = shape.params
     notes = list(shape.notes)
     if shape.max_positions and s > shape.max_positions:
-        notes.append(f"seq_len {s:,} exceeds the model's max_position_embeddings "
-                     f"{shape.max_positions:,}")
+        notes.append(
+            f"seq_len {s:,} exceeds the model's max_position_embeddings {shape.max_positions:,}"
+        )
     training = workload != "inference"
 
     weights = _weights(p, precision, compute, workload)
     kv_term, kv_seq = _kv_cache(shape, s, b, kv_precision, training)
     if kv_seq and shape.sliding_window and s > shape.sliding_window:
-        notes.append(f"sliding window {shape.sliding_window:,}: the cache keeps the last "
-                     f"{shape.sliding_window:,} tokens per layer (a runtime without a rolling "
-                     "cache keeps them all)")
-    act = _training_activations(shape, s, b, a, compute, attention, checkpointing) if training \
+        notes.append(
+            f"sliding window {shape.sliding_window:,}: the cache keeps the last "
+            f"{shape.sliding_window:,} tokens per layer (a runtime without a rolling "
+            "cache keeps them all)"
+        )
+    act = (
+        _training_activations(shape, s, b, a, compute, attention, checkpointing)
+        if training
         else _inference_activations(shape, s, b, a, compute, attention)
+    )
     adapter_params = 0
     if workload in ("lora", "qlora"):
         dims = shape.linear_dims()
         per_layer = lora_rank * sum(i + o for i, o in dims)
         adapter_params = shape.layers * per_layer
         sums = " + ".join(f"({i:,}+{o:,})" for i, o in dims)
-        count = f"r*sum(in+out) x L = {lora_rank}*[{sums}] x {shape.layers} = " \
-            f"{adapter_params:,} params"
+        count = (
+            f"r*sum(in+out) x L = {lora_rank}*[{sums}] x {shape.layers} = {adapter_params:,} params"
+        )
         adapters = Term("adapters", adapter_params * 4, f"{count} x 4 B (fp32 adapters)")
-        grads = Term("gradients", adapter_params * 4,
-                     f"{adapter_params:,} adapter params x 4 B (fp32); the frozen base has none")
-        optim = Term("optimizer_states", adapter_params * 8,
-                     f"AdamW m and v: {adapter_params:,} adapter params x 8 B (2 x fp32)")
+        grads = Term(
+            "gradients",
+            adapter_params * 4,
+            f"{adapter_params:,} adapter params x 4 B (fp32); the frozen base has none",
+        )
+        optim = Term(
+            "optimizer_states",
+            adapter_params * 8,
+            f"AdamW m and v: {adapter_params:,} adapter params x 8 B (2 x fp32)",
+        )
     else:
         adapters = Term("adapters", 0, "none: no adapters in this workload")
         if workload == "full":
             w = BYTES[precision]
             grads = Term("gradients", p.total * w, f"{p.total:,} params x {w} B ({precision})")
             if precision == "fp32":
-                optim = Term("optimizer_states", p.total * 8,
-                             f"AdamW m and v: {p.total:,} params x 8 B (2 x fp32)")
+                optim = Term(
+                    "optimizer_states",
+                    p.total * 8,
+                    f"AdamW m and v: {p.total:,} params x 8 B (2 x fp32)",
+                )
             else:
-                optim = Term("optimizer_states", p.total * 12,
-                             f"fp32 master weights, AdamW m and v: {p.total:,} params x 12 B "
-                             "(3 x fp32, mixed precision)")
+                optim = Term(
+                    "optimizer_states",
+                    p.total * 12,
+                    f"fp32 master weights, AdamW m and v: {p.total:,} params x 12 B "
+                    "(3 x fp32, mixed precision)",
+                )
         else:
             grads = Term("gradients", 0, "none: inference keeps no gradients")
             optim = Term("optimizer_states", 0, "none: inference keeps no optimizer states")
     terms = (weights, kv_term, act, grads, optim, adapters)
     subtotal = sum(t.bytes for t in terms)
     frag = _ceil_div(subtotal * allocator_pct, 100)
-    margin = Term("margin", frag + RUNTIME_BYTES,
-                  f"allocator {allocator_pct}% of {subtotal:,} = {frag:,} + runtime "
-                  f"{RUNTIME_BYTES:,} (512 MiB: CUDA context, library workspaces)")
-    return Estimate(shape, workload, precision, compute, kv_precision, s, b, attention,
-                    lora_rank, checkpointing, terms, margin, kv_seq, adapter_params,
-                    tuple(notes), allocator_pct)
+    margin = Term(
+        "margin",
+        frag + RUNTIME_BYTES,
+        f"allocator {allocator_pct}% of {subtotal:,} = {frag:,} + runtime "
+        f"{RUNTIME_BYTES:,} (512 MiB: CUDA context, library workspaces)",
+    )
+    return Estimate(
+        shape,
+        workload,
+        precision,
+        compute,
+        kv_precision,
+        s,
+        b,
+        attention,
+        lora_rank,
+        checkpointing,
+        terms,
+        margin,
+        kv_seq,
+        adapter_params,
+        tuple(notes),
+        allocator_pct,
+    )
 
 
 def again(est: Estimate, **changes: Any) -> Estimate:
     """``est`` estimated again with some of its settings changed (``seq_len``, ``precision``,
     ``kv_precision``, ``allocator_pct``, ...): the same shape, the same arithmetic."""
     settings: dict[str, Any] = {
-        "workload": est.workload, "precision": est.precision, "seq_len": est.seq_len,
-        "batch": est.batch, "compute": est.compute, "kv_precision": est.kv_precision,
-        "attention": est.attention, "lora_rank": est.lora_rank,
-        "checkpointing": est.checkpointing, "allocator_pct": est.allocator_pct}
+        "workload": est.workload,
+        "precision": est.precision,
+        "seq_len": est.seq_len,
+        "batch": est.batch,
+        "compute": est.compute,
+        "kv_precision": est.kv_precision,
+        "attention": est.attention,
+        "lora_rank": est.lora_rank,
+        "checkpointing": est.checkpointing,
+        "allocator_pct": est.allocator_pct,
+    }
     return estimate(est.shape, **{**settings, **changes})
 
 
@@ -503,24 +663,26 @@ def _weights(p: Params, precision: str, compute: str, workload: str) -> Term:
     if precision in FLOAT_PRECISIONS:
         w = BYTES[precision]
         frozen = " (frozen base)" if workload == "lora" else ""
-        return Term("weights", p.total * w,
-                    f"{p.total:,} params x {w} B ({precision}){frozen}")
+        return Term("weights", p.total * w, f"{p.total:,} params x {w} B ({precision}){frozen}")
     q, rest, c = p.block_linear, p.total - p.block_linear, BYTES[compute]
     if precision == "int4":
         blocks = _ceil_div(q, INT4_BLOCK)
         qbytes = _ceil_div(q, 2) + 4 * blocks
-        qtxt = (f"{q:,} block linear weights x 0.5 B + 4 B x {blocks:,} blocks of "
-                f"{INT4_BLOCK} (fp32 absmax, bitsandbytes NF4)")
+        qtxt = (
+            f"{q:,} block linear weights x 0.5 B + 4 B x {blocks:,} blocks of "
+            f"{INT4_BLOCK} (fp32 absmax, bitsandbytes NF4)"
+        )
     else:
         qbytes = q
         qtxt = f"{q:,} block linear weights x 1 B ({precision}; per-channel scales omitted)"
-    return Term("weights", qbytes + rest * c,
-                f"{qtxt} + {rest:,} other params (embeddings, norms, biases, lm_head) x {c} B "
-                f"({compute})")
+    return Term(
+        "weights",
+        qbytes + rest * c,
+        f"{qtxt} + {rest:,} other params (embeddings, norms, biases, lm_head) x {c} B ({compute})",
+    )
 
 
-def _kv_cache(shape: Shape, s: int, b: int, kv_precision: str,
-              training: bool) -> tuple[Term, int]:
+def _kv_cache(shape: Shape, s: int, b: int, kv_precision: str, training: bool) -> tuple[Term, int]:
     if not shape.generative:
         return Term("kv_cache", 0, "none: an encoder keeps no KV cache"), 0
     if training:
@@ -529,14 +691,18 @@ def _kv_cache(shape: Shape, s: int, b: int, kv_precision: str,
     k = BYTES[kv_precision]
     per_seq = 2 * shape.layers * shape.kv_heads * shape.head_dim * t * k
     window = f" (sliding window {shape.sliding_window:,})" if t < s else ""
-    return Term("kv_cache", per_seq * b,
-                f"2 (K,V) x {shape.layers} layers x {shape.kv_heads} KV heads x "
-                f"{shape.head_dim} head dim x {t:,} tokens{window} x {b} batch x {k} B "
-                f"({kv_precision})"), per_seq
+    return Term(
+        "kv_cache",
+        per_seq * b,
+        f"2 (K,V) x {shape.layers} layers x {shape.kv_heads} KV heads x "
+        f"{shape.head_dim} head dim x {t:,} tokens{window} x {b} batch x {k} B "
+        f"({kv_precision})",
+    ), per_seq
 
 
-def _inference_activations(shape: Shape, s: int, b: int, a: int, compute: str,
-                           attention: str) -> Term:
+def _inference_activations(
+    shape: Shape, s: int, b: int, a: int, compute: str, attention: str
+) -> Term:
     h, i = shape.hidden, shape.intermediate
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
     attn = 2 * h + 2 * q + 2 * kv + (2 * shape.heads * s if attention == "eager" else 0)
@@ -545,8 +711,10 @@ def _inference_activations(shape: Shape, s: int, b: int, a: int, compute: str,
     total = b * s * peak * a
     eager = f" + 2*A*s = 2*{shape.heads}*{s:,} (eager scores)" if attention == "eager" else ""
     mlp_txt = "2*H + 3*I (gated MLP)" if shape.gated_mlp else "2*H + 2*I (MLP)"
-    text = (f"one layer at a time, peak of attention 2*H + 2*A*D + 2*KV*D{eager} = {attn:,} "
-            f"and {mlp_txt} = {mlp:,} -> {b} batch x {s:,} tokens x {peak:,} x {a} B ({compute})")
+    text = (
+        f"one layer at a time, peak of attention 2*H + 2*A*D + 2*KV*D{eager} = {attn:,} "
+        f"and {mlp_txt} = {mlp:,} -> {b} batch x {s:,} tokens x {peak:,} x {a} B ({compute})"
+    )
     if shape.generative and shape.vocab:
         logits = b * shape.vocab * (a + 4)
         total += logits
@@ -554,8 +722,9 @@ def _inference_activations(shape: Shape, s: int, b: int, a: int, compute: str,
     return Term("activations", total, text)
 
 
-def _training_activations(shape: Shape, s: int, b: int, a: int, compute: str, attention: str,
-                          checkpointing: bool) -> Term:
+def _training_activations(
+    shape: Shape, s: int, b: int, a: int, compute: str, attention: str, checkpointing: bool
+) -> Term:
     h, i, heads = shape.hidden, shape.intermediate, shape.heads
     q, kv = heads * shape.head_dim, shape.kv_heads * shape.head_dim
     if shape.generative:
@@ -575,18 +744,24 @@ def _training_activations(shape: Shape, s: int, b: int, a: int, compute: str, at
     tokens = b * s
     if checkpointing:
         stored = tokens * (shape.layers * h * a + per_tok)
-        text = (f"checkpointed: {b} batch x {s:,} tokens x ({shape.layers} layer inputs x H x "
-                f"{a} B + one layer recomputed {layer_txt}) = {stored:,}")
+        text = (
+            f"checkpointed: {b} batch x {s:,} tokens x ({shape.layers} layer inputs x H x "
+            f"{a} B + one layer recomputed {layer_txt}) = {stored:,}"
+        )
     else:
         stored = tokens * shape.layers * per_tok
-        text = (f"saved for backward: {b} batch x {s:,} tokens x {shape.layers} layers x "
-                f"{layer_txt} per token per layer = {stored:,}")
+        text = (
+            f"saved for backward: {b} batch x {s:,} tokens x {shape.layers} layers x "
+            f"{layer_txt} per token per layer = {stored:,}"
+        )
     if shape.generative and shape.vocab:
         lb = a + 4 + (0 if a == 4 else 4)
         head = tokens * (2 * h * a + shape.vocab * lb)
         stored += head
         copy = "" if a == 4 else " + 4 fp32 copy"
-        text += (f" + final norm and lm_head inputs and logits: {tokens:,} tokens x "
-                 f"(2*H x {a} + V x ({a} logits{copy} + 4 log-softmax)) B = {head:,}")
+        text += (
+            f" + final norm and lm_head inputs and logits: {tokens:,} tokens x "
+            f"(2*H x {a} + V x ({a} logits{copy} + 4 log-softmax)) B = {head:,}"
+        )
     text += f" ({compute}; LoRA dropout and small terms omitted)"
     return Term("activations", stored, text)

@@ -27,16 +27,30 @@ def model_path_findings(data: WorkbookData, base: Path) -> list[Finding]:
             try:
                 resolve_model_path(model, base)
             except ModelError as exc:
-                found.append(Finding("Variants", row, "model_path", "model-files",
-                                     f"variant {vid!r}: {exc.message}; {exc.hint}"))
+                found.append(
+                    Finding(
+                        "Variants",
+                        row,
+                        "model_path",
+                        "model-files",
+                        f"variant {vid!r}: {exc.message}; {exc.hint}",
+                    )
+                )
         head = v.get("head_path")
         if isinstance(head, str) and head.strip():
             folder = Path(head.strip()).expanduser()
             folder = folder if folder.is_absolute() else base / folder
             if not (folder / "head.json").is_file():
                 what = "no head.json in" if folder.is_dir() else "no folder"
-                found.append(Finding("Variants", row, "head_path", "model-files",
-                                     f"variant {vid!r}: head_path {head!r}: {what} {folder}; "
-                                     "point it at the folder holding head.json and "
-                                     "head.safetensors (relative to the workbook's folder)"))
+                found.append(
+                    Finding(
+                        "Variants",
+                        row,
+                        "head_path",
+                        "model-files",
+                        f"variant {vid!r}: head_path {head!r}: {what} {folder}; "
+                        "point it at the folder holding head.json and "
+                        "head.safetensors (relative to the workbook's folder)",
+                    )
+                )
     return found

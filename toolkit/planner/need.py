@@ -42,8 +42,11 @@ class Need:
         share of the tensors, spread evenly over its cards, plus the runtime."""
         stage = self.tensors_bytes
         if pp > 1:
-            stage = _ceil_div(self.tensors_bytes * _ceil_div(self.layers, pp), self.layers) \
-                if self.layers else _ceil_div(self.tensors_bytes, pp)
+            stage = (
+                _ceil_div(self.tensors_bytes * _ceil_div(self.layers, pp), self.layers)
+                if self.layers
+                else _ceil_div(self.tensors_bytes, pp)
+            )
         return _ceil_div(stage, tp) + self.runtime_bytes
 
     @classmethod
@@ -56,13 +59,23 @@ class Need:
         elif not est.shape.generative:
             reason = "encoder: not generative, no decoding"
         s = est.shape
-        return cls(tensors, RUNTIME_BYTES, est.term("weights").bytes, est.kv_per_sequence,
-                   est.batch, reason, s.heads, s.kv_heads, s.layers, s.hidden,
-                   BYTES[est.compute], est.allocator_pct)
+        return cls(
+            tensors,
+            RUNTIME_BYTES,
+            est.term("weights").bytes,
+            est.kv_per_sequence,
+            est.batch,
+            reason,
+            s.heads,
+            s.kv_heads,
+            s.layers,
+            s.hidden,
+            BYTES[est.compute],
+            est.allocator_pct,
+        )
 
     @classmethod
     def from_gb(cls, gb: Decimal) -> Need:
         """A total need given in the GB of the card labels (GiB): the tensors; each card of
         a split also holds a runtime, as for a model."""
-        return cls(int(gb * GB_LABEL), RUNTIME_BYTES,
-                   ceiling_reason="no model sizes (--need-gb)")
+        return cls(int(gb * GB_LABEL), RUNTIME_BYTES, ceiling_reason="no model sizes (--need-gb)")

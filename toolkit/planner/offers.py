@@ -66,8 +66,10 @@ class Offer:
     def billing_unit(self) -> str:
         """How the lot is billed: a flat plan, never by the hour (R21)."""
         cards = "card" if self.cards_per_lot == 1 else "cards"
-        return (f"flat {self.plan_days}-day plan per lot of {self.cards_per_lot} {cards} "
-                "(no hourly billing)")
+        return (
+            f"flat {self.plan_days}-day plan per lot of {self.cards_per_lot} {cards} "
+            "(no hourly billing)"
+        )
 
     @property
     def interruptible(self) -> bool:
@@ -86,8 +88,14 @@ class Offer:
             parts.append(f"storage {self.storage_usd_per_gb_month} USD per GB-month")
         if self.egress_usd_per_gb is not None:
             parts.append(f"egress {self.egress_usd_per_gb} USD per GB")
-        missing = [w for w, v in (("storage", self.storage_usd_per_gb_month),
-                                  ("egress", self.egress_usd_per_gb)) if v is None]
+        missing = [
+            w
+            for w, v in (
+                ("storage", self.storage_usd_per_gb_month),
+                ("egress", self.egress_usd_per_gb),
+            )
+            if v is None
+        ]
         if missing:
             parts.append(f"{' and '.join(missing)} not in the catalog")
         return ", ".join(parts)
@@ -110,15 +118,19 @@ def usage_fit(offer: Offer, usage: str | None) -> str | None:
         raise ValueError(f"unknown usage {usage!r}")
     if offer.interruptible:
         if usage is None:
-            return (f"{offer.availability}: only for fault-tolerant batch work or checkpointed "
-                    "fine-tuning, never for an always-on endpoint (say --usage)")
+            return (
+                f"{offer.availability}: only for fault-tolerant batch work or checkpointed "
+                "fine-tuning, never for an always-on endpoint (say --usage)"
+            )
         words, tolerant = USAGES[usage]
         if not tolerant:
             return f"{offer.availability}: unsuitable for {words}: it can be reclaimed at any time"
         return None
     if offer.availability is None and usage in ("endpoint", "unresumable"):
-        return (f"the catalog does not say whether the lot can be interrupted: check before "
-                f"relying on it for {USAGES[usage][0]}")
+        return (
+            f"the catalog does not say whether the lot can be interrupted: check before "
+            f"relying on it for {USAGES[usage][0]}"
+        )
     return None
 
 
@@ -145,15 +157,26 @@ def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str,
         key = (plan.gpu_slug, provider, plan.cards_per_lot, state)
         known = newest.get(key)
         if known is None or (plan.catalog_date, -plan.price_per_lot_usd) >= (
-                known.catalog_date, -known.price_per_lot_usd):
-            newest[key] = Offer(plan.gpu_slug, plan.cards_per_lot, plan.price_per_lot_usd,
-                                plan.plan_days, plan.catalog_date, state, storage, egress,
-                                provider)
+            known.catalog_date,
+            -known.price_per_lot_usd,
+        ):
+            newest[key] = Offer(
+                plan.gpu_slug,
+                plan.cards_per_lot,
+                plan.price_per_lot_usd,
+                plan.plan_days,
+                plan.catalog_date,
+                state,
+                storage,
+                egress,
+                provider,
+            )
     by_slug: dict[str, list[Offer]] = {}
     for offer in newest.values():
         by_slug.setdefault(offer.gpu_slug, []).append(offer)
-    return {slug: _first_with_others(found) for slug, found in by_slug.items()}, \
-        "no price in catalog"
+    return {
+        slug: _first_with_others(found) for slug, found in by_slug.items()
+    }, "no price in catalog"
 
 
 def _first_with_others(found: list[Offer]) -> Offer:
@@ -171,9 +194,11 @@ def _extras(plan: tariffs.Plan) -> Extras:
     row = dict(plan.extra)
     state = row.get("availability", "").lower()
     if state and state not in AVAILABILITIES:
-        raise CatalogError(f"{plan.where}, column availability: {state!r} is not one of "
-                           f"{', '.join(AVAILABILITIES)}",
-                           hint="leave it empty when the catalog does not say")
+        raise CatalogError(
+            f"{plan.where}, column availability: {state!r} is not one of "
+            f"{', '.join(AVAILABILITIES)}",
+            hint="leave it empty when the catalog does not say",
+        )
     storage, egress = (_amount(row.get(c), f"{plan.where}, column {c}") for c in EXTRA_MONEY)
     return state or None, storage, egress
 
@@ -187,6 +212,8 @@ def _amount(raw: str | None, where: str) -> Decimal | None:
     except InvalidOperation:
         value = Decimal(-1)
     if not value.is_finite() or value < 0:
-        raise CatalogError(f"{where}: {text!r} is not an amount in USD",
-                           hint="digits with a dot, e.g. 0.08; leave it empty when unknown")
+        raise CatalogError(
+            f"{where}: {text!r} is not an amount in USD",
+            hint="digits with a dot, e.g. 0.08; leave it empty when unknown",
+        )
     return value

@@ -35,7 +35,8 @@ COMMUNICATION_NOTE = (
     "of the hidden state (ring: 2 x (TP-1)/TP x batch x hidden x bytes per card) and one "
     "hand-off per pipeline boundary, over the link's bandwidth per direction (the catalog's "
     "NVLink figures are bidirectional: halved; PCIe x16 by generation: 32 GB/s Gen4, 64 Gen5); "
-    "the latency of those all-reduces is not counted (on PCIe it can dominate): measure")
+    "the latency of those all-reduces is not counted (on PCIe it can dominate): measure"
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ class Split:
         """``1 card``, ``TP2``, ``PP3`` or ``TP4 x PP2``."""
         if self.cards == 1:
             return "1 card"
-        parts = ([f"TP{self.tp}"] if self.tp > 1 else []) + \
-            ([f"PP{self.pp}"] if self.pp > 1 else [])
+        parts = ([f"TP{self.tp}"] if self.tp > 1 else []) + (
+            [f"PP{self.pp}"] if self.pp > 1 else []
+        )
         return " x ".join(parts)
 
 
@@ -68,29 +70,42 @@ def degrees(need: Need, intermediate: int | None = None) -> tuple[int, ...]:
     if need.heads is None or need.kv_heads is None:
         return ASSUMED_DEGREES
     kv = need.kv_heads
-    return tuple(t for t in range(1, MAX_CARDS + 1)
-                 if need.heads % t == 0 and (kv % t == 0 or t % kv == 0)
-                 and (intermediate is None or intermediate % t == 0))
+    return tuple(
+        t
+        for t in range(1, MAX_CARDS + 1)
+        if need.heads % t == 0
+        and (kv % t == 0 or t % kv == 0)
+        and (intermediate is None or intermediate % t == 0)
+    )
 
 
 def rule(need: Need, intermediate: int | None = None) -> str:
     """One line saying which splits are allowed, and why."""
     if need.heads is None or need.kv_heads is None:
-        return ("splits: no model sizes, so tensor-parallel degrees 1, 2, 4, 8 are assumed; "
-                "give the model to check that they divide its heads and KV heads")
+        return (
+            "splits: no model sizes, so tensor-parallel degrees 1, 2, 4, 8 are assumed; "
+            "give the model to check that they divide its heads and KV heads"
+        )
     allowed = degrees(need, intermediate)
     mlp = f" and the MLP width {intermediate}" if intermediate is not None else ""
     copied = [t for t in allowed if t > need.kv_heads]
-    replicas = (f"; at TP {', '.join(map(str, copied))} each KV head is replicated on "
-                "TP / KV heads cards (its KV cache counted on each)") if copied else ""
-    return (f"splits: tensor-parallel degrees divide {need.heads} heads{mlp}, and divide "
-            f"{need.kv_heads} KV heads or are a multiple of them "
-            f"({', '.join(map(str, allowed))}){replicas}; beyond, pipeline stages of "
-            f"{need.layers} layers; one machine of at most {MAX_CARDS} cards")
+    replicas = (
+        (
+            f"; at TP {', '.join(map(str, copied))} each KV head is replicated on "
+            "TP / KV heads cards (its KV cache counted on each)"
+        )
+        if copied
+        else ""
+    )
+    return (
+        f"splits: tensor-parallel degrees divide {need.heads} heads{mlp}, and divide "
+        f"{need.kv_heads} KV heads or are a multiple of them "
+        f"({', '.join(map(str, allowed))}){replicas}; beyond, pipeline stages of "
+        f"{need.layers} layers; one machine of at most {MAX_CARDS} cards"
+    )
 
 
-def split_of(need: Need, gpu: Gpu, cards: int, intermediate: int | None = None) \
-        -> Split | None:
+def split_of(need: Need, gpu: Gpu, cards: int, intermediate: int | None = None) -> Split | None:
     """The split of ``cards`` cards in one machine: the largest allowed tensor-parallel
     degree dividing ``cards``, the rest as pipeline stages; None if no layers are left
     for a stage."""
@@ -102,8 +117,9 @@ def split_of(need: Need, gpu: Gpu, cards: int, intermediate: int | None = None) 
     return Split(tp, pp, link, gbps)
 
 
-def smallest(need: Need, gpu: Gpu, lot_cards: int | None = None,
-             intermediate: int | None = None) -> Split | None:
+def smallest(
+    need: Need, gpu: Gpu, lot_cards: int | None = None, intermediate: int | None = None
+) -> Split | None:
     """The smallest machine's split that holds the need on every card (against the memory
     the card reports, :attr:`Gpu.usable_bytes`); None beyond :data:`MAX_CARDS`. Sizes are
     :data:`MACHINE_SIZES` and the card's lot size."""
@@ -152,23 +168,27 @@ def warnings(need: Need, gpu: Gpu, split: Split) -> list[str]:
     """What the split costs: PCIe-only traffic, a bridge of two, pipeline stages (R33)."""
     out = []
     if split.cards > 1 and gpu.pcie_only:
-        out.append(f"{split.label} over PCIe only ({split.link}), no NVLink: every all-reduce "
-                   "crosses PCIe (through host memory when peer-to-peer is off: check "
-                   "`nvidia-smi topo -p2p r`); a model split this way runs far below its "
-                   "bandwidth ceiling (R33)")
+        out.append(
+            f"{split.label} over PCIe only ({split.link}), no NVLink: every all-reduce "
+            "crosses PCIe (through host memory when peer-to-peer is off: check "
+            "`nvidia-smi topo -p2p r`); a model split this way runs far below its "
+            "bandwidth ceiling (R33)"
+        )
     elif split.cards > 2 and gpu.bridge_pairs_two:
-        out.append(f"{split.label}: the NVLink bridge pairs two cards, the rest of the traffic "
-                   "crosses PCIe (R33)")
+        out.append(
+            f"{split.label}: the NVLink bridge pairs two cards, the rest of the traffic "
+            "crosses PCIe (R33)"
+        )
     if split.pp > 1:
-        most = f" (at most {math.ceil(need.layers / split.pp)} layers each)" \
-            if need.layers else ""
-        out.append(f"{split.label}: pipeline of {split.pp} stages{most}: a token passes them one "
-                   "after the other, so one sequence decodes at the speed of one stage")
+        most = f" (at most {math.ceil(need.layers / split.pp)} layers each)" if need.layers else ""
+        out.append(
+            f"{split.label}: pipeline of {split.pp} stages{most}: a token passes them one "
+            "after the other, so one sequence decodes at the speed of one stage"
+        )
     return out
 
 
-def decode_ceiling(need: Need, gpu: Gpu, split: Split) -> tuple[int | None, int | None,
-                                                                str | None]:
+def decode_ceiling(need: Need, gpu: Gpu, split: Split) -> tuple[int | None, int | None, str | None]:
     """Upper bounds on decode tokens/s at batch 1 and at the need's batch, or the reason.
 
     Per step each card of a stage reads its share of the weights and KV cache

@@ -45,8 +45,10 @@ def temp_beside(target: Path) -> Path:
 
 def remove_stale_temps(target: Path) -> list[Path]:
     """Remove temporary files of ``target`` left by processes that no longer run."""
-    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[0-9a-f]+\.tmp"
-                         rf"{re.escape(target.suffix)}$")
+    pattern = re.compile(
+        rf"^\.{re.escape(target.name)}\.(\d+)\.[0-9a-f]+\.tmp"
+        rf"{re.escape(target.suffix)}$"
+    )
     removed = []
     with contextlib.suppress(OSError):
         for entry in target.parent.iterdir():
@@ -70,9 +72,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def publish(target: str | Path, produce: Callable[[Path], object], *,
-            overwrite: bool = True, verify: Callable[[Path], None] | None = None,
-            before_replace: Callable[[], None] | None = None) -> Path:
+def publish(
+    target: str | Path,
+    produce: Callable[[Path], object],
+    *,
+    overwrite: bool = True,
+    verify: Callable[[Path], None] | None = None,
+    before_replace: Callable[[], None] | None = None,
+) -> Path:
     """Write ``target`` whole: ``produce(temp)`` writes the content to a temporary path.
 
     ``verify(temp)`` may refuse the complete content by raising (the store refuses a
@@ -148,12 +155,20 @@ def fsync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def write_text(target: str | Path, text: str, *, encoding: str = "utf-8",
-               newline: str | None = None, overwrite: bool = True) -> Path:
+def write_text(
+    target: str | Path,
+    text: str,
+    *,
+    encoding: str = "utf-8",
+    newline: str | None = None,
+    overwrite: bool = True,
+) -> Path:
     """Write ``text`` to ``target`` whole."""
+
     def produce(temp: Path) -> None:
         with open(temp, "w", encoding=encoding, newline=newline) as handle:
             handle.write(text)
+
     return publish(target, produce, overwrite=overwrite)
 
 

@@ -58,8 +58,11 @@ class Digests:
 
     def __init__(self, paths: Iterable[Path] = ()) -> None:
         given = list(dict.fromkeys(str(path) for path in paths))
-        self._helper = Helper("toolkit.plumbing.digests:hash_files", given) \
-            if len(given) >= HELPER_MIN_FILES else None
+        self._helper = (
+            Helper("toolkit.plumbing.digests:hash_files", given)
+            if len(given) >= HELPER_MIN_FILES
+            else None
+        )
         self._found: dict[str, str | OSError] | None = None
 
     def get(self, path: Path) -> str | OSError:
@@ -83,6 +86,10 @@ class Digests:
     def __enter__(self) -> Digests:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.close()

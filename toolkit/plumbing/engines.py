@@ -34,12 +34,21 @@ class Engine:
 
 
 ENGINES = {
-    TORCH: Engine(TORCH, ("torch", "transformers"), ("classification", "generation"),
-                  "pip install torch==2.13.0 'iteragpu-lab[runner]'"),
-    ONNXRUNTIME: Engine(ONNXRUNTIME, ("onnxruntime", "onnx", "onnxscript"), ("classification",),
-                        "pip install 'iteragpu-lab[onnx]'"),
-    CTRANSLATE2: Engine(CTRANSLATE2, ("ctranslate2",), ("generation",),
-                        "pip install 'iteragpu-lab[ctranslate2]'"),
+    TORCH: Engine(
+        TORCH,
+        ("torch", "transformers"),
+        ("classification", "generation"),
+        "pip install torch==2.13.0 'iteragpu-lab[runner]'",
+    ),
+    ONNXRUNTIME: Engine(
+        ONNXRUNTIME,
+        ("onnxruntime", "onnx", "onnxscript"),
+        ("classification",),
+        "pip install 'iteragpu-lab[onnx]'",
+    ),
+    CTRANSLATE2: Engine(
+        CTRANSLATE2, ("ctranslate2",), ("generation",), "pip install 'iteragpu-lab[ctranslate2]'"
+    ),
 }
 _PYTHON = re.compile(r"^python:([A-Za-z_][\w.]*):([A-Za-z_]\w*)$")
 
@@ -77,24 +86,34 @@ def problem(variant: dict[str, Any], task: str) -> tuple[str, str] | None:
     engine = engine_of(variant)
     if engine.startswith(PYTHON_PREFIX):
         if python_target(engine) is None:
-            return (f"engine {engine!r} is not python:MODULE:CALLABLE",
-                    "write e.g. python:austen_tfidf:Predictor (docs/engines.md)")
+            return (
+                f"engine {engine!r} is not python:MODULE:CALLABLE",
+                "write e.g. python:austen_tfidf:Predictor (docs/engines.md)",
+            )
         if task != "classification":
-            return (f"a python: predictor runs the classification task, not {task}",
-                    "use torch or ctranslate2 for generation")
+            return (
+                f"a python: predictor runs the classification task, not {task}",
+                "use torch or ctranslate2 for generation",
+            )
         return None
     known = ENGINES.get(engine)
     if known is None:
         names = ", ".join(ENGINES)
-        return (f"engine {engine!r} is not one the runner knows",
-                f"use one of {names} (blank is torch), or python:MODULE:CALLABLE")
+        return (
+            f"engine {engine!r} is not one the runner knows",
+            f"use one of {names} (blank is torch), or python:MODULE:CALLABLE",
+        )
     if task not in known.tasks:
-        return (f"engine {engine} does not run the {task} task",
-                f"{engine} runs {', '.join(known.tasks)}; use torch for {task}")
+        return (
+            f"engine {engine} does not run the {task} task",
+            f"{engine} runs {', '.join(known.tasks)}; use torch for {task}",
+        )
     absent = missing(engine)
     if absent:
-        return (f"engine {engine} is not installed here ({', '.join(absent)} missing)",
-                known.install)
+        return (
+            f"engine {engine} is not installed here ({', '.join(absent)} missing)",
+            known.install,
+        )
     return None
 
 

@@ -49,19 +49,25 @@ class Helper:
         self._output: list[bytes] = []
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH")) if p)
+            p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH")) if p
+        )
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.plumbing.helper"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                [sys.executable, "-m", "toolkit.plumbing.helper"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
         except OSError:
             self._process = None
             return
         request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
         # Pipes hold 64 KiB: feeding and draining them on threads keeps this one free.
         threading.Thread(target=_feed, args=(self._process, request), daemon=True).start()
-        self._drain = threading.Thread(target=_drain, args=(self._process, self._output),
-                                       daemon=True)
+        self._drain = threading.Thread(
+            target=_drain, args=(self._process, self._output), daemon=True
+        )
         self._drain.start()
 
     def result(self) -> Any:
@@ -89,8 +95,12 @@ class Helper:
     def __enter__(self) -> Helper:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.close()
 
 

@@ -33,7 +33,7 @@ def shipped(relative: str) -> Path:
     installed = Path(str(importlib.resources.files("toolkit"))) / "shipped" / relative
     if installed.exists():
         return installed
-    raise ToolkitError(f"shipped file {relative} not found (looked in {in_checkout} and "
-                       f"{installed})",
-                       hint="reinstall iteragpu-lab (the wheel carries it), or run from a "
-                       "complete checkout")
+    raise ToolkitError(
+        f"shipped file {relative} not found (looked in {in_checkout} and {installed})",
+        hint="reinstall iteragpu-lab (the wheel carries it), or run from a complete checkout",
+    )

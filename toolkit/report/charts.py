@@ -30,14 +30,18 @@ class Pictures:
     skipped: str | None = None
 
 
-def write_pngs(out_dir: Path, all_stats: Sequence[VariantStats],
-               costs: Sequence[Costing]) -> Pictures:
+def write_pngs(
+    out_dir: Path, all_stats: Sequence[VariantStats], costs: Sequence[Costing]
+) -> Pictures:
     """Write the durations and cost PNGs into ``out_dir``; skip them without matplotlib."""
     try:
         plt = _pyplot()
     except ImportError as exc:
-        return Pictures((), f"PNG charts skipped: matplotlib is not installed ({exc}); "
-                        "`pip install matplotlib` to get them")
+        return Pictures(
+            (),
+            f"PNG charts skipped: matplotlib is not installed ({exc}); "
+            "`pip install matplotlib` to get them",
+        )
     paths = [_durations_png(plt, out_dir / DURATIONS_PNG, all_stats)]
     paths.append(_costs_png(plt, out_dir / COSTS_PNG, costs))
     return Pictures(tuple(paths))
@@ -69,18 +73,43 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
         if st.runs:
             # Spread the points sideways a little so equal durations stay visible.
             offsets = [(i - (len(st.runs) - 1) / 2) * 0.06 for i in range(len(st.runs))]
-            ax.scatter([x + o for o in offsets], st.runs, color=RUN_COLOUR, s=24, zorder=2,
-                       label=None if labelled else "successful run")
-            ax.hlines(st.median, x - 0.3, x + 0.3, color=MEDIAN_COLOUR, linewidth=2, zorder=3,
-                      label=None if labelled else "median")
+            ax.scatter(
+                [x + o for o in offsets],
+                st.runs,
+                color=RUN_COLOUR,
+                s=24,
+                zorder=2,
+                label=None if labelled else "successful run",
+            )
+            ax.hlines(
+                st.median,
+                x - 0.3,
+                x + 0.3,
+                color=MEDIAN_COLOUR,
+                linewidth=2,
+                zorder=3,
+                label=None if labelled else "median",
+            )
             labelled = True
         else:
-            ax.annotate("not run yet" if st.attempts == 0 else "no data", (x, 0.02),
-                        ha="center", va="bottom", color=MEDIAN_COLOUR,
-                        xycoords=("data", "axes fraction"))
+            ax.annotate(
+                "not run yet" if st.attempts == 0 else "no data",
+                (x, 0.02),
+                ha="center",
+                va="bottom",
+                color=MEDIAN_COLOUR,
+                xycoords=("data", "axes fraction"),
+            )
         if st.successes and not st.equal_quality:
-            ax.annotate("outside quality", (x, 0.98), ha="center", va="top", fontsize=8,
-                        xycoords=("data", "axes fraction"), color="#7F6000")
+            ax.annotate(
+                "outside quality",
+                (x, 0.98),
+                ha="center",
+                va="top",
+                fontsize=8,
+                xycoords=("data", "axes fraction"),
+                color="#7F6000",
+            )
     ax.set_xticks(range(len(all_stats)), [plain_label(st.variant_id) for st in all_stats])
     ax.set_xlim(-0.6, len(all_stats) - 0.4)
     top = max((max(st.runs) for st in all_stats if st.runs), default=1.0)
@@ -89,8 +118,7 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
     ax.set_title("Measured time per variant: every successful run, median marked")
     ax.grid(axis="y", alpha=0.3)
     if labelled:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8,
-                  frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False)
     fig.tight_layout()
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))
     plt.close(fig)  # type: ignore[attr-defined]
@@ -99,11 +127,19 @@ def _durations_png(plt: object, path: Path, all_stats: Sequence[VariantStats]) -
 
 def no_bar_label(c: Costing) -> str:
     """Why a configuration has no bar in the cost chart, in two or three words."""
-    return ("not run yet" if c.stats.attempts == 0 else
-            "no success" if not c.stats.successes else
-            "not feasible" if c.stats.unfinished and c.resume is None else
-            "outside quality" if not c.stats.equal_quality else
-            "no price" if c.plan is None else "no forecast")
+    return (
+        "not run yet"
+        if c.stats.attempts == 0
+        else "no success"
+        if not c.stats.successes
+        else "not feasible"
+        if c.stats.unfinished and c.resume is None
+        else "outside quality"
+        if not c.stats.equal_quality
+        else "no price"
+        if c.plan is None
+        else "no forecast"
+    )
 
 
 def costs_note(costs: Sequence[Costing]) -> str:
@@ -113,9 +149,15 @@ def costs_note(costs: Sequence[Costing]) -> str:
     sellers = sorted({p.provider or "shipped catalog" for p in plans})
     days = sorted({p.plan_days for p in plans})
     dates = sorted({p.catalog_date for p in plans})
-    note = "; ".join(x for x in (", ".join(sellers),
-                                 f"{'/'.join(map(str, days))}-day plans" if days else "",
-                                 f"catalog of {', '.join(dates)}" if dates else "") if x)
+    note = "; ".join(
+        x
+        for x in (
+            ", ".join(sellers),
+            f"{'/'.join(map(str, days))}-day plans" if days else "",
+            f"catalog of {', '.join(dates)}" if dates else "",
+        )
+        if x
+    )
     if any(c.example for c in costs):
         note = f"{layout.EXAMPLE} figures: {note}"
     return note or "no priced configuration"
@@ -128,16 +170,32 @@ def _costs_png(plt: object, path: Path, costs: Sequence[Costing]) -> Path:
         cost = c.forecast_per_expected
         if cost is not None and c.stats.equal_quality:
             ax.bar(x, float(cost), color=BAR_COLOUR)
-            ax.annotate(f"{rules.to_cent(cost):,.2f}", (x, float(cost)),
-                        ha="center", va="bottom", fontsize=8)
+            ax.annotate(
+                f"{rules.to_cent(cost):,.2f}",
+                (x, float(cost)),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
         else:
-            ax.annotate(no_bar_label(c), (x, 0.02), ha="center", va="bottom", fontsize=8,
-                        color="#7F6000", xycoords=("data", "axes fraction"), rotation=90)
+            ax.annotate(
+                no_bar_label(c),
+                (x, 0.02),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="#7F6000",
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+            )
     ax.set_xticks(range(len(costs)), names)
     ax.set_xlim(-0.6, len(costs) - 0.4)
     ax.set_ylabel("USD per expected corpus (forecast)")
-    ax.set_title("Projected cost per expected corpus, a FORECAST (equal-quality "
-                 f"configurations)\n{costs_note(costs)}", fontsize=10)
+    ax.set_title(
+        "Projected cost per expected corpus, a FORECAST (equal-quality "
+        f"configurations)\n{costs_note(costs)}",
+        fontsize=10,
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     publish(path, lambda temp: fig.savefig(temp, dpi=120, format="png"))

@@ -40,8 +40,9 @@ class ChecksBeside:
     context manager: leaving it early stops the helper.
     """
 
-    def __init__(self, data: WorkbookData, workbook: Path, sheets: Sequence[str],
-                 digests: Digests) -> None:
+    def __init__(
+        self, data: WorkbookData, workbook: Path, sheets: Sequence[str], digests: Digests
+    ) -> None:
         self._data, self._workbook, self._digests = data, workbook, digests
         self._helper: Helper | None = None
         self._records: list[Finding] | None = None
@@ -65,12 +66,17 @@ class ChecksBeside:
         assert self._records is not None
         return integrity.Integrity(
             sorted_findings(self._sheet_findings + self._records + files.findings),
-            files.predictions)
+            files.predictions,
+        )
 
     def __enter__(self) -> ChecksBeside:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         if self._helper is not None:
             self._helper.close()

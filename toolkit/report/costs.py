@@ -154,8 +154,9 @@ def spent_per_accepted(total: Any, accepted: int | None) -> Decimal | str | None
     return rules.UNDEFINED if per is None else per
 
 
-def confirmation(variant_id: str, verification: Sequence[dict[str, Any]],
-                 runner_accepted: int) -> tuple[int | None, str]:
+def confirmation(
+    variant_id: str, verification: Sequence[dict[str, Any]], runner_accepted: int
+) -> tuple[int | None, str]:
     """The user's confirmed corpora for a variant (Verification sheet), or None and why.
 
     A count above the corpora the runner accepted is not counted (validate names it): only
@@ -163,16 +164,20 @@ def confirmation(variant_id: str, verification: Sequence[dict[str, Any]],
     """
     row = next((r for r in verification if str(r.get("variant_id")) == variant_id), None)
     if row is None:
-        return None, ("not confirmed: record your own check of the outputs in the "
-                      "Verification sheet (verified yes, confirmed_corpora)")
+        return None, (
+            "not confirmed: record your own check of the outputs in the "
+            "Verification sheet (verified yes, confirmed_corpora)"
+        )
     if row.get("verified") != layout.YES:
         return None, "not confirmed: Verification says verified no"
     count = row.get("confirmed_corpora")
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         return None, "verified, but confirmed_corpora is empty: type the distinct corpora"
     if count > runner_accepted:
-        return None, (f"not counted: {count} confirmed, but the runner accepted "
-                      f"{runner_accepted} distinct corpus(es); correct confirmed_corpora")
+        return None, (
+            f"not counted: {count} confirmed, but the runner accepted "
+            f"{runner_accepted} distinct corpus(es); correct confirmed_corpora"
+        )
     return count, f"confirmed by {row.get('verified_by') or 'someone unnamed'}"
 
 
@@ -187,12 +192,17 @@ def _sold(catalog: Catalog, gpu: str) -> tuple[list[Plan], str]:
     if sold:
         return sold, ""
     if offers:
-        return [], (f"{gpu} is priced only in {_offers_text(offers)}: the Settlement's decision "
-                    f"columns are in {settlement.CONFIGURATION_CURRENCY} and prices in another "
-                    "currency are never compared or converted (no exchange rate is assumed)")
+        return [], (
+            f"{gpu} is priced only in {_offers_text(offers)}: the Settlement's decision "
+            f"columns are in {settlement.CONFIGURATION_CURRENCY} and prices in another "
+            "currency are never compared or converted (no exchange rate is assumed)"
+        )
     dates = sorted({p.catalog_date for p in catalog.newest()})
-    where = (f"catalog of {dates[0]}" if len(catalog.providers()) == 1
-             else f"newest snapshots ({', '.join(dates)})")
+    where = (
+        f"catalog of {dates[0]}"
+        if len(catalog.providers()) == 1
+        else f"newest snapshots ({', '.join(dates)})"
+    )
     return [], f"{gpu} has no price in the Tariffs sheet's {where}"
 
 
@@ -208,13 +218,18 @@ def _offers_text(offers: Sequence[Plan]) -> str:
 
 def currency_note(catalog: Catalog, gpu: str) -> str | None:
     """The offers of ``gpu`` left out of the USD comparison, or None when there are none."""
-    others = [p for p in catalog.newest() if p.gpu_slug == gpu
-              and p.currency != settlement.CONFIGURATION_CURRENCY]
+    others = [
+        p
+        for p in catalog.newest()
+        if p.gpu_slug == gpu and p.currency != settlement.CONFIGURATION_CURRENCY
+    ]
     if not others or not _sold(catalog, gpu)[0]:
         return None
-    return (f"offers of {gpu} in {_offers_text(others)} left out: prices in different "
-            "currencies are never compared or converted without a dated exchange rate typed "
-            "by you")
+    return (
+        f"offers of {gpu} in {_offers_text(others)} left out: prices in different "
+        "currencies are never compared or converted without a dated exchange rate typed "
+        "by you"
+    )
 
 
 def _whose(plan: Plan) -> str:
@@ -233,12 +248,16 @@ def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan
         return None, problem
     for plan in sorted(sold, key=lambda p: (p.plan_days, p.price_per_lot_usd)):
         if plan.hours >= span_hours:
-            return plan, (f"shortest {gpu} plan{_whose(plan)} covering the "
-                          f"{rules.hours_text(span_hours)} span")
+            return plan, (
+                f"shortest {gpu} plan{_whose(plan)} covering the "
+                f"{rules.hours_text(span_hours)} span"
+            )
     longest = max(p.plan_days for p in sold)
-    return None, (f"no {gpu} plan in Tariffs covers the {rules.hours_text(span_hours)} span "
-                  f"(longest priced: {longest} days): revise the schedule or price the extra "
-                  "period explicitly")
+    return None, (
+        f"no {gpu} plan in Tariffs covers the {rules.hours_text(span_hours)} span "
+        f"(longest priced: {longest} days): revise the schedule or price the extra "
+        "period explicitly"
+    )
 
 
 @dataclass(frozen=True)
@@ -257,8 +276,14 @@ def hours_per_lot(corpora: int, lots: int, campaign_s: float) -> Decimal:
     return Decimal(math.ceil(corpora / lots)) * Decimal(repr(campaign_s)) / 3600
 
 
-def cheapest_cover(catalog: Catalog, gpu: str, corpora: int, campaign_s: float,
-                   span_hours: Decimal, available_hours: Decimal | None) -> Cover:
+def cheapest_cover(
+    catalog: Catalog,
+    gpu: str,
+    corpora: int,
+    campaign_s: float,
+    span_hours: Decimal,
+    available_hours: Decimal | None,
+) -> Cover:
     """The cheapest (plan, lots) of ``gpu`` whose plan covers the Schedule's span and each lot's
     share of the work, finishing before the deadline when ``available_hours`` (window start to
     deadline) is known; ties go to fewer lots, then the shorter plan. When none finishes in
@@ -272,18 +297,25 @@ def cheapest_cover(catalog: Catalog, gpu: str, corpora: int, campaign_s: float,
         for plan in sold:
             if plan.hours >= max(work, span_hours):
                 late = available_hours is not None and work > available_hours
-                covering.append((late, rules.budget(plan, lots), lots, plan.plan_days, plan,
-                                 work))
+                covering.append((late, rules.budget(plan, lots), lots, plan.plan_days, plan, work))
     if not covering:
         longest = max(p.plan_days for p in sold)
-        return Cover(None, 1, None, f"no {gpu} plan in Tariffs covers the "
-                     f"{rules.hours_text(span_hours)} span and {corpora} corpus(es) on up to "
-                     f"{MAX_LOTS} lots (longest priced: {longest} days): revise the schedule or "
-                     "price the extra period explicitly", False)
+        return Cover(
+            None,
+            1,
+            None,
+            f"no {gpu} plan in Tariffs covers the "
+            f"{rules.hours_text(span_hours)} span and {corpora} corpus(es) on up to "
+            f"{MAX_LOTS} lots (longest priced: {longest} days): revise the schedule or "
+            "price the extra period explicitly",
+            False,
+        )
     late, _, lots, _, plan, work = min(covering, key=lambda c: c[:4])
-    note = (f"cheapest {gpu} cover{_whose(plan)}: {lots} lot(s) x {plan.plan_days}-day plan "
-            f"for the {rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
-            "(lots work on separate corpora side by side)")
+    note = (
+        f"cheapest {gpu} cover{_whose(plan)}: {lots} lot(s) x {plan.plan_days}-day plan "
+        f"for the {rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
+        "(lots work on separate corpora side by side)"
+    )
     in_time = None if available_hours is None else not late
     return Cover(plan, lots, work, note, in_time)
 
@@ -298,9 +330,14 @@ def duration(hours: Decimal) -> str:
     return rules.hours_text(hours)
 
 
-def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Catalog | None,
-             catalog_problem: str | None, win: Window | None,
-             window_problem: str | None) -> list[Costing]:
+def costings(
+    all_stats: Sequence[VariantStats],
+    data: WorkbookData,
+    catalog: Catalog | None,
+    catalog_problem: str | None,
+    win: Window | None,
+    window_problem: str | None,
+) -> list[Costing]:
     """One Costing (decision row) per variant, in Summary order."""
     protocol = data.forms["Protocol"]
     expected = protocol.get("expected_outputs")
@@ -312,16 +349,25 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
     for st in all_stats:
         variant = by_id.get(st.variant_id, {})
         gpu = str(variant.get("gpu_slug") or "").strip().lower() or None
-        c = Costing(st, gpu, 1, "", accepted_corpora(st.variant_id, data.tables["Attempts"],
-                                                      data.tables["Manifest"]))
+        c = Costing(
+            st,
+            gpu,
+            1,
+            "",
+            accepted_corpora(st.variant_id, data.tables["Attempts"], data.tables["Manifest"]),
+        )
         c.rental_id = str(variant.get("rental_id") or "").strip() or None
-        c.confirmed, c.confirm_reason = confirmation(st.variant_id, verification,
-                                                     c.runner_accepted or 0)
+        c.confirmed, c.confirm_reason = confirmation(
+            st.variant_id, verification, c.runner_accepted or 0
+        )
         c.projected_corpora = corpora
         c.resume = resumed_by(st, all_stats)
         if gpu is None:
-            c.reason = NO_RENTAL if variant.get("device") != "cuda" else \
-                "no gpu_slug in Variants: no rental price can be looked up"
+            c.reason = (
+                NO_RENTAL
+                if variant.get("device") != "cuda"
+                else "no gpu_slug in Variants: no rental price can be looked up"
+            )
         elif catalog is None:
             c.reason = f"no catalog: {catalog_problem}"
         elif win is None:
@@ -329,16 +375,20 @@ def costings(all_stats: Sequence[VariantStats], data: WorkbookData, catalog: Cat
         elif corpora is None:
             c.reason = "no expected_outputs in the Protocol: nothing to project"
         elif st.campaign is None:
-            c.reason = ("no successful run yet: nothing to project" if not st.successes else
-                        "no success with every phase timed (load, warm-up, measured, "
-                        "evaluation, export): nothing to project")
+            c.reason = (
+                "no successful run yet: nothing to project"
+                if not st.successes
+                else "no success with every phase timed (load, warm-up, measured, "
+                "evaluation, export): nothing to project"
+            )
         elif c.campaign is None:
-            c.reason = (f"its resume variant {c.resume.variant_id if c.resume else '?'} has no "
-                        "success with every phase timed: the time of resuming is unknown, "
-                        "nothing to project (R13)")
+            c.reason = (
+                f"its resume variant {c.resume.variant_id if c.resume else '?'} has no "
+                "success with every phase timed: the time of resuming is unknown, "
+                "nothing to project (R13)"
+            )
         else:
-            cover = cheapest_cover(catalog, gpu, corpora, c.campaign, win.span_hours,
-                                   available)
+            cover = cheapest_cover(catalog, gpu, corpora, c.campaign, win.span_hours, available)
             c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
             c.reason = None if cover.plan else cover.note
             c.currency_note = currency_note(catalog, gpu)
@@ -364,8 +414,9 @@ def _deadline_text(cover: Cover, problem: str | None, available: Decimal | None)
         return f"not checked: {problem or cover.note}"
     need, left = duration(cover.hours_per_lot), rules.hours_text(max(available, Decimal(0)))
     if cover.in_time:
-        return f"in time: {need} of production per lot, {left} from the window's start to " \
-            "the deadline"
+        return (
+            f"in time: {need} of production per lot, {left} from the window's start to the deadline"
+        )
     return f"cannot finish before the deadline: {need} per lot, {left} available"
 
 
@@ -377,14 +428,17 @@ def by_id(sheet: layout.Sheet, column: str, key: str, id_column: str, rows: int)
     """The cell of ``sheet``'s ``column`` on the row whose ``id_column`` equals ``key`` (a
     cell): INDEX/MATCH, so a person sorting or filtering either sheet changes no value.
     #N/A when no row holds the id: wrap it (IFERROR) where that is a blank."""
+
     def rng(name: str) -> str:
         letter = layout.column_letter(sheet, name)
         return f"{sheet.name}!${letter}$2:${letter}${rows + 1}"
+
     return f"INDEX({rng(column)},MATCH({key},{rng(id_column)},0))"
 
 
-def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catalog | None,
-                    win: Window | None) -> list[dict[str, Any]]:
+def settlement_rows(
+    costs: Sequence[Costing], data: WorkbookData, catalog: Catalog | None, win: Window | None
+) -> list[dict[str, Any]]:
     """Settlement rows: the decision part (one per configuration, Summary order), then the
     incurred part (rentals, other costs kept, totals per currency).
 
@@ -403,19 +457,32 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
         excel = 2 + i
         if c.plan is not None and catalog is not None:
             config = settlement.Configuration(
-                item=c.stats.variant_id, gpu_slug=c.plan.gpu_slug, plan_days=c.plan.plan_days,
-                lots=c.lots, accepted=c.confirmed, quality_verdict=c.stats.quality_verdict,
-                median_s=c.stats.median, campaign_hours=hours, catalog_date=c.plan.catalog_date,
-                grounds=_grounds(c, f"projection, not a measurement: {c.lots_ground} "
-                                 f"({c.plan.source})"),
-                projected_corpora=c.projected_corpora, provider=_provider(catalog, c.plan))
+                item=c.stats.variant_id,
+                gpu_slug=c.plan.gpu_slug,
+                plan_days=c.plan.plan_days,
+                lots=c.lots,
+                accepted=c.confirmed,
+                quality_verdict=c.stats.quality_verdict,
+                median_s=c.stats.median,
+                campaign_hours=hours,
+                catalog_date=c.plan.catalog_date,
+                grounds=_grounds(
+                    c, f"projection, not a measurement: {c.lots_ground} ({c.plan.source})"
+                ),
+                projected_corpora=c.projected_corpora,
+                provider=_provider(catalog, c.plan),
+            )
             row = settlement.configuration_row(config, catalog, excel)
         else:
             row = {name: None for name in layout.SETTLEMENT.names}
-            row.update(item=c.stats.variant_id, kind="configuration", gpu_slug=c.gpu_slug,
-                       quality_verdict=c.stats.quality_verdict,
-                       projected_corpora=c.projected_corpora,
-                       grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"))
+            row.update(
+                item=c.stats.variant_id,
+                kind="configuration",
+                gpu_slug=c.gpu_slug,
+                quality_verdict=c.stats.quality_verdict,
+                projected_corpora=c.projected_corpora,
+                grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"),
+            )
         row.update(part="decision", rental_id=c.rental_id, deadline_check=c.deadline_check)
         row["accepted_corpora"] = _confirmed_formula(c, data, excel)
         median, campaign = summary(i, "median_s"), summary(i, "campaign_s")
@@ -427,24 +494,31 @@ def settlement_rows(costs: Sequence[Costing], data: WorkbookData, catalog: Catal
             equal = summary(i, "equal_quality")
             row["projected_cost_per_expected_usd"] = Formula(
                 f'IF({equal}="{layout.YES}",{forecast.text},"")',
-                forecast.value if c.stats.equal_quality else "")
+                forecast.value if c.stats.equal_quality else "",
+            )
         row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
         if c.resume is not None and c.resume.variant_id in {o.stats.variant_id for o in costs}:
             # R13: the resume variant's time counts with the configuration it resumes.
             other = summary(i, "campaign_s", c.resume.variant_id)
-            row["campaign_s"] = Formula(f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})',
-                                        c.campaign)
+            row["campaign_s"] = Formula(
+                f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})', c.campaign
+            )
         if c.projected_hours is not None and c.projected_corpora is not None:
-            col = {n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
-                   for n in ("projected_corpora", "lots", "campaign_s")}
+            col = {
+                n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
+                for n in ("projected_corpora", "lots", "campaign_s")
+            }
             row["projected_hours"] = Formula(
                 f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
-                f',0)*{col["campaign_s"]}/3600)', c.projected_hours)
+                f",0)*{col['campaign_s']}/3600)",
+                c.projected_hours,
+            )
         if hours is not None:
             row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
         rows.append(row)
-    return rows + incurred_rows(data, catalog, first_row=2 + len(rows),
-                                accepted=campaign_accepted(costs))
+    return rows + incurred_rows(
+        data, catalog, first_row=2 + len(rows), accepted=campaign_accepted(costs)
+    )
 
 
 def _confirmed_formula(c: Costing, data: WorkbookData, excel: int) -> Any:
@@ -461,13 +535,16 @@ def _confirmed_formula(c: Costing, data: WorkbookData, excel: int) -> Any:
 
     count = cell("confirmed_corpora")
     # IFERROR: a Verification row deleted since is no confirmation, never #N/A.
-    return Formula(f'IFERROR(IF(AND({cell("verified")}="yes",ISNUMBER({count})),'
-                   f'IF({count}<={c.runner_accepted or 0},{count},""),""),"")',
-                   "" if c.confirmed is None else c.confirmed)
+    return Formula(
+        f'IFERROR(IF(AND({cell("verified")}="yes",ISNUMBER({count})),'
+        f'IF({count}<={c.runner_accepted or 0},{count},""),""),"")',
+        "" if c.confirmed is None else c.confirmed,
+    )
 
 
-def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int,
-                  accepted: int | None = None) -> list[dict[str, Any]]:
+def incurred_rows(
+    data: WorkbookData, catalog: Catalog | None, first_row: int, accepted: int | None = None
+) -> list[dict[str, Any]]:
     """The incurred part from Excel row ``first_row``: each rental once (with its ledger
     status), the other costs typed in the Settlement, one total per currency (with the
     known subtotal, its ledger status and what was spent per accepted corpus: the total /
@@ -475,10 +552,12 @@ def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int,
     other cost accounts for (outside the totals)."""
     variants = data.tables["Variants"]
     rentals = incurred.rentals_of(data)
-    rows = [incurred.rental_row(r, catalog, variants, first_row + i)
-            for i, r in enumerate(rentals)]
-    others = [incurred.other_cost_row(r) for r in data.tables[layout.SETTLEMENT.name]
-              if r.get("kind") == "other cost"]
+    rows = [incurred.rental_row(r, catalog, variants, first_row + i) for i, r in enumerate(rentals)]
+    others = [
+        incurred.other_cost_row(r)
+        for r in data.tables[layout.SETTLEMENT.name]
+        if r.get("kind") == "other cost"
+    ]
     status, extra = incurred.reconciliation(data, catalog, others)
     for row in rows + others:
         row["ledger_status"] = status.get(str(row.get("item")))
@@ -488,15 +567,23 @@ def incurred_rows(data: WorkbookData, catalog: Catalog | None, first_row: int,
     if rows:
         rows += incurred.total_rows(rows, first_row, accepted)
     for entry in extra:
-        rows.append(settlement.full_row({
-            "item": entry.get("reference") or entry.get("description") or "ledger line",
-            "kind": "ledger only", "part": "incurred", "amount": entry.get("amount"),
-            "currency": entry.get("currency"),
-            "ledger_status": "in the ledger, not in the workbook",
-            "grounds": f"{entry.get('date')} {entry.get('description') or ''} "
-                       f"({entry.get('source')}): add the rental to Rentals, or record it "
-                       "as another cost whose item is its reference, with its grounds"
-                       .replace("  ", " ")}))
+        rows.append(
+            settlement.full_row(
+                {
+                    "item": entry.get("reference") or entry.get("description") or "ledger line",
+                    "kind": "ledger only",
+                    "part": "incurred",
+                    "amount": entry.get("amount"),
+                    "currency": entry.get("currency"),
+                    "ledger_status": "in the ledger, not in the workbook",
+                    "grounds": f"{entry.get('date')} {entry.get('description') or ''} "
+                    f"({entry.get('source')}): add the rental to Rentals, or record it "
+                    "as another cost whose item is its reference, with its grounds".replace(
+                        "  ", " "
+                    ),
+                }
+            )
+        )
     return rows
 
 
@@ -516,8 +603,9 @@ def incurred_summary(rows: Sequence[dict[str, Any]]) -> str:
     else:
         matched = sum(s.startswith("matched") for s in statuses)
         extra = sum(r.get("kind") == "ledger only" for r in rows)
-        ledger_text = (f"ledger: {matched} of {len(statuses)} rental(s) matched"
-                       + (f", {extra} ledger line(s) not in the workbook" if extra else ""))
+        ledger_text = f"ledger: {matched} of {len(statuses)} rental(s) matched" + (
+            f", {extra} ledger line(s) not in the workbook" if extra else ""
+        )
     return f"{' and '.join(totals) or 'no total'} incurred, each rental once; {ledger_text}"
 
 
@@ -529,10 +617,13 @@ def resume_text(c: Costing) -> str:
 
     def seconds(value: float | None) -> str:
         return "no full run" if value is None else f"{value:.3f} s"
-    return (f"with its resume variant {r.variant_id} (R13): campaign_s is {st.variant_id}'s "
-            f"{seconds(st.campaign)} + {r.variant_id}'s {seconds(r.campaign)}; attempts "
-            f"{st.variant_id} {st.attempts} ({len(st.unfinished)} unfinished) + "
-            f"{r.variant_id} {r.attempts}")
+
+    return (
+        f"with its resume variant {r.variant_id} (R13): campaign_s is {st.variant_id}'s "
+        f"{seconds(st.campaign)} + {r.variant_id}'s {seconds(r.campaign)}; attempts "
+        f"{st.variant_id} {st.attempts} ({len(st.unfinished)} unfinished) + "
+        f"{r.variant_id} {r.attempts}"
+    )
 
 
 def _grounds(c: Costing, text: str) -> str:
@@ -546,8 +637,10 @@ def _grounds(c: Costing, text: str) -> str:
     if runner is None:
         text += "; no attempt yet"
     else:
-        text += (f"; the runner accepted {runner} distinct corpus(es) (repetitions of one "
-                 "corpus count once, R22)")
+        text += (
+            f"; the runner accepted {runner} distinct corpus(es) (repetitions of one "
+            "corpus count once, R22)"
+        )
     if c.confirmed is None:
         text += f"; accepted corpora {c.confirm_reason}"
     elif c.confirmed == 0:
@@ -581,8 +674,7 @@ class Projection:
         plans."""
         if self.plan_at_fastest is None or self.plan_at_slowest is None:
             return None
-        return (rules.budget(self.plan_at_fastest, lots),
-                rules.budget(self.plan_at_slowest, lots))
+        return (rules.budget(self.plan_at_fastest, lots), rules.budget(self.plan_at_slowest, lots))
 
 
 def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Projection | None:
@@ -595,8 +687,13 @@ def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Pr
     expected count.
     """
     st, r = c.stats, c.resume
-    if (not isinstance(expected_outputs, int) or expected_outputs < 1 or st.median is None
-            or st.minimum is None or st.maximum is None):
+    if (
+        not isinstance(expected_outputs, int)
+        or expected_outputs < 1
+        or st.median is None
+        or st.minimum is None
+        or st.maximum is None
+    ):
         return None
     if r is not None and (r.median is None or r.minimum is None or r.maximum is None):
         return None
@@ -613,5 +710,11 @@ def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Pr
 
     fast = hours(st.minimum, r.minimum if r else None)
     slow = hours(st.maximum, r.maximum if r else None)
-    return Projection(expected_outputs, hours(st.median, r.median if r else None), fast, slow,
-                      plan(fast), plan(slow))
+    return Projection(
+        expected_outputs,
+        hours(st.median, r.median if r else None),
+        fast,
+        slow,
+        plan(fast),
+        plan(slow),
+    )

@@ -29,12 +29,16 @@ from toolkit.report.costs import Costing, Projection, duration, projection, resu
 from toolkit.report.summary import HARDWARE_FIELDS, STACK_FIELDS, VariantStats, machine_label
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
-DRAFT_HEADER = "Suggested by `iteralab report` from the data (edit the fields above; a field " \
+DRAFT_HEADER = (
+    "Suggested by `iteralab report` from the data (edit the fields above; a field "
     "you changed is never overwritten):"
+)
 #: What this evidence is and is not (R24, seed 000); README and report.md say it too.
-SCOPE = ("Scope: an offline corpus benchmark, not an MLPerf result or certification; it "
-         "does not justify an interactive service, training to convergence or another dataset, "
-         "and a catalog comparison is not an observed saving.")
+SCOPE = (
+    "Scope: an offline corpus benchmark, not an MLPerf result or certification; it "
+    "does not justify an interactive service, training to convergence or another dataset, "
+    "and a catalog comparison is not an observed saving."
+)
 
 
 @dataclass
@@ -66,16 +70,18 @@ class Pair:
 
 def differs_text(va: dict[str, Any], vb: dict[str, Any]) -> str:
     """``precision fp32 -> bf16, max_length 256 -> 128``: the work columns that differ."""
+
     def shown(row: dict[str, Any], column: str) -> str:
         value = work_cell(row, column)
         return "blank" if value is None else str(value)
 
-    return ", ".join(f"{c} {shown(va, c)} -> {shown(vb, c)}"
-                     for c in work_differences(va, vb)) or "same parameters"
+    return (
+        ", ".join(f"{c} {shown(va, c)} -> {shown(vb, c)}" for c in work_differences(va, vb))
+        or "same parameters"
+    )
 
 
-def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, Any]
-          ) -> Pair | None:
+def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, Any]) -> Pair | None:
     """The pair to report, or None when it is no comparison of one declared change.
 
     A variant and its base_variant: comparable when they differ in declared changes only.
@@ -91,9 +97,14 @@ def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, An
     for child, base in ((va, vb), (vb, va)):
         if work_value(child.get("base_variant")) == work_value(base.get("variant_id")):
             extra = [c for c in WORK_COLUMNS if c in differ - (declared(child) or set())]
-            return pair("" if not extra else (
-                f"{child.get('variant_id')} differs from its base {base.get('variant_id')} in "
-                f"{', '.join(extra)}, not declared in its changes (R6)"))
+            return pair(
+                ""
+                if not extra
+                else (
+                    f"{child.get('variant_id')} differs from its base {base.get('variant_id')} in "
+                    f"{', '.join(extra)}, not declared in its changes (R6)"
+                )
+            )
     da, db = declared(va), declared(vb)
     if da is not None and db is not None:
         if differ <= da & db:
@@ -117,26 +128,35 @@ def pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]])
     return found
 
 
-def comparable_pairs(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
-                     ) -> list[tuple[VariantStats, VariantStats]]:
+def comparable_pairs(
+    all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
+) -> list[tuple[VariantStats, VariantStats]]:
     """Pairs that differ in declared columns only (:func:`pairs` less the confounded)."""
     return [(p.first, p.second) for p in pairs(all_stats, variants) if not p.confounded]
 
 
-def separations(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
-                ) -> list[stats.Separation]:
+def separations(
+    all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]]
+) -> list[stats.Separation]:
     """The R15 verdict of every pair (:func:`pairs`), its reason starting with what differs."""
     out = []
     for p in pairs(all_stats, variants):
         if p.confounded:
-            out.append(stats.Separation(
-                p.first.variant_id, p.second.variant_id, stats.NOT_COMPARABLE,
-                f"{p.differs}: {p.confounded}", "compare variants that differ in declared "
-                "columns only: correct Variants (`iteralab validate` names each cell)"))
+            out.append(
+                stats.Separation(
+                    p.first.variant_id,
+                    p.second.variant_id,
+                    stats.NOT_COMPARABLE,
+                    f"{p.differs}: {p.confounded}",
+                    "compare variants that differ in declared "
+                    "columns only: correct Variants (`iteralab validate` names each cell)",
+                )
+            )
             continue
         s = _verdict(p.first, p.second)
-        out.append(dataclasses.replace(
-            s, reason=f"{p.differs}; {s.reason}" + _environment_clause(p)))
+        out.append(
+            dataclasses.replace(s, reason=f"{p.differs}; {s.reason}" + _environment_clause(p))
+        )
     return out
 
 
@@ -149,13 +169,16 @@ def _environment_clause(p: Pair) -> str:
     found = [(kind, text) for kind, text in kinds if text]
     if not found:
         return ""
-    return (f"; ran on different {' and '.join(k for k, _ in found)} "
-            f"({'; '.join(t for _, t in found)}): the verdict is about each whole tested "
-            "configuration, not the declared change alone")
+    return (
+        f"; ran on different {' and '.join(k for k, _ in found)} "
+        f"({'; '.join(t for _, t in found)}): the verdict is about each whole tested "
+        "configuration, not the declared change alone"
+    )
 
 
-def stack_difference(a: VariantStats, b: VariantStats,
-                     fields: Sequence[str] = STACK_FIELDS + HARDWARE_FIELDS) -> str:
+def stack_difference(
+    a: VariantStats, b: VariantStats, fields: Sequence[str] = STACK_FIELDS + HARDWARE_FIELDS
+) -> str:
     """The Manifest fields (driver, CUDA/ROCm build, torch, transformers, model revision,
     GPU model) on which two variants' successes differ, as ``torch 2.5.1 vs 2.6.0``; "" when
     none (R4). A variant whose successes span several GPUs shows them all."""
@@ -163,8 +186,10 @@ def stack_difference(a: VariantStats, b: VariantStats,
     for name in fields:
         mine, theirs = a.stacks.get(name, frozenset()), b.stacks.get(name, frozenset())
         if mine and theirs and mine != theirs:
-            shown = (", ".join(sorted(v[:12] if name == "model_revision" else v for v in vals))
-                     for vals in (mine, theirs))
+            shown = (
+                ", ".join(sorted(v[:12] if name == "model_revision" else v for v in vals))
+                for vals in (mine, theirs)
+            )
             parts.append(f"{name} {' vs '.join(shown)}")
     return "; ".join(parts)
 
@@ -176,23 +201,31 @@ def _verdict(a: VariantStats, b: VariantStats) -> stats.Separation:
     corpora = {st.variant_id: sorted(st.corpora) for st in (a, b)}
     if len(a.corpora | b.corpora) > 1:
         return stats.Separation(
-            a.variant_id, b.variant_id, stats.NOT_COMPARABLE,
-            "measured on different corpora (" + "; ".join(
-                f"{vid}: {', '.join(c[:12] for c in fps)}" for vid, fps in corpora.items())
-            + ")", "compare only runs on one corpus: re-run the variants on the locked "
-            "corpus, under the same protocol")
+            a.variant_id,
+            b.variant_id,
+            stats.NOT_COMPARABLE,
+            "measured on different corpora ("
+            + "; ".join(f"{vid}: {', '.join(c[:12] for c in fps)}" for vid, fps in corpora.items())
+            + ")",
+            "compare only runs on one corpus: re-run the variants on the locked "
+            "corpus, under the same protocol",
+        )
     if doubtful:
         return stats.Separation(
-            a.variant_id, b.variant_id, stats.UNTRUSTED,
+            a.variant_id,
+            b.variant_id,
+            stats.UNTRUSTED,
             f"attempt rows with integrity findings: {' and '.join(doubtful)}",
-            "restore the evidence (`iteralab validate` names each row), then report again")
+            "restore the evidence (`iteralab validate` names each row), then report again",
+        )
     if idle:
         return stats.not_run(a.variant_id, b.variant_id, idle)
     return stats.separation(a.variant_id, a.runs, b.variant_id, b.runs)
 
 
-def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projection | None]
-                      ) -> list[stats.CostComparison]:
+def money_comparisons(
+    costs: Sequence[Costing], projections: dict[str, Projection | None]
+) -> list[stats.CostComparison]:
     """The budget for the expected outputs, fastest vs slowest run, for pairs of comparable
     configurations."""
     comparable = [c for c in costs if c.stats.equal_quality and c.plan is not None]
@@ -202,8 +235,9 @@ def money_comparisons(costs: Sequence[Costing], projections: dict[str, Projectio
         for c in (a, b):
             p = projections.get(c.stats.variant_id)
             ranges.append(None if p is None else p.budget_range(c.lots))
-        out.append(stats.cost_comparison(a.stats.variant_id, ranges[0], b.stats.variant_id,
-                                         ranges[1]))
+        out.append(
+            stats.cost_comparison(a.stats.variant_id, ranges[0], b.stats.variant_id, ranges[1])
+        )
     return out
 
 
@@ -211,17 +245,31 @@ def choose(costs: Sequence[Costing]) -> Costing | None:
     """The comparable configuration with the lowest forecast per expected corpus, among those
     with at least one accepted corpus the user confirmed (a forecast alone never chooses);
     ties go to the faster."""
-    candidates = [c for c in costs if c.stats.equal_quality and c.confirmed
-                  and c.forecast_per_expected is not None and not c.stats.untrusted]
+    candidates = [
+        c
+        for c in costs
+        if c.stats.equal_quality
+        and c.confirmed
+        and c.forecast_per_expected is not None
+        and not c.stats.untrusted
+    ]
     if not candidates:
         return None
-    return min(candidates, key=lambda c: (c.forecast_per_expected,
-                                          c.stats.median or float("inf"), c.stats.variant_id))
+    return min(
+        candidates,
+        key=lambda c: (c.forecast_per_expected, c.stats.median or float("inf"), c.stats.variant_id),
+    )
 
 
-def decide(all_stats: Sequence[VariantStats], variants: Sequence[dict[str, Any]],
-           costs: Sequence[Costing], protocol: dict[str, Any], catalog: Catalog | None,
-           window_text: str | None, money_text: str = "") -> Decision:
+def decide(
+    all_stats: Sequence[VariantStats],
+    variants: Sequence[dict[str, Any]],
+    costs: Sequence[Costing],
+    protocol: dict[str, Any],
+    catalog: Catalog | None,
+    window_text: str | None,
+    money_text: str = "",
+) -> Decision:
     """Separations, money comparisons, the choice and the memo suggestions."""
     d = Decision(separations=separations(all_stats, variants))
     expected = protocol.get("expected_outputs")
@@ -239,8 +287,13 @@ def _label(c: Costing) -> str:
     return f"{c.stats.variant_id}{gpu}"
 
 
-def _suggest(d: Decision, all_stats: Sequence[VariantStats], costs: Sequence[Costing],
-             protocol: dict[str, Any], window_text: str | None) -> dict[str, str]:
+def _suggest(
+    d: Decision,
+    all_stats: Sequence[VariantStats],
+    costs: Sequence[Costing],
+    protocol: dict[str, Any],
+    window_text: str | None,
+) -> dict[str, str]:
     comparable = [c for c in costs if c.stats.equal_quality]
     fastest = min(comparable, key=lambda c: c.stats.median or float("inf"), default=None)
     return {
@@ -251,90 +304,146 @@ def _suggest(d: Decision, all_stats: Sequence[VariantStats], costs: Sequence[Cos
     }
 
 
-def _chosen(d: Decision, comparable: Sequence[Costing], fastest: Costing | None,
-            all_stats: Sequence[VariantStats]) -> str:
+def _chosen(
+    d: Decision,
+    comparable: Sequence[Costing],
+    fastest: Costing | None,
+    all_stats: Sequence[VariantStats],
+) -> str:
     if d.chosen is not None:
         c = d.chosen
         days = c.plan.plan_days if c.plan else "?"
         return f"{_label(c)}, {days}-day plan, {c.lots} lot(s)"
     if fastest is not None:
-        why = "; ".join(sorted({c.reason or (f"accepted corpora {c.confirm_reason}"
-                                             if not c.confirmed else c.cost_text)
-                                for c in comparable}))
+        why = "; ".join(
+            sorted(
+                {
+                    c.reason
+                    or (f"accepted corpora {c.confirm_reason}" if not c.confirmed else c.cost_text)
+                    for c in comparable
+                }
+            )
+        )
         vid = fastest.stats.variant_id
         equal = {c.stats.variant_id for c in comparable}
-        close = [s.second if s.first == vid else s.first for s in d.separations
-                 if vid in (s.first, s.second) and s.verdict == stats.NOT_SEPARATED
-                 and {s.first, s.second} <= equal]
+        close = [
+            s.second if s.first == vid else s.first
+            for s in d.separations
+            if vid in (s.first, s.second)
+            and s.verdict == stats.NOT_SEPARATED
+            and {s.first, s.second} <= equal
+        ]
         caveat = f", not separated from {', '.join(close)}" if close else ""
-        return (f"none chosen on cost ({why}); fastest variant of equal quality: "
-                f"{vid} (median {fastest.stats.median:.3f} s{caveat})")
+        return (
+            f"none chosen on cost ({why}); fastest variant of equal quality: "
+            f"{vid} (median {fastest.stats.median:.3f} s{caveat})"
+        )
     failing = [st.variant_id for st in all_stats if st.failed]
     if failing:  # only variants that ran can have failures to fix
-        return ("none: no variant passes the equal-quality gate; fix the failures of "
-                f"{', '.join(failing)} or revisit the variants")
+        return (
+            "none: no variant passes the equal-quality gate; fix the failures of "
+            f"{', '.join(failing)} or revisit the variants"
+        )
     if not any(st.attempts for st in all_stats):
         return "none yet: no variant has run under this protocol; run the campaign"
     return "none: no variant passes the equal-quality gate (see reasons); revisit the variants"
 
 
-def _load(d: Decision, protocol: dict[str, Any], window_text: str | None,
-          target: Costing | None) -> str:
+def _load(
+    d: Decision, protocol: dict[str, Any], window_text: str | None, target: Costing | None
+) -> str:
     expected, deadline = protocol.get("expected_outputs"), protocol.get("deadline")
-    load = [f"{expected} production corpus(es) expected (Protocol.expected_outputs)"
-            if expected else "expected outputs not stated in the Protocol"]
+    load = [
+        f"{expected} production corpus(es) expected (Protocol.expected_outputs)"
+        if expected
+        else "expected outputs not stated in the Protocol"
+    ]
     if deadline:
         load.append(f"deadline {deadline}")
     if window_text:
         load.append(window_text)
     p = d.projections.get(target.stats.variant_id) if target else None
     if target is not None and p is not None:
-        plan = (f"; the {p.plan_at_slowest.plan_days}-day plan covers it even at the slowest "
-                "run" if p.plan_at_slowest else "")
-        load.append(f"projection, not accepted output: {p.corpora} corpus(es) at "
-                    f"{target.stats.variant_id}'s median take {duration(p.hours_at_median)} "
-                    f"of processing ({duration(p.hours_at_fastest)} to "
-                    f"{duration(p.hours_at_slowest)} over its runs){plan}")
+        plan = (
+            f"; the {p.plan_at_slowest.plan_days}-day plan covers it even at the slowest run"
+            if p.plan_at_slowest
+            else ""
+        )
+        load.append(
+            f"projection, not accepted output: {p.corpora} corpus(es) at "
+            f"{target.stats.variant_id}'s median take {duration(p.hours_at_median)} "
+            f"of processing ({duration(p.hours_at_fastest)} to "
+            f"{duration(p.hours_at_slowest)} over its runs){plan}"
+        )
     return "; ".join(load)
 
 
-def _reasons(d: Decision, all_stats: Sequence[VariantStats],
-             comparable: Sequence[Costing]) -> str:
+def _reasons(d: Decision, all_stats: Sequence[VariantStats], comparable: Sequence[Costing]) -> str:
     reasons = []
     c = d.chosen
     if c is not None:
-        reasons.append(f"quality {c.stats.quality_verdict} within the locked threshold and "
-                       f"tolerance; {c.cost_text}: its "
-                       f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
-                       f"{c.projected_corpora} expected corpus(es), a forecast; "
-                       f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far")
-        ties = [o.stats.variant_id for o in comparable
-                if o is not c and o.forecast_per_expected == c.forecast_per_expected]
+        reasons.append(
+            f"quality {c.stats.quality_verdict} within the locked threshold and "
+            f"tolerance; {c.cost_text}: its "
+            f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
+            f"{c.projected_corpora} expected corpus(es), a forecast; "
+            f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
+        )
+        ties = [
+            o.stats.variant_id
+            for o in comparable
+            if o is not c and o.forecast_per_expected == c.forecast_per_expected
+        ]
         if ties:
-            unsure = [s.first if s.second == c.stats.variant_id else s.second
-                      for s in d.separations if s.verdict != stats.SEPARATED
-                      and c.stats.variant_id in (s.first, s.second)
-                      and {s.first, s.second} & set(ties)]
-            reasons.append(f"same cost as {', '.join(ties)}: chosen for the fastest median"
-                           + (f", not separated from {', '.join(unsure)}" if unsure else ""))
-        dearer = [o for o in comparable if o.forecast_per_expected is not None
-                  and c.forecast_per_expected is not None
-                  and o.forecast_per_expected > c.forecast_per_expected]
+            unsure = [
+                s.first if s.second == c.stats.variant_id else s.second
+                for s in d.separations
+                if s.verdict != stats.SEPARATED
+                and c.stats.variant_id in (s.first, s.second)
+                and {s.first, s.second} & set(ties)
+            ]
+            reasons.append(
+                f"same cost as {', '.join(ties)}: chosen for the fastest median"
+                + (f", not separated from {', '.join(unsure)}" if unsure else "")
+            )
+        dearer = [
+            o
+            for o in comparable
+            if o.forecast_per_expected is not None
+            and c.forecast_per_expected is not None
+            and o.forecast_per_expected > c.forecast_per_expected
+        ]
         reasons += [f"{o.stats.variant_id}: {o.cost_text}" for o in dearer]
-        confirmed = {o.stats.variant_id: o.accepted_count for o in comparable
-                     if o.forecast_per_expected is not None}
+        confirmed = {
+            o.stats.variant_id: o.accepted_count
+            for o in comparable
+            if o.forecast_per_expected is not None
+        }
         if len(set(confirmed.values())) > 1:  # seed 000: the same corpora, the same rules
             listed = ", ".join(f"{vid} {n}" for vid, n in confirmed.items())
-            reasons.append(f"the configurations have different confirmed corpora ({listed}): "
-                           "compare configurations that processed the same corpora")
+            reasons.append(
+                f"the configurations have different confirmed corpora ({listed}): "
+                "compare configurations that processed the same corpora"
+            )
         st = c.stats
-        counts = [f"{n} {what}" for n, what in ((st.failed, "failed"),
-                                                (st.interrupted, "interrupted"),
-                                                (st.excluded, "excluded")) if n]
-        reasons.append(f"{st.successes} successful runs of {st.attempts} attempts"
-                       + (f" ({', '.join(counts)})" if counts else ""))
-    reasons += [f"{o.stats.variant_id} counts {resume_text(o)}, in the Settlement's "
-                "projection and cost" for o in comparable if o.resume is not None]
+        counts = [
+            f"{n} {what}"
+            for n, what in (
+                (st.failed, "failed"),
+                (st.interrupted, "interrupted"),
+                (st.excluded, "excluded"),
+            )
+            if n
+        ]
+        reasons.append(
+            f"{st.successes} successful runs of {st.attempts} attempts"
+            + (f" ({', '.join(counts)})" if counts else "")
+        )
+    reasons += [
+        f"{o.stats.variant_id} counts {resume_text(o)}, in the Settlement's projection and cost"
+        for o in comparable
+        if o.resume is not None
+    ]
     for st in all_stats:
         if not st.equal_quality:
             reasons.append(f"{st.variant_id} kept out: {st.gate_note.split(': ', 1)[-1]}")
@@ -343,28 +452,42 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats],
 
 def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
     equal = {st.variant_id for st in all_stats if st.equal_quality}
-    unsettled = [s.sentence() for s in d.separations
-                 if s.verdict != stats.SEPARATED and {s.first, s.second} <= equal]
-    unsettled += [f"money: {m.sentence()}" for m in d.money
-                  if m.verdict in (stats.WITHIN_NOISE, stats.NO_DATA)]
+    unsettled = [
+        s.sentence()
+        for s in d.separations
+        if s.verdict != stats.SEPARATED and {s.first, s.second} <= equal
+    ]
+    unsettled += [
+        f"money: {m.sentence()}"
+        for m in d.money
+        if m.verdict in (stats.WITHIN_NOISE, stats.NO_DATA)
+    ]
     if not unsettled and len(equal) < 2:
-        unsettled = [f"{'no variant' if not equal else 'only ' + min(equal)} passes the "
-                     "equal-quality gate: there is no pair of equal-quality variants to separate"]
+        unsettled = [
+            f"{'no variant' if not equal else 'only ' + min(equal)} passes the "
+            "equal-quality gate: there is no pair of equal-quality variants to separate"
+        ]
     elif not unsettled:
-        unsettled = ["the series separates every pair of equal-quality variants, and no cost "
-                     "difference is within the measurement noise"]
-    return "; ".join(relaxation_sentences(all_stats) + pooled_hardware_sentences(all_stats)
-                     + unsettled)
+        unsettled = [
+            "the series separates every pair of equal-quality variants, and no cost "
+            "difference is within the measurement noise"
+        ]
+    return "; ".join(
+        relaxation_sentences(all_stats) + pooled_hardware_sentences(all_stats) + unsettled
+    )
 
 
 def pooled_hardware_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
     """Each variant whose successes ran on several machines or GPU models (a merge, a
     cluster): its median_s pools them under the one rule (R14), so it is no one machine's."""
-    return [f"{st.variant_id}'s median_s mixes hardware: its runs come from "
-            f"{len(st.machines)} machines ("
-            + ", ".join(f"{machine_label(m)} {len(runs)} run(s)"
-                        for m, runs in st.machines.items())
-            + "), so it is no one machine's figure" for st in all_stats if st.mixed_hardware]
+    return [
+        f"{st.variant_id}'s median_s mixes hardware: its runs come from "
+        f"{len(st.machines)} machines ("
+        + ", ".join(f"{machine_label(m)} {len(runs)} run(s)" for m, runs in st.machines.items())
+        + "), so it is no one machine's figure"
+        for st in all_stats
+        if st.mixed_hardware
+    ]
 
 
 def relaxation_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
@@ -373,11 +496,16 @@ def relaxation_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
     out = []
     for r in dict.fromkeys(r for st in all_stats for r in st.relaxations):
         users = [st.variant_id for st in all_stats if r.seen(st.corpora)]
-        out.append(f"{r.text()}: " + (
-            f"runs of {', '.join(users)} reuse the corpus measured before, so they are not the "
-            "new, independent evaluation that change requires (R2, R16)" if users else
-            "runs on the corpus measured before would not be the new, independent evaluation "
-            "that change requires (R2, R16)"))
+        out.append(
+            f"{r.text()}: "
+            + (
+                f"runs of {', '.join(users)} reuse the corpus measured before, so they are not the "
+                "new, independent evaluation that change requires (R2, R16)"
+                if users
+                else "runs on the corpus measured before would not be the new, independent evaluation "
+                "that change requires (R2, R16)"
+            )
+        )
     return out
 
 

@@ -67,45 +67,51 @@ class Figures:
 def of_variant(successes: Sequence[Mapping[str, Any]]) -> Figures:
     """The figures from a variant's successful Attempts rows (as the Summary's formulas
     select them: a success with the cell filled)."""
+
     def values(column: str) -> list[float]:
         return [v for v in (_number(a.get(column)) for a in successes) if v is not None]
 
     medians = {c: stats.median(values(c)) for c in SUMMARY_COLUMNS}
-    return Figures(tuple(values("decode_tokens_per_s")), medians["ttft_s"],
-                   medians["decode_ceiling_fraction"], stats.median(values("generated_tokens")),
-                   stats.minimum(values("token_agreement")),
-                   {c: _why_empty(successes, c) for c, v in medians.items() if v is None})
+    return Figures(
+        tuple(values("decode_tokens_per_s")),
+        medians["ttft_s"],
+        medians["decode_ceiling_fraction"],
+        stats.median(values("generated_tokens")),
+        stats.minimum(values("token_agreement")),
+        {c: _why_empty(successes, c) for c, v in medians.items() if v is None},
+    )
 
 
 def _why_empty(successes: Sequence[Mapping[str, Any]], column: str) -> str:
     if not successes:
         return "no successful run"
-    said = sorted({str(a.get(f"{column}_reason")) for a in successes
-                   if a.get(f"{column}_reason")})
+    said = sorted({str(a.get(f"{column}_reason")) for a in successes if a.get(f"{column}_reason")})
     return "; ".join(said) or f"no success recorded {column}"
 
 
-def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None]]
-                 ) -> list[str]:
+def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None]]) -> list[str]:
     """The Markdown lines of the generation section (``figures``: each variant's, as the
     Summary computed them; the KV cache from the refreshed Memory sheet); empty for a
     classification workbook."""
     if not is_generation(data):
         return []
     protocol = data.forms["Protocol"]
-    lines = [f"Decoding (Protocol): greedy, max_new_tokens {protocol.get('max_new_tokens')}, "
-             f"stop rule {protocol.get('stop_rule') or 'eos'}, long prompts "
-             f"{protocol.get('long_prompts') or 'refuse'}. Per variant over its successes; "
-             "decode tokens/s leaves the prefill out (TTFT is apart). Ceiling: decode tokens/s "
-             "the memory bandwidth allows (catalog on a GPU, measured copy rate on a CPU) for "
-             "the planner's bytes per step (weights + batch x KV cache). KV cache (Memory "
-             "sheet): the largest observed over the variant's attempts beside the planner's "
-             "estimate at the variant's batch, max_length + max_new_tokens tokens (an upper "
-             "bound: prompts are mostly shorter).", "",
-             "| variant | runs (decode tok/s) | median | min | max | TTFT median s | "
-             "generated tokens | KV peak B | planner KV B | ceiling fraction | "
-             "token agreement (lowest) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"Decoding (Protocol): greedy, max_new_tokens {protocol.get('max_new_tokens')}, "
+        f"stop rule {protocol.get('stop_rule') or 'eos'}, long prompts "
+        f"{protocol.get('long_prompts') or 'refuse'}. Per variant over its successes; "
+        "decode tokens/s leaves the prefill out (TTFT is apart). Ceiling: decode tokens/s "
+        "the memory bandwidth allows (catalog on a GPU, measured copy rate on a CPU) for "
+        "the planner's bytes per step (weights + batch x KV cache). KV cache (Memory "
+        "sheet): the largest observed over the variant's attempts beside the planner's "
+        "estimate at the variant's batch, max_length + max_new_tokens tokens (an upper "
+        "bound: prompts are mostly shorter).",
+        "",
+        "| variant | runs (decode tok/s) | median | min | max | TTFT median s | "
+        "generated tokens | KV peak B | planner KV B | ceiling fraction | "
+        "token agreement (lowest) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     memory = {str(r.get("variant_id")): r for r in data.tables["Memory"]}
     per_token: dict[str, list[float]] = {}
     for vid, found in figures:
@@ -121,7 +127,8 @@ def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None
             f"{_bytes(memory.get(vid), 'observed_kv_cache_bytes')} | "
             f"{_bytes(memory.get(vid), 'estimate_kv_cache_bytes')} | "
             f"{_fmt(found.decode_ceiling_fraction, '.5f')} | "
-            f"{_fmt(found.token_agreement, '.4f')} |")
+            f"{_fmt(found.token_agreement, '.4f')} |"
+        )
     lines += ["", "Separation on decode speed (seconds per token, the durations' rule):", ""]
     ran = {str(a.get("variant_id")) for a in data.tables["Attempts"]}
     lines += _separations(data.tables["Variants"], per_token, ran)
@@ -136,18 +143,25 @@ def _bytes(row: Mapping[str, Any] | None, column: str) -> str:
     return f"{value:,}" if value is not None else str(row.get(f"{column}_reason") or "—")
 
 
-def _separations(variants: Sequence[Mapping[str, Any]], runs: Mapping[str, list[float]],
-                 ran: set[str]) -> list[str]:
+def _separations(
+    variants: Sequence[Mapping[str, Any]], runs: Mapping[str, list[float]], ran: set[str]
+) -> list[str]:
     """Every pair of series 1 (batch is its only variable), then each later variant against
     its base_variant (the one column set it changes, R6): the durations' pairs."""
     first = [str(v.get("variant_id")) for v in variants if v.get("series") == 1]
-    pairs = [(a, b) for i, a in enumerate(first) for b in first[i + 1:]]
-    pairs += [(str(v["base_variant"]), str(v.get("variant_id"))) for v in variants
-              if v.get("series") != 1 and v.get("base_variant")]
+    pairs = [(a, b) for i, a in enumerate(first) for b in first[i + 1 :]]
+    pairs += [
+        (str(v["base_variant"]), str(v.get("variant_id")))
+        for v in variants
+        if v.get("series") != 1 and v.get("base_variant")
+    ]
     out = []
     for a, b in pairs:
         idle = [v for v in (a, b) if v not in ran]  # nothing failed: it never ran
-        found = (stats.not_run(a, b, idle) if idle
-                 else stats.separation(a, runs.get(a, []), b, runs.get(b, [])))
+        found = (
+            stats.not_run(a, b, idle)
+            if idle
+            else stats.separation(a, runs.get(a, []), b, runs.get(b, []))
+        )
         out.append(f"- {found.sentence()}")
     return out or ["- no pair to compare"]

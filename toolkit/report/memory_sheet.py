@@ -32,14 +32,18 @@ def memory_rows_of(data: WorkbookData, base_dir: Path) -> list[dict[str, Any]]:
         elif isinstance(new_tokens, int) and isinstance(v.get("max_length"), int):
             # A generation's sequences grow past the prompt budget by max_new_tokens: the KV
             # cache and activations are estimated at max_length + max_new_tokens.
-            estimates[vid] = variant_estimate({**v, "max_length": v["max_length"] + new_tokens},
-                                              base_dir)
+            estimates[vid] = variant_estimate(
+                {**v, "max_length": v["max_length"] + new_tokens}, base_dir
+            )
         else:
-            estimates[vid] = ("a generation is estimated at max_length + the Protocol's "
-                              "max_new_tokens: both must be whole numbers")
+            estimates[vid] = (
+                "a generation is estimated at max_length + the Protocol's "
+                "max_new_tokens: both must be whole numbers"
+            )
     columns = [col for _, col in (*OBSERVED, KV_CACHE)] if generation else None
-    return memory_rows(estimates, peak_observations(data.tables["Attempts"], columns),
-                       generation=generation)
+    return memory_rows(
+        estimates, peak_observations(data.tables["Attempts"], columns), generation=generation
+    )
 
 
 OBSERVED = (
@@ -51,8 +55,9 @@ OBSERVED = (
 KV_CACHE = ("observed_kv_cache_bytes", "kv_cache_peak_bytes")
 
 
-def peak_observations(attempts: Iterable[Mapping[str, Any]],
-                      columns: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+def peak_observations(
+    attempts: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Per variant, the largest observed memory peaks over its attempts (Attempts rows).
 
     ``columns``: the Attempts columns to read, OBSERVED's by default. Excluded
@@ -83,9 +88,11 @@ def peak_observations(attempts: Iterable[Mapping[str, Any]],
     return out
 
 
-def memory_rows(estimates_by_variant: Mapping[str, Estimate | str],
-                observed_by_variant: Mapping[str, Mapping[str, Any]],
-                generation: bool = False) -> list[dict[str, Any]]:
+def memory_rows(
+    estimates_by_variant: Mapping[str, Estimate | str],
+    observed_by_variant: Mapping[str, Mapping[str, Any]],
+    generation: bool = False,
+) -> list[dict[str, Any]]:
     """Rows of the Memory sheet: estimate beside observation, per variant (R18).
 
     ``estimates_by_variant`` maps a variant to its Estimate, or to the reason
@@ -104,26 +111,41 @@ def memory_rows(estimates_by_variant: Mapping[str, Estimate | str],
         obs = observed_by_variant.get(vid)
         row: dict[str, Any] = {"variant_id": vid}
         if isinstance(est, Estimate):
-            row.update(estimate_bytes=est.total, estimate_bytes_reason=None,
-                       estimate_tensors_bytes=est.subtotal, estimate_tensors_bytes_reason=None,
-                       estimate_basis=est.basis(), estimate_kv_cache_bytes=est.term(
-                           "kv_cache").bytes, estimate_kv_cache_bytes_reason=None)
+            row.update(
+                estimate_bytes=est.total,
+                estimate_bytes_reason=None,
+                estimate_tensors_bytes=est.subtotal,
+                estimate_tensors_bytes_reason=None,
+                estimate_basis=est.basis(),
+                estimate_kv_cache_bytes=est.term("kv_cache").bytes,
+                estimate_kv_cache_bytes_reason=None,
+            )
         else:
-            row.update(estimate_bytes=None, estimate_bytes_reason=est,
-                       estimate_tensors_bytes=None, estimate_tensors_bytes_reason=est,
-                       estimate_basis=None, estimate_kv_cache_bytes=None,
-                       estimate_kv_cache_bytes_reason=est)
+            row.update(
+                estimate_bytes=None,
+                estimate_bytes_reason=est,
+                estimate_tensors_bytes=None,
+                estimate_tensors_bytes_reason=est,
+                estimate_basis=None,
+                estimate_kv_cache_bytes=None,
+                estimate_kv_cache_bytes_reason=est,
+            )
         if not generation:
-            row.update(estimate_kv_cache_bytes=None, estimate_kv_cache_bytes_reason=NOT_GENERATION,
-                       observed_kv_cache_bytes=None, observed_kv_cache_bytes_reason=NOT_GENERATION)
+            row.update(
+                estimate_kv_cache_bytes=None,
+                estimate_kv_cache_bytes_reason=NOT_GENERATION,
+                observed_kv_cache_bytes=None,
+                observed_kv_cache_bytes_reason=NOT_GENERATION,
+            )
         for out_col, col in observed:
             if obs is None:
                 row[out_col], row[f"{out_col}_reason"] = None, "no attempt recorded"
             else:
                 value = obs.get(col)
                 row[out_col] = value
-                row[f"{out_col}_reason"] = None if value is not None else \
-                    (obs.get(f"{col}_reason") or "not measured")
+                row[f"{out_col}_reason"] = (
+                    None if value is not None else (obs.get(f"{col}_reason") or "not measured")
+                )
         _compare(row, est)
         rows.append({name: row.get(name) for name in layout.MEMORY.names})
     return rows
@@ -153,8 +175,9 @@ def _compare(row: dict[str, Any], est: Estimate | str) -> None:
     if over:
         row["flag"] = "OVER ESTIMATE: " + "; ".join(over)
     elif allocated is None:
-        row["flag"] = ("KV cache within estimate; " if kv_compared else "not compared: ") + \
-            "device memory not measured"
+        row["flag"] = (
+            "KV cache within estimate; " if kv_compared else "not compared: "
+        ) + "device memory not measured"
     else:
         row["flag"] = "within estimate"
 
@@ -179,10 +202,14 @@ def variant_estimate(variant: Mapping[str, Any], base_dir: Path) -> Estimate | s
     try:
         shape = shape_from_config(folder)
         quantized = variant.get("quantization") == "dynamic-int8"
-        return estimate(shape, workload="inference",
-                        precision="int8" if quantized else str(variant["precision"]),
-                        compute=str(variant["precision"]),
-                        seq_len=int(variant["max_length"]), batch=int(variant["batch_size"]),
-                        attention=str(variant.get("attention_backend") or "sdpa"))
+        return estimate(
+            shape,
+            workload="inference",
+            precision="int8" if quantized else str(variant["precision"]),
+            compute=str(variant["precision"]),
+            seq_len=int(variant["max_length"]),
+            batch=int(variant["batch_size"]),
+            attention=str(variant.get("attention_backend") or "sdpa"),
+        )
     except (UsageError, KeyError, TypeError, ValueError) as exc:
         return f"estimate not computed: {exc}"

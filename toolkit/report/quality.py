@@ -37,14 +37,26 @@ def apply_gate(all_stats: Sequence[VariantStats], protocol: dict[str, Any]) -> N
         if st.attempts and resume is None:
             reasons = feasibility_reasons(st) + reasons
         st.equal_quality = not reasons
-        st.gate_note = ("outside the equal-quality comparison: " + "; ".join(reasons)
-                        if reasons else _resume_note(st, resume))
+        st.gate_note = (
+            "outside the equal-quality comparison: " + "; ".join(reasons)
+            if reasons
+            else _resume_note(st, resume)
+        )
     for st in all_stats:  # R13: the resume variant says where its time and attempts count
         resumed = next((o for o in all_stats if resumed_by(o, all_stats) is st), None)
         if resumed is not None and st.equal_quality:
-            st.gate_note = "; ".join(filter(None, [st.gate_note, (
-                f"resume variant of {resumed.variant_id} (R13): its time and attempts count "
-                f"with {resumed.variant_id} in the Settlement")]))
+            st.gate_note = "; ".join(
+                filter(
+                    None,
+                    [
+                        st.gate_note,
+                        (
+                            f"resume variant of {resumed.variant_id} (R13): its time and attempts count "
+                            f"with {resumed.variant_id} in the Settlement"
+                        ),
+                    ],
+                )
+            )
 
 
 #: Unfinished attempts named in a note; past it, how many more.
@@ -57,9 +69,11 @@ def feasibility_reasons(st: VariantStats) -> list[str]:
         return []
     named = ", ".join(st.unfinished[:SHOWN])
     more = f" and {len(st.unfinished) - SHOWN} more" if len(st.unfinished) > SHOWN else ""
-    return [f"not feasible (R18): {len(st.unfinished)} attempt(s) did not finish the whole "
-            f"corpus: {named}{more}; an option must finish the corpus, long inputs included, "
-            "before its cost is compared"]
+    return [
+        f"not feasible (R18): {len(st.unfinished)} attempt(s) did not finish the whole "
+        f"corpus: {named}{more}; an option must finish the corpus, long inputs included, "
+        "before its cost is compared"
+    ]
 
 
 def resumed_by(st: VariantStats, all_stats: Sequence[VariantStats]) -> VariantStats | None:
@@ -67,17 +81,21 @@ def resumed_by(st: VariantStats, all_stats: Sequence[VariantStats]) -> VariantSt
     unfinished attempts: it has a success and no unfinished attempt of its own."""
     if not st.unfinished:
         return None
-    return next((o for o in all_stats if o.resume_of == st.variant_id and o.successes
-                 and not o.unfinished), None)
+    return next(
+        (o for o in all_stats if o.resume_of == st.variant_id and o.successes and not o.unfinished),
+        None,
+    )
 
 
 def _resume_note(st: VariantStats, resume: VariantStats | None) -> str:
     if resume is None:
         return ""
-    return (f"feasible with its resume variant {resume.variant_id} (R13): its "
-            f"{len(st.unfinished)} unfinished attempt(s) are resumed by {resume.variant_id}, "
-            f"which finished the whole corpus; choosing {st.variant_id} means running "
-            f"{resume.variant_id} after such a failure")
+    return (
+        f"feasible with its resume variant {resume.variant_id} (R13): its "
+        f"{len(st.unfinished)} unfinished attempt(s) are resumed by {resume.variant_id}, "
+        f"which finished the whole corpus; choosing {st.variant_id} means running "
+        f"{resume.variant_id} after such a failure"
+    )
 
 
 def held_to(st: VariantStats, name: str, value: float | None) -> float | None:
@@ -90,8 +108,13 @@ def held_to(st: VariantStats, name: str, value: float | None) -> float | None:
     return max(value, *before) if name == "threshold" else min(value, *before)
 
 
-def gate_reasons(st: VariantStats, threshold: float | None, tolerance: float | None,
-                 reference_id: Any, ref_metric: float | None) -> list[str]:
+def gate_reasons(
+    st: VariantStats,
+    threshold: float | None,
+    tolerance: float | None,
+    reference_id: Any,
+    ref_metric: float | None,
+) -> list[str]:
     """Why a variant stays out of the cost comparison (empty when it joins)."""
     if st.attempts == 0:
         return ["not run yet"]
@@ -103,15 +126,28 @@ def gate_reasons(st: VariantStats, threshold: float | None, tolerance: float | N
     metric = st.metric_value
     bar = held_to(st, "threshold", threshold)
     if metric is not None and bar is not None and metric < bar - EPSILON:
-        reasons.append(f"metric {metric:.4f} below the locked threshold {bar:.4f}"
-                       if bar == threshold else f"metric {metric:.4f} below {bar:.4f}, the "
-                       "threshold in force before it was lowered after attempts on this corpus "
-                       "(R16)")
+        reasons.append(
+            f"metric {metric:.4f} below the locked threshold {bar:.4f}"
+            if bar == threshold
+            else f"metric {metric:.4f} below {bar:.4f}, the "
+            "threshold in force before it was lowered after attempts on this corpus "
+            "(R16)"
+        )
     allowed = held_to(st, "tolerance", tolerance)
-    if (metric is not None and allowed is not None and ref_metric is not None
-            and metric < ref_metric - allowed - EPSILON):
-        reasons.append(f"metric {metric:.4f} more than {allowed:.4f} below the reference "
-                       f"{reference_id} ({ref_metric:.4f})" + (
-                           "" if allowed == tolerance else ": the tolerance in force before "
-                           "it was widened after attempts on this corpus (R16)"))
+    if (
+        metric is not None
+        and allowed is not None
+        and ref_metric is not None
+        and metric < ref_metric - allowed - EPSILON
+    ):
+        reasons.append(
+            f"metric {metric:.4f} more than {allowed:.4f} below the reference "
+            f"{reference_id} ({ref_metric:.4f})"
+            + (
+                ""
+                if allowed == tolerance
+                else ": the tolerance in force before "
+                "it was widened after attempts on this corpus (R16)"
+            )
+        )
     return reasons

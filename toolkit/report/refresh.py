@@ -72,8 +72,9 @@ def _catalog(data: WorkbookData) -> tuple[Catalog | None, str | None]:
         return None, exc.message
 
 
-def refresh(data: WorkbookData, base_dir: Path,
-            untrusted: Mapping[str, int] | None = None) -> Refreshed:
+def refresh(
+    data: WorkbookData, base_dir: Path, untrusted: Mapping[str, int] | None = None
+) -> Refreshed:
     """Recompute every computed sheet of ``data`` in place and return what was found.
 
     Protocol, Variants, Attempts, Manifest, Tariffs and Audit are not changed;
@@ -109,16 +110,25 @@ def refresh(data: WorkbookData, base_dir: Path,
 
     window_text = None
     if win is not None:
-        window_text = (f"campaign window {rules.stamp(win.start)} to {rules.stamp(win.end)} "
-                       f"({rules.hours_text(win.span_hours)})"
-                       + _deadline_note(win, protocol.get("deadline")))
+        window_text = (
+            f"campaign window {rules.stamp(win.start)} to {rules.stamp(win.end)} "
+            f"({rules.hours_text(win.span_hours)})" + _deadline_note(win, protocol.get("deadline"))
+        )
     incurred = [r for r in data.tables["Settlement"] if r.get("part") == "incurred"]
-    d = decision.decide(all_stats, data.tables["Variants"], found, protocol, catalog,
-                        window_text, costs.incurred_summary(incurred))
+    d = decision.decide(
+        all_stats,
+        data.tables["Variants"],
+        found,
+        protocol,
+        catalog,
+        window_text,
+        costs.incurred_summary(incurred),
+    )
     decision.update_memo(data.forms["Decision"], d)
     data.forms["Decision"]["draft"] += (  # the Audit rows are all logged by now
         f"\ncampaign head: {campaign_head(data)} (keep it outside the folder; "
-        "`iteralab verify WORKBOOK --head HASH`)")
+        "`iteralab verify WORKBOOK --head HASH`)"
+    )
     # Which run the memo reflects: validate names a memo older than the numbers it quotes.
     data.forms["Decision"]["report_run"] = money_rules.memo_stamp(data, now_text())
     data.charts = workbook_charts(data)
@@ -129,8 +139,9 @@ def refresh(data: WorkbookData, base_dir: Path,
         notes.append(f"no prices: {catalog_problem}")
     if window_problem and any(c.gpu_slug for c in found):
         notes.append(f"no plan: {window_problem}")
-    return Refreshed(all_stats, found, d, catalog, win, window_problem, notes=notes,
-                     incurred=incurred)
+    return Refreshed(
+        all_stats, found, d, catalog, win, window_problem, notes=notes, incurred=incurred
+    )
 
 
 #: Validation checks whose findings a refresh clears by logging the edit in Audit.
@@ -151,6 +162,8 @@ def _deadline_note(win: schedule.Window, deadline: Any) -> str:
         return ""
     late = rules.elapsed_seconds(due, win.end)
     if late > 0:
-        return (f", ending {rules.hours_text(Decimal(late) / 3600)} after the deadline: "
-                "revise the schedule")
+        return (
+            f", ending {rules.hours_text(Decimal(late) / 3600)} after the deadline: "
+            "revise the schedule"
+        )
     return ", ending by the deadline (covering a plan says nothing about finishing on time)"

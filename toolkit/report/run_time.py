@@ -16,12 +16,12 @@ from toolkit.plumbing import beside
 OVERHEAD_NAMES = {
     "startup_s": "start-up (process start, imports, checks, the fork server's imports)",
     "worker_start_s": "starting each attempt and taking its record (a fork, or the imports "
-                      "in this process; the worker's exit)",
+    "in this process; the worker's exit)",
     "around_phases_s": "inside each worker around the phases (environment, peak probe, record)",
     "bookkeeping_s": "between attempts (ids, journal start lines, progress)",
     "closing_s": "closing (the workers' fork server stopped, the display closed)",
     "saves_s": "workbook saves waited for (the last background save, the final ingestion "
-               "with its refresh)",
+    "with its refresh)",
 }
 
 
@@ -47,21 +47,29 @@ def short(time: dict[str, Any]) -> list[str]:
     """Two lines: the three parts of the wall time, then the overhead's parts."""
     wall = float(time["wall_s"]) or 1e-9
     per = time.get("overhead_per_attempt_s")
-    parts = ", ".join(f"{k.removesuffix('_s').replace('_', ' ')} {time['overhead'][k]:.2f}"
-                      for k in OVERHEAD_NAMES)
-    return [f"wall {time['wall_s']:.1f} s = measured windows {time['measured_s']:.1f} s "
-            f"({time['measured_s'] / wall:.0%}) + the protocol's floor {time['floor_s']:.1f} s "
-            f"({time['floor_s'] / wall:.0%}) + the toolkit's overhead "
-            f"{time['overhead_s']:.1f} s ({time['overhead_s'] / wall:.0%}"
-            + (f", {per:.2f} s per attempt" if per is not None else "") + ")",
-            f"overhead (s): {parts}"]
+    parts = ", ".join(
+        f"{k.removesuffix('_s').replace('_', ' ')} {time['overhead'][k]:.2f}"
+        for k in OVERHEAD_NAMES
+    )
+    return [
+        f"wall {time['wall_s']:.1f} s = measured windows {time['measured_s']:.1f} s "
+        f"({time['measured_s'] / wall:.0%}) + the protocol's floor {time['floor_s']:.1f} s "
+        f"({time['floor_s'] / wall:.0%}) + the toolkit's overhead "
+        f"{time['overhead_s']:.1f} s ({time['overhead_s'] / wall:.0%}"
+        + (f", {per:.2f} s per attempt" if per is not None else "")
+        + ")",
+        f"overhead (s): {parts}",
+    ]
 
 
 def lines(time: dict[str, Any]) -> list[str]:
     """The breakdown as lines of text (no Markdown beyond a leading ``- ``)."""
     wall = float(time["wall_s"]) or 1e-9
-    start = "from the iteralab process's start" if time.get("from_process_start") else \
-        "from the campaign's start (run from another program)"
+    start = (
+        "from the iteralab process's start"
+        if time.get("from_process_start")
+        else "from the campaign's start (run from another program)"
+    )
     out = [f"wall {time['wall_s']:.1f} s ({start}), {time['attempts']} attempt(s):"]
 
     def part(seconds: float, name: str) -> str:
@@ -69,15 +77,31 @@ def lines(time: dict[str, Any]) -> list[str]:
 
     out.append(part(time["measured_s"], "measured windows"))
     floor = time["floor"]
-    out.append(part(time["floor_s"], "the protocol's floor: load "
-                    f"{floor['load_s']:.2f} s, warm-up {floor['warmup_s']:.2f} s, evaluation "
-                    f"{floor['evaluation_s']:.2f} s, export {floor['export_s']:.2f} s"))
-    out.append(part(time["overhead_s"], "the toolkit's overhead"
-                    + (f", {time['overhead_per_attempt_s']:.2f} s per attempt"
-                       if time.get("overhead_per_attempt_s") is not None else "") + ":"))
+    out.append(
+        part(
+            time["floor_s"],
+            "the protocol's floor: load "
+            f"{floor['load_s']:.2f} s, warm-up {floor['warmup_s']:.2f} s, evaluation "
+            f"{floor['evaluation_s']:.2f} s, export {floor['export_s']:.2f} s",
+        )
+    )
+    out.append(
+        part(
+            time["overhead_s"],
+            "the toolkit's overhead"
+            + (
+                f", {time['overhead_per_attempt_s']:.2f} s per attempt"
+                if time.get("overhead_per_attempt_s") is not None
+                else ""
+            )
+            + ":",
+        )
+    )
     for key, name in OVERHEAD_NAMES.items():
         out.append("  " + part(time["overhead"][key], name))
     if time.get("saves_beside_attempts_s"):
-        out.append(f"- workbook saves beside the attempts (not on the clock): "
-                   f"{time['saves_beside_attempts_s']:.2f} s")
+        out.append(
+            f"- workbook saves beside the attempts (not on the clock): "
+            f"{time['saves_beside_attempts_s']:.2f} s"
+        )
     return out

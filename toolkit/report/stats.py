@@ -100,18 +100,28 @@ class Separation:
 def not_run(first: str, second: str, idle: Sequence[str]) -> Separation:
     """The verdict of a pair one of whose variants has no attempt yet: nothing failed, so
     the advice is to run it, not to fix failures."""
-    return Separation(first, second, NO_DATA, f"{' and '.join(idle)} not run yet",
-                      "run it under the same protocol")
+    return Separation(
+        first,
+        second,
+        NO_DATA,
+        f"{' and '.join(idle)} not run yet",
+        "run it under the same protocol",
+    )
 
 
-def separation(first: str, first_runs: Sequence[float], second: str,
-               second_runs: Sequence[float]) -> Separation:
+def separation(
+    first: str, first_runs: Sequence[float], second: str, second_runs: Sequence[float]
+) -> Separation:
     """Compare two variants' measured durations by the rule in this module's docstring."""
     missing = [name for name, runs in ((first, first_runs), (second, second_runs)) if not runs]
     if missing:
-        return Separation(first, second, NO_DATA,
-                          f"no successful run of {' and '.join(missing)}",
-                          "fix the failures, then measure again under the same protocol")
+        return Separation(
+            first,
+            second,
+            NO_DATA,
+            f"no successful run of {' and '.join(missing)}",
+            "fix the failures, then measure again under the same protocol",
+        )
     a_med, b_med = statistics.median(first_runs), statistics.median(second_runs)
     gap = abs(a_med - b_med)
     spread = max(max(first_runs) - min(first_runs), max(second_runs) - min(second_runs))
@@ -121,17 +131,22 @@ def separation(first: str, first_runs: Sequence[float], second: str,
     numbers: dict[str, Any] = dict(faster=faster, gap_s=gap, spread_s=spread, chance=chance)
     counts = f"{len(first_runs)} vs {len(second_runs)} runs"
     if apart and chance <= SIGNIFICANCE:
-        reason = (f"ranges apart, {faster} faster by {gap:.3f} s at the median; "
-                  f"{counts}, chance {chance:.1%}")
+        reason = (
+            f"ranges apart, {faster} faster by {gap:.3f} s at the median; "
+            f"{counts}, chance {chance:.1%}"
+        )
         return Separation(first, second, SEPARATED, reason, "", **numbers)
-    noisy = [f"{name}'s runs spread {(max(r) - min(r)) / statistics.median(r):.0%} of its median"
-             for name, r in ((first, first_runs), (second, second_runs))
-             if statistics.median(r) > 0 and (max(r) - min(r)) / statistics.median(r)
-             > NOISY_SPREAD]
+    noisy = [
+        f"{name}'s runs spread {(max(r) - min(r)) / statistics.median(r):.0%} of its median"
+        for name, r in ((first, first_runs), (second, second_runs))
+        if statistics.median(r) > 0 and (max(r) - min(r)) / statistics.median(r) > NOISY_SPREAD
+    ]
     if apart:
         reason = f"ranges apart but only {counts}: chance {chance:.0%} without a real difference"
-        advice = (f"add repetitions under the same protocol ({runs_needed()} or more per "
-                  "variant make a clean split meaningful)")
+        advice = (
+            f"add repetitions under the same protocol ({runs_needed()} or more per "
+            "variant make a clean split meaningful)"
+        )
     else:
         reason = f"ranges overlap: gap {gap:.3f} s between medians, spread up to {spread:.3f} s"
         advice = f"add repetitions under the same protocol, or look at {CAUSES}"
@@ -159,8 +174,12 @@ WITHIN_NOISE = "within the measurement noise"
 SAME_COST = "same cost"
 
 
-def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, second: str,
-                    second_costs: tuple[Decimal, Decimal] | None) -> CostComparison:
+def cost_comparison(
+    first: str,
+    first_costs: tuple[Decimal, Decimal] | None,
+    second: str,
+    second_costs: tuple[Decimal, Decimal] | None,
+) -> CostComparison:
     """Compare two budget intervals (budget at the fastest run, at the slowest run).
 
     The budgets are the projection's (the plans that cover the expected outputs), not the
@@ -172,27 +191,40 @@ def cost_comparison(first: str, first_costs: tuple[Decimal, Decimal] | None, sec
     """
     missing = [n for n, c in ((first, first_costs), (second, second_costs)) if c is None]
     if missing or first_costs is None or second_costs is None:
-        return CostComparison(first, second, NO_DATA,
-                              f"no cost for {' and '.join(missing)}")
+        return CostComparison(first, second, NO_DATA, f"no cost for {' and '.join(missing)}")
     a_lo, a_hi = sorted(first_costs)
     b_lo, b_hi = sorted(second_costs)
     fixed = a_lo == a_hi and b_lo == b_hi
     if a_hi < b_lo or b_hi < a_lo:
         cheaper, dearer = (first, second) if a_hi < b_lo else (second, first)
         diff = (b_lo - a_hi) if a_hi < b_lo else (a_lo - b_hi)
-        how = ("the runs' spread does not change either plan" if fixed
-               else "even at the least favourable runs")
-        return CostComparison(first, second, BEYOND_NOISE,
-                              f"{cheaper} cheaper than {dearer} by at least "
-                              f"{_money(diff)} for the expected outputs; {how}")
+        how = (
+            "the runs' spread does not change either plan"
+            if fixed
+            else "even at the least favourable runs"
+        )
+        return CostComparison(
+            first,
+            second,
+            BEYOND_NOISE,
+            f"{cheaper} cheaper than {dearer} by at least "
+            f"{_money(diff)} for the expected outputs; {how}",
+        )
     if fixed:
-        return CostComparison(first, second, SAME_COST,
-                              f"{_money(a_lo)} each for the expected outputs; the runs' spread "
-                              "changes neither plan")
-    return CostComparison(first, second, WITHIN_NOISE,
-                          f"budgets {_money(a_lo)}-{_money(a_hi)} and "
-                          f"{_money(b_lo)}-{_money(b_hi)} overlap: which is cheaper depends "
-                          "on which run is typical")
+        return CostComparison(
+            first,
+            second,
+            SAME_COST,
+            f"{_money(a_lo)} each for the expected outputs; the runs' spread changes neither plan",
+        )
+    return CostComparison(
+        first,
+        second,
+        WITHIN_NOISE,
+        f"budgets {_money(a_lo)}-{_money(a_hi)} and "
+        f"{_money(b_lo)}-{_money(b_hi)} overlap: which is cheaper depends "
+        "on which run is typical",
+    )
 
 
 def _money(amount: Decimal) -> str:

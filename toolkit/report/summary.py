@@ -35,9 +35,11 @@ ATTEMPT_ROWS = 10_000
 SPARE_ROWS = 1_000
 #: How many raw durations the sheet shows side by side (run_1_s .. run_5_s).
 RUN_COLUMNS = layout.RUN_COLUMNS
-SUCCESS_RULE = ("a success is an attempt with status completed, ids_match yes, a measured_s, "
-                "not excluded and not pre-amendment; only successes enter the median, min "
-                "and max")
+SUCCESS_RULE = (
+    "a success is an attempt with status completed, ids_match yes, a measured_s, "
+    "not excluded and not pre-amendment; only successes enter the median, min "
+    "and max"
+)
 NO_DATA = "no data: no successful run (completed, ids match, not excluded, not pre-amendment)"
 MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes")
 #: The software stack a measurement belongs to (R4): two variants compared on different
@@ -64,11 +66,13 @@ def _number(value: Any) -> float | None:
 
 def is_success(attempt: dict[str, Any]) -> bool:
     """Whether an Attempts row enters the statistics (:data:`SUCCESS_RULE`)."""
-    return (_text(attempt.get("status")) == "completed"
-            and _text(attempt.get("ids_match")) == YES
-            and _text(attempt.get("excluded")) != YES
-            and _text(attempt.get("pre_amendment")) != YES
-            and attempt.get("measured_s") is not None)
+    return (
+        _text(attempt.get("status")) == "completed"
+        and _text(attempt.get("ids_match")) == YES
+        and _text(attempt.get("excluded")) != YES
+        and _text(attempt.get("pre_amendment")) != YES
+        and attempt.get("measured_s") is not None
+    )
 
 
 @dataclass
@@ -174,9 +178,12 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
     for v in data.tables["Variants"]:
         vid = v.get("variant_id")
         if vid is not None:
-            found[str(vid)] = VariantStats(str(vid), v.get("series"), v.get("description"),
-                                           resume_of=str(v.get("resume_of") or "").strip()
-                                           or None)
+            found[str(vid)] = VariantStats(
+                str(vid),
+                v.get("series"),
+                v.get("description"),
+                resume_of=str(v.get("resume_of") or "").strip() or None,
+            )
     for a in data.tables["Attempts"]:
         if a.get("variant_id") is None:
             continue  # a row without a variant belongs to no summary (validate reports it)
@@ -191,23 +198,33 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         st.relaxations = relaxed
         mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
         _finish(st, mine)
-        st.corpora = frozenset(str(corpus_of[a.get("manifest_id")]) for a in mine
-                               if is_success(a) and corpus_of.get(a.get("manifest_id")))
-        used = [manifests[a.get("manifest_id")] for a in mine
-                if is_success(a) and a.get("manifest_id") in manifests]
-        st.stacks = {f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
-                     for f in STACK_FIELDS + HARDWARE_FIELDS}
+        st.corpora = frozenset(
+            str(corpus_of[a.get("manifest_id")])
+            for a in mine
+            if is_success(a) and corpus_of.get(a.get("manifest_id"))
+        )
+        used = [
+            manifests[a.get("manifest_id")]
+            for a in mine
+            if is_success(a) and a.get("manifest_id") in manifests
+        ]
+        st.stacks = {
+            f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
+            for f in STACK_FIELDS + HARDWARE_FIELDS
+        }
         st.machines = _machine_runs(mine, manifests)
-        declared = next((v for v in data.tables["Variants"]
-                         if str(v.get("variant_id")) == st.variant_id), None)
+        declared = next(
+            (v for v in data.tables["Variants"] if str(v.get("variant_id")) == st.variant_id), None
+        )
         wins = [a for a in mine if is_success(a)]
         st.usage = utilisation.of_variant(wins, manifests, declared)
         st.generation = generation.of_variant(wins) if generative else None
     return list(found.values())
 
 
-def _machine_runs(attempts: list[dict[str, Any]], manifests: dict[Any, dict[str, Any]]
-                  ) -> dict[tuple[str | None, str | None], list[float]]:
+def _machine_runs(
+    attempts: list[dict[str, Any]], manifests: dict[Any, dict[str, Any]]
+) -> dict[tuple[str | None, str | None], list[float]]:
     """The successes' measured_s per (host, gpu_name) of their Manifest rows; None where
     the row or the field is missing (a workbook from before host was recorded)."""
     found: dict[tuple[str | None, str | None], list[float]] = {}
@@ -236,16 +253,21 @@ def _count(st: VariantStats, a: dict[str, Any]) -> None:
         st.exclusions.append(f"{a.get('attempt_id')}: {a.get('exclusion_reason') or 'no reason'}")
     st.pre_amendment += _text(a.get("pre_amendment")) == YES
     if unfinished(a):
-        st.unfinished.append(f"{a.get('attempt_id')} ({status or 'no status'}, "
-                             f"{a.get('items_completed')} of {a.get('expected_ids')} items)")
+        st.unfinished.append(
+            f"{a.get('attempt_id')} ({status or 'no status'}, "
+            f"{a.get('items_completed')} of {a.get('expected_ids')} items)"
+        )
 
 
 def unfinished(attempt: dict[str, Any]) -> bool:
     """Whether an attempt held against the variant's feasibility (R18) did not finish the
     whole corpus: failed, or fewer items completed than expected. Exclusions, pre-amendment
     runs and interruptions (Ctrl-C, a killed run: their slot runs again) are not held."""
-    if (_text(attempt.get("excluded")) == YES or _text(attempt.get("pre_amendment")) == YES
-            or _text(attempt.get("status")) == "interrupted"):
+    if (
+        _text(attempt.get("excluded")) == YES
+        or _text(attempt.get("pre_amendment")) == YES
+        or _text(attempt.get("status")) == "interrupted"
+    ):
         return False
     items, expected = _number(attempt.get("items_completed")), attempt.get("expected_ids")
     return _text(attempt.get("status")) == "failed" or items is None or items != expected
@@ -264,17 +286,18 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
         seed = a.get("seed")
         if isinstance(seed, int) and not isinstance(seed, bool):
             st.by_seed.setdefault(seed, []).append(s)
-    st.campaign_runs = tuple(_phases_sum(a) for a in wins
-                             if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES))
+    st.campaign_runs = tuple(
+        _phases_sum(a) for a in wins if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES)
+    )
     items = [_number(a.get("expected_ids")) for a in wins]
     st.items = stats.median([i for i in items if i is not None])
     verdicts = {_text(a.get("quality_verdict")) for a in wins} - {"not evaluated", ""}
-    st.quality_verdict = ("fail" if "fail" in verdicts else "pass" if verdicts == {"pass"}
-                          else "not evaluated")
+    st.quality_verdict = (
+        "fail" if "fail" in verdicts else "pass" if verdicts == {"pass"} else "not evaluated"
+    )
     metrics = [m for m in (_number(a.get("metric_value")) for a in wins) if m is not None]
     st.metric_value = stats.median(metrics)
-    agreements = [m for m in (_number(a.get("reference_agreement")) for a in wins)
-                  if m is not None]
+    agreements = [m for m in (_number(a.get("reference_agreement")) for a in wins) if m is not None]
     st.reference_agreement = stats.minimum(agreements)
     kept = [a for a in attempts if _text(a.get("excluded")) != YES]
     for col in MEMORY_COLUMNS:
@@ -316,16 +339,18 @@ def _abs_cell(column: str, row: int) -> str:
 
 def success_condition(r: Ranges, row: int) -> str:
     """The array condition selecting this Summary row's successes (1 or 0 per Attempts row)."""
-    return (f'({r("variant_id")}={_abs_cell("variant_id", row)})'
-            f'*({r("status")}="completed")*({r("ids_match")}="yes")'
-            f'*({r("excluded")}<>"yes")*({r("pre_amendment")}<>"yes")'
-            f'*({r("measured_s")}<>"")')
+    return (
+        f"({r('variant_id')}={_abs_cell('variant_id', row)})"
+        f'*({r("status")}="completed")*({r("ids_match")}="yes")'
+        f'*({r("excluded")}<>"yes")*({r("pre_amendment")}<>"yes")'
+        f'*({r("measured_s")}<>"")'
+    )
 
 
 def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, Any]:
     """The Summary row of one variant written at Excel row ``row``: formulas with values."""
     vid = _abs_cell("variant_id", row)
-    mine = f'({r("variant_id")}={vid})'
+    mine = f"({r('variant_id')}={vid})"
     ok = success_condition(r, row)
     full = ok + "".join(f'*({r(p)}<>"")' for p in CAMPAIGN_PHASES)
     successes = _cell("successes", row)
@@ -338,9 +363,12 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
 
     def guarded(function: str, column: str, condition: str, value: Any) -> Formula:
         # MIN/MAX of an empty selection give 0 in a spreadsheet: count first.
-        selected = f"{condition}*({r(column)}<>\"\")"
-        return Formula(f'IF(SUMPRODUCT({selected})=0,"",{function}(IF({selected},{r(column)})))',
-                       value, array=True)
+        selected = f'{condition}*({r(column)}<>"")'
+        return Formula(
+            f'IF(SUMPRODUCT({selected})=0,"",{function}(IF({selected},{r(column)})))',
+            value,
+            array=True,
+        )
 
     values: dict[str, Any] = {
         "variant_id": st.variant_id,
@@ -352,31 +380,42 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         "excluded": count(f'*({r("excluded")}="yes")', st.excluded),
         "pre_amendment": count(f'*({r("pre_amendment")}="yes")', st.pre_amendment),
         "successes": Formula(f"SUMPRODUCT({ok})", st.successes),
-        "median_s": Formula(f'IF({successes}=0,"",MEDIAN(IF({ok},{r("measured_s")})))',
-                            st.median, array=True),
-        "median_s_reason": Formula(f'IF({successes}=0,"{NO_DATA}","")',
-                                   NO_DATA if st.median is None else None),
-        "min_s": Formula(f'IF({successes}=0,"",MIN(IF({ok},{r("measured_s")})))', st.minimum,
-                         array=True),
-        "max_s": Formula(f'IF({successes}=0,"",MAX(IF({ok},{r("measured_s")})))', st.maximum,
-                         array=True),
+        "median_s": Formula(
+            f'IF({successes}=0,"",MEDIAN(IF({ok},{r("measured_s")})))', st.median, array=True
+        ),
+        "median_s_reason": Formula(
+            f'IF({successes}=0,"{NO_DATA}","")', NO_DATA if st.median is None else None
+        ),
+        "min_s": Formula(
+            f'IF({successes}=0,"",MIN(IF({ok},{r("measured_s")})))', st.minimum, array=True
+        ),
+        "max_s": Formula(
+            f'IF({successes}=0,"",MAX(IF({ok},{r("measured_s")})))', st.maximum, array=True
+        ),
         "throughput_items_s": Formula(
             f'IF({successes}=0,"",MEDIAN(IF({ok},{r("expected_ids")}))/{median})',
-            st.throughput, array=True),
+            st.throughput,
+            array=True,
+        ),
         "campaign_s": Formula(
             f'IF(SUMPRODUCT({full}*1)=0,"",MEDIAN(IF({full},'
-            + "+".join(r(p) for p in CAMPAIGN_PHASES) + ")))", st.campaign, array=True),
+            + "+".join(r(p) for p in CAMPAIGN_PHASES)
+            + ")))",
+            st.campaign,
+            array=True,
+        ),
         "quality_verdict": st.quality_verdict,
         "equal_quality": YES if st.equal_quality else layout.NO,
         "metric_value": guarded("MEDIAN", "metric_value", ok, st.metric_value),
-        "reference_agreement": guarded("MIN", "reference_agreement", ok,
-                                       st.reference_agreement),
+        "reference_agreement": guarded("MIN", "reference_agreement", ok, st.reference_agreement),
         "notes": notes,
     }
     for k in range(1, RUN_COLUMNS + 1):
         values[f"run_{k}_s"] = Formula(
             f'IFERROR(INDEX({r("measured_s")},MATCH(1,{ok}*({r("repetition")}={k}),0)),"")',
-            st.by_repetition.get(k), array=True)
+            st.by_repetition.get(k),
+            array=True,
+        )
     kept = f'{mine}*({r("excluded")}<>"yes")'
     for col in MEMORY_COLUMNS:
         values[col] = guarded("MAX", col, kept, st.peaks.get(col))
@@ -386,8 +425,8 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         # A formula's text literal holds at most 255 characters in Excel.
         reason = (usage.reason or "").replace('"', "'")[:200]
         values["utilisation_reason"] = Formula(
-            f'IF(SUMPRODUCT({ok}*({r("utilisation")}<>""))=0,"{reason}","")',
-            reason or None)
+            f'IF(SUMPRODUCT({ok}*({r("utilisation")}<>""))=0,"{reason}","")', reason or None
+        )
         values["padding_waste"] = guarded("MEDIAN", "padding_waste", ok, usage.padding_waste)
         values["limited_by"] = usage.limited_by
     for col in generation.SUMMARY_COLUMNS:
@@ -397,7 +436,8 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         values[col] = guarded("MEDIAN", col, ok, getattr(st.generation, col))
         reason = st.generation.reasons.get(col, "").replace('"', "'")[:200]
         values[f"{col}_reason"] = Formula(
-            f'IF(SUMPRODUCT({ok}*({r(col)}<>""))=0,"{reason}","")', reason or None)
+            f'IF(SUMPRODUCT({ok}*({r(col)}<>""))=0,"{reason}","")', reason or None
+        )
     return {name: values.get(name) for name in layout.SUMMARY.names}
 
 
@@ -405,30 +445,42 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
     """What a reader needs beside the numbers: exclusions, extra runs, the quality gate."""
     notes = []
     if st.excluded:
-        notes.append(f"{st.excluded} excluded under the rule \"{exclusion_rule or 'not stated'}\""
-                     f" ({'; '.join(st.exclusions)})")
+        notes.append(
+            f'{st.excluded} excluded under the rule "{exclusion_rule or "not stated"}"'
+            f" ({'; '.join(st.exclusions)})"
+        )
     if st.pre_amendment:
-        notes.append(f"{st.pre_amendment} measured before an amendment of the protocol: kept "
-                     "out of the statistics")
+        notes.append(
+            f"{st.pre_amendment} measured before an amendment of the protocol: kept "
+            "out of the statistics"
+        )
     if st.failed or st.interrupted:
-        notes.append(f"{st.failed} failed, {st.interrupted} interrupted: counted, never in the "
-                     "median (R13)")
+        notes.append(
+            f"{st.failed} failed, {st.interrupted} interrupted: counted, never in the median (R13)"
+        )
     extra = sorted(k for k in st.by_repetition if k > RUN_COLUMNS)
     if extra:
-        notes.append(f"repetitions {', '.join(map(str, extra))} are in the median but not in "
-                     f"run_1_s..run_{RUN_COLUMNS}_s")
+        notes.append(
+            f"repetitions {', '.join(map(str, extra))} are in the median but not in "
+            f"run_1_s..run_{RUN_COLUMNS}_s"
+        )
     unplaced = st.successes - len(st.by_repetition)
     if len(st.by_seed) > 1:
         notes.append(seeds_note(st.by_seed))
     elif unplaced > 0:
-        notes.append(f"{unplaced} success(es) share a repetition number with another: in the "
-                     "median, not in the run columns")
+        notes.append(
+            f"{unplaced} success(es) share a repetition number with another: in the "
+            "median, not in the run columns"
+        )
     if st.mixed_hardware:
         notes.append(machines_note(st.machines))
-    notes += [f"{r.text()}: its runs are on the corpus measured before "
-              f"({', '.join(c[:12] for c in r.seen(st.corpora))}), not the new, independent "
-              "evaluation that change requires (R2, R16)"
-              for r in st.relaxations if r.seen(st.corpora)]
+    notes += [
+        f"{r.text()}: its runs are on the corpus measured before "
+        f"({', '.join(c[:12] for c in r.seen(st.corpora))}), not the new, independent "
+        "evaluation that change requires (R2, R16)"
+        for r in st.relaxations
+        if r.seen(st.corpora)
+    ]
     if st.gate_note:
         notes.append(st.gate_note)
     by_reason: dict[str, list[str]] = {}
@@ -436,19 +488,26 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
         by_reason.setdefault(reason, []).append(col)
     notes += [f"{', '.join(cols)} empty: {reason}" for reason, cols in by_reason.items()]
     if st.untrusted:
-        notes.insert(0, f"INTEGRITY: {st.untrusted} attempt row(s) with integrity findings "
-                     "(`iteralab validate` names them): these numbers cannot be trusted until "
-                     "the evidence is restored")
+        notes.insert(
+            0,
+            f"INTEGRITY: {st.untrusted} attempt row(s) with integrity findings "
+            "(`iteralab validate` names them): these numbers cannot be trusted until "
+            "the evidence is restored",
+        )
     return "; ".join(notes)
 
 
 def seeds_note(by_seed: dict[int, list[float]]) -> str:
     """Each seed's median kept apart (R17): the variant's median_s is over every seed, and
     run_k_s shows repetition k's first success, whichever its seed."""
-    parts = [f"seed {seed}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
-             for seed, runs in by_seed.items()]
-    return (f"per seed (R17): {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
-            "and run_k_s shows repetition k's first success, whichever its seed")
+    parts = [
+        f"seed {seed}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
+        for seed, runs in by_seed.items()
+    ]
+    return (
+        f"per seed (R17): {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
+        "and run_k_s shows repetition k's first success, whichever its seed"
+    )
 
 
 def machine_label(machine: tuple[str | None, str | None]) -> str:
@@ -460,16 +519,21 @@ def machine_label(machine: tuple[str | None, str | None]) -> str:
 def machines_note(machines: dict[tuple[str | None, str | None], list[float]]) -> str:
     """Each machine's runs kept apart: median_s pools them all under the one rule (R14), so
     it is no one machine's figure."""
-    parts = [f"{machine_label(m)}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
-             for m, runs in machines.items()]
-    return (f"runs from {len(machines)} machines pooled (R14): {'; '.join(parts)}; median_s "
-            "mixes their hardware and is no one machine's figure")
+    parts = [
+        f"{machine_label(m)}: median {stats.median(runs):.3f} s over {len(runs)} run(s)"
+        for m, runs in machines.items()
+    ]
+    return (
+        f"runs from {len(machines)} machines pooled (R14): {'; '.join(parts)}; median_s "
+        "mixes their hardware and is no one machine's figure"
+    )
 
 
 def summary_rows(all_stats: Sequence[VariantStats], data: WorkbookData) -> list[dict[str, Any]]:
     """The Summary sheet's rows, one per variant, from Excel row 2 on."""
     r = Ranges(len(data.tables["Attempts"]))
     rule = data.forms["Protocol"].get("exclusion_rule")
-    return [summary_row(st, row, r, summary_notes(st, rule))
-            for row, st in enumerate(all_stats, start=2)]
-
+    return [
+        summary_row(st, row, r, summary_notes(st, rule))
+        for row, st in enumerate(all_stats, start=2)
+    ]

@@ -40,14 +40,18 @@ def typed_over_findings(data: WorkbookData, base_dir: Path) -> list[Finding]:
         for i, (row, new) in enumerate(zip(data.tables[sheet], matched, strict=True)):
             for column, value in (new or {}).items():
                 typed = row.get(column)
-                if isinstance(value, Formula) and (i, column) not in kept \
-                        and typed not in (None, ""):
+                if (
+                    isinstance(value, Formula)
+                    and (i, column) not in kept
+                    and typed not in (None, "")
+                ):
                     found.append(_finding(data, sheet, i, column, typed))
     return found
 
 
-def _recomputed_rows(sheet: str, rows: list[dict[str, Any]], fresh: list[dict[str, Any]]
-                     ) -> list[dict[str, Any] | None]:
+def _recomputed_rows(
+    sheet: str, rows: list[dict[str, Any]], fresh: list[dict[str, Any]]
+) -> list[dict[str, Any] | None]:
     keys = ROW_KEYS[sheet]
     if keys is None:
         return [fresh[i] if i < len(fresh) else None for i in range(len(rows))]
@@ -58,8 +62,15 @@ def _recomputed_rows(sheet: str, rows: list[dict[str, Any]], fresh: list[dict[st
 def _finding(data: WorkbookData, sheet: str, index: int, column: str, typed: Any) -> Finding:
     excel = data.excel_row(sheet, index)
     cell = f"{sheet}!{layout.column_letter(layout.SHEET_BY_NAME[sheet], column)}{excel}"
-    return Finding(sheet, excel, column, "formula", (
-        f"{cell} holds the typed value {typed!r} where `iteralab report` writes a formula: "
-        "a figure typed over the computation is not evidence; run `iteralab report` to write "
-        "the formula again, and correct the evidence sheets (Attempts, Rentals, Tariffs, "
-        "Verification) instead"))
+    return Finding(
+        sheet,
+        excel,
+        column,
+        "formula",
+        (
+            f"{cell} holds the typed value {typed!r} where `iteralab report` writes a formula: "
+            "a figure typed over the computation is not evidence; run `iteralab report` to write "
+            "the formula again, and correct the evidence sheets (Attempts, Rentals, Tariffs, "
+            "Verification) instead"
+        ),
+    )

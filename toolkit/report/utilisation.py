@@ -61,27 +61,44 @@ def _rate(value: float) -> str:
     return f"{value / 1e12:.3g} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.3g} GFLOP/s"
 
 
-def of_variant(successes: Sequence[Mapping[str, Any]], manifests: Mapping[Any, Mapping[str, Any]],
-               variant: Mapping[str, Any] | None) -> Utilisation:
+def of_variant(
+    successes: Sequence[Mapping[str, Any]],
+    manifests: Mapping[Any, Mapping[str, Any]],
+    variant: Mapping[str, Any] | None,
+) -> Utilisation:
     """The variant's figures from its successful Attempts rows and their Manifest rows."""
     if not successes:
         return Utilisation(None, "no successful run", None, "no successful run")
     value = _median([a.get("utilisation") for a in successes])
     waste = _median([a.get("padding_waste") for a in successes])
-    reasons = sorted({str(a.get("utilisation_reason")) for a in successes
-                      if a.get("utilisation") is None and a.get("utilisation_reason")})
-    reason = None if value is not None else (
-        "; ".join(reasons) or "not recorded: attempts from before the utilisation columns")
+    reasons = sorted(
+        {
+            str(a.get("utilisation_reason"))
+            for a in successes
+            if a.get("utilisation") is None and a.get("utilisation_reason")
+        }
+    )
+    reason = (
+        None
+        if value is not None
+        else ("; ".join(reasons) or "not recorded: attempts from before the utilisation columns")
+    )
     if value is None:
         return Utilisation(None, reason, waste, f"utilisation unknown: {reason}")
     return Utilisation(value, None, waste, _limits(successes, manifests, variant, value, waste))
 
 
-def _limits(successes: Sequence[Mapping[str, Any]], manifests: Mapping[Any, Mapping[str, Any]],
-            variant: Mapping[str, Any] | None, value: float, waste: float | None) -> str:
+def _limits(
+    successes: Sequence[Mapping[str, Any]],
+    manifests: Mapping[Any, Mapping[str, Any]],
+    variant: Mapping[str, Any] | None,
+    value: float,
+    waste: float | None,
+) -> str:
     used = [manifests[a.get("manifest_id")] for a in successes if a.get("manifest_id") in manifests]
-    precision = str((variant or {}).get("precision") or (used[0].get("precision") if used
-                                                         else "fp32"))
+    precision = str(
+        (variant or {}).get("precision") or (used[0].get("precision") if used else "fp32")
+    )
     peak = _median([m.get("matmul_peak_flops") for m in used])
     fp32 = _median([m.get("fp32_matmul_peak_flops") for m in used])
     copy = _median([m.get("memory_bandwidth_bytes_s") for m in used])
@@ -90,27 +107,39 @@ def _limits(successes: Sequence[Mapping[str, Any]], manifests: Mapping[Any, Mapp
     if waste is not None and waste > PADDING_SHARE:
         found.append(f"padding ({waste:.0%} of the model's work is on padding tokens)")
     if precision != "fp32" and peak and fp32 and peak < PRECISION_SHARE * fp32:
-        found.append(f"precision ({precision} matrix products ran at {_rate(peak)} in the "
-                     f"probe against {_rate(fp32)} in fp32 on the same machine)")
+        found.append(
+            f"precision ({precision} matrix products ran at {_rate(peak)} in the "
+            f"probe against {_rate(fp32)} in fp32 on the same machine)"
+        )
     tokens = _median([_tokens_per_batch(a, batch) for a in successes])
     width = BYTES_PER_PARAMETER.get(precision)
     if tokens and width and peak and copy:
         intensity, balance = 2 * tokens / width, peak / copy
         if intensity < balance:
-            found.append(f"memory bound (about {tokens:.0f} tokens a batch do {intensity:.0f} "
-                         f"FLOP per weight byte, under the machine's balance of {balance:.0f}: "
-                         "measured peak / copy bandwidth)")
+            found.append(
+                f"memory bound (about {tokens:.0f} tokens a batch do {intensity:.0f} "
+                f"FLOP per weight byte, under the machine's balance of {balance:.0f}: "
+                "measured peak / copy bandwidth)"
+            )
     padded_use = value / (1 - waste) if waste is not None and waste < 1 else value
-    if batch is not None and batch < SMALL_BATCH and padded_use < LOW_UTILISATION and not any(
-            f.startswith("memory bound") for f in found):
-        found.append(f"batch too small ({batch:.0f} row(s) a batch keep the matrix products "
-                     f"small: utilisation on padded tokens {padded_use:.2f})")
+    if (
+        batch is not None
+        and batch < SMALL_BATCH
+        and padded_use < LOW_UTILISATION
+        and not any(f.startswith("memory bound") for f in found)
+    ):
+        found.append(
+            f"batch too small ({batch:.0f} row(s) a batch keep the matrix products "
+            f"small: utilisation on padded tokens {padded_use:.2f})"
+        )
     head = f"{value:.2f} of the measured {precision} peak"
     if found:
         return f"{head}; limited by {'; '.join(found)}"
-    return (f"{head}; no padding, precision, batch-size or bandwidth limit stands out: the gap "
-            "is work outside the matrix products (attention kernels, elementwise operations, "
-            "tokenizing, host work between batches)")
+    return (
+        f"{head}; no padding, precision, batch-size or bandwidth limit stands out: the gap "
+        "is work outside the matrix products (attention kernels, elementwise operations, "
+        "tokenizing, host work between batches)"
+    )
 
 
 def _tokens_per_batch(attempt: Mapping[str, Any], batch: float | None) -> float | None:
@@ -132,6 +161,7 @@ def report_lines(rows: Sequence[tuple[str, Utilisation]]) -> list[str]:
         if found.value is None:  # the reason alone: "utilisation empty: utilisation unknown"
             lines.append(f"- {variant_id}: utilisation empty{waste}: {found.reason}")
         else:
-            lines.append(f"- {variant_id}: utilisation {found.value:.3f}{waste}: "
-                         f"{found.limited_by}")
+            lines.append(
+                f"- {variant_id}: utilisation {found.value:.3f}{waste}: {found.limited_by}"
+            )
     return lines

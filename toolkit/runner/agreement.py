@@ -34,8 +34,9 @@ class Agreement:
     compared: int
 
 
-def agreement(rows: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]
-              ) -> tuple[Agreement | None, str | None]:
+def agreement(
+    rows: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str, Any]]
+) -> tuple[Agreement | None, str | None]:
     """Compare outputs by id; (None, reason) when no id is shared or ids lack token ids."""
     theirs = {str(r["id"]): r for r in reference}
     pairs = [(r, theirs[str(r["id"])]) for r in rows if str(r["id"]) in theirs]
@@ -55,8 +56,9 @@ def agreement(rows: Sequence[Mapping[str, Any]], reference: Sequence[Mapping[str
     return Agreement(same / len(pairs), tokens, len(pairs)), None
 
 
-def chrf(outputs: Sequence[str], references: Sequence[str | None]
-         ) -> tuple[float | None, str | None]:
+def chrf(
+    outputs: Sequence[str], references: Sequence[str | None]
+) -> tuple[float | None, str | None]:
     """Corpus chrF (sacrebleu, default settings: character 6-grams, beta 2) on a 0-1 scale;
     (None, reason) when a reference is missing or sacrebleu is not installed."""
     if not outputs:
@@ -72,20 +74,22 @@ def chrf(outputs: Sequence[str], references: Sequence[str | None]
     return float(score.score) / 100.0, None
 
 
-def chrf_scores(rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None],
-                kinds: Sequence[str]
-                ) -> tuple[float | None, str | None, dict[str, tuple[float, int]]]:
+def chrf_scores(
+    rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None], kinds: Sequence[str]
+) -> tuple[float | None, str | None, dict[str, tuple[float, int]]]:
     """chrF of predictions rows against the corpus's references by id, with its reason when
     empty, and per predeclared subgroup (none without an overall score): the figures an
     attempt reports and its reference variant's, which R16 compares."""
-    score, reason = chrf([str(r["prediction"]) for r in rows],
-                         [references.get(str(r["id"])) for r in rows])
+    score, reason = chrf(
+        [str(r["prediction"]) for r in rows], [references.get(str(r["id"])) for r in rows]
+    )
     groups = chrf_by_subgroup(rows, references, kinds) if score is not None else {}
     return score, reason, groups
 
 
-def chrf_by_subgroup(rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None],
-                     kinds: Sequence[str]) -> dict[str, tuple[float, int]]:
+def chrf_by_subgroup(
+    rows: Sequence[Mapping[str, Any]], references: Mapping[str, str | None], kinds: Sequence[str]
+) -> dict[str, tuple[float, int]]:
     """chrF and size of each predeclared subgroup (``kind=value``, e.g. ``stratum=short``)
     over predictions rows, which carry their subgroup fields; a subgroup with a prompt
     lacking its reference is left out."""
@@ -94,11 +98,14 @@ def chrf_by_subgroup(rows: Sequence[Mapping[str, Any]], references: Mapping[str,
         groups: dict[str, list[Mapping[str, Any]]] = {}
         for row in rows:
             groups.setdefault(str(row.get(kind)), []).append(row)
-        for value in sorted(groups, key=lambda v: (corpus.stratum_rank(v)
-                                                   if kind == corpus.STRATUM else (0, 0), v)):
+        for value in sorted(
+            groups, key=lambda v: (corpus.stratum_rank(v) if kind == corpus.STRATUM else (0, 0), v)
+        ):
             members = groups[value]
-            score, _ = chrf([str(r["prediction"]) for r in members],
-                            [references.get(str(r["id"])) for r in members])
+            score, _ = chrf(
+                [str(r["prediction"]) for r in members],
+                [references.get(str(r["id"])) for r in members],
+            )
             if score is not None:
                 out[f"{kind}={value}"] = (score, len(members))
     return out

@@ -71,8 +71,9 @@ class InterruptGuard:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = None
-                ) -> dict[str, Any]:
+def run_attempt(
+    spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = None
+) -> dict[str, Any]:
     """Run one attempt by its Protocol task's kind; return its journal record (Attempts
     row and Manifest row).
 
@@ -82,19 +83,27 @@ def run_attempt(spec: AttemptSpec, emit: Emit, guard: InterruptGuard | None = No
     return kind_of(spec).run(spec, emit, guard or InterruptGuard())
 
 
-def fallback_record(spec: AttemptSpec, status: str, items_done: int, note: str,
-                    phase: str | None, started_at: str) -> dict[str, Any]:
+def fallback_record(
+    spec: AttemptSpec, status: str, items_done: int, note: str, phase: str | None, started_at: str
+) -> dict[str, Any]:
     """The record the campaign writes when a worker died without writing its own.
 
     Only what the campaign saw is filled: items completed (from the worker's
     progress), the error; every measurement is empty with its reason.
     """
     manifest = classification.manifest(
-        spec, None, None, 0, {}, None, spec.threads or torch.get_num_threads(),
-        attempt_seed(spec), environment.manifest_fields(),
+        spec,
+        None,
+        None,
+        0,
+        {},
+        None,
+        spec.threads or torch.get_num_threads(),
+        attempt_seed(spec),
+        environment.manifest_fields(),
         determinism.NOT_READ + " (the worker ended without a record)",
-        measured=achieved.manifest_values(None, "not probed: the worker ended without a "
-                                          "record"))
+        measured=achieved.manifest_values(None, "not probed: the worker ended without a record"),
+    )
     cells = Cells()
     put = cells.put
     identity_cells(put, spec, started_at, status, manifest["manifest_id"])

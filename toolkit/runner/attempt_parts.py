@@ -98,8 +98,9 @@ def attempt_seed(spec: Any) -> int | None:
     return declared[0] if declared else None
 
 
-def start_process(spec: Any, device: torch.device
-                  ) -> tuple[int, int | None, tuple[int, int] | None]:
+def start_process(
+    spec: Any, device: torch.device
+) -> tuple[int, int | None, tuple[int, int] | None]:
     """Put this process in the state the attempt is measured in: torch threads, fp32 at full
     precision (R16), the Protocol's determinism choices and the attempt's seed (R17), CUDA
     peaks reset after memory is released. Returns (threads, seed, the peaks' baseline)."""
@@ -115,20 +116,26 @@ def start_process(spec: Any, device: torch.device
 # ---- the cells every kind of attempt fills alike
 
 
-def identity_cells(put: Put, spec: AttemptSpec, started_at: str, status: str,
-                   manifest_id: str) -> None:
+def identity_cells(
+    put: Put, spec: AttemptSpec, started_at: str, status: str, manifest_id: str
+) -> None:
     """The columns that say which attempt the row is, how it ended and what it ran under."""
-    for name, value in (("attempt_id", spec.attempt_id),
-                        ("variant_id", spec.variant["variant_id"]),
-                        ("repetition", spec.repetition),
-                        ("order_position", spec.order_position), ("started_at", started_at),
-                        ("status", status), ("protocol_sha256", spec.protocol_sha256),
-                        ("manifest_id", manifest_id)):
+    for name, value in (
+        ("attempt_id", spec.attempt_id),
+        ("variant_id", spec.variant["variant_id"]),
+        ("repetition", spec.repetition),
+        ("order_position", spec.order_position),
+        ("started_at", started_at),
+        ("status", status),
+        ("protocol_sha256", spec.protocol_sha256),
+        ("manifest_id", manifest_id),
+    ):
         put(name, value)
 
 
-def verdict_cells(put: Put, status: str, verdict: str, subgroups: str | None,
-                  ids_match: bool) -> None:
+def verdict_cells(
+    put: Put, status: str, verdict: str, subgroups: str | None, ids_match: bool
+) -> None:
     """The quality verdict, the subgroups' metrics, and whether the corpus is accepted: a
     completed attempt whose ids match and whose verdict is pass."""
     put("quality_verdict", verdict)
@@ -137,12 +144,16 @@ def verdict_cells(put: Put, status: str, verdict: str, subgroups: str | None,
     put("corpus_accepted", layout.YES if accepted else layout.NO)
 
 
-def memory_cells(put: Put, device: torch.device, peaks: tuple[int, int] | None,
-                 rss: int | None) -> None:
+def memory_cells(
+    put: Put, device: torch.device, peaks: tuple[int, int] | None, rss: int | None
+) -> None:
     """CUDA allocated and reserved peaks (read before anything else ran), host RSS peak."""
     if peaks is None:
-        reason = ("cpu variant: torch.cuda memory counters do not apply"
-                  if device.type != "cuda" else "CUDA memory counters unavailable")
+        reason = (
+            "cpu variant: torch.cuda memory counters do not apply"
+            if device.type != "cuda"
+            else "CUDA memory counters unavailable"
+        )
         put("mem_allocated_peak_bytes", None, reason)
         put("mem_reserved_peak_bytes", None, reason)
     else:
@@ -218,8 +229,7 @@ class Loaded(Protocol):
         """The attention implementation really used."""
 
 
-def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None
-                     ) -> dict[str, Any]:
+def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None) -> dict[str, Any]:
     """The Manifest columns every kind of attempt fills alike: the variant's settings, the
     model's revisions (None when it was not loaded), the seeds and the process policy."""
     variant, protocol = spec.variant, spec.protocol
@@ -234,8 +244,11 @@ def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None
         "attention_backend": loaded.attention_backend if loaded else variant["attention_backend"],
         "padding": variant["padding"],
         "max_length": int(variant["max_length"]),
-        "seeds": (f"torch.manual_seed({seed}); protocol seeds {protocol.get('seeds')}"
-                  if seed is not None else f"none set (protocol seeds {protocol.get('seeds')!r})"),
+        "seeds": (
+            f"torch.manual_seed({seed}); protocol seeds {protocol.get('seeds')}"
+            if seed is not None
+            else f"none set (protocol seeds {protocol.get('seeds')!r})"
+        ),
         "process_policy": protocol.get("process_policy"),
     }
 
@@ -246,8 +259,7 @@ def manifest_id(content: dict[str, Any]) -> str:
     return "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None
-                 ) -> dict[str, Any]:
+def manifest_row(content: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:
     """Complete a Manifest row: ``manifest_id`` from its content and the ``measured``
     columns, ``recorded_at`` now.
 

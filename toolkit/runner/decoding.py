@@ -16,9 +16,17 @@ from toolkit.errors import ProtocolError
 TASKS = ("classification", "generation")
 #: The Attempts columns only a generation attempt measures (a classification's are empty,
 #: with this module's CLASSIFICATION_REASON).
-GENERATION_COLUMNS = ("prompt_tokens", "generated_tokens", "ttft_s", "decode_tokens_per_s",
-                      "kv_cache_peak_bytes", "exact_agreement", "token_agreement",
-                      "bandwidth_ceiling_tokens_per_s", "decode_ceiling_fraction")
+GENERATION_COLUMNS = (
+    "prompt_tokens",
+    "generated_tokens",
+    "ttft_s",
+    "decode_tokens_per_s",
+    "kv_cache_peak_bytes",
+    "exact_agreement",
+    "token_agreement",
+    "bandwidth_ceiling_tokens_per_s",
+    "decode_ceiling_fraction",
+)
 CLASSIFICATION_REASON = "classification attempt: measured for Protocol task generation only"
 STOP_RULES = ("eos", "max_new_tokens")
 LONG_PROMPT_RULES = ("truncate", "refuse")
@@ -30,8 +38,10 @@ def task_of(protocol: dict[str, Any]) -> str:
     if not value:
         return "classification"
     if value not in TASKS:
-        raise ProtocolError(f"Protocol field task is {value!r}",
-                            hint=f"write one of {', '.join(TASKS)} (blank is classification)")
+        raise ProtocolError(
+            f"Protocol field task is {value!r}",
+            hint=f"write one of {', '.join(TASKS)} (blank is classification)",
+        )
     return value
 
 
@@ -49,10 +59,15 @@ class DecodingRule:
 
     def text(self) -> str:
         """The rule in words, for the Manifest and notes."""
-        stop = ("end-of-sequence token or max_new_tokens" if self.stop == "eos"
-                else "always max_new_tokens")
-        return (f"greedy, max_new_tokens {self.max_new_tokens}, stop at {stop}, "
-                f"long prompts: {self.long_prompts}")
+        stop = (
+            "end-of-sequence token or max_new_tokens"
+            if self.stop == "eos"
+            else "always max_new_tokens"
+        )
+        return (
+            f"greedy, max_new_tokens {self.max_new_tokens}, stop at {stop}, "
+            f"long prompts: {self.long_prompts}"
+        )
 
 
 def decoding_rule(protocol: dict[str, Any]) -> DecodingRule:
@@ -63,18 +78,23 @@ def decoding_rule(protocol: dict[str, Any]) -> DecodingRule:
     except ValueError:
         count = 0
     if raw in (None, "") or count < 1:
-        raise ProtocolError(f"Protocol field max_new_tokens is {raw!r}: a generation protocol "
-                            "fixes how many new tokens an output may have",
-                            hint="write a whole number >= 1 in Protocol max_new_tokens")
+        raise ProtocolError(
+            f"Protocol field max_new_tokens is {raw!r}: a generation protocol "
+            "fixes how many new tokens an output may have",
+            hint="write a whole number >= 1 in Protocol max_new_tokens",
+        )
     stop = str(protocol.get("stop_rule") or "eos").strip().lower()
     if stop not in STOP_RULES:
-        raise ProtocolError(f"Protocol field stop_rule is {stop!r}",
-                            hint=f"write one of {', '.join(STOP_RULES)} (blank is eos)")
+        raise ProtocolError(
+            f"Protocol field stop_rule is {stop!r}",
+            hint=f"write one of {', '.join(STOP_RULES)} (blank is eos)",
+        )
     long = str(protocol.get("long_prompts") or "refuse").strip().lower()
     if long not in LONG_PROMPT_RULES:
-        raise ProtocolError(f"Protocol field long_prompts is {long!r}",
-                            hint=f"write one of {', '.join(LONG_PROMPT_RULES)} (blank is "
-                            "refuse)")
+        raise ProtocolError(
+            f"Protocol field long_prompts is {long!r}",
+            hint=f"write one of {', '.join(LONG_PROMPT_RULES)} (blank is refuse)",
+        )
     return DecodingRule(count, stop, long)
 
 
@@ -83,11 +103,14 @@ def check_protocol(protocol: dict[str, Any]) -> None:
     if task_of(protocol) == "generation":
         decoding_rule(protocol)
         if str(protocol.get("metric")) not in ("chrf",):
-            raise ProtocolError(f"Protocol metric {protocol.get('metric')!r} is a classification "
-                                "metric, but task is generation",
-                                hint="declare metric chrf (against the prompts' reference "
-                                "field) with `iteralab amend`")
+            raise ProtocolError(
+                f"Protocol metric {protocol.get('metric')!r} is a classification "
+                "metric, but task is generation",
+                hint="declare metric chrf (against the prompts' reference "
+                "field) with `iteralab amend`",
+            )
     elif str(protocol.get("metric")) == "chrf":
-        raise ProtocolError("Protocol metric chrf scores generated text, but task is "
-                            "classification", hint="declare accuracy or macro_f1, or task "
-                            "generation, with `iteralab amend`")
+        raise ProtocolError(
+            "Protocol metric chrf scores generated text, but task is classification",
+            hint="declare accuracy or macro_f1, or task generation, with `iteralab amend`",
+        )

@@ -42,8 +42,10 @@ class IdCheck:
         """What is wrong, with the first ids of each kind; empty when the ids match."""
         parts = []
         if self.duplicates:
-            parts.append(f"{len(self.duplicates)} duplicated id(s): "
-                         + _listed(f"{i} x{n}" for i, n in self.duplicates))
+            parts.append(
+                f"{len(self.duplicates)} duplicated id(s): "
+                + _listed(f"{i} x{n}" for i, n in self.duplicates)
+            )
         if self.missing:
             parts.append(f"{len(self.missing)} missing id(s): " + _listed(self.missing))
         if self.unexpected:
@@ -99,22 +101,27 @@ def parse_subgroups(text: str | None) -> tuple[str, ...]:
     return corpus.parse_subgroups(text)
 
 
-def subgroup_metrics(name: str, rows: Sequence[dict[str, Any]],
-                     kinds: Sequence[str]) -> dict[str, tuple[float, int]]:
+def subgroup_metrics(
+    name: str, rows: Sequence[dict[str, Any]], kinds: Sequence[str]
+) -> dict[str, tuple[float, int]]:
     """Metric and size of each predeclared subgroup, keyed ``kind=value``."""
     out: dict[str, tuple[float, int]] = {}
     for kind in kinds:
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             groups.setdefault(str(row.get(kind)), []).append(row)
-        order = sorted(groups, key=lambda v: (corpus.stratum_rank(v) if kind == corpus.STRATUM
-                                              else (0, 0), v))
+        order = sorted(
+            groups, key=lambda v: (corpus.stratum_rank(v) if kind == corpus.STRATUM else (0, 0), v)
+        )
         for value in order:
             members = groups.get(value)
             if members:
                 out[f"{kind}={value}"] = (
-                    metric(name, [str(r["label"]) for r in members],
-                           [str(r["prediction"]) for r in members]),
+                    metric(
+                        name,
+                        [str(r["label"]) for r in members],
+                        [str(r["prediction"]) for r in members],
+                    ),
                     len(members),
                 )
     return out
@@ -150,17 +157,25 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
 
 
-def load_reference(path: str | Path, variant_id: str, attempt_id: str, metric_name: str,
-                   kinds: Sequence[str]) -> Reference:
+def load_reference(
+    path: str | Path, variant_id: str, attempt_id: str, metric_name: str, kinds: Sequence[str]
+) -> Reference:
     """Read the reference attempt's predictions file and recompute its metrics."""
     rows = _first_per_id(read_predictions(path))
     labelled = [r for r in rows if r.get("label") is not None]
-    value = (metric(metric_name, [str(r["label"]) for r in labelled],
-                    [str(r["prediction"]) for r in labelled])
-             if labelled and len(labelled) == len(rows) else None)
+    value = (
+        metric(
+            metric_name,
+            [str(r["label"]) for r in labelled],
+            [str(r["prediction"]) for r in labelled],
+        )
+        if labelled and len(labelled) == len(rows)
+        else None
+    )
     groups = subgroup_metrics(metric_name, rows, kinds) if value is not None else {}
-    return Reference(variant_id, attempt_id, {r["id"]: str(r["prediction"]) for r in rows},
-                     value, groups)
+    return Reference(
+        variant_id, attempt_id, {r["id"]: str(r["prediction"]) for r in rows}, value, groups
+    )
 
 
 def _first_per_id(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -173,9 +188,19 @@ def _first_per_id(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def evaluate(rows: Sequence[dict[str, Any]], expected_ids: Sequence[str], *, complete: bool,
-             metric_name: str, threshold: float, tolerance: float, kinds: Sequence[str],
-             reference: Reference | None, reference_variant: str, variant_id: str) -> Evaluation:
+def evaluate(
+    rows: Sequence[dict[str, Any]],
+    expected_ids: Sequence[str],
+    *,
+    complete: bool,
+    metric_name: str,
+    threshold: float,
+    tolerance: float,
+    kinds: Sequence[str],
+    reference: Reference | None,
+    reference_variant: str,
+    variant_id: str,
+) -> Evaluation:
     """Check a predictions file (its rows) against the corpus and the protocol.
 
     ``complete`` says whether the attempt processed the whole corpus; a partial
@@ -200,8 +225,9 @@ def evaluate(rows: Sequence[dict[str, Any]], expected_ids: Sequence[str], *, com
         result.metric_reason = "the corpus has no labels"
         result.agreement_reason = None
     else:
-        result.metric = metric(metric_name, [str(r["label"]) for r in rows],
-                               [str(r["prediction"]) for r in rows])
+        result.metric = metric(
+            metric_name, [str(r["label"]) for r in rows], [str(r["prediction"]) for r in rows]
+        )
         result.subgroups = subgroup_metrics(metric_name, rows, kinds)
     _compare_reference(result, rows, reference, reference_variant, variant_id, tolerance)
     if result.metric is None:
@@ -210,8 +236,9 @@ def evaluate(rows: Sequence[dict[str, Any]], expected_ids: Sequence[str], *, com
     failures = []
     if result.metric + EPSILON < threshold:
         failures.append(f"{metric_name} {result.metric:.4f} below threshold {threshold:.4f}")
-    below, unchecked = tolerance_failures(metric_name, result.metric, result.subgroups,
-                                          reference, reference_variant, tolerance)
+    below, unchecked = tolerance_failures(
+        metric_name, result.metric, result.subgroups, reference, reference_variant, tolerance
+    )
     failures.extend(below)
     result.notes.extend(failures)
     if failures:
@@ -224,42 +251,60 @@ def evaluate(rows: Sequence[dict[str, Any]], expected_ids: Sequence[str], *, com
     return result
 
 
-def tolerance_failures(metric_name: str, value: float,
-                       subgroups: dict[str, tuple[float, int]], reference: Reference | None,
-                       reference_variant: str, tolerance: float) -> tuple[list[str], str | None]:
+def tolerance_failures(
+    metric_name: str,
+    value: float,
+    subgroups: dict[str, tuple[float, int]],
+    reference: Reference | None,
+    reference_variant: str,
+    tolerance: float,
+) -> tuple[list[str], str | None]:
     """R16, for classification and generation alike: the metric and every predeclared
     subgroup stay within ``tolerance`` of the reference variant's. Returns the failures and,
     when the reference has no metric to compare with, the note saying the tolerance went
     unchecked (None when it was checked)."""
     if reference is None:
-        return [], (f"reference {reference_variant} not yet measured: tolerance unchecked "
-                    "(`iteralab report` checks again)")
+        return [], (
+            f"reference {reference_variant} not yet measured: tolerance unchecked "
+            "(`iteralab report` checks again)"
+        )
     if reference.metric is None:
-        return [], (f"reference {reference.attempt_id} has no {metric_name}: tolerance "
-                    f"unchecked for {metric_name} (`iteralab report` checks again)")
+        return [], (
+            f"reference {reference.attempt_id} has no {metric_name}: tolerance "
+            f"unchecked for {metric_name} (`iteralab report` checks again)"
+        )
     failures = []
     if value + EPSILON < reference.metric - tolerance:
-        failures.append(f"{metric_name} {value:.4f} below reference {reference.metric:.4f} - "
-                        f"tolerance {tolerance:.4f}")
+        failures.append(
+            f"{metric_name} {value:.4f} below reference {reference.metric:.4f} - "
+            f"tolerance {tolerance:.4f}"
+        )
     for key, (group_value, _) in subgroups.items():
         ref = reference.subgroups.get(key)
         if ref is not None and group_value + EPSILON < ref[0] - tolerance:
-            failures.append(f"subgroup {key} {group_value:.4f} below reference {ref[0]:.4f} - "
-                            f"tolerance {tolerance:.4f}")
+            failures.append(
+                f"subgroup {key} {group_value:.4f} below reference {ref[0]:.4f} - "
+                f"tolerance {tolerance:.4f}"
+            )
     return failures, None
 
 
-def _compare_reference(result: Evaluation, rows: Sequence[dict[str, Any]],
-                       reference: Reference | None, reference_variant: str, variant_id: str,
-                       tolerance: float) -> None:
+def _compare_reference(
+    result: Evaluation,
+    rows: Sequence[dict[str, Any]],
+    reference: Reference | None,
+    reference_variant: str,
+    variant_id: str,
+    tolerance: float,
+) -> None:
     if reference is None:
         result.agreement_reason = (
             "this is the reference variant's first completed attempt"
             if variant_id == reference_variant
-            else f"reference {reference_variant} has no completed attempt yet")
+            else f"reference {reference_variant} has no completed attempt yet"
+        )
         return
     same = sum(reference.predictions.get(r["id"]) == str(r["prediction"]) for r in rows)
     result.agreement = same / len(rows)
     result.agreement_reason = None
-    result.notes.append(f"reference {reference.attempt_id}: {same}/{len(rows)} predictions "
-                        "agree")
+    result.notes.append(f"reference {reference.attempt_id}: {same}/{len(rows)} predictions agree")

@@ -80,49 +80,73 @@ def load_lm(variant: dict[str, Any], base: Path, rule: DecodingRule) -> LoadedLM
     hf_logging.disable_progress_bar()
     vid = variant.get("variant_id", "?")
     if variant.get("device") == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"variant {vid} runs on cuda, but torch sees no CUDA device",
-                         hint="run it on a GPU machine (`iteralab env` says what this one has)")
+        raise ModelError(
+            f"variant {vid} runs on cuda, but torch sees no CUDA device",
+            hint="run it on a GPU machine (`iteralab env` says what this one has)",
+        )
     if variant.get("compile") == "yes":
-        raise ModelError(f"variant {vid}: compile yes is not applied to generation yet",
-                         hint="declare compile no for a generation variant")
+        raise ModelError(
+            f"variant {vid}: compile yes is not applied to generation yet",
+            hint="declare compile no for a generation variant",
+        )
     if str(variant.get("quantization") or "none") != "none":
-        raise ModelError(f"variant {vid}: quantization {variant.get('quantization')!r} is not "
-                         "applied to generation", hint="declare quantization none")
+        raise ModelError(
+            f"variant {vid}: quantization {variant.get('quantization')!r} is not "
+            "applied to generation",
+            hint="declare quantization none",
+        )
     kv = str(variant.get("kv_cache_dtype") or "auto").strip().lower()
     if kv not in ("auto", str(variant["precision"])):
-        raise ModelError(f"variant {vid}: kv_cache_dtype {kv!r} is not supported by this "
-                         "runner (the cache is kept in the model's precision)",
-                         hint="write auto (or the variant's precision) in kv_cache_dtype")
-    folder, _, model_revision, tokenizer_revision = model_files(str(variant["model_path"]),
-                                                                base)
+        raise ModelError(
+            f"variant {vid}: kv_cache_dtype {kv!r} is not supported by this "
+            "runner (the cache is kept in the model's precision)",
+            hint="write auto (or the variant's precision) in kv_cache_dtype",
+        )
+    folder, _, model_revision, tokenizer_revision = model_files(str(variant["model_path"]), base)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         module: Any = AutoModelForCausalLM.from_pretrained(
-            str(folder), dtype=DTYPES[str(variant["precision"])],
-            attn_implementation=str(variant["attention_backend"]), local_files_only=True)
+            str(folder),
+            dtype=DTYPES[str(variant["precision"])],
+            attn_implementation=str(variant["attention_backend"]),
+            local_files_only=True,
+        )
     except (OSError, ValueError) as exc:
-        raise ModelError(f"model {folder}: cannot load as a causal LM ({type(exc).__name__}: "
-                         f"{exc})", hint="model_path must be a causal LM folder with config, "
-                         "weights and tokenizer files") from exc
+        raise ModelError(
+            f"model {folder}: cannot load as a causal LM ({type(exc).__name__}: {exc})",
+            hint="model_path must be a causal LM folder with config, weights and tokenizer files",
+        ) from exc
     module.eval()
     device = torch.device(str(variant["device"]))
     module.to(device)
     context = getattr(module.config, "max_position_embeddings", None)
     budget = int(variant["max_length"])
     if context is not None and budget + rule.max_new_tokens > int(context):
-        raise ModelError(f"variant {vid}: max_length {budget} + max_new_tokens "
-                         f"{rule.max_new_tokens} is past the model's context of {context} "
-                         "tokens", hint=f"lower max_length to at most "
-                         f"{int(context) - rule.max_new_tokens}")
+        raise ModelError(
+            f"variant {vid}: max_length {budget} + max_new_tokens "
+            f"{rule.max_new_tokens} is past the model's context of {context} "
+            "tokens",
+            hint=f"lower max_length to at most {int(context) - rule.max_new_tokens}",
+        )
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     if pad is None:
-        raise ModelError(f"model {folder}: its tokenizer has neither a padding nor an "
-                         "end-of-sequence token", hint="use a tokenizer that declares one")
-    return LoadedLM(tokenizer, module, device, model_revision, tokenizer_revision,
-                    _attention_backend(module, str(variant["attention_backend"])), folder,
-                    None if context is None else int(context), int(pad),
-                    None if eos is None else int(eos))
+        raise ModelError(
+            f"model {folder}: its tokenizer has neither a padding nor an end-of-sequence token",
+            hint="use a tokenizer that declares one",
+        )
+    return LoadedLM(
+        tokenizer,
+        module,
+        device,
+        model_revision,
+        tokenizer_revision,
+        _attention_backend(module, str(variant["attention_backend"])),
+        folder,
+        None if context is None else int(context),
+        int(pad),
+        None if eos is None else int(eos),
+    )
 
 
 @dataclass
@@ -192,8 +216,9 @@ class _StepClock(StoppingCriteria):
         self.cuda = device.type == "cuda"
         self.times: list[float] = []
 
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor,
-                 **kwargs: Any) -> torch.Tensor:
+    def __call__(
+        self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any
+    ) -> torch.Tensor:
         if self.cuda:
             torch.cuda.synchronize()
         self.times.append(time.perf_counter())
@@ -208,8 +233,11 @@ def cache_bytes(cache: Any) -> int | None:
     total = 0
     layers = getattr(cache, "layers", None)
     if layers is not None:
-        tensors = [t for layer in layers for t in (getattr(layer, "keys", None),
-                                                   getattr(layer, "values", None))]
+        tensors = [
+            t
+            for layer in layers
+            for t in (getattr(layer, "keys", None), getattr(layer, "values", None))
+        ]
     else:  # a legacy tuple of (key, value) per layer
         tensors = [t for pair in cache for t in pair]
     for t in tensors:
@@ -219,8 +247,9 @@ def cache_bytes(cache: Any) -> int | None:
     return total or None
 
 
-def prompt_ids(lm: LoadedLM, texts: Sequence[str], ids: Sequence[str], budget: int,
-               rule: DecodingRule) -> list[tuple[list[int], bool]]:
+def prompt_ids(
+    lm: LoadedLM, texts: Sequence[str], ids: Sequence[str], budget: int, rule: DecodingRule
+) -> list[tuple[list[int], bool]]:
     """Each prompt's token ids within ``budget``, and whether it was cut (R3).
 
     A prompt past the budget keeps its last ``budget`` tokens (what the output continues)
@@ -234,15 +263,19 @@ def prompt_ids(lm: LoadedLM, texts: Sequence[str], ids: Sequence[str], budget: i
         elif rule.long_prompts == "truncate":
             out.append((list(row[-budget:]), True))
         else:
-            raise PromptTooLong(f"prompt {item_id!r} has {len(row)} tokens, past the variant's "
-                                f"max_length of {budget}", hint="shorten the prompt, raise "
-                                "max_length within the model's context, or declare Protocol "
-                                "long_prompts truncate (cut prompts are counted, R3)")
+            raise PromptTooLong(
+                f"prompt {item_id!r} has {len(row)} tokens, past the variant's "
+                f"max_length of {budget}",
+                hint="shorten the prompt, raise "
+                "max_length within the model's context, or declare Protocol "
+                "long_prompts truncate (cut prompts are counted, R3)",
+            )
     return out
 
 
-def _batch_tensors(rows: list[list[int]], pad_id: int, left: bool
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+def _batch_tensors(
+    rows: list[list[int]], pad_id: int, left: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(r) for r in rows)
     ids, mask = [], []
     for r in rows:
@@ -255,13 +288,18 @@ def _batch_tensors(rows: list[list[int]], pad_id: int, left: bool
 def _cut(new: list[int], eos: int | None, rule: DecodingRule) -> list[int]:
     """An output's tokens: up to and including its first end-of-sequence token (eos rule)."""
     if rule.stop == "eos" and eos is not None and eos in new:
-        return new[:new.index(eos) + 1]
+        return new[: new.index(eos) + 1]
     return new
 
 
-def run_window(lm: LoadedLM, variant: dict[str, Any], rule: DecodingRule,
-               items: Sequence[corpus.Item], window: GenerationWindow,
-               after_batch: Callable[[int], None]) -> None:
+def run_window(
+    lm: LoadedLM,
+    variant: dict[str, Any],
+    rule: DecodingRule,
+    items: Sequence[corpus.Item],
+    window: GenerationWindow,
+    after_batch: Callable[[int], None],
+) -> None:
     """Tokenise, generate and decode ``items`` by batches into ``window`` (warm-up and the
     measured window alike). Batches follow file order, or prompt length with
     ``length_grouping: sorted`` (a declared variant, R6)."""
@@ -279,7 +317,7 @@ def run_window(lm: LoadedLM, variant: dict[str, Any], rule: DecodingRule,
         extra["min_new_tokens"] = rule.max_new_tokens
     with torch.inference_mode():
         for start in range(0, len(order), size):
-            indexes = order[start:start + size]
+            indexes = order[start : start + size]
             rows = [encoded[i][0] for i in indexes]
             if fixed:  # pad every batch to max_length: a declared variant
                 rows_for_width = rows + [[lm.pad_id] * budget]
@@ -293,11 +331,18 @@ def run_window(lm: LoadedLM, variant: dict[str, Any], rule: DecodingRule,
                 torch.cuda.synchronize()
             began = time.perf_counter()
             out = module.generate(
-                input_ids=ids, attention_mask=mask, do_sample=False, num_beams=1,
-                max_new_tokens=rule.max_new_tokens, pad_token_id=lm.pad_id,
+                input_ids=ids,
+                attention_mask=mask,
+                do_sample=False,
+                num_beams=1,
+                max_new_tokens=rule.max_new_tokens,
+                pad_token_id=lm.pad_id,
                 eos_token_id=lm.eos_id if rule.stop == "eos" else None,
-                stopping_criteria=[clock], return_dict_in_generate=True, use_cache=True,
-                **extra)
+                stopping_criteria=[clock],
+                return_dict_in_generate=True,
+                use_cache=True,
+                **extra,
+            )
             width = ids.shape[1]
             new_rows = out.sequences[:, width:].tolist()
             window.batches.append(GeneratedBatch(len(rows), width, len(new_rows[0])))
@@ -312,22 +357,29 @@ def run_window(lm: LoadedLM, variant: dict[str, Any], rule: DecodingRule,
                 window.decode_s += clock.times[-1] - clock.times[0]
                 window.decode_tokens += sum(max(len(c) - 1, 0) for c in cut)
             for i, tokens, text in zip(indexes, cut, texts, strict=True):
-                window.outputs.append(Output(i, text, tokens, len(encoded[i][0]),
-                                             encoded[i][1]))
+                window.outputs.append(Output(i, text, tokens, len(encoded[i][0]), encoded[i][1]))
             after_batch(len(window.outputs))
 
 
-def prediction_rows(window: GenerationWindow, bounds: Sequence[int],
-                    subgroups: Sequence[str] = ()) -> list[dict[str, Any]]:
+def prediction_rows(
+    window: GenerationWindow, bounds: Sequence[int], subgroups: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """The predictions file's rows, in corpus order: id, the output text, its token ids and
     counts, whether its prompt was cut, its stratum by prompt tokens and each declared
     subgroup field."""
     rows = []
     for o in sorted(window.outputs, key=lambda o: o.index):
         item = window.items[o.index]
-        row = corpus.prediction_row(item, o.text, corpus.stratum(o.prompt_tokens, bounds),
-                                    subgroups)
-        row.update({"prompt_tokens": o.prompt_tokens, "generated_tokens": len(o.token_ids),
-                    "token_ids": o.token_ids, "truncated": o.truncated})
+        row = corpus.prediction_row(
+            item, o.text, corpus.stratum(o.prompt_tokens, bounds), subgroups
+        )
+        row.update(
+            {
+                "prompt_tokens": o.prompt_tokens,
+                "generated_tokens": len(o.token_ids),
+                "token_ids": o.token_ids,
+                "truncated": o.truncated,
+            }
+        )
         rows.append(row)
     return rows

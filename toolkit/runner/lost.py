@@ -30,9 +30,11 @@ def journal_interrupted(workbook: Path, starts: list[dict[str, Any]]) -> list[di
     records = []
     for entry in starts:
         spec = AttemptSpec(**entry["spec"])
-        note = (f"interrupted: the run (pid {entry.get('pid')}) ended while this attempt ran "
-                "and left no record (killed, or the machine stopped); items completed not "
-                "known (0 here is a lower bound); its slot runs again on --resume")
+        note = (
+            f"interrupted: the run (pid {entry.get('pid')}) ended while this attempt ran "
+            "and left no record (killed, or the machine stopped); items completed not "
+            "known (0 here is a lower bound); its slot runs again on --resume"
+        )
         record = fallback_record(spec, "interrupted", 0, note, None, str(entry.get("started_at")))
         journal.append(workbook, record)
         records.append(record)

@@ -30,11 +30,20 @@ from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
 from toolkit.runner.instruments import compilation, precision
 
 HEAD_FORMAT = "iteragpu-linear-head/1"
-TOKENIZER_FILES = frozenset({
-    "tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
-    "special_tokens_map.json", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model",
-    "tokenizer.model",
-})
+TOKENIZER_FILES = frozenset(
+    {
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+        "vocab.json",
+        "merges.txt",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "spiece.model",
+        "sentencepiece.bpe.model",
+        "tokenizer.model",
+    }
+)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -73,10 +82,12 @@ def _hub_folder(hub_id: str) -> Path:
     try:
         return Path(snapshot_download(hub_id, local_files_only=offline))
     except Exception as exc:  # noqa: BLE001 - any hub failure is the same story for the user
-        raise ModelError(f"model_path {hub_id!r}: not in the local cache and not downloaded "
-                         f"({type(exc).__name__})",
-                         hint="download it once online (unset HF_HUB_OFFLINE), or point "
-                         "model_path at a local folder") from exc
+        raise ModelError(
+            f"model_path {hub_id!r}: not in the local cache and not downloaded "
+            f"({type(exc).__name__})",
+            hint="download it once online (unset HF_HUB_OFFLINE), or point "
+            "model_path at a local folder",
+        ) from exc
 
 
 class HeadClassifier(nn.Module):
@@ -90,10 +101,12 @@ class HeadClassifier(nn.Module):
             self.head.weight.copy_(weight)
             self.head.bias.copy_(bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                **extra: torch.Tensor) -> torch.Tensor:
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                              **extra).last_hidden_state
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, **extra: torch.Tensor
+    ) -> torch.Tensor:
+        hidden = self.encoder(
+            input_ids=input_ids, attention_mask=attention_mask, **extra
+        ).last_hidden_state
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
         pooled = nn.functional.normalize(pooled, p=2, dim=1)
@@ -135,49 +148,70 @@ def _read_head(folder: Path) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor
     meta_path, tensors_path = folder / "head.json", folder / "head.safetensors"
     for needed in (meta_path, tensors_path):
         if not needed.is_file():
-            raise ModelError(f"head_path {folder}: {needed.name} is missing",
-                             hint="a head folder holds head.json and head.safetensors")
+            raise ModelError(
+                f"head_path {folder}: {needed.name} is missing",
+                hint="a head folder holds head.json and head.safetensors",
+            )
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ModelError(f"{meta_path}: not JSON ({exc})", hint="restore head.json") from exc
     if meta.get("format") != HEAD_FORMAT:
-        raise ModelError(f"{meta_path}: format {meta.get('format')!r}, expected {HEAD_FORMAT}",
-                         hint="this runner reads linear heads written by samples/train_head.py")
+        raise ModelError(
+            f"{meta_path}: format {meta.get('format')!r}, expected {HEAD_FORMAT}",
+            hint="this runner reads linear heads written by samples/train_head.py",
+        )
     if meta.get("pooling", "mean") != "mean" or meta.get("normalize", "l2") != "l2":
-        raise ModelError(f"{meta_path}: pooling {meta.get('pooling')!r} / normalize "
-                         f"{meta.get('normalize')!r}; the runner applies mean pooling and l2",
-                         hint="refit the head with mean pooling and L2 normalisation")
+        raise ModelError(
+            f"{meta_path}: pooling {meta.get('pooling')!r} / normalize "
+            f"{meta.get('normalize')!r}; the runner applies mean pooling and l2",
+            hint="refit the head with mean pooling and L2 normalisation",
+        )
     tensors = load_file(str(tensors_path))
     weight, bias = tensors.get("weight"), tensors.get("bias")
     labels = meta.get("labels") or []
-    if weight is None or bias is None or weight.ndim != 2 or tuple(bias.shape) != (
-            weight.shape[0],) or len(labels) != weight.shape[0]:
-        raise ModelError(f"{tensors_path}: expected weight (classes, hidden) and bias "
-                         f"(classes,) for {len(labels)} labels",
-                         hint="refit the head; labels in head.json follow the weight rows")
+    if (
+        weight is None
+        or bias is None
+        or weight.ndim != 2
+        or tuple(bias.shape) != (weight.shape[0],)
+        or len(labels) != weight.shape[0]
+    ):
+        raise ModelError(
+            f"{tensors_path}: expected weight (classes, hidden) and bias "
+            f"(classes,) for {len(labels)} labels",
+            hint="refit the head; labels in head.json follow the weight rows",
+        )
     return meta, weight, bias, tree_hash(file_hashes(folder))
 
 
-def read_head(head_path: str, base: Path, encoder_hashes: dict[str, str]
-              ) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor, str]:
+def read_head(
+    head_path: str, base: Path, encoder_hashes: dict[str, str]
+) -> tuple[dict[str, Any], torch.Tensor, torch.Tensor, str]:
     """The head folder's metadata, weight, bias and revision; ModelError when a file is
     missing or wrong, or when the head was fitted on an encoder whose files (their SHA-256,
     recorded in head.json) differ from ``encoder_hashes``."""
     head_folder = Path(head_path).expanduser()
     head_folder = head_folder if head_folder.is_absolute() else base / head_folder
     if not head_folder.is_dir():
-        raise ModelError(f"head_path {head_path!r}: no folder {head_folder}",
-                         hint="point head_path at the folder holding head.json and "
-                         "head.safetensors (relative to the workbook's folder)")
+        raise ModelError(
+            f"head_path {head_path!r}: no folder {head_folder}",
+            hint="point head_path at the folder holding head.json and "
+            "head.safetensors (relative to the workbook's folder)",
+        )
     meta, weight, bias, head_hash = _read_head(head_folder)
     expected = (meta.get("encoder") or {}).get("files")
     if expected and expected != encoder_hashes:
-        changed = sorted(k for k in set(expected) | set(encoder_hashes)
-                         if expected.get(k) != encoder_hashes.get(k))
-        raise ModelError(f"head {head_folder} was fitted on another encoder: files "
-                         f"differ from head.json ({', '.join(changed[:5])})",
-                         hint="use the encoder the head was fitted on, or refit it")
+        changed = sorted(
+            k
+            for k in set(expected) | set(encoder_hashes)
+            if expected.get(k) != encoder_hashes.get(k)
+        )
+        raise ModelError(
+            f"head {head_folder} was fitted on another encoder: files "
+            f"differ from head.json ({', '.join(changed[:5])})",
+            hint="use the encoder the head was fitted on, or refit it",
+        )
     return meta, weight, bias, head_hash
 
 
@@ -191,19 +225,24 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     _quiet_transformers()
     device_name = variant["device"]
     if device_name == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"variant {variant['variant_id']} runs on cuda, but torch sees no "
-                         "CUDA device", hint="run it on a GPU machine (`iteralab env` says "
-                         "what this one has)")
+        raise ModelError(
+            f"variant {variant['variant_id']} runs on cuda, but torch sees no CUDA device",
+            hint="run it on a GPU machine (`iteralab env` says what this one has)",
+        )
     forced = precision.tf32_forced(os.environ)
     if device_name == "cuda" and variant["precision"] == "fp32" and forced:
-        raise ModelError(f"variant {variant['variant_id']} is fp32, but {forced}",
-                         hint=f"unset {precision.FORCE_TF32} (torch reads it once per "
-                         "process) and run again")
+        raise ModelError(
+            f"variant {variant['variant_id']} is fp32, but {forced}",
+            hint=f"unset {precision.FORCE_TF32} (torch reads it once per process) and run again",
+        )
     device = torch.device(device_name)
     folder, hashes, model_hash, tokenizer_revision = model_files(str(variant["model_path"]), base)
     dtype = DTYPES[variant["precision"]]
-    common = {"dtype": dtype, "attn_implementation": variant["attention_backend"],
-              "local_files_only": True}
+    common = {
+        "dtype": dtype,
+        "attn_implementation": variant["attention_backend"],
+        "local_files_only": True,
+    }
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         if variant.get("head_path"):
@@ -219,14 +258,17 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
             labels = [str(id2label[i]) for i in range(len(id2label))]
             model_revision = model_hash
     except (OSError, ValueError) as exc:
-        raise ModelError(f"model {folder}: cannot load ({type(exc).__name__}: {exc})",
-                         hint="check model_path/head_path; the folder needs config, weights "
-                         "and tokenizer files") from exc
+        raise ModelError(
+            f"model {folder}: cannot load ({type(exc).__name__}: {exc})",
+            hint="check model_path/head_path; the folder needs config, weights and tokenizer files",
+        ) from exc
     module.eval()
     if variant.get("quantization") == "dynamic-int8":
         if device.type != "cpu":
-            raise ModelError("dynamic-int8 quantization runs on the CPU only",
-                             hint="declare quantization none for a cuda variant")
+            raise ModelError(
+                "dynamic-int8 quantization runs on the CPU only",
+                hint="declare quantization none for a cuda variant",
+            )
         from torch.ao.quantization import quantize_dynamic
 
         module = quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8)
@@ -234,8 +276,9 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     backend = _attention_backend(module, variant["attention_backend"])
     if variant.get("compile") == "yes":
         module = compilation.compile_module(module)
-    return LoadedModel(tokenizer, module, labels, device, model_revision, tokenizer_revision,
-                       backend, folder)
+    return LoadedModel(
+        tokenizer, module, labels, device, model_revision, tokenizer_revision, backend, folder
+    )
 
 
 def _attention_backend(module: nn.Module, asked: str) -> str:

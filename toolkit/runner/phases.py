@@ -84,8 +84,11 @@ class AttemptRun:
         self.deadline = self.began + spec.timeout_s if spec.timeout_s else None
         self.threads, self.seed, self.baseline = start_process(spec, self.device)
         fault = faults.from_environment()  # a drill's failure inside the measured window
-        self.fault = fault if fault is not None and fault.applies(
-            spec.variant["variant_id"], spec.repetition) else None
+        self.fault = (
+            fault
+            if fault is not None and fault.applies(spec.variant["variant_id"], spec.repetition)
+            else None
+        )
         self.warmup = plan.parse_warmup(spec.protocol.get("warmup_rule"))
         self.corpus_path = spec.base / str(spec.protocol["corpus_path"])
         #: Process policy shared: attempts follow each other in one process (R18).
@@ -151,7 +154,7 @@ class AttemptRun:
         if self.warmup.none:
             return
         with self.timed("warm-up"):
-            items = corpus.read_corpus(self.corpus_path)[:self.warmup.items]
+            items = corpus.read_corpus(self.corpus_path)[: self.warmup.items]
             for _ in range(self.warmup.passes):
                 run_pass(items)
 
@@ -171,8 +174,7 @@ class AttemptRun:
         """What follows each batch: progress, an injected fault once its item count is
         reached inside the measured window (its progress sent first, so the campaign knows
         how far the window came), then the deadline."""
-        firing = (self.fault is not None and self.phase == "measured"
-                  and done >= self.fault.after)
+        firing = self.fault is not None and self.phase == "measured" and done >= self.fault.after
         self.report_items(done, total, force=firing)
         if firing:
             assert self.fault is not None
@@ -196,8 +198,10 @@ class AttemptRun:
         """The CUDA memory the peaks were reset at (None off CUDA)."""
         if self.baseline is None:
             return None
-        return (f"CUDA memory when the peaks were reset: allocated {self.baseline[0]:,} B, "
-                f"reserved {self.baseline[1]:,} B")
+        return (
+            f"CUDA memory when the peaks were reset: allocated {self.baseline[0]:,} B, "
+            f"reserved {self.baseline[1]:,} B"
+        )
 
     # ---- the row
 
@@ -220,8 +224,11 @@ class AttemptRun:
             elif name == "warm-up" and self.warmup.none and failed != "load":
                 put(column, None, f"warm-up rule is {self.warmup.text!r}: no warm-up")
             elif failed == name:
-                put(column, None, f"{self.status} during {name}: an unfinished phase has no "
-                    "duration")
+                put(
+                    column,
+                    None,
+                    f"{self.status} during {name}: an unfinished phase has no duration",
+                )
             else:
                 put(column, None, f"not reached: {self.status} during {failed}")
 
@@ -246,4 +253,3 @@ class AttemptRun:
         record["elapsed_s"] = round(time.monotonic() - self.began, 3)
         probes.release_memory(self.device, cuda=not self.broken)
         return record
-

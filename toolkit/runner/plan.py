@@ -31,8 +31,9 @@ class Slot:
     seed: int | None = None
 
 
-def rotation(variant_ids: Sequence[str], repetitions: int, rotate: bool = True,
-             seeds: Sequence[int] = ()) -> list[Slot]:
+def rotation(
+    variant_ids: Sequence[str], repetitions: int, rotate: bool = True, seeds: Sequence[int] = ()
+) -> list[Slot]:
     """Every slot of the campaign in running order.
 
     With ``rotate`` the order shifts by one each repetition, starting from the
@@ -51,8 +52,9 @@ def rotation(variant_ids: Sequence[str], repetitions: int, rotate: bool = True,
     return slots
 
 
-def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]],
-            unrecorded_seed: int | None = None) -> list[Slot]:
+def pending(
+    slots: Sequence[Slot], attempts: Iterable[dict[str, Any]], unrecorded_seed: int | None = None
+) -> list[Slot]:
     """Slots without a settled attempt (completed or failed); interrupted ones run again.
 
     An attempt recorded without a seed (before layout 3 the runner applied the first
@@ -62,8 +64,13 @@ def pending(slots: Sequence[Slot], attempts: Iterable[dict[str, Any]],
     for a in attempts:
         if a.get("status") in SETTLED:
             seed = a.get("seed")
-            done.add((a.get("variant_id"), a.get("repetition"),
-                      unrecorded_seed if seed is None else seed))
+            done.add(
+                (
+                    a.get("variant_id"),
+                    a.get("repetition"),
+                    unrecorded_seed if seed is None else seed,
+                )
+            )
     return [s for s in slots if (s.variant_id, s.repetition, s.seed) not in done]
 
 
@@ -81,26 +88,32 @@ def run_tag() -> str:
     return secrets.token_hex(2)
 
 
-def select(variants: Sequence[dict[str, Any]], series: int | None = None,
-           variant_ids: Sequence[str] = ()) -> list[dict[str, Any]]:
+def select(
+    variants: Sequence[dict[str, Any]], series: int | None = None, variant_ids: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """The declared variants to run, in declared order, filtered by series or ids."""
     chosen = list(variants)
     if series is not None:
         chosen = [v for v in chosen if v.get("series") == series]
         if not chosen:
             found = sorted({str(v.get("series")) for v in variants})
-            raise UsageError(f"no variant of series {series} is declared (series: "
-                             f"{', '.join(found) or 'none'})", hint="pick a declared series")
+            raise UsageError(
+                f"no variant of series {series} is declared (series: {', '.join(found) or 'none'})",
+                hint="pick a declared series",
+            )
     if variant_ids:
         known = {v.get("variant_id") for v in variants}
         unknown = [i for i in variant_ids if i not in known]
         if unknown:
-            raise UsageError(f"variant(s) {', '.join(unknown)} not declared in Variants",
-                             hint="declared: " + ", ".join(sorted(str(k) for k in known)))
+            raise UsageError(
+                f"variant(s) {', '.join(unknown)} not declared in Variants",
+                hint="declared: " + ", ".join(sorted(str(k) for k in known)),
+            )
         chosen = [v for v in chosen if v.get("variant_id") in variant_ids]
         if not chosen:
-            raise UsageError("no variant matches both --series and --variant",
-                             hint="drop one of the two options")
+            raise UsageError(
+                "no variant matches both --series and --variant", hint="drop one of the two options"
+            )
     return chosen
 
 

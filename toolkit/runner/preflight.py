@@ -33,8 +33,20 @@ from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import load_classifier, load_generator
 
 #: The Variants columns that make two variants load the same model.
-MODEL_KEY = ("engine", "model_path", "head_path", "device", "precision", "quantization",
-             "attention_backend", "compile")
+MODEL_KEY = (
+    "engine",
+    "model_path",
+    "head_path",
+    "device",
+    "precision",
+    "quantization",
+    "attention_backend",
+    "compile",
+)
+
+
+#: Why a cuda variant is resolved but not loaded on a machine without CUDA.
+NO_CUDA_HERE = "cuda variant: no CUDA device here (resolved, head checked, not loaded)"
 
 
 @dataclass
@@ -74,11 +86,17 @@ class PreflightError(ModelError):
         for p in problems:
             fix = f"\n      fix: {p.hint}" if p.hint else ""
             lines.append(f"  variant {', '.join(p.variant_ids)}: {p.message}{fix}")
-        after = (f"then record the change with `iteralab amend {workbook} --reason ...` (the "
-                 "model and head are locked)" if locked else "then check again")
-        super().__init__(f"pre-flight: {len(problems)} problem(s); no attempt was run or "
-                         "recorded:\n" + "\n".join(lines),
-                         hint=f"fix each as said, {after}")
+        after = (
+            f"then record the change with `iteralab amend {workbook} --reason ...` (the "
+            "model and head are locked)"
+            if locked
+            else "then check again"
+        )
+        super().__init__(
+            f"pre-flight: {len(problems)} problem(s); no attempt was run or "
+            "recorded:\n" + "\n".join(lines),
+            hint=f"fix each as said, {after}",
+        )
         self.problems = list(problems)
 
 
@@ -87,11 +105,18 @@ def engine(variant: dict[str, Any], task: str) -> str:
     name = engines.engine_of(variant)
     if name != "torch":
         return f"{name}, {variant.get('device')}, {variant.get('precision')}"
-    kind = ("causal LM (transformers generate, greedy)" if task == "generation"
-            else "encoder + linear head (transformers, mean pooling)" if variant.get("head_path")
-            else "sequence classifier (transformers)")
-    extras = [str(variant.get("device")), str(variant.get("precision")),
-              f"attention {variant.get('attention_backend')}"]
+    kind = (
+        "causal LM (transformers generate, greedy)"
+        if task == "generation"
+        else "encoder + linear head (transformers, mean pooling)"
+        if variant.get("head_path")
+        else "sequence classifier (transformers)"
+    )
+    extras = [
+        str(variant.get("device")),
+        str(variant.get("precision")),
+        f"attention {variant.get('attention_backend')}",
+    ]
     if str(variant.get("quantization") or "none") != "none":
         extras.append(str(variant.get("quantization")))
     if variant.get("compile") == "yes":
@@ -99,9 +124,14 @@ def engine(variant: dict[str, Any], task: str) -> str:
     return f"{kind}, {', '.join(extras)}"
 
 
-def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], workbook: Path,
-          items: Sequence[corpus.Item], locked: bool,
-          progress: Callable[[str], None] = lambda _: None) -> list[VariantCheck]:
+def check(
+    variants: Sequence[dict[str, Any]],
+    protocol: dict[str, Any],
+    workbook: Path,
+    items: Sequence[corpus.Item],
+    locked: bool,
+    progress: Callable[[str], None] = lambda _: None,
+) -> list[VariantCheck]:
     """Pre-flight ``variants`` of ``workbook`` (paths relative to its folder) on the first
     items of the corpus; one VariantCheck each, in order. Raises PreflightError listing
     every problem found."""
@@ -111,8 +141,9 @@ def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], workbook
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for v in variants:
         groups.setdefault(tuple(str(v.get(c) or "") for c in MODEL_KEY), []).append(v)
-    checks = {str(v["variant_id"]): VariantCheck(str(v["variant_id"]), engine(v, task))
-              for v in variants}
+    checks = {
+        str(v["variant_id"]): VariantCheck(str(v["variant_id"]), engine(v, task)) for v in variants
+    }
     problems: list[Problem] = []
     cuda = torch.cuda.is_available()
     for members in groups.values():
@@ -121,16 +152,20 @@ def check(variants: Sequence[dict[str, Any]], protocol: dict[str, Any], workbook
             if first.get("device") == "cuda" and not cuda:
                 _resolve(first, base)
                 for vid in ids:
-                    checks[vid].not_loaded = "cuda variant: no CUDA device here (resolved, " \
-                                             "head checked, not loaded)"
+                    checks[vid].not_loaded = NO_CUDA_HERE
                 continue
             progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
             _load_and_run(members, base, items, rule, checks)
         except ToolkitError as exc:
             problems.append(Problem(ids, exc.message, exc.hint))
         except (RuntimeError, ValueError, OSError) as exc:  # a batch that does not run
-            problems.append(Problem(ids, f"{type(exc).__name__}: {str(exc)[:300]}",
-                                    "check batch_size, max_length, device and precision"))
+            problems.append(
+                Problem(
+                    ids,
+                    f"{type(exc).__name__}: {str(exc)[:300]}",
+                    "check batch_size, max_length, device and precision",
+                )
+            )
     if problems:
         raise PreflightError(problems, locked, str(workbook))
     return [checks[str(v["variant_id"])] for v in variants]
@@ -147,13 +182,19 @@ def _resolve(variant: dict[str, Any], base: Path) -> None:
         read_head(str(variant["head_path"]), base, files.hashes)
 
 
-def _load_and_run(members: list[dict[str, Any]], base: Path, items: Sequence[corpus.Item],
-                  rule: decoding.DecodingRule | None, checks: dict[str, VariantCheck]) -> None:
+def _load_and_run(
+    members: list[dict[str, Any]],
+    base: Path,
+    items: Sequence[corpus.Item],
+    rule: decoding.DecodingRule | None,
+    checks: dict[str, VariantCheck],
+) -> None:
     """Load the members' model once, run one batch of each member's size, timed."""
     began = time.perf_counter()
     device = torch.device(str(members[0]["device"]))
-    loaded: Any = (load_generator(members[0], base, rule) if rule
-                   else load_classifier(members[0], base))
+    loaded: Any = (
+        load_generator(members[0], base, rule) if rule else load_classifier(members[0], base)
+    )
     load_s = time.perf_counter() - began
     try:
         for v in members:
@@ -169,7 +210,10 @@ def _load_and_run(members: list[dict[str, Any]], base: Path, items: Sequence[cor
                 _synchronize(device)
             check = checks[str(v["variant_id"])]
             check.load_s, check.batch_s, check.batch_items = (
-                load_s, time.perf_counter() - start, size)
+                load_s,
+                time.perf_counter() - start,
+                size,
+            )
     finally:
         loaded.close()
         del loaded

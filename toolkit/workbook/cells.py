@@ -126,8 +126,10 @@ class Book:
             raise
         self.sheetnames: list[str] = list(self._formula_book.sheetnames)
         #: Each worksheet's extent as its file declares it (None: not declared).
-        self._declared = {ws.title: (getattr(ws, "max_row", None), getattr(ws, "max_column", None))
-                          for ws in self._formula_book.worksheets}
+        self._declared = {
+            ws.title: (getattr(ws, "max_row", None), getattr(ws, "max_column", None))
+            for ws in self._formula_book.worksheets
+        }
 
     def __enter__(self) -> Book:
         return self
@@ -158,7 +160,7 @@ class Book:
             except StopIteration:
                 return
             except OverflowError:  # a duration calamine cannot convert: the other reader
-                break              # reads the sheet, from the row that failed
+                break  # reads the sheet, from the row that failed
             done += 1
             yield pad + row if pad else row
         for number, other in enumerate(self._rows_one_by_one(name), start=1):
@@ -179,8 +181,9 @@ class Book:
         finally:
             book.close()
 
-    def formulas(self, name: str, max_col: int | None = None
-                 ) -> tuple[dict[tuple[int, int], Formula], dict[tuple[int, int], str]]:
+    def formulas(
+        self, name: str, max_col: int | None = None
+    ) -> tuple[dict[tuple[int, int], Formula], dict[tuple[int, int], str]]:
         """The formulas and the error values of sheet ``name``, by (Excel row, column), 1-based.
 
         A cell is a formula by its type, so a text that starts with ``=`` stays

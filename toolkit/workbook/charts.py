@@ -28,19 +28,27 @@ def plans_note(data: WorkbookData) -> str:
     """The provider, plan and catalog date the Settlement's configurations are priced from,
     e.g. ``IteraGPU, 7-day plans, catalog of 2026-09-24``; EXAMPLE first when one rests on an
     example figure."""
-    configurations = [r for r in data.tables.get(layout.SETTLEMENT.name, [])
-                      if r.get("kind") == "configuration" and r.get("catalog_date")]
+    configurations = [
+        r
+        for r in data.tables.get(layout.SETTLEMENT.name, [])
+        if r.get("kind") == "configuration" and r.get("catalog_date")
+    ]
     sellers = set()
     for r in configurations:
         for t in data.tables.get(layout.TARIFFS.name, []):
             if (t.get("gpu_slug"), t.get("plan_days"), t.get("catalog_date")) == (
-                    r.get("gpu_slug"), r.get("plan_days"), r.get("catalog_date")):
+                r.get("gpu_slug"),
+                r.get("plan_days"),
+                r.get("catalog_date"),
+            ):
                 sellers.add(str(t.get("provider") or "shipped catalog"))
     days = sorted({int(r["plan_days"]) for r in configurations if r.get("plan_days")})
     dates = sorted({str(r["catalog_date"]) for r in configurations})
-    parts = [", ".join(sorted(sellers)),
-             f"{'/'.join(map(str, days))}-day plans" if days else "",
-             f"catalog of {', '.join(dates)}" if dates else ""]
+    parts = [
+        ", ".join(sorted(sellers)),
+        f"{'/'.join(map(str, days))}-day plans" if days else "",
+        f"catalog of {', '.join(dates)}" if dates else "",
+    ]
     note = "; ".join(p for p in parts if p)
     if any(EXAMPLE in str(r.get("grounds") or "") for r in configurations):
         note = f"{EXAMPLE} figures: {note}" if note else f"{EXAMPLE} figures"
@@ -50,8 +58,9 @@ def plans_note(data: WorkbookData) -> str:
 def workbook_charts(data: WorkbookData) -> list[Chart]:
     """The durations chart under the Summary rows, the cost chart beside the Settlement."""
     n_variants = len(data.tables.get(layout.SUMMARY.name, []))
-    n_configurations = sum(1 for r in data.tables.get(layout.SETTLEMENT.name, [])
-                           if r.get("kind") == "configuration")
+    n_configurations = sum(
+        1 for r in data.tables.get(layout.SETTLEMENT.name, []) if r.get("kind") == "configuration"
+    )
     note = plans_note(data)
     charts = []
     if n_variants:
@@ -60,30 +69,61 @@ def workbook_charts(data: WorkbookData) -> list[Chart]:
         # Columns, not points: a run that does not exist is an empty-text cell, which a
         # spreadsheet plots as 0; a 0-high column draws nothing, a point would sit at 0 s.
         series = [
-            {"name": f"run {k}", "categories": categories,
-             "values": _range(layout.SUMMARY, f"run_{k}_s", 2, last),
-             "fill": {"color": RUN_COLOUR}, "border": {"none": True}}
+            {
+                "name": f"run {k}",
+                "categories": categories,
+                "values": _range(layout.SUMMARY, f"run_{k}_s", 2, last),
+                "fill": {"color": RUN_COLOUR},
+                "border": {"none": True},
+            }
             for k in range(1, layout.RUN_COLUMNS + 1)
         ]
-        series.append({"name": "median", "categories": categories,
-                       "values": _range(layout.SUMMARY, "median_s", 2, last),
-                       "fill": {"color": MEDIAN_COLOUR}, "border": {"none": True}})
-        charts.append(Chart(layout.SUMMARY.name, f"B{last + 3}", "column",
-                            "Measured time per variant: each successful run, then the median "
-                            "(no column: no such run)",
-                            tuple(series), "variant", "measured_s (s)"))
+        series.append(
+            {
+                "name": "median",
+                "categories": categories,
+                "values": _range(layout.SUMMARY, "median_s", 2, last),
+                "fill": {"color": MEDIAN_COLOUR},
+                "border": {"none": True},
+            }
+        )
+        charts.append(
+            Chart(
+                layout.SUMMARY.name,
+                f"B{last + 3}",
+                "column",
+                "Measured time per variant: each successful run, then the median "
+                "(no column: no such run)",
+                tuple(series),
+                "variant",
+                "measured_s (s)",
+            )
+        )
     if n_configurations:
         last = n_configurations + 1
         # Right of the table: the incurred rows follow the configurations below it.
         beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
-        charts.append(Chart(
-            layout.SETTLEMENT.name, f"{beside}2", "column",
-            "Projected cost per expected corpus, a FORECAST (USD"
-            + (f"; {note}" if note else "") + "; no bar: no price or outside the "
-            "equal-quality comparison)",
-            ({"name": "projected cost per expected corpus (forecast)",
-              "categories": _range(layout.SETTLEMENT, "item", 2, last),
-              "values": _range(layout.SETTLEMENT, "projected_cost_per_expected_usd", 2, last),
-              "fill": {"color": BAR_COLOUR}},),
-            "configuration", "USD"))
+        charts.append(
+            Chart(
+                layout.SETTLEMENT.name,
+                f"{beside}2",
+                "column",
+                "Projected cost per expected corpus, a FORECAST (USD"
+                + (f"; {note}" if note else "")
+                + "; no bar: no price or outside the "
+                "equal-quality comparison)",
+                (
+                    {
+                        "name": "projected cost per expected corpus (forecast)",
+                        "categories": _range(layout.SETTLEMENT, "item", 2, last),
+                        "values": _range(
+                            layout.SETTLEMENT, "projected_cost_per_expected_usd", 2, last
+                        ),
+                        "fill": {"color": BAR_COLOUR},
+                    },
+                ),
+                "configuration",
+                "USD",
+            )
+        )
     return charts

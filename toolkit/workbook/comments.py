@@ -27,8 +27,11 @@ def _targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
     out = {}
     for rel in ElementTree.fromstring(archive.read(rels)).iter(PACKAGE + "Relationship"):
         target = str(rel.get("Target"))
-        resolved = (target.lstrip("/") if target.startswith("/")
-                    else posixpath.normpath(posixpath.join(folder, target)))
+        resolved = (
+            target.lstrip("/")
+            if target.startswith("/")
+            else posixpath.normpath(posixpath.join(folder, target))
+        )
         out[str(rel.get("Id"))] = (str(rel.get("Type")), resolved)
     return out
 
@@ -40,13 +43,15 @@ def cell_comments(handle: IO[bytes]) -> list[tuple[str, str, str]]:
         with zipfile.ZipFile(handle) as archive:
             sheets = _targets(archive, "xl/workbook.xml")
             for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
-                    MAIN + "sheet"):
+                MAIN + "sheet"
+            ):
                 part = sheets.get(str(sheet.get(RELATION)), ("", ""))[1]
                 for kind, target in _targets(archive, part).values():
                     if not kind.endswith("/comments") or target not in archive.namelist():
                         continue
                     for comment in ElementTree.fromstring(archive.read(target)).iter(
-                            MAIN + "comment"):
+                        MAIN + "comment"
+                    ):
                         text = "".join(t.text or "" for t in comment.iter(MAIN + "t"))
                         found.append((str(sheet.get("name")), str(comment.get("ref")), text))
     finally:
@@ -57,7 +62,7 @@ def cell_comments(handle: IO[bytes]) -> list[tuple[str, str, str]]:
 def split_reference(ref: str) -> tuple[int, int]:
     """``"C1"`` -> (3, 1): a cell reference's column number and row (0, 0 when malformed)."""
     letters = ref.rstrip("0123456789")
-    digits = ref[len(letters):]
+    digits = ref[len(letters) :]
     if not letters.isalpha() or not letters.isascii() or not digits:
         return 0, 0
     column = 0

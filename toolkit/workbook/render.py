@@ -29,7 +29,7 @@ NUMBER_FORMATS = {
     layout.BYTES: "#,##0",
     layout.USD: '#,##0.00" USD"',
     layout.USD_OR_UNDEFINED: '#,##0.00" USD"',
-    layout.MONEY: '#,##0.00',
+    layout.MONEY: "#,##0.00",
     layout.RATIO: "0.0000",
 }
 #: A money column shown in its row's currency: the amount, then the ISO 4217 code.
@@ -51,13 +51,26 @@ class _Formats:
     def __init__(self, book: xlsxwriter.Workbook) -> None:
         self.book = book
         self.header = book.add_format(
-            {"bold": True, "bg_color": "#1F4E78", "font_color": "#FFFFFF", "text_wrap": True,
-             "valign": "top", "border": 1}
+            {
+                "bold": True,
+                "bg_color": "#1F4E78",
+                "font_color": "#FFFFFF",
+                "text_wrap": True,
+                "valign": "top",
+                "border": 1,
+            }
         )
         self.title = book.add_format({"bold": True, "font_size": 14})
         self.wrap = book.add_format({"text_wrap": True, "valign": "top"})
-        self.warning = book.add_format({"bold": True, "text_wrap": True, "valign": "top",
-                                        "font_color": "#9C0006", "bg_color": "#FFC7CE"})
+        self.warning = book.add_format(
+            {
+                "bold": True,
+                "text_wrap": True,
+                "valign": "top",
+                "font_color": "#9C0006",
+                "bg_color": "#FFC7CE",
+            }
+        )
         self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
     def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
@@ -73,8 +86,7 @@ class _Formats:
                 "valign": "top",
             }
             if currency is not None:
-                spec["num_format"] = CURRENCY_FORMAT.format(currency) if currency \
-                    else PLAIN_MONEY
+                spec["num_format"] = CURRENCY_FORMAT.format(currency) if currency else PLAIN_MONEY
             elif kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
             elif kind in TEXT_KINDS and not computed:
@@ -103,8 +115,13 @@ def render(data: WorkbookData, path: str | Path) -> None:
         elif sheet.kind == "form":
             _write_form(ws, sheet, data.forms.get(sheet.name, {}), formats)
         else:
-            _write_table(ws, sheet, data.tables.get(sheet.name, []), formats,
-                         data.formulas.get(sheet.name, {}))
+            _write_table(
+                ws,
+                sheet,
+                data.tables.get(sheet.name, []),
+                formats,
+                data.formulas.get(sheet.name, {}),
+            )
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
@@ -216,9 +233,11 @@ def _plain_value(cell: Any) -> Any:
 def _lookup(sheet: layout.Sheet, column: str, key: str, last: int) -> str:
     """``sheet``'s ``column`` on the row whose first column is ``key`` (by id, not position);
     empty when the row or the cell is."""
+
     def rng(name: str) -> str:
         letter = layout.column_letter(sheet, name)
         return f"{sheet.name}!${letter}$2:${letter}${last}"
+
     text = key.replace('"', '""')
     found = f'INDEX({rng(column)},MATCH("{text}",{rng(sheet.names[0])},0))'
     return f'IFERROR(IF({found}="","",{found}),"")'
@@ -242,36 +261,72 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     for field in ("chosen_configuration", "report_run"):
         row = layout.DECISION.names.index(field) + 2
         cell = f"{layout.DECISION.name}!$B${row}"
-        rows.append((f"Decision: {field.replace('_', ' ')}", f'IF({cell}="","",{cell})',
-                     decision.get(field), ""))
+        rows.append(
+            (
+                f"Decision: {field.replace('_', ' ')}",
+                f'IF({cell}="","",{cell})',
+                decision.get(field),
+                "",
+            )
+        )
     settlement = data.tables.get(layout.SETTLEMENT.name, [])
     for r in settlement:
         if r.get("kind") != "total incurred" or not r.get("currency"):
             continue
         item, code = str(r["item"]), _marked(str(r["currency"]), r)
-        for label, column, money in (("incurred total", "amount", True),
-                                     ("known subtotal", "known_subtotal", True),
-                                     ("ledger status", "ledger_status", False),
-                                     ("spent per accepted corpus", "spent_per_accepted", True)):
-            rows.append((f"{label} ({r['currency']})",
-                         _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
-                         r.get(column), code if money else ""))
+        for label, column, money in (
+            ("incurred total", "amount", True),
+            ("known subtotal", "known_subtotal", True),
+            ("ledger status", "ledger_status", False),
+            ("spent per accepted corpus", "spent_per_accepted", True),
+        ):
+            rows.append(
+                (
+                    f"{label} ({r['currency']})",
+                    _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
+                    r.get(column),
+                    code if money else "",
+                )
+            )
     for r in settlement:
         forecast = _plain_value(r.get("projected_cost_per_expected_usd"))
         if r.get("kind") == "configuration" and forecast != "":
-            rows.append((f"forecast per expected corpus: {r['item']}",
-                         _lookup(layout.SETTLEMENT, "projected_cost_per_expected_usd",
-                                 str(r["item"]), OVERVIEW_REACH), forecast, _marked("USD", r)))
+            rows.append(
+                (
+                    f"forecast per expected corpus: {r['item']}",
+                    _lookup(
+                        layout.SETTLEMENT,
+                        "projected_cost_per_expected_usd",
+                        str(r["item"]),
+                        OVERVIEW_REACH,
+                    ),
+                    forecast,
+                    _marked("USD", r),
+                )
+            )
     summary = data.tables.get(layout.SUMMARY.name, [])
     for r in summary:
-        for label, column in (("quality verdict", "quality_verdict"),
-                              ("in the cost comparison", "equal_quality")):
-            rows.append((f"{r['variant_id']}: {label}",
-                         _lookup(layout.SUMMARY, column, str(r["variant_id"]),
-                                 len(summary) + 1), r.get(column), ""))
-    wrapped = formats.book.add_format({"bg_color": COMPUTED_FILL, "border": 1,
-                                       "border_color": "#BFBFBF", "valign": "top",
-                                       "text_wrap": True})
+        for label, column in (
+            ("quality verdict", "quality_verdict"),
+            ("in the cost comparison", "equal_quality"),
+        ):
+            rows.append(
+                (
+                    f"{r['variant_id']}: {label}",
+                    _lookup(layout.SUMMARY, column, str(r["variant_id"]), len(summary) + 1),
+                    r.get(column),
+                    "",
+                )
+            )
+    wrapped = formats.book.add_format(
+        {
+            "bg_color": COMPUTED_FILL,
+            "border": 1,
+            "border_color": "#BFBFBF",
+            "valign": "top",
+            "text_wrap": True,
+        }
+    )
     for i, (label, text, cached, code) in enumerate(rows, start=2):
         ws.write_string(i, 0, label, wrapped)
         fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
@@ -282,8 +337,10 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
             ws.set_row(i, 15 * min(lines, 12))
     warnings = []
     if any(layout.EXAMPLE in str(r.get("grounds") or "") for r in settlement):
-        warnings.append(f"{layout.EXAMPLE}: some amounts rest on figures typed for a demo or an "
-                        "example (their cells say EXAMPLE): not a quote, not a measurement")
+        warnings.append(
+            f"{layout.EXAMPLE}: some amounts rest on figures typed for a demo or an "
+            "example (their cells say EXAMPLE): not a quote, not a measurement"
+        )
     scenario = str(data.forms.get(layout.PROTOCOL.name, {}).get("scenario") or "")
     if "QUICK DEMO" in scenario:
         warnings.append("QUICK DEMO: a declared subset for a smoke run, not the comparison")
@@ -295,8 +352,9 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     ws.fit_to_pages(1, 1)  # one page, whatever the memo's length
 
 
-def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
-                formats: _Formats) -> None:
+def _write_form(
+    ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any], formats: _Formats
+) -> None:
     ws.freeze_panes(1, 0)
     ws.set_column(0, 0, 28)
     ws.set_column(1, 1, 60)
@@ -310,15 +368,19 @@ def _write_form(ws: Worksheet, sheet: layout.Sheet, values: dict[str, Any],
         _add_dropdown(ws, field, row, row, 1)
 
 
-def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
-                 formats: _Formats, kept: dict[tuple[int, str], Formula]) -> None:
+def _write_table(
+    ws: Worksheet,
+    sheet: layout.Sheet,
+    rows: list[dict[str, Any]],
+    formats: _Formats,
+    kept: dict[tuple[int, str], Formula],
+) -> None:
     ws.freeze_panes(1, 1)
     last_row = len(rows) + SPARE_ROWS
     for col, column in enumerate(sheet.all_columns):
         # A money column in its row's currency: rows typed later show no code until saved.
         money = bool(column.currency) or column.kind in USD_KINDS
-        cell_format = formats.cell(column.kind, column.computed,
-                                   "" if column.currency else None)
+        cell_format = formats.cell(column.kind, column.computed, "" if column.currency else None)
         ws.set_column(col, col, column.width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
@@ -346,12 +408,17 @@ def _write_table(ws: Worksheet, sheet: layout.Sheet, rows: list[dict[str, Any]],
 
 def _typed_here(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any]) -> bool:
     """A grey column's cell a person types on this row: an other cost's in the Settlement."""
-    return (column.computed and sheet is layout.SETTLEMENT and row.get("kind") == "other cost"
-            and column.name in layout.OTHER_COST_COLUMNS)
+    return (
+        column.computed
+        and sheet is layout.SETTLEMENT
+        and row.get("kind") == "other cost"
+        and column.name in layout.OTHER_COST_COLUMNS
+    )
 
 
-def _money_format(formats: _Formats, column: layout.Column, row: dict[str, Any],
-                  typed: bool = False) -> Any:
+def _money_format(
+    formats: _Formats, column: layout.Column, row: dict[str, Any], typed: bool = False
+) -> Any:
     """A money cell's format in its row's currency (every amount shows its own code), marked
     EXAMPLE when the row's grounds or source say it rests on an example figure."""
     if column.currency:
@@ -366,7 +433,10 @@ def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, c
     if not column.choices:
         return
     ws.data_validation(
-        first, col, last, col,
+        first,
+        col,
+        last,
+        col,
         {
             "validate": "list",
             "source": list(column.choices),

@@ -49,13 +49,16 @@ def read(path: str | Path) -> WorkbookData:
     """
     path = Path(path)
     if not path.exists():
-        raise WorkbookError(f"{path}: no such workbook",
-                            hint=f"create one with `iteralab init {path}`")
+        raise WorkbookError(
+            f"{path}: no such workbook", hint=f"create one with `iteralab init {path}`"
+        )
     try:
         handle = path.open("rb")
     except OSError as exc:
-        raise WorkbookError(f"{path}: cannot open the workbook ({exc.strerror or exc})",
-                            hint="check that it is a file you may read") from exc
+        raise WorkbookError(
+            f"{path}: cannot open the workbook ({exc.strerror or exc})",
+            hint="check that it is a file you may read",
+        ) from exc
     with handle:
         _check_signature(handle, path)
         parts = _check_archive(handle, path)
@@ -76,10 +79,15 @@ def read(path: str | Path) -> WorkbookData:
 
 def _unreadable(path: Path, why: str) -> WorkbookError:
     backup = backup_path(path)
-    restore = (f"restore the backup {backup.name} (the version before the last save)"
-               if backup.exists() else "restore it from a copy")
-    return WorkbookError(f"{path}: not a readable .xlsx workbook: {why}",
-                         hint=f"{restore}, or start from `iteralab init`")
+    restore = (
+        f"restore the backup {backup.name} (the version before the last save)"
+        if backup.exists()
+        else "restore it from a copy"
+    )
+    return WorkbookError(
+        f"{path}: not a readable .xlsx workbook: {why}",
+        hint=f"{restore}, or start from `iteralab init`",
+    )
 
 
 def _check_signature(handle: IO[bytes], path: Path) -> None:
@@ -95,8 +103,7 @@ def _check_signature(handle: IO[bytes], path: Path) -> None:
             f"{path}: an Excel 97-2003 (.xls) file or a password-protected workbook, not .xlsx",
             hint="open it in Excel or LibreOffice and save it as .xlsx without a password",
         )
-    raise _unreadable(path, "not a zip archive (an .xlsx file is one; a CSV or text file "
-                           "is not)")
+    raise _unreadable(path, "not a zip archive (an .xlsx file is one; a CSV or text file is not)")
 
 
 #: Documented limits (docs/bad-inputs.md), checked on the sizes the archive declares before
@@ -112,11 +119,14 @@ def _over_limits(parts: list[zipfile.ZipInfo]) -> tuple[str, str] | None:
     """The first of the documented limits ``parts`` break: (what, the limit); None within."""
     for part in parts:
         ratio = part.file_size / max(part.compress_size, 1)
-        if part.file_size > MAX_PART_BYTES or (part.file_size > RATIO_FROM_BYTES
-                                               and ratio > MAX_RATIO):
-            return (f"part {part.filename} unpacks to {part.file_size:,} bytes ({ratio:,.0f} "
-                    "times its packed size)",
-                    f"{MAX_PART_BYTES:,} bytes a part, {MAX_RATIO} times packed")
+        if part.file_size > MAX_PART_BYTES or (
+            part.file_size > RATIO_FROM_BYTES and ratio > MAX_RATIO
+        ):
+            return (
+                f"part {part.filename} unpacks to {part.file_size:,} bytes ({ratio:,.0f} "
+                "times its packed size)",
+                f"{MAX_PART_BYTES:,} bytes a part, {MAX_RATIO} times packed",
+            )
     total = sum(p.file_size for p in parts)
     if total > MAX_UNPACKED_BYTES:
         return f"unpacks to {total:,} bytes in all", f"{MAX_UNPACKED_BYTES:,} bytes in all"
@@ -131,8 +141,9 @@ def _check_archive(handle: IO[bytes], path: Path) -> list[str]:
     try:
         parts = zipfile.ZipFile(handle).infolist()
     except (zipfile.BadZipFile, OSError) as exc:
-        raise _unreadable(path, f"damaged, or not a workbook ({type(exc).__name__}: {exc})"
-                          ) from exc
+        raise _unreadable(
+            path, f"damaged, or not a workbook ({type(exc).__name__}: {exc})"
+        ) from exc
     finally:
         handle.seek(0)
     over = _over_limits(parts)
@@ -140,7 +151,8 @@ def _check_archive(handle: IO[bytes], path: Path) -> list[str]:
         raise WorkbookError(
             f"{path}: {over[0]}: over the limits of a campaign workbook ({over[1]}); not read",
             hint="this is not a workbook iteralab wrote (or it was padded on purpose); "
-            "restore the campaign's workbook from a copy")
+            "restore the campaign's workbook from a copy",
+        )
     return [p.filename for p in parts]
 
 
@@ -151,10 +163,13 @@ def _sheet_of(archive: zipfile.ZipFile, part: str) -> str | None:
     spreadsheet = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
     relation = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
     try:
-        targets = {r.get("Id"): "xl/" + str(r.get("Target")).removeprefix("/xl/")
-                   for r in ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))}
+        targets = {
+            r.get("Id"): "xl/" + str(r.get("Target")).removeprefix("/xl/")
+            for r in ElementTree.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+        }
         for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
-                spreadsheet + "sheet"):
+            spreadsheet + "sheet"
+        ):
             if targets.get(sheet.get(relation)) == part:
                 return sheet.get("name")
     except (KeyError, ElementTree.ParseError):
@@ -174,33 +189,40 @@ def _check_rendered(temp: Path, path: Path) -> None:
         sheet = _sheet_of(archive, largest)
     raise WorkbookError(
         f"{path}: saving would make a workbook iteralab could not read again: {over[0]}, "
-        f"over {over[1]}" + (f" (the largest part is sheet {sheet})" if sheet else "")
+        f"over {over[1]}"
+        + (f" (the largest part is sheet {sheet})" if sheet else "")
         + "; the workbook is unchanged",
         hint="the campaign has outgrown one workbook: keep this one as it is (the journal "
         "beside it keeps any records not in it) and continue in a new campaign workbook "
-        "(`iteralab init`, then lock the same protocol)")
+        "(`iteralab init`, then lock the same protocol)",
+    )
 
 
 def _read_book(book: Book, path: Path) -> WorkbookData:
     if "Guide" not in book.sheetnames:
         raise _missing_sheets(path, ["Guide"])
     version = _readable_version(_layout_version(book), path)
-    missing = [s.name for s in layout.SHEETS
-               if s.name not in book.sheetnames and s.since <= version]
+    missing = [
+        s.name for s in layout.SHEETS if s.name not in book.sheetnames and s.since <= version
+    ]
     if missing:
         raise _missing_sheets(path, missing)
     data = WorkbookData.empty()
     data.layout_version = version
-    data.unkept += [Addition(f"sheet {name!r}", name) for name in book.sheetnames
-                    if name not in layout.SHEET_BY_NAME]
+    data.unkept += [
+        Addition(f"sheet {name!r}", name)
+        for name in book.sheetnames
+        if name not in layout.SHEET_BY_NAME
+    ]
     for sheet in layout.SHEETS:
         if sheet.name not in book.sheetnames:
             continue  # newer than the workbook's layout: it reads empty
         formulas: dict[tuple[int, int], Formula] = {}
         rows: Iterator[Sequence[Any]] = book.rows(sheet.name)
         if sheet.name in FORMULA_PASS:
-            formulas, errors = book.formulas(sheet.name,
-                                             max_col=2 if sheet.kind == "form" else None)
+            formulas, errors = book.formulas(
+                sheet.name, max_col=2 if sheet.kind == "form" else None
+            )
             if errors:
                 rows = _with_errors(rows, errors)
         if sheet.kind == "form":
@@ -230,9 +252,17 @@ def _typed_summary_rows(data: WorkbookData) -> list[Addition]:
     with_formulas = {i for i, _ in data.formulas.get(sheet, {})}
     if not with_formulas:
         return []  # never reported, or saved by a program that dropped every formula
-    return [Addition(f"Summary row {data.excel_row(sheet, i)} (typed: the report writes "
-                     "every row of this sheet itself)", sheet, data.excel_row(sheet, i), "")
-            for i in range(len(data.tables[sheet])) if i not in with_formulas]
+    return [
+        Addition(
+            f"Summary row {data.excel_row(sheet, i)} (typed: the report writes "
+            "every row of this sheet itself)",
+            sheet,
+            data.excel_row(sheet, i),
+            "",
+        )
+        for i in range(len(data.tables[sheet]))
+        if i not in with_formulas
+    ]
 
 
 def _typed_comments(handle: IO[bytes]) -> list[Addition]:
@@ -244,8 +274,7 @@ def _typed_comments(handle: IO[bytes]) -> list[Addition]:
         if sheet is not None and sheet.kind == "table" and split_reference(ref)[1] == 1:
             continue
         shown = text if len(text) <= 40 else text[:37] + "..."
-        found.append(Addition(f"the comment {shown!r} on {sheet_name}!{ref}", sheet_name,
-                              None, ""))
+        found.append(Addition(f"the comment {shown!r} on {sheet_name}!{ref}", sheet_name, None, ""))
     return found
 
 
@@ -266,7 +295,8 @@ def _readable_version(version: int | None, path: Path) -> int:
             f"{path}: layout version {version}, written by a newer iteralab; this one reads "
             f"layout versions {layout.OLDEST_READABLE} to {layout.LAYOUT_VERSION}",
             hint="upgrade iteralab (pip install -U iteragpu-lab) and run the command again; "
-            "the workbook is unchanged")
+            "the workbook is unchanged",
+        )
     found = "no layout version in Guide!A2" if version is None else f"layout version {version}"
     raise WorkbookError(
         f"{path}: {found}; this iteralab reads layout versions {layout.OLDEST_READABLE} to "
@@ -279,15 +309,20 @@ def _readable_version(version: int | None, path: Path) -> int:
 
 #: Small sheets a person types, checked for formulas in their cells (Schedule is read with
 #: the formula sheets; Attempts and Manifest, large, are written by the toolkit).
-TYPED_SHEETS = tuple(s.name for s in layout.SHEETS if s.name in layout.INPUT_SHEETS
-                     and s.name not in layout.FORMULA_SHEETS
-                     and s.name not in (layout.ATTEMPTS.name, layout.MANIFEST.name))
+TYPED_SHEETS = tuple(
+    s.name
+    for s in layout.SHEETS
+    if s.name in layout.INPUT_SHEETS
+    and s.name not in layout.FORMULA_SHEETS
+    and s.name not in (layout.ATTEMPTS.name, layout.MANIFEST.name)
+)
 #: The sheets read a second time, by openpyxl, for their formulas and error values.
 FORMULA_PASS = frozenset(layout.FORMULA_SHEETS + TYPED_SHEETS)
 
 
-def _with_errors(rows: Iterator[Sequence[Any]], errors: dict[tuple[int, int], str]
-                 ) -> Iterator[Sequence[Any]]:
+def _with_errors(
+    rows: Iterator[Sequence[Any]], errors: dict[tuple[int, int], str]
+) -> Iterator[Sequence[Any]]:
     """``rows`` with each error value (``#N/A``) put back where calamine gave a blank."""
     by_row: dict[int, list[tuple[int, str]]] = {}
     for (excel_row, column), text in errors.items():
@@ -302,8 +337,9 @@ def _with_errors(rows: Iterator[Sequence[Any]], errors: dict[tuple[int, int], st
         yield row
 
 
-def _form_formulas(formulas: dict[tuple[int, int], Formula], rows: list[Sequence[Any]]
-                   ) -> dict[tuple[int, str], Formula]:
+def _form_formulas(
+    formulas: dict[tuple[int, int], Formula], rows: list[Sequence[Any]]
+) -> dict[tuple[int, str], Formula]:
     """A form's formulas (its column B, below the header) keyed (0, field)."""
     found: dict[tuple[int, str], Formula] = {}
     for (excel_row, column), formula in sorted(formulas.items()):
@@ -315,8 +351,9 @@ def _form_formulas(formulas: dict[tuple[int, int], Formula], rows: list[Sequence
     return found
 
 
-def _table_formulas(formulas: dict[tuple[int, int], Formula], header: list[str],
-                    numbers: list[int]) -> dict[tuple[int, str], Formula]:
+def _table_formulas(
+    formulas: dict[tuple[int, int], Formula], header: list[str], numbers: list[int]
+) -> dict[tuple[int, str], Formula]:
     """A table's formulas by (row index, column), as :class:`WorkbookData` keeps them.
 
     A formula in a row read as blank (no row index) is left out, as is the header's.
@@ -341,8 +378,9 @@ def _layout_version(book: Book) -> int | None:
     return None
 
 
-def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[Addition],
-               version: int) -> dict[str, Any]:
+def _read_form(
+    rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkept: list[Addition], version: int
+) -> dict[str, Any]:
     values: dict[str, Any] = {}
     first_row: dict[str, int] = {}
     known = set(sheet.names)
@@ -352,51 +390,85 @@ def _read_form(rows: list[Sequence[Any]], sheet: layout.Sheet, path: Path, unkep
         beyond = [i for i in range(width, len(row)) if normalise(row[i]) is not None]
         if beyond:  # a note beside the form: the save writes field, value and help only
             cell = f"{layout.letter(beyond[0] + 1)}{excel_row}"
-            unkept.append(Addition(f"{sheet.name}!{cell} (a value right of the help column)",
-                                   sheet.name, excel_row, field))
+            unkept.append(
+                Addition(
+                    f"{sheet.name}!{cell} (a value right of the help column)",
+                    sheet.name,
+                    excel_row,
+                    field,
+                )
+            )
         if not field:
             if len(row) > 1 and normalise(row[1]) is not None:
-                unkept.append(Addition(f"{sheet.name}!B{excel_row} (a value with no field "
-                                       "name in column A)", sheet.name, excel_row, ""))
+                unkept.append(
+                    Addition(
+                        f"{sheet.name}!B{excel_row} (a value with no field name in column A)",
+                        sheet.name,
+                        excel_row,
+                        "",
+                    )
+                )
             continue
         if field in first_row:
-            unkept.append(Addition(f"a second {field!r} field at row {excel_row} of "
-                                   f"{sheet.name} (the first is row {first_row[field]})",
-                                   sheet.name, excel_row, field))
+            unkept.append(
+                Addition(
+                    f"a second {field!r} field at row {excel_row} of "
+                    f"{sheet.name} (the first is row {first_row[field]})",
+                    sheet.name,
+                    excel_row,
+                    field,
+                )
+            )
             continue
         first_row[field] = excel_row
         values[field] = normalise(row[1] if len(row) > 1 else None)
-        if isinstance(values[field], str) and len(values[field]) > EXCEL_CELL_LIMIT // 2 \
-                and utf16_length(values[field]) > EXCEL_CELL_LIMIT:
-            unkept.append(Addition(
-                f"{sheet.name}!B{excel_row} ({field}: {utf16_length(values[field]):,} "
-                f"characters, over the {EXCEL_CELL_LIMIT:,} an Excel cell keeps; a save would "
-                "cut it)", sheet.name, excel_row, field))
+        if (
+            isinstance(values[field], str)
+            and len(values[field]) > EXCEL_CELL_LIMIT // 2
+            and utf16_length(values[field]) > EXCEL_CELL_LIMIT
+        ):
+            unkept.append(
+                Addition(
+                    f"{sheet.name}!B{excel_row} ({field}: {utf16_length(values[field]):,} "
+                    f"characters, over the {EXCEL_CELL_LIMIT:,} an Excel cell keeps; a save would "
+                    "cut it)",
+                    sheet.name,
+                    excel_row,
+                    field,
+                )
+            )
         if field not in known:
-            unkept.append(Addition(f"row {excel_row} ({field!r}) of {sheet.name}",
-                                   sheet.name, excel_row, field))
+            unkept.append(
+                Addition(
+                    f"row {excel_row} ({field!r}) of {sheet.name}", sheet.name, excel_row, field
+                )
+            )
     missing = [c.name for c in sheet.all_columns if c.name not in values and c.since <= version]
     if missing:
         raise WorkbookError(
             f"{path}: sheet {sheet.name} lacks field(s) {', '.join(missing)} in column A",
-            hint="restore the field rows (their names in column A) or start from "
-            "`iteralab init`",
+            hint="restore the field rows (their names in column A) or start from `iteralab init`",
         )
     return {c.name: values.get(c.name) for c in sheet.all_columns}
 
 
-def _read_table(rows_iter: Iterator[Sequence[Any]], sheet: layout.Sheet, path: Path,
-                unkept: list[Addition], version: int
-                ) -> tuple[list[str], list[dict[str, Any]], list[int]]:
+def _read_table(
+    rows_iter: Iterator[Sequence[Any]],
+    sheet: layout.Sheet,
+    path: Path,
+    unkept: list[Addition],
+    version: int,
+) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     """The header, the rows that hold a value (as records) and their Excel row numbers."""
     header = [header_text(h) for h in next(rows_iter, ())]
     positions = {name: i for i, name in enumerate(header) if name}
     known = set(sheet.names)
-    unkept += [Addition(f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)",
-                      sheet.name, 1, name)
-               for name, i in positions.items() if name not in known]
-    missing = [c.name for c in sheet.all_columns
-               if c.name not in positions and c.since <= version]
+    unkept += [
+        Addition(f"column {name!r} of {sheet.name} ({layout.letter(i + 1)}1)", sheet.name, 1, name)
+        for name, i in positions.items()
+        if name not in known
+    ]
+    missing = [c.name for c in sheet.all_columns if c.name not in positions and c.since <= version]
     if missing:
         raise WorkbookError(
             f"{path}: sheet {sheet.name} lacks column(s) {', '.join(missing)} in row 1",
@@ -419,9 +491,15 @@ def _read_table(rows_iter: Iterator[Sequence[Any]], sheet: layout.Sheet, path: P
             for i in [*headless, *range(len(header), width)]:
                 if i < width and normalise(values[i]) is not None and stray < MAX_STRAY_NAMED:
                     stray += 1
-                    unkept.append(Addition(
-                        f"{sheet.name}!{layout.letter(i + 1)}{excel_row} (a value in a column "
-                        "with no header)", sheet.name, excel_row, ""))
+                    unkept.append(
+                        Addition(
+                            f"{sheet.name}!{layout.letter(i + 1)}{excel_row} (a value in a column "
+                            "with no header)",
+                            sheet.name,
+                            excel_row,
+                            "",
+                        )
+                    )
     return header, rows, numbers
 
 
@@ -437,14 +515,15 @@ def check_keepable(data: WorkbookData, path: Path) -> None:
     """
     if not data.unkept:
         return
-    listed = "; ".join(map(str, data.unkept[:8])) + (f"; and {len(data.unkept) - 8} more"
-                                           if len(data.unkept) > 8 else "")
+    listed = "; ".join(map(str, data.unkept[:8])) + (
+        f"; and {len(data.unkept) - 8} more" if len(data.unkept) > 8 else ""
+    )
     raise WorkbookError(
-        f"{path}: holds what iteralab does not keep when it saves: {listed}; nothing was "
-        "written",
+        f"{path}: holds what iteralab does not keep when it saves: {listed}; nothing was written",
         hint="keep such notes in a file beside the workbook, in a variant's description or "
         "in the Decision memo (reasons, remaining_uncertainty); remove them here, then run "
-        "the command again")
+        "the command again",
+    )
 
 
 def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
@@ -463,8 +542,13 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
     otherwise. Anything a save would refuse (``data.unkept``) counts as a
     change, so that the save is tried and refuses.
     """
-    if (data.unkept or read.unkept or data.layout_version != layout.LAYOUT_VERSION
-            or read.layout_version != data.layout_version or read.charts != data.charts):
+    if (
+        data.unkept
+        or read.unkept
+        or data.layout_version != layout.LAYOUT_VERSION
+        or read.layout_version != data.layout_version
+        or read.charts != data.charts
+    ):
         return False
     for sheet in layout.SHEETS:
         if sheet.kind == "form":
@@ -484,8 +568,7 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
 
 def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> bool:
     old, new = read.tables.get(sheet.name, []), data.tables.get(sheet.name, [])
-    if len(old) != len(new) or read.row_numbers.get(sheet.name, []) != list(
-            range(2, 2 + len(old))):
+    if len(old) != len(new) or read.row_numbers.get(sheet.name, []) != list(range(2, 2 + len(old))):
         return False
     old_formulas = read.formulas.get(sheet.name, {})
     new_formulas = data.formulas.get(sheet.name, {})
@@ -537,8 +620,12 @@ def save(data: WorkbookData, path: str | Path) -> None:
             copy_file(path, backup)
 
     try:
-        publish(path, lambda temp: render(data, temp),
-                verify=lambda temp: _check_rendered(temp, path), before_replace=keep_backup)
+        publish(
+            path,
+            lambda temp: render(data, temp),
+            verify=lambda temp: _check_rendered(temp, path),
+            before_replace=keep_backup,
+        )
     except OSError as exc:
         raise _save_error(path, exc) from exc
     except FileCreateError as exc:  # xlsxwriter's wrapping of a disk full or a denied write
@@ -552,8 +639,12 @@ def create(data: WorkbookData, path: str | Path) -> Path:
     """
     path = Path(path)
     try:
-        return publish(path, lambda temp: render(data, temp),
-                       verify=lambda temp: _check_rendered(temp, path), overwrite=False)
+        return publish(
+            path,
+            lambda temp: render(data, temp),
+            verify=lambda temp: _check_rendered(temp, path),
+            overwrite=False,
+        )
     except FileExistsError:
         raise
     except OSError as exc:
@@ -575,9 +666,11 @@ def _refuse_read_only(path: Path) -> None:
     except FileNotFoundError:
         return
     if not mode & stat.S_IWUSR:
-        raise WorkbookError(f"{path}: the workbook is read-only; it is unchanged",
-                            hint=f"if it may change, make it writable (chmod u+w {path}); "
-                            "else copy it and work on the copy")
+        raise WorkbookError(
+            f"{path}: the workbook is read-only; it is unchanged",
+            hint=f"if it may change, make it writable (chmod u+w {path}); "
+            "else copy it and work on the copy",
+        )
 
 
 def _save_error(path: Path, exc: OSError) -> WorkbookError:
@@ -585,8 +678,10 @@ def _save_error(path: Path, exc: OSError) -> WorkbookError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         hint = f"free disk space in {path.parent}, then run the command again"
     elif exc.errno in (errno.EACCES, errno.EPERM):
-        hint = (f"make {path.parent} writable for you (and the workbook not read-only; on "
-                "Windows close it in Excel), then run the command again")
+        hint = (
+            f"make {path.parent} writable for you (and the workbook not read-only; on "
+            "Windows close it in Excel), then run the command again"
+        )
     elif exc.errno == errno.EROFS:
         hint = "copy the workbook to a writable folder and run the command there"
     else:
@@ -600,9 +695,11 @@ def writable_path(path: str | Path) -> Path:
     package: under .xlsm it would drop the macros and share the .xlsx's backup name)."""
     path = Path(path)
     if path.suffix.lower() != ".xlsx":
-        raise WorkbookError(f"{path}: iteralab writes .xlsx workbooks only, not "
-                            f"{path.suffix or 'a name without an extension'}; it is unchanged",
-                            hint="save a copy as .xlsx (File > Save As) and give that file")
+        raise WorkbookError(
+            f"{path}: iteralab writes .xlsx workbooks only, not "
+            f"{path.suffix or 'a name without an extension'}; it is unchanged",
+            hint="save a copy as .xlsx (File > Save As) and give that file",
+        )
     return path.resolve() if path.is_symlink() else path
 
 
@@ -628,8 +725,7 @@ def writer_lock(path: str | Path) -> Iterator[None]:
         raise WorkbookError(
             f"{path}: cannot create the writer lock {path.name}.lock "
             f"({exc.strerror or exc}); the workbook is unchanged",
-            hint=f"make {path.parent} writable for you, or copy the workbook to a writable "
-            "folder",
+            hint=f"make {path.parent} writable for you, or copy the workbook to a writable folder",
         ) from exc
     try:
         yield

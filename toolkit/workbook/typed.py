@@ -27,8 +27,14 @@ _OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(Z|[+-]
 #: Where the Protocol states the campaign's UTC offset, once.
 ZONE_FIELD = "deadline"
 #: The sheets a person types (Attempts and Manifest are the runner's, sealed as written).
-TYPED_SHEETS = (layout.PROTOCOL, layout.VARIANTS, layout.TARIFFS, layout.RENTALS,
-                layout.SCHEDULE, layout.VERIFICATION)
+TYPED_SHEETS = (
+    layout.PROTOCOL,
+    layout.VARIANTS,
+    layout.TARIFFS,
+    layout.RENTALS,
+    layout.SCHEDULE,
+    layout.VERIFICATION,
+)
 
 
 def zone_offset(data: WorkbookData) -> str | None:
@@ -52,8 +58,11 @@ def as_typed(data: WorkbookData) -> None:
     """Read the typed cells of ``data`` in place as their columns' kinds (module doc)."""
     offset = zone_offset(data)
     for sheet in TYPED_SHEETS:
-        columns = [c for c in sheet.all_columns
-                   if not c.computed and c.kind in (layout.TEXT, layout.DATETIME)]
+        columns = [
+            c
+            for c in sheet.all_columns
+            if not c.computed and c.kind in (layout.TEXT, layout.DATETIME)
+        ]
         rows = [data.forms[sheet.name]] if sheet.kind == "form" else data.tables[sheet.name]
         for row in rows:
             for c in columns:

@@ -115,8 +115,7 @@ def _phases(attempt: dict[str, Any]) -> float:
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else 0.0
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def record(workbook: Path, document: dict[str, Any]) -> None:

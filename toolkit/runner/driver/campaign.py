@@ -194,16 +194,22 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     corpus.parse_stratum_bounds(form.get("stratum_bounds"))
     repetitions = form.get("repetitions")
     if not isinstance(repetitions, int) or repetitions < 1:
-        raise ProtocolError(f"Protocol repetitions {repetitions!r} is not a positive number",
-                            hint="lock a protocol with repetitions >= 1 (R11 asks for 5)")
+        raise ProtocolError(
+            f"Protocol repetitions {repetitions!r} is not a positive number",
+            hint="lock a protocol with repetitions >= 1 (R11 asks for 5)",
+        )
     chosen = plan.select(data.tables["Variants"], options.series, options.variant_ids)
     if options.devices_here:
         check_devices(chosen)
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
     corpus.check_subgroup_fields(items, subgroups, str(form["corpus_path"]))
     seeds = plan.seeds(form.get("seeds"))  # each repetition runs once per seed (R17)
-    slots = plan.rotation([str(v["variant_id"]) for v in chosen], repetitions,
-                          form.get("order_rotation") != "fixed", seeds)
+    slots = plan.rotation(
+        [str(v["variant_id"]) for v in chosen],
+        repetitions,
+        form.get("order_rotation") != "fixed",
+        seeds,
+    )
     known = known_attempts(data, records)
     current = [a for a in known if a.get("protocol_sha256") == sha]
     selected = {s.variant_id for s in slots}
@@ -218,19 +224,38 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     fingerprint = corpus.fingerprint(items)
     _check_same_corpus(workbook, form, current, data, records, fingerprint)
     todo = plan.pending(slots, current, seeds[0] if seeds else None)
-    return Campaign(workbook, form, sha, {str(v["variant_id"]): v for v in chosen}, slots, todo,
-                    known, fingerprint, len(items))
+    return Campaign(
+        workbook,
+        form,
+        sha,
+        {str(v["variant_id"]): v for v in chosen},
+        slots,
+        todo,
+        known,
+        fingerprint,
+        len(items),
+    )
 
 
-def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[str, Any]],
-                       data: Any, records: list[dict[str, Any]], fingerprint: str) -> None:
+def _check_same_corpus(
+    workbook: Path,
+    form: dict[str, Any],
+    current: list[dict[str, Any]],
+    data: Any,
+    records: list[dict[str, Any]],
+    fingerprint: str,
+) -> None:
     """Refuse to add attempts on a corpus other than the one this protocol's attempts ran on:
     their durations would be different work, silently mixed."""
     manifests = {m.get("manifest_id"): m for m in data.tables["Manifest"]}
-    manifests.update({e["manifest"].get("manifest_id"): e["manifest"] for e in records
-                      if e.get("manifest")})
-    recorded = {str(m.get("corpus_sha256")) for a in current
-                if (m := manifests.get(a.get("manifest_id"))) and m.get("corpus_sha256")}
+    manifests.update(
+        {e["manifest"].get("manifest_id"): e["manifest"] for e in records if e.get("manifest")}
+    )
+    recorded = {
+        str(m.get("corpus_sha256"))
+        for a in current
+        if (m := manifests.get(a.get("manifest_id"))) and m.get("corpus_sha256")
+    }
     if recorded and recorded != {fingerprint}:
         raise ProtocolError(
             f"{workbook.name}: the corpus {form.get('corpus_path')} changed since this "
@@ -238,7 +263,8 @@ def _check_same_corpus(workbook: Path, form: dict[str, Any], current: list[dict[
             f", now {fingerprint[:12]})",
             hint="restore the corpus the attempts ran on (its fingerprint is in the Manifest "
             "sheet), or amend the protocol for the new corpus: earlier attempts are then "
-            "marked pre_amendment")
+            "marked pre_amendment",
+        )
 
 
 def check_devices(variants: list[dict[str, Any]]) -> None:
@@ -250,29 +276,39 @@ def check_devices(variants: list[dict[str, Any]]) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise UsageError(f"variant(s) {', '.join(cuda)} run on cuda, but torch sees no CUDA "
-                         "device here", hint="run them on a GPU machine, or select the cpu "
-                         "variants with --variant/--series (`iteralab env` shows this machine)")
+        raise UsageError(
+            f"variant(s) {', '.join(cuda)} run on cuda, but torch sees no CUDA device here",
+            hint="run them on a GPU machine, or select the cpu "
+            "variants with --variant/--series (`iteralab env` shows this machine)",
+        )
     props = torch.cuda.get_device_properties(torch.cuda.current_device())  # the one used
     wrong = device_mismatches(variants, props.name, int(props.total_memory))
     if wrong:
-        raise UsageError("the GPU here is not the one declared (and priced): "
-                         + "; ".join(wrong),
-                         hint="run these variants on the rented card, or select others with "
-                         "--variant/--series; a wrong gpu_slug is corrected with `iteralab "
-                         "amend`")
+        raise UsageError(
+            "the GPU here is not the one declared (and priced): " + "; ".join(wrong),
+            hint="run these variants on the rented card, or select others with "
+            "--variant/--series; a wrong gpu_slug is corrected with `iteralab "
+            "amend`",
+        )
 
 
 def reference_attempt(campaign: Campaign) -> dict[str, Any] | None:
     """The reference variant's first completed attempt with matching ids, under this protocol."""
     wanted = campaign.protocol.get("reference_variant")
     for row in campaign.known:
-        if (row.get("protocol_sha256") == campaign.protocol_sha256
-                and row.get("variant_id") == wanted and row.get("status") == "completed"
-                and row.get("ids_match") == layout.YES and row.get("predictions_path")):
-            return {"variant_id": wanted, "attempt_id": row["attempt_id"],
-                    "predictions_path": row["predictions_path"],
-                    "predictions_sha256": row["predictions_sha256"]}
+        if (
+            row.get("protocol_sha256") == campaign.protocol_sha256
+            and row.get("variant_id") == wanted
+            and row.get("status") == "completed"
+            and row.get("ids_match") == layout.YES
+            and row.get("predictions_path")
+        ):
+            return {
+                "variant_id": wanted,
+                "attempt_id": row["attempt_id"],
+                "predictions_path": row["predictions_path"],
+                "predictions_sha256": row["predictions_sha256"],
+            }
     return None
 
 
@@ -288,10 +324,15 @@ class Books:
     """The driver's bookkeeping, whoever executes the attempts: attempt ids, the journal's
     start lines, the records, the workbook's ingestion. The one writer of a run."""
 
-    def __init__(self, campaign: Campaign, options: Options, display: Progress,
-                 result: Result) -> None:
-        self.campaign, self.options, self.display, self.result = (campaign, options, display,
-                                                                  result)
+    def __init__(
+        self, campaign: Campaign, options: Options, display: Progress, result: Result
+    ) -> None:
+        self.campaign, self.options, self.display, self.result = (
+            campaign,
+            options,
+            display,
+            result,
+        )
         self.sequence = len({a.get("attempt_id") for a in campaign.known})
         self.tag = plan.run_tag()
         #: Several declared seeds: each id names its seed (R17).
@@ -307,13 +348,22 @@ class Books:
         spec = AttemptSpec(
             workbook=str(campaign.workbook),
             attempt_id=plan.attempt_id(self.sequence, slot, self.tag, self.seeded),
-            variant=campaign.variants[slot.variant_id], repetition=slot.repetition,
-            order_position=slot.position, protocol=campaign.protocol,
-            protocol_sha256=campaign.protocol_sha256, corpus_sha256=campaign.corpus_sha256,
-            corpus_items=campaign.corpus_items, reference=reference_attempt(campaign),
-            threads=options.threads, timeout_s=options.timeout_s, seed=slot.seed)
-        journal.append(campaign.workbook, journal.start(
-            spec.attempt_id, json.loads(spec.to_json()), now_text()))
+            variant=campaign.variants[slot.variant_id],
+            repetition=slot.repetition,
+            order_position=slot.position,
+            protocol=campaign.protocol,
+            protocol_sha256=campaign.protocol_sha256,
+            corpus_sha256=campaign.corpus_sha256,
+            corpus_items=campaign.corpus_items,
+            reference=reference_attempt(campaign),
+            threads=options.threads,
+            timeout_s=options.timeout_s,
+            seed=slot.seed,
+        )
+        journal.append(
+            campaign.workbook,
+            journal.start(spec.attempt_id, json.loads(spec.to_json()), now_text()),
+        )
         self.display.attempt(spec.attempt_id + (f" on {where}" if where else ""))
         return spec
 
@@ -330,13 +380,15 @@ class Books:
         """Bring the workbook up to this run's records beside the next attempt when the last
         ingestion is old enough (:attr:`Options.ingest_every_s`); :func:`run` always does
         at the end."""
-        if (time.monotonic() - self.ingested_at >= self.options.ingest_every_s
-                and self.saver.start(self.display)):
+        if time.monotonic() - self.ingested_at >= self.options.ingest_every_s and self.saver.start(
+            self.display
+        ):
             self.ingested_at = time.monotonic()
 
 
-def run(campaign: Campaign, options: Options, display: Progress,
-        executor: Executor | None = None) -> Result:
+def run(
+    campaign: Campaign, options: Options, display: Progress, executor: Executor | None = None
+) -> Result:
     """Run the pending slots through ``executor`` (default :class:`LocalExecutor`: in order,
     on this machine); return what was recorded.
 
@@ -345,8 +397,11 @@ def run(campaign: Campaign, options: Options, display: Progress,
     in Excel) only delays ingestion: the records stay in the journal.
     """
     began = time.monotonic()
-    result = Result(campaign.workbook, planned=len(campaign.slots),
-                    already=len(campaign.slots) - len(campaign.todo))
+    result = Result(
+        campaign.workbook,
+        planned=len(campaign.slots),
+        already=len(campaign.slots) - len(campaign.todo),
+    )
     books = Books(campaign, options, display, result)
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
@@ -394,8 +449,9 @@ class LocalExecutor:
                 books.recorded(record, ingest=number < len(campaign.todo))
                 if stop:
                     # In a shared process only a broken CUDA context stops after a failed row.
-                    books.result.cuda_broken = (workers is None
-                                                and record["attempt"]["status"] == "failed")
+                    books.result.cuda_broken = (
+                        workers is None and record["attempt"]["status"] == "failed"
+                    )
                     return True
             return False
         finally:
@@ -433,8 +489,9 @@ class Saver:
             return False
         self.wait()
         records = list(self.result.records)
-        self.thread = threading.Thread(target=self._save, args=(records, display),
-                                       name="iteralab-ingest", daemon=True)
+        self.thread = threading.Thread(
+            target=self._save, args=(records, display), name="iteralab-ingest", daemon=True
+        )
         self.thread.start()
         return True
 
@@ -456,8 +513,13 @@ class Saver:
             raise error
 
 
-def _ingest(workbook: Path, result: Result, display: Progress,
-            records: list[dict[str, Any]] | None = None, refresh: bool = True) -> None:
+def _ingest(
+    workbook: Path,
+    result: Result,
+    display: Progress,
+    records: list[dict[str, Any]] | None = None,
+    refresh: bool = True,
+) -> None:
     try:
         # `run` leaves the derived sheets current (refreshed at its end). Given records: this
         # run's (the journal is read once, at the end, while no worker appends to it).
@@ -465,8 +527,10 @@ def _ingest(workbook: Path, result: Result, display: Progress,
         result.ingest_pending = False
     except WorkbookBusyError as exc:
         if not result.ingest_pending:
-            display.echo(f"warning: {exc.message}; the attempts wait in "
-                         f"{journal.journal_path(workbook).name}")
+            display.echo(
+                f"warning: {exc.message}; the attempts wait in "
+                f"{journal.journal_path(workbook).name}"
+            )
         result.ingest_pending = True
 
 
@@ -529,9 +593,15 @@ class Workers:
                 self.server.close()
                 self.server = None
         return subprocess.Popen(
-            [sys.executable, "-m", "toolkit.runner.driver.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8", env=self.env,
-            start_new_session=True)  # Ctrl-C reaches the worker through us, once
+            [sys.executable, "-m", "toolkit.runner.driver.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            encoding="utf-8",
+            env=self.env,
+            start_new_session=True,
+        )  # Ctrl-C reaches the worker through us, once
 
     def close(self) -> None:
         if self.server is not None:
@@ -593,12 +663,17 @@ def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str
             if interrupted:
                 status, why = "interrupted", "interrupted by Ctrl-C"
             elif timed_out:
-                status, why = "failed", f"killed after the timeout of {spec.timeout_s:g} s " \
-                                        f"+ {KILL_GRACE_S:g} s grace"
+                status, why = (
+                    "failed",
+                    f"killed after the timeout of {spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
+                )
             else:
                 status, why = "failed", f"worker exited with {_exit_text(code)}"
-            where = (f"after {items_done} of {spec.corpus_items} items (its last progress "
-                     "report)" if phase == "measured" else f"during {phase or 'start-up'}")
+            where = (
+                f"after {items_done} of {spec.corpus_items} items (its last progress report)"
+                if phase == "measured"
+                else f"during {phase or 'start-up'}"
+            )
             note = f"{why} {where}" + (f"; stderr: {tail}" if tail else "")
             record = fallback_record(spec, status, items_done, note, phase, started_at)
             journal.append(spec.workbook, record)

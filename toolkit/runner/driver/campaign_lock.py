@@ -43,16 +43,23 @@ def campaign_lock(workbook: Path) -> Iterator[str | None]:
         previous = holder(workbook)
         note = None
         if previous.get("running"):
-            note = (f"took over the campaign lock of a run that ended without releasing it "
-                    f"({who(previous)})")
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now_text(),
-              "running": True}
+            note = (
+                f"took over the campaign lock of a run that ended without releasing it "
+                f"({who(previous)})"
+            )
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": now_text(),
+            "running": True,
+        }
         write_text(holder_path(workbook), json.dumps(me, sort_keys=True) + "\n")
         try:
             yield note
         finally:
-            write_text(holder_path(workbook),
-                       json.dumps({**me, "running": False, "ended_at": now_text()},
-                                  sort_keys=True) + "\n")
+            write_text(
+                holder_path(workbook),
+                json.dumps({**me, "running": False, "ended_at": now_text()}, sort_keys=True) + "\n",
+            )
     finally:
         lock.release()

@@ -51,15 +51,17 @@ def worker_env() -> dict[str, str]:
     """The environment of a run's worker processes (forked or not): this one's, the toolkit
     importable."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH"))
-                                        if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p)
     return env
 
 
 def available() -> bool:
     """Whether this platform can run the server, and the user has not turned it off."""
-    return (sys.platform == "linux" and hasattr(socket, "send_fds")
-            and os.environ.get(DISABLE_ENV, "1") != "0")
+    return (
+        sys.platform == "linux"
+        and hasattr(socket, "send_fds")
+        and os.environ.get(DISABLE_ENV, "1") != "0"
+    )
 
 
 class ForkServer:
@@ -75,8 +77,12 @@ class ForkServer:
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "toolkit.runner.driver.forkserver", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                pass_fds=[theirs.fileno()],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         except OSError as exc:
             mine.close()
             raise ForkServerError(f"cannot start the fork server: {exc}") from exc
@@ -131,8 +137,7 @@ class ForkServer:
         stdin_read, stdin_write = os.pipe()
         stdout_read, stdout_write = os.pipe()
         try:
-            socket.send_fds(self._socket, [b"fork\n"],
-                            [stdin_read, stdout_write, stderr.fileno()])
+            socket.send_fds(self._socket, [b"fork\n"], [stdin_read, stdout_write, stderr.fileno()])
             answer = self._line(READY_TIMEOUT_S)
         except (OSError, ForkServerError) as exc:
             answer = f"no answer ({exc})"
@@ -143,9 +148,12 @@ class ForkServer:
             os.close(stdin_write)
             os.close(stdout_read)
             raise ForkServerError(f"the fork server did not start a worker: {answer}")
-        return ForkedWorker(self, int(answer.split()[1]),
-                            os.fdopen(stdin_write, "w", encoding="utf-8"),
-                            os.fdopen(stdout_read, "r", encoding="utf-8"))
+        return ForkedWorker(
+            self,
+            int(answer.split()[1]),
+            os.fdopen(stdin_write, "w", encoding="utf-8"),
+            os.fdopen(stdout_read, "r", encoding="utf-8"),
+        )
 
     def exit_code(self, timeout: float | None) -> int | None:
         """The running worker's exit code (as Popen gives it); None while it runs."""
@@ -241,8 +249,7 @@ def _preload(base: Path, model_paths: list[str]) -> None:
         try:
             folder, _ = resolve_model_path(spec, base)
             if folder is not None:
-                MODEL_MAPPING[type(AutoConfig.from_pretrained(str(folder),
-                                                              local_files_only=True))]
+                MODEL_MAPPING[type(AutoConfig.from_pretrained(str(folder), local_files_only=True))]
         except Exception:  # noqa: BLE001 - only a head start: the attempt reports real errors
             continue
 

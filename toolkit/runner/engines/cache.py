@@ -46,8 +46,9 @@ def key(settings: dict[str, object]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def cached(base: Path, engine: str, settings: dict[str, object],
-           build: Callable[[Path], None]) -> Built:
+def cached(
+    base: Path, engine: str, settings: dict[str, object], build: Callable[[Path], None]
+) -> Built:
     """The folder holding ``engine``'s conversion for ``settings``; ``build(folder)`` fills
     an empty folder the first time."""
     target = base / CACHE_FOLDER / engine / key(settings)
@@ -58,8 +59,9 @@ def cached(base: Path, engine: str, settings: dict[str, object],
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         build(work)
-        write_text(work / "settings.json",
-                   json.dumps(settings, sort_keys=True, default=str, indent=1))
+        write_text(
+            work / "settings.json", json.dumps(settings, sort_keys=True, default=str, indent=1)
+        )
         try:
             os.replace(work, target)
         except OSError:  # another process finished the same conversion first

@@ -45,9 +45,19 @@ class Ct2Generator:
     attention_backend = "ctranslate2"
     kv_cache_reason = NO_KV_CACHE
 
-    def __init__(self, generator: Any, tokenizer: Any, variant: dict[str, Any],
-                 rule: generation.DecodingRule, files: Any, config: dict[str, Any],
-                 eos: int | None, engine: str, artifact: str, notes: list[str]) -> None:
+    def __init__(
+        self,
+        generator: Any,
+        tokenizer: Any,
+        variant: dict[str, Any],
+        rule: generation.DecodingRule,
+        files: Any,
+        config: dict[str, Any],
+        eos: int | None,
+        engine: str,
+        artifact: str,
+        notes: list[str],
+    ) -> None:
         self.generator, self.tokenizer = generator, tokenizer
         self.variant, self.rule = variant, rule
         self.folder: Path = files.folder
@@ -59,8 +69,12 @@ class Ct2Generator:
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = notes
 
-    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
-                 after_batch: Callable[[int], None]) -> None:
+    def generate(
+        self,
+        items: Sequence[corpus.Item],
+        window: generation.GenerationWindow,
+        after_batch: Callable[[int], None],
+    ) -> None:
         run_window(self, items, window, after_batch)
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
@@ -97,15 +111,19 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
     device = str(variant["device"])
     threads = torch.get_num_threads()
     if device == "cuda" and ctranslate2.get_cuda_device_count() == 0:
-        raise ModelError(f"variant {vid} runs on cuda, but ctranslate2 "
-                         f"{ctranslate2.__version__} sees no CUDA device",
-                         hint="run it on a GPU machine with the CUDA build of ctranslate2")
+        raise ModelError(
+            f"variant {vid} runs on cuda, but ctranslate2 "
+            f"{ctranslate2.__version__} sees no CUDA device",
+            hint="run it on a GPU machine with the CUDA build of ctranslate2",
+        )
     files = generation.model_files(str(variant["model_path"]), base)
     kind = compute_type(variant)
-    settings: dict[str, object] = {"source": files.weights_revision,
-                                   "tokenizer": files.tokenizer_revision,
-                "converter": f"ctranslate2 {ctranslate2.__version__}",
-                "transformers": engines.version("transformers")}
+    settings: dict[str, object] = {
+        "source": files.weights_revision,
+        "tokenizer": files.tokenizer_revision,
+        "converter": f"ctranslate2 {ctranslate2.__version__}",
+        "transformers": engines.version("transformers"),
+    }
 
     def convert(folder: Path) -> None:
         TransformersConverter(str(files.folder)).convert(str(folder), force=True)
@@ -115,40 +133,62 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
     context = config.get("max_position_embeddings")
     budget = int(variant["max_length"])
     if context is not None and budget + rule.max_new_tokens > int(context):
-        raise ModelError(f"variant {vid}: max_length {budget} + max_new_tokens "
-                         f"{rule.max_new_tokens} is past the model's context of {context} "
-                         "tokens", hint=f"lower max_length to at most "
-                         f"{int(context) - rule.max_new_tokens}")
+        raise ModelError(
+            f"variant {vid}: max_length {budget} + max_new_tokens "
+            f"{rule.max_new_tokens} is past the model's context of {context} "
+            "tokens",
+            hint=f"lower max_length to at most {int(context) - rule.max_new_tokens}",
+        )
     try:
-        generator = ctranslate2.Generator(str(built.folder), device=device, compute_type=kind,
-                                          intra_threads=threads, inter_threads=1)
+        generator = ctranslate2.Generator(
+            str(built.folder),
+            device=device,
+            compute_type=kind,
+            intra_threads=threads,
+            inter_threads=1,
+        )
     except (RuntimeError, ValueError) as exc:
-        raise ModelError(f"ctranslate2 cannot load variant {vid} as {kind} on {device}: {exc}",
-                         hint="declare a precision this device supports") from exc
+        raise ModelError(
+            f"ctranslate2 cannot load variant {vid} as {kind} on {device}: {exc}",
+            hint="declare a precision this device supports",
+        ) from exc
     tokenizer = AutoTokenizer.from_pretrained(str(files.folder), local_files_only=True)
     weights = built.folder / "model.bin"
     return Ct2Generator(
-        generator, tokenizer, variant, rule, files, config, tokenizer.eos_token_id,
+        generator,
+        tokenizer,
+        variant,
+        rule,
+        files,
+        config,
+        tokenizer.eos_token_id,
         f"ctranslate2 {ctranslate2.__version__}",
         f"converted model.bin sha256 {cache.sha256_of(weights)}; compute type {kind}; device "
-        f"{device}; intra threads {threads}", [built.note("ctranslate2 conversion")])
+        f"{device}; intra threads {threads}",
+        [built.note("ctranslate2 conversion")],
+    )
 
 
-def run_window(lm: Ct2Generator, items: Sequence[corpus.Item],
-               window: generation.GenerationWindow, after_batch: Callable[[int], None]) -> None:
+def run_window(
+    lm: Ct2Generator,
+    items: Sequence[corpus.Item],
+    window: generation.GenerationWindow,
+    after_batch: Callable[[int], None],
+) -> None:
     """:func:`generation.run_window` on CTranslate2: the same prompts, order, cut, outputs
     and clocks (see the module's docstring for what is timed)."""
     variant, rule = lm.variant, lm.rule
     size = int(variant["batch_size"])
     tokenized: Any = lm  # prompt_ids reads only its tokenizer
-    encoded = generation.prompt_ids(tokenized, [i.text for i in items], [i.id for i in items],
-                                    int(variant["max_length"]), rule)
+    encoded = generation.prompt_ids(
+        tokenized, [i.text for i in items], [i.id for i in items], int(variant["max_length"]), rule
+    )
     order = list(range(len(items)))
     if variant.get("length_grouping") == "sorted":
         order.sort(key=lambda i: len(encoded[i][0]))
     eos = lm.eos_id if rule.stop == "eos" else None
     for start in range(0, len(order), size):
-        indexes = order[start:start + size]
+        indexes = order[start : start + size]
         prompts = [lm.tokenizer.convert_ids_to_tokens(encoded[i][0]) for i in indexes]
         stamps: list[float] = []
 
@@ -158,22 +198,29 @@ def run_window(lm: Ct2Generator, items: Sequence[corpus.Item],
 
         began = time.perf_counter()
         results = lm.generator.generate_batch(
-            prompts, max_length=rule.max_new_tokens, sampling_topk=1, beam_size=1,
-            include_prompt_in_result=False, end_token=[] if eos is None else [eos],
+            prompts,
+            max_length=rule.max_new_tokens,
+            sampling_topk=1,
+            beam_size=1,
+            include_prompt_in_result=False,
+            end_token=[] if eos is None else [eos],
             return_end_token=True,
             min_length=rule.max_new_tokens if rule.stop == "max_new_tokens" else 0,
-            callback=stream)
+            callback=stream,
+        )
         new_rows = [list(r.sequences_ids[0]) for r in results]
         cut = [generation._cut(r, lm.eos_id, rule) for r in new_rows]
         width = max(len(encoded[i][0]) for i in indexes)
-        window.batches.append(generation.GeneratedBatch(len(indexes), width,
-                                                        max(len(r) for r in new_rows)))
+        window.batches.append(
+            generation.GeneratedBatch(len(indexes), width, max(len(r) for r in new_rows))
+        )
         texts = lm.tokenizer.batch_decode(cut, skip_special_tokens=True)
         if stamps:
             window.first_token_s.append(stamps[0] - began)
             window.decode_s += stamps[-1] - stamps[0]
             window.decode_tokens += sum(max(len(c) - 1, 0) for c in cut)
         for i, tokens, text in zip(indexes, cut, texts, strict=True):
-            window.outputs.append(generation.Output(i, text, tokens, len(encoded[i][0]),
-                                                    encoded[i][1]))
+            window.outputs.append(
+                generation.Output(i, text, tokens, len(encoded[i][0]), encoded[i][1])
+            )
         after_batch(len(window.outputs))

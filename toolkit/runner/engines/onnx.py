@@ -64,10 +64,11 @@ def providers_for(device: str, available: list[str]) -> list[str]:
     if device != "cuda":
         return [CPU_PROVIDER]
     if CUDA_PROVIDER not in available:
-        raise ModelError(f"onnxruntime here offers {', '.join(available)}: no "
-                         f"{CUDA_PROVIDER} for a cuda variant",
-                         hint="pip install onnxruntime-gpu (instead of onnxruntime) on the "
-                         "GPU machine")
+        raise ModelError(
+            f"onnxruntime here offers {', '.join(available)}: no "
+            f"{CUDA_PROVIDER} for a cuda variant",
+            hint="pip install onnxruntime-gpu (instead of onnxruntime) on the GPU machine",
+        )
     return [CUDA_PROVIDER, CPU_PROVIDER]
 
 
@@ -84,55 +85,77 @@ def _quiet() -> Iterator[None]:
         logging.disable(logging.NOTSET)
 
 
-def _export(source: torch_model.LoadedModel, folder: Path, fp32_file: Path | None,
-            quantize: bool) -> None:
+def _export(
+    source: torch_model.LoadedModel, folder: Path, fp32_file: Path | None, quantize: bool
+) -> None:
     """Write ``folder/model.onnx``: the source module exported, or ``fp32_file`` quantized."""
     with _quiet():
         _export_quietly(source, folder, fp32_file, quantize)
 
 
-def _export_quietly(source: torch_model.LoadedModel, folder: Path, fp32_file: Path | None,
-                    quantize: bool) -> None:
+def _export_quietly(
+    source: torch_model.LoadedModel, folder: Path, fp32_file: Path | None, quantize: bool
+) -> None:
     if quantize:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         assert fp32_file is not None
         quantize_dynamic(str(fp32_file), str(folder / EXPORTED), weight_type=QuantType.QInt8)
         return
-    batch = source.tokenizer(["a short text", "a somewhat longer text for the export"],
-                             padding=True, return_tensors="pt")
+    batch = source.tokenizer(
+        ["a short text", "a somewhat longer text for the export"], padding=True, return_tensors="pt"
+    )
     names = list(batch.keys())
     rows, tokens = torch.export.Dim("batch"), torch.export.Dim("sequence")
     with torch.inference_mode(False), torch.no_grad():
         program = torch.onnx.export(
-            _Positional(source.module, names), tuple(batch[n] for n in names),
-            input_names=names, output_names=["logits"],
-            dynamic_shapes=(tuple({0: rows, 1: tokens} for _ in names),), dynamo=True,
-            opset_version=OPSET, verbose=False)
+            _Positional(source.module, names),
+            tuple(batch[n] for n in names),
+            input_names=names,
+            output_names=["logits"],
+            dynamic_shapes=(tuple({0: rows, 1: tokens} for _ in names),),
+            dynamo=True,
+            opset_version=OPSET,
+            verbose=False,
+        )
         assert program is not None
         program.save(str(folder / EXPORTED))
 
 
-def _settings(source: torch_model.LoadedModel, variant: dict[str, Any], quantized: bool
-              ) -> dict[str, object]:
-    return {"source": source.model_revision, "tokenizer": source.tokenizer_revision,
-            "precision": variant["precision"], "quantization": "dynamic-int8" if quantized
-            else "none", "opset": OPSET, "exporter": "torch.onnx dynamo",
-            "versions": {d: engines.version(d) for d in ("torch", "onnx", "onnxscript",
-                                                          "onnxruntime")}}
+def _settings(
+    source: torch_model.LoadedModel, variant: dict[str, Any], quantized: bool
+) -> dict[str, object]:
+    return {
+        "source": source.model_revision,
+        "tokenizer": source.tokenizer_revision,
+        "precision": variant["precision"],
+        "quantization": "dynamic-int8" if quantized else "none",
+        "opset": OPSET,
+        "exporter": "torch.onnx dynamo",
+        "versions": {d: engines.version(d) for d in ("torch", "onnx", "onnxscript", "onnxruntime")},
+    }
 
 
-def exported(source: torch_model.LoadedModel, variant: dict[str, Any], base: Path
-             ) -> tuple[Path, list[str]]:
+def exported(
+    source: torch_model.LoadedModel, variant: dict[str, Any], base: Path
+) -> tuple[Path, list[str]]:
     """The cached ONNX file of the variant (exported, then quantized when asked) and the
     notes saying whether each step was built now or reused."""
-    fp32 = cache.cached(base, "onnxruntime", _settings(source, variant, False),
-                        lambda folder: _export(source, folder, None, False))
+    fp32 = cache.cached(
+        base,
+        "onnxruntime",
+        _settings(source, variant, False),
+        lambda folder: _export(source, folder, None, False),
+    )
     notes = [fp32.note(f"onnx export ({variant['precision']})")]
     if variant.get("quantization") != "dynamic-int8":
         return fp32.folder / EXPORTED, notes
-    int8 = cache.cached(base, "onnxruntime", _settings(source, variant, True),
-                        lambda folder: _export(source, folder, fp32.folder / EXPORTED, True))
+    int8 = cache.cached(
+        base,
+        "onnxruntime",
+        _settings(source, variant, True),
+        lambda folder: _export(source, folder, fp32.folder / EXPORTED, True),
+    )
     return int8.folder / EXPORTED, notes + [int8.note("onnxruntime dynamic-int8 quantization")]
 
 
@@ -144,8 +167,15 @@ class OnnxClassifier(Tokenized):
     tokens_reason: str | None = None
     attention_backend = "onnxruntime graph"
 
-    def __init__(self, variant: dict[str, Any], session: Any, source: torch_model.LoadedModel,
-                 engine: str, artifact: str, notes: list[str]) -> None:
+    def __init__(
+        self,
+        variant: dict[str, Any],
+        session: Any,
+        source: torch_model.LoadedModel,
+        engine: str,
+        artifact: str,
+        notes: list[str],
+    ) -> None:
         self.session = session
         self.inputs = [i.name for i in session.get_inputs()]
         self.tokenizer, self.labels = source.tokenizer, source.labels
@@ -160,17 +190,21 @@ class OnnxClassifier(Tokenized):
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = notes
 
-    def predict(self, items: Sequence[corpus.Item],
-                timer: AbstractContextManager[Any] | None = None) -> Batch:
-        inputs = {key: np.asarray(rows, dtype=np.int64)
-                  for key, rows in self.encode([i.text for i in items]).items()}
+    def predict(
+        self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
+    ) -> Batch:
+        inputs = {
+            key: np.asarray(rows, dtype=np.int64)
+            for key, rows in self.encode([i.text for i in items]).items()
+        }
         mask = inputs["attention_mask"]
         feed = {name: inputs[name] for name in self.inputs}
         with timer if timer is not None else nullcontext():
             logits = self.session.run(None, feed)[0]
         best = np.asarray(logits).argmax(axis=-1).tolist()
-        return Batch([self.labels[b] for b in best], [int(n) for n in mask.sum(axis=1)],
-                     int(mask.shape[1]))
+        return Batch(
+            [self.labels[b] for b in best], [int(n) for n in mask.sum(axis=1)], int(mask.shape[1])
+        )
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
         return self.cost
@@ -189,16 +223,20 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
 
     threads = torch.get_num_threads()
     if variant["precision"] == "bf16":
-        raise ModelError(f"variant {variant['variant_id']}: onnxruntime has no bf16 "
-                         "classification path here", hint="declare fp32 (or fp16 on cuda)")
+        raise ModelError(
+            f"variant {variant['variant_id']}: onnxruntime has no bf16 classification path here",
+            hint="declare fp32 (or fp16 on cuda)",
+        )
     providers = providers_for(str(variant["device"]), ort.get_available_providers())
     # The export starts from the torch model on the CPU, fp32 (or fp16), never quantized:
     # onnxruntime quantizes the exported graph itself.
     source_variant = {**variant, "device": "cpu", "quantization": "none", "compile": "no"}
     source = torch_model.load(source_variant, base)
     path, notes = exported(source, variant, base)
-    notes.append("load phase: the torch model is loaded once (the export's source, its "
-                 "labels and FLOP count), then dropped; host_rss_peak_bytes includes it")
+    notes.append(
+        "load phase: the torch model is loaded once (the export's source, its "
+        "labels and FLOP count), then dropped; host_rss_peak_bytes includes it"
+    )
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads
@@ -208,13 +246,16 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
     try:
         session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
     except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
-        raise ModelError(f"onnxruntime cannot open {path.name} for variant "
-                         f"{variant['variant_id']}: {exc}",
-                         hint="fp16 runs on the CUDA provider; on the CPU declare fp32") from exc
+        raise ModelError(
+            f"onnxruntime cannot open {path.name} for variant {variant['variant_id']}: {exc}",
+            hint="fp16 runs on the CUDA provider; on the CPU declare fp32",
+        ) from exc
     used = session.get_providers()
-    artifact = (f"onnx sha256 {cache.sha256_of(path)}; providers {', '.join(used)}; "
-                f"graph optimisation all, intra-op threads {threads}")
+    artifact = (
+        f"onnx sha256 {cache.sha256_of(path)}; providers {', '.join(used)}; "
+        f"graph optimisation all, intra-op threads {threads}"
+    )
     # The classifier keeps the tokenizer and labels; the torch weights leave with ``source``.
-    return OnnxClassifier(variant, session, source, f"onnxruntime {ort.__version__}",
-                          artifact, notes)
-
+    return OnnxClassifier(
+        variant, session, source, f"onnxruntime {ort.__version__}", artifact, notes
+    )

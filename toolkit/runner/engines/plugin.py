@@ -54,8 +54,14 @@ class PythonPredictor:
     attention_backend = "n/a (python: predictor)"
     tokens_reason: str | None = NO_TOKENS
 
-    def __init__(self, predictor: Any, variant: dict[str, Any], model_revision: str,
-                 engine: str, artifact: str) -> None:
+    def __init__(
+        self,
+        predictor: Any,
+        variant: dict[str, Any],
+        model_revision: str,
+        engine: str,
+        artifact: str,
+    ) -> None:
         self.predictor = predictor
         self.device = torch.device(str(variant["device"]))
         self.model_revision = model_revision
@@ -63,13 +69,13 @@ class PythonPredictor:
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = []
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
-                      keep: bool = False) -> None:
+    def token_lengths(self, texts: Sequence[str], *, truncate: bool, keep: bool = False) -> None:
         """None: the predictor reads text its own way (``tokens_reason``)."""
         return None
 
-    def predict(self, items: Sequence[corpus.Item],
-                timer: AbstractContextManager[Any] | None = None) -> Batch:
+    def predict(
+        self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
+    ) -> Batch:
         records = [{"id": i.id, "text": i.text} for i in items]
         with timer if timer is not None else nullcontext():
             outputs = self.predictor.predict(records)
@@ -104,9 +110,10 @@ def _import(module_name: str, base: Path) -> Any:
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise ModelError(f"python: module {module_name!r} not found on sys.path nor in "
-                         f"{base}", hint="install it (pip install -e YOUR_PACKAGE), or put "
-                         "it beside the workbook") from exc
+        raise ModelError(
+            f"python: module {module_name!r} not found on sys.path nor in {base}",
+            hint="install it (pip install -e YOUR_PACKAGE), or put it beside the workbook",
+        ) from exc
 
 
 def _module_files(module: Any) -> dict[str, str]:
@@ -115,8 +122,11 @@ def _module_files(module: Any) -> dict[str, str]:
     if not path.is_file():
         return {}
     if path.name == "__init__.py":
-        return {p.relative_to(path.parent).as_posix(): file_sha256(p)
-                for p in sorted(path.parent.rglob("*.py")) if "__pycache__" not in p.parts}
+        return {
+            p.relative_to(path.parent).as_posix(): file_sha256(p)
+            for p in sorted(path.parent.rglob("*.py"))
+            if "__pycache__" not in p.parts
+        }
     return {path.name: file_sha256(path)}
 
 
@@ -135,28 +145,40 @@ def load(variant: dict[str, Any], base: Path) -> PythonPredictor:
     engine = engines.engine_of(variant)
     target = engines.python_target(engine)
     if target is None:
-        raise ModelError(f"engine {engine!r} is not python:MODULE:CALLABLE",
-                         hint="see docs/engines.md")
+        raise ModelError(
+            f"engine {engine!r} is not python:MODULE:CALLABLE", hint="see docs/engines.md"
+        )
     module_name, name = target
     module = _import(module_name, base)
     build = getattr(module, name, None)
     if not callable(build):
-        raise ModelError(f"{module_name} has no callable {name!r}",
-                         hint="engine is python:MODULE:CALLABLE, CALLABLE(variant, folder) "
-                         "returning an object with predict(records)")
+        raise ModelError(
+            f"{module_name} has no callable {name!r}",
+            hint="engine is python:MODULE:CALLABLE, CALLABLE(variant, folder) "
+            "returning an object with predict(records)",
+        )
     folder, hub_id = resolve_model_path(str(variant["model_path"]), base)
     if folder is None:
-        raise ModelError(f"model_path {hub_id!r}: a python: predictor takes a local folder",
-                         hint="point model_path at the folder the predictor loads")
+        raise ModelError(
+            f"model_path {hub_id!r}: a python: predictor takes a local folder",
+            hint="point model_path at the folder the predictor loads",
+        )
     predictor = build(dict(variant), folder)
     if not callable(getattr(predictor, "predict", None)):
-        raise ModelError(f"{module_name}.{name}(variant, folder) returned an object without "
-                         "predict(records)", hint="see the contract in docs/engines.md")
+        raise ModelError(
+            f"{module_name}.{name}(variant, folder) returned an object without predict(records)",
+            hint="see the contract in docs/engines.md",
+        )
     files = _module_files(module)
     shown = ", ".join(f"{n} {h[:16]}" for n, h in sorted(files.items())) or "no source file"
     artifact = f"{module_name}.{name}; module files {shown}"
-    return PythonPredictor(predictor, variant, tree_hash(file_hashes(folder)),
-                           f"python {_package_version(module_name)}", artifact)
+    return PythonPredictor(
+        predictor,
+        variant,
+        tree_hash(file_hashes(folder)),
+        f"python {_package_version(module_name)}",
+        artifact,
+    )
 
 
 def check_outputs(records: Sequence[dict[str, str]], outputs: Any) -> list[str]:
@@ -165,25 +187,30 @@ def check_outputs(records: Sequence[dict[str, str]], outputs: Any) -> list[str]:
     try:
         rows = list(outputs)
     except TypeError:
-        raise PredictorError(f"predict() returned {type(outputs).__name__}, not a list of "
-                             "{'id', 'label'}") from None
+        raise PredictorError(
+            f"predict() returned {type(outputs).__name__}, not a list of {{'id', 'label'}}"
+        ) from None
     if len(rows) != len(records):
-        raise PredictorError(f"predict() returned {len(rows)} output(s) for a batch of "
-                             f"{len(records)} (first id {records[0]['id']!r})")
+        raise PredictorError(
+            f"predict() returned {len(rows)} output(s) for a batch of "
+            f"{len(records)} (first id {records[0]['id']!r})"
+        )
     wanted = {r["id"] for r in records}
     labels: dict[str, str] = {}
     for row in rows:
         if not isinstance(row, dict) or "id" not in row or "label" not in row:
-            raise PredictorError(f"predict() returned {row!r}: each output is "
-                                 "{'id': ..., 'label': ...}")
+            raise PredictorError(
+                f"predict() returned {row!r}: each output is {{'id': ..., 'label': ...}}"
+            )
         rid, label = str(row["id"]), row["label"]
         if rid not in wanted:
             raise PredictorError(f"predict() returned id {rid!r}, which is not in its batch")
         if rid in labels:
             raise PredictorError(f"predict() returned id {rid!r} twice in one batch")
         if not isinstance(label, str):
-            raise PredictorError(f"predict() returned label {label!r} for id {rid!r}: a "
-                                 "label is text")
+            raise PredictorError(
+                f"predict() returned label {label!r} for id {rid!r}: a label is text"
+            )
         labels[rid] = label
     return [labels[r["id"]] for r in records]
 
@@ -193,5 +220,8 @@ def reference_strata(path: Path | None) -> dict[str, str]:
     predictor has no tokenizer of the Protocol's): empty without a reference file."""
     if path is None:
         return {}
-    return {str(r["id"]): str(r["stratum"]) for r in corpus.read_predictions(path)
-            if r.get("stratum") is not None}
+    return {
+        str(r["id"]): str(r["stratum"])
+        for r in corpus.read_predictions(path)
+        if r.get("stratum") is not None
+    }

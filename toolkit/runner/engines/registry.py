@@ -10,6 +10,5 @@ from toolkit.plumbing import engines
 from toolkit.runner.engines import ctranslate, onnx, plugin
 from toolkit.runner.tasks import predictor
 
-predictor.CLASSIFIERS.update({engines.ONNXRUNTIME: onnx.load,
-                              engines.PYTHON_PREFIX: plugin.load})
+predictor.CLASSIFIERS.update({engines.ONNXRUNTIME: onnx.load, engines.PYTHON_PREFIX: plugin.load})
 predictor.GENERATORS.update({engines.CTRANSLATE2: ctranslate.load})

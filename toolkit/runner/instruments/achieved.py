@@ -26,13 +26,24 @@ from toolkit import layout
 from toolkit.runner.instruments import flops, peak
 
 Cell = tuple[Any, str | None]
-ATTEMPT_COLUMNS = ("real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate",
-                   "utilisation", "padding_waste")
+ATTEMPT_COLUMNS = (
+    "real_flops",
+    "padded_flops",
+    "real_flop_rate",
+    "padded_flop_rate",
+    "utilisation",
+    "padding_waste",
+)
 #: The highest utilisation recorded: the probe's best-of-a-few timing and the window's
 #: mean differ by a few percent; beyond that the peak is wrong, not the window fast.
 UTILISATION_LIMIT = 1.05
-MANIFEST_COLUMNS = ("matmul_peak_flops", "fp32_matmul_peak_flops", "memory_bandwidth_bytes_s",
-                    "peak_probe", "catalog_peaks")
+MANIFEST_COLUMNS = (
+    "matmul_peak_flops",
+    "fp32_matmul_peak_flops",
+    "memory_bandwidth_bytes_s",
+    "peak_probe",
+    "catalog_peaks",
+)
 
 
 @dataclass
@@ -64,8 +75,9 @@ def _sig(value: float, digits: int = 6) -> float:
     return float(f"{value:.{digits}g}")
 
 
-def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None,
-                campaign: str) -> tuple[peak.Peak | None, dict[str, Cell]]:
+def probe_cells(
+    device: str, precision: str, threads: int, gpu_name: str | None, campaign: str
+) -> tuple[peak.Peak | None, dict[str, Cell]]:
     """Run (or reuse) the peak probe of ``campaign`` (its workbook's path); the Manifest
     cells it fills."""
     catalog = peak.catalog_line(device, gpu_name)
@@ -73,23 +85,35 @@ def probe_cells(device: str, precision: str, threads: int, gpu_name: str | None,
         measured = peak.measure(device, precision, threads, campaign)
     except Exception as exc:  # noqa: BLE001 - a probe that cannot run leaves cells empty
         reason = f"peak probe failed: {type(exc).__name__}: {str(exc)[:200]}"
-        return None, {"matmul_peak_flops": (None, reason),
-                      "fp32_matmul_peak_flops": (None, reason),
-                      "memory_bandwidth_bytes_s": (None, reason),
-                      "peak_probe": (reason, None), "catalog_peaks": (catalog, None)}
+        return None, {
+            "matmul_peak_flops": (None, reason),
+            "fp32_matmul_peak_flops": (None, reason),
+            "memory_bandwidth_bytes_s": (None, reason),
+            "peak_probe": (reason, None),
+            "catalog_peaks": (catalog, None),
+        }
     return measured, {
         "matmul_peak_flops": (_sig(measured.matmul[precision]), None),
         "fp32_matmul_peak_flops": (_sig(measured.matmul["fp32"]), None),
-        "memory_bandwidth_bytes_s": (_sig(measured.bandwidth or 0) or None,
-                                     None if measured.bandwidth else "copy not timed"),
+        "memory_bandwidth_bytes_s": (
+            _sig(measured.bandwidth or 0) or None,
+            None if measured.bandwidth else "copy not timed",
+        ),
         "peak_probe": (measured.text, None),
         "catalog_peaks": (catalog, None),
     }
 
 
-def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
-         measured_s: float | None, unfinished: str | None, variant: dict[str, Any],
-         measured_peak: peak.Peak | None, peak_reason: str | None) -> dict[str, Cell]:
+def work(
+    cost: flops.Cost | None,
+    cost_reason: str | None,
+    tally: Tally,
+    measured_s: float | None,
+    unfinished: str | None,
+    variant: dict[str, Any],
+    measured_peak: peak.Peak | None,
+    peak_reason: str | None,
+) -> dict[str, Cell]:
     """The Attempts cells. ``unfinished``: why the window's tallies do not cover the whole
     corpus (None when it completed); ``peak_reason``: why ``measured_peak`` is None."""
     reason = unfinished or cost_reason
@@ -100,8 +124,7 @@ def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
         why = reason or "no tokens counted"
         return {name: (None, why) for name in ATTEMPT_COLUMNS}
     real = cost.total(tally.sequences, tally.real_tokens, tally.real_squares)
-    padded_sequences = tally.sequences if tally.padded_sequences is None \
-        else tally.padded_sequences
+    padded_sequences = tally.sequences if tally.padded_sequences is None else tally.padded_sequences
     padded = cost.total(padded_sequences, tally.padded_tokens, tally.padded_squares)
     assert measured_s is not None
     cells["real_flops"] = (float(real), None)
@@ -110,13 +133,16 @@ def work(cost: flops.Cost | None, cost_reason: str | None, tally: Tally,
     cells["padded_flop_rate"] = (_sig(padded / measured_s), None)
     cells["padding_waste"] = (round(1 - real / padded, 6), None)
     if variant.get("quantization") not in (None, "", "none"):
-        cells["utilisation"] = (None, f"quantization {variant['quantization']}: the probe "
-                                "measures float products, not int8")
+        cells["utilisation"] = (
+            None,
+            f"quantization {variant['quantization']}: the probe measures float products, not int8",
+        )
     elif measured_peak is None:
         cells["utilisation"] = (None, peak_reason or "no peak measured")
     else:
-        cells["utilisation"] = _utilisation(real / measured_s, measured_peak,
-                                            str(variant["precision"]))
+        cells["utilisation"] = _utilisation(
+            real / measured_s, measured_peak, str(variant["precision"])
+        )
     return cells
 
 
@@ -126,11 +152,13 @@ def _utilisation(real_rate: float, measured_peak: peak.Peak, precision: str) -> 
         return None, f"no {precision} peak measured"
     ratio = real_rate / rate
     if ratio > UTILISATION_LIMIT:
-        return None, (f"not recorded: the real-token rate {real_rate / 1e9:.4g} GFLOP/s is "
-                      f"{ratio:.2f}x the measured {precision} peak {rate / 1e9:.4g} GFLOP/s "
-                      f"(above {UTILISATION_LIMIT}): that peak is not the machine's (the "
-                      "probe ran under other load, or missed a faster kernel); see the "
-                      "Manifest's peak_probe")
+        return None, (
+            f"not recorded: the real-token rate {real_rate / 1e9:.4g} GFLOP/s is "
+            f"{ratio:.2f}x the measured {precision} peak {rate / 1e9:.4g} GFLOP/s "
+            f"(above {UTILISATION_LIMIT}): that peak is not the machine's (the "
+            "probe ran under other load, or missed a faster kernel); see the "
+            "Manifest's peak_probe"
+        )
     return round(ratio, 6), None
 
 

@@ -26,8 +26,10 @@ from torch import nn
 #: The torch.compile backend (tests trace with "eager": same graphs and counts, no codegen).
 BACKEND = "inductor"
 #: The Manifest's compile_setup of a compiled variant.
-SETUP = ("torch.compile(dynamic=True), backend inductor; per attempt: dynamo reset, fresh "
-         "Inductor and Triton cache folders; hitting the recompile limit fails the attempt")
+SETUP = (
+    "torch.compile(dynamic=True), backend inductor; per attempt: dynamo reset, fresh "
+    "Inductor and Triton cache folders; hitting the recompile limit fails the attempt"
+)
 NOT_COMPILED = "not compiled"
 CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 #: Inductor's advice on GPUs with TF32 when float32 products stay in full precision, as the
@@ -76,8 +78,11 @@ class GraphCount:
 def _limit_flag() -> str:
     import torch._dynamo.config as config
 
-    return ("fail_on_recompile_limit_hit" if hasattr(config, "fail_on_recompile_limit_hit")
-            else "fail_on_cache_limit_hit")  # its name before torch 2.6
+    return (
+        "fail_on_recompile_limit_hit"
+        if hasattr(config, "fail_on_recompile_limit_hit")
+        else "fail_on_cache_limit_hit"
+    )  # its name before torch 2.6
 
 
 def fails_on_recompile_limit() -> bool:
@@ -113,8 +118,10 @@ class Caches:
         """What the attempt's notes say about its caches."""
         if self.folder is None:
             return None
-        return (f"compile caches: fresh Inductor and Triton folders for this attempt ({self.files}"
-                " files written, removed after it)")
+        return (
+            f"compile caches: fresh Inductor and Triton folders for this attempt ({self.files}"
+            " files written, removed after it)"
+        )
 
 
 def _count_files(folder: Path) -> int:
@@ -148,9 +155,14 @@ def session(compiled: bool) -> Iterator[Caches]:
     assert caches.folder is not None
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, caches.folder, ignore_errors=True)
-        stack.enter_context(_variables({
-            "TORCHINDUCTOR_CACHE_DIR": str(caches.folder / "inductor"),
-            "TRITON_CACHE_DIR": str(caches.folder / "triton")}))
+        stack.enter_context(
+            _variables(
+                {
+                    "TORCHINDUCTOR_CACHE_DIR": str(caches.folder / "inductor"),
+                    "TRITON_CACHE_DIR": str(caches.folder / "triton"),
+                }
+            )
+        )
         stack.enter_context(torch._dynamo.config.patch(_limit_flag(), True))
         stack.enter_context(expected_warnings())
         reset()

@@ -29,14 +29,29 @@ from toolkit import __version__
 from toolkit.runner.instruments import rocm_stack
 
 #: Packages whose versions the manifest lists besides torch and transformers.
-PACKAGES = ("tokenizers", "safetensors", "huggingface_hub", "numpy", "accelerate",
-            "openpyxl", "xlsxwriter", "pandera", "pandas")
+PACKAGES = (
+    "tokenizers",
+    "safetensors",
+    "huggingface_hub",
+    "numpy",
+    "accelerate",
+    "openpyxl",
+    "xlsxwriter",
+    "pandera",
+    "pandas",
+)
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 TOOL_TIMEOUT_S = 10
 #: Variables that change what CUDA runs or how memory is held; the Manifest records each.
-VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "PYTORCH_CUDA_ALLOC_CONF",
-             "PYTORCH_ALLOC_CONF", "TOKENIZERS_PARALLELISM", "NVIDIA_TF32_OVERRIDE",
-             "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE")
+VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MODULE_LOADING",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "PYTORCH_ALLOC_CONF",
+    "TOKENIZERS_PARALLELISM",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+)
 NO_LIBCUDA = "none: no CUDA driver library (libcuda)"
 #: The distributions that install Triton (the compiler Inductor generates GPU kernels for).
 TRITONS = ("triton", "pytorch-triton", "pytorch-triton-rocm", "triton-windows")
@@ -47,8 +62,9 @@ def _run(command: list[str]) -> str | None:
     if shutil.which(command[0]) is None:
         return None
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
@@ -116,8 +132,9 @@ def code_version() -> str:
         inside = _run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--is-inside-work-tree"])
         git = "git: repository without commits" if inside == "true" else "not a git checkout"
     else:
-        dirty = _run(["git", "-C", str(PROJECT_ROOT), "status", "--porcelain",
-                      "--untracked-files=no"])
+        dirty = _run(
+            ["git", "-C", str(PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"]
+        )
         git = f"git {head[:12]}" + (" with uncommitted changes" if dirty else "")
     return f"iteralab {__version__}, {git}"
 
@@ -181,8 +198,9 @@ def probe_driver() -> DriverProbe:
     """Ask the driver once per process (one ``nvidia-smi`` call; AMD tools on ROCm)."""
     import torch
 
-    out = _run(["nvidia-smi", "--query-gpu=uuid,driver_version,mig.mode.current",
-                "--format=csv,noheader"])
+    out = _run(
+        ["nvidia-smi", "--query-gpu=uuid,driver_version,mig.mode.current", "--format=csv,noheader"]
+    )
     mig, version = {}, None
     for line in (out or "").splitlines():
         parts = [part.strip() for part in line.split(",")]
@@ -203,27 +221,39 @@ def amd_reading() -> rocm_stack.AmdReading:
     return rocm_stack.read_amd(_run)
 
 
-def software_stack(gpus: list[dict[str, Any]], torch_version: str, hip: str | None,
-                   cuda: str | None, driver_cuda: str | None,
-                   read_amd: Callable[[], rocm_stack.AmdReading] = amd_reading) -> str:
+def software_stack(
+    gpus: list[dict[str, Any]],
+    torch_version: str,
+    hip: str | None,
+    cuda: str | None,
+    driver_cuda: str | None,
+    read_amd: Callable[[], rocm_stack.AmdReading] = amd_reading,
+) -> str:
     """System / GPU / ROCm or CUDA / framework on one line (R4), from what was read: the
     AMD tools and /opt/rocm (``read_amd``) for a ROCm build of torch or where /opt/rocm
     holds a release, torch and the driver otherwise."""
-    framework = f"torch {torch_version} " + (f"(HIP {hip} build)" if hip else
-                                            f"(CUDA {cuda} build)" if cuda else "(cpu only)")
+    framework = f"torch {torch_version} " + (
+        f"(HIP {hip} build)" if hip else f"(CUDA {cuda} build)" if cuda else "(cpu only)"
+    )
     counts: dict[str, int] = {}
     for card in gpus:
-        label = (f"{card['name']} ({card['compute_capability']})" if hip else
-                 f"{card['name']} (compute capability {card['compute_capability']})")
+        label = (
+            f"{card['name']} ({card['compute_capability']})"
+            if hip
+            else f"{card['name']} (compute capability {card['compute_capability']})"
+        )
         counts[label] = counts.get(label, 0) + 1
     seen = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()) or None
     if hip or rocm_stack.ROCM_VERSION_FILE.exists():
         gpu, runtime = rocm_stack.amd_parts(read_amd(), seen)
     else:
         gpu = seen or "no GPU: torch sees no CUDA or ROCm device"
-        runtime = (f"CUDA {cuda} (torch build), driver supports CUDA "
-                   f"{driver_cuda or 'unknown: no libcuda'}" if cuda
-                   else "no GPU runtime: cpu-only torch build")
+        runtime = (
+            f"CUDA {cuda} (torch build), driver supports CUDA "
+            f"{driver_cuda or 'unknown: no libcuda'}"
+            if cuda
+            else "no GPU runtime: cpu-only torch build"
+        )
     return rocm_stack.stack_line(system_text(), gpu, runtime, framework)
 
 
@@ -231,8 +261,11 @@ def device_text(index: int, count: int, uuid: str, mig: Mapping[str, str]) -> st
     """The device an attempt used: ``cuda:1 of 2 visible; UUID GPU-...; MIG Disabled``."""
     key = _uuid_key(uuid)
     shown = uuid.strip() if uuid.strip().upper().startswith(("GPU-", "MIG-")) else f"GPU-{key}"
-    mode = (f"MIG {mig[key]}" if key in mig
-            else "MIG mode not read (nvidia-smi does not list this UUID)")
+    mode = (
+        f"MIG {mig[key]}"
+        if key in mig
+        else "MIG mode not read (nvidia-smi does not list this UUID)"
+    )
     return f"cuda:{index} of {count} visible; UUID {shown}; {mode}"
 
 
@@ -248,8 +281,9 @@ def gpu_packages() -> str:
 
 def variables_text(environ: Mapping[str, str]) -> str:
     """Each of :data:`VARIABLES` as ``NAME=value`` or ``NAME unset``."""
-    return "; ".join(f"{name}={environ[name]}" if name in environ else f"{name} unset"
-                     for name in VARIABLES)
+    return "; ".join(
+        f"{name}={environ[name]}" if name in environ else f"{name} unset" for name in VARIABLES
+    )
 
 
 def collect() -> dict[str, Any]:
@@ -279,14 +313,19 @@ def collect() -> dict[str, Any]:
     if torch.cuda.is_available():
         for index in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(index)
-            gpus.append({
-                "index": index,
-                "name": props.name,
-                "memory_bytes": int(props.total_memory),
-                "compute_capability": (getattr(props, "gcnArchName", None) if hip_build
-                                       else f"{props.major}.{props.minor}"),
-                "uuid": str(getattr(props, "uuid", "") or ""),
-            })
+            gpus.append(
+                {
+                    "index": index,
+                    "name": props.name,
+                    "memory_bytes": int(props.total_memory),
+                    "compute_capability": (
+                        getattr(props, "gcnArchName", None)
+                        if hip_build
+                        else f"{props.major}.{props.minor}"
+                    ),
+                    "uuid": str(getattr(props, "uuid", "") or ""),
+                }
+            )
     # The device a variant's "cuda" means: the current one, not necessarily the first.
     used = gpus[torch.cuda.current_device()] if gpus else None
     probe = probe_driver()
@@ -308,16 +347,31 @@ def collect() -> dict[str, Any]:
         "transformers": transformers_version,
         "code_version": code_version(),
         "packages": ", ".join(f"{k} {v}" for k, v in versions.items()),
-        "software_stack": software_stack(gpus, torch.__version__, hip_build, cuda_build,
-                                         probe.cuda),
+        "software_stack": software_stack(
+            gpus, torch.__version__, hip_build, cuda_build, probe.cuda
+        ),
         "gpus": gpus,
     }
 
 
 #: Manifest columns filled from :func:`collect`.
-MANIFEST_FIELDS = ("os", "python", "cpu", "ram_bytes", "torch", "backend", "driver", "gpu_name",
-                   "gpu_memory_bytes", "compute_capability", "transformers", "code_version",
-                   "packages", "host", "software_stack")
+MANIFEST_FIELDS = (
+    "os",
+    "python",
+    "cpu",
+    "ram_bytes",
+    "torch",
+    "backend",
+    "driver",
+    "gpu_name",
+    "gpu_memory_bytes",
+    "compute_capability",
+    "transformers",
+    "code_version",
+    "packages",
+    "host",
+    "software_stack",
+)
 
 
 def manifest_fields(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -357,9 +411,14 @@ def describe(env: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if env["gpus"]:
         for gpu in env["gpus"]:
-            lines.append((f"gpu {gpu['index']}", f"{gpu['name']}, "
-                          f"{gpu['memory_bytes'] / 2**30:.1f} GiB, compute capability "
-                          f"{gpu['compute_capability']}"))
+            lines.append(
+                (
+                    f"gpu {gpu['index']}",
+                    f"{gpu['name']}, "
+                    f"{gpu['memory_bytes'] / 2**30:.1f} GiB, compute capability "
+                    f"{gpu['compute_capability']}",
+                )
+            )
     else:
         lines.append(("gpu", env["gpu_name"]))
     lines += [

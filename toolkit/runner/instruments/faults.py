@@ -43,8 +43,9 @@ class Fault:
 
     def applies(self, variant_id: str, repetition: int) -> bool:
         """Whether this fault targets the given attempt."""
-        return ((self.variant_id is None or self.variant_id == variant_id)
-                and (self.repetition is None or self.repetition == repetition))
+        return (self.variant_id is None or self.variant_id == variant_id) and (
+            self.repetition is None or self.repetition == repetition
+        )
 
     def fire(self, deadline: float | None = None) -> None:
         """Fail the way the kind says (``deadline``: the attempt's, on the monotonic clock)."""
@@ -73,13 +74,17 @@ def from_environment() -> Fault | None:
     try:
         head, *target = text.split(":")
         kind, after = head.split("@")
-        fault = Fault(kind.strip(), int(after), target[0] if target else None,
-                      int(target[1]) if len(target) > 1 else None)
+        fault = Fault(
+            kind.strip(),
+            int(after),
+            target[0] if target else None,
+            int(target[1]) if len(target) > 1 else None,
+        )
     except ValueError as exc:
-        raise UsageError(f"{ENV}={text!r} is not KIND@N[:VARIANT[:REPETITION]]",
-                         hint=f"e.g. {ENV}=oom@40 or crash@40:b8-fp32:1; unset it to "
-                         "measure") from exc
+        raise UsageError(
+            f"{ENV}={text!r} is not KIND@N[:VARIANT[:REPETITION]]",
+            hint=f"e.g. {ENV}=oom@40 or crash@40:b8-fp32:1; unset it to measure",
+        ) from exc
     if fault.kind not in KINDS:
-        raise UsageError(f"{ENV}: unknown fault {fault.kind!r}",
-                         hint=f"one of {', '.join(KINDS)}")
+        raise UsageError(f"{ENV}: unknown fault {fault.kind!r}", hint=f"one of {', '.join(KINDS)}")
     return fault

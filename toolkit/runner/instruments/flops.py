@@ -86,12 +86,12 @@ class Cost:
     def total(self, sequences: int, tokens: int, squares: int) -> int:
         """FLOPs of ``sequences`` sequences holding ``tokens`` tokens in all, the sum of their
         squared lengths being ``squares``."""
-        return self.per_token * tokens + self.per_square * squares + \
-            self.per_sequence * sequences
+        return self.per_token * tokens + self.per_square * squares + self.per_sequence * sequences
 
 
-def cost_from_config(config: Mapping[str, Any], head: list[tuple[int, int]], *,
-                     generating: bool = False) -> Cost:
+def cost_from_config(
+    config: Mapping[str, Any], head: list[tuple[int, int]], *, generating: bool = False
+) -> Cost:
     """The :class:`Cost` of a model whose ``config.json`` is ``config``, with the linear
     layers outside its blocks ``head`` as (in, out) pairs: an encoder's forward pass, or with
     ``generating`` a decoder's pass during generation (``per_square`` then per query-key pair,
@@ -103,11 +103,17 @@ def cost_from_config(config: Mapping[str, Any], head: list[tuple[int, int]], *,
     """
     kind = config.get("model_type")
     if generating and kind not in DECODERS:
-        raise UsageError(f"model_type {kind!r}: generation FLOPs are counted for decoders only "
-                         f"({', '.join(sorted(DECODERS))})", hint="utilisation stays empty")
+        raise UsageError(
+            f"model_type {kind!r}: generation FLOPs are counted for decoders only "
+            f"({', '.join(sorted(DECODERS))})",
+            hint="utilisation stays empty",
+        )
     if not generating and kind not in ENCODERS:
-        raise UsageError(f"model_type {kind!r}: FLOPs are counted for encoders only "
-                         f"({', '.join(sorted(ENCODERS))})", hint="utilisation stays empty")
+        raise UsageError(
+            f"model_type {kind!r}: FLOPs are counted for encoders only "
+            f"({', '.join(sorted(ENCODERS))})",
+            hint="utilisation stays empty",
+        )
     shape = shape_from_mapping(config)
     h, i, a, d, n = shape.hidden, shape.intermediate, shape.heads, shape.head_dim, shape.layers
     per_token = 2 * n * sum(fan_in * fan_out for fan_in, fan_out in shape.linear_dims())
@@ -115,14 +121,22 @@ def cost_from_config(config: Mapping[str, Any], head: list[tuple[int, int]], *,
     per_sequence = sum(2 * fan_in * fan_out for fan_in, fan_out in head)
     heads = " + ".join(f"2*{fan_in}*{fan_out}" for fan_in, fan_out in head) or "0"
     if generating:
-        return Cost(per_token, per_square, per_sequence, (
-            f"F(P, G) = {per_token:,}*(P+G-1) + {per_square:,}*(P^2 + sum_j (P+j)) + "
-            f"{per_sequence:,}*G: per token 2*N*(H*A*D + 2*H*K*D + A*D*H + 3*H*I) with N={n}, "
-            f"H={h}, A={a}, K={shape.kv_heads}, D={d}, I={i}; attention 4*N*A*D per "
-            f"query-key pair; per pass {heads}"))
-    formula = (f"F(L) = {per_token:,}*L + {per_square:,}*L^2 + {per_sequence:,}: per token "
-               f"2*N*(4*H*H + 2*H*I) with N={n}, H={h}, I={i}; attention 4*N*A*D with A={a}, "
-               f"D={d}; per sequence {heads}")
+        return Cost(
+            per_token,
+            per_square,
+            per_sequence,
+            (
+                f"F(P, G) = {per_token:,}*(P+G-1) + {per_square:,}*(P^2 + sum_j (P+j)) + "
+                f"{per_sequence:,}*G: per token 2*N*(H*A*D + 2*H*K*D + A*D*H + 3*H*I) with N={n}, "
+                f"H={h}, A={a}, K={shape.kv_heads}, D={d}, I={i}; attention 4*N*A*D per "
+                f"query-key pair; per pass {heads}"
+            ),
+        )
+    formula = (
+        f"F(L) = {per_token:,}*L + {per_square:,}*L^2 + {per_sequence:,}: per token "
+        f"2*N*(4*H*H + 2*H*I) with N={n}, H={h}, I={i}; attention 4*N*A*D with A={a}, "
+        f"D={d}; per sequence {heads}"
+    )
     return Cost(per_token, per_square, per_sequence, formula)
 
 
@@ -140,8 +154,11 @@ def generation_passes(prompt: int, generated: int) -> Passes:
     """The passes of a ``prompt``-token row that generates ``generated`` tokens: a prefill,
     then a decode step per token after the first (none is run after the last)."""
     steps = max(generated, 1) - 1
-    return Passes(forwards=steps + 1, tokens=prompt + steps,
-                  pairs=prompt * prompt + steps * prompt + steps * (steps + 1) // 2)
+    return Passes(
+        forwards=steps + 1,
+        tokens=prompt + steps,
+        pairs=prompt * prompt + steps * prompt + steps * (steps + 1) // 2,
+    )
 
 
 def _config_of(module: Any) -> Any:
@@ -171,7 +188,6 @@ def cost_of(module: Any, *, generating: bool = False) -> tuple[Cost | None, str 
     if config is None:
         return None, "no transformers config in the model: FLOPs unknown"
     try:
-        return cost_from_config(config.to_dict(), head_linears(module),
-                                generating=generating), None
+        return cost_from_config(config.to_dict(), head_linears(module), generating=generating), None
     except UsageError as exc:
         return None, f"FLOPs unknown: {exc.message}"

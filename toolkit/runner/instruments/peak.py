@@ -78,8 +78,9 @@ def _sync(device: torch.device) -> Callable[[], None]:
 LAYOUTS = ("a @ b", "a @ b.T")
 
 
-def matmul_rate(device: torch.device, dtype: torch.dtype, n: int, budget_s: float
-                ) -> tuple[float, int, str]:
+def matmul_rate(
+    device: torch.device, dtype: torch.dtype, n: int, budget_s: float
+) -> tuple[float, int, str]:
     """Best FLOP/s of n x n products within ``budget_s`` per layout (:data:`LAYOUTS`); the
     calls timed and the layout of the best."""
     sync = _sync(device)
@@ -99,7 +100,7 @@ def matmul_rate(device: torch.device, dtype: torch.dtype, n: int, budget_s: floa
                 best, layout = seconds, name
             timed += 1
         calls += timed
-    return 2 * n ** 3 / best, calls, layout
+    return 2 * n**3 / best, calls, layout
 
 
 def bandwidth(device: torch.device, size: int) -> float:
@@ -123,15 +124,34 @@ def _rate_text(value: float, unit: str) -> str:
 
 
 def _cache_file(device: torch.device, threads: int, campaign: str) -> Path:
-    where = (torch.cuda.get_device_name(device) if device.type == "cuda"
-             else platform.processor() or platform.machine())
+    where = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else platform.processor() or platform.machine()
+    )
     cpu = ""
     info = Path("/proc/cpuinfo")
     if info.exists():
-        cpu = next((line for line in info.read_text(errors="replace").splitlines()
-                    if line.lower().startswith("model name")), "")
-    key = json.dumps([campaign, socket.gethostname(), cpu, os.cpu_count(), torch.__version__,
-                      device.type, where, threads])
+        cpu = next(
+            (
+                line
+                for line in info.read_text(errors="replace").splitlines()
+                if line.lower().startswith("model name")
+            ),
+            "",
+        )
+    key = json.dumps(
+        [
+            campaign,
+            socket.gethostname(),
+            cpu,
+            os.cpu_count(),
+            torch.__version__,
+            device.type,
+            where,
+            threads,
+        ]
+    )
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / "iteralab-peaks" / f"{name}.json"
 
@@ -139,8 +159,12 @@ def _cache_file(device: torch.device, threads: int, campaign: str) -> Path:
 def _reuse(path: Path) -> Peak | None:
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
-        return Peak({str(k): float(v) for k, v in found["matmul"].items()},
-                    found["bandwidth"], str(found["text"]), float(found["seconds"]))
+        return Peak(
+            {str(k): float(v) for k, v in found["matmul"].items()},
+            found["bandwidth"],
+            str(found["text"]),
+            float(found["seconds"]),
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -171,8 +195,12 @@ def measure(device_name: str, precision: str, threads: int, campaign: str = "") 
         found = probe(device, precision, threads)
     else:  # fp32 and the copy stay as first probed: one peak per precision per campaign
         more = probe(device, precision, threads, with_fp32=False)
-        found = Peak({**found.matmul, **more.matmul}, found.bandwidth,
-                     f"{found.text} | then {more.text}", found.seconds + more.seconds)
+        found = Peak(
+            {**found.matmul, **more.matmul},
+            found.bandwidth,
+            f"{found.text} | then {more.text}",
+            found.seconds + more.seconds,
+        )
     _keep(path, found)
     return found
 
@@ -196,15 +224,21 @@ def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = 
             parts.append(f"torch.mm {name} {_rate_text(best, 'FLOP/s')} ({shown})")
         if with_fp32:
             copied = bandwidth(device, COPY_BYTES[kind])
-            parts.append(f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, "
-                         f"best of {COPY_REPEATS})")
+            parts.append(
+                f"copy {_rate_text(copied, 'B/s')} ({COPY_BYTES[kind] // 2**20} MiB, "
+                f"best of {COPY_REPEATS})"
+            )
     seconds = time.perf_counter() - began
     where = f"{threads} CPU thread(s)" if kind == "cpu" else torch.cuda.get_device_name(device)
     at = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    load = ("other processes' load not known (no /proc/stat)" if others.cores is None else
-            f"other processes kept {others.cores:.2f} cores busy meanwhile")
-    text = (f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()}; "
-            f"{load})")
+    load = (
+        "other processes' load not known (no /proc/stat)"
+        if others.cores is None
+        else f"other processes kept {others.cores:.2f} cores busy meanwhile"
+    )
+    text = (
+        f"{'; '.join(parts)}; {where}; probed {at} in {seconds:.2f} s (pid {os.getpid()}; {load})"
+    )
     return Peak(rates, copied, text, seconds)
 
 
@@ -220,8 +254,13 @@ def catalog_line(device_name: str, gpu_name: str | None) -> str:
     name = (gpu_name or "").strip()
     for gpu in cards:
         if name in gpu.device_names:
-            dense = (f"{gpu.bf16_dense_tflops} TFLOP/s bf16 dense" if gpu.bf16_dense_tflops
-                     is not None else "no bf16 figure")
-            return (f"{gpu.slug} ({gpu.name}): {dense}, {gpu.bandwidth_gbps} GB/s "
-                    f"(tariffs/gpus.csv, {gpu.source_date})")
+            dense = (
+                f"{gpu.bf16_dense_tflops} TFLOP/s bf16 dense"
+                if gpu.bf16_dense_tflops is not None
+                else "no bf16 figure"
+            )
+            return (
+                f"{gpu.slug} ({gpu.name}): {dense}, {gpu.bandwidth_gbps} GB/s "
+                f"(tariffs/gpus.csv, {gpu.source_date})"
+            )
     return f"not in the GPU catalog: {name or 'unnamed device'}"

@@ -37,9 +37,11 @@ def tf32_forced(environ: Mapping[str, str]) -> str | None:
 def fp32_text(environ: Mapping[str, str]) -> str:
     """The flags as torch reads them back, and the variables that override them."""
     off = {True: "on", False: "off"}
-    parts = [f"float32 matmul precision {torch.get_float32_matmul_precision()}",
-             f"cuBLAS TF32 {off[bool(torch.backends.cuda.matmul.allow_tf32)]}",
-             f"cuDNN TF32 {off[bool(torch.backends.cudnn.allow_tf32)]}"]
+    parts = [
+        f"float32 matmul precision {torch.get_float32_matmul_precision()}",
+        f"cuBLAS TF32 {off[bool(torch.backends.cuda.matmul.allow_tf32)]}",
+        f"cuDNN TF32 {off[bool(torch.backends.cudnn.allow_tf32)]}",
+    ]
     if tf32_forced(environ):
         parts.append(f"cuBLAS TF32 forced on by {FORCE_TF32}={environ[FORCE_TF32]}")
     if environ.get(NVIDIA_OVERRIDE, "").strip() == "0":

@@ -54,14 +54,17 @@ class Span:
     def __enter__(self) -> Span:
         if self.cuda:
             torch.cuda.synchronize()
-            self._events = (torch.cuda.Event(enable_timing=True),
-                            torch.cuda.Event(enable_timing=True))
+            self._events = (
+                torch.cuda.Event(enable_timing=True),
+                torch.cuda.Event(enable_timing=True),
+            )
             self._events[0].record()
         self._start = time.perf_counter()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if kind is not None:
             return  # a failed phase has no duration
         if self._events is not None:
@@ -84,8 +87,9 @@ class ForwardSpans:
         self._start.record()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if kind is None and self._start is not None:
             end = torch.cuda.Event(enable_timing=True)
             end.record()

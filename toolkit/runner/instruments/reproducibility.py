@@ -21,8 +21,11 @@ from toolkit.evidence import determinism
 CUBLAS_VARIABLE = "CUBLAS_WORKSPACE_CONFIG"
 
 
-def apply(protocol: Mapping[str, Any], device: torch.device,
-          environ: MutableMapping[str, str] | None = None) -> None:
+def apply(
+    protocol: Mapping[str, Any],
+    device: torch.device,
+    environ: MutableMapping[str, str] | None = None,
+) -> None:
     """Set torch's determinism flags as the Protocol chooses; a blank choice changes nothing."""
     environ = os.environ if environ is None else environ
     chosen = determinism.wanted(protocol)
@@ -42,8 +45,9 @@ def seed(value: int | None) -> None:
         torch.manual_seed(value)
 
 
-def state(protocol: Mapping[str, Any], threads: int,
-          environ: Mapping[str, str] | None = None) -> str:
+def state(
+    protocol: Mapping[str, Any], threads: int, environ: Mapping[str, str] | None = None
+) -> str:
     """The Manifest's ``determinism`` cell: the flags as torch reports them now, the cuBLAS
     workspace variable, and the Protocol's choices."""
     environ = os.environ if environ is None else environ
@@ -51,5 +55,7 @@ def state(protocol: Mapping[str, Any], threads: int,
         deterministic=torch.are_deterministic_algorithms_enabled(),
         cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
         cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
-        cublas_workspace=environ.get(CUBLAS_VARIABLE), threads=threads,
-        choices=determinism.choices_text(protocol))
+        cublas_workspace=environ.get(CUBLAS_VARIABLE),
+        threads=threads,
+        choices=determinism.choices_text(protocol),
+    )

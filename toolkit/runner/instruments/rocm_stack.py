@@ -64,7 +64,7 @@ def _json_in(text: str | None) -> Any:
     if not starts:
         return None
     try:
-        return json.loads(text[min(starts):])
+        return json.loads(text[min(starts) :])
     except ValueError:
         return None
 
@@ -84,8 +84,9 @@ def parse_amd_smi_static(text: str | None) -> list[AmdGpu]:
     for entry in entries if isinstance(entries, list) else []:
         asic = entry.get("asic") if isinstance(entry, dict) else None
         if isinstance(asic, dict):
-            gpus.append(AmdGpu(_known(asic.get("market_name")),
-                               _known(asic.get("target_graphics_version"))))
+            gpus.append(
+                AmdGpu(_known(asic.get("market_name")), _known(asic.get("target_graphics_version")))
+            )
     return gpus
 
 
@@ -95,10 +96,18 @@ def parse_rocm_smi_product(text: str | None) -> list[AmdGpu]:
     value = _json_in(text)
     if not isinstance(value, dict):
         return []
-    cards = [(int(key[4:]), card) for key, card in value.items()
-             if re.fullmatch(r"card\d+", key) and isinstance(card, dict)]
-    return [AmdGpu(_known(card.get("Card Series")) or _known(card.get("Card Model")),
-                   _known(card.get("GFX Version"))) for _, card in sorted(cards)]
+    cards = [
+        (int(key[4:]), card)
+        for key, card in value.items()
+        if re.fullmatch(r"card\d+", key) and isinstance(card, dict)
+    ]
+    return [
+        AmdGpu(
+            _known(card.get("Card Series")) or _known(card.get("Card Model")),
+            _known(card.get("GFX Version")),
+        )
+        for _, card in sorted(cards)
+    ]
 
 
 def parse_rocm_version(text: str | None) -> str | None:
@@ -124,16 +133,18 @@ def read_amd(run: Runner, version_file: Path = ROCM_VERSION_FILE) -> AmdReading:
     ``amd-smi version``); what none answers is None with its reason."""
     missed = []
     gpus: list[AmdGpu] = []
-    for command, parse in ((["amd-smi", "static", "--asic", "--json"], parse_amd_smi_static),
-                           (["rocm-smi", "--showproductname", "--json"],
-                            parse_rocm_smi_product)):
+    for command, parse in (
+        (["amd-smi", "static", "--asic", "--json"], parse_amd_smi_static),
+        (["rocm-smi", "--showproductname", "--json"], parse_rocm_smi_product),
+    ):
         out = run(command)
         gpus = parse(out)
         if gpus:
             gpus_source = " ".join(command)
             break
-        missed.append(f"`{' '.join(command)}` " + ("absent or failed" if out is None
-                                                  else "listed no GPU"))
+        missed.append(
+            f"`{' '.join(command)}` " + ("absent or failed" if out is None else "listed no GPU")
+        )
     else:
         gpus_source = "; ".join(missed)
     try:
@@ -143,8 +154,9 @@ def read_amd(run: Runner, version_file: Path = ROCM_VERSION_FILE) -> AmdReading:
         rocm, rocm_source = None, f"no {version_file}"
     if rocm is None:
         rocm = parse_amd_smi_version(run(["amd-smi", "version"]))
-        rocm_source = "amd-smi version" if rocm else \
-            f"{rocm_source}; `amd-smi version` gave no ROCm version"
+        rocm_source = (
+            "amd-smi version" if rocm else f"{rocm_source}; `amd-smi version` gave no ROCm version"
+        )
     return AmdReading(tuple(gpus), gpus_source, rocm, rocm_source)
 
 
@@ -157,8 +169,11 @@ def amd_parts(reading: AmdReading, torch_gpus: str | None) -> tuple[str, str]:
         gpu = f"{torch_gpus} [torch device properties; {reading.gpus_source}]"
     else:
         gpu = f"GPU not read ({reading.gpus_source})"
-    rocm = (f"ROCm {reading.rocm} [{reading.rocm_source}]" if reading.rocm
-            else f"ROCm release not read ({reading.rocm_source})")
+    rocm = (
+        f"ROCm {reading.rocm} [{reading.rocm_source}]"
+        if reading.rocm
+        else f"ROCm release not read ({reading.rocm_source})"
+    )
     return gpu, rocm
 
 

@@ -82,9 +82,14 @@ class Window:
     padded_squares: int = 0
 
 
-def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item],
-                window: Window, after_batch: Callable[[int], None],
-                forward: probes.ForwardSpans | None = None) -> None:
+def run_batches(
+    predictor: Predictor,
+    variant: dict[str, Any],
+    items: list[corpus.Item],
+    window: Window,
+    after_batch: Callable[[int], None],
+    forward: probes.ForwardSpans | None = None,
+) -> None:
     """Predict ``items`` by batches; append predictions and token tallies to ``window``.
 
     The variant sets batch size and length grouping (the predictor its padding and
@@ -97,27 +102,35 @@ def run_batches(predictor: Predictor, variant: dict[str, Any], items: list[corpu
     if variant["length_grouping"] == "sorted":
         lengths = predictor.token_lengths([i.text for i in items], truncate=True, keep=True)
         if lengths is None:
-            raise ModelError(f"length_grouping sorted needs token lengths: {predictor.engine} "
-                             f"gives none ({predictor.tokens_reason})",
-                             hint="declare length_grouping none for this engine")
+            raise ModelError(
+                f"length_grouping sorted needs token lengths: {predictor.engine} "
+                f"gives none ({predictor.tokens_reason})",
+                hint="declare length_grouping none for this engine",
+            )
         order = sorted(range(count), key=lengths.__getitem__)
     else:
         order = list(range(count))
     window.order = order
     for start in range(0, count, size):
-        indexes = order[start:start + size]
+        indexes = order[start : start + size]
         batch = predictor.predict([items[i] for i in indexes], forward)
         window.padded_tokens += len(indexes) * batch.width
         window.real_tokens += sum(batch.lengths)
         window.sequences += len(indexes)
         window.real_squares += sum(n * n for n in batch.lengths)
-        window.padded_squares += len(indexes) * batch.width ** 2
+        window.padded_squares += len(indexes) * batch.width**2
         window.predictions.extend(zip(indexes, batch.outputs, strict=False))
         after_batch(len(window.predictions))
 
 
-def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_order: bool,
-                  every_shape: bool = False) -> list[tuple[list[int], tuple[int, int]]]:
+def shape_batches(
+    lengths: list[int],
+    size: int,
+    width: int | None,
+    *,
+    sorted_order: bool,
+    every_shape: bool = False,
+) -> list[tuple[list[int], tuple[int, int]]]:
     """The measured window's extreme batches, each once per shape (rows, tokens): the
     ``size`` shortest inputs, the ``size`` longest, and the window's last, partial batch;
     ``every_shape``: then one window batch of each other shape the window will run.
@@ -131,7 +144,7 @@ def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_or
     rest = len(lengths) % size
     candidates = [by_length[:size], by_length[-size:]] + ([window[-rest:]] if rest else [])
     if every_shape:
-        candidates += [window[start:start + size] for start in range(0, len(window), size)]
+        candidates += [window[start : start + size] for start in range(0, len(window), size)]
     batches: list[tuple[list[int], tuple[int, int]]] = []
     for indexes in candidates:
         shape = (len(indexes), width or max(lengths[i] for i in indexes)) if indexes else None
@@ -140,8 +153,9 @@ def shape_batches(lengths: list[int], size: int, width: int | None, *, sorted_or
     return batches
 
 
-def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item]
-                ) -> tuple[list[tuple[int, int]], str | None]:
+def first_calls(
+    predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item]
+) -> tuple[list[tuple[int, int]], str | None]:
     """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
     compiles those shapes and CUDA loads their kernels before the measured window; then the
     first two again under the profiler. An uncompiled model on a GPU runs one batch of every
@@ -164,9 +178,13 @@ def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpu
         return [], None
     width = None if variant["padding"] == "dynamic" else max_length
     compiled = variant.get("compile") == "yes"
-    batches = shape_batches(lengths, int(variant["batch_size"]), width,
-                            sorted_order=variant["length_grouping"] == "sorted",
-                            every_shape=predictor.device.type != "cpu" and not compiled)
+    batches = shape_batches(
+        lengths,
+        int(variant["batch_size"]),
+        width,
+        sorted_order=variant["length_grouping"] == "sorted",
+        every_shape=predictor.device.type != "cpu" and not compiled,
+    )
 
     def call(indexes: list[int]) -> None:
         run_batches(predictor, variant, [items[i] for i in indexes], Window(), lambda done: None)
@@ -176,13 +194,16 @@ def first_calls(predictor: Predictor, variant: dict[str, Any], items: list[corpu
     else:
         for indexes, _ in batches:
             call(indexes)
-    kernels = [f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
-               for indexes, (rows, tokens) in batches[:2]]
+    kernels = [
+        f"{rows}x{tokens}: {probes.attention_kernel(partial(call, indexes))}"
+        for indexes, (rows, tokens) in batches[:2]
+    ]
     return [shape for _, shape in batches], "; ".join(kernels) or None
 
 
-def _compile_notes(counts: dict[str, int], shapes: list[tuple[int, int]],
-                   caches: compilation.Caches) -> list[str]:
+def _compile_notes(
+    counts: dict[str, int], shapes: list[tuple[int, int]], caches: compilation.Caches
+) -> list[str]:
     """What a compiled attempt compiled when, and its cache folders (nothing uncompiled)."""
     note = caches.note()
     if note is None:
@@ -242,23 +263,35 @@ class Classification:
         self.predictor = load_classifier(self.variant, self.spec.base)
         self.notes.extend(self.predictor.engine_notes)
         self.shapes, self.kernels = first_calls(
-            self.predictor, self.variant, corpus.read_corpus(self.run.corpus_path))
+            self.predictor, self.variant, corpus.read_corpus(self.run.corpus_path)
+        )
 
     def phase_done(self, phase: str) -> None:
         self.compiled_in[phase] = self.compiled_in.get(phase, 0) + self.count.take()
 
     def warm_pass(self, items: list[corpus.Item]) -> None:
         assert self.predictor is not None
-        run_batches(self.predictor, self.variant, items, Window(),
-                    lambda d: self.run.after_batch(d, len(items)))
+        run_batches(
+            self.predictor,
+            self.variant,
+            items,
+            Window(),
+            lambda d: self.run.after_batch(d, len(items)),
+        )
 
     def measure(self) -> None:
         assert self.predictor is not None
         window = self.window
         window.items = corpus.read_corpus(self.run.corpus_path)
         total = len(window.items)
-        run_batches(self.predictor, self.variant, window.items, window,
-                    lambda d: self.run.after_batch(d, total), self.forward)
+        run_batches(
+            self.predictor,
+            self.variant,
+            window.items,
+            window,
+            lambda d: self.run.after_batch(d, total),
+            self.forward,
+        )
         self.predictor.synchronize()  # an engine's device work ends inside the window
 
     # ---- after the phases
@@ -271,29 +304,59 @@ class Classification:
         lengths = self._lengths()
         predictions_rel, predictions_sha, export_s = self._export(lengths.strata)
         start = time.perf_counter()
-        verdicts = _evaluate(self.spec, predictions_sha, [i.id for i in lengths.items],
-                             complete=run.status == "completed", notes=notes)
+        verdicts = _evaluate(
+            self.spec,
+            predictions_sha,
+            [i.id for i in lengths.items],
+            complete=run.status == "completed",
+            notes=notes,
+        )
         evaluation_s = lengths.seconds + time.perf_counter() - start
-        if lengths.fingerprint and lengths.fingerprint != self.spec.corpus_sha256 \
-                and verdicts is not None:
+        if (
+            lengths.fingerprint
+            and lengths.fingerprint != self.spec.corpus_sha256
+            and verdicts is not None
+        ):
             verdicts.verdict = "fail"
         peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
         environment_info = environment.manifest_fields()
-        work = _work(self.spec, self.predictor, self.window, run.spans.get("measured"),
-                     run.status, run.threads, run.broken, environment_info.get("gpu_name"))
-        entry = manifest(self.spec, self.predictor, lengths.fingerprint,
-                                 len(lengths.items), lengths.counts, lengths.truncated,
-                                 run.threads, run.seed, environment_info,
-                                 measured=work.manifest)
+        work = _work(
+            self.spec,
+            self.predictor,
+            self.window,
+            run.spans.get("measured"),
+            run.status,
+            run.threads,
+            run.broken,
+            environment_info.get("gpu_name"),
+        )
+        entry = manifest(
+            self.spec,
+            self.predictor,
+            lengths.fingerprint,
+            len(lengths.items),
+            lengths.counts,
+            lengths.truncated,
+            run.threads,
+            run.seed,
+            environment_info,
+            measured=work.manifest,
+        )
         cells = run.start_row(entry["manifest_id"])
         put = cells.put
         self._forward_cell(put)
         put("evaluation_s", seconds(evaluation_s))
-        export_cell(put, export_s, bool(self.window.items),
-                    "nothing to export: the measured window was not reached")
+        export_cell(
+            put,
+            export_s,
+            bool(self.window.items),
+            "nothing to export: the measured window was not reached",
+        )
         put("items_completed", len(self.window.predictions))
-        put("expected_ids", len({i.id for i in lengths.items}) if lengths.items
-            else self.spec.corpus_items)
+        put(
+            "expected_ids",
+            len({i.id for i in lengths.items}) if lengths.items else self.spec.corpus_items,
+        )
         _quality_cells(put, run.status, verdicts, notes)
         memory_cells(put, run.device, peaks, rss)
         self._token_cells(put, lengths.truncated)
@@ -313,8 +376,10 @@ class Classification:
         if run.error is not None:
             notes.append(_failure_note(run, run.error, self.window))
         if self.compiled and self.compiled_in.get("measured"):
-            notes.append(f"{self.compiled_in['measured']} graph(s) compiled inside the "
-                         "measured window: measured_s includes compile time (R8)")
+            notes.append(
+                f"{self.compiled_in['measured']} graph(s) compiled inside the "
+                "measured window: measured_s includes compile time (R8)"
+            )
         baseline = run.baseline_note()
         if baseline is not None:
             notes.append(baseline + " (after collecting and emptying the cache)")
@@ -331,26 +396,33 @@ class Classification:
                 self.notes.append(f"corpus unreadable: {exc.message}")
         found = Lengths(items, corpus.fingerprint(items) if items else None)
         if found.fingerprint and found.fingerprint != self.spec.corpus_sha256:
-            self.notes.append(f"corpus fingerprint {found.fingerprint[:12]} differs from the "
-                              f"campaign's {self.spec.corpus_sha256[:12]}: the corpus changed "
-                              "during the campaign")
-        lengths = (self.predictor.token_lengths([i.text for i in items], truncate=False)
-                   if self.predictor is not None and items else None)
+            self.notes.append(
+                f"corpus fingerprint {found.fingerprint[:12]} differs from the "
+                f"campaign's {self.spec.corpus_sha256[:12]}: the corpus changed "
+                "during the campaign"
+            )
+        lengths = (
+            self.predictor.token_lengths([i.text for i in items], truncate=False)
+            if self.predictor is not None and items
+            else None
+        )
         if self.predictor is not None and items and lengths is None:
             # An engine without the Protocol's tokenizer: the strata the reference attempt's
             # tokenizer recorded for the same ids, so subgroups compare like with like.
             found.strata = reference_strata(checked_reference(self.spec, []))
             for name in found.strata.values():
                 found.counts[name] = found.counts.get(name, 0) + 1
-            self.notes.append("strata as the reference attempt's tokenizer counted them"
-                              if found.strata else "no reference attempt yet: strata unknown")
+            self.notes.append(
+                "strata as the reference attempt's tokenizer counted them"
+                if found.strata
+                else "no reference attempt yet: strata unknown"
+            )
         if lengths is not None:
             found.truncated = sum(n > int(self.variant["max_length"]) for n in lengths)
             bounds = corpus.parse_stratum_bounds(self.spec.protocol.get("stratum_bounds"))
             for item, n in zip(items, lengths, strict=False):
                 found.strata[item.id] = corpus.stratum(n, bounds)
-                found.counts[found.strata[item.id]] = found.counts.get(
-                    found.strata[item.id], 0) + 1
+                found.counts[found.strata[item.id]] = found.counts.get(found.strata[item.id], 0) + 1
         found.seconds = time.perf_counter() - start
         return found
 
@@ -363,8 +435,10 @@ class Classification:
         try:
             start = time.perf_counter()
             fields = corpus.parse_subgroups(spec.protocol.get("subgroups"))
-            rows = [corpus.prediction_row(window.items[i], p, strata.get(window.items[i].id),
-                                          fields) for i, p in window.predictions]
+            rows = [
+                corpus.prediction_row(window.items[i], p, strata.get(window.items[i].id), fields)
+                for i, p in window.predictions
+            ]
             sha = corpus.write_predictions(spec.predictions_file, rows)
             export_s = time.perf_counter() - start
             return spec.predictions_file.relative_to(spec.base).as_posix(), sha, export_s
@@ -377,8 +451,11 @@ class Classification:
         """The forward calls' device time (R10): CUDA only, a finished window only."""
         run = self.run
         measured = run.spans.get("measured")
-        forward_s = self.forward.total_s() if self.forward is not None and measured is not None \
-            and measured.device_s is not None else None
+        forward_s = (
+            self.forward.total_s()
+            if self.forward is not None and measured is not None and measured.device_s is not None
+            else None
+        )
         if run.device.type != "cuda":
             put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
         elif forward_s is not None:
@@ -398,12 +475,17 @@ class Classification:
             put("padded_tokens", window.padded_tokens)
             put("padding_efficiency", round(window.real_tokens / window.padded_tokens, 6))
         else:
-            reason = f"{status} after {len(window.predictions)} items: token counts cover a " \
-                     "whole corpus only"
+            reason = (
+                f"{status} after {len(window.predictions)} items: token counts cover a "
+                "whole corpus only"
+            )
             put("padded_tokens", None, reason)
             put("padding_efficiency", None, reason)
-        put("truncated", truncated, None if truncated is not None else
-            "tokenizer not loaded: token lengths unknown")
+        put(
+            "truncated",
+            truncated,
+            None if truncated is not None else "tokenizer not loaded: token lengths unknown",
+        )
 
     def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
         """The notes, the attention kernels, recompilations inside the window, the seed."""
@@ -433,8 +515,9 @@ class _Session:
         return self.context.__exit__(*exc)
 
 
-def _quality_cells(put: Put, status: str, verdicts: evaluation.Evaluation | None,
-                   notes: list[str]) -> None:
+def _quality_cells(
+    put: Put, status: str, verdicts: evaluation.Evaluation | None, notes: list[str]
+) -> None:
     """Ids, metric, agreement with the reference, the verdict and the subgroups' metrics."""
     if verdicts is None:
         reason = "no predictions file: the measured window was not reached"
@@ -444,22 +527,30 @@ def _quality_cells(put: Put, status: str, verdicts: evaluation.Evaluation | None
         return
     put("observed_ids", verdicts.ids.observed)
     put("ids_match", layout.YES if verdicts.ids.match else layout.NO)
-    put("metric_value", None if verdicts.metric is None else round(verdicts.metric, 6),
-        verdicts.metric_reason)
-    put("reference_agreement",
+    put(
+        "metric_value",
+        None if verdicts.metric is None else round(verdicts.metric, 6),
+        verdicts.metric_reason,
+    )
+    put(
+        "reference_agreement",
         None if verdicts.agreement is None else round(verdicts.agreement, 6),
-        verdicts.agreement_reason or "no reference comparison")
+        verdicts.agreement_reason or "no reference comparison",
+    )
     notes.extend(verdicts.notes)
-    verdict_cells(put, status, verdicts.verdict,
-                  evaluation.subgroups_text(verdicts.subgroups) or None,
-                  ids_match=verdicts.ids.match)
+    verdict_cells(
+        put,
+        status,
+        verdicts.verdict,
+        evaluation.subgroups_text(verdicts.subgroups) or None,
+        ids_match=verdicts.ids.match,
+    )
 
 
 def _failure_note(run: AttemptRun, error: BaseException, window: Window) -> str:
     """The note of a failed classification; after a CUDA error other than out-of-memory it
     says why a shared campaign stops, and stops it."""
-    where = run.where(len(window.predictions), len(window.items) or run.spec.corpus_items,
-                      "items")
+    where = run.where(len(window.predictions), len(window.items) or run.spec.corpus_items, "items")
     if isinstance(error, KeyboardInterrupt):
         return f"interrupted {where} ({error_text(error)})"
     if isinstance(error, torch.OutOfMemoryError):
@@ -468,14 +559,22 @@ def _failure_note(run: AttemptRun, error: BaseException, window: Window) -> str:
         return f"timed out {where}: {error}"
     if run.broken and run.shared:
         run.guard.stop_campaign()
-        return (f"failed {where}: {error_text(error)}, a CUDA error other than out-of-memory: "
-                "this process's CUDA context cannot be trusted after it, so the shared "
-                "campaign stops here (`--resume` continues in a new process)")
+        return (
+            f"failed {where}: {error_text(error)}, a CUDA error other than out-of-memory: "
+            "this process's CUDA context cannot be trusted after it, so the shared "
+            "campaign stops here (`--resume` continues in a new process)"
+        )
     return f"failed {where}: {error_text(error)}"
 
 
-def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str], *,
-              complete: bool, notes: list[str]) -> evaluation.Evaluation | None:
+def _evaluate(
+    spec: AttemptSpec,
+    predictions_sha: str | None,
+    expected: list[str],
+    *,
+    complete: bool,
+    notes: list[str],
+) -> evaluation.Evaluation | None:
     """Read the predictions file back and evaluate it (None when there is no file)."""
     if predictions_sha is None:
         return None
@@ -485,46 +584,80 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None, expected: list[str
     reference = None
     ref, ref_path = spec.reference, checked_reference(spec, notes)
     if ref is not None and ref_path is not None:
-        reference = evaluation.load_reference(ref_path, ref["variant_id"], ref["attempt_id"],
-                                              protocol["metric"], kinds)
+        reference = evaluation.load_reference(
+            ref_path, ref["variant_id"], ref["attempt_id"], protocol["metric"], kinds
+        )
     return evaluation.evaluate(
-        rows, expected, complete=complete, metric_name=protocol["metric"],
-        threshold=float(protocol["threshold"]), tolerance=float(protocol["tolerance"]),
-        kinds=kinds, reference=reference, reference_variant=str(protocol["reference_variant"]),
-        variant_id=str(spec.variant["variant_id"]))
+        rows,
+        expected,
+        complete=complete,
+        metric_name=protocol["metric"],
+        threshold=float(protocol["threshold"]),
+        tolerance=float(protocol["tolerance"]),
+        kinds=kinds,
+        reference=reference,
+        reference_variant=str(protocol["reference_variant"]),
+        variant_id=str(spec.variant["variant_id"]),
+    )
 
 
-def _work(spec: AttemptSpec, predictor: Predictor | None, window: Window,
-          measured: probes.Span | None, status: str, threads: int, broken: bool,
-          gpu_name: str | None) -> achieved.Work:
+def _work(
+    spec: AttemptSpec,
+    predictor: Predictor | None,
+    window: Window,
+    measured: probes.Span | None,
+    status: str,
+    threads: int,
+    broken: bool,
+    gpu_name: str | None,
+) -> achieved.Work:
     """FLOPs, rates and utilisation (runner.achieved), and the peak probe, run here after
     every timed phase, only when the window completed on a usable device."""
     variant = spec.variant
     measured_s = measured.host_s if measured is not None else None
-    unfinished = (None if status == "completed" and measured_s else
-                  f"{status} after {len(window.predictions)} items: FLOPs cover a whole "
-                  "corpus only")
+    unfinished = (
+        None
+        if status == "completed" and measured_s
+        else f"{status} after {len(window.predictions)} items: FLOPs cover a whole corpus only"
+    )
     found = achieved.Work()
     probed, cells = None, None
     peak_reason = f"not probed: the attempt ended {status} (the probe runs after a completed one)"
     if unfinished is None and not broken:
-        probed, cells = achieved.probe_cells(str(variant["device"]), str(variant["precision"]),
-                                             threads, gpu_name, spec.campaign_key)
+        probed, cells = achieved.probe_cells(
+            str(variant["device"]), str(variant["precision"]), threads, gpu_name, spec.campaign_key
+        )
         peak_reason = (cells["matmul_peak_flops"][1] or "no peak") if probed is None else ""
     found.manifest = achieved.manifest_values(cells, peak_reason)
-    cost, cost_reason = (predictor.flop_cost() if predictor is not None
-                         else (None, "model not loaded"))
-    tally = achieved.Tally(window.sequences, window.real_tokens, window.padded_tokens,
-                           window.real_squares, window.padded_squares)
-    found.attempt = achieved.work(cost, cost_reason, tally, measured_s, unfinished, variant,
-                                  probed, peak_reason or None)
+    cost, cost_reason = (
+        predictor.flop_cost() if predictor is not None else (None, "model not loaded")
+    )
+    tally = achieved.Tally(
+        window.sequences,
+        window.real_tokens,
+        window.padded_tokens,
+        window.real_squares,
+        window.padded_squares,
+    )
+    found.attempt = achieved.work(
+        cost, cost_reason, tally, measured_s, unfinished, variant, probed, peak_reason or None
+    )
     return found
 
 
-def manifest(spec: AttemptSpec, predictor: Predictor | None, fingerprint: str | None,
-             items: int, counts: dict[str, int], truncated: int | None, threads: int,
-              seed: int | None, env: dict[str, Any], state: str | None = None,
-              measured: dict[str, Any] | None = None) -> dict[str, Any]:
+def manifest(
+    spec: AttemptSpec,
+    predictor: Predictor | None,
+    fingerprint: str | None,
+    items: int,
+    counts: dict[str, int],
+    truncated: int | None,
+    threads: int,
+    seed: int | None,
+    env: dict[str, Any],
+    state: str | None = None,
+    measured: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The Manifest row: variant, corpus, revisions, environment; id = hash of the content.
 
     ``state``: the determinism cell when this process's torch state is not the attempt's;
@@ -532,19 +665,30 @@ def manifest(spec: AttemptSpec, predictor: Predictor | None, fingerprint: str | 
     """
     variant = spec.variant
     row = manifest_content(spec, predictor, seed)
-    row.update({
-        "corpus_sha256": fingerprint or spec.corpus_sha256,
-        "corpus_items": items or spec.corpus_items,
-        "processing_order": ("sorted by token length, ties in file order"
-                             if variant["length_grouping"] == "sorted" else "file order"),
-        "strata": (corpus.strata_text(counts, corpus.parse_stratum_bounds(
-            spec.protocol.get("stratum_bounds"))) if counts else None),
-        "truncated": truncated,
-        "determinism": state or reproducibility.state(spec.protocol, threads),
-        "compile_setup": (compilation.SETUP if variant.get("compile") == "yes"
-                          else compilation.NOT_COMPILED),
-        "engine": predictor.engine if predictor is not None else engines.engine_of(variant),
-        "engine_artifact": predictor.engine_artifact if predictor is not None else None,
-    })
+    row.update(
+        {
+            "corpus_sha256": fingerprint or spec.corpus_sha256,
+            "corpus_items": items or spec.corpus_items,
+            "processing_order": (
+                "sorted by token length, ties in file order"
+                if variant["length_grouping"] == "sorted"
+                else "file order"
+            ),
+            "strata": (
+                corpus.strata_text(
+                    counts, corpus.parse_stratum_bounds(spec.protocol.get("stratum_bounds"))
+                )
+                if counts
+                else None
+            ),
+            "truncated": truncated,
+            "determinism": state or reproducibility.state(spec.protocol, threads),
+            "compile_setup": (
+                compilation.SETUP if variant.get("compile") == "yes" else compilation.NOT_COMPILED
+            ),
+            "engine": predictor.engine if predictor is not None else engines.engine_of(variant),
+            "engine_artifact": predictor.engine_artifact if predictor is not None else None,
+        }
+    )
     row.update(env)
     return manifest_row(row, measured)

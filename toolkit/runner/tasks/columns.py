@@ -20,11 +20,28 @@ if TYPE_CHECKING:  # the declaration itself stays free of torch (tests read it w
 
 #: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs).
 EVERY_KIND = (
-    "load_s", "warmup_s", "measured_s", "device_s", "forward_device_s", "evaluation_s",
-    "export_s", "observed_ids", "ids_match", "metric_value", "reference_agreement",
-    "mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes",
-    "padded_tokens", "padding_efficiency", "truncated",
-    "real_flops", "padded_flops", "real_flop_rate", "padded_flop_rate", "utilisation",
+    "load_s",
+    "warmup_s",
+    "measured_s",
+    "device_s",
+    "forward_device_s",
+    "evaluation_s",
+    "export_s",
+    "observed_ids",
+    "ids_match",
+    "metric_value",
+    "reference_agreement",
+    "mem_allocated_peak_bytes",
+    "mem_reserved_peak_bytes",
+    "host_rss_peak_bytes",
+    "padded_tokens",
+    "padding_efficiency",
+    "truncated",
+    "real_flops",
+    "padded_flops",
+    "real_flop_rate",
+    "padded_flop_rate",
+    "utilisation",
     "padding_waste",
 )
 #: The measured columns only one kind fills, by Protocol task.
@@ -56,9 +73,12 @@ def finish(cells: Cells, kind: str) -> None:
 
 def check(row: dict[str, object], kind: str) -> None:
     """AssertionError when a measured column of ``row`` has neither a value nor a reason."""
-    missing = [c.name for c in measured_columns()
-               if row.get(c.name) is None and not row.get(c.reason)]
+    missing = [
+        c.name for c in measured_columns() if row.get(c.name) is None and not row.get(c.reason)
+    ]
     if missing:
-        raise AssertionError(f"{kind} attempt row: measured column(s) {', '.join(missing)} "
-                             "with neither a value nor a reason (declare them in "
-                             "runner.tasks.columns and fill them in the task kind)")
+        raise AssertionError(
+            f"{kind} attempt row: measured column(s) {', '.join(missing)} "
+            "with neither a value nor a reason (declare them in "
+            "runner.tasks.columns and fill them in the task kind)"
+        )

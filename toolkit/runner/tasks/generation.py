@@ -110,8 +110,12 @@ class Generation:
         self.notes.extend(self.generator.engine_notes)
         items = corpus.read_corpus(self.run.corpus_path)
         lengths = [len(i.text) for i in items]  # the engine tokenizes: characters rank them
-        for batch in load_batches(items, lengths, int(self.variant["batch_size"]),
-                                  on_gpu=self.generator.device.type != "cpu"):
+        for batch in load_batches(
+            items,
+            lengths,
+            int(self.variant["batch_size"]),
+            on_gpu=self.generator.device.type != "cpu",
+        ):
             self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
 
     def phase_done(self, phase: str) -> None:
@@ -119,16 +123,16 @@ class Generation:
 
     def warm_pass(self, items: list[corpus.Item]) -> None:
         assert self.generator is not None
-        self.generator.generate(items, generation.GenerationWindow(),
-                                lambda d: self.run.after_batch(d, len(items)))
+        self.generator.generate(
+            items, generation.GenerationWindow(), lambda d: self.run.after_batch(d, len(items))
+        )
 
     def measure(self) -> None:
         assert self.generator is not None
         window = self.window
         window.items = corpus.read_corpus(self.run.corpus_path)
         total = len(window.items)
-        self.generator.generate(window.items, window,
-                                lambda d: self.run.after_batch(d, total))
+        self.generator.generate(window.items, window, lambda d: self.run.after_batch(d, total))
 
     # ---- after the phases
 
@@ -142,47 +146,68 @@ class Generation:
             notes.append(baseline)
         predictions_rel, predictions_sha, export_s = self._export()
         start = time.perf_counter()
-        quality = _evaluate(self.spec, predictions_sha, window,
-                            complete=run.status == "completed", notes=notes)
+        quality = _evaluate(
+            self.spec, predictions_sha, window, complete=run.status == "completed", notes=notes
+        )
         evaluation_s = time.perf_counter() - start
         peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
         env = environment.manifest_fields()
         probed, probe_cells = None, None
         if run.status == "completed" and not run.broken:
             probed, probe_cells = achieved.probe_cells(
-                str(self.variant["device"]), str(self.variant["precision"]), run.threads,
-                env.get("gpu_name"), self.spec.campaign_key)
+                str(self.variant["device"]),
+                str(self.variant["precision"]),
+                run.threads,
+                env.get("gpu_name"),
+                self.spec.campaign_key,
+            )
         truncated = window.truncated if run.status == "completed" else None
-        entry = self._manifest(truncated, env, achieved.manifest_values(
-            probe_cells, f"not probed: {run.status} attempt"))
+        entry = self._manifest(
+            truncated,
+            env,
+            achieved.manifest_values(probe_cells, f"not probed: {run.status} attempt"),
+        )
         cells = run.start_row(entry["manifest_id"])
         put = cells.put
         if run.device.type != "cuda":
             put("forward_device_s", None, CPU_NO_DEVICE_SPAN)
         else:
-            put("forward_device_s", None, "generation attempt: generate() runs many forward "
-                "calls; the window's device span is device_s")
+            put(
+                "forward_device_s",
+                None,
+                "generation attempt: generate() runs many forward "
+                "calls; the window's device span is device_s",
+            )
         put("evaluation_s", seconds(evaluation_s))
-        export_cell(put, export_s, bool(window.items and window.outputs),
-                    "nothing exported: no output was generated")
+        export_cell(
+            put,
+            export_s,
+            bool(window.items and window.outputs),
+            "nothing exported: no output was generated",
+        )
         put("items_completed", len(window.outputs))
         put("expected_ids", len(window.items) or self.spec.corpus_items)
         _quality_cells(put, run.status, quality, notes)
         memory_cells(put, run.device, peaks, rss)
-        partial = None if run.status == "completed" else \
-            f"{run.status} after {len(window.outputs)} prompts: token counts cover a whole " \
+        partial = (
+            None
+            if run.status == "completed"
+            else f"{run.status} after {len(window.outputs)} prompts: token counts cover a whole "
             "corpus only"
+        )
         for name in ("padded_tokens", "padding_efficiency"):
-            put(name, None, partial or "generation attempt: see prompt_tokens and "
-                "generated_tokens")
-        put("truncated", truncated, None if truncated is not None else
-            partial or "prompts not tokenised")
+            put(name, None, partial or "generation attempt: see prompt_tokens and generated_tokens")
+        put(
+            "truncated",
+            truncated,
+            None if truncated is not None else partial or "prompts not tokenised",
+        )
         file_cells(put, predictions_rel, predictions_sha)
-        for name, (value, why) in _work(run, self.generator, window, probed,
-                                        probe_cells).items():
+        for name, (value, why) in _work(run, self.generator, window, probed, probe_cells).items():
             put(name, value, why)
-        _generation_cells(put, window, partial, run.device, self.generator, self.variant,
-                          self.rule, probed)
+        _generation_cells(
+            put, window, partial, run.device, self.generator, self.variant, self.rule, probed
+        )
         self._closing_cells(put, predictions_rel)
         columns.finish(cells, NAME)
         if self.generator is not None:  # the next attempt of a shared process must not find it
@@ -198,7 +223,8 @@ class Generation:
         start = time.perf_counter()
         try:
             rows = generation.prediction_rows(
-                window, self.bounds, evaluation.parse_subgroups(self.protocol.get("subgroups")))
+                window, self.bounds, evaluation.parse_subgroups(self.protocol.get("subgroups"))
+            )
             sha = corpus.write_predictions(spec.predictions_file, rows)
             path = spec.predictions_file.relative_to(spec.base).as_posix()
             return path, sha, time.perf_counter() - start
@@ -208,8 +234,9 @@ class Generation:
             self.notes.append(f"export failed: {error_text(exc)}")
             return None, None, None
 
-    def _manifest(self, truncated: int | None, env: dict[str, Any],
-                  measured: dict[str, Any]) -> dict[str, Any]:
+    def _manifest(
+        self, truncated: int | None, env: dict[str, Any], measured: dict[str, Any]
+    ) -> dict[str, Any]:
         """The Manifest row, with the whole corpus's strata (R3), or none: never a part's."""
         window = self.window
         counts: dict[str, int] = {}
@@ -217,8 +244,19 @@ class Generation:
         for o in window.outputs if whole else ():
             name = corpus.stratum(o.prompt_tokens, self.bounds)
             counts[name] = counts.get(name, 0) + 1
-        return _manifest(self.spec, self.generator, self.rule, window, counts, self.bounds,
-                         truncated, self.run.threads, self.run.seed, env, measured)
+        return _manifest(
+            self.spec,
+            self.generator,
+            self.rule,
+            window,
+            counts,
+            self.bounds,
+            truncated,
+            self.run.threads,
+            self.run.seed,
+            env,
+            measured,
+        )
 
     def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
         """The notes (with the decoding rule), no attention kernels or recompilations, the
@@ -228,8 +266,10 @@ class Generation:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
-        notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}"
-                     + (f"; decoding {self.rule.text()}" if self.rule else ""))
+        notes.append(
+            f"threads {run.threads}; warm-up {run.warmup.text!r}"
+            + (f"; decoding {self.rule.text()}" if self.rule else "")
+        )
         put("notes", "; ".join(notes))
         put("attention_kernels", None)
         put("recompilations", None)
@@ -249,13 +289,18 @@ class _RuleSession:
         return None
 
 
-def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None,
-                   notes: list[str]) -> None:
+def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None, notes: list[str]) -> None:
     """Ids, metric, the agreements with the reference, the verdict and the subgroups."""
     if quality is None:
         reason = "no predictions file: no output was generated"
-        for name in ("observed_ids", "ids_match", "metric_value", "reference_agreement",
-                     "exact_agreement", "token_agreement"):
+        for name in (
+            "observed_ids",
+            "ids_match",
+            "metric_value",
+            "reference_agreement",
+            "exact_agreement",
+            "token_agreement",
+        ):
             put(name, None, reason)
         verdict_cells(put, status, "not evaluated", None, ids_match=False)
         return
@@ -268,51 +313,74 @@ def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None,
     put("exact_agreement", None if agreed is None else round(agreed.exact, 6), why)
     put("token_agreement", None if agreed is None else round(agreed.tokens, 6), why)
     notes.extend(quality["notes"])
-    verdict_cells(put, status, quality["verdict"], quality["subgroups"],
-                  ids_match=quality["ids_match"])
+    verdict_cells(
+        put, status, quality["verdict"], quality["subgroups"], ids_match=quality["ids_match"]
+    )
 
 
-def _failure_note(run: AttemptRun, error: BaseException,
-                  window: generation.GenerationWindow) -> str:
+def _failure_note(
+    run: AttemptRun, error: BaseException, window: generation.GenerationWindow
+) -> str:
     """The note of a failed generation: its kind, where, the error. A CUDA error other than
     out-of-memory stops a shared campaign (the note does not say so)."""
-    where = run.where(len(window.outputs), len(window.items) or run.spec.corpus_items,
-                      "prompts")
-    kind = ("interrupted" if isinstance(error, KeyboardInterrupt) else
-            "out of memory" if isinstance(error, torch.OutOfMemoryError) else
-            "timed out" if isinstance(error, AttemptTimeout) else "failed")
+    where = run.where(len(window.outputs), len(window.items) or run.spec.corpus_items, "prompts")
+    kind = (
+        "interrupted"
+        if isinstance(error, KeyboardInterrupt)
+        else "out of memory"
+        if isinstance(error, torch.OutOfMemoryError)
+        else "timed out"
+        if isinstance(error, AttemptTimeout)
+        else "failed"
+    )
     if run.broken and run.shared:
         run.guard.stop_campaign()
     return f"{kind} {where}: {error_text(error)}"
 
 
-def _work(run: AttemptRun, generator: Generator | None,
-          window: generation.GenerationWindow, probed: Any,
-          probe_cells: dict[str, achieved.Cell] | None) -> dict[str, achieved.Cell]:
+def _work(
+    run: AttemptRun,
+    generator: Generator | None,
+    window: generation.GenerationWindow,
+    probed: Any,
+    probe_cells: dict[str, achieved.Cell] | None,
+) -> dict[str, achieved.Cell]:
     """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
     the measured window's generation (runner.flops), against the peak probed after it."""
     measured = run.spans.get("measured")
     measured_s = measured.host_s if measured is not None else None
     status = run.status
-    unfinished = (None if status == "completed" and measured_s else
-                  f"{status} after {len(window.outputs)} prompts: FLOPs cover a whole "
-                  "corpus only")
+    unfinished = (
+        None
+        if status == "completed" and measured_s
+        else f"{status} after {len(window.outputs)} prompts: FLOPs cover a whole corpus only"
+    )
     peak_reason = None
     if probed is None:
-        peak_reason = (probe_cells["matmul_peak_flops"][1] if probe_cells is not None else
-                       f"not probed: the attempt ended {status} (the probe runs after a "
-                       "completed one)")
-    cost, cost_reason = (generator.flop_cost() if generator is not None
-                         else (None, "model not loaded"))
-    return achieved.work(cost, cost_reason, flop_tally(window), measured_s, unfinished,
-                         run.spec.variant, probed, peak_reason)
+        peak_reason = (
+            probe_cells["matmul_peak_flops"][1]
+            if probe_cells is not None
+            else f"not probed: the attempt ended {status} (the probe runs after a completed one)"
+        )
+    cost, cost_reason = (
+        generator.flop_cost() if generator is not None else (None, "model not loaded")
+    )
+    return achieved.work(
+        cost,
+        cost_reason,
+        flop_tally(window),
+        measured_s,
+        unfinished,
+        run.spec.variant,
+        probed,
+        peak_reason,
+    )
 
 
 def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
     """The window's passes: the real ones each output needs, the padded ones each batch ran
     (every row to the batch's last step, from its padded width)."""
-    real = [flops.generation_passes(o.prompt_tokens, len(o.token_ids))
-            for o in window.outputs]
+    real = [flops.generation_passes(o.prompt_tokens, len(o.token_ids)) for o in window.outputs]
     padded = [(b.rows, flops.generation_passes(b.width, b.steps)) for b in window.batches]
     return achieved.Tally(
         sequences=sum(p.forwards for p in real),
@@ -320,11 +388,13 @@ def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
         padded_tokens=sum(rows * p.tokens for rows, p in padded),
         real_squares=sum(p.pairs for p in real),
         padded_squares=sum(rows * p.pairs for rows, p in padded),
-        padded_sequences=sum(rows * p.forwards for rows, p in padded))
+        padded_sequences=sum(rows * p.forwards for rows, p in padded),
+    )
 
 
-def load_batches(items: list[corpus.Item], lengths: list[int], size: int, *, on_gpu: bool
-                 ) -> list[list[corpus.Item]]:
+def load_batches(
+    items: list[corpus.Item], lengths: list[int], size: int, *, on_gpu: bool
+) -> list[list[corpus.Item]]:
     """The load phase's untimed passes: the first batch; on a GPU also the ``size`` longest
     prompts and the last, partial batch, each once, so the kernels (and cuDNN's plans) of the
     window's widest and narrowest batches load here, not inside the window (issue 35,
@@ -342,55 +412,90 @@ def load_batches(items: list[corpus.Item], lengths: list[int], size: int, *, on_
     return batches
 
 
-def _manifest(spec: AttemptSpec, generator: Generator | None,
-              rule: generation.DecodingRule | None, window: generation.GenerationWindow,
-              counts: dict[str, int], bounds: tuple[int, ...], truncated: int | None,
-              threads: int, seed: int | None, env: dict[str, Any],
-              measured: dict[str, Any]) -> dict[str, Any]:
+def _manifest(
+    spec: AttemptSpec,
+    generator: Generator | None,
+    rule: generation.DecodingRule | None,
+    window: generation.GenerationWindow,
+    counts: dict[str, int],
+    bounds: tuple[int, ...],
+    truncated: int | None,
+    threads: int,
+    seed: int | None,
+    env: dict[str, Any],
+    measured: dict[str, Any],
+) -> dict[str, Any]:
     """The Manifest row (the classification attempt's columns; the decoding rule and padding
     side in processing_order); id = hash of the content, the probe's columns left out but an
     unprobed attempt set apart (:func:`manifest_row`)."""
     variant, protocol = spec.variant, spec.protocol
-    order = ("sorted by prompt tokens, ties in file order"
-             if variant.get("length_grouping") == "sorted" else "file order")
+    order = (
+        "sorted by prompt tokens, ties in file order"
+        if variant.get("length_grouping") == "sorted"
+        else "file order"
+    )
     if rule is not None:
-        order += (f"; padding side {variant.get('padding_side') or 'left'}; decoding "
-                  f"{rule.text()}")
+        order += f"; padding side {variant.get('padding_side') or 'left'}; decoding {rule.text()}"
     row = manifest_content(spec, generator, seed)
-    row.update({
-        "corpus_sha256": corpus.fingerprint(window.items) if window.items
-        else spec.corpus_sha256,
-        "corpus_items": len(window.items) or spec.corpus_items,
-        "processing_order": order,
-        "strata": corpus.strata_text(counts, bounds) if counts else None,
-        "truncated": truncated,
-        "determinism": reproducibility.state(protocol, threads),
-        "compile_setup": compilation.NOT_COMPILED,
-        "engine": generator.engine if generator is not None else engines.engine_of(variant),
-        "engine_artifact": generator.engine_artifact if generator is not None else None,
-    })
+    row.update(
+        {
+            "corpus_sha256": corpus.fingerprint(window.items)
+            if window.items
+            else spec.corpus_sha256,
+            "corpus_items": len(window.items) or spec.corpus_items,
+            "processing_order": order,
+            "strata": corpus.strata_text(counts, bounds) if counts else None,
+            "truncated": truncated,
+            "determinism": reproducibility.state(protocol, threads),
+            "compile_setup": compilation.NOT_COMPILED,
+            "engine": generator.engine if generator is not None else engines.engine_of(variant),
+            "engine_artifact": generator.engine_artifact if generator is not None else None,
+        }
+    )
     row.update(env)
     return manifest_row(row, measured)
 
 
-def _generation_cells(put: Any, window: generation.GenerationWindow, partial: str | None,
-                      device: torch.device, generator: Generator | None,
-                      variant: dict[str, Any], rule: generation.DecodingRule | None,
-                      probed: Any) -> None:
+def _generation_cells(
+    put: Any,
+    window: generation.GenerationWindow,
+    partial: str | None,
+    device: torch.device,
+    generator: Generator | None,
+    variant: dict[str, Any],
+    rule: generation.DecodingRule | None,
+    probed: Any,
+) -> None:
     """The generation columns: token counts, TTFT, decode rate, KV cache, ceiling."""
     put("prompt_tokens", None if partial else window.prompt_tokens, partial)
     put("generated_tokens", None if partial else window.generated_tokens, partial)
     ttft = window.ttft_s()
-    put("ttft_s", None if partial or ttft is None else round(ttft, 6),
-        partial or "no batch generated a token")
+    put(
+        "ttft_s",
+        None if partial or ttft is None else round(ttft, 6),
+        partial or "no batch generated a token",
+    )
     rate = window.decode_tokens_per_s()
-    put("decode_tokens_per_s", None if partial or rate is None else round(rate, 3),
-        partial or "no decode step: every output ended at its first token")
-    put("kv_cache_peak_bytes", None if partial else window.kv_cache_peak_bytes,
-        partial or (generator.kv_cache_reason if generator is not None
-                    else "generate() returned no KV cache tensors"))
-    ceiling, why = (None, partial) if partial else bandwidth_ceiling(
-        generator, variant, rule, window, device, probed)
+    put(
+        "decode_tokens_per_s",
+        None if partial or rate is None else round(rate, 3),
+        partial or "no decode step: every output ended at its first token",
+    )
+    put(
+        "kv_cache_peak_bytes",
+        None if partial else window.kv_cache_peak_bytes,
+        partial
+        or (
+            generator.kv_cache_reason
+            if generator is not None
+            else "generate() returned no KV cache tensors"
+        ),
+    )
+    ceiling, why = (
+        (None, partial)
+        if partial
+        else bandwidth_ceiling(generator, variant, rule, window, device, probed)
+    )
     put("bandwidth_ceiling_tokens_per_s", None if ceiling is None else round(ceiling, 3), why)
     if ceiling is not None and rate is not None:
         put("decode_ceiling_fraction", round(rate / ceiling, 6))
@@ -398,10 +503,14 @@ def _generation_cells(put: Any, window: generation.GenerationWindow, partial: st
         put("decode_ceiling_fraction", None, why or "no decode tokens/s")
 
 
-def bandwidth_ceiling(generator: Generator | None, variant: dict[str, Any],
-                      rule: generation.DecodingRule | None,
-                      window: generation.GenerationWindow, device: torch.device,
-                      probed: Any) -> tuple[float | None, str | None]:
+def bandwidth_ceiling(
+    generator: Generator | None,
+    variant: dict[str, Any],
+    rule: generation.DecodingRule | None,
+    window: generation.GenerationWindow,
+    device: torch.device,
+    probed: Any,
+) -> tuple[float | None, str | None]:
     """Decode tokens/s the memory bandwidth allows at the run's batch (the planner's rule:
     each step reads the weights and every row's KV cache once): batch * bandwidth /
     (weights + batch * KV per sequence), from the planner's estimate at the longest prompt
@@ -413,8 +522,12 @@ def bandwidth_ceiling(generator: Generator | None, variant: dict[str, Any],
         shape = memory.shape_from_config(Path(generator.folder) / "config.json")
         longest = max((o.prompt_tokens for o in window.outputs), default=0)
         batch = int(variant["batch_size"])
-        est = memory.estimate(shape, precision=str(variant["precision"]),
-                              seq_len=max(longest + rule.max_new_tokens, 1), batch=batch)
+        est = memory.estimate(
+            shape,
+            precision=str(variant["precision"]),
+            seq_len=max(longest + rule.max_new_tokens, 1),
+            batch=batch,
+        )
     except Exception as exc:  # noqa: BLE001 - no planner shape: the cell says why
         return None, f"planner cannot size this model: {error_text(exc)}"
     if device.type == "cuda":
@@ -437,10 +550,13 @@ def _catalog_bandwidth(slug: str) -> tuple[float | None, str | None]:
     return None, f"gpu_slug {slug!r} not in the GPU catalog"
 
 
-def _against_reference(spec: AttemptSpec, rows: list[dict[str, Any]],
-                       texts: dict[str, Any], kinds: Sequence[str], notes: list[str]
-                       ) -> tuple[agreement.Agreement | None, str | None,
-                                  evaluation.Reference | None]:
+def _against_reference(
+    spec: AttemptSpec,
+    rows: list[dict[str, Any]],
+    texts: dict[str, Any],
+    kinds: Sequence[str],
+    notes: list[str],
+) -> tuple[agreement.Agreement | None, str | None, evaluation.Reference | None]:
     """The outputs against the reference variant's (R16): the agreement, or why there is
     none, and the reference's chrF recomputed from its file (None without a reference)."""
     protocol = spec.protocol
@@ -459,25 +575,37 @@ def _against_reference(spec: AttemptSpec, rows: list[dict[str, Any]],
         ref_rows = corpus.read_predictions(ref_path)
         # The reference's chrF, overall and per subgroup, recomputed from its file against
         # the same corpus references, as a classification's reference metric is.
-        ref_chrf, _, ref_groups = (agreement.chrf_scores(ref_rows, texts, kinds)
-                                   if chrf_declared else (None, None, {}))
+        ref_chrf, _, ref_groups = (
+            agreement.chrf_scores(ref_rows, texts, kinds) if chrf_declared else (None, None, {})
+        )
         reference = evaluation.Reference(
-            str(ref["variant_id"]), str(ref["attempt_id"]),
-            {str(r["id"]): str(r["prediction"]) for r in ref_rows}, ref_chrf, ref_groups)
+            str(ref["variant_id"]),
+            str(ref["attempt_id"]),
+            {str(r["id"]): str(r["prediction"]) for r in ref_rows},
+            ref_chrf,
+            ref_groups,
+        )
         if not is_reference:
             found, agreement_reason = agreement.agreement(rows, ref_rows)
         if found is not None:
-            notes.append(f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
-                         f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
-                         f"over {found.compared} prompts")
+            notes.append(
+                f"agreement with {ref['variant_id']} ({ref['attempt_id']}): "
+                f"{found.exact:.1%} identical outputs, {found.tokens:.1%} tokens "
+                f"over {found.compared} prompts"
+            )
     if is_reference:
         agreement_reason = "this is the reference variant"
     return found, agreement_reason, reference
 
 
-def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
-              window: generation.GenerationWindow, *, complete: bool,
-              notes: list[str]) -> dict[str, Any] | None:
+def _evaluate(
+    spec: AttemptSpec,
+    predictions_sha: str | None,
+    window: generation.GenerationWindow,
+    *,
+    complete: bool,
+    notes: list[str],
+) -> dict[str, Any] | None:
     """Read the predictions file back: ids (R7), chrF, agreement with the reference (R16)."""
     if predictions_sha is None:
         return None
@@ -493,8 +621,10 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
     metric, metric_reason = None, None
     by_group: dict[str, tuple[float, int]] = {}
     if not chrf_declared:
-        metric_reason = (f"metric {protocol.get('metric')!r} is a classification metric: a "
-                         "generation protocol declares chrf")
+        metric_reason = (
+            f"metric {protocol.get('metric')!r} is a classification metric: a "
+            "generation protocol declares chrf"
+        )
     elif not complete:
         metric_reason = "the window did not complete: chrF covers a whole corpus only"
     else:
@@ -514,14 +644,15 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
     tolerance = _number(protocol.get("tolerance"))
     if found is not None and tolerance is not None and found.tokens < 1 - tolerance:
         verdict = "fail"
-        reasons.append(f"token agreement {found.tokens:.4f} below 1 - tolerance "
-                       f"{1 - tolerance:.4f}")
+        reasons.append(
+            f"token agreement {found.tokens:.4f} below 1 - tolerance {1 - tolerance:.4f}"
+        )
     if metric is not None and tolerance is not None and complete and ids.match:
         # R16, the classification rule (one implementation): chrF and every predeclared
         # subgroup's within the tolerance of the reference variant's.
         below, unchecked = evaluation.tolerance_failures(
-            "chrF", metric, by_group, reference, str(protocol.get("reference_variant")),
-            tolerance)
+            "chrF", metric, by_group, reference, str(protocol.get("reference_variant")), tolerance
+        )
         if below:
             verdict = "fail"
             reasons.extend(below)
@@ -530,12 +661,17 @@ def _evaluate(spec: AttemptSpec, predictions_sha: str | None,
     elif unchecked and not is_reference:
         verdict = "not evaluated"
         notes.append(unchecked)
-    return {"observed": ids.observed, "ids_match": ids.match,
-            "metric": None if metric is None else round(metric, 6),
-            "metric_reason": metric_reason, "agreement": found,
-            "agreement_reason": agreement_reason if found is None else None,
-            "verdict": verdict, "notes": [],
-            "subgroups": evaluation.subgroups_text(by_group) or None}
+    return {
+        "observed": ids.observed,
+        "ids_match": ids.match,
+        "metric": None if metric is None else round(metric, 6),
+        "metric_reason": metric_reason,
+        "agreement": found,
+        "agreement_reason": agreement_reason if found is None else None,
+        "verdict": verdict,
+        "notes": [],
+        "subgroups": evaluation.subgroups_text(by_group) or None,
+    }
 
 
 def _number(value: Any) -> float | None:

@@ -27,10 +27,13 @@ class TaskKind:
     run: Callable[[AttemptSpec, Emit, Any], dict[str, Any]]
 
 
-KINDS = {kind.name: kind for kind in (
-    TaskKind(classification.NAME, columns.OWN[classification.NAME], classification.run),
-    TaskKind(generation.NAME, columns.OWN[generation.NAME], generation.run),
-)}
+KINDS = {
+    kind.name: kind
+    for kind in (
+        TaskKind(classification.NAME, columns.OWN[classification.NAME], classification.run),
+        TaskKind(generation.NAME, columns.OWN[generation.NAME], generation.run),
+    )
+}
 
 
 def kind_of(spec: AttemptSpec) -> TaskKind:

@@ -84,15 +84,17 @@ class Predictor(Loaded, Protocol):
     #: (a ``python:`` predictor): token lengths, padding and truncation stay empty with it.
     tokens_reason: str | None
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
-                      keep: bool = False) -> list[int] | None:
+    def token_lengths(
+        self, texts: Sequence[str], *, truncate: bool, keep: bool = False
+    ) -> list[int] | None:
         """Each text's token count, cut at the variant's max_length when ``truncate``; None
         when the engine has no tokenizer (``tokens_reason``). ``keep``: the length-sorted
         window's call, whose encodings the following ``predict`` calls pad instead of
         tokenizing the same texts again."""
 
-    def predict(self, items: Sequence[corpus.Item],
-                timer: AbstractContextManager[Any] | None = None) -> Batch:
+    def predict(
+        self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
+    ) -> Batch:
         """One batch: a label per input (ids and texts; never the gold label is read);
         ``timer`` wraps only the model's call (R10)."""
 
@@ -108,8 +110,12 @@ class Generator(Loaded, Protocol):
     def folder(self) -> Path:
         """The model's folder (the bandwidth ceiling sizes the model from its config.json)."""
 
-    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
-                 after_batch: Callable[[int], None]) -> None:
+    def generate(
+        self,
+        items: Sequence[corpus.Item],
+        window: generation.GenerationWindow,
+        after_batch: Callable[[int], None],
+    ) -> None:
         """Generate ``items`` by batches into ``window``; ``after_batch(done)`` after each."""
 
 
@@ -123,30 +129,45 @@ class Tokenized:
     padding: str
     kept: dict[str, dict[str, list[int]]] | None = None
 
-    def token_lengths(self, texts: Sequence[str], *, truncate: bool,
-                      keep: bool = False) -> list[int]:
-        encoded = self.tokenizer(list(texts), truncation=truncate,
-                                 max_length=self.max_length if truncate else None)
+    def token_lengths(
+        self, texts: Sequence[str], *, truncate: bool, keep: bool = False
+    ) -> list[int]:
+        encoded = self.tokenizer(
+            list(texts), truncation=truncate, max_length=self.max_length if truncate else None
+        )
         rows = encoded["input_ids"]
-        self.kept = ({text: {key: encoded[key][n] for key in encoded}
-                      for n, text in enumerate(texts)} if keep else None)
+        self.kept = (
+            {text: {key: encoded[key][n] for key in encoded} for n, text in enumerate(texts)}
+            if keep
+            else None
+        )
         return [len(ids) for ids in rows]
 
     def encode(self, texts: list[str]) -> dict[str, list[list[int]]]:
         """The batch's inputs as padded rows: from the kept encodings when the window kept
         them, else tokenized now."""
         if self.kept is None or not all(text in self.kept for text in texts):
-            return dict(self.tokenizer(texts, padding=self.padding, truncation=True,
-                                       max_length=self.max_length))
+            return dict(
+                self.tokenizer(
+                    texts, padding=self.padding, truncation=True, max_length=self.max_length
+                )
+            )
         rows = [self.kept[text] for text in texts]
-        width = (self.max_length if self.padding == "max_length"
-                 else max(len(row["input_ids"]) for row in rows))
+        width = (
+            self.max_length
+            if self.padding == "max_length"
+            else max(len(row["input_ids"]) for row in rows)
+        )
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
         padded: dict[str, list[list[int]]] = {}
         for key in rows[0]:
             fill = self.tokenizer.pad_token_id if key == "input_ids" else 0
-            padded[key] = [([fill] * (width - len(row[key])) + row[key]) if left
-                           else (row[key] + [fill] * (width - len(row[key]))) for row in rows]
+            padded[key] = [
+                ([fill] * (width - len(row[key])) + row[key])
+                if left
+                else (row[key] + [fill] * (width - len(row[key])))
+                for row in rows
+            ]
         return padded
 
 
@@ -173,10 +194,12 @@ class TorchClassifier(Tokenized):
         """Load the variant's model on its device (:func:`toolkit.runner.model.load`)."""
         return cls(model.load(variant, base), variant)
 
-    def predict(self, items: Sequence[corpus.Item],
-                timer: AbstractContextManager[Any] | None = None) -> Batch:
-        inputs = {key: torch.tensor(rows)
-                  for key, rows in self.encode([i.text for i in items]).items()}
+    def predict(
+        self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
+    ) -> Batch:
+        inputs = {
+            key: torch.tensor(rows) for key, rows in self.encode([i.text for i in items]).items()
+        }
         mask = inputs["attention_mask"]
         lengths = [int(n) for n in mask.sum(dim=1)]
         if self.device.type != "cpu":
@@ -188,8 +211,9 @@ class TorchClassifier(Tokenized):
                 with timer:
                     logits = self.loaded.module(**inputs)
         labels = self.loaded.labels
-        return Batch([labels[p] for p in logits.argmax(dim=-1).tolist()], lengths,
-                     int(mask.shape[1]))
+        return Batch(
+            [labels[p] for p in logits.argmax(dim=-1).tolist()], lengths, int(mask.shape[1])
+        )
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
         return flops.cost_of(self.loaded.module)
@@ -210,8 +234,9 @@ class TorchGenerator:
     #: Why the KV cache's peak is empty when generate() returns no cache tensors.
     kv_cache_reason = "generate() returned no KV cache tensors"
 
-    def __init__(self, lm: generation.LoadedLM, variant: dict[str, Any],
-                 rule: generation.DecodingRule) -> None:
+    def __init__(
+        self, lm: generation.LoadedLM, variant: dict[str, Any], rule: generation.DecodingRule
+    ) -> None:
         self.engine_notes: list[str] = []
         self.lm = lm
         self.variant = variant
@@ -224,13 +249,18 @@ class TorchGenerator:
         self.folder = lm.folder
 
     @classmethod
-    def load(cls, variant: dict[str, Any], base: Path,
-             rule: generation.DecodingRule) -> TorchGenerator:
+    def load(
+        cls, variant: dict[str, Any], base: Path, rule: generation.DecodingRule
+    ) -> TorchGenerator:
         """Load the variant's causal LM (:func:`toolkit.runner.generation.load_lm`)."""
         return cls(generation.load_lm(variant, base, rule), variant, rule)
 
-    def generate(self, items: Sequence[corpus.Item], window: generation.GenerationWindow,
-                 after_batch: Callable[[int], None]) -> None:
+    def generate(
+        self,
+        items: Sequence[corpus.Item],
+        window: generation.GenerationWindow,
+        after_batch: Callable[[int], None],
+    ) -> None:
         generation.run_window(self.lm, self.variant, self.rule, items, window, after_batch)
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
@@ -261,9 +291,11 @@ def engine_of(variant: dict[str, Any], loaders: dict[str, Any]) -> Any:
     if name.startswith(engines.PYTHON_PREFIX):
         name = engines.PYTHON_PREFIX
     if name not in loaders:
-        raise ModelError(f"variant {variant.get('variant_id', '?')}: engine {name!r} is not "
-                         "one this runner has for its task",
-                         hint=f"write one of {', '.join(sorted(loaders))} in its engine cell")
+        raise ModelError(
+            f"variant {variant.get('variant_id', '?')}: engine {name!r} is not "
+            "one this runner has for its task",
+            hint=f"write one of {', '.join(sorted(loaders))} in its engine cell",
+        )
     return loaders[name]
 
 
@@ -273,8 +305,7 @@ def load_classifier(variant: dict[str, Any], base: Path) -> Predictor:
     return loader(variant, base)
 
 
-def load_generator(variant: dict[str, Any], base: Path,
-                   rule: generation.DecodingRule) -> Generator:
+def load_generator(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> Generator:
     """The variant's causal LM under ``rule``, loaded by its engine."""
     loader = engine_of(variant, GENERATORS)
     generator: Generator = loader(variant, base, rule)
