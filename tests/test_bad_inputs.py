@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import shutil
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from builders import attempt, filled, locked_with, make_campaign, variant
+from builders import SAMPLES, attempt, filled, locked_with, make_campaign, variant
 from click.testing import CliRunner, Result
 
 from toolkit import editing, layout
@@ -41,9 +42,11 @@ def invoke(runner: CliRunner, *args: object) -> Result:
 
 
 def saved(tmp_path: Path, data: WorkbookData | None = None) -> Path:
+    """The workbook saved with its corpus and its Variants' head folder beside it."""
     path = tmp_path / "campaign.xlsx"
     store.save(data if data is not None else filled(), path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    shutil.copytree(SAMPLES / "head", tmp_path / "head")
     return path
 
 
@@ -196,6 +199,7 @@ def test_an_older_workbook_migrates_as_the_message_says(
     old = locked_with(attempt("a1"), attempt("a2", repetition=2))
     path = tmp_path / "campaign.xlsx"
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    shutil.copytree(SAMPLES / "head", tmp_path / "head")
     manifest = {
         "manifest_id": "m1",
         "recorded_at": "2026-12-07T09:00+00:00",
@@ -531,6 +535,7 @@ def test_disk_full_during_a_save(
         "campaign.xlsx",
         "campaign.xlsx.lock",
         "corpus.jsonl",
+        "head",
     ]
 
 

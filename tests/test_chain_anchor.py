@@ -29,8 +29,9 @@ def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(tmp_
     journal.journal_path(book).unlink()
     with editing.change(book, refresh_derived=False) as edit:
         edit.data.tables["Attempts"].pop()
-    missing, finding = validate(store.read(book), book)
+    missing, finding, stale = validate(store.read(book), book)
     assert (missing.sheet, missing.check) == ("Attempts", "journal")
+    assert (stale.sheet, stale.column, stale.check) == ("Decision", "report_run", "stale-memo")
     assert (finding.sheet, finding.column, finding.check) == ("Attempts", "row_sha256", "anchor")
     assert finding.message == (
         f"campaign.chain.json says the workbook held 2 attempt row(s), the last sealed "

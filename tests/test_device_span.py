@@ -120,13 +120,14 @@ def test_a_cpu_attempt_has_no_forward_span_and_says_why(cpu_run: Path) -> None:
 
 def test_a_recorded_forward_span_cell_emptied_by_hand_is_a_finding(cpu_run: Path) -> None:
     """A blank in the new column is let pass for older rows only: a row whose other cells say
-    it was recorded under a newer layout is named for the blank, and the chain catches the
-    edit."""
+    it was recorded under a newer layout is named for the blank, the chain catches the
+    edit, and the memo no longer reflects the rows it quotes."""
     data = store.read(cpu_run)
     data.tables["Attempts"][0]["forward_device_s_reason"] = None
     assert [(f.sheet, f.row, f.column, f.check) for f in validate(data)] == [
         ("Attempts", 2, "forward_device_s", "missing-reason"),
         ("Attempts", 2, "row_sha256", "chain"),
+        ("Decision", 8, "report_run", "stale-memo"),
     ]
 
 

@@ -193,10 +193,7 @@ class OnnxClassifier(Tokenized):
     def predict(
         self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
     ) -> Batch:
-        inputs = {
-            key: np.asarray(rows, dtype=np.int64)
-            for key, rows in self.encode([i.text for i in items]).items()
-        }
+        inputs = self.encode([i.text for i in items], "np")
         mask = inputs["attention_mask"]
         feed = {name: inputs[name] for name in self.inputs}
         with timer if timer is not None else nullcontext():

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from toolkit.errors import ModelError
@@ -143,13 +144,17 @@ class Tokenized:
         )
         return [len(ids) for ids in rows]
 
-    def encode(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        """The batch's inputs as padded rows: from the kept encodings when the window kept
-        them, else tokenized now."""
+    def encode(self, texts: list[str], tensors: str) -> dict[str, Any]:
+        """The batch's inputs as ``tensors`` (``"pt"`` or ``"np"``): padded from the kept
+        encodings when the window kept them, else tokenized now."""
         if self.kept is None or not all(text in self.kept for text in texts):
             return dict(
                 self.tokenizer(
-                    texts, padding=self.padding, truncation=True, max_length=self.max_length
+                    texts,
+                    padding=self.padding,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors=tensors,
                 )
             )
         rows = [self.kept[text] for text in texts]
@@ -159,15 +164,16 @@ class Tokenized:
             else max(len(row["input_ids"]) for row in rows)
         )
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        padded: dict[str, list[list[int]]] = {}
+        padded: dict[str, Any] = {}
         for key in rows[0]:
             fill = self.tokenizer.pad_token_id if key == "input_ids" else 0
-            padded[key] = [
+            lists = [
                 ([fill] * (width - len(row[key])) + row[key])
                 if left
                 else (row[key] + [fill] * (width - len(row[key])))
                 for row in rows
             ]
+            padded[key] = torch.tensor(lists) if tensors == "pt" else np.asarray(lists, np.int64)
         return padded
 
 
@@ -197,9 +203,7 @@ class TorchClassifier(Tokenized):
     def predict(
         self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
     ) -> Batch:
-        inputs = {
-            key: torch.tensor(rows) for key, rows in self.encode([i.text for i in items]).items()
-        }
+        inputs = self.encode([i.text for i in items], "pt")
         mask = inputs["attention_mask"]
         lengths = [int(n) for n in mask.sum(dim=1)]
         if self.device.type != "cpu":
