@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from builders import SAMPLES, attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
 from toolkit.cli import cli
+from toolkit.evidence import journal
 from toolkit.plumbing import engines
 from toolkit.runner.engines import cache
 from toolkit.workbook import store
@@ -36,9 +39,10 @@ TFIDF = variant(
 )
 
 
-def _run(book: Path, *args: str) -> None:
+def _run(book: Path, *args: str) -> str:
     result = CliRunner().invoke(cli, ["run", str(book), "--threads", "2", *args])
     assert result.exit_code == 0, result.output
+    return result.output
 
 
 def _rows(book: Path) -> dict[str, dict[str, object]]:
@@ -53,9 +57,10 @@ def _manifest(book: Path, row: dict[str, object]) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def engines_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def engines_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """torch fp32 (the reference) then onnxruntime fp32, onnxruntime int8 and the TF-IDF
-    plugin, batch 4, one attempt each, over the first 24 rows."""
+    plugin, batch 4, one attempt each, over the first 24 rows: the workbook and what `run`
+    printed."""
     folder = tmp_path_factory.mktemp("engines")
     shutil.copytree(
         SAMPLES / "austen_tfidf",
@@ -63,11 +68,24 @@ def engines_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     book = make_campaign(folder, 24, [variant("b1-fp32", 4), ONNX_FP32, ONNX_INT8, TFIDF])
-    _run(book)
-    return book
+    return book, _run(book)
 
 
-def test_onnxruntime_fp32_agrees_with_the_torch_reference(engines_campaign: Path) -> None:
+@pytest.fixture(scope="module")
+def engines_campaign(engines_run: tuple[Path, str]) -> Path:
+    return engines_run[0]
+
+
+def _preflight_loaded(output: str, variant_id: str, engine: str) -> bool:
+    """Whether `run`'s pre-flight (before any attempt) loaded the variant's model through
+    its engine and ran a batch."""
+    return any(
+        line.startswith(f"  {variant_id}: {engine}; loaded in ") for line in output.splitlines()
+    )
+
+
+def test_onnxruntime_fp32_agrees_with_the_torch_reference(engines_run: tuple[Path, str]) -> None:
+    engines_campaign, output = engines_run
     row = _rows(engines_campaign)["ort-fp32"]
     assert unexplained(row) == []
     assert (row["status"], row["ids_match"], row["quality_verdict"], row["corpus_accepted"]) == (
@@ -79,7 +97,10 @@ def test_onnxruntime_fp32_agrees_with_the_torch_reference(engines_campaign: Path
     assert row["reference_agreement"] == 1.0  # every label as torch fp32's
     assert row["metric_value"] == _rows(engines_campaign)["b1-fp32"]["metric_value"]
     assert row["padded_tokens"] == _rows(engines_campaign)["b1-fp32"]["padded_tokens"]
-    assert "onnx export (fp32) built in" in str(row["notes"])
+    # `run`'s pre-flight loads the variant through its engine before any attempt, so the
+    # export is built there and the attempt's load phase reuses it.
+    assert _preflight_loaded(output, "ort-fp32", "onnxruntime, cpu, fp32")
+    assert "onnx export (fp32) reused from engine_cache/onnxruntime/" in str(row["notes"])
 
 
 def test_the_manifest_names_the_onnx_file_providers_and_version(engines_campaign: Path) -> None:
@@ -100,11 +121,15 @@ def test_the_manifest_names_the_onnx_file_providers_and_version(engines_campaign
     assert (torch_manifest["engine"], torch_manifest["engine_artifact"]) == ("torch", None)
 
 
-def test_int8_is_gated_by_the_protocol_tolerance(engines_campaign: Path) -> None:
+def test_int8_is_gated_by_the_protocol_tolerance(engines_run: tuple[Path, str]) -> None:
+    engines_campaign, output = engines_run
     rows = _rows(engines_campaign)
     row, reference = rows["ort-int8"], rows["b1-fp32"]
     assert row["status"] == "completed" and row["ids_match"] == "yes"
-    assert "onnxruntime dynamic-int8 quantization built in" in str(row["notes"])
+    assert _preflight_loaded(output, "ort-int8", "onnxruntime, cpu, fp32")
+    assert "onnxruntime dynamic-int8 quantization reused from engine_cache/onnxruntime/" in str(
+        row["notes"]
+    )
     # The verdict follows the Protocol's rule (accuracy and each subgroup within 0.01 of the
     # reference's), whichever way int8 falls: a failure names what fell below.
     below = float(row["metric_value"]) + 1e-9 < float(reference["metric_value"]) - 0.01
@@ -166,6 +191,35 @@ def test_a_later_attempt_reuses_the_cached_export(engines_campaign: Path) -> Non
     )  # the same ONNX file
 
 
+def test_a_conversion_built_at_load_says_so_in_the_notes(
+    engines_campaign: Path, tmp_path: Path
+) -> None:
+    """Where no pre-flight built the conversion (an attempt on a Ray cluster, a cache
+    removed since), the load phase builds it and the notes say how long it took."""
+    from toolkit.runner.engines import onnx
+
+    cached = engines_campaign.parent / cache.CACHE_FOLDER / "onnxruntime"
+    (fp32,) = [
+        f
+        for f in cached.iterdir()
+        if (f / "settings.json").is_file()
+        and json.loads((f / "settings.json").read_text())["quantization"] == "none"
+    ]
+    shutil.copytree(fp32, tmp_path / cache.CACHE_FOLDER / "onnxruntime" / fp32.name)
+    shutil.copytree(engines_campaign.parent / "head", tmp_path / "head")
+    classifier = onnx.load(ONNX_INT8, tmp_path)  # the fp32 export reused, int8 built
+    try:
+        reused, built = classifier.engine_notes[:2]
+    finally:
+        classifier.close()
+    assert reused == f"onnx export (fp32) reused from engine_cache/onnxruntime/{fp32.name}"
+    assert re.fullmatch(
+        r"onnxruntime dynamic-int8 quantization built in \d+\.\d s \(first use, inside "
+        r"load_s\): engine_cache/onnxruntime/[0-9a-f]{16}",
+        built,
+    ), built
+
+
 BROKEN = """
 class Raises:
     def __init__(self, variant, folder):
@@ -188,20 +242,31 @@ class Foreign:
 """
 
 
-@pytest.mark.parametrize(
-    ("name", "reason"),
-    [
-        ("Raises", "failed during warm-up: RuntimeError: the model server is down"),
-        ("OneShort", "predict() returned 3 output(s) for a batch of 4"),
-        ("Foreign", "predict() returned id 'not-in-the-corpus', which is not in its batch"),
-    ],
-)
-def test_a_broken_predictor_is_a_failed_row_with_its_reason(
-    tmp_path: Path, name: str, reason: str
-) -> None:
-    (tmp_path / "broken_predictors.py").write_text(BROKEN, encoding="utf-8")
-    book = make_campaign(
-        tmp_path,
+#: Each broken predictor: what the pre-flight says of its one batch, what an attempt that
+#: meets it records.
+BROKEN_CASES = [
+    (
+        "Raises",
+        "RuntimeError: the model server is down",
+        "failed during warm-up: RuntimeError: the model server is down",
+    ),
+    (
+        "OneShort",
+        "predict() returned 3 output(s) for a batch of 4",
+        "predict() returned 3 output(s) for a batch of 4",
+    ),
+    (
+        "Foreign",
+        "predict() returned id 'not-in-the-corpus', which is not in its batch",
+        "predict() returned id 'not-in-the-corpus', which is not in its batch",
+    ),
+]
+
+
+def _broken_campaign(folder: Path, name: str) -> Path:
+    (folder / "broken_predictors.py").write_text(BROKEN, encoding="utf-8")
+    return make_campaign(
+        folder,
         8,
         [
             variant(
@@ -214,7 +279,30 @@ def test_a_broken_predictor_is_a_failed_row_with_its_reason(
         ],
         reference_variant="broken",
     )
-    _run(book)
+
+
+@pytest.mark.parametrize(("name", "said", "reason"), BROKEN_CASES)
+def test_run_s_preflight_stops_a_broken_predictor_before_any_attempt(
+    tmp_path: Path, name: str, said: str, reason: str
+) -> None:
+    book = _broken_campaign(tmp_path, name)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "2"])
+    assert result.exit_code == 1, result.output
+    assert "pre-flight: 1 problem(s); no attempt was run or recorded" in result.stderr
+    assert f"variant broken: {said}" in result.stderr
+    assert not journal.journal_path(book).exists()
+    assert store.read(book).tables["Attempts"] == []
+
+
+@pytest.mark.parametrize(("name", "said", "reason"), BROKEN_CASES)
+def test_a_broken_predictor_is_a_failed_row_with_its_reason(
+    tmp_path: Path, name: str, said: str, reason: str
+) -> None:
+    """Where no pre-flight ran first (an attempt on a Ray cluster), the attempt that meets
+    the broken predictor is a failed row saying why."""
+    book = _broken_campaign(tmp_path, name)
+    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+        _run(book)
     (row,) = attempts(book)
     assert (row["status"], row["corpus_accepted"]) == ("failed", "no")
     assert reason in str(row["notes"])

@@ -4,6 +4,7 @@ with TTFT, decode tokens/s and chrF recorded (a slice of samples/prompts.jsonl).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 
 from toolkit.cli import cli
 from toolkit.evidence import corpus, locking
+from toolkit.runner import decoding
 from toolkit.runner.engines import cache, ctranslate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -60,8 +62,9 @@ def _variant(variant_id: str, **overrides: object) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def ct2_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """torch fp32 (reference), ctranslate2 float32 and int8, batch 4, 12 prompts."""
+def ct2_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """torch fp32 (reference), ctranslate2 float32 and int8, batch 4, 12 prompts: the
+    workbook and what `run` printed."""
     folder = tmp_path_factory.mktemp("ct2")
     lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (folder / "prompts.jsonl").write_text("".join(lines[:12]), encoding="utf-8")
@@ -81,14 +84,22 @@ def ct2_campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store.save(data, book)
     result = CliRunner().invoke(cli, ["run", str(book), "--threads", "2"])
     assert result.exit_code == 0, result.output
-    return book
+    return book, result.output
+
+
+@pytest.fixture(scope="module")
+def ct2_campaign(ct2_run: tuple[Path, str]) -> Path:
+    return ct2_run[0]
 
 
 def _rows(book: Path) -> dict[str, dict[str, Any]]:
     return {str(r["variant_id"]): r for r in attempts(book)}
 
 
-def test_a_ctranslate2_attempt_records_ttft_decode_rate_and_chrf(ct2_campaign: Path) -> None:
+def test_a_ctranslate2_attempt_records_ttft_decode_rate_and_chrf(
+    ct2_run: tuple[Path, str],
+) -> None:
+    ct2_campaign, output = ct2_run
     row = _rows(ct2_campaign)["ct2-fp32"]
     assert unexplained(row) == []
     assert (row["status"], row["ids_match"], row["items_completed"]) == ("completed", "yes", 12)
@@ -97,7 +108,33 @@ def test_a_ctranslate2_attempt_records_ttft_decode_rate_and_chrf(ct2_campaign: P
     assert 0 < row["metric_value"] <= 100  # chrF against the prompts' reference texts
     assert row["generated_tokens"] == 12 * 8  # max_new_tokens rule: 8 tokens each
     assert row["kv_cache_peak_bytes_reason"] == ctranslate.NO_KV_CACHE
-    assert "ctranslate2 conversion built in" in row["notes"]
+    # `run`'s pre-flight loads the variant through its engine before any attempt, so the
+    # conversion is built there and the attempt's load phase reuses it.
+    assert any(
+        line.startswith("  ct2-fp32: ctranslate2, cpu, fp32; loaded in ")
+        for line in output.splitlines()
+    )
+    assert "ctranslate2 conversion reused from engine_cache/ctranslate2/" in row["notes"]
+
+
+def test_a_conversion_built_at_load_says_so_in_the_notes(tmp_path: Path) -> None:
+    """Where no pre-flight built the conversion (an attempt on a Ray cluster, a cache
+    removed since), the load phase builds it and the notes say how long it took."""
+    shutil.copytree(SAMPLES / "causal_lm", tmp_path / "causal_lm")
+    generator = ctranslate.load(
+        _variant("ct2-fp32", series=2, engine="ctranslate2"),
+        tmp_path,
+        decoding.decoding_rule(PROTOCOL),
+    )
+    try:
+        (note,) = generator.engine_notes
+    finally:
+        generator.close()
+    assert re.fullmatch(
+        r"ctranslate2 conversion built in \d+\.\d s \(first use, inside load_s\): "
+        r"engine_cache/ctranslate2/[0-9a-f]{16}",
+        note,
+    ), note
 
 
 def test_ctranslate2_float32_generates_the_torch_reference_tokens(ct2_campaign: Path) -> None:

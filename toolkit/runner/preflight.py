@@ -26,6 +26,7 @@ from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import decoding
+from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.generation import GenerationWindow
 from toolkit.runner.instruments import probes
 from toolkit.runner.model import model_files, read_head
@@ -158,6 +159,15 @@ def check(
             _load_and_run(members, base, items, rule, checks)
         except ToolkitError as exc:
             problems.append(Problem(ids, exc.message, exc.hint))
+        except PredictorError as exc:  # a python: predictor's batch broke the contract
+            problems.append(
+                Problem(
+                    ids,
+                    str(exc)[:300],
+                    "predict(records) returns one {'id': ..., 'label': ...} per record of "
+                    "its batch: see the contract in docs/engines.md",
+                )
+            )
         except (RuntimeError, ValueError, OSError) as exc:  # a batch that does not run
             problems.append(
                 Problem(
