@@ -59,7 +59,8 @@ def test_charges_beside_those_kept_past_the_limit_are_refused(
     )
     before = book.read_bytes()
     result = _import(book, second)
-    assert result.exit_code == 1
+    # a refused input, exit 2 (docs/reference/exit-codes.md), as every bad billing export
+    assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == (
         f"error: {second}: 2 charge(s) beside the 2 already in the Ledger sheet make more than "
         "the 3 it holds; nothing was imported"

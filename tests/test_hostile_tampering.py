@@ -235,14 +235,15 @@ def test_verify_refuses_a_head_the_workbook_no_longer_holds(book: Path, runner: 
 def test_a_torn_last_line_of_an_attempt_the_workbook_holds_gets_no_made_up_record(
     book: Path,
 ) -> None:
-    from toolkit.runner.driver import campaign
+    from toolkit.runner import lost  # one rule for run --resume, ingest and report
 
     whole = journal.journal_path(book).read_bytes()
     last = whole.rindex(b"\n", 0, len(whole) - 1) + 1
     journal.journal_path(book).write_bytes(whole[: last + (len(whole) - last) // 2])
     torn_id = store.read(book).tables["Attempts"][-1]["attempt_id"]
     assert torn_id in {s["attempt_id"] for s in journal.unfinished(book)}
-    campaign._record_lost_attempts(book)
+    assert lost.record_lost_attempts(book) == []  # ingest and report
+    assert lost.journal_interrupted(book, journal.unfinished(book)) == []  # run's prepare
     assert journal.journal_path(book).read_bytes() == whole[: last + (len(whole) - last) // 2]
     (finding,) = _found(book)
     assert (finding.row, finding.check) == (7, "journal")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 PREDICTIONS = b'{"id":"d1","prediction":"austen","label":"austen","stratum":"short"}\n'
 
 
@@ -423,6 +425,7 @@ def test_the_exclude_command(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "w.xlsx"
     store.save(four(), path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    shutil.copytree(SAMPLES / "head", tmp_path / "head")  # the Variants' head_path
     result = runner.invoke(cli, ["exclude", str(path), "a3", "--reason", "host rebooted"])
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [

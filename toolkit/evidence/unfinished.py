@@ -26,6 +26,8 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.findings import Finding
 from toolkit.plumbing import beside
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
 
 
 def lock_path(workbook: Path) -> Path:
@@ -108,14 +110,20 @@ def run_alive(workbook: Path) -> bool | None:
     return False
 
 
-def findings(workbook: Path) -> list[Finding]:
+def findings(workbook: Path, data: WorkbookData | None = None) -> list[Finding]:
     """One finding per attempt that started and has no record: running now (its row comes
-    when it ends), or killed with its run (`iteralab ingest` records it as interrupted)."""
+    when it ends), or killed with its run (`iteralab ingest` records it as interrupted).
+    An attempt the workbook (``data``, else read here) holds is not lost, whatever its
+    journal line became: a deleted or torn record is the journal check's finding."""
     workbook = Path(workbook)
     try:
         starts = journal.unfinished(workbook)
+        if starts:
+            data = store.read(workbook) if data is None else data
+            held = {str(a.get("attempt_id")) for a in data.tables["Attempts"]}
+            starts = [s for s in starts if str(s.get("attempt_id")) not in held]
     except (ToolkitError, OSError):
-        return []  # an unreadable journal is the chain check's finding
+        return []  # an unreadable journal (or workbook) is another check's finding
     if not starts:
         return []
     alive = run_alive(workbook)

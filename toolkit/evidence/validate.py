@@ -64,7 +64,7 @@ def validate(
                 + corpus_change_findings(data, where)
                 + tuning.tuning_findings(data, where)
                 + subgroups.field_findings(data, where)
-                + unfinished.findings(where)
+                + unfinished.findings(where, data)
             )
         findings += integrity.integrity_checks(data, where, digests).findings
     return sorted_findings(findings)
