@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from builders import (
@@ -29,6 +30,12 @@ from toolkit.workbook import store
 def _run(book: Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["run", str(book)])
     return result.exit_code, result.output
+
+
+def _run_without_preflight(book: Path) -> tuple[int, str]:
+    """`run` as on a Ray cluster, where no pre-flight runs first: the attempt's own checks."""
+    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+        return _run(book)
 
 
 def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) -> None:
@@ -104,7 +111,14 @@ def test_a_long_prompt_is_refused_when_the_protocol_says_so(tmp_path: Path) -> N
         long_prompts="refuse",
         warmup_rule="none",
     )
+    # `run`'s pre-flight runs the batch first: refused before any attempt row.
     code, output = _run(book)
+    assert code == 1 and attempts(book) == []
+    assert "variant b4-fp32: prompt 'long-1' has 160 tokens, past the variant's max_length" in (
+        output
+    )
+    # Where run has no pre-flight (on a Ray cluster), the attempt itself refuses it.
+    code, output = _run_without_preflight(book)
     row = attempts(book)[0]
     assert row["status"] == "failed"
     assert "prompt 'long-1' has" in row["notes"] and "max_length of 64" in row["notes"]
@@ -115,7 +129,12 @@ def test_a_budget_past_the_context_is_refused_at_load(tmp_path: Path) -> None:
     book = make_generation_campaign(
         tmp_path, 2, [gen_variant("b4-fp32", 4, max_length=125)], warmup_rule="none"
     )
-    _run(book)
+    code, output = _run(book)  # the pre-flight loads it first: no attempt row
+    assert code == 1 and attempts(book) == []
+    assert (
+        "variant b4-fp32: max_length 125 + max_new_tokens 8 is past the model's context of 128"
+    ) in output
+    _run_without_preflight(book)  # as on a Ray cluster: the attempt's load refuses it
     row = attempts(book)[0]
     assert row["status"] == "failed"
     assert "past the model's context of 128 tokens" in row["notes"]

@@ -27,7 +27,7 @@ from toolkit.workbook import store
 
 torch = pytest.importorskip("torch")
 
-from toolkit.runner import attempt, attempt_parts  # noqa: E402
+from toolkit.runner import attempt_parts, model  # noqa: E402
 from toolkit.runner.driver import campaign  # noqa: E402
 from toolkit.runner.instruments import (  # noqa: E402
     compilation,
@@ -349,24 +349,26 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
     if fault:
         monkeypatch.setenv("ITERALAB_INJECT_FAULT", fault)
     seen: list[weakref.ref[Any]] = []
-    real_load = attempt.load
+    real_load = model.load
 
     def watched(*args: Any) -> Any:
-        model = real_load(*args)
-        seen.append(weakref.ref(model.module))
-        return model
+        loaded = real_load(*args)
+        seen.append(weakref.ref(loaded.module))
+        return loaded
 
-    monkeypatch.setattr(attempt, "load", watched)
+    # The torch engine loads through toolkit.runner.model.load (runner/tasks/predictor.py).
+    monkeypatch.setattr(model, "load", watched)
     book = make_campaign(tmp_path, 24, [variant("b4-fp32", 4)], reference_variant="b4-fp32")
     gc.collect()
     gc.disable()
     try:
         code, output = _run(book)
-        alive = seen[0]() is not None
+        alive = [ref() is not None for ref in seen]
     finally:
         gc.enable()
     assert code == 0, output
-    assert not alive
+    # Two loads: `run`'s pre-flight, then the attempt; neither model outlives its use.
+    assert alive == [False, False]
     (row,) = attempts(book)
     assert row["status"] == ("failed" if fault else "completed")
 

@@ -394,9 +394,14 @@ def input_hashes(data: WorkbookData) -> dict[str, str]:
 
 
 def memo_stamp(data: WorkbookData, at: str) -> str:
-    """The Decision's report_run: when the report ran and the hash of each input then."""
-    hashes = input_hashes(data)
-    return f"report of {at}{STAMP_INPUTS}" + ", ".join(f"{k} {v}" for k, v in hashes.items())
+    """The Decision's report_run: when the report ran and the hash of each input then. A
+    stamp whose inputs are unchanged is kept as it is: the memo still reflects that run, and
+    a second report of the same evidence has nothing to save."""
+    hashes = ", ".join(f"{k} {v}" for k, v in input_hashes(data).items())
+    previous = str(data.forms.get(layout.DECISION.name, {}).get("report_run") or "")
+    if previous.endswith(STAMP_INPUTS + hashes):
+        return previous
+    return f"report of {at}{STAMP_INPUTS}{hashes}"
 
 
 def _stale_memo_rules(data: WorkbookData) -> list[Finding]:

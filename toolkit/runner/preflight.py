@@ -28,7 +28,7 @@ from toolkit.plumbing import engines
 from toolkit.runner import decoding
 from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.generation import GenerationWindow
-from toolkit.runner.instruments import probes
+from toolkit.runner.instruments import compilation, probes
 from toolkit.runner.model import model_files, read_head
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import load_classifier, load_generator
@@ -157,8 +157,9 @@ def check(
                 continue
             progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
             _load_and_run(members, base, items, rule, checks)
-        except ToolkitError as exc:
-            problems.append(Problem(ids, exc.message, exc.hint))
+        except ToolkitError as exc:  # its message may name the variant: the Problem does
+            message = exc.message.removeprefix(f"variant {ids[0]}: ")
+            problems.append(Problem(ids, message, exc.hint))
         except PredictorError as exc:  # a python: predictor's batch broke the contract
             problems.append(
                 Problem(
@@ -199,7 +200,21 @@ def _load_and_run(
     rule: decoding.DecodingRule | None,
     checks: dict[str, VariantCheck],
 ) -> None:
-    """Load the members' model once, run one batch of each member's size, timed."""
+    """Load the members' model once, run one batch of each member's size, timed; a
+    compiled model inside a compile session, as an attempt's (fresh cache folders removed
+    after it, dynamo reset, compiling's expected warnings only), so the pre-flight leaves
+    no compiled graph or cache behind for the attempts."""
+    with compilation.session(members[0].get("compile") == "yes"):
+        _load_and_run_once(members, base, items, rule, checks)
+
+
+def _load_and_run_once(
+    members: list[dict[str, Any]],
+    base: Path,
+    items: Sequence[corpus.Item],
+    rule: decoding.DecodingRule | None,
+    checks: dict[str, VariantCheck],
+) -> None:
     began = time.perf_counter()
     device = torch.device(str(members[0]["device"]))
     loaded: Any = (
