@@ -60,9 +60,15 @@ def test_two_copies_merge_into_one_valid_campaign(
     assert details["hosts"] == [data.tables["Manifest"][-1]["host"]]
     assert (main.parent / attempts(other)[0]["predictions_path"]).is_file()
     assert [r["attempt"]["attempt_id"] for r in journal.read(main)] == [mine, theirs]
-    assert _invoke("validate", main).exit_code == 0
+    # the memo of the run's report predates the merged row (stale-memo); report rewrites it
+    checked = _invoke("validate", main, "--json")
+    assert [(f["sheet"], f["check"]) for f in json.loads(checked.output)["findings"]] == [
+        ("Decision", "stale-memo")
+    ]
+    assert "Attempts changed since" in json.loads(checked.output)["findings"][0]["message"]
     report = _invoke("report", main, "--no-png")
     assert report.exit_code == 0, report.output
+    assert _invoke("validate", main).exit_code == 0
     assert "b1-fp32 vs b4-fp32" in report.output
     text = (main.parent / "campaign_report" / "report.md").read_text(encoding="utf-8")
     host = data.tables["Manifest"][-1]["host"]
@@ -204,6 +210,9 @@ def test_attempts_run_before_this_copy_was_amended_join_as_pre_amendment(
     merged = attempts(other)[0]["attempt_id"]
     row = next(a for a in attempts(main) if a["attempt_id"] == merged)
     assert row["pre_amendment"] == "yes"
+    checked = json.loads(_invoke("validate", main, "--json").output)  # only the memo is stale
+    assert [f["check"] for f in checked["findings"]] == ["stale-memo"]
+    assert _invoke("report", main, "--no-png").exit_code == 0  # rewrites the memo's stamp
     assert _invoke("validate", main).exit_code == 0
 
 
