@@ -72,7 +72,10 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
     starts = [s["attempt_id"] for s in journal.unfinished(book)]
     finished = [r["attempt"]["attempt_id"] for r in journal.read(book)]
     assert len(starts) == 1 and len(finished) >= finished_first
-    assert [f.check for f in validate(store.read(book), book)] == ["unfinished"]
+    # Finished attempts the run had not saved yet (saves wait beside the next attempt) are
+    # named too, as journal records to ingest; the killed one as unfinished.
+    checks = [f.check for f in validate(store.read(book), book)]
+    assert "unfinished" in checks and set(checks) <= {"journal", "unfinished"}
 
     ingested = _iteralab("ingest", str(book))
     assert ingested.returncode == 0, ingested.stderr
