@@ -338,7 +338,16 @@ def test_env_says_what_is_installed() -> None:
     )
     if not torch.cuda.is_available():
         assert "gpu           no GPU: torch sees no CUDA or ROCm device" in output.splitlines()
-    assert labels[-5:] == ["driver", "transformers", "packages", "code", "stack"]
+    engines = [n for n, label in enumerate(labels) if label == "engine"]
+    assert engines and engines == list(range(engines[0], len(labels)))  # the engines close it
+    assert labels[engines[0] - 5 : engines[0]] == [
+        "driver",
+        "transformers",
+        "packages",
+        "code",
+        "stack",
+    ]
+    assert "engine torch" in " ".join(output.splitlines()[engines[0]].split()[:2])
     assert expected_gpu[0].split()[0] in labels
 
 
@@ -364,6 +373,7 @@ def test_env_json_has_the_manifest_fields() -> None:
         "gpus",
         "host",
         "software_stack",
+        "engines",
     }
     assert info["code_version"].startswith("iteralab 0.1.0, ")
 
@@ -386,13 +396,15 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
         f"workbook: {book}",
         f"predictions: {folder}/example_campaign_predictions/",
     ]
-    assert lines[4].startswith(
+    # Where the run's time went (docs/explanation/overhead.md).
+    assert lines[4].startswith("time: wall ") and lines[5].startswith("time: overhead (s): ")
+    assert lines[6].startswith(
         "demo: Verification filled with the runner's accepted corpora, "
         "marked 'iteralab demo: an EXAMPLE standing in for your own "
         "check'"
     )
     # The demo ends with `iteralab report` on its workbook, the money chain shown.
-    assert lines[5].startswith(f"refreshed {book} (protocol ")
+    assert lines[7].startswith(f"refreshed {book} (protocol ")
     assert "  demo-rental: 35.00 USD [no ledger imported]" in lines
     assert "  total incurred (USD): 35.00 USD [no ledger imported]" in lines
     assert any(
@@ -411,10 +423,11 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
         "    spent per accepted corpus: 35.00 USD incurred / 1 accepted corpus(es) "
         "confirmed = 35.00 USD"
     ) in lines
-    assert lines[-1] == (
+    assert (
         f"wrote {folder}/example_campaign_report/: report.md, attempts.csv, "
         "manifest.csv, durations.png, projected_cost_per_expected.png"
-    )
+    ) in lines
+    assert lines[-1].startswith("demo time: ")  # the whole demo, its report included
     data = store.read(book)
     assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
     assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
