@@ -38,6 +38,7 @@ FIXED_NOW = dt.datetime(2026, 12, 7, 9, 0, 0, tzinfo=dt.timezone.utc)
 
 #: Values that differ between two runs of the same code: masked, their reasons kept.
 VOLATILE = {
+    "report_run",  # the memo's stamp hashes the Attempts sheet, durations included
     "load_s",
     "warmup_s",
     "measured_s",

@@ -159,9 +159,9 @@ def write_value(ws: Worksheet, row: int, col: int, value: Any, fmt: Any) -> None
     elif isinstance(value, Formula):
         cached = "" if value.value is None else _plain(value.value)
         if value.array:
-            ws.write_array_formula(row, col, row, col, value.text, fmt, cached)
+            ws.write_array_formula(row, col, row, col, cell_text(value.text), fmt, cached)
         else:
-            ws.write_formula(row, col, value.text, fmt, cached)
+            ws.write_formula(row, col, cell_text(value.text), fmt, cached)
     elif value is None or value == "":
         ws.write_blank(row, col, None, fmt)
     elif isinstance(value, bool):
@@ -173,6 +173,10 @@ def write_value(ws: Worksheet, row: int, col: int, value: Any, fmt: Any) -> None
 
 
 def _plain(value: Any) -> Any:
+    """A formula's cached value as xlsxwriter writes it: text made safe for a cell (a control
+    character a person typed would make the sheet's XML unreadable), a Decimal as a float."""
+    if isinstance(value, str):
+        return cell_text(value)
     return float(value) if isinstance(value, Decimal) else value
 
 
@@ -330,7 +334,9 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     for i, (label, text, cached, code) in enumerate(rows, start=2):
         ws.write_string(i, 0, label, wrapped)
         fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
-        ws.write_formula(i, 1, text, fmt, _plain_value(cached))
+        # An id typed with a control character inside a formula's literal would make the
+        # sheet's XML unreadable; validate refuses such ids, the file stays readable.
+        ws.write_formula(i, 1, cell_text(text), fmt, _plain_value(cached))
         # A formula's row keeps its height in a spreadsheet: room for the memo's lines.
         lines = -(-len(str(_plain_value(cached))) // OVERVIEW_LINE)
         if lines > 1:
