@@ -338,3 +338,26 @@ def test_predictions_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> 
     assert row["export_s_reason"] == "export failed (see notes)"
     assert "export failed: FileExistsError" in row["notes"]
     assert (row["predictions_path"], row["corpus_accepted"]) == (None, "no")
+
+
+def test_an_attempt_without_declared_threads_does_not_inherit_the_previous_attempts() -> None:
+    """In a shared campaign process torch.set_num_threads outlives the attempt: a variant that
+    declares no threads runs with the process's starting count, not its predecessor's."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from toolkit.runner.attempt_parts import STARTING_THREADS, start_process
+
+    declared = STARTING_THREADS + 1
+    try:
+        first = start_process(
+            SimpleNamespace(threads=declared, protocol={}, seed=None), torch.device("cpu")
+        )
+        assert first[0] == declared == torch.get_num_threads()
+        second = start_process(
+            SimpleNamespace(threads=None, protocol={}, seed=None), torch.device("cpu")
+        )
+        assert second[0] == STARTING_THREADS == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(STARTING_THREADS)

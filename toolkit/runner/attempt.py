@@ -21,13 +21,12 @@ import threading
 from types import FrameType
 from typing import Any
 
-import torch
-
 from toolkit.evidence import determinism, journal
 from toolkit.runner.attempt_parts import (
     Cells,
     Emit,
     attempt_seed,
+    attempt_threads,
     file_cells,
     identity_cells,
     verdict_cells,
@@ -98,7 +97,7 @@ def fallback_record(
         0,
         {},
         None,
-        spec.threads or torch.get_num_threads(),
+        attempt_threads(spec),
         attempt_seed(spec),
         environment.manifest_fields(),
         determinism.NOT_READ + " (the worker ended without a record)",

@@ -27,6 +27,17 @@ from toolkit.runner import plan
 from toolkit.runner.instruments import precision, probes, reproducibility
 from toolkit.runner.spec import AttemptSpec
 
+#: torch's threads in this process before any attempt pinned its own. An attempt that
+#: declares none runs with these, not with whatever the previous attempt in a shared
+#: campaign process declared (torch.set_num_threads outlives the attempt).
+STARTING_THREADS = torch.get_num_threads()
+
+
+def attempt_threads(spec: Any) -> int:
+    """The torch threads ``spec`` runs with: its own, else the process's starting count."""
+    return int(spec.threads or STARTING_THREADS)
+
+
 #: Where an attempt sends its progress events (phase changes, items done).
 Emit = Callable[[dict[str, Any]], None]
 
@@ -104,7 +115,7 @@ def start_process(
     """Put this process in the state the attempt is measured in: torch threads, fp32 at full
     precision (R16), the Protocol's determinism choices and the attempt's seed (R17), CUDA
     peaks reset after memory is released. Returns (threads, seed, the peaks' baseline)."""
-    threads = spec.threads or torch.get_num_threads()
+    threads = attempt_threads(spec)
     torch.set_num_threads(threads)
     precision.pin_fp32()
     reproducibility.apply(spec.protocol, device)
