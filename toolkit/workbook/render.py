@@ -43,6 +43,17 @@ EXAMPLE_COLUMNS = ("grounds", "source")
 TEXT_KINDS = (layout.TEXT, layout.CHOICE, layout.YESNO, layout.DATETIME)
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
+#: What a person may still do on a protected sheet (no password: Review > Unprotect Sheet):
+#: filter and sort, resize columns and rows, select any cell. Grey cells are locked, blue
+#: ones not (:func:`typed_by_person`).
+PROTECTION = {
+    "autofilter": True,
+    "sort": True,
+    "format_columns": True,
+    "format_rows": True,
+    "select_locked_cells": True,
+    "select_unlocked_cells": True,
+}
 
 
 class _Formats:
@@ -74,13 +85,15 @@ class _Formats:
         self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
     def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
-        """The format of a cell of ``kind``; ``currency``: a money cell shown in that
-        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown), with
-        " EXAMPLE" after it for an example figure."""
+        """The format of a cell of ``kind``: grey and locked when ``computed`` (the toolkit
+        writes it), blue and unlocked when a person types it; ``currency``: a money cell
+        shown in that ISO 4217 code ("" for a money cell whose currency is unknown: no code
+        shown), with " EXAMPLE" after it for an example figure."""
         key = (kind, computed, currency)
         if key not in self._cache:
             spec: dict[str, Any] = {
                 "bg_color": COMPUTED_FILL if computed else INPUT_FILL,
+                "locked": computed,
                 "border": 1,
                 "border_color": "#BFBFBF",
                 "valign": "top",
@@ -108,6 +121,7 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for sheet in layout.SHEETS:
         ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
         _print_setup(ws, sheet)
+        ws.protect("", PROTECTION)  # no password: a guard against typing over, not a lock
         if sheet is layout.OVERVIEW:
             _write_overview(ws, data, formats)
         elif sheet.kind == "text":
@@ -369,7 +383,8 @@ def _write_form(
         ws.write_string(0, col, title, formats.header)
     for row, field in enumerate(sheet.all_columns, start=1):
         ws.write_string(row, 0, field.name, formats.cell(layout.TEXT, True))
-        write_value(ws, row, 1, values.get(field.name), formats.cell(field.kind, field.computed))
+        typed = typed_by_person(sheet, field, values)
+        write_value(ws, row, 1, values.get(field.name), formats.cell(field.kind, not typed))
         ws.write_string(row, 2, field.help, formats.wrap)
         _add_dropdown(ws, field, row, row, 1)
 
@@ -386,7 +401,9 @@ def _write_table(
     for col, column in enumerate(sheet.all_columns):
         # A money column in its row's currency: rows typed later show no code until saved.
         money = bool(column.currency) or column.kind in USD_KINDS
-        cell_format = formats.cell(column.kind, column.computed, "" if column.currency else None)
+        # The rows below the data are where a person adds rows: formatted as an added row.
+        grey_below = not typed_by_person(sheet, column, None)
+        cell_format = formats.cell(column.kind, grey_below, "" if column.currency else None)
         ws.set_column(col, col, column.width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
@@ -400,30 +417,35 @@ def _write_table(
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
-                typed = _typed_here(sheet, column, row)
+                typed = typed_by_person(sheet, column, row)
                 if money:
                     fmt = _money_format(formats, column, row, typed)
-                elif typed:
-                    fmt = formats.cell(column.kind, False)
-                else:
+                elif typed != grey_below:
                     fmt = cell_format
+                else:
+                    fmt = formats.cell(column.kind, not typed)
                 write_value(ws, r, col, value, fmt)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
 
 
-def _typed_here(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any]) -> bool:
-    """A grey column's cell a person types on this row: an other cost's in the Settlement."""
+def typed_by_person(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any] | None) -> bool:
+    """Whether a person types this cell (blue, unlocked) or the toolkit writes it (grey,
+    locked on the protected sheet): the one rule for both. ``row``: the row's values, None
+    for an empty row below a table, where a person adds one. The layout says it by column,
+    but for the Settlement's other costs, typed by a person in a sheet the report writes:
+    their rows, and the rows below the table where a person adds one."""
+    if not column.computed:
+        return True
     return (
-        column.computed
-        and sheet is layout.SETTLEMENT
-        and row.get("kind") == "other cost"
+        sheet is layout.SETTLEMENT
         and column.name in layout.OTHER_COST_COLUMNS
+        and (row is None or row.get("kind") == "other cost")
     )
 
 
 def _money_format(
-    formats: _Formats, column: layout.Column, row: dict[str, Any], typed: bool = False
+    formats: _Formats, column: layout.Column, row: dict[str, Any], typed: bool
 ) -> Any:
     """A money cell's format in its row's currency (every amount shows its own code), marked
     EXAMPLE when the row's grounds or source say it rests on an example figure."""
@@ -432,7 +454,7 @@ def _money_format(
         code = code if code.isascii() and code.isalpha() and len(code) == 3 else ""
     else:
         code = "USD"
-    return formats.cell(column.kind, column.computed and not typed, _marked(code, row).strip())
+    return formats.cell(column.kind, not typed, _marked(code, row).strip())
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
