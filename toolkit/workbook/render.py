@@ -15,6 +15,7 @@ import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
 from toolkit import __version__, layout
+from toolkit.workbook import names, written
 from toolkit.workbook.model import Chart, Formula, WorkbookData
 from toolkit.workbook.text import cell_text
 
@@ -138,6 +139,11 @@ def render(data: WorkbookData, path: str | Path) -> None:
             )
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
+    for name, refers_to in names.attempts_names(len(data.tables.get("Attempts", []))).items():
+        book.define_name(name, refers_to)
+    sealed = written.seal(data)
+    if sealed:
+        book.define_name(written.NAME, sealed)
     book.close()
 
 
@@ -274,7 +280,8 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     ws.set_column(1, 1, 70, formats.wrap)
     ws.set_column(2, 2, 20, formats.wrap)
     ws.write_string(0, 0, "Overview", formats.title)
-    rows: list[tuple[str, Any, Any, str]] = []  # label, formula text, cached value, format
+    # label, formula text, cached value, currency format, defined name (or "")
+    rows: list[tuple[str, Any, Any, str, str]] = []
     decision = data.forms.get(layout.DECISION.name, {})
     for field in ("chosen_configuration", "report_run"):
         row = layout.DECISION.names.index(field) + 2
@@ -285,6 +292,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                 f'IF({cell}="","",{cell})',
                 decision.get(field),
                 "",
+                names.headline(field.capitalize()),
             )
         )
     settlement = data.tables.get(layout.SETTLEMENT.name, [])
@@ -292,11 +300,11 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
         if r.get("kind") != "total incurred" or not r.get("currency"):
             continue
         item, code = str(r["item"]), _marked(str(r["currency"]), r)
-        for label, column, money in (
-            ("incurred total", "amount", True),
-            ("known subtotal", "known_subtotal", True),
-            ("ledger status", "ledger_status", False),
-            ("spent per accepted corpus", "spent_per_accepted", True),
+        for label, column, money, name in (
+            ("incurred total", "amount", True, "Incurred_total"),
+            ("known subtotal", "known_subtotal", True, "Known_subtotal"),
+            ("ledger status", "ledger_status", False, "Ledger_status"),
+            ("spent per accepted corpus", "spent_per_accepted", True, "Spent_per_accepted"),
         ):
             rows.append(
                 (
@@ -304,6 +312,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
                     r.get(column),
                     code if money else "",
+                    names.headline(name, str(r["currency"])),
                 )
             )
     for r in settlement:
@@ -320,6 +329,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     ),
                     forecast,
                     _marked("USD", r),
+                    names.headline("Forecast_per_expected", str(r["item"])),
                 )
             )
     summary = data.tables.get(layout.SUMMARY.name, [])
@@ -334,6 +344,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     _lookup(layout.SUMMARY, column, str(r["variant_id"]), len(summary) + 1),
                     r.get(column),
                     "",
+                    "",
                 )
             )
     wrapped = formats.book.add_format(
@@ -345,7 +356,11 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
             "text_wrap": True,
         }
     )
-    for i, (label, text, cached, code) in enumerate(rows, start=2):
+    named = set()
+    for i, (label, text, cached, code, name) in enumerate(rows, start=2):
+        if name and name.lower() not in named:  # names are case-blind: the first one stands
+            named.add(name.lower())
+            formats.book.define_name(name, f"={layout.OVERVIEW.name}!$B${i + 1}")
         ws.write_string(i, 0, label, wrapped)
         fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
         # An id typed with a control character inside a formula's literal would make the

@@ -27,6 +27,7 @@ from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
+from toolkit.workbook import written
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
@@ -242,6 +243,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
             data.formulas[sheet.name] = found
     as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
     data.unkept += _typed_summary_rows(data)
+    data.unkept += written.typed_notes(data, book.defined_name(written.NAME))
     return data
 
 
