@@ -20,6 +20,7 @@ from recalc import recalculate
 
 from toolkit import layout
 from toolkit.cli import cli
+from toolkit.evidence.validate import validate
 from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.render import COMPUTED_FILL, INPUT_FILL
@@ -165,3 +166,28 @@ def test_protection_survives_a_libreoffice_round_trip(priced: Path, tmp_path: Pa
     assert all(ws.protection.sheet for ws in book.worksheets)
     assert not _cell(book["Variants"], layout.VARIANTS, "batch_size", 2).protection.locked
     assert _cell(book["Summary"], layout.SUMMARY, "median_s", 2).protection.locked
+
+
+def test_a_password_a_person_set_is_named_and_refused_not_dropped(
+    priced: Path, runner: CliRunner
+) -> None:
+    """iteralab writes no password and cannot write a person's again: rather than remove it
+    silently, validate names the sheet and every save refuses until it is removed."""
+    book = openpyxl.load_workbook(priced)
+    book["Variants"].protection.password = "finance-only"
+    book.save(priced)
+    named = (
+        "the password on the protection of sheet Variants (iteralab protects every sheet "
+        "without one and cannot write it again; Review > Unprotect Sheet removes it)"
+    )
+    findings = [f for f in validate(store.read(priced)) if f.check == "kept"]
+    assert [(f.sheet, f.row, f.column) for f in findings] == [("Variants", None, "")]
+    assert findings[0].message.startswith(f"{named} is not part of the workbook iteralab keeps")
+    before = priced.read_bytes()
+    result = runner.invoke(cli, ["report", str(priced), "--no-png"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == (
+        f"error: {priced}: holds what iteralab does not keep when it saves: {named}; "
+        "nothing was written"
+    )
+    assert priced.read_bytes() == before

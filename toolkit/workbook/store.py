@@ -32,6 +32,7 @@ from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.model import Addition, Formula, WorkbookData
+from toolkit.workbook.protection import passworded_sheets
 from toolkit.workbook.render import cell_image, render
 from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
 from toolkit.workbook.typed import as_typed
@@ -68,6 +69,15 @@ def read(path: str | Path) -> WorkbookData:
                 data = _read_book(book, path)
             if any(name.startswith("xl/comments") for name in parts):
                 data.unkept += _typed_comments(handle)
+            data.unkept += [
+                Addition(
+                    f"the password on the protection of sheet {name} (iteralab protects every "
+                    "sheet without one and cannot write it again; Review > Unprotect Sheet "
+                    "removes it)",
+                    name,
+                )
+                for name in passworded_sheets(handle)
+            ]
             if any(name.startswith("xl/charts/") for name in parts):
                 data.charts = workbook_charts(data)
             return data
