@@ -203,8 +203,15 @@ class Generation:
             None if truncated is not None else partial or "prompts not tokenised",
         )
         file_cells(put, predictions_rel, predictions_sha)
-        for name, (value, why) in _work(run, self.generator, window, probed, probe_cells).items():
+        reprobe = achieved.Reprobe(
+            str(self.variant["device"]), str(self.variant["precision"]), run.threads
+        )
+        for name, (value, why) in _work(
+            run, self.generator, window, probed, probe_cells, reprobe
+        ).items():
             put(name, value, why)
+        if reprobe.note:
+            notes.append(reprobe.note)
         _generation_cells(
             put, window, partial, run.device, self.generator, self.variant, self.rule, probed
         )
@@ -344,6 +351,7 @@ def _work(
     window: generation.GenerationWindow,
     probed: Any,
     probe_cells: dict[str, achieved.Cell] | None,
+    reprobe: achieved.Reprobe,
 ) -> dict[str, achieved.Cell]:
     """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
     the measured window's generation (runner.flops), against the peak probed after it."""
@@ -374,6 +382,7 @@ def _work(
         run.spec.variant,
         probed,
         peak_reason,
+        reprobe,
     )
 
 
