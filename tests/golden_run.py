@@ -7,10 +7,11 @@ padding in file order, max-length padding sorted by length, an injected failure,
 one whose model cannot load) and a generation campaign of three (one sorted); in each, one variant
 fails midway by an injected fault.
 Every clock the records read (``now_text``, the run's random tag) is fixed; what still
-varies from run to run (durations, rates, memory peaks, the peak probe, the hashes
-over them) is masked by :func:`normalise`. ``fixtures/golden_run.json`` holds the
-result captured before the runner was split into task kinds; regenerate it (only on a
-commit whose records are known right) with ``python tests/golden_run.py``.
+varies from run to run (durations, rates, memory peaks, the peak probe, the host's load
+and the sentences that name it, the hashes over them) is masked by :func:`normalise`.
+``fixtures/golden_run.json`` holds the result captured before the runner was split into task
+kinds; regenerate it (only on a commit whose records are known right) with
+``python tests/golden_run.py``.
 """
 
 from __future__ import annotations
@@ -65,11 +66,25 @@ VOLATILE = {
     "peak_probe",
     "memory_bandwidth_bytes_s",
     "limited_by",
+    # Other processes' CPU time during the window: the host's load, not the runner's.
+    "others_cpu_s",
+    "others_cpu_share",
     # The Decision memo's draft names the fastest variant: a matter of timing.
     "chosen_configuration",
     "load_handled",
     "draft",
 }
+#: Sentences present or not by the host's load: a window taken under load (Summary notes,
+#: the memo's uncertainty) and a window that outran the campaign's peak (an attempt's notes).
+LOAD_SENTENCES = tuple(
+    re.compile(f"; {body}|{body}(; )?")
+    for body in (
+        r"UNDER LOAD: .*?rerun on a quiet machine to compare",
+        r"[\w-]+'s times rest on \d+ of \d+ window\(s\) taken under load .*?stretched by it",
+        r"(utilisation against a re-probed peak: |the window's real-token rate ).*?"
+        r"(the Manifest keeps the campaign's probe|the first peak kept)",
+    )
+)
 #: A decimal number inside a text (a duration or a rate in a note or a report cell).
 DECIMAL = re.compile(r"\d+\.\d+(e[-+]?\d+)?|\b\d{1,3}(,\d{3})+\b")
 
@@ -104,6 +119,8 @@ def normalise(value: Any, key: str = "") -> Any:
     ):
         return "<varies>"
     if isinstance(value, str):
+        for sentence in LOAD_SENTENCES:
+            value = sentence.sub("", value)
         value = re.sub(r"m-[0-9a-f]{12}", "m-<id>", value)
         return DECIMAL.sub("<n>", value)
     return value
