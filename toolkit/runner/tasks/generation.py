@@ -203,15 +203,10 @@ class Generation:
             None if truncated is not None else partial or "prompts not tokenised",
         )
         file_cells(put, predictions_rel, predictions_sha)
-        reprobe = achieved.Reprobe(
-            str(self.variant["device"]), str(self.variant["precision"]), run.threads
-        )
         for name, (value, why) in _work(
-            run, self.generator, window, probed, probe_cells, reprobe
+            run, self.generator, window, probed, probe_cells, notes
         ).items():
             put(name, value, why)
-        if reprobe.note:
-            notes.append(reprobe.note)
         _generation_cells(
             put, window, partial, run.device, self.generator, self.variant, self.rule, probed
         )
@@ -351,10 +346,11 @@ def _work(
     window: generation.GenerationWindow,
     probed: Any,
     probe_cells: dict[str, achieved.Cell] | None,
-    reprobe: achieved.Reprobe,
+    notes: list[str],
 ) -> dict[str, achieved.Cell]:
     """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
-    the measured window's generation (runner.flops), against the peak probed after it."""
+    the measured window's generation (runner.flops), against the peak probed after it (or
+    re-probed, which ``notes`` then says)."""
     measured = run.spans.get("measured")
     measured_s = measured.host_s if measured is not None else None
     status = run.status
@@ -373,7 +369,9 @@ def _work(
     cost, cost_reason = (
         generator.flop_cost() if generator is not None else (None, "model not loaded")
     )
-    return achieved.work(
+    variant = run.spec.variant
+    reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), run.threads)
+    cells = achieved.work(
         cost,
         cost_reason,
         flop_tally(window),
@@ -384,6 +382,8 @@ def _work(
         peak_reason,
         reprobe,
     )
+    notes += [reprobe.note] if reprobe.note else []
+    return cells
 
 
 def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
