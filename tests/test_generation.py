@@ -67,6 +67,8 @@ def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) 
         assert "cpu variant" in row["mem_allocated_peak_bytes_reason"]
         assert row["device_s"] is None and row["device_s_reason"]
         assert 0 < row["metric_value"] < 1  # chrF against the references, sacrebleu's
+        # The window's load, from the phases every task kind shares (issue 35, defect 3).
+        assert row["others_cpu_s"] >= 0 and 0 <= row["others_cpu_share"] <= 1
         groups = row["subgroup_metrics"]  # chrF per stratum, with its size, short first
         assert groups.startswith("stratum=short ") and "; stratum=long " in groups
         assert sum(int(n) for n in re.findall(r"\(n=(\d+)\)", groups)) == 9

@@ -14,6 +14,7 @@ import pytest
 import report_campaign
 from click.testing import CliRunner
 
+from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import chain
 from toolkit.report import summary
@@ -126,6 +127,8 @@ def test_a_variant_measured_under_load_says_so_and_keeps_its_numbers(tmp_path: P
         "25% of the machine's CPU), so they may be stretched by it"
     ) in uncertainty
     assert result.decision.chosen is not None  # a flag, not a veto
+    # The column's help states the threshold the verdicts apply.
+    assert f"Above {summary.LOADED_SHARE}" in layout.ATTEMPTS.column("others_cpu_share").help
 
 
 def test_report_md_names_the_windows_taken_under_load(tmp_path: Path) -> None:
