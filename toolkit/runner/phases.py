@@ -146,14 +146,14 @@ class AttemptRun:
             steps.phase_done("load")
             self.warm_up(steps.warm_pass)
             steps.phase_done("warm-up")
-            with self.timed("measured"), self.others_meter():
+            with self.others_meter(), self.timed("measured"):
                 steps.measure()
         steps.phase_done(self.phase)
 
     @contextmanager
     def others_meter(self) -> Iterator[None]:
-        """Count other processes' CPU time over the block (inside the span: its ends' device
-        synchronisation is the window's, not the load's)."""
+        """Count other processes' CPU time over the block: around the measured window's span,
+        so its wall covers the span's synchronised ends."""
         with machine_load.OthersMeter() as self.others:
             yield
 
