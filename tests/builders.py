@@ -13,19 +13,31 @@ with samples/head, on the CPU. Of the first 24 rows, 13 are classified right at 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+from unittest import mock
 
 from toolkit import layout
-from toolkit.evidence import chain, locking
+from toolkit.evidence import chain, journal, locking
 from toolkit.evidence.validate import work_differences
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
+#: The environment of an ``iteralab`` subprocess: this checkout's toolkit, no network.
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
 #: A complete, valid Protocol: 1,000 paragraphs, five repetitions, fresh processes.
 PROTOCOL: dict[str, Any] = {
@@ -278,3 +290,46 @@ def make_generation_campaign(
     path = folder / "campaign.xlsx"
     store.save(data, path)
     return path
+
+
+def without_preflight() -> AbstractContextManager[object]:
+    """Within it, `run` skips its pre-flight (`iteralab check`), as on a Ray node where none
+    runs first: the attempts' own checks meet what the pre-flight would have refused."""
+    return mock.patch("toolkit.commands.check.before_run", lambda *args: None)
+
+
+def kill_mid_attempt(
+    args: Sequence[str], book: Path, *, finished_first: int = 0, within_s: float = 120
+) -> int:
+    """Start ``python -m toolkit ARGS`` in a session of its own and SIGKILL it with its workers
+    while an attempt of ``book`` runs, after ``finished_first`` attempts reached the journal;
+    return its pid. The killed attempt has a journaled start and no record."""
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + within_s
+        while not (
+            book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
+        ):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the attempt never started"
+            time.sleep(0.02)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: no record is written
+        run.communicate()
+    return run.pid
+
+
+def docs_script(name: str) -> ModuleType:
+    """docs/NAME.py, a script or MkDocs hook of the documentation, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

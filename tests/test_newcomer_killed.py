@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import filelock
 import pytest
-from builders import attempts, make_campaign, variant
+from builders import ENV, attempts, kill_mid_attempt, make_campaign, variant
 
 from toolkit.evidence import journal, unfinished
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
 
 def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -41,25 +36,12 @@ def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
     """Start `demo --quick`, SIGKILL it (and its workers) while an attempt runs after
     ``finished_first`` attempts reached the journal; return the demo's workbook."""
     book = folder / "example_campaign.xlsx"
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "demo", str(folder), "--quick", "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    kill_mid_attempt(
+        ["demo", str(folder), "--quick", "--quiet"],
+        book,
+        finished_first=finished_first,
+        within_s=900,  # a shared 2-core machine: the pre-flight, two attempts
     )
-    try:
-        deadline = time.monotonic() + 900  # a shared 2-core machine: the pre-flight, two attempts
-        while not (
-            book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
-        ):
-            assert demo.poll() is None, demo.communicate()
-            assert time.monotonic() < deadline, "the attempt never started"
-            time.sleep(0.02)
-    finally:
-        os.killpg(demo.pid, signal.SIGKILL)  # the run and its worker: no record is written
-        demo.communicate()
     return book
 
 
@@ -97,23 +79,7 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
 def _killed_campaign(tmp_path: Path) -> tuple[Path, str]:
     """A campaign whose run was SIGKILLed during its first attempt."""
     book = make_campaign(tmp_path, 16, [variant("b1-fp32", 1)], process_policy="fresh")
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not journal.unfinished(book):
-            assert run.poll() is None, run.communicate()
-            assert time.monotonic() < deadline, "the attempt never started"
-            time.sleep(0.02)
-    finally:
-        os.killpg(run.pid, signal.SIGKILL)
-        run.communicate()
+    kill_mid_attempt(["run", str(book), "--quiet"], book)
     (start,) = journal.unfinished(book)
     return book, str(start["attempt_id"])
 
