@@ -58,7 +58,9 @@ class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from cli
 PARAM_COUNT = ParamCount()
 
 
-def _defaulted(name: str, kind: click.ParamType, default: object, help: str) -> Any:
+def _defaulted(
+    name: str, kind: click.ParamType[Any], default: object, help: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """An option whose help shows its default."""
     return click.option(name, type=kind, default=default, show_default=True, help=help)
 
