@@ -166,10 +166,16 @@ def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
     return row
 
 
-def locked_with(*attempts: dict[str, object]) -> WorkbookData:
+def locked_with(
+    *attempts: dict[str, object],
+    protocol: dict[str, object] | None = None,
+    manifest: dict[str, object] | None = None,
+) -> WorkbookData:
     """:func:`filled`, locked, with the attempts recorded as iteralab records them (lock hash,
-    chain)."""
+    chain); ``protocol`` overrides Protocol fields before the lock, ``manifest`` fields of
+    the one Manifest row."""
     data = filled()
+    data.forms["Protocol"].update(protocol or {})
     sha = locking.lock(data)
     data.append(
         "Manifest",
@@ -179,6 +185,7 @@ def locked_with(*attempts: dict[str, object]) -> WorkbookData:
             "variant_id": "b1-fp32",
             "corpus_sha256": "f",
             "corpus_items": 1000,
+            **(manifest or {}),
         },
     )
     for row in attempts:
