@@ -21,8 +21,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -305,12 +305,22 @@ def without_preflight() -> AbstractContextManager[object]:
     return mock.patch("toolkit.commands.check.before_run", lambda *args: None)
 
 
-def kill_mid_attempt(
-    args: Sequence[str], book: Path, *, finished_first: int = 0, within_s: float = 120
-) -> int:
-    """Start ``python -m toolkit ARGS`` in a session of its own and SIGKILL it with its workers
-    while an attempt of ``book`` runs, after ``finished_first`` attempts reached the journal;
-    return its pid. The killed attempt has a journaled start and no record."""
+def iteralab(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m toolkit ARGS`` run to its end (10 minutes at most), its output kept."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@contextmanager
+def iteralab_running(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """``python -m toolkit ARGS`` started in a session of its own, SIGKILLed with its workers
+    on leaving, as a crash would end it: it writes nothing more."""
     run = subprocess.Popen(
         [sys.executable, "-m", "toolkit", *args],
         env=ENV,
@@ -320,6 +330,19 @@ def kill_mid_attempt(
         start_new_session=True,
     )
     try:
+        yield run
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+
+
+def kill_mid_attempt(
+    args: Sequence[str], book: Path, *, finished_first: int = 0, within_s: float = 120
+) -> int:
+    """Start ``python -m toolkit ARGS`` and SIGKILL it with its workers while an attempt of
+    ``book`` runs, after ``finished_first`` attempts reached the journal; return its pid. The
+    killed attempt has a journaled start and no record."""
+    with iteralab_running(*args) as run:
         deadline = time.monotonic() + within_s
         while not (
             book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
@@ -327,9 +350,6 @@ def kill_mid_attempt(
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "the attempt never started"
             time.sleep(0.02)
-    finally:
-        os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: no record is written
-        run.communicate()
     return run.pid
 
 

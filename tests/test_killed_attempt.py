@@ -3,12 +3,10 @@ next run records it as an interrupted row, then runs its slot again (#14 item 12
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from builders import ENV, attempts, kill_mid_attempt, make_campaign, variant
+from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
 from toolkit.evidence import journal
 
@@ -19,14 +17,7 @@ def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Pat
     pid = kill_mid_attempt(["run", str(book), "--quiet"], book)
     (started,) = journal.unfinished(book)
     assert journal.read(book) == []
-    resumed = subprocess.run(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--resume", "--quiet"],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    resumed = iteralab("run", str(book), "--resume", "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     rows = attempts(book)
     assert [(r["attempt_id"][:-5], r["status"]) for r in rows] == [

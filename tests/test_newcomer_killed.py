@@ -8,28 +8,15 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import filelock
 import pytest
-from builders import ENV, attempts, kill_mid_attempt, make_campaign, variant
+from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
 from toolkit.evidence import journal, unfinished
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
-
-
-def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", *args],
-        env=ENV,
-        text=True,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
@@ -59,7 +46,7 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
     checks = [f.check for f in validate(store.read(book), book)]
     assert "unfinished" in checks and set(checks) <= {"journal", "unfinished"}
 
-    ingested = _iteralab("ingest", str(book))
+    ingested = iteralab("ingest", str(book))
     assert ingested.returncode == 0, ingested.stderr
     assert f"as interrupted: {starts[0]}" in ingested.stderr
     rows = {r["attempt_id"]: r for r in attempts(book)}
@@ -72,7 +59,7 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
     assert killed["measured_s"] is None and killed["measured_s_reason"]
     assert journal.unfinished(book) == []
     assert validate(store.read(book), book) == []
-    again = _iteralab("ingest", str(book))  # once only
+    again = iteralab("ingest", str(book))  # once only
     assert again.returncode == 0 and len(attempts(book)) == len(rows)
 
 
@@ -104,7 +91,7 @@ def test_while_a_run_holds_the_lock_validate_names_the_start_and_ingest_waits(
             f"attempt {attempt_id!r} (variant 'b1-fp32', repetition 1) started "
         )
         assert "it is running now" in finding.message
-        held = _iteralab("ingest", str(book))
+        held = iteralab("ingest", str(book))
         assert held.returncode == 0, held.stderr
         assert "it is running now" in held.stderr
         assert attempts(book) == [] and len(journal.unfinished(book)) == 1
@@ -117,13 +104,13 @@ def test_while_a_run_holds_the_lock_validate_names_the_start_and_ingest_waits(
 @pytest.mark.slow
 def test_report_records_the_killed_attempt_as_resume_would(tmp_path: Path) -> None:
     book, attempt_id = _killed_campaign(tmp_path)
-    reported = _iteralab("report", str(book), "--no-png")
+    reported = iteralab("report", str(book), "--no-png")
     assert reported.returncode == 0, reported.stderr
     assert f"as interrupted: {attempt_id}" in reported.stderr
     (row,) = attempts(book)
     assert (row["attempt_id"], row["status"]) == (attempt_id, "interrupted")
     text = (tmp_path / "campaign_report" / "report.md").read_text(encoding="utf-8")
     assert "finding(s)" not in text or "unfinished" not in text
-    resumed = _iteralab("run", str(book), "--resume", "--quiet")  # the slot runs again
+    resumed = iteralab("run", str(book), "--resume", "--quiet")  # the slot runs again
     assert resumed.returncode == 0, resumed.stderr
     assert [r["status"] for r in attempts(book)] == ["interrupted", "completed"]
