@@ -3,7 +3,8 @@
 Support code, not tests: test files import it as ``from builders import ...`` (pytest puts
 tests/ on sys.path). conftest.py turns some of these into fixtures; report_campaign.py
 builds the report tests' constructed campaign from them, and demo_rows.py replays a recorded
-demo run.
+demo run. Beside the builders: `iteralab` as a subprocess (run to its end, or killed mid-attempt
+as a crash would), `run` without its pre-flight, and the documentation's scripts as modules.
 
 The runner's campaigns (:func:`make_campaign`) are a slice of the sample corpus with the real
 head: the first N rows of samples/corpus.jsonl; the model is the installed all-MiniLM-L6-v2
