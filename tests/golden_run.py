@@ -30,7 +30,13 @@ from unittest import mock
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script: builders beside it
 
-from builders import gen_variant, make_campaign, make_generation_campaign, variant  # noqa: E402
+from builders import (  # noqa: E402
+    gen_variant,
+    make_campaign,
+    make_generation_campaign,
+    variant,
+    without_preflight,
+)
 
 FIXTURE = HERE / "fixtures" / "golden_run.json"
 #: A failure midway through the measured window of each campaign's b1-fault variant.
@@ -176,7 +182,7 @@ def capture(folder: Path) -> dict[str, Any]:
     with (
         fixed_clock(),
         mock.patch.dict("os.environ", {"ITERALAB_INJECT_FAULT": FAULT}),
-        mock.patch("toolkit.commands.check.before_run", lambda *args: None),
+        without_preflight(),
     ):
         return {"classification": _campaign(classify), "generation": _campaign(generate)}
 

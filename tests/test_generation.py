@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from unittest import mock
 
 import pytest
-from builders import (
-    attempts,
-    gen_variant,
-    make_generation_campaign,
-)
+from builders import attempts, gen_variant, make_generation_campaign, without_preflight
 from click.testing import CliRunner
 
 from toolkit.cli import cli
@@ -34,7 +29,7 @@ def _run(book: Path) -> tuple[int, str]:
 
 def _run_without_preflight(book: Path) -> tuple[int, str]:
     """`run` as on a Ray cluster, where no pre-flight runs first: the attempt's own checks."""
-    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+    with without_preflight():
         return _run(book)
 
 

@@ -337,12 +337,10 @@ def test_a_variant_outside_tolerance_fails_quality(tmp_path: Path) -> None:
     assert row["truncated"] > 0
 
 
-def test_a_missing_model_folder_is_a_failed_row_during_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("no_preflight")
+def test_a_missing_model_folder_is_a_failed_row_during_load(tmp_path: Path) -> None:
     """Past the pre-flight (a Ray node runs none), an attempt whose model cannot load is a
     failed row with every reason."""
-    monkeypatch.setattr("toolkit.commands.check.before_run", lambda *args: None)
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 8, model_path="no-such-folder")])
     code, output = _run(CliRunner(), book)
     assert code == 0, output
