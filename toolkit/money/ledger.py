@@ -257,13 +257,15 @@ def reconcile(
             continue
         charged = sum((_decimal(e.get("amount")) for e in lines), Decimal(0))
         if r.amount is None:
-            status[r.rental_id] = f"ledger {_money(charged)} {r.currency}, workbook no amount"
+            status[r.rental_id] = (
+                f"ledger {rules.amount_text(charged)} {r.currency}, workbook no amount"
+            )
         elif charged == r.amount:
             status[r.rental_id] = f"matched ({len(lines)} ledger line(s))"
         else:
             status[r.rental_id] = (
-                f"amount differs: ledger {_money(charged)} {r.currency}, "
-                f"workbook {_money(r.amount)} {r.currency}"
+                f"amount differs: ledger {rules.amount_text(charged)} {r.currency}, "
+                f"workbook {rules.amount_text(r.amount)} {r.currency}"
             )
     extra = [e for e in ledger if key(e.get("reference")) not in claimed]
     return status, extra
@@ -271,9 +273,3 @@ def reconcile(
 
 def _decimal(value: Any) -> Decimal:
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-
-
-def _money(amount: Decimal) -> str:
-    """Cents as usual; an amount finer than a cent in full (35.004 is not 35.00)."""
-    cents = amount.quantize(Decimal("0.01"))
-    return f"{cents:,}" if cents == amount else f"{amount.normalize():,f}"
