@@ -112,7 +112,7 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
                 "accepted_corpora_reason": None
                 if c.accepted_count is not None
                 else c.confirm_reason,
-                "projected_cost_per_expected": money(cost and rules.to_cent(cost)),
+                "projected_cost_per_expected": money(None if cost is None else rules.to_cent(cost)),
                 "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
             }
         )
@@ -327,7 +327,8 @@ def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> 
         total = rules.budget(plan, lots)
         accepted = None if request.accepted is None else int(request.accepted)
         per = None if accepted is None else rules.cost_per_accepted(total, accepted)
-        per = per and rules.to_cent(per)  # a quotient: to the cent, as the CLI prints it
+        if per is not None:  # a quotient: to the cent, as the CLI prints it
+            per = rules.to_cent(per)
         document.update(
             {
                 "snapshot": plan.catalog_date,
