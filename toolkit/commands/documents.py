@@ -126,7 +126,7 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
             "ledger_status": r.get("ledger_status"),
             # A total's incurred amount / the corpora accepted and confirmed (the bridge
             # is in its reason when there is no figure); null on the other rows.
-            "spent_per_accepted": amount(_plain(r.get("spent_per_accepted")), r.get("currency")),
+            "spent_per_accepted": amount(_cents(r.get("spent_per_accepted")), r.get("currency")),
             "spent_per_accepted_reason": _spent_reason(r),
         }
         for r in result.incurred
@@ -164,6 +164,14 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
 
 def _plain(cell: Any) -> Any:
     return getattr(cell, "value", cell)
+
+
+def _cents(cell: Any) -> Decimal | None:
+    """A quotient to the cent, as the CLI prints it; None when the cell holds no number."""
+    value = _plain(cell)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    return rules.to_cent(Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
 
 
 def _spent_reason(row: dict[str, Any]) -> str | None:
