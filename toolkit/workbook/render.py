@@ -416,6 +416,10 @@ def _write_form(
         _add_dropdown(ws, field, row, row, 1)
 
 
+#: The least width of a money column (characters).
+MONEY_WIDTH = 21
+
+
 def _write_table(
     ws: Worksheet,
     sheet: layout.Sheet,
@@ -431,7 +435,9 @@ def _write_table(
         # The rows below the data are where a person adds rows: formatted as an added row.
         grey_below = not typed_by_person(sheet, column, None)
         cell_format = formats.cell(column.kind, grey_below, "" if column.currency else None)
-        ws.set_column(col, col, column.width, cell_format)
+        # Wide enough for "12,071.00 USD EXAMPLE": a money cell of the demo carries its label.
+        width = max(column.width, MONEY_WIDTH) if money else column.width
+        ws.set_column(col, col, width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
             ws.write_comment(0, col, column.help, {"x_scale": 2, "y_scale": 1.5})
