@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -443,7 +443,8 @@ class LocalExecutor:
                 if workers is None:
                     record, stop = _in_process(spec, books.display)
                 else:
-                    record, stop = _in_worker(spec, books.display, workers)
+                    more = number < len(campaign.todo)
+                    record, stop = _in_worker(spec, books.display, workers, next_ahead=more)
                 clock.enter("bookkeeping_s")
                 # After the last attempt the final ingestion follows at once.
                 books.recorded(record, ingest=number < len(campaign.todo))
@@ -565,11 +566,14 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
-    there is none."""
+    there is none. :meth:`ahead` starts the next attempt's worker while the previous one is
+    recorded: it waits for its spec on stdin, a process of its own that no attempt ran in."""
 
     def __init__(self, campaign: Campaign) -> None:
         self.env = forkserver.worker_env()
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
+        #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
+        self.spare: tuple[Any, IO[str]] | None = None
         # CPU variants only until a GPU machine has checked it: a fork must come before any
         # CUDA initialisation, which the server avoids but no test here can prove.
         on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
@@ -584,8 +588,25 @@ class Workers:
         except forkserver.ForkServerError:
             self.close()  # each worker then imports everything itself
 
-    def start(self, stderr: Any) -> Any:
-        """A new worker process (``subprocess.Popen`` or its forked equivalent)."""
+    def start(self) -> tuple[Any, IO[str]]:
+        """The next attempt's worker process (``subprocess.Popen`` or its forked equivalent)
+        and the file its stderr goes to: the one started :meth:`ahead`, or a new one."""
+        if self.spare is not None:
+            spare, self.spare = self.spare, None
+            return spare
+        stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
+        try:
+            return self._launch(stderr), stderr
+        except BaseException:
+            stderr.close()
+            raise
+
+    def ahead(self) -> None:
+        """Start the next attempt's worker now (it waits for its spec), unless one waits."""
+        if self.spare is None:
+            self.spare = self.start()
+
+    def _launch(self, stderr: IO[str]) -> Any:
         if self.server is not None:
             try:
                 return self.server.start(stderr)
@@ -604,16 +625,28 @@ class Workers:
         )  # Ctrl-C reaches the worker through us, once
 
     def close(self) -> None:
+        """Stop a worker started ahead that no attempt needed, then the server."""
+        if self.spare is not None:
+            proc, stderr = self.spare
+            self.spare = None
+            proc.kill()
+            proc.stdin.close()
+            proc.stdout.close()
+            proc.wait()
+            stderr.close()
         if self.server is not None:
             self.server.close()
             self.server = None
 
 
-def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str, Any], bool]:
-    """Run the attempt in a fresh worker process; write its row if the worker cannot."""
+def _in_worker(
+    spec: Any, display: Progress, workers: Workers, next_ahead: bool = False
+) -> tuple[dict[str, Any], bool]:
+    """Run the attempt in a fresh worker process; write its row if the worker cannot. With
+    ``next_ahead``, the next attempt's worker starts as soon as this one has sent its record."""
     started_at = now_text()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
-        proc = workers.start(stderr)
+    proc, stderr = workers.start()
+    with stderr:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(spec.to_json())
         proc.stdin.close()
@@ -632,6 +665,12 @@ def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str
                     stream_open = False
                 elif event.get("event") == "record":
                     record = event["record"]
+                    if (
+                        next_ahead
+                        and not interrupted
+                        and record["attempt"]["status"] != ("interrupted")
+                    ):
+                        workers.ahead()  # while this one exits and its attempt is recorded
                 else:
                     if event.get("event") == "phase":
                         phase = str(event.get("phase"))
