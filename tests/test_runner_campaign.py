@@ -487,6 +487,12 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     # One started under another environment is not used: the workers would not see theirs.
     forkserver.prestart({**forkserver.worker_env(), "ITERALAB_TEST_OTHER": "1"})
     assert forkserver.take(forkserver.worker_env()) is None
+    # One no campaign takes (a run whose pre-flight failed) is closed.
+    forkserver.prestart()
+    unused = forkserver._prestarted
+    assert unused is not None
+    forkserver.discard()
+    assert forkserver._prestarted is None and unused._process.poll() is not None
 
 
 @pytest.mark.parametrize("fork_server", LAUNCHERS)

@@ -117,7 +117,7 @@ def _locked_campaign(
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
-    from toolkit.runner.driver import campaign
+    from toolkit.runner.driver import campaign, forkserver
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -158,8 +158,15 @@ def _locked_campaign(
             f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
             + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
         )
+    if cluster is None and campaign.forks(prepared):
+        # The fork server imports torch and transformers on the other core meanwhile.
+        forkserver.prestart()
     if cluster is None:  # models load and run one batch here before any attempt (issue 38)
-        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+        try:
+            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+        except BaseException:
+            forkserver.discard()  # no attempt will run
+            raise
     result = campaign.run(prepared, options, shown, executor)
     counts = result.counts()
     if as_json:

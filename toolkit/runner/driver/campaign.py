@@ -563,6 +563,17 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
+def forks(campaign: Campaign) -> bool:
+    """Whether the campaign's workers are forked by a fork server: fresh processes, CPU
+    variants only until a GPU machine has checked it (a fork must come before any CUDA
+    initialisation, which the server avoids but no test here can prove)."""
+    return (
+        (campaign.protocol.get("process_policy") or "fresh") != "shared"
+        and all(v.get("device") == "cpu" for v in campaign.variants.values())
+        and forkserver.available()
+    )
+
+
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
@@ -574,10 +585,7 @@ class Workers:
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
         self.spare: tuple[Any, IO[str]] | None = None
-        # CPU variants only until a GPU machine has checked it: a fork must come before any
-        # CUDA initialisation, which the server avoids but no test here can prove.
-        on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
-        if not (on_cpu and forkserver.available()):
+        if not forks(campaign):
             self.close()
             return
         paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})

@@ -226,6 +226,14 @@ def take(env: dict[str, str]) -> ForkServer | None:
     return server
 
 
+def discard() -> None:
+    """Close the prestarted server, if no campaign took it."""
+    global _prestarted
+    server, _prestarted = _prestarted, None
+    if server is not None:
+        server.close()
+
+
 class ForkedWorker:
     """A forked worker with what the campaign uses of ``subprocess.Popen``."""
 
