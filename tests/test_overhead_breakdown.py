@@ -46,7 +46,9 @@ def test_a_run_prints_records_and_reports_where_its_wall_time_went(tmp_path: Pat
     assert parts == pytest.approx(time_["wall_s"], abs=0.01)
     assert time_["overhead_s"] == pytest.approx(sum(time_["overhead"].values()), abs=0.01)
     assert all(v >= 0 for v in time_["overhead"].values())
-    assert time_["wall_s"] <= summary["elapsed_s"] + 0.01  # not from pytest's own start
+    assert time_["overhead"]["preflight_s"] > 0  # a model loaded, its batches run
+    # Not from pytest's own start: the run and the pre-flight before it.
+    assert time_["wall_s"] <= summary["elapsed_s"] + time_["overhead"]["preflight_s"] + 0.01
     assert time_["from_process_start"] is False
     assert run_time.last(book) == time_
     # report.md restates the last run's breakdown, each part named.

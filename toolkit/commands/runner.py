@@ -117,7 +117,7 @@ def _locked_campaign(
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
-    from toolkit.runner.driver import campaign, forkserver
+    from toolkit.runner.driver import breakdown, campaign, forkserver
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -161,13 +161,16 @@ def _locked_campaign(
     if cluster is None and campaign.forks(prepared):
         # The fork server imports torch and transformers on the other core meanwhile.
         forkserver.prestart()
+    clock = breakdown.Timeline()  # from the process's start: what came before is start-up
     if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        clock.enter("preflight_s")
         try:
             check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
         except BaseException:
             forkserver.discard()  # no attempt will run
             raise
-    result = campaign.run(prepared, options, shown, executor)
+        clock.enter("startup_s")
+    result = campaign.run(prepared, options, shown, executor, clock)
     counts = result.counts()
     if as_json:
         documents.emit(

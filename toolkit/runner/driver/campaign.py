@@ -325,7 +325,12 @@ class Books:
     start lines, the records, the workbook's ingestion. The one writer of a run."""
 
     def __init__(
-        self, campaign: Campaign, options: Options, display: Progress, result: Result
+        self,
+        campaign: Campaign,
+        options: Options,
+        display: Progress,
+        result: Result,
+        timeline: breakdown.Timeline | None = None,
     ) -> None:
         self.campaign, self.options, self.display, self.result = (
             campaign,
@@ -338,7 +343,7 @@ class Books:
         #: Several declared seeds: each id names its seed (R17).
         self.seeded = len(plan.seeds(campaign.protocol.get("seeds"))) > 1
         self.ingested_at = time.monotonic()
-        self.timeline = breakdown.Timeline()
+        self.timeline = timeline or breakdown.Timeline()
         self.saver = Saver(campaign.workbook, result, self.timeline)
 
     def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
@@ -387,10 +392,15 @@ class Books:
 
 
 def run(
-    campaign: Campaign, options: Options, display: Progress, executor: Executor | None = None
+    campaign: Campaign,
+    options: Options,
+    display: Progress,
+    executor: Executor | None = None,
+    timeline: breakdown.Timeline | None = None,
 ) -> Result:
     """Run the pending slots through ``executor`` (default :class:`LocalExecutor`: in order,
-    on this machine); return what was recorded.
+    on this machine); return what was recorded. ``timeline``: the run's clock, when its
+    caller timed parts before (the pre-flight); a new one otherwise.
 
     Stops after an interrupted attempt (Ctrl-C). Ingests along the way
     (:attr:`Options.ingest_every_s`) and always at the end; a busy workbook (open
@@ -402,7 +412,7 @@ def run(
         planned=len(campaign.slots),
         already=len(campaign.slots) - len(campaign.todo),
     )
-    books = Books(campaign, options, display, result)
+    books = Books(campaign, options, display, result, timeline)
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
     local = executor is None or isinstance(executor, LocalExecutor)
