@@ -93,9 +93,9 @@ def test_workbook_saves_run_beside_the_next_attempt_not_between_attempts(
         finally:
             saves.append((threading.current_thread().name, began, time.monotonic()))
 
-    def timed_start(self: campaign.Workers, stderr: Any) -> Any:
+    def timed_start(self: campaign.Workers) -> Any:
         forks.append(time.monotonic())
-        return real_start(self, stderr)
+        return real_start(self)
 
     monkeypatch.setattr(editing, "ingest", timed_ingest)
     monkeypatch.setattr(campaign.Workers, "start", timed_start)
@@ -106,7 +106,8 @@ def test_workbook_saves_run_beside_the_next_attempt_not_between_attempts(
     during, final = saves[:-1], saves[-1]
     assert during and all(name == "iteralab-ingest" for name, _, _ in during)
     assert final[0] == threading.main_thread().name
-    # A save in the background overlapped a worker's start: the next attempt did not wait.
+    # A save in the background overlapped an attempt's start (taking the worker forked
+    # ahead): the next attempt did not wait.
     assert any(began <= fork <= ended for _, began, ended in during for fork in forks)
     assert result.time is not None and result.time["saves_beside_attempts_s"] > 0
     data = store.read(book)
