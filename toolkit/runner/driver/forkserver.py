@@ -44,6 +44,7 @@ from typing import IO, Any
 
 from toolkit.planner.models import resolve_model_path
 from toolkit.runner.driver import worker
+from toolkit.runner.instruments import environment  # no torch: it imports torch when asked
 
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -272,7 +273,6 @@ def _import_runner() -> None:
     # Lazy so that the campaign's side of this module, which starts the server, never
     # imports them.
     from toolkit.runner import attempt  # noqa: F401 - what worker.main imports
-    from toolkit.runner.instruments import environment
 
     environment.installed()
 
