@@ -18,7 +18,7 @@ RELATION = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships
 PACKAGE = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 
 
-def _targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
+def part_targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
     """A part's relationships: id -> (type, target part name)."""
     folder, name = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", name + ".rels")
@@ -41,12 +41,12 @@ def cell_comments(handle: IO[bytes]) -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = []
     try:
         with zipfile.ZipFile(handle) as archive:
-            sheets = _targets(archive, "xl/workbook.xml")
+            sheets = part_targets(archive, "xl/workbook.xml")
             for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
                 MAIN + "sheet"
             ):
                 part = sheets.get(str(sheet.get(RELATION)), ("", ""))[1]
-                for kind, target in _targets(archive, part).values():
+                for kind, target in part_targets(archive, part).values():
                     if not kind.endswith("/comments") or target not in archive.namelist():
                         continue
                     for comment in ElementTree.fromstring(archive.read(target)).iter(
