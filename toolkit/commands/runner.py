@@ -118,7 +118,7 @@ def _locked_campaign(
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
-    from toolkit.runner.driver import campaign
+    from toolkit.runner.driver import breakdown, campaign, forkserver
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -159,11 +159,21 @@ def _locked_campaign(
             f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
             + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
         )
+    if cluster is None and campaign.forks(prepared):
+        # The fork server imports torch and transformers on the other core meanwhile.
+        forkserver.prestart()
+    clock = breakdown.Timeline()  # from the process's start: what came before is start-up
     if cluster is None:  # models load and run one batch here before any attempt (issue 38)
-        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+        clock.enter("preflight_s")
+        try:
+            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+        except BaseException:
+            forkserver.discard()  # no attempt will run
+            raise
+        clock.enter("startup_s")
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
-        result = campaign.run(prepared, options, shown, executor)
+        result = campaign.run(prepared, options, shown, executor, clock)
     except (ToolkitError, OSError) as exc:
         if not _disk_full(exc):
             raise
