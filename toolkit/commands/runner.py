@@ -163,21 +163,21 @@ def _locked_campaign(
         # The fork server imports torch and transformers on the other core meanwhile.
         forkserver.prestart()
     clock = breakdown.Timeline()  # from the process's start: what came before is start-up
-    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
-        clock.enter("preflight_s")
-        try:
-            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
-        except BaseException:
-            forkserver.discard()  # no attempt will run
-            raise
-        clock.enter("startup_s")
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
+        if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+            clock.enter("preflight_s")
+            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+            clock.enter("startup_s")
         result = campaign.run(prepared, options, shown, executor, clock)
     except (ToolkitError, OSError) as exc:
         if not _disk_full(exc):
             raise
         raise _stopped_by_a_full_disk(exc, workbook, resume) from exc
+    finally:
+        # A refusal before the campaign took the prestarted server (pre-flight, a resume
+        # refused) leaves it running: close it. After a campaign took it, nothing is left.
+        forkserver.discard()
     counts = result.counts()
     if as_json:
         documents.emit(
