@@ -9,11 +9,10 @@ names each such sheet and refuses to save (:func:`toolkit.workbook.store.check_k
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ElementTree
 import zipfile
 from typing import IO
 
-from toolkit.workbook.comments import MAIN, RELATION, part_targets
+from toolkit.workbook.comments import sheet_parts
 
 _TAG = b"<sheetProtection"
 _PASSWORD = re.compile(rb"\s(password|hashValue)=\"[^\"]+\"")
@@ -26,13 +25,9 @@ def passworded_sheets(handle: IO[bytes]) -> list[str]:
     found = []
     try:
         with zipfile.ZipFile(handle) as archive:
-            sheets = part_targets(archive, "xl/workbook.xml")
-            for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
-                MAIN + "sheet"
-            ):
-                part = sheets.get(str(sheet.get(RELATION)), ("", ""))[1]
+            for name, part in sheet_parts(archive):
                 if part in archive.namelist() and _has_password(archive, part):
-                    found.append(str(sheet.get("name")))
+                    found.append(name)
     finally:
         handle.seek(0)
     return found
