@@ -140,10 +140,7 @@ def _providers(folder: Path) -> Path:
 def _priced(folder: Path) -> Path:
     """As a finance reviewer prices it (issue 33): 20 expected outputs, a EUR snapshot and
     rental, a ledger line that differs, a billing line recorded as another cost."""
-    path = folder / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(folder)
 
 
 def _no_data(folder: Path) -> Path:

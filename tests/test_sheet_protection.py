@@ -7,13 +7,11 @@ save."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import openpyxl
 import pytest
 import report_campaign
-from builders import SAMPLES
 from click.testing import CliRunner
 from openpyxl.worksheet.worksheet import Worksheet
 from recalc import recalculate
@@ -21,7 +19,6 @@ from recalc import recalculate
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
-from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.render import COMPUTED_FILL, INPUT_FILL
 
@@ -31,11 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def priced(tmp_path: Path) -> Path:
     """The priced campaign after a report: Settlement with other costs, a memo."""
-    path = tmp_path / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    shutil.copytree(SAMPLES / "head", tmp_path / "head")
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(tmp_path)
 
 
 def _cell(ws: Worksheet, sheet: layout.Sheet, column: str, row: int) -> openpyxl.cell.Cell:

@@ -5,28 +5,21 @@ Every save defines them again; an Excel-like round trip (openpyxl) keeps them.""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import openpyxl
 import pytest
 import report_campaign
-from builders import SAMPLES
 from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
-from toolkit.reporting import build
 from toolkit.workbook import store
 
 
 @pytest.fixture
 def priced(tmp_path: Path) -> Path:
-    path = tmp_path / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    shutil.copytree(SAMPLES / "head", tmp_path / "head")
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(tmp_path)
 
 
 def _named(path: Path) -> dict[str, object]:
