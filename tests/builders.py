@@ -303,7 +303,7 @@ def make_generation_campaign(
 def without_preflight() -> AbstractContextManager[object]:
     """Within it, `run` skips its pre-flight (`iteralab check`), as on a Ray node where none
     runs first: the attempts' own checks meet what the pre-flight would have refused."""
-    return mock.patch("toolkit.commands.check.before_run", lambda *args: None)
+    return mock.patch("toolkit.commands.check.before_run", lambda *args: [])
 
 
 def iteralab(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import attempts, make_campaign, variant
+from builders import ENV, attempts, make_campaign, variant
 from click.testing import CliRunner
 
 from toolkit import editing
@@ -59,6 +61,52 @@ def test_a_run_prints_records_and_reports_where_its_wall_time_went(tmp_path: Pat
     assert f"wall {time_['wall_s']:.1f} s" in section
     for name in run_time.OVERHEAD_NAMES.values():
         assert name in section
+
+
+#: Run `iteralab run BOOK` in a fresh interpreter, then write the torch and transformers
+#: modules it imported to OUT, whatever the run's end.
+MODULES_AFTER_RUN = """
+import sys
+from toolkit.cli import cli
+try:
+    cli.main(["run", sys.argv[1]])
+finally:
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers"))
+    open(sys.argv[2], "w").write(" ".join(heavy))
+"""
+
+
+@pytest.mark.parametrize("fork_server", ["1", "0"], ids=["fork-server", "python-m-worker"])
+def test_the_pre_flight_runs_in_a_worker_so_the_campaign_process_never_imports_torch(
+    tmp_path: Path, fork_server: str
+) -> None:
+    """Process policy fresh: the pre-flight runs where the attempts run (forked by the fork
+    server, or its own interpreter); the campaign's process says its lines and its estimate,
+    and holds neither torch nor a model while the attempts run."""
+    book = make_campaign(
+        tmp_path, 4, SERIES, repetitions=1, warmup_rule="none", process_policy="fresh"
+    )
+    modules = tmp_path / "modules.txt"
+    run = subprocess.run(
+        [sys.executable, "-c", MODULES_AFTER_RUN, str(book), str(modules)],
+        env={**ENV, forkserver.DISABLE_ENV: fork_server},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert modules.read_text(encoding="utf-8") == ""
+    assert "pre-flight of 2 variant(s)" in run.stdout
+    for vid, size in (("b1-fp32", 1), ("b4-fp32", 4)):
+        assert f"  {vid}: encoder + linear head" in run.stdout
+        assert f"one batch of {size} in " in run.stdout
+    assert "estimate (rough: one batch each after its load, not a measurement):" in run.stdout
+    assert [r["status"] for r in attempts(book)] == ["completed", "completed"]
+    time_ = run_time.last(book)
+    assert time_ is not None
+    # The pre-flight's batches, timed in the worker: a part of the pre-flight's time.
+    assert 0 < time_["preflight_work_s"] < time_["overhead"]["preflight_s"]
 
 
 def test_the_text_output_says_the_breakdown_in_two_lines(tmp_path: Path) -> None:

@@ -181,7 +181,8 @@ def test_fresh_workers_record_attempts_and_a_killed_worker_still_leaves_a_row(
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "kill@8:b4-fp32")
     code, output = _invoke("run", str(book))
     assert code == 0, output
-    assert len(forked) == (2 if fork_server == "1" else 0)
+    # The pre-flight's worker, then one per attempt.
+    assert len(forked) == (3 if fork_server == "1" else 0)
     done, killed = attempts(book)
     assert (done["status"], done["items_completed"], done["quality_verdict"]) == (
         "completed",

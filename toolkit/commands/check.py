@@ -19,6 +19,8 @@ from typing import Any
 import click
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+#: The corpus's first items the pre-flight's batches are taken from.
+SAMPLE_ITEMS = 64
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Estimate:
 
     lines: list[str]
     hours: Decimal | None
+    #: The pre-flight's checks the estimate was made from.
+    checks: Sequence[Any] = ()
 
 
 def estimate(
@@ -111,18 +115,25 @@ def preflight(
     variants: Sequence[dict[str, Any]],
     attempts: dict[str, int],
     echo: Callable[[str], None],
+    apart: bool = False,
 ) -> Estimate:
     """Run the pre-flight on ``variants`` (raises PreflightError naming each problem) and
-    return the estimate for ``attempts`` per variant."""
+    return the estimate for ``attempts`` per variant. ``apart``: in a worker process
+    (:mod:`toolkit.runner.driver.preflight_apart`), not this one."""
     from toolkit.evidence import corpus
     from toolkit.evidence.protocol import current_lock
-    from toolkit.runner import preflight as flight
 
     form = data.forms["Protocol"]
+    locked = current_lock(data) is not None
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
-    checks = flight.check(
-        variants, form, workbook, items[:64], current_lock(data) is not None, echo
-    )
+    if apart:
+        from toolkit.runner.driver import preflight_apart
+
+        checks = preflight_apart.check(variants, form, workbook, SAMPLE_ITEMS, locked, echo)
+    else:
+        from toolkit.runner import preflight as flight
+
+        checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
     for c in checks:
         timed = (
             f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in {c.batch_s:.3f} s"
@@ -130,7 +141,8 @@ def preflight(
             else str(c.not_loaded)
         )
         echo(f"  {c.variant_id}: {c.engine}; {timed}")
-    return estimate(data, checks, attempts, len(items))
+    rough = estimate(data, checks, attempts, len(items))
+    return Estimate(rough.lines, rough.hours, checks)
 
 
 def load_failure_advice(
@@ -199,14 +211,18 @@ def check(workbook: Path, series: int | None, variant_ids: tuple[str, ...]) -> N
 COMMANDS = [check]
 
 
-def before_run(workbook: Path, campaign: Any, echo: Callable[[str], None]) -> None:
+def before_run(workbook: Path, campaign: Any, echo: Callable[[str], None]) -> list[Any]:
     """`run`'s first step: the pre-flight of the variants it is about to run, and their
-    estimate; raises PreflightError before any attempt starts."""
+    estimate; raises PreflightError before any attempt starts. In a worker process when the
+    attempts run in worker processes (process policy ``fresh``), so this one never imports
+    torch; returns the checks."""
     from toolkit.workbook import store
 
     todo = Counter(s.variant_id for s in campaign.todo)
     chosen = [campaign.variants[vid] for vid in todo]
+    apart = (campaign.protocol.get("process_policy") or "fresh") != "shared"
     echo(f"pre-flight of {len(chosen)} variant(s) (`iteralab check`):")
-    result = preflight(workbook, store.read(workbook), chosen, todo, echo)
+    result = preflight(workbook, store.read(workbook), chosen, todo, echo, apart)
     for line in result.lines:
         echo(line)
+    return list(result.checks)

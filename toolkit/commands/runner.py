@@ -166,8 +166,12 @@ def _locked_campaign(
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
         if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+            forkserver.prestarted()  # waits for the server's imports: start-up
             clock.enter("preflight_s")
-            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+            checks = check.before_run(
+                workbook, prepared, lambda line: None if quiet else shown.echo(line)
+            )
+            clock.preflight_work_s = sum(c.work_s or 0.0 for c in checks)
             clock.enter("startup_s")
         result = campaign.run(prepared, options, shown, executor, clock)
     except (ToolkitError, OSError) as exc:

@@ -17,13 +17,12 @@ import gc
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from toolkit.errors import ModelError, ToolkitError
+from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import decoding
@@ -31,6 +30,7 @@ from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.generation import GenerationWindow
 from toolkit.runner.instruments import compilation, probes
 from toolkit.runner.model import model_files, read_head
+from toolkit.runner.preflight_result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import load_classifier, load_generator
 
@@ -45,61 +45,6 @@ MODEL_KEY = (
     "attention_backend",
     "compile",
 )
-
-
-#: Why a cuda variant is resolved but not loaded on a machine without CUDA.
-NO_CUDA_HERE = "cuda variant: no CUDA device here (resolved, head checked, not loaded)"
-
-
-@dataclass
-class VariantCheck:
-    """One variant's pre-flight: its engine, its model's load and its one batch."""
-
-    variant_id: str
-    engine: str
-    load_s: float | None = None
-    batch_s: float | None = None
-    batch_items: int = 0
-    #: Why it was not loaded here (a cuda variant on a machine without CUDA).
-    not_loaded: str | None = None
-
-    @property
-    def item_s(self) -> float | None:
-        """Seconds per item in its one batch (None when not run here)."""
-        if self.batch_s is None or not self.batch_items:
-            return None
-        return self.batch_s / self.batch_items
-
-
-@dataclass(frozen=True)
-class Problem:
-    """What stops a variant (or several sharing one model) before any attempt."""
-
-    variant_ids: tuple[str, ...]
-    message: str
-    hint: str | None
-
-
-class PreflightError(ModelError):
-    """One or more variants cannot run; the message names each, the hint says what to do."""
-
-    def __init__(self, problems: Sequence[Problem], locked: bool, workbook: str) -> None:
-        lines = []
-        for p in problems:
-            fix = f"\n      fix: {p.hint}" if p.hint else ""
-            lines.append(f"  variant {', '.join(p.variant_ids)}: {p.message}{fix}")
-        after = (
-            f"then record the change with `iteralab amend {workbook} --reason ...` (the "
-            "model and head are locked)"
-            if locked
-            else "then check again"
-        )
-        super().__init__(
-            f"pre-flight: {len(problems)} problem(s); no attempt was run or "
-            "recorded:\n" + "\n".join(lines),
-            hint=f"fix each as said, {after}",
-        )
-        self.problems = list(problems)
 
 
 def engine(variant: dict[str, Any], task: str) -> str:
@@ -257,6 +202,7 @@ def _load_and_run_once(
         for v in members:
             size = min(int(v["batch_size"]), len(items))
             batch = list(items[:size])
+            first = time.perf_counter()
             for _ in range(2):  # the first call pays one-off costs; the second is timed
                 _synchronize(device)
                 start = time.perf_counter()
@@ -265,12 +211,10 @@ def _load_and_run_once(
                 else:
                     run_batches(loaded, v, batch, Window(), lambda _: None)
                 _synchronize(device)
+            end = time.perf_counter()
             check = checks[str(v["variant_id"])]
-            check.load_s, check.batch_s, check.batch_items = (
-                load_s,
-                time.perf_counter() - start,
-                size,
-            )
+            check.load_s, check.batch_s, check.batch_items = load_s, end - start, size
+            check.work_s = end - first
     finally:
         loaded.close()
         del loaded

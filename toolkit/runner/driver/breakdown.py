@@ -46,6 +46,8 @@ class Timeline:
         self.ended: float | None = None
         #: Seconds of workbook saves done beside a running attempt (not on the clock).
         self.overlapped_saves_s = 0.0
+        #: Of ``preflight_s``: the model's work on its batches (a faster device shortens it).
+        self.preflight_work_s = 0.0
         self._lock = threading.Lock()
 
     def enter(self, part: str) -> str:
@@ -107,6 +109,7 @@ def summary(timeline: Timeline, records: list[dict[str, Any]]) -> dict[str, Any]
         "overhead_share": round(total / wall, 4) if wall > 0 else None,
         "overhead_per_attempt_s": round(total / n, 3) if n else None,
         "saves_beside_attempts_s": round(timeline.overlapped_saves_s, 3),
+        "preflight_work_s": round(timeline.preflight_work_s, 3),
         "from_process_start": timeline.from_process_start,
     }
 

@@ -29,8 +29,6 @@ import os
 import queue
 import shlex
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -641,16 +639,7 @@ class Workers:
             except forkserver.ForkServerError:
                 self.server.close()
                 self.server = None
-        return subprocess.Popen(
-            [sys.executable, "-m", "toolkit.runner.driver.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            encoding="utf-8",
-            env=self.env,
-            start_new_session=True,
-        )  # Ctrl-C reaches the worker through us, once
+        return forkserver.spawn(self.env, stderr)
 
     def close(self) -> None:
         """Stop a worker started ahead that no attempt needed, then the server."""

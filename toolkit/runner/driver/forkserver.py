@@ -64,6 +64,21 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+def spawn(env: dict[str, str], stderr: IO[Any]) -> subprocess.Popen[str]:
+    """A worker started as ``python -m toolkit.runner.driver.worker`` (no fork server), in
+    its own session: Ctrl-C reaches it through the campaign, once."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "toolkit.runner.driver.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        start_new_session=True,
+    )
+
+
 def available() -> bool:
     """Whether this platform can run the server, and the user has not turned it off."""
     return (
@@ -214,6 +229,18 @@ def prestart(env: dict[str, str] | None = None) -> None:
             _prestarted = ForkServer(worker_env() if env is None else env)
         except ForkServerError:
             pass  # the campaign starts its own, or falls back
+
+
+def prestarted() -> ForkServer | None:
+    """The prestarted server, once it is ready, left for its campaign to :func:`take`; None
+    without one, or when it could not get ready (then closed)."""
+    global _prestarted
+    if _prestarted is not None:
+        try:
+            _prestarted.ready()
+        except ForkServerError:
+            _prestarted = None  # ready() closed it
+    return _prestarted
 
 
 def take(env: dict[str, str]) -> ForkServer | None:

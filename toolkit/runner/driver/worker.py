@@ -7,6 +7,10 @@ fork of the run's fork server, which calls :func:`main` the same way. The worker
 events as JSON lines on stdout, appends the finished record to the workbook's
 journal (fsync'd) and prints it as the last event. Timings stay inside the
 worker. Exit code 0, or 130 when Ctrl-C asked the campaign to stop.
+
+A run's pre-flight comes the same way, as ``{"preflight": {...}}`` on stdin
+(:mod:`toolkit.runner.driver.preflight_apart`): its progress lines as ``line`` events, then
+its outcome as one ``preflight`` event.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from toolkit.evidence import journal
@@ -31,15 +36,42 @@ def main() -> int:
     # Ctrl-C while torch is still importing: no attempt has begun; the campaign
     # records the interruption itself.
     signal.signal(signal.SIGINT, lambda signum, frame: sys.exit(INTERRUPTED_EXIT))
+    message = json.loads(sys.stdin.read())
+    if "preflight" in message:
+        return _preflight(message["preflight"])
     from toolkit.runner.attempt import AttemptSpec, InterruptGuard, run_attempt  # torch
 
-    spec = AttemptSpec.from_json(sys.stdin.read())
+    spec = AttemptSpec(**message)
     with InterruptGuard() as guard:
         record = run_attempt(spec, _emit, guard)
         journal.append(spec.workbook, record)
         _emit({"event": "record", "record": record})
     stop = guard.requested or record["attempt"]["status"] == "interrupted"
     return INTERRUPTED_EXIT if stop else 0
+
+
+def _preflight(request: dict[str, Any]) -> int:
+    """Run a pre-flight (:func:`toolkit.runner.preflight.check`) as ``request`` describes
+    it; its checks or problems go out as one event."""
+    from toolkit.evidence import corpus
+    from toolkit.runner import preflight, preflight_result  # torch
+
+    workbook = Path(request["workbook"])
+    items = corpus.read_corpus(workbook.parent / str(request["protocol"]["corpus_path"]))
+    try:
+        checks = preflight.check(
+            request["variants"],
+            request["protocol"],
+            workbook,
+            items[: int(request["items"])],
+            bool(request["locked"]),
+            lambda line: _emit({"event": "line", "text": line}),
+        )
+    except preflight_result.PreflightError as exc:
+        _emit(preflight_result.to_json(None, exc.problems))
+        return 0
+    _emit(preflight_result.to_json(checks, []))
+    return 0
 
 
 if __name__ == "__main__":
