@@ -6,8 +6,8 @@ engine series 4, on a 2-core CPU), so the LibreOffice check runs on real
 measurements without running the model in CI. Re-record after the example
 workbook's protocol or variants change: ``iteralab demo DEMO_DIR``, then
 ``python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx``. Rows recorded before
-a layout added a column leave it blank, as any older row (validate and the report
-read them so).
+a layout added a column leave it blank, as any older row (validate reads a blank
+measured column of a layout newer than the row as not recorded then).
 """
 
 from __future__ import annotations
