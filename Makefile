@@ -3,7 +3,7 @@
 #   make test   - the whole test suite, then the documentation site built --strict
 # and, for the documentation:
 #   make docs         - the site into site/ (mkdocs build --strict; the reference generated)
-#   make screenshots  - docs/img/*.png of Summary, Settlement and Decision, from a quick demo
+#   make screenshots  - docs/img/*.png of Overview, Summary, Settlement and Decision, from a quick demo
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1

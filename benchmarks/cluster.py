@@ -48,6 +48,8 @@ from typing import Any
 
 import common
 
+from toolkit.runner.instruments import machine_load
+
 BOOKKEEPING_TARGET = 0.05
 PARALLEL_TARGET = 0.6
 STORE_BYTES = 80 * 2**20
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from toolkit.cluster.labels import resource
 
-    busy_before, began = common.machine_busy_s(), time.monotonic()
+    busy_before, began = machine_load.machine_busy_s(), time.monotonic()
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ray.shutdown()
         cluster.shutdown()
-    busy_after, elapsed = common.machine_busy_s(), time.monotonic() - began
+    busy_after, elapsed = machine_load.machine_busy_s(), time.monotonic() - began
 
     _, records, timing = runs["both"]
     measured = [r["attempt"]["measured_s"] for r in records]

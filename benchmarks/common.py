@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolkit.runner.instruments.machine_load import OthersMeter
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 CORPUS = SAMPLES / "corpus.jsonl"
@@ -115,39 +117,6 @@ def set_threads(threads: int | None) -> int:
 
 
 # ---------------------------------------------------------------- interleaving and statistics
-
-
-def machine_busy_s() -> float | None:
-    """CPU seconds all processes have used on this machine (``/proc/stat``), None elsewhere."""
-    try:
-        fields = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
-    except OSError:
-        return None
-    # user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
-    values = [int(v) for v in fields[1:9]]
-    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_s() -> float:
-    """CPU seconds of this process and its finished children."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
-class OthersMeter:
-    """How many cores other processes kept busy during a block (None without /proc/stat)."""
-
-    def __enter__(self) -> OthersMeter:
-        self.cores: float | None = None
-        self._start = (time.perf_counter(), machine_busy_s(), own_cpu_s())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        wall0, busy0, own0 = self._start
-        busy = machine_busy_s()
-        if busy is not None and busy0 is not None:
-            others = (busy - busy0) - (own_cpu_s() - own0)
-            self.cores = max(0.0, others) / max(time.perf_counter() - wall0, 1e-9)
 
 
 @dataclass(frozen=True)

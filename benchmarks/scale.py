@@ -60,6 +60,8 @@ from typing import Any
 
 import common
 
+from toolkit.runner.instruments import machine_load
+
 TARGET = 1.0
 FIXTURE = common.ROOT / "tests" / "fixtures" / "demo_campaign_rows.json"
 #: Distinct predictions contents written round-robin (each file is still hashed on its own).
@@ -106,7 +108,7 @@ def child_validate_report(
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401 - imported before the clock, like openpyxl
 
-    cpu = common.own_cpu_s()  # with the hashing helper process
+    cpu = machine_load.own_cpu_s()  # with the hashing helper process
     start = time.perf_counter()
     findings = []
     if validate_first:
@@ -117,7 +119,7 @@ def child_validate_report(
     findings += getattr(result, "findings", [])  # a --baseline copy may predate it
     return {
         "seconds": end - start,
-        "cpu_s": common.own_cpu_s() - cpu,
+        "cpu_s": machine_load.own_cpu_s() - cpu,
         "validate_s": middle - start,
         "report_s": end - middle,
         "saved": workbook.stat().st_mtime_ns != before,
@@ -132,11 +134,11 @@ def child_openpyxl(workbook: Path) -> dict[str, Any]:
     """A bare ``openpyxl.load_workbook`` (default, not read-only) of the workbook."""
     import openpyxl
 
-    cpu = common.own_cpu_s()
+    cpu = machine_load.own_cpu_s()
     start = time.perf_counter()
     book = openpyxl.load_workbook(workbook)
     seconds = time.perf_counter() - start
-    cpu_s = common.own_cpu_s() - cpu
+    cpu_s = machine_load.own_cpu_s() - cpu
     rows = book["Attempts"].max_row - 1
     book.close()
     return {"seconds": seconds, "cpu_s": cpu_s, "attempts": rows, "maxrss_mib": _maxrss_mib()}

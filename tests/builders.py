@@ -3,7 +3,8 @@
 Support code, not tests: test files import it as ``from builders import ...`` (pytest puts
 tests/ on sys.path). conftest.py turns some of these into fixtures; report_campaign.py
 builds the report tests' constructed campaign from them, and demo_rows.py replays a recorded
-demo run.
+demo run. Beside the builders: `iteralab` as a subprocess (run to its end, or killed mid-attempt
+as a crash would), `run` without its pre-flight, and the documentation's scripts as modules.
 
 The runner's campaigns (:func:`make_campaign`) are a slice of the sample corpus with the real
 head: the first N rows of samples/corpus.jsonl; the model is the installed all-MiniLM-L6-v2
@@ -13,19 +14,31 @@ with samples/head, on the CPU. Of the first 24 rows, 13 are classified right at 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+from unittest import mock
 
 from toolkit import layout
-from toolkit.evidence import chain, locking
+from toolkit.evidence import chain, journal, locking
 from toolkit.evidence.validate import work_differences
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
+#: The environment of an ``iteralab`` subprocess: this checkout's toolkit, no network.
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
 #: A complete, valid Protocol: 1,000 paragraphs, five repetitions, fresh processes.
 PROTOCOL: dict[str, Any] = {
@@ -154,10 +167,16 @@ def attempt(attempt_id: str = "a1", **overrides: object) -> dict[str, object]:
     return row
 
 
-def locked_with(*attempts: dict[str, object]) -> WorkbookData:
+def locked_with(
+    *attempts: dict[str, object],
+    protocol: dict[str, object] | None = None,
+    manifest: dict[str, object] | None = None,
+) -> WorkbookData:
     """:func:`filled`, locked, with the attempts recorded as iteralab records them (lock hash,
-    chain)."""
+    chain); ``protocol`` overrides Protocol fields before the lock, ``manifest`` fields of
+    the one Manifest row."""
     data = filled()
+    data.forms["Protocol"].update(protocol or {})
     sha = locking.lock(data)
     data.append(
         "Manifest",
@@ -167,6 +186,7 @@ def locked_with(*attempts: dict[str, object]) -> WorkbookData:
             "variant_id": "b1-fp32",
             "corpus_sha256": "f",
             "corpus_items": 1000,
+            **(manifest or {}),
         },
     )
     for row in attempts:
@@ -278,3 +298,66 @@ def make_generation_campaign(
     path = folder / "campaign.xlsx"
     store.save(data, path)
     return path
+
+
+def without_preflight() -> AbstractContextManager[object]:
+    """Within it, `run` skips its pre-flight (`iteralab check`), as on a Ray node where none
+    runs first: the attempts' own checks meet what the pre-flight would have refused."""
+    return mock.patch("toolkit.commands.check.before_run", lambda *args: None)
+
+
+def iteralab(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m toolkit ARGS`` run to its end (10 minutes at most), its output kept."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolkit", *args],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@contextmanager
+def iteralab_running(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """``python -m toolkit ARGS`` started in a session of its own, SIGKILLed with its workers
+    on leaving, as a crash would end it: it writes nothing more."""
+    run = subprocess.Popen(
+        [sys.executable, "-m", "toolkit", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield run
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+
+
+def kill_mid_attempt(
+    args: Sequence[str], book: Path, *, finished_first: int = 0, within_s: float = 120
+) -> int:
+    """Start ``python -m toolkit ARGS`` and SIGKILL it with its workers while an attempt of
+    ``book`` runs, after ``finished_first`` attempts reached the journal; return its pid. The
+    killed attempt has a journaled start and no record."""
+    with iteralab_running(*args) as run:
+        deadline = time.monotonic() + within_s
+        while not (
+            book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
+        ):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the attempt never started"
+            time.sleep(0.02)
+    return run.pid
+
+
+def docs_script(name: str) -> ModuleType:
+    """docs/NAME.py, a script or MkDocs hook of the documentation, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

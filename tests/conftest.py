@@ -7,12 +7,12 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import report_campaign
-from builders import SAMPLES, filled
+from builders import SAMPLES, filled, without_preflight
 from click.testing import CliRunner
 
 from toolkit.workbook import store
@@ -47,6 +47,13 @@ def reported(tmp_path: Path) -> Path:
     result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
     assert result.exit_code == 0, result.output
     return path
+
+
+@pytest.fixture
+def no_preflight() -> Iterator[None]:
+    """`run` without its pre-flight, as on a Ray node (builders.without_preflight)."""
+    with without_preflight():
+        yield
 
 
 @pytest.fixture

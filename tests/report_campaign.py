@@ -75,6 +75,17 @@ RENTALS = [
         "source": "order confirmation ORD-1002",
     },
 ]
+#: A metered rental no variant names, its amount not typed yet: the total it joins is incomplete.
+METERED_RENTAL = {
+    "rental_id": "r-h100",
+    "provider": "Other cloud",
+    "gpu_slug": "h100",
+    "cards_per_lot": 1,
+    "lots": 1,
+    "billing": "hourly",
+    "market": "spot",
+    "currency": "USD",
+}
 #: The user's own check of the outputs (seed 000): variant -> confirmed corpora.
 CONFIRMED = {
     "b1-fp32": 1,

@@ -4,33 +4,20 @@ holder; a lock left by a killed run is taken over (toolkit.runner.driver.campaig
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from builders import make_campaign, variant
+from builders import iteralab, iteralab_running, make_campaign, variant
 
 from toolkit.evidence import journal
 from toolkit.runner.driver.campaign_lock import holder_path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-
 
 def _run(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet", *args],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return iteralab("run", str(book), "--quiet", *args)
 
 
 def _wait_running(book: Path, proc: subprocess.Popen[str]) -> dict[str, object]:
@@ -56,15 +43,7 @@ def test_a_second_run_refuses_and_a_killed_runs_lock_is_taken_over(tmp_path: Pat
         repetitions=2,
         process_policy="fresh",
     )
-    first = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
+    with iteralab_running("run", str(book), "--quiet") as first:  # killed as a crash would
         holder = _wait_running(book, first)
         started = time.monotonic()
         second = _run(book, "--resume")
@@ -75,9 +54,6 @@ def test_a_second_run_refuses_and_a_killed_runs_lock_is_taken_over(tmp_path: Pat
             f"{socket.gethostname()}, started {holder['started_at']})\n"
         )
         assert second.stdout == ""
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)  # the run and its worker, as a crash would
-        first.communicate()
     third = _run(book, "--resume")
     assert third.returncode == 0, third.stderr
     assert (

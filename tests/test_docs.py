@@ -4,7 +4,6 @@ generated from the code (a changed option or column changes its page), a site th
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import re
 import shutil
@@ -15,6 +14,7 @@ from types import ModuleType, SimpleNamespace
 
 import click
 import pytest
+from builders import docs_script
 
 from toolkit import layout
 from toolkit.cli import cli
@@ -30,11 +30,7 @@ CODE = re.compile(r"\b(?:R\d{1,2}|B[1-5])\b")
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
     """docs/gen_reference.py, the MkDocs hook that writes the generated reference."""
-    spec = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return docs_script("gen_reference")
 
 
 def _prose(text: str) -> str:
@@ -212,32 +208,53 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.libreoffice
-def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
-    if not (shutil.which("soffice") and shutil.which("pdftoppm")):
-        if os.environ.get("ITERALAB_REQUIRE_LIBREOFFICE") == "1":
-            pytest.fail("LibreOffice and poppler-utils are required here: make system-packages")
-        pytest.skip("LibreOffice (soffice) or poppler-utils (pdftoppm) is not installed")
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(DOCS / "screenshots.py"),
-            "--workbook",
-            str(ROOT / "samples" / "example_campaign.xlsx"),
-            "--out",
-            str(tmp_path),
-        ],
+def _screenshots(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python docs/screenshots.py ARGS``."""
+    return subprocess.run(
+        [sys.executable, str(DOCS / "screenshots.py"), *args],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+def _needs_printing() -> None:
+    if not all(shutil.which(tool) for tool in ("soffice", "pdftoppm", "pdftotext")):
+        if os.environ.get("ITERALAB_REQUIRE_LIBREOFFICE") == "1":
+            pytest.fail("LibreOffice and poppler-utils are required here: make system-packages")
+        pytest.skip("LibreOffice (soffice) or poppler-utils (pdftoppm, pdftotext) is not installed")
+
+
+@pytest.mark.libreoffice
+def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
+    _needs_printing()
+    sample = str(ROOT / "samples" / "example_campaign.xlsx")
+    done = _screenshots("--workbook", sample, "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    pngs = {
-        name: (tmp_path / f"{name}.png").read_bytes()
-        for name in ("summary", "settlement", "decision")
-    }
+    names = ("overview", "summary", "settlement", "decision")
+    assert done.stdout.splitlines() == [f"wrote {tmp_path / name}.png" for name in names]
+    pngs = {name: (tmp_path / f"{name}.png").read_bytes() for name in names}
     for name, png in pngs.items():
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, name
-    assert len(set(pngs.values())) == 3  # three sheets, three pages
+    assert len(set(pngs.values())) == 4  # four sheets, four pages
+
+
+@pytest.mark.libreoffice
+def test_the_screenshots_picture_only_the_sheets_asked_for(tmp_path: Path) -> None:
+    _needs_printing()
+    sample = str(ROOT / "samples" / "example_campaign.xlsx")
+    done = _screenshots("--workbook", sample, "--out", str(tmp_path), "--sheets", "Decision")
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["decision.png"]
+
+
+def test_the_screenshots_refuse_a_sheet_the_workbook_lacks(tmp_path: Path) -> None:
+    done = _screenshots("--out", str(tmp_path), "--sheets", "Overview,Sumary")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "screenshots.py: error: argument --sheets: the workbook has no sheet 'Sumary': "
+        f"choose among {', '.join(sheet.name for sheet in layout.SHEETS)}"
+    )
+    assert list(tmp_path.iterdir()) == []

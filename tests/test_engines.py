@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from builders import SAMPLES, attempts, make_campaign, unexplained, variant
@@ -348,6 +347,7 @@ def test_run_s_preflight_stops_a_broken_predictor_before_any_attempt(
     assert store.read(book).tables["Attempts"] == []
 
 
+@pytest.mark.usefixtures("no_preflight")
 @pytest.mark.parametrize(("name", "said", "reason"), BROKEN_CASES)
 def test_a_broken_predictor_is_a_failed_row_with_its_reason(
     tmp_path: Path, name: str, said: str, reason: str
@@ -355,8 +355,7 @@ def test_a_broken_predictor_is_a_failed_row_with_its_reason(
     """Where no pre-flight ran first (an attempt on a Ray cluster), the attempt that meets
     the broken predictor is a failed row saying why."""
     book = _broken_campaign(tmp_path, name)
-    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
-        _run(book)
+    _run(book)
     (row,) = attempts(book)
     assert (row["status"], row["corpus_accepted"]) == ("failed", "no")
     assert reason in str(row["notes"])

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import RUNNER_PROTOCOL, SAMPLES, attempts, declare_bases, unexplained
+from builders import (
+    RUNNER_PROTOCOL,
+    SAMPLES,
+    attempts,
+    declare_bases,
+    gen_variant,
+    unexplained,
+)
 from click.testing import CliRunner
 
 from toolkit.cli import cli
@@ -40,27 +47,6 @@ PROTOCOL: dict[str, Any] = {
 }
 
 
-def _variant(variant_id: str, **overrides: object) -> dict[str, object]:
-    row: dict[str, object] = {
-        "variant_id": variant_id,
-        "series": 1,
-        "description": "batch 4",
-        "model_path": "causal_lm",
-        "precision": "fp32",
-        "quantization": "none",
-        "batch_size": 4,
-        "device": "cpu",
-        "padding": "dynamic",
-        "max_length": 64,
-        "length_grouping": "none",
-        "compile": "no",
-        "attention_backend": "sdpa",
-        "padding_side": "left",
-    }
-    row.update(overrides)
-    return row
-
-
 @pytest.fixture(scope="module")
 def ct2_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """torch fp32 (reference), ctranslate2 float32 and int8, batch 4, 12 prompts: the
@@ -73,9 +59,9 @@ def ct2_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     data.forms["Protocol"].update(PROTOCOL)
     for row in declare_bases(
         [
-            _variant("t4-fp32"),
-            _variant("ct2-fp32", series=2, engine="ctranslate2"),
-            _variant("ct2-int8", series=2, engine="ctranslate2", quantization="dynamic-int8"),
+            gen_variant("t4-fp32", 4),
+            gen_variant("ct2-fp32", 4, series=2, engine="ctranslate2"),
+            gen_variant("ct2-int8", 4, series=2, engine="ctranslate2", quantization="dynamic-int8"),
         ]
     ):
         data.append("Variants", row)
@@ -122,7 +108,7 @@ def test_a_conversion_built_at_load_says_so_in_the_notes(tmp_path: Path) -> None
     removed since), the load phase builds it and the notes say how long it took."""
     shutil.copytree(SAMPLES / "causal_lm", tmp_path / "causal_lm")
     generator = ctranslate.load(
-        _variant("ct2-fp32", series=2, engine="ctranslate2"),
+        gen_variant("ct2-fp32", 4, series=2, engine="ctranslate2"),
         tmp_path,
         decoding.decoding_rule(PROTOCOL),
     )

@@ -56,19 +56,7 @@ def _money(folder: Path) -> Path:
     deadline."""
     data = report_campaign.campaign(expected_outputs=20_000)
     data.tables["Rentals"][0]["amount"] = 104.5
-    data.append(
-        "Rentals",
-        {
-            "rental_id": "r-h100",
-            "provider": "Other cloud",
-            "gpu_slug": "h100",
-            "cards_per_lot": 1,
-            "lots": 1,
-            "billing": "hourly",
-            "market": "spot",
-            "currency": "USD",
-        },
-    )
+    data.append("Rentals", dict(report_campaign.METERED_RENTAL))
     data.append(
         "Settlement",
         {

@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from unittest import mock
 
 import pytest
-from builders import (
-    attempts,
-    gen_variant,
-    make_generation_campaign,
-)
+from builders import attempts, gen_variant, make_generation_campaign, without_preflight
 from click.testing import CliRunner
 
 from toolkit.cli import cli
@@ -34,7 +29,7 @@ def _run(book: Path) -> tuple[int, str]:
 
 def _run_without_preflight(book: Path) -> tuple[int, str]:
     """`run` as on a Ray cluster, where no pre-flight runs first: the attempt's own checks."""
-    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
+    with without_preflight():
         return _run(book)
 
 
@@ -67,6 +62,8 @@ def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) 
         assert "cpu variant" in row["mem_allocated_peak_bytes_reason"]
         assert row["device_s"] is None and row["device_s_reason"]
         assert 0 < row["metric_value"] < 1  # chrF against the references, sacrebleu's
+        # The window's load, from the phases every task kind shares (issue 35, defect 3).
+        assert row["others_cpu_s"] >= 0 and 0 <= row["others_cpu_share"] <= 1
         groups = row["subgroup_metrics"]  # chrF per stratum, with its size, short first
         assert groups.startswith("stratum=short ") and "; stratum=long " in groups
         assert sum(int(n) for n in re.findall(r"\(n=(\d+)\)", groups)) == 9

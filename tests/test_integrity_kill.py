@@ -11,24 +11,13 @@ from pathlib import Path
 
 import filelock
 import pytest
-from builders import make_campaign, variant
+from builders import iteralab, make_campaign, variant
 
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", *args],
-        cwd=ROOT,
-        text=True,
-        capture_output=True,
-        timeout=300,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
 
 
 @pytest.mark.slow
@@ -72,7 +61,7 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     (record,) = journal.read(book)
 
     (killed_start,) = journal.unfinished(book)
-    ingested = _iteralab("ingest", str(book))
+    ingested = iteralab("ingest", str(book))
     assert ingested.returncode == 0, ingested.stderr
     rows = store.read(book).tables["Attempts"]
     # The attempt killed with the run is on the record too, as interrupted (issue 38).
@@ -82,7 +71,7 @@ def test_sigkill_between_journal_and_workbook_loses_nothing(tmp_path: Path) -> N
     ]
     assert validate(store.read(book), book) == []
 
-    resumed = _iteralab("run", str(book), "--resume", "--quiet")
+    resumed = iteralab("run", str(book), "--resume", "--quiet")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     final = store.read(book)
     statuses = [(r["variant_id"], r["repetition"], r["status"]) for r in final.tables["Attempts"]]

@@ -3,52 +3,21 @@ next run records it as an interrupted row, then runs its slot again (#14 item 12
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, variant
+from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
 from toolkit.evidence import journal
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
 
 @pytest.mark.slow
 def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Path) -> None:
     book = make_campaign(tmp_path, 24, [variant("b1-fp32", 1)], process_policy="fresh")
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not journal.unfinished(book):
-            assert run.poll() is None, run.communicate()
-            assert time.monotonic() < deadline, "the attempt never started"
-            time.sleep(0.05)
-    finally:
-        os.killpg(run.pid, signal.SIGKILL)  # the run and its worker: no record is written
-        run.communicate()
+    pid = kill_mid_attempt(["run", str(book), "--quiet"], book)
     (started,) = journal.unfinished(book)
     assert journal.read(book) == []
-    resumed = subprocess.run(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--resume", "--quiet"],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    resumed = iteralab("run", str(book), "--resume", "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     rows = attempts(book)
     assert [(r["attempt_id"][:-5], r["status"]) for r in rows] == [
@@ -56,7 +25,7 @@ def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Pat
         ("a002-b1-fp32-r1", "completed"),
     ]
     assert rows[0]["notes"].startswith(
-        f"interrupted: the run (pid {run.pid}) ended while this attempt ran and left no record"
+        f"interrupted: the run (pid {pid}) ended while this attempt ran and left no record"
     )
     assert rows[0]["measured_s"] is None and rows[0]["measured_s_reason"]
     assert journal.unfinished(book) == []

@@ -116,19 +116,7 @@ def test_a_billing_line_recorded_as_another_cost_is_matched_not_left_ledger_only
 
 def test_an_incomplete_total_shows_its_known_subtotal_beside_it(tmp_path: Path) -> None:
     data = report_campaign.priced()
-    data.append(
-        "Rentals",
-        {
-            "rental_id": "r-h100",
-            "provider": "Other cloud",
-            "gpu_slug": "h100",
-            "cards_per_lot": 1,
-            "lots": 1,
-            "billing": "hourly",
-            "market": "spot",
-            "currency": "USD",
-        },
-    )
+    data.append("Rentals", dict(report_campaign.METERED_RENTAL))
     path = tmp_path / "incomplete.xlsx"
     store.save(data, path)
     build(path, pngs=False)

@@ -7,59 +7,28 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import filelock
 import pytest
-from builders import attempts, make_campaign, variant
+from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
 from toolkit.evidence import journal, unfinished
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-
-
-def _iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolkit", *args],
-        env=ENV,
-        text=True,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
 
 
 def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
     """Start `demo --quick`, SIGKILL it (and its workers) while an attempt runs after
     ``finished_first`` attempts reached the journal; return the demo's workbook."""
     book = folder / "example_campaign.xlsx"
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "demo", str(folder), "--quick", "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    kill_mid_attempt(
+        ["demo", str(folder), "--quick", "--quiet"],
+        book,
+        finished_first=finished_first,
+        within_s=900,  # a shared 2-core machine: the pre-flight, two attempts
     )
-    try:
-        deadline = time.monotonic() + 900  # a shared 2-core machine: the pre-flight, two attempts
-        while not (
-            book.exists() and len(journal.read(book)) >= finished_first and journal.unfinished(book)
-        ):
-            assert demo.poll() is None, demo.communicate()
-            assert time.monotonic() < deadline, "the attempt never started"
-            time.sleep(0.02)
-    finally:
-        os.killpg(demo.pid, signal.SIGKILL)  # the run and its worker: no record is written
-        demo.communicate()
     return book
 
 
@@ -77,7 +46,7 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
     checks = [f.check for f in validate(store.read(book), book)]
     assert "unfinished" in checks and set(checks) <= {"journal", "unfinished"}
 
-    ingested = _iteralab("ingest", str(book))
+    ingested = iteralab("ingest", str(book))
     assert ingested.returncode == 0, ingested.stderr
     assert f"as interrupted: {starts[0]}" in ingested.stderr
     rows = {r["attempt_id"]: r for r in attempts(book)}
@@ -90,30 +59,14 @@ def test_ingest_after_a_sigkill_of_the_demo_records_every_started_attempt(
     assert killed["measured_s"] is None and killed["measured_s_reason"]
     assert journal.unfinished(book) == []
     assert validate(store.read(book), book) == []
-    again = _iteralab("ingest", str(book))  # once only
+    again = iteralab("ingest", str(book))  # once only
     assert again.returncode == 0 and len(attempts(book)) == len(rows)
 
 
 def _killed_campaign(tmp_path: Path) -> tuple[Path, str]:
     """A campaign whose run was SIGKILLed during its first attempt."""
     book = make_campaign(tmp_path, 16, [variant("b1-fp32", 1)], process_policy="fresh")
-    run = subprocess.Popen(
-        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not journal.unfinished(book):
-            assert run.poll() is None, run.communicate()
-            assert time.monotonic() < deadline, "the attempt never started"
-            time.sleep(0.02)
-    finally:
-        os.killpg(run.pid, signal.SIGKILL)
-        run.communicate()
+    kill_mid_attempt(["run", str(book), "--quiet"], book)
     (start,) = journal.unfinished(book)
     return book, str(start["attempt_id"])
 
@@ -138,7 +91,7 @@ def test_while_a_run_holds_the_lock_validate_names_the_start_and_ingest_waits(
             f"attempt {attempt_id!r} (variant 'b1-fp32', repetition 1) started "
         )
         assert "it is running now" in finding.message
-        held = _iteralab("ingest", str(book))
+        held = iteralab("ingest", str(book))
         assert held.returncode == 0, held.stderr
         assert "it is running now" in held.stderr
         assert attempts(book) == [] and len(journal.unfinished(book)) == 1
@@ -151,13 +104,13 @@ def test_while_a_run_holds_the_lock_validate_names_the_start_and_ingest_waits(
 @pytest.mark.slow
 def test_report_records_the_killed_attempt_as_resume_would(tmp_path: Path) -> None:
     book, attempt_id = _killed_campaign(tmp_path)
-    reported = _iteralab("report", str(book), "--no-png")
+    reported = iteralab("report", str(book), "--no-png")
     assert reported.returncode == 0, reported.stderr
     assert f"as interrupted: {attempt_id}" in reported.stderr
     (row,) = attempts(book)
     assert (row["attempt_id"], row["status"]) == (attempt_id, "interrupted")
     text = (tmp_path / "campaign_report" / "report.md").read_text(encoding="utf-8")
     assert "finding(s)" not in text or "unfinished" not in text
-    resumed = _iteralab("run", str(book), "--resume", "--quiet")  # the slot runs again
+    resumed = iteralab("run", str(book), "--resume", "--quiet")  # the slot runs again
     assert resumed.returncode == 0, resumed.stderr
     assert [r["status"] for r in attempts(book)] == ["interrupted", "completed"]

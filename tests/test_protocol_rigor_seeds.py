@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import attempt, attempts, filled, make_campaign, variant
+from builders import attempt, attempts, locked_with, make_campaign, variant
 from click.testing import CliRunner
 
 from toolkit import layout
 from toolkit.cli import cli
-from toolkit.evidence import chain, determinism, locking
+from toolkit.evidence import determinism, locking
 from toolkit.evidence.validate import validate
 from toolkit.runner import plan
 from toolkit.runner.instruments import reproducibility
@@ -192,23 +192,9 @@ def test_resume_finds_every_seed_done(two_seeds: Path) -> None:
 def _recorded_under(choice: str | None, state: str) -> WorkbookData:
     """A locked workbook whose Protocol chooses ``choice`` and whose one attempt's Manifest
     recorded ``state``."""
-    data = filled()
-    data.forms["Protocol"]["deterministic_algorithms"] = choice
-    sha = locking.lock(data)
-    data.append(
-        "Manifest",
-        {
-            "manifest_id": "m1",
-            "recorded_at": "2026-12-07T09:00+00:00",
-            "variant_id": "b1-fp32",
-            "corpus_sha256": "f",
-            "corpus_items": 1000,
-            "determinism": state,
-        },
+    return locked_with(
+        attempt(), protocol={"deterministic_algorithms": choice}, manifest={"determinism": state}
     )
-    data.append("Attempts", dict(attempt(), protocol_sha256=sha))
-    chain.seal_new_rows(data)
-    return data
 
 
 OFF = (

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_campaign import CORPUS_SHA, campaign, manifest
+from report_campaign import CORPUS_SHA, METERED_RENTAL, campaign, manifest
 
 from toolkit.report import charts, stats
 from toolkit.report.decision import DRAFT_HEADER
@@ -278,19 +278,7 @@ def test_a_rental_typed_amount_wins_and_a_metered_one_without_it_makes_the_total
 ) -> None:
     data = campaign()
     data.tables["Rentals"][0]["amount"] = 104.5  # a discount on the invoice
-    data.append(
-        "Rentals",
-        {
-            "rental_id": "r-h100",
-            "provider": "Other cloud",
-            "gpu_slug": "h100",
-            "cards_per_lot": 1,
-            "lots": 1,
-            "billing": "hourly",
-            "market": "spot",
-            "currency": "USD",
-        },
-    )
+    data.append("Rentals", dict(METERED_RENTAL))
     refresh(data, tmp_path)
     rows = _settlement(data)
     assert rows["r-4090"]["amount"] == Decimal("104.5")

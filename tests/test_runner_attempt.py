@@ -7,7 +7,10 @@ fresh-process path is covered in test_runner_campaign.py.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,10 @@ def test_a_completed_attempt_fills_or_explains_every_column(completed: Path) -> 
     assert row["padded_tokens"] > 0 and 0 < row["padding_efficiency"] < 1
     assert row["subgroup_metrics"].startswith("stratum=short ")
     assert row["row_sha256"] and row["protocol_sha256"]
+    # Other processes' CPU time in the window (issue 35, defect 3): a count, never a guess.
+    assert isinstance(row["others_cpu_s"], float) and row["others_cpu_s"] >= 0
+    assert 0 <= row["others_cpu_share"] <= 1
+    assert row["others_cpu_s_reason"] is None and row["others_cpu_share_reason"] is None
 
 
 def test_the_predictions_file_holds_every_id_and_its_hash(completed: Path) -> None:
@@ -220,10 +227,40 @@ def test_a_fault_mid_corpus_leaves_a_failed_row_with_items_completed(
         "metric_value_reason": "attempt did not finish: a metric needs the whole corpus",
         "padded_tokens_reason": "failed after 8 items: token counts cover a whole corpus only",
     }
+    assert (row["others_cpu_s"], row["others_cpu_s_reason"]) == (
+        None,
+        "failed: the measured window did not finish",
+    )
     assert row["notes"].startswith(error + "; 16 missing id(s): ")
     assert isinstance(row["load_s"], float) and isinstance(row["warmup_s"], float)
     assert len(corpus.read_predictions(book.parent / row["predictions_path"])) == 8
     assert validate(store.read(book), book) == []
+
+
+def test_a_busy_process_beside_the_window_shows_in_its_others_share(tmp_path: Path) -> None:
+    """Issue 35, defect 3: other jobs stretched a 3.7 s window to 13-17 s and nothing showed
+    it. A child process spinning through the whole attempt is one such job: its CPU time is
+    on the row (the attempt's own process, threads included, is not)."""
+    book = make_campaign(tmp_path, 12, [variant("b1-fp32", 4)])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        code, output = _run(CliRunner(), book)
+        spun = _cpu_seconds(busy.pid)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert code == 0, output
+    (row,) = attempts(book)
+    assert row["status"] == "completed"
+    assert spun > 0.5, spun  # the child did run beside the attempt
+    assert row["others_cpu_s"] > 0 and row["others_cpu_share"] > 0, row
+    assert row["others_cpu_s"] <= row["measured_s"] * os.cpu_count() + 0.05
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_a_timeout_is_a_failed_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,12 +337,10 @@ def test_a_variant_outside_tolerance_fails_quality(tmp_path: Path) -> None:
     assert row["truncated"] > 0
 
 
-def test_a_missing_model_folder_is_a_failed_row_during_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("no_preflight")
+def test_a_missing_model_folder_is_a_failed_row_during_load(tmp_path: Path) -> None:
     """Past the pre-flight (a Ray node runs none), an attempt whose model cannot load is a
     failed row with every reason."""
-    monkeypatch.setattr("toolkit.commands.check.before_run", lambda *args: None)
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 8, model_path="no-such-folder")])
     code, output = _run(CliRunner(), book)
     assert code == 0, output

@@ -70,6 +70,51 @@ def test_a_utilisation_above_the_limit_is_never_recorded() -> None:
     assert cells["real_flop_rate"] == (real / 2, None)  # the rate itself stays
 
 
+def test_a_window_that_outran_its_peak_is_re_probed_once() -> None:
+    """Under heavy load the campaign's probe saw a fraction of the machine and a window beat
+    it (one demo attempt of ten had an empty utilisation): the precision is probed once
+    more, on this CPU now, and the higher peak used for that attempt, its notes saying so."""
+    work = achieved.Tally(sequences=1, real_tokens=10**6, padded_tokens=10**6)  # 0.5 GFLOP/s
+    real = 1000 * 10**6 + 100
+    loaded = peak.Peak({"fp32": real / 2 / 10}, 1e9, "probe under load", 0.1)  # 10x outrun
+    reprobe = achieved.Reprobe("cpu", "fp32", 1)
+    cells = achieved.work(COST, None, work, 2.0, None, variant("v", 4), loaded, None, reprobe)
+    value, reason = cells["utilisation"]
+    assert reprobe.ran and reason is None and value is not None and 0 < value <= 1.05
+    note = str(reprobe.note)
+    assert note.startswith("utilisation against a re-probed peak: the window's real-token rate ")
+    assert "outran the campaign's fp32 peak" in note and "(10.00x)" in note
+    assert "torch.mm fp32 " in note and "the Manifest keeps the campaign's probe" in note
+    # Once per attempt: a second call does not probe again.
+    assert reprobe() == (None, "already re-probed for this attempt")
+
+
+def test_a_re_probe_that_finds_no_higher_peak_keeps_the_cell_empty() -> None:
+    """A window faster than any probe this machine gives (here 1 PFLOP/s of real work on a
+    CPU) stays unrecorded, the re-probe named in its reason and in the notes."""
+    reprobe = achieved.Reprobe("cpu", "fp32", 1)
+    fast = achieved.Tally(sequences=1, real_tokens=10**12, padded_tokens=10**12)
+    cells = achieved.work(COST, None, fast, 1.0, None, variant("v", 4), PEAK, None, reprobe)
+    value, reason = cells["utilisation"]
+    assert value is None and "even after one re-probe (see notes)" in str(reason)
+    assert str(reprobe.note).startswith("utilisation against a re-probed peak: ")  # higher
+    # A first peak above anything the re-probe finds: kept, and the notes say so.
+    reprobe = achieved.Reprobe("cpu", "fp32", 1)
+    above = peak.Peak({"fp32": 1e15}, 1e9, "probe", 0.1)
+    twice = achieved.Tally(sequences=1, real_tokens=2 * 10**12, padded_tokens=2 * 10**12)
+    cells = achieved.work(COST, None, twice, 1.0, None, variant("v", 4), above, None, reprobe)
+    assert cells["utilisation"][0] is None and "(2.00x)" in str(reprobe.note)
+    assert "not higher; the first peak kept" in str(reprobe.note)
+    assert "is 2.00x the measured fp32 peak 1e+06 GFLOP/s even after one re-probe" in str(
+        cells["utilisation"][1]
+    )
+    failing = achieved.Reprobe("cpu", "no-such-precision", 1)
+    assert failing()[1].startswith("the re-probe failed: KeyError")
+    # Without a re-probe (the default) nothing probes again.
+    cells = achieved.work(COST, None, fast, 1.0, None, variant("v", 4), PEAK, None)
+    assert "re-probe" not in str(cells["utilisation"][1])
+
+
 def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
     """``nn.Linear`` computes ``x @ W.T``; the probe times that layout beside ``a @ b`` and
     keeps the faster, so a precision whose plain layout falls to a slow path (bf16 on an

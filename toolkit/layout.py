@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 6
+LAYOUT_VERSION = 7
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -842,6 +842,29 @@ ATTEMPTS = Sheet(
             measurement=True,
             computed=True,
             since=3,
+            width=10,
+        ),
+        _c(
+            "others_cpu_s",
+            NUMBER,
+            "CPU seconds other processes of the machine used during the "
+            "measured window (/proc/stat less the attempt's own process): other jobs on the "
+            "host stretch measured_s; 0 is a quiet machine. Empty when the window did not "
+            "finish or the OS does not count it.",
+            measurement=True,
+            computed=True,
+            since=7,
+            width=10,
+        ),
+        _c(
+            "others_cpu_share",
+            RATIO,
+            "others_cpu_s / (the window's wall seconds x the machine's "
+            "logical CPUs): the part of the whole machine other processes took. Above 0.25 the "
+            "Summary notes name the window as taken under load.",
+            measurement=True,
+            computed=True,
+            since=7,
             width=10,
         ),
     ),

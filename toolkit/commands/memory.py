@@ -57,6 +57,14 @@ class ParamCount(click.ParamType):  # type: ignore[type-arg]  # generic from cli
 
 PARAM_COUNT = ParamCount()
 
+
+def _defaulted(
+    name: str, kind: click.ParamType[Any], default: object, help: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """An option whose help shows its default."""
+    return click.option(name, type=kind, default=default, show_default=True, help=help)
+
+
 _MODEL_OPTIONS = (
     click.option(
         "--config",
@@ -97,27 +105,16 @@ _MODEL_OPTIONS = (
         type=click.Choice(PRECISIONS),
         help="Weight storage. [default: bf16; int4 for qlora]",
     ),
-    click.option(
-        "--workload",
-        type=click.Choice(WORKLOADS),
-        default="inference",
-        show_default=True,
-        help="full = full fine-tuning with AdamW.",
+    _defaulted(
+        "--workload", click.Choice(WORKLOADS), "inference", "full = full fine-tuning with AdamW."
     ),
-    click.option(
+    _defaulted(
         "--seq-len",
-        type=click.IntRange(min=1),
-        default=2048,
-        show_default=True,
-        help="Tokens per sequence (the context held in the KV cache).",
+        click.IntRange(min=1),
+        2048,
+        "Tokens per sequence (the context held in the KV cache).",
     ),
-    click.option(
-        "--batch",
-        type=click.IntRange(min=1),
-        default=1,
-        show_default=True,
-        help="Sequences processed together.",
-    ),
+    _defaulted("--batch", click.IntRange(min=1), 1, "Sequences processed together."),
     click.option(
         "--compute-dtype",
         type=click.Choice(("fp32", "bf16", "fp16")),
@@ -129,31 +126,28 @@ _MODEL_OPTIONS = (
         type=click.Choice(("fp32", "bf16", "fp16", "fp8", "int8")),
         help="KV cache storage. [default: the compute dtype]",
     ),
-    click.option(
+    _defaulted(
         "--attention",
-        type=click.Choice(("sdpa", "eager")),
-        default="sdpa",
-        show_default=True,
-        help="eager materializes the attention scores.",
+        click.Choice(("sdpa", "eager")),
+        "sdpa",
+        "eager materializes the attention scores.",
     ),
-    click.option(
+    _defaulted(
         "--lora-rank",
-        type=click.IntRange(min=1),
-        default=16,
-        show_default=True,
-        help="LoRA/QLoRA rank; adapters on every linear layer of the blocks.",
+        click.IntRange(min=1),
+        16,
+        "LoRA/QLoRA rank; adapters on every linear layer of the blocks.",
     ),
     click.option(
         "--grad-checkpointing",
         is_flag=True,
         help="Training: keep only each layer's input, recompute the rest.",
     ),
-    click.option(
+    _defaulted(
         "--allocator-margin",
-        type=click.IntRange(0, 100),
-        default=10,
-        show_default=True,
-        help="Allocator fragmentation margin, percent of the tensors.",
+        click.IntRange(0, 100),
+        10,
+        "Allocator fragmentation margin, percent of the tensors.",
     ),
 )
 
@@ -287,13 +281,7 @@ def _need_gb(text: str | None) -> Decimal | None:
 @click.option(
     "--need-gb", help="Instead of a model: memory needed, in the GB of card labels (GiB)."
 )
-@click.option(
-    "--plan-days",
-    type=click.Choice(("3", "7", "30")),
-    default="7",
-    show_default=True,
-    help="Plan whose lot price is shown.",
-)
+@_defaulted("--plan-days", click.Choice(("3", "7", "30")), "7", "Plan whose lot price is shown.")
 @click.option(
     "--usage",
     type=click.Choice(USAGES),

@@ -26,7 +26,13 @@ from toolkit.evidence.validate import (
 from toolkit.money.tariffs import Catalog, rules
 from toolkit.report import stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
-from toolkit.report.summary import HARDWARE_FIELDS, STACK_FIELDS, VariantStats, machine_label
+from toolkit.report.summary import (
+    HARDWARE_FIELDS,
+    LOADED_SHARE,
+    STACK_FIELDS,
+    VariantStats,
+    machine_label,
+)
 
 MEMO_FIELDS = ("chosen_configuration", "load_handled", "reasons", "remaining_uncertainty")
 DRAFT_HEADER = (
@@ -473,8 +479,23 @@ def _uncertainty(d: Decision, all_stats: Sequence[VariantStats]) -> str:
             "difference is within the measurement noise"
         ]
     return "; ".join(
-        relaxation_sentences(all_stats) + pooled_hardware_sentences(all_stats) + unsettled
+        relaxation_sentences(all_stats)
+        + pooled_hardware_sentences(all_stats)
+        + loaded_sentences(all_stats)
+        + unsettled
     )
+
+
+def loaded_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
+    """Each variant whose statistics rest on windows taken under load (other processes took
+    more than summary.LOADED_SHARE of the machine's CPU): its times may be stretched."""
+    return [
+        f"{st.variant_id}'s times rest on {len(st.loaded)} of {st.successes} window(s) taken "
+        f"under load (other processes above {LOADED_SHARE:.0%} of the machine's CPU), so they "
+        "may be stretched by it"
+        for st in all_stats
+        if st.loaded
+    ]
 
 
 def pooled_hardware_sentences(all_stats: Sequence[VariantStats]) -> list[str]:

@@ -49,6 +49,11 @@ STACK_FIELDS = ("driver", "backend", "torch", "transformers", "model_revision")
 HARDWARE_FIELDS = ("gpu_name",)
 #: The phases of one corpus end to end (R9, R23), summed per success for campaign_s.
 CAMPAIGN_PHASES = ("load_s", "warmup_s", "measured_s", "evaluation_s", "export_s")
+#: A measured window is "taken under load" when other processes took more than this share
+#: of the whole machine's CPU during it (Attempts others_cpu_share): a quarter of the machine
+#: busy elsewhere is enough to stretch a CPU window severalfold on a small host (a 3.7 s
+#: window took 13-17 s beside other jobs). The verdicts name such windows; numbers stay.
+LOADED_SHARE = 0.25
 
 YES = layout.YES
 
@@ -130,6 +135,9 @@ class VariantStats:
     #: Generation figures of the successes (TTFT, decode rate, ceiling fraction); None
     #: when the Protocol's task is classification.
     generation: generation.Figures | None = None
+    #: Successes whose measured window was taken under load (:data:`LOADED_SHARE`):
+    #: "a003-b8-fp32-r1-1a2b 61%".
+    loaded: list[str] = field(default_factory=list)
 
     @property
     def successes(self) -> int:
@@ -289,6 +297,11 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
     st.campaign_runs = tuple(
         _phases_sum(a) for a in wins if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES)
     )
+    st.loaded = [
+        f"{a.get('attempt_id')} {share:.0%}"
+        for a, _ in timed
+        if (share := _number(a.get("others_cpu_share"))) is not None and share > LOADED_SHARE
+    ]
     items = [_number(a.get("expected_ids")) for a in wins]
     st.items = stats.median([i for i in items if i is not None])
     verdicts = {_text(a.get("quality_verdict")) for a in wins} - {"not evaluated", ""}
@@ -481,6 +494,8 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
         for r in st.relaxations
         if r.seen(st.corpora)
     ]
+    if st.loaded:
+        notes.append(loaded_note(st))
     if st.gate_note:
         notes.append(st.gate_note)
     by_reason: dict[str, list[str]] = {}
@@ -495,6 +510,18 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
             "the evidence is restored",
         )
     return "; ".join(notes)
+
+
+def loaded_note(st: VariantStats) -> str:
+    """The successes whose window was taken under load: their numbers stand as measured,
+    and a reader knows what may have stretched them."""
+    return (
+        f"UNDER LOAD: {len(st.loaded)} of {st.successes} success(es) measured while other "
+        f"processes took more than {LOADED_SHARE:.0%} of the machine's CPU "
+        f"({', '.join(st.loaded)}; Attempts others_cpu_share): median_s and what rests on "
+        "it are as measured, possibly stretched by that load; rerun on a quiet machine to "
+        "compare"
+    )
 
 
 def seeds_note(by_seed: dict[int, list[float]]) -> str:

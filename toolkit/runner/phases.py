@@ -3,8 +3,10 @@
 Load, warm-up and measured window are each timed on their own (a :class:`probes.Span`),
 announced as a progress event, and run inside one block that turns a failure into the
 attempt's status (completed, failed, interrupted) and remembers the phase it stopped in
-(R12-R13). After the block, evaluation and export run untimed by the span; the row then
-says each phase's duration or why it has none, and :meth:`AttemptRun.record` closes the
+(R12-R13). The measured window also counts the CPU time other processes of the machine took
+meanwhile (:class:`machine_load.OthersMeter`), the same for every task kind and engine. After
+the block, evaluation and export run untimed by the span; the row then says each phase's
+duration or why it has none, the window's load, and :meth:`AttemptRun.record` closes the
 attempt. What each kind of attempt loads, runs and checks is its task kind's
 (:mod:`toolkit.runner.tasks`), given to :meth:`AttemptRun.run_steps` as :class:`Steps`.
 """
@@ -32,7 +34,7 @@ from toolkit.runner.attempt_parts import (
     seconds,
     start_process,
 )
-from toolkit.runner.instruments import faults, probes
+from toolkit.runner.instruments import faults, machine_load, probes
 from toolkit.runner.spec import AttemptSpec
 
 #: Progress events are sent at most this often (seconds) while items are processed.
@@ -95,6 +97,8 @@ class AttemptRun:
         self.shared = spec.protocol.get("process_policy") == "shared"
         self.phase = "load"
         self.spans: dict[str, probes.Span] = {}
+        #: Other processes' CPU time during the measured window (None until it is entered).
+        self.others: machine_load.OthersMeter | None = None
         self.status = "completed"
         self.error: BaseException | None = None
         #: A CUDA error other than out-of-memory ended the phases (attempt_parts.breaks_cuda).
@@ -142,9 +146,16 @@ class AttemptRun:
             steps.phase_done("load")
             self.warm_up(steps.warm_pass)
             steps.phase_done("warm-up")
-            with self.timed("measured"):
+            with self.others_meter(), self.timed("measured"):
                 steps.measure()
         steps.phase_done(self.phase)
+
+    @contextmanager
+    def others_meter(self) -> Iterator[None]:
+        """Count other processes' CPU time over the block: around the measured window's span,
+        so its wall covers the span's synchronised ends."""
+        with machine_load.OthersMeter() as self.others:
+            yield
 
     def warm_up(self, run_pass: Callable[[list[corpus.Item]], None]) -> None:
         """The warm-up phase by the protocol's rule: ``run_pass`` on its first items, once per
@@ -212,6 +223,7 @@ class AttemptRun:
         identity_cells(cells.put, self.spec, self.started_at, self.status, manifest_id)
         self.duration_cells(cells.put)
         self.device_cell(cells.put)
+        self.load_cells(cells.put)
         return cells
 
     def duration_cells(self, put: Put) -> None:
@@ -241,6 +253,21 @@ class AttemptRun:
             put("device_s", seconds(measured.device_s))
         else:
             put("device_s", None, f"{self.status}: the measured window did not finish")
+
+    def load_cells(self, put: Put) -> None:
+        """Other processes' CPU time during the measured window and their share of the
+        machine: a finished window only (a failed one's count covers a part of it)."""
+        measured = self.spans.get("measured")
+        if measured is None or measured.host_s is None or self.others is None:
+            why = f"{self.status}: the measured window did not finish"
+            put("others_cpu_s", None, why)
+            put("others_cpu_share", None, why)
+        elif self.others.others_s is None or self.others.share is None:
+            put("others_cpu_s", None, machine_load.NOT_MEASURABLE)
+            put("others_cpu_share", None, machine_load.NOT_MEASURABLE)
+        else:
+            put("others_cpu_s", round(self.others.others_s, 3))
+            put("others_cpu_share", round(self.others.share, 4))
 
     def record(self, cells: Cells, manifest: dict[str, Any]) -> dict[str, Any]:
         """Close the attempt: the done event, then its journal record with the time it took.

@@ -1,8 +1,14 @@
 """How much of the machine other processes took during a block: their CPU seconds.
 
 From ``/proc/stat`` (every process's CPU time) less this process's own (and its finished
-children's). Linux only; elsewhere the count is None. What the benchmarks' ``OthersMeter``
-does, for the runner: a window or a peak probe taken while other jobs ran is named so.
+children's). Linux only; elsewhere the count is None. The one meter of the project: the
+runner's measured window (Attempts ``others_cpu_s``, ``others_cpu_share``) and peak probe,
+and the benchmarks, all read load through it, so a window or a probe taken while other jobs
+ran is named so.
+
+"Other processes" are every process but this one and the children it has waited for: on a
+campaign that is the other jobs of the host, and also the campaign's own driver process,
+which waits on the attempt's worker (a few milliseconds a second of progress events).
 """
 
 from __future__ import annotations
@@ -10,6 +16,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+
+#: The logical CPUs ``/proc/stat``'s first line adds up: the machine a share is out of.
+MACHINE_CORES = os.cpu_count() or 1
+#: Why the meter has no count on this machine.
+NOT_MEASURABLE = "not measurable on this OS: no /proc/stat to read other processes' CPU time"
 
 
 def machine_busy_s() -> float | None:
@@ -30,11 +41,13 @@ def own_cpu_s() -> float:
 
 
 class OthersMeter:
-    """CPU seconds other processes used during a ``with`` block (``others_s``) and the cores
-    that is over its wall time (``cores``); both None without ``/proc/stat``."""
+    """CPU seconds other processes used during a ``with`` block (``others_s``), the cores
+    that is over its wall time (``cores``) and the machine's share (``share``); all None
+    without ``/proc/stat``."""
 
     others_s: float | None = None
     cores: float | None = None
+    wall_s: float | None = None
 
     def __enter__(self) -> OthersMeter:
         self._start = (time.perf_counter(), machine_busy_s(), own_cpu_s())
@@ -43,6 +56,16 @@ class OthersMeter:
     def __exit__(self, *exc: object) -> None:
         wall0, busy0, own0 = self._start
         busy = machine_busy_s()
+        self.wall_s = max(time.perf_counter() - wall0, 1e-9)
         if busy is not None and busy0 is not None:
             self.others_s = max(0.0, (busy - busy0) - (own_cpu_s() - own0))
-            self.cores = self.others_s / max(time.perf_counter() - wall0, 1e-9)
+            self.cores = self.others_s / self.wall_s
+
+    @property
+    def share(self) -> float | None:
+        """``others_s / (wall seconds x MACHINE_CORES)``: the part of the whole machine's CPU
+        other processes took, at most 1 (``/proc/stat`` counts in clock ticks, 10 ms, so a
+        short block's count can overshoot by a tick or two)."""
+        if self.cores is None:
+            return None
+        return min(1.0, self.cores / MACHINE_CORES)

@@ -20,7 +20,9 @@ the same file, so every attempt of a campaign divides by the same peak of its pr
 one its Manifest row shows) and no other campaign inherits a moment's load.
 ``ITERALAB_PEAK_CACHE=0`` probes in every process. A best-of-a-few is a floor for the true
 peak: on a machine shared with other work the probe sees what was available then, so its
-text names the cores other processes kept busy while it ran.
+text names the cores other processes kept busy while it ran. A window that outran its peak
+(utilisation above 1.05) has its precision probed once more for that attempt alone
+(:func:`reprobe`), the higher figure used and named in its notes.
 On a GPU the catalog's figures (``tariffs/gpus.csv``) go beside the measurement, never in its
 place.
 """
@@ -203,6 +205,13 @@ def measure(device_name: str, precision: str, threads: int, campaign: str = "") 
         )
     _keep(path, found)
     return found
+
+
+def reprobe(device_name: str, precision: str, threads: int) -> Peak:
+    """``precision`` alone probed again now, for a window that outran the campaign's peak
+    (:class:`toolkit.runner.instruments.achieved.Reprobe`); the campaign's file is left as
+    it was."""
+    return probe(torch.device(device_name), precision, threads, with_fp32=False)
 
 
 def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = True) -> Peak:

@@ -342,6 +342,7 @@ class Classification:
             environment_info,
             measured=work.manifest,
         )
+        notes.extend(work.notes)
         cells = run.start_row(entry["manifest_id"])
         put = cells.put
         self._forward_cell(put)
@@ -639,9 +640,19 @@ def _work(
         window.real_squares,
         window.padded_squares,
     )
+    reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), threads)
     found.attempt = achieved.work(
-        cost, cost_reason, tally, measured_s, unfinished, variant, probed, peak_reason or None
+        cost,
+        cost_reason,
+        tally,
+        measured_s,
+        unfinished,
+        variant,
+        probed,
+        peak_reason or None,
+        reprobe,
     )
+    found.notes += [reprobe.note] if reprobe.note else []
     return found
 
 

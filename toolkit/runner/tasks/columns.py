@@ -18,7 +18,7 @@ from toolkit.runner.decoding import CLASSIFICATION_REASON, GENERATION_COLUMNS
 if TYPE_CHECKING:  # the declaration itself stays free of torch (tests read it without)
     from toolkit.runner.attempt_parts import Cells
 
-#: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs).
+#: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs, load).
 EVERY_KIND = (
     "load_s",
     "warmup_s",
@@ -43,6 +43,8 @@ EVERY_KIND = (
     "padded_flop_rate",
     "utilisation",
     "padding_waste",
+    "others_cpu_s",
+    "others_cpu_share",
 )
 #: The measured columns only one kind fills, by Protocol task.
 OWN: dict[str, tuple[str, ...]] = {

@@ -203,7 +203,9 @@ class Generation:
             None if truncated is not None else partial or "prompts not tokenised",
         )
         file_cells(put, predictions_rel, predictions_sha)
-        for name, (value, why) in _work(run, self.generator, window, probed, probe_cells).items():
+        for name, (value, why) in _work(
+            run, self.generator, window, probed, probe_cells, notes
+        ).items():
             put(name, value, why)
         _generation_cells(
             put, window, partial, run.device, self.generator, self.variant, self.rule, probed
@@ -344,9 +346,11 @@ def _work(
     window: generation.GenerationWindow,
     probed: Any,
     probe_cells: dict[str, achieved.Cell] | None,
+    notes: list[str],
 ) -> dict[str, achieved.Cell]:
     """FLOPs, rates and utilisation (runner.achieved, the classification attempt's rule) of
-    the measured window's generation (runner.flops), against the peak probed after it."""
+    the measured window's generation (runner.flops), against the peak probed after it (or
+    re-probed, which ``notes`` then says)."""
     measured = run.spans.get("measured")
     measured_s = measured.host_s if measured is not None else None
     status = run.status
@@ -365,7 +369,9 @@ def _work(
     cost, cost_reason = (
         generator.flop_cost() if generator is not None else (None, "model not loaded")
     )
-    return achieved.work(
+    variant = run.spec.variant
+    reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), run.threads)
+    cells = achieved.work(
         cost,
         cost_reason,
         flop_tally(window),
@@ -374,7 +380,10 @@ def _work(
         run.spec.variant,
         probed,
         peak_reason,
+        reprobe,
     )
+    notes += [reprobe.note] if reprobe.note else []
+    return cells
 
 
 def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
