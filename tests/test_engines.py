@@ -362,12 +362,12 @@ def test_a_broken_predictor_is_a_failed_row_with_its_reason(
     assert unexplained(row) == []
 
 
+@pytest.mark.usefixtures("no_preflight")
 def test_a_predictor_raising_in_the_measured_window_is_a_failed_row(tmp_path: Path) -> None:
     """Any exception of the user's code in the measured window (here a TypeError after a
     warm-up that passed) is a failed row with its type and message, not a crash."""
     book = _broken_campaign(tmp_path, "TypeErrInWindow")
-    with mock.patch("toolkit.commands.check.before_run", lambda *args: None):
-        _run(book)
+    _run(book)
     (row,) = attempts(book)
     assert (row["status"], row["corpus_accepted"], row["measured_s"]) == ("failed", "no", None)
     assert row["warmup_s"] is not None
