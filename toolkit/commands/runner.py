@@ -319,8 +319,8 @@ def env(as_json: bool) -> None:
     "--all",
     "all_variants",
     is_flag=True,
-    help="Every declared variant, not only series 1 (and the engine series 4 of the "
-    "classification example).",
+    help="Every declared variant, not only series 1 (and, in the classification example, "
+    "the engine series 4).",
 )
 @click.option(
     "--task",
