@@ -14,7 +14,9 @@ The rules (IteraGPU Lab SPEC R19-R22):
   undefined, and the money spent stays;
 - a plan covers a schedule when the schedule's real elapsed hours fit in it;
   beyond the longest plan, nothing is extended automatically;
-- amounts are decimals, rounded half-up to the cent only for display;
+- amounts are decimals: a price or a budget is shown with every digit it has (110.004,
+  never 110.00), a quotient rounded half-up to the cent; a price per lot is below 10**12
+  in at most 13 significant digits (what a spreadsheet cell and its totals keep exactly);
 - every price has a currency, and amounts in two currencies are never compared,
   added or converted (no exchange rate is ever assumed).
 """
@@ -63,6 +65,11 @@ CURRENCY = re.compile(r"^[A-Z]{3}$")
 PLAN_DAYS = (3, 7, 30)
 UNDEFINED = "undefined"
 CENT = Decimal("0.01")
+#: A price per lot: below a trillion in any currency (a GPU lot billed in rupiah or won is
+#: billions at most), in at most 13 significant digits, so that a total of such prices
+#: keeps its cents within the 15 significant digits of a spreadsheet cell (a double).
+MAX_PRICE = Decimal(10) ** 12
+PRICE_DIGITS = 13
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _AMOUNT = re.compile(r"^\d+(\.\d+)?$")
 _COUNT = re.compile(r"^[+]?\d+$")
@@ -357,7 +364,29 @@ def _price(raw: object, where: str, currency: str = DEFAULT_CURRENCY) -> Decimal
             hint="write the lot's price as digits with a dot, e.g. 2071.00 (no currency "
             "sign, no thousands separator); a missing price is a missing row, never 0",
         )
+    problem = price_problem(amount)
+    if problem is not None:
+        raise TariffError(f"{where}: {raw} {currency} {problem}", hint=PRICE_HINT)
     return amount
+
+
+PRICE_HINT = (
+    "check the price (a stray exponent or extra digits?); write it as the provider bills it, "
+    "e.g. 2071.00"
+)
+
+
+def price_problem(amount: Decimal) -> str | None:
+    """Why ``amount`` cannot be a price per lot, which a workbook must keep exactly; None when
+    it can. Past these bounds a spreadsheet cell (15 significant digits) changes it, and a
+    total it enters loses its cents: 1e26 is no price."""
+    if amount >= MAX_PRICE or len(amount.normalize().as_tuple().digits) > PRICE_DIGITS:
+        return (
+            f"is past what a workbook keeps exactly: a price is below {MAX_PRICE:,} a lot, "
+            f"in at most {PRICE_DIGITS} significant digits (a spreadsheet cell keeps 15, and "
+            "a total of prices needs the rest to keep its cents)"
+        )
+    return None
 
 
 def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
@@ -486,13 +515,22 @@ def cost_per_accepted(total: Decimal, accepted: int) -> Decimal | None:
 
 
 def usd(amount: Decimal) -> str:
-    """``amount`` rounded half-up to the cent, e.g. ``2,071.00 USD``."""
+    """``amount`` in USD as :func:`money` shows it, e.g. ``2,071.00 USD``."""
     return money(amount, "USD")
 
 
 def money(amount: Decimal, currency: str) -> str:
-    """``amount`` rounded half-up to the cent with its currency, e.g. ``1,850.00 EUR``."""
-    return f"{to_cent(amount):,.2f} {currency}"
+    """``amount`` exactly, with its currency: ``1,850.00 EUR``, ``110.004 USD`` (a price or a
+    budget is never shown rounded; a quotient is rounded by its caller, :func:`to_cent`)."""
+    return f"{amount_text(amount)} {currency}"
+
+
+def amount_text(amount: Decimal, grouping: bool = True) -> str:
+    """``amount`` with every digit it has and at least the cents: ``1,850.00``, ``110.004``
+    (110.00 would be another price); ``grouping`` False drops the thousands separators."""
+    spec = ",f" if grouping else "f"
+    cents = to_cent(amount)
+    return format(cents if cents == amount else amount.normalize(), spec)
 
 
 def parse_count(text: str, option: str, minimum: int, what: str, example: int = 2) -> int:
@@ -883,7 +921,7 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
             )
         else:
             lines.append(
-                f"cost per accepted result: {money(per, plan.currency)} ({spent} / "
+                f"cost per accepted result: {money(to_cent(per), plan.currency)} ({spent} / "
                 f"{accepted} "
                 f"distinct validated corp{'us' if accepted == 1 else 'ora'})"
             )

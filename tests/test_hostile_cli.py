@@ -155,3 +155,28 @@ def test_a_refused_xls_leaves_no_lock_file(runner: CliRunner, tmp_path: Path) ->
     result = runner.invoke(cli, ["report", str(xls)])
     assert result.exit_code == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.xls"]
+
+
+@pytest.mark.parametrize("command", ["report", "lock", "ingest", "exclude"])
+def test_an_xls_renamed_xlsx_is_refused_before_any_lock_file(
+    runner: CliRunner, tmp_path: Path, command: str
+) -> None:
+    """An old binary workbook saved under .xlsx passes the name check: the refusal that reads
+    its first bytes now comes before the writer lock, so no NAME.xlsx.lock stays beside it."""
+    book = tmp_path / "w.xlsx"
+    book.write_bytes(store.OLE_MAGIC + b"\0" * 504)
+    args = [command, str(book)] + (["a1", "--reason", "r"] if command == "exclude" else [])
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"error: {book}: an Excel 97-2003 (.xls) file or a password-protected workbook, not .xlsx",
+        "  what to do: open it in Excel or LibreOffice and save it as .xlsx without a password",
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.xlsx"]
+
+
+def test_a_missing_workbook_leaves_no_lock_file(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(cli, ["lock", str(tmp_path / "none.xlsx")])
+    assert result.exit_code == 1
+    assert f"error: {tmp_path / 'none.xlsx'}: no such workbook" in result.stderr
+    assert list(tmp_path.iterdir()) == []

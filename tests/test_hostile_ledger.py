@@ -115,6 +115,69 @@ def test_iso_dates_and_times_are_kept_as_written(tmp_path: Path) -> None:
     assert [r["date"] for r in read_ledger(export)] == ["2026-12-07", "2026-12-07T09:30Z"]
 
 
+def _timed(tmp_path: Path, *dates: str) -> Path:
+    export = tmp_path / "billing.csv"
+    export.write_text(
+        HEADER + "".join(f"{d},lot,ORD-{n},1.00,USD\n" for n, d in enumerate(dates)),
+        encoding="utf-8",
+    )
+    return export
+
+
+def test_a_local_time_without_the_exports_zone_is_refused_with_line_and_column(
+    tmp_path: Path,
+) -> None:
+    """2026-03-29T02:30 does not exist in Paris, 01:30 does; neither names a moment until the
+    export's zone is known: it imported cleanly, as written."""
+    export = _timed(tmp_path, "2026-03-29T09:30Z", "2026-03-29T02:30")
+    with pytest.raises(LedgerError) as err:
+        read_ledger(export)
+    assert str(err.value) == (
+        f"{export}: line 3, column 'date': 2026-03-29T02:30 has a time of day but no UTC offset: "
+        "the moment it names depends on the export's time zone (and around a daylight-saving "
+        "change may not exist or happen twice)\n"
+        "  what to do: name the export's time zone: --tz Europe/Paris (or an offset such as "
+        "+01:00), or export the times with their offset (2026-12-07T09:30+01:00) or in UTC "
+        "(2026-12-07T08:30Z)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("local", "what"),
+    [
+        ("2026-03-29T02:30", "does not exist in Europe/Paris (clocks go forward)"),
+        ("2026-10-25 02:30", "happens twice in Europe/Paris (clocks go back)"),
+    ],
+)
+def test_a_local_time_a_daylight_saving_change_skips_or_repeats_is_refused(
+    tmp_path: Path, local: str, what: str
+) -> None:
+    book = report_campaign.write(tmp_path / "campaign.xlsx")
+    before = book.read_bytes()
+    export = _timed(tmp_path, "2026-03-29T01:30", local)
+    result = CliRunner().invoke(
+        cli, ["ledger", "import", str(book), str(export), "--tz", "Europe/Paris"]
+    )
+    assert result.exit_code == 2
+    assert (
+        result.stderr.splitlines()[0] == f"error: {export}: line 3, column 'date': {local} {what}"
+    )
+    assert book.read_bytes() == before
+
+
+def test_a_local_time_in_the_named_zone_is_kept_with_its_offset(tmp_path: Path) -> None:
+    export = _timed(
+        tmp_path, "2026-03-29T01:30", "2026-03-29 03:30", "2026-03-30", "2026-03-29T02:30Z"
+    )
+    zone = ledger.rules.parse_zone("Europe/Paris")
+    assert [r["date"] for r in read_ledger(export, zone=zone)] == [
+        "2026-03-29T01:30+01:00",
+        "2026-03-29 03:30+02:00",
+        "2026-03-30",
+        "2026-03-29T02:30Z",
+    ]
+
+
 def test_an_amount_finer_than_a_cent_is_shown_exactly() -> None:
     """It read 'ledger 35.00, workbook 35.00 (differs)'."""
     status, _ = reconcile(

@@ -150,12 +150,13 @@ def test_zero_accepted_results_leave_the_cost_undefined_and_the_money_spent(
     assert rules.cost_per_accepted(Decimal("2071.00"), 0) is None
 
 
-def test_amounts_stay_decimal_and_round_half_up_only_for_display() -> None:
+def test_amounts_stay_decimal_and_show_exactly_a_quotient_rounded_half_up_to_the_cent() -> None:
     per = rules.cost_per_accepted(Decimal("220.00"), 3)
     assert isinstance(per, Decimal)
     assert per == Decimal("220.00") / 3
-    assert rules.usd(per) == "73.33 USD"
-    assert rules.usd(Decimal("0.125")) == "0.13 USD"
+    assert rules.usd(rules.to_cent(per)) == "73.33 USD"
+    assert rules.to_cent(Decimal("0.125")) == Decimal("0.13")
+    assert rules.usd(Decimal("0.125")) == "0.125 USD"  # a price is shown as it is
     assert rules.usd(Decimal("2071")) == "2,071.00 USD"
 
 

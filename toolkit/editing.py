@@ -11,6 +11,7 @@ were read, formulas included (:mod:`toolkit.workbook.store`).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -171,12 +172,15 @@ class LedgerImport:
     extra: list[dict[str, Any]]
 
 
-def import_ledger(workbook: str | Path, export: Path, columns: tuple[str, ...]) -> LedgerImport:
+def import_ledger(
+    workbook: str | Path, export: Path, columns: tuple[str, ...], zone: dt.tzinfo | None = None
+) -> LedgerImport:
     """Read a billing export into the Ledger sheet (replacing the lines an earlier import of
     the same file wrote) and reconcile it with Rentals, in one save; nothing is written when
-    a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings."""
+    a line of the export is bad. ``columns``: ``FIELD=HEADER`` mappings; ``zone``: the
+    export's time zone, for date-times written without a UTC offset."""
     label = book.source_label(export, Path(workbook))
-    entries = book.read_ledger(export, book.parse_mapping(columns), label)
+    entries = book.read_ledger(export, book.parse_mapping(columns), label, zone)
     with change(workbook, refresh_derived=False) as edit:
         data = edit.data
         kept = [

@@ -31,6 +31,7 @@ from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
+from toolkit.plumbing.clock import now_text
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
 from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh, still_standing
@@ -99,6 +100,11 @@ def build(
     result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
+    md = folder / REPORT_MD
+    # Each file is written whole, but the folder is a set: report.md says first that it is
+    # being rewritten, and is written last, so that a report stopped half-way never leaves
+    # new CSV or PNG files beside an old report.md that seems to describe them.
+    write_text(md, _in_progress(workbook))
     files = [
         _csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
         _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"]),
@@ -109,10 +115,40 @@ def build(
         files += list(pictures.paths)
         skipped = pictures.skipped
     outputs = Outputs(folder, files, skipped, workbook_saved=saved)
-    md = folder / REPORT_MD
     write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))
     outputs.files.insert(0, md)
     return result, outputs
+
+
+#: The first line of a report.md that stands for a report being written (or stopped).
+IN_PROGRESS = "# Report in progress: the files of this folder are not a set"
+
+
+def _in_progress(workbook: Path) -> str:
+    return (
+        f"{IN_PROGRESS}\n\n"
+        f"`iteralab report` began rewriting this folder at {now_text()} (process {os.getpid()}) "
+        f"from `{workbook.name}`. Until this page is replaced by the report, the CSV and PNG "
+        "files beside it may come from this report or the one before. If this page stays, "
+        f"the report was stopped: run `iteralab report {workbook}` again.\n"
+    )
+
+
+def unfinished(folder: Path) -> str | None:
+    """What ``folder``'s report.md says when a report was stopped while it rewrote the
+    folder (its CSV and PNG files are then no set), in words; None otherwise."""
+    md = folder / REPORT_MD
+    try:
+        with md.open(encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().rstrip("\n")
+    except OSError:
+        return None
+    if first != IN_PROGRESS:
+        return None
+    return (
+        f"{md}: a report was stopped while it rewrote {folder.name}/, so its CSV and PNG "
+        "files are not a set"
+    )
 
 
 def _make_folder(folder: Path) -> None:

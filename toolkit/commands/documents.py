@@ -47,17 +47,17 @@ def emit(document: dict[str, Any]) -> None:
 
 
 def money(amount: Decimal | None) -> str | None:
-    """An amount rounded half-up to the cent, with its currency, no thousands separator:
-    ``"2071.00 USD"``."""
-    return None if amount is None else f"{rules.to_cent(amount)} USD"
+    """An amount in USD exactly (at least the cents), no thousands separator:
+    ``"2071.00 USD"``, ``"110.004 USD"``."""
+    return None if amount is None else f"{rules.amount_text(amount, grouping=False)} USD"
 
 
 def amount(value: Any, currency: Any) -> str | None:
-    """An amount in its own currency, rounded half-up to the cent: ``"110.00 USD"``."""
+    """An amount in its own currency, exactly (at least the cents): ``"110.00 USD"``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         return None
     number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    return f"{rules.to_cent(number)} {currency or '(no currency)'}"
+    return f"{rules.amount_text(number, grouping=False)} {currency or '(no currency)'}"
 
 
 def finding(f: Finding) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
                 "accepted_corpora_reason": None
                 if c.accepted_count is not None
                 else c.confirm_reason,
-                "projected_cost_per_expected": money(cost),
+                "projected_cost_per_expected": money(None if cost is None else rules.to_cent(cost)),
                 "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
             }
         )
@@ -327,6 +327,8 @@ def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> 
         total = rules.budget(plan, lots)
         accepted = None if request.accepted is None else int(request.accepted)
         per = None if accepted is None else rules.cost_per_accepted(total, accepted)
+        if per is not None:  # a quotient: to the cent, as the CLI prints it
+            per = rules.to_cent(per)
         document.update(
             {
                 "snapshot": plan.catalog_date,

@@ -32,12 +32,19 @@ def ledger() -> None:
     "repeat it.",
 )
 @click.option(
+    "--tz",
+    help="The export's time zone, for date-times written without a UTC offset, e.g. "
+    "Europe/Paris or +01:00 (without it such a date-time is refused).",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print one iteralab-ledger/1 JSON document (docs/json.md).",
 )
-def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...], as_json: bool) -> None:
+def import_ledger(
+    workbook: Path, export: Path, columns: tuple[str, ...], tz: str | None, as_json: bool
+) -> None:
     """Read a billing export (CSV) into the Ledger sheet and reconcile it with Rentals.
 
     Lines are matched with Rentals.reference: matched, amount differs, in the
@@ -46,8 +53,12 @@ def import_ledger(workbook: Path, export: Path, columns: tuple[str, ...], as_jso
     only; `iteralab report` shows the differences in the Settlement and report.md.
     """
     from toolkit import editing
+    from toolkit.money import tariffs
+    from toolkit.money.ledger import LedgerError
 
-    done = editing.import_ledger(workbook, export, columns)
+    with tariffs.translated(LedgerError):  # an unknown --tz
+        zone = tariffs.rules.parse_zone(tz)
+    done = editing.import_ledger(workbook, export, columns, zone)
     if as_json:
         from toolkit.commands import documents
 

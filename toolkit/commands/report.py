@@ -54,7 +54,7 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     from toolkit import editing
     from toolkit.money.incurred import BRIDGE
     from toolkit.report.stats import SEPARATED
-    from toolkit.reporting import build
+    from toolkit.reporting import build, default_folder, unfinished
     from toolkit.runner.lost import record_lost_attempts
 
     lost = record_lost_attempts(workbook) if workbook.exists() else []
@@ -65,6 +65,9 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
             + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
             err=True,
         )
+    earlier = unfinished(folder or default_folder(workbook))
+    if earlier is not None:
+        click.echo(f"note: {earlier}; this report writes a whole one", err=True)
     result, outputs = build(workbook, folder, pngs=not no_png)
     if as_json:
         from toolkit.commands import documents

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 from pathlib import Path
@@ -160,7 +161,13 @@ def _locked_campaign(
         )
     if cluster is None:  # models load and run one batch here before any attempt (issue 38)
         check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
-    result = campaign.run(prepared, options, shown, executor)
+    resume = options.resume_command(workbook, cluster[0] if cluster else None)
+    try:
+        result = campaign.run(prepared, options, shown, executor)
+    except (ToolkitError, OSError) as exc:
+        if not _disk_full(exc):
+            raise
+        raise _stopped_by_a_full_disk(exc, workbook, resume) from exc
     counts = result.counts()
     if as_json:
         documents.emit(
@@ -184,7 +191,6 @@ def _locked_campaign(
             f"{workbook}: busy, so the attempts are only in {journal.journal_path(workbook).name}",
             hint=f"close the workbook, then `iteralab ingest {workbook}`",
         )
-    resume = options.resume_command(workbook, cluster[0] if cluster else None)
     if result.cuda_broken:
         raise ToolkitError(
             f"{workbook}: stopped after a CUDA error other than out-of-memory: this process's "
@@ -281,6 +287,38 @@ def run(
         devices_here=cluster is None,
     )
     _campaign(workbook, options, quiet, as_json, None if cluster is None else (cluster, wait_s))
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether a full disk (or quota) is behind ``exc``: itself, or what it was raised from."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _stopped_by_a_full_disk(exc: BaseException, workbook: Path, resume: str) -> Exception:
+    """The run's one line when the disk filled: which file, that the run stopped, what the
+    journal keeps, and how to go on once there is space."""
+    from toolkit.errors import ToolkitError
+    from toolkit.evidence import journal
+
+    if isinstance(exc, ToolkitError):
+        what = exc.message
+    else:
+        assert isinstance(exc, OSError)
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc.strerror)
+    log = journal.journal_path(workbook)
+    return ToolkitError(
+        f"{what}; the run stopped: the attempts recorded in {log.name} are kept",
+        hint=f"free disk space in {workbook.resolve().parent}, then `{resume}`: it first adds "
+        "the journal's attempts to the workbook (an attempt whose record the full disk "
+        "refused becomes an interrupted row), then runs the slots left",
+    )
 
 
 @click.command()

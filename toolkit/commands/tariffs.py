@@ -162,7 +162,8 @@ def _document(
                 "gpu_name": p.gpu_name,
                 "plan_days": p.plan_days,
                 "cards_per_lot": p.cards_per_lot,
-                "price_per_lot": f"{rules.to_cent(p.price_per_lot_usd)} {p.currency}",
+                "price_per_lot": f"{rules.amount_text(p.price_per_lot_usd, grouping=False)} "
+                f"{p.currency}",
                 "currency": p.currency,
                 "source": p.source,
             }

@@ -107,6 +107,7 @@ def validate(workbook: Path, as_json: bool) -> None:
     from toolkit.planner.identity import gpu_findings
     from toolkit.planner.model_paths import model_path_findings
     from toolkit.report.typed_over import typed_over_findings
+    from toolkit.reporting import default_folder, unfinished
     from toolkit.workbook import store
 
     with early_digests(workbook) as digests:  # hashing beside the read
@@ -140,6 +141,9 @@ def validate(workbook: Path, as_json: bool) -> None:
             f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
             f"{len(data.tables['Attempts'])} attempts, no findings)"
         )
+    stopped = unfinished(default_folder(workbook))
+    if stopped is not None:  # the evidence is whole; the reviewer's folder is not
+        click.echo(f"note: {stopped}: run `iteralab report {workbook}` again", err=True)
     if findings:
         raise click.exceptions.Exit(1)
 

@@ -17,6 +17,7 @@ and :func:`toolkit.editing.ingest` (the locked read-change-save). Stdlib only.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -85,11 +86,18 @@ def append(workbook: str | Path, entry: dict[str, Any]) -> Path | None:
     try:
         return _append(workbook, path, line)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = (
+                f"free disk space in {path.parent}, then run the command again: every record "
+                "the journal holds is kept (a line the full disk cut short is set aside)"
+            )
+        else:
+            hint = (
+                "the journal must be a plain file you may write (not a link to a device); "
+                "fix the permission, then `iteralab ingest` or run again"
+            )
         raise WorkbookError(
-            f"{path}: cannot append to the journal ({exc.strerror or exc})",
-            hint="the journal must be a plain file you may write (not a link "
-            "to a device); free disk space or fix the permission, then "
-            "`iteralab ingest` or run again",
+            f"{path}: cannot append to the journal ({exc.strerror or exc})", hint=hint
         ) from exc
 
 

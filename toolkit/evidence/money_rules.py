@@ -77,6 +77,18 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
                     "correct it or remove the row",
                 )
             )
+        price = t.get("price_per_lot_usd")
+        problem = _price_problem(price)
+        if problem is not None:
+            found.append(
+                Finding(
+                    "Tariffs",
+                    excel,
+                    "price_per_lot_usd",
+                    "exact",
+                    f"price_per_lot_usd {price} {problem}: {rules.PRICE_HINT}",
+                )
+            )
         if t.get("price_per_lot_usd") == 0:
             found.append(
                 Finding(
@@ -91,6 +103,15 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
         if problem is not None:  # a blank is the schema's finding
             found.append(Finding("Tariffs", excel, "catalog_date", "date", problem))
     return found
+
+
+def _price_problem(price: Any) -> str | None:
+    """Why a typed price (a number above 0; the schema names the rest) is past what a
+    workbook keeps exactly, or None."""
+    if isinstance(price, bool) or not isinstance(price, (int, float, Decimal)):
+        return None
+    amount = Decimal(repr(price)) if isinstance(price, float) else Decimal(price)
+    return rules.price_problem(amount) if amount.is_finite() and amount > 0 else None
 
 
 def _catalog_date_problem(row: dict[str, Any], excel: int) -> str | None:

@@ -433,7 +433,7 @@ def _bridge(total: Any, accepted: int | None, currency: str) -> str:
             "(Verification): empty"
         )
     per = _spent(total, accepted)
-    shown = per if isinstance(per, str) else rules.money(per, currency)
+    shown = per if isinstance(per, str) else rules.money(rules.to_cent(per), currency)
     return (
         f"{rules.money(total, currency)} incurred / {accepted} accepted corpus(es) "
         f"confirmed = {shown}"

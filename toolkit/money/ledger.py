@@ -27,7 +27,7 @@ from typing import Any
 
 from toolkit.errors import UsageError
 from toolkit.money.columns import column_mapping
-from toolkit.money.tariffs import CURRENCY
+from toolkit.money.tariffs import CURRENCY, rules
 
 FIELDS = ("date", "description", "reference", "amount", "currency")
 REQUIRED = ("date", "reference", "amount", "currency")
@@ -35,6 +35,7 @@ REQUIRED = ("date", "reference", "amount", "currency")
 MAX_LEDGER_BYTES = 64 * 2**20
 #: The Ledger sheet's rows below its header in one Excel sheet (1,048,576 rows).
 MAX_LEDGER_LINES = 1_048_575
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 _AMOUNT = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?$")
 NO_LEDGER = "no ledger imported"
 
@@ -50,11 +51,15 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def read_ledger(
-    path: str | Path, mapping: Mapping[str, str] | None = None, label: str | None = None
+    path: str | Path,
+    mapping: Mapping[str, str] | None = None,
+    label: str | None = None,
+    zone: dt.tzinfo | None = None,
 ) -> list[dict[str, Any]]:
     """The charges of a billing export, one dict per line (amount as Decimal, currency upper
     case, date as ISO 8601 text, source ``LABEL:LINE``, ``LABEL`` the file's name unless
-    given); LedgerError naming the file, line and column otherwise."""
+    given); LedgerError naming the file, line and column otherwise. ``zone``: the export's
+    time zone, for date-times written without a UTC offset (:func:`_date`)."""
     path = Path(path)
     label = label or path.name
     headers = {field: (mapping or {}).get(field, field) for field in FIELDS}
@@ -98,7 +103,7 @@ def read_ledger(
         rows.append(
             {
                 **{f: values[f] or None for f in ("description", "reference")},
-                "date": _date(values["date"], path, line, headers["date"]),
+                "date": _date(values["date"], path, line, headers["date"], zone),
                 "amount": _amount(values["amount"], path, line, headers["amount"]),
                 "currency": _currency(values["currency"], path, line, headers["currency"]),
                 "source": f"{label}:{line}",
@@ -139,20 +144,52 @@ def check_room(kept: int, new: int, export: Path) -> None:
         )
 
 
-def _date(text: str, path: Path, line: int, column: str) -> str | None:
-    """An ISO 8601 date or date-time as written (``2026-12-07``, ``2026-12-07T09:30Z``); a
-    text that names no real day (``31/02/2026``, ``not a date``) is refused."""
+def _date(
+    text: str, path: Path, line: int, column: str, zone: dt.tzinfo | None = None
+) -> str | None:
+    """A date (``2026-12-07``) or a date-time with its UTC offset (``2026-12-07T09:30Z``,
+    ``...T09:30+01:00``), as written; a text that names no real day (``31/02/2026``, ``not a
+    date``) is refused. A date-time without an offset names a moment only in the export's
+    time zone: read in ``zone`` and kept with the offset it had there; refused without a
+    zone, or when the time does not exist there or happens twice (a daylight-saving change),
+    rather than guessed."""
     if not text:
         return None
+    where = f"{path}: line {line}, column {column!r}:"
+    if _DAY.fullmatch(text):
+        try:
+            dt.date.fromisoformat(text)
+        except ValueError:
+            raise _not_a_date(where, text) from None
+        return text
     try:
-        dt.datetime.fromisoformat(text.replace("z", "Z"))
+        moment = rules.read_time(text)
     except ValueError:
+        raise _not_a_date(where, text) from None
+    if moment.tzinfo is not None:
+        return text
+    if zone is None:
         raise LedgerError(
-            f"{path}: line {line}, column {column!r}: {text!r} is not a date",
-            hint="an ISO 8601 date such as 2026-12-07 (or 2026-12-07T09:30Z); "
-            "export the dates in that form",
-        ) from None
-    return text
+            f"{where} {text} has a time of day but no UTC offset: the moment it names depends "
+            "on the export's time zone (and around a daylight-saving change may not exist or "
+            "happen twice)",
+            hint="name the export's time zone: --tz Europe/Paris (or an offset such as "
+            "+01:00), or export the times with their offset (2026-12-07T09:30+01:00) or in "
+            "UTC (2026-12-07T08:30Z)",
+        )
+    try:
+        local = rules.parse_time(text, zone, where)
+    except rules.TariffError as exc:  # in a gap, or twice (clocks go back)
+        raise LedgerError(exc.message, hint=exc.hint) from None
+    return text + local.isoformat()[-6:]
+
+
+def _not_a_date(where: str, text: str) -> LedgerError:
+    return LedgerError(
+        f"{where} {text!r} is not a date",
+        hint="an ISO 8601 date such as 2026-12-07 (or 2026-12-07T09:30Z); "
+        "export the dates in that form",
+    )
 
 
 def _amount(text: str, path: Path, line: int, column: str) -> Decimal:
@@ -220,13 +257,15 @@ def reconcile(
             continue
         charged = sum((_decimal(e.get("amount")) for e in lines), Decimal(0))
         if r.amount is None:
-            status[r.rental_id] = f"ledger {_money(charged)} {r.currency}, workbook no amount"
+            status[r.rental_id] = (
+                f"ledger {rules.amount_text(charged)} {r.currency}, workbook no amount"
+            )
         elif charged == r.amount:
             status[r.rental_id] = f"matched ({len(lines)} ledger line(s))"
         else:
             status[r.rental_id] = (
-                f"amount differs: ledger {_money(charged)} {r.currency}, "
-                f"workbook {_money(r.amount)} {r.currency}"
+                f"amount differs: ledger {rules.amount_text(charged)} {r.currency}, "
+                f"workbook {rules.amount_text(r.amount)} {r.currency}"
             )
     extra = [e for e in ledger if key(e.get("reference")) not in claimed]
     return status, extra
@@ -234,9 +273,3 @@ def reconcile(
 
 def _decimal(value: Any) -> Decimal:
     return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-
-
-def _money(amount: Decimal) -> str:
-    """Cents as usual; an amount finer than a cent in full (35.004 is not 35.00)."""
-    cents = amount.quantize(Decimal("0.01"))
-    return f"{cents:,}" if cents == amount else f"{amount.normalize():,f}"

@@ -226,8 +226,8 @@ class Choice:
 
 
 def usd(amount: Decimal) -> str:
-    """An amount rounded half-up to the cent, for display."""
-    return str(rules.to_cent(amount))
+    """An amount for display, exactly (at least the cents: 110.004 is not 110.00)."""
+    return rules.amount_text(amount, grouping=False)
 
 
 def _text(value: Decimal | None) -> str | None:

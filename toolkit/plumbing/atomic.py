@@ -86,7 +86,8 @@ def publish(
     workbook it could not read back); ``before_replace`` runs once the new content is
     safely on disk, just before it takes the target's place (the store keeps its backup
     there). Raises FileExistsError when ``overwrite`` is False and the target exists, and
-    what ``verify`` or any failed step raises; the target is then as it was.
+    what ``verify`` or any failed step raises (an OSError naming ``target`` where the system
+    named no file or the temporary one); the target is then as it was.
     """
     target = Path(target)
     remove_stale_temps(target)
@@ -108,6 +109,13 @@ def publish(
         else:
             _create(temp, target)
         fsync_folder(target.parent)
+    except OSError as exc:
+        named = exc.filename
+        if exc.errno is None or (named is not None and str(named) != str(temp)):
+            raise
+        # A full disk met while flushing names no file, the temporary one means nothing to
+        # the user: the refusal names the file being written.
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
     finally:
         with contextlib.suppress(OSError):
             temp.unlink(missing_ok=True)

@@ -127,7 +127,7 @@ class Costing:
         if cost is None:
             return "no forecast: no expected outputs in the Protocol"
         marked = f"; {layout.EXAMPLE} figures" if self.example else ""
-        return f"{rules.usd(cost)} per expected corpus (forecast{marked})"
+        return f"{rules.usd(rules.to_cent(cost))} per expected corpus (forecast{marked})"
 
     @property
     def example(self) -> bool:
@@ -595,7 +595,7 @@ def incurred_summary(rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         if r.get("kind") == "total incurred":
             value = r["amount"].value if isinstance(r.get("amount"), Formula) else r.get("amount")
-            shown = f"{rules.to_cent(value):,.2f}" if isinstance(value, Decimal) else str(value)
+            shown = rules.amount_text(value) if isinstance(value, Decimal) else str(value)
             totals.append(f"{shown} {r.get('currency') or ''}".strip())
     statuses = [str(r.get("ledger_status")) for r in rows if r.get("kind") == "rental"]
     if statuses and all(s == ledger.NO_LEDGER for s in statuses):

@@ -408,7 +408,7 @@ def _amount(cell: Any, currency: Any) -> str:
     value = getattr(cell, "value", cell)
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
         number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-        return f"{rules.to_cent(number):,.2f} {currency or ''}".strip()
+        return f"{rules.amount_text(number)} {currency or ''}".strip()
     return str(value or "")
 
 

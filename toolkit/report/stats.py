@@ -228,4 +228,5 @@ def cost_comparison(
 
 
 def _money(amount: Decimal) -> str:
-    return rules.usd(amount)
+    """A budget for the expected outputs (a forecast): to the cent."""
+    return rules.usd(rules.to_cent(amount))

@@ -7,6 +7,7 @@ and formulas carry the cached values the Python generator computed.
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -96,10 +97,20 @@ class _Formats:
 
 
 def render(data: WorkbookData, path: str | Path) -> None:
-    """Write ``data`` as a complete workbook at ``path`` (overwriting it)."""
+    """Write ``data`` as a complete workbook at ``path`` (overwriting it).
+
+    The package is assembled in memory and written with one plain write: xlsxwriter writing
+    the file itself left its zip archive open when the disk filled, and the archive's
+    late close printed a second traceback ("Exception ignored") after the error."""
+    package = io.BytesIO()
     book = xlsxwriter.Workbook(
-        str(path),
-        {"strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False},
+        package,
+        {
+            "strings_to_formulas": False,
+            "strings_to_urls": False,
+            "strings_to_numbers": False,
+            "in_memory": True,
+        },
     )
     # Fixed metadata keeps two renders of the same data identical cell by cell.
     book.set_properties({"title": "IteraGPU Lab campaign workbook", "author": "iteralab"})
@@ -125,6 +136,7 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
     book.close()
+    Path(path).write_bytes(package.getbuffer())
 
 
 def _print_setup(ws: Worksheet, sheet: layout.Sheet) -> None:

@@ -48,19 +48,7 @@ def read(path: str | Path) -> WorkbookData:
     an xlsx workbook, a sheet or column is missing, or the layout is older.
     """
     path = Path(path)
-    if not path.exists():
-        raise WorkbookError(
-            f"{path}: no such workbook", hint=f"create one with `iteralab init {path}`"
-        )
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise WorkbookError(
-            f"{path}: cannot open the workbook ({exc.strerror or exc})",
-            hint="check that it is a file you may read",
-        ) from exc
-    with handle:
-        _check_signature(handle, path)
+    with _open_workbook(path) as handle:
         parts = _check_archive(handle, path)
         try:
             with Book(handle) as book:
@@ -75,6 +63,28 @@ def read(path: str | Path) -> WorkbookData:
         except Exception as exc:  # any parse failure: the file is untrusted input
             why = f"damaged, or not a workbook ({type(exc).__name__}: {exc})"
             raise _unreadable(path, why) from exc
+
+
+def _open_workbook(path: Path) -> IO[bytes]:
+    """``path`` opened for reading, once it is known to be a zip archive; WorkbookError
+    naming the file when there is none, it cannot be opened, or it is no zip at all."""
+    if not path.exists():
+        raise WorkbookError(
+            f"{path}: no such workbook", hint=f"create one with `iteralab init {path}`"
+        )
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise WorkbookError(
+            f"{path}: cannot open the workbook ({exc.strerror or exc})",
+            hint="check that it is a file you may read",
+        ) from exc
+    try:
+        _check_signature(handle, path)
+    except BaseException:
+        handle.close()
+        raise
+    return handle
 
 
 def _unreadable(path: Path, why: str) -> WorkbookError:
@@ -707,6 +717,9 @@ def writable_path(path: str | Path) -> Path:
 def writer_lock(path: str | Path) -> Iterator[None]:
     """Hold the workbook's writer lock; refuse while Excel or LibreOffice has it open."""
     path = writable_path(path)
+    # A missing file, or one that is no workbook (an .xls renamed .xlsx), is refused before
+    # the lock file exists: a refusal leaves nothing beside it.
+    _open_workbook(path).close()
     busy = office_lock_files(path)
     if busy:
         raise WorkbookBusyError(

@@ -406,22 +406,32 @@ def run(
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
     local = executor is None or isinstance(executor, LocalExecutor)
+    stopped: BaseException | None = None
     try:
         result.interrupted = (executor or LocalExecutor()).run(campaign, books)
     except KeyboardInterrupt:
         result.interrupted = True
-    finally:
-        books.timeline.enter("closing_s")
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        display.stop()
+    except BaseException as exc:  # e.g. a full disk: told once the saves below were tried
+        stopped = exc
+    books.timeline.enter("closing_s")
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+    display.stop()
+    try:
         books.timeline.enter("saves_s")  # the only saves a run waits for: at its end
-        books.saver.wait()
+        books.saver.wait()  # a background save's failure is raised here, in this thread
         _ingest(campaign.workbook, result, display)
         result.elapsed_s = time.monotonic() - began
         if local:
             result.time = breakdown.summary(books.timeline, result.records)
             breakdown.record(campaign.workbook, result.time)
+    except Exception:
+        if stopped is None:
+            raise
+        # The error that stopped the run is the one to tell (a second save on a full disk
+        # fails the same way); the journal keeps what these saves would have added.
+    if stopped is not None:
+        raise stopped
     return result
 
 

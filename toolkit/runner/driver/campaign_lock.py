@@ -54,12 +54,19 @@ def campaign_lock(workbook: Path) -> Iterator[str | None]:
             "running": True,
         }
         write_text(holder_path(workbook), json.dumps(me, sort_keys=True) + "\n")
+
+        def say_ended() -> None:
+            ended = {**me, "running": False, "ended_at": now_text()}
+            write_text(holder_path(workbook), json.dumps(ended, sort_keys=True) + "\n")
+
         try:
             yield note
-        finally:
-            write_text(
-                holder_path(workbook),
-                json.dumps({**me, "running": False, "ended_at": now_text()}, sort_keys=True) + "\n",
-            )
+        except BaseException:
+            # The run's own error says more than this note (on a full disk it fails too;
+            # the next run then takes the lock over, saying so).
+            with contextlib.suppress(OSError):
+                say_ended()
+            raise
+        say_ended()
     finally:
         lock.release()
