@@ -9,13 +9,15 @@ for a documented external cause, and one corpus fingerprint throughout.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
-from builders import PROTOCOL, variant
+from builders import PROTOCOL, SAMPLES, variant
 
 from toolkit.evidence import audit, chain, locking
 from toolkit.money import tariffs
+from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -292,6 +294,16 @@ def campaign(resume: bool = False, **protocol: Any) -> WorkbookData:
 def write(path: Path) -> Path:
     """The campaign saved as a workbook at ``path``."""
     store.save(campaign(), path)
+    return path
+
+
+def priced_report(folder: Path) -> Path:
+    """:func:`priced` saved as ``folder/priced.xlsx`` beside the sample head folder it names,
+    then reported (no pictures): Settlement, Overview, memo and names written."""
+    path = folder / "priced.xlsx"
+    store.save(priced(), path)
+    shutil.copytree(SAMPLES / "head", folder / "head")
+    build(path, pngs=False)
     return path
 
 

@@ -71,9 +71,9 @@ def test_a_report_folder_that_can_be_created_is_written(book: Path, tmp_path: Pa
 def test_a_full_disk_while_writing_the_report_folder_is_a_message_not_a_traceback(
     book: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After the save, the reviewer's first file meets a full disk: what failed, where, what
-    to do."""
-    csv = tmp_path / "campaign_report" / "attempts.csv"
+    """After the save, the reviewer's first file (report.md's "in progress" page, written
+    before the set) meets a full disk: what failed, where, what to do."""
+    first = tmp_path / "campaign_report" / "report.md"
 
     def full_disk(target: Path, text: str, **options: object) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device", str(target))
@@ -81,12 +81,12 @@ def test_a_full_disk_while_writing_the_report_folder_is_a_message_not_a_tracebac
     monkeypatch.setattr(reporting, "write_text", full_disk)
     result = _invoke("report", book, "--no-png")
     assert _refused(result) == [
-        f"error: {csv}: No space left on device (files already written stay whole; none is "
+        f"error: {first}: No space left on device (files already written stay whole; none is "
         "half-written)",
         "  what to do: free disk space or fix the permission, then run the command again "
         "(--debug shows where it failed)",
     ]
-    assert not csv.exists()
+    assert not first.exists()
 
 
 # ---------------------------------------------------------------- ingest without a journal

@@ -21,6 +21,7 @@ import openpyxl
 import pytest
 import report_campaign
 from builders import filled
+from openpyxl.worksheet.formula import ArrayFormula
 from recalc import recalculate, recalculate_gnumeric
 
 from toolkit.evidence import locking
@@ -139,10 +140,7 @@ def _providers(folder: Path) -> Path:
 def _priced(folder: Path) -> Path:
     """As a finance reviewer prices it (issue 33): 20 expected outputs, a EUR snapshot and
     rental, a ledger line that differs, a billing line recorded as another cost."""
-    path = folder / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(folder)
 
 
 def _no_data(folder: Path) -> Path:
@@ -249,6 +247,23 @@ def test_every_formula_cell_recalculates_to_its_cached_value(
     if name in ("priced", "money", "reported"):  # the Overview's figures are formulas too
         assert sum(sheet == "Overview" for sheet, _ in formulas) >= 10
     assert differences(path, engine, tmp_path / engine, formulas) == []
+
+
+@pytest.mark.parametrize("name", ["template", "reported", "priced", "demo"])
+def test_no_formula_needs_array_entry(tmp_path: Path, name: str) -> None:
+    """An old-style array formula ({=...}) edited without Ctrl+Shift+Enter computes another
+    value: iteralab writes none, so every formula can be edited as typed."""
+    path = WORKBOOKS[name](tmp_path)
+    book = openpyxl.load_workbook(path)
+    cells = [cell for ws in book.worksheets for row in ws.iter_rows() for cell in row]
+    arrays = [
+        f"{c.parent.title}!{c.coordinate}" for c in cells if isinstance(c.value, ArrayFormula)
+    ]
+    assert arrays == []
+    assert (
+        sum(isinstance(c.value, str) and c.value.startswith("=") for c in cells)
+        >= (MINIMUM_FORMULAS[name])
+    )
 
 
 def test_a_eur_rental_shows_its_price_per_lot_in_eur_never_under_a_usd_heading(

@@ -139,3 +139,57 @@ def test_a_row_added_to_summary_is_refused(runner: CliRunner, reported: Path) ->
     before = reported.read_bytes()
     assert runner.invoke(cli, ["report", str(reported), "--no-png"]).exit_code == 1
     assert reported.read_bytes() == before
+
+
+NOTES = layout.column_letter(layout.SUMMARY, "notes")
+
+
+def test_text_typed_over_a_summary_notes_cell_is_named_and_refused(
+    runner: CliRunner, reported: Path
+) -> None:
+    """The report writes the notes as text (no formula to tell them apart): the save records
+    a digest of each row's notes, and a read names a cell whose text it did not write."""
+    _edit(reported, lambda b: setattr(b["Summary"][f"{NOTES}3"], "value", "invoice disputed"))
+    named = (
+        f"Summary!{NOTES}3 (text typed over the notes `iteralab report` writes; clear the cell "
+        "and the next report writes them again)"
+    )
+    findings = [f for f in validate(store.read(reported)) if f.check == "kept"]
+    assert [(f.sheet, f.row, f.column) for f in findings] == [("Summary", 3, "notes")]
+    assert findings[0].message.startswith(f"{named} is not part of the workbook iteralab keeps")
+    before = reported.read_bytes()
+    attempt = str(openpyxl.load_workbook(reported)["Attempts"]["A2"].value)
+    for args in (
+        ["report", str(reported), "--no-png"],
+        ["exclude", str(reported), attempt, "--reason", "power cut"],
+    ):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 1
+        assert result.stderr.splitlines()[0] == (
+            f"error: {reported}: holds what iteralab does not keep when it saves: {named}; "
+            "nothing was written"
+        )
+    assert reported.read_bytes() == before
+
+
+def test_a_cleared_notes_cell_passes_and_the_report_writes_it_again(
+    runner: CliRunner, reported: Path
+) -> None:
+    written = store.read(reported).tables["Summary"]
+    row = next(i for i, r in enumerate(written) if r["notes"]) + 2
+    _edit(reported, lambda b: setattr(b["Summary"][f"{NOTES}{row}"], "value", None))
+    assert store.read(reported).unkept == []
+    assert runner.invoke(cli, ["report", str(reported), "--no-png"]).exit_code == 0
+    assert store.read(reported).tables["Summary"][row - 2]["notes"] == written[row - 2]["notes"]
+
+
+def test_the_notes_the_report_wrote_pass_every_later_save(
+    runner: CliRunner, reported: Path
+) -> None:
+    """Kept through a save that does not recompute the Summary (an exclusion) and an openpyxl
+    round trip (as Excel saves it): the digests travel with the workbook."""
+    _edit(reported, lambda book: None)
+    attempt = str(store.read(reported).tables["Attempts"][0]["attempt_id"])
+    result = runner.invoke(cli, ["exclude", str(reported), attempt, "--reason", "power cut"])
+    assert result.exit_code == 0, result.output
+    assert store.read(reported).unkept == []

@@ -12,6 +12,7 @@ from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
 from toolkit.cli import cli
+from toolkit.workbook import store
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -62,6 +63,40 @@ def test_report_json_holds_the_verdicts_costs_and_findings_the_text_shows(
         )
         if c["budget"] is not None:
             assert c["budget"].endswith(" USD")
+
+
+def test_report_json_gives_each_incurred_total_its_spent_per_accepted_corpus(
+    tmp_path: Path,
+) -> None:
+    """As the Settlement and report.md: the incurred total / the corpora accepted and
+    confirmed, in the total's currency; the bridge as the reason when there is no figure."""
+    path = tmp_path / "priced.xlsx"
+    store.save(report_campaign.priced(), path)
+    code, out, _ = _invoke("report", str(path), "--no-png", "--json")
+    assert code == 0
+    rows = {r["item"]: r for r in json.loads(out)["incurred"]}
+    usd, eur = rows["total incurred (USD)"], rows["total incurred (EUR)"]
+    assert (usd["spent_per_accepted"], usd["spent_per_accepted_reason"]) == ("2193.50 USD", None)
+    assert (eur["spent_per_accepted"], eur["spent_per_accepted_reason"]) == ("508.00 EUR", None)
+    assert rows["r-eu"]["spent_per_accepted"] is None  # a rental's row: no such figure
+    assert rows["r-eu"]["spent_per_accepted_reason"] is None
+
+
+def test_report_json_says_why_a_total_has_no_spent_per_accepted(tmp_path: Path) -> None:
+    """Nothing confirmed in Verification: no figure, and the bridge says why."""
+    data = report_campaign.priced()
+    data.tables["Verification"] = []
+    path = tmp_path / "priced.xlsx"
+    store.save(data, path)
+    code, out, _ = _invoke("report", str(path), "--no-png", "--json")
+    assert code == 0
+    total = next(r for r in json.loads(out)["incurred"] if r["item"] == "total incurred (EUR)")
+    assert total["spent_per_accepted"] is None
+    assert total["spent_per_accepted_reason"].startswith("2 row(s) in EUR, each rental once")
+    assert (
+        "508.00 EUR incurred, no corpus confirmed yet (Verification)"
+        in total["spent_per_accepted_reason"]
+    )
 
 
 def test_cost_json_is_the_seed_example(runner: CliRunner) -> None:

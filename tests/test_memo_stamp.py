@@ -19,10 +19,7 @@ def _stale(path: Path) -> list[str]:
 
 
 def _reported(tmp_path: Path) -> Path:
-    path = tmp_path / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(tmp_path)
 
 
 def test_the_memo_names_its_report_run_and_is_current_after_it(tmp_path: Path) -> None:

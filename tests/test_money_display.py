@@ -20,10 +20,7 @@ from toolkit.workbook.model import Formula
 
 @pytest.fixture(scope="module")
 def priced(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("priced") / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(tmp_path_factory.mktemp("priced"))
 
 
 def _formats(path: Path, sheet: layout.Sheet, key: str, column: str) -> dict[Any, str]:

@@ -13,8 +13,6 @@ import report_campaign
 from builders import docs_script
 
 from toolkit import layout
-from toolkit.reporting import build
-from toolkit.workbook import store
 
 pytestmark = pytest.mark.libreoffice
 
@@ -22,9 +20,7 @@ pytestmark = pytest.mark.libreoffice
 def test_the_priced_workbook_prints_in_at_most_25_pages(tmp_path: Path) -> None:
     if not (shutil.which("soffice") and shutil.which("pdftotext")):
         pytest.skip("LibreOffice (soffice) or poppler-utils (pdftotext) is not installed")
-    path = tmp_path / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
+    path = report_campaign.priced_report(tmp_path)
     printing = docs_script("screenshots")  # LibreOffice prints it as for the docs' pictures
     pages = collections.Counter(printing.footer_sheets(printing.to_pdf(path, tmp_path)))
     assert set(pages) == {sheet.name for sheet in layout.SHEETS}  # every page says its sheet

@@ -11,7 +11,7 @@ from report_campaign import EXCLUSION, campaign, campaign_attempt
 from toolkit import layout
 from toolkit.report.refresh import refresh
 from toolkit.report.summary import NO_DATA
-from toolkit.workbook import store
+from toolkit.workbook import names, store
 from toolkit.workbook.model import Formula, WorkbookData
 
 
@@ -107,27 +107,29 @@ def test_quality_metric_agreement_and_memory_peaks_per_variant(refreshed: Workbo
     assert b8["host_rss_peak_bytes"] == 1_500_000_005
 
 
-def test_medians_are_live_array_formulas_over_attempts_down_to_a_high_row(
+def test_medians_are_live_formulas_over_named_attempts_columns_without_array_entry(
     refreshed: WorkbookData,
 ) -> None:
+    """MEDIAN(IF(...)) as the mean of the middle two LARGE values inside SUMPRODUCT: no
+    Ctrl+Shift+Enter needed; the Attempts columns by name, each reaching row 10,001."""
     row = refreshed.tables["Summary"][0]
     median = row["median_s"]
-    assert isinstance(median, Formula) and median.array
-    col = {
-        name: layout.column_letter(layout.ATTEMPTS, name)
-        for name in ("variant_id", "status", "ids_match", "excluded", "pre_amendment", "measured_s")
-    }
-
-    def rng(name: str) -> str:
-        return f"Attempts!${col[name]}$2:${col[name]}$10001"
-
-    assert median.text == (
-        f'IF(I2=0,"",MEDIAN(IF(({rng("variant_id")}=$A2)*({rng("status")}="completed")'
-        f'*({rng("ids_match")}="yes")*({rng("excluded")}<>"yes")'
-        f'*({rng("pre_amendment")}<>"yes")*({rng("measured_s")}<>""),{rng("measured_s")})))'
+    assert isinstance(median, Formula) and not median.array
+    ok = (
+        '(Attempts_variant_id=$A2)*(Attempts_status="completed")*(Attempts_ids_match="yes")'
+        '*(Attempts_excluded<>"yes")*(Attempts_pre_amendment<>"yes")*(Attempts_measured_s<>"")'
     )
-    assert row["successes"].text.startswith("SUMPRODUCT(")
-    assert row["min_s"].array and row["max_s"].array and row["run_1_s"].array
+    selected = f"Attempts_measured_s-(1-{ok})*1E+300"
+    assert median.text == (
+        f'IF(I2=0,"",(SUMPRODUCT(LARGE({selected},INT((I2+1)/2)))'
+        f"+SUMPRODUCT(LARGE({selected},I2+1-INT((I2+1)/2))))/2)"
+    )
+    assert row["successes"].text == f"SUMPRODUCT({ok})"
+    assert not any(isinstance(v, Formula) and v.array for v in row.values())
+    letter = layout.column_letter(layout.ATTEMPTS, "measured_s")
+    assert names.attempts_names(len(refreshed.tables["Attempts"]))["Attempts_measured_s"] == (
+        f"=Attempts!${letter}$2:${letter}$10001"
+    )
 
 
 def test_attempts_measured_before_an_amendment_stay_out_of_the_statistics(tmp_path: Path) -> None:

@@ -213,7 +213,6 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
     import os
     import signal
     import subprocess
-    import tempfile
 
     from toolkit.runner.attempt import AttemptSpec
     from toolkit.runner.driver import campaign, forkserver
@@ -236,8 +235,8 @@ def test_a_real_sigint_stops_a_worker_with_an_interrupted_record(
     workers = campaign.Workers(prepared)
     events = []
     try:
-        with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
-            proc = workers.start(stderr)
+        proc, stderr = workers.start()
+        with stderr:
             expected = forkserver.ForkedWorker if fork_server == "1" else subprocess.Popen
             assert isinstance(proc, expected)
             proc.stdin.write(spec.to_json())
@@ -479,8 +478,8 @@ def test_a_fork_server_that_cannot_start_leaves_workers_to_start_on_their_own(
     book = make_campaign(tmp_path / "c", 4, SERIES_1[:1], process_policy="fresh")
     workers = campaign.Workers(campaign.prepare(book, campaign.Options()))
     assert workers.server is None
-    with open(tmp_path / "stderr", "w+", encoding="utf-8") as stderr:
-        proc = workers.start(stderr)
+    proc, stderr = workers.start()
+    with stderr:
         assert isinstance(proc, subprocess.Popen)
         proc.stdin.close()  # no spec: the worker stops at once
         proc.stdout.close()
@@ -500,8 +499,8 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     workers = campaign.Workers(campaign.prepare(book, campaign.Options()))
     try:
         assert workers.server is started and forkserver._prestarted is None
-        with open(tmp_path / "stderr", "w+", encoding="utf-8") as stderr:
-            proc = workers.start(stderr)
+        proc, stderr = workers.start()
+        with stderr:
             assert isinstance(proc, forkserver.ForkedWorker)  # forked, not a new interpreter
             proc.stdin.close()  # no spec: the worker stops at once
             proc.stdout.close()
@@ -511,3 +510,86 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     # One started under another environment is not used: the workers would not see theirs.
     forkserver.prestart({**forkserver.worker_env(), "ITERALAB_TEST_OTHER": "1"})
     assert forkserver.take(forkserver.worker_env()) is None
+    # One no campaign takes (a run whose pre-flight failed) is closed.
+    forkserver.prestart()
+    unused = forkserver._prestarted
+    assert unused is not None
+    forkserver.discard()
+    assert forkserver._prestarted is None and unused._process.poll() is not None
+
+
+@pytest.mark.parametrize("fork_server", LAUNCHERS)
+def test_the_next_attempts_worker_starts_while_the_previous_attempt_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork_server: str
+) -> None:
+    """Each attempt after the first takes a worker started when the previous worker sent
+    its record; every attempt still runs in a process of its own, and no worker is started
+    after the last attempt."""
+    from toolkit.runner.driver import campaign, forkserver
+
+    calls: list[str] = []
+    workers: list[int] = []
+    real_start, real_ahead = campaign.Workers.start, campaign.Workers.ahead
+
+    def start(self: campaign.Workers) -> object:
+        calls.append("start, one waiting" if self.spare is not None else "start")
+        proc, stderr = real_start(self)
+        workers.append(proc.pid)
+        return proc, stderr
+
+    def ahead(self: campaign.Workers) -> None:
+        calls.append("ahead")
+        real_ahead(self)
+
+    monkeypatch.setattr(campaign.Workers, "start", start)
+    monkeypatch.setattr(campaign.Workers, "ahead", ahead)
+    monkeypatch.setenv(forkserver.DISABLE_ENV, fork_server)
+    book = make_campaign(tmp_path, 8, SERIES_1, process_policy="fresh", repetitions=1)
+    code, output = _invoke("run", str(book), "--quiet")
+    assert code == 0, output
+    # ahead() starts the spare through start(): the attempts' own calls take it.
+    assert calls == [
+        "start",
+        "ahead",
+        "start",
+        "start, one waiting",
+        "ahead",
+        "start",
+        "start, one waiting",
+    ]
+    assert len(set(workers)) == 3  # three processes, one per attempt
+    assert [a["status"] for a in attempts(book)] == ["completed"] * 3
+
+
+def test_the_fork_server_says_each_workers_exit_by_pid_while_several_live(
+    tmp_path: Path,
+) -> None:
+    """Two forked workers alive at once: each one's exit code reaches its own owner, in
+    whichever order they end; a worker started ahead and not needed is stopped at close."""
+    import signal
+
+    from toolkit.runner.driver import campaign, forkserver
+
+    server = forkserver.ForkServer(forkserver.worker_env())
+    try:
+        with (
+            open(tmp_path / "a", "w+", encoding="utf-8") as err_a,
+            open(tmp_path / "b", "w+", encoding="utf-8") as err_b,
+        ):
+            first, second = server.start(err_a), server.start(err_b)
+            first.kill()  # ends first, killed
+            second.stdin.close()  # no spec: ends with an error, after the first
+            second.stdout.close()
+            assert second.wait() == 1
+            assert first.wait() == -signal.SIGKILL
+            first.stdin.close()
+            first.stdout.close()
+    finally:
+        server.close()
+    book = make_campaign(tmp_path / "c", 4, SERIES_1[:1], process_policy="fresh")
+    workers = campaign.Workers(campaign.prepare(book, campaign.Options()))
+    workers.ahead()
+    assert workers.spare is not None
+    spare, _ = workers.spare
+    workers.close()
+    assert workers.spare is None and spare.returncode == -signal.SIGKILL

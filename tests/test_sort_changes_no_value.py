@@ -26,8 +26,6 @@ from openpyxl.worksheet.formula import ArrayFormula
 from recalc import recalculate, recalculate_gnumeric
 
 from toolkit import layout
-from toolkit.reporting import build
-from toolkit.workbook import store
 
 pytestmark = pytest.mark.libreoffice
 ENGINES = {"libreoffice": recalculate, "gnumeric": recalculate_gnumeric}
@@ -35,10 +33,7 @@ TABLES = [s.name for s in layout.SHEETS if s.kind == "table"]
 
 
 def _priced(folder: Path) -> Path:
-    path = folder / "priced.xlsx"
-    store.save(report_campaign.priced(), path)
-    build(path, pngs=False)
-    return path
+    return report_campaign.priced_report(folder)
 
 
 def _moved(value: Any, origin: str, target: str) -> Any:

@@ -124,6 +124,10 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
             "amount": amount(_plain(r.get("amount")), r.get("currency")),
             "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "") else None,
             "ledger_status": r.get("ledger_status"),
+            # A total's incurred amount / the corpora accepted and confirmed (the bridge
+            # is in its reason when there is no figure); null on the other rows.
+            "spent_per_accepted": amount(_cents(r.get("spent_per_accepted")), r.get("currency")),
+            "spent_per_accepted_reason": _spent_reason(r),
         }
         for r in result.incurred
     ]
@@ -160,6 +164,25 @@ def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict
 
 def _plain(cell: Any) -> Any:
     return getattr(cell, "value", cell)
+
+
+def _cents(cell: Any) -> Decimal | None:
+    """A quotient to the cent, as the CLI prints it; None when the cell holds no number."""
+    value = _plain(cell)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return None
+    return rules.to_cent(Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
+
+
+def _spent_reason(row: dict[str, Any]) -> str | None:
+    """Why a total has no spent per accepted corpus (``undefined``: none confirmed; empty:
+    an incomplete total, or nothing confirmed yet): its grounds, which hold the bridge."""
+    if row.get("kind") != "total incurred":
+        return None
+    spent = _plain(row.get("spent_per_accepted"))
+    if isinstance(spent, (int, float, Decimal)) and not isinstance(spent, bool):
+        return None
+    return (f"{spent}: " if spent else "") + str(row.get("grounds") or "")
 
 
 def ledger_document(

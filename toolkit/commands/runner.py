@@ -118,7 +118,7 @@ def _locked_campaign(
     from toolkit.errors import ToolkitError, WorkbookBusyError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
-    from toolkit.runner.driver import campaign
+    from toolkit.runner.driver import breakdown, campaign, forkserver
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -159,15 +159,25 @@ def _locked_campaign(
             f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
             + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
         )
-    if cluster is None:  # models load and run one batch here before any attempt (issue 38)
-        check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+    if cluster is None and campaign.forks(prepared):
+        # The fork server imports torch and transformers on the other core meanwhile.
+        forkserver.prestart()
+    clock = breakdown.Timeline()  # from the process's start: what came before is start-up
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
-        result = campaign.run(prepared, options, shown, executor)
+        if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+            clock.enter("preflight_s")
+            check.before_run(workbook, prepared, lambda line: None if quiet else shown.echo(line))
+            clock.enter("startup_s")
+        result = campaign.run(prepared, options, shown, executor, clock)
     except (ToolkitError, OSError) as exc:
         if not _disk_full(exc):
             raise
         raise _stopped_by_a_full_disk(exc, workbook, resume) from exc
+    finally:
+        # A refusal before the campaign took the prestarted server (pre-flight, a resume
+        # refused) leaves it running: close it. After a campaign took it, nothing is left.
+        forkserver.discard()
     counts = result.counts()
     if as_json:
         documents.emit(

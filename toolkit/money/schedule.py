@@ -273,14 +273,15 @@ def schedule_cells(
         f, t = f"{col['from_h']}{r}", f"{col['to_h']}{r}"
         row["from_h"], row["to_h"] = start_h, end_h
         row["hours"] = Formula(f"{t}-{f}", end_h - start_h)
-        # A single-cell array formula: MAX over an array expression is evaluated as an
-        # array in Excel, LibreOffice and Gnumeric alike only when entered as one.
+        # The latest end among the phases before this one: LARGE(...,1) over an array inside
+        # SUMPRODUCT, which evaluates it as an array in Excel, LibreOffice and Gnumeric
+        # alike with no array entry (hours from the origin: never below the 0 of the others).
         row["counted_hours"] = Formula(
             f"MAX(0,{t}-MAX({f},"
-            f"MAX(({rng('from_h')}<{f})*{rng('to_h')}),"
-            f"MAX(({rng('from_h')}={f})*(ROW({rng('from_h')})<ROW({f}))*{rng('to_h')})))",
+            f"SUMPRODUCT(LARGE(({rng('from_h')}<{f})*{rng('to_h')},1)),"
+            f"SUMPRODUCT(LARGE(({rng('from_h')}={f})*(ROW({rng('from_h')})<ROW({f}))"
+            f"*{rng('to_h')},1))))",
             new,
-            array=True,
         )
     win = window(found)
     first = out[0]

@@ -15,6 +15,7 @@ from toolkit.plumbing import beside
 #: The toolkit's own parts, as the user reads them.
 OVERHEAD_NAMES = {
     "startup_s": "start-up (process start, imports, checks, the fork server's imports)",
+    "preflight_s": "the pre-flight (each model loaded once, a batch per variant: `iteralab check`)",
     "worker_start_s": "starting each attempt and taking its record (a fork, or the imports "
     "in this process; the worker's exit)",
     "around_phases_s": "inside each worker around the phases (environment, peak probe, record)",
@@ -50,6 +51,7 @@ def short(time: dict[str, Any]) -> list[str]:
     parts = ", ".join(
         f"{k.removesuffix('_s').replace('_', ' ')} {time['overhead'][k]:.2f}"
         for k in OVERHEAD_NAMES
+        if k in time["overhead"]  # a run recorded before the part was timed apart
     )
     return [
         f"wall {time['wall_s']:.1f} s = measured windows {time['measured_s']:.1f} s "
@@ -98,7 +100,8 @@ def lines(time: dict[str, Any]) -> list[str]:
         )
     )
     for key, name in OVERHEAD_NAMES.items():
-        out.append("  " + part(time["overhead"][key], name))
+        if key in time["overhead"]:  # a run recorded before the part was timed apart
+            out.append("  " + part(time["overhead"][key], name))
     if time.get("saves_beside_attempts_s"):
         out.append(
             f"- workbook saves beside the attempts (not on the clock): "

@@ -8,10 +8,11 @@ sides apply one rule, stated once in :data:`SUCCESS_RULE`.
 
 Formulas follow the portability rules of :class:`toolkit.workbook.model.Formula`
 (Excel, LibreOffice and Gnumeric compute the same): coerced SUMPRODUCT counts,
-single-cell array formulas ``MEDIAN(IF(...))``, ``MIN(IF(...))``,
-``INDEX(..., MATCH(1, ..., 0))`` guarded against blanks and against an empty
-selection (MIN and MAX of nothing are 0 there, never "no data"). Ranges reach
-a fixed row far below the data so that new rows are covered.
+medians, minima and maxima over a selection as LARGE inside SUMPRODUCT (no array entry:
+:func:`kth_largest`), ``INDEX(..., SUMPRODUCT(MATCH(1, ..., 0)))``, guarded against blanks
+and against an empty selection (MIN and MAX of nothing are 0 there, never "no data"). They read
+the Attempts columns by defined names (``Attempts_measured_s``) whose ranges reach a fixed row
+far below the data, so that new rows are covered.
 
 Under a generation protocol, ttft_s, decode_tokens_per_s and decode_ceiling_fraction are
 medians over the successes like metric_value (:mod:`toolkit.report.generation`).
@@ -27,12 +28,9 @@ from typing import Any
 from toolkit import layout
 from toolkit.evidence.amendments import Relaxation, relaxations
 from toolkit.report import generation, stats, utilisation
+from toolkit.workbook import names
 from toolkit.workbook.model import Formula, WorkbookData
 
-#: Attempts rows the formulas reach at least (header excluded).
-ATTEMPT_ROWS = 10_000
-#: Rows left below the data when a campaign grows past ATTEMPT_ROWS.
-SPARE_ROWS = 1_000
 #: How many raw durations the sheet shows side by side (run_1_s .. run_5_s).
 RUN_COLUMNS = layout.RUN_COLUMNS
 SUCCESS_RULE = (
@@ -332,14 +330,11 @@ def _phases_sum(a: dict[str, Any]) -> float:
 
 
 class Ranges:
-    """Absolute references to Attempts columns, down to a fixed high row."""
-
-    def __init__(self, attempt_rows: int) -> None:
-        self.last = max(ATTEMPT_ROWS, attempt_rows + SPARE_ROWS) + 1
+    """Attempts columns as the Summary's formulas name them (``Attempts_measured_s``): a
+    defined name each, down to a fixed high row (:mod:`toolkit.workbook.names`)."""
 
     def __call__(self, column: str) -> str:
-        letter = layout.column_letter(layout.ATTEMPTS, column)
-        return f"{layout.ATTEMPTS.name}!${letter}$2:${letter}${self.last}"
+        return names.attempts_column(column)
 
 
 def _cell(column: str, row: int) -> str:
@@ -348,6 +343,42 @@ def _cell(column: str, row: int) -> str:
 
 def _abs_cell(column: str, row: int) -> str:
     return f"${layout.column_letter(layout.SUMMARY, column)}{row}"
+
+
+#: How far below any value the rows outside a selection are pushed (1E+300: no measurement
+#: comes near it; a selected value is kept exact, minus 0).
+OUTSIDE = "1E+300"
+
+
+def kth_largest(values: str, condition: str, k: str) -> str:
+    """The ``k``-th largest of ``values`` on the rows where ``condition`` (1 or 0) holds, as a
+    formula that needs no array entry: the other rows pushed :data:`OUTSIDE` below, LARGE
+    over the array inside SUMPRODUCT, which evaluates its argument as an array in Excel,
+    LibreOffice and Gnumeric alike (a bare LARGE does not in LibreOffice). ``k`` at most the
+    selected count."""
+    return f"SUMPRODUCT(LARGE({values}-(1-{condition})*{OUTSIDE},{k}))"
+
+
+def max_of(values: str, condition: str, n: str) -> str:
+    """MAX(IF(condition, values)) without array entry; ``n``: the selected count (>= 1)."""
+    return kth_largest(values, condition, "1")
+
+
+def min_of(values: str, condition: str, n: str) -> str:
+    """MIN(IF(condition, values)) without array entry: the ``n``-th largest of ``n``."""
+    return kth_largest(values, condition, n)
+
+
+def median_of(values: str, condition: str, n: str) -> str:
+    """MEDIAN(IF(condition, values)) without array entry: the mean of the middle two of
+    ``n`` (one and the same when ``n`` is odd), as :func:`statistics.median` computes it."""
+    low = kth_largest(values, condition, f"INT(({n}+1)/2)")
+    high = kth_largest(values, condition, f"{n}+1-INT(({n}+1)/2)")
+    return f"({low}+{high})/2"
+
+
+#: The aggregates over a selection, by their spreadsheet name.
+AGGREGATES = {"MAX": max_of, "MIN": min_of, "MEDIAN": median_of}
 
 
 def success_condition(r: Ranges, row: int) -> str:
@@ -365,9 +396,13 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
     vid = _abs_cell("variant_id", row)
     mine = f"({r('variant_id')}={vid})"
     ok = success_condition(r, row)
-    full = ok + "".join(f'*({r(p)}<>"")' for p in CAMPAIGN_PHASES)
+    full = ok + "".join(f'*({r(p)}<>"")' for p in CAMPAIGN_PHASES if p != "measured_s")
     successes = _cell("successes", row)
     median = _cell("median_s", row)
+    with_items = f'{ok}*({r("expected_ids")}<>"")'
+    items = f"SUMPRODUCT({with_items})"
+    whole = f"SUMPRODUCT({full})"
+    phases = "(" + "+".join(r(p) for p in CAMPAIGN_PHASES) + ")"
 
     def count(condition: str, value: int) -> Formula:
         # SUMPRODUCT of equalities, not COUNTIFS: an id like "b*" or "<>x" stays literal.
@@ -377,11 +412,8 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
     def guarded(function: str, column: str, condition: str, value: Any) -> Formula:
         # MIN/MAX of an empty selection give 0 in a spreadsheet: count first.
         selected = f'{condition}*({r(column)}<>"")'
-        return Formula(
-            f'IF(SUMPRODUCT({selected})=0,"",{function}(IF({selected},{r(column)})))',
-            value,
-            array=True,
-        )
+        n = f"SUMPRODUCT({selected})"
+        return Formula(f'IF({n}=0,"",{AGGREGATES[function](r(column), selected, n)})', value)
 
     values: dict[str, Any] = {
         "variant_id": st.variant_id,
@@ -394,28 +426,24 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         "pre_amendment": count(f'*({r("pre_amendment")}="yes")', st.pre_amendment),
         "successes": Formula(f"SUMPRODUCT({ok})", st.successes),
         "median_s": Formula(
-            f'IF({successes}=0,"",MEDIAN(IF({ok},{r("measured_s")})))', st.median, array=True
+            f'IF({successes}=0,"",{median_of(r("measured_s"), ok, successes)})', st.median
         ),
         "median_s_reason": Formula(
             f'IF({successes}=0,"{NO_DATA}","")', NO_DATA if st.median is None else None
         ),
         "min_s": Formula(
-            f'IF({successes}=0,"",MIN(IF({ok},{r("measured_s")})))', st.minimum, array=True
+            f'IF({successes}=0,"",{min_of(r("measured_s"), ok, successes)})', st.minimum
         ),
         "max_s": Formula(
-            f'IF({successes}=0,"",MAX(IF({ok},{r("measured_s")})))', st.maximum, array=True
+            f'IF({successes}=0,"",{max_of(r("measured_s"), ok, successes)})', st.maximum
         ),
         "throughput_items_s": Formula(
-            f'IF({successes}=0,"",MEDIAN(IF({ok},{r("expected_ids")}))/{median})',
+            f'IF({items}=0,"",{median_of(r("expected_ids"), with_items, items)}/{median})',
             st.throughput,
-            array=True,
         ),
         "campaign_s": Formula(
-            f'IF(SUMPRODUCT({full}*1)=0,"",MEDIAN(IF({full},'
-            + "+".join(r(p) for p in CAMPAIGN_PHASES)
-            + ")))",
+            f'IF({whole}=0,"",{median_of(phases, full, whole)})',
             st.campaign,
-            array=True,
         ),
         "quality_verdict": st.quality_verdict,
         "equal_quality": YES if st.equal_quality else layout.NO,
@@ -424,10 +452,12 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         "notes": notes,
     }
     for k in range(1, RUN_COLUMNS + 1):
+        # The first success of repetition k; SUMPRODUCT evaluates MATCH's array without
+        # array entry (no match: #N/A, shown empty).
         values[f"run_{k}_s"] = Formula(
-            f'IFERROR(INDEX({r("measured_s")},MATCH(1,{ok}*({r("repetition")}={k}),0)),"")',
+            f"IFERROR(INDEX({r('measured_s')},"
+            f'SUMPRODUCT(MATCH(1,{ok}*({r("repetition")}={k}),0))),"")',
             st.by_repetition.get(k),
-            array=True,
         )
     kept = f'{mine}*({r("excluded")}<>"yes")'
     for col in MEMORY_COLUMNS:
@@ -558,7 +588,7 @@ def machines_note(machines: dict[tuple[str | None, str | None], list[float]]) ->
 
 def summary_rows(all_stats: Sequence[VariantStats], data: WorkbookData) -> list[dict[str, Any]]:
     """The Summary sheet's rows, one per variant, from Excel row 2 on."""
-    r = Ranges(len(data.tables["Attempts"]))
+    r = Ranges()
     rule = data.forms["Protocol"].get("exclusion_rule")
     return [
         summary_row(st, row, r, summary_notes(st, rule))

@@ -138,6 +138,11 @@ class Book:
         self._formula_book.close()
         self._values.close()
 
+    def defined_name(self, name: str) -> str | None:
+        """What the workbook's defined name ``name`` stands for (``="..."``), or None."""
+        found = self._formula_book.defined_names.get(name)
+        return None if found is None else str(found.attr_text)
+
     def rows(self, name: str) -> Iterator[Sequence[Any]]:
         """The values of each row of sheet ``name``, from row 1, each row from column A.
 

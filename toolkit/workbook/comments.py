@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import xml.etree.ElementTree as ElementTree
 import zipfile
+from collections.abc import Iterator
 from typing import IO
 
 MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
@@ -18,7 +19,7 @@ RELATION = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships
 PACKAGE = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 
 
-def _targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
+def part_targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
     """A part's relationships: id -> (type, target part name)."""
     folder, name = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", name + ".rels")
@@ -36,24 +37,27 @@ def _targets(archive: zipfile.ZipFile, part: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+def sheet_parts(archive: zipfile.ZipFile) -> Iterator[tuple[str, str]]:
+    """Each sheet as (sheet name, its part's name in the archive), in workbook order."""
+    sheets = part_targets(archive, "xl/workbook.xml")
+    for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(MAIN + "sheet"):
+        yield str(sheet.get("name")), sheets.get(str(sheet.get(RELATION)), ("", ""))[1]
+
+
 def cell_comments(handle: IO[bytes]) -> list[tuple[str, str, str]]:
     """Every comment of every sheet as (sheet name, cell reference, text)."""
     found: list[tuple[str, str, str]] = []
     try:
         with zipfile.ZipFile(handle) as archive:
-            sheets = _targets(archive, "xl/workbook.xml")
-            for sheet in ElementTree.fromstring(archive.read("xl/workbook.xml")).iter(
-                MAIN + "sheet"
-            ):
-                part = sheets.get(str(sheet.get(RELATION)), ("", ""))[1]
-                for kind, target in _targets(archive, part).values():
+            for name, part in sheet_parts(archive):
+                for kind, target in part_targets(archive, part).values():
                     if not kind.endswith("/comments") or target not in archive.namelist():
                         continue
                     for comment in ElementTree.fromstring(archive.read(target)).iter(
                         MAIN + "comment"
                     ):
                         text = "".join(t.text or "" for t in comment.iter(MAIN + "t"))
-                        found.append((str(sheet.get("name")), str(comment.get("ref")), text))
+                        found.append((name, str(comment.get("ref")), text))
     finally:
         handle.seek(0)
     return found

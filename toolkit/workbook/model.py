@@ -17,7 +17,9 @@ class Formula:
 
     The cached value lets readers that never recalculate (pandas, openpyxl's
     ``data_only``, previews) see the right number; ``array`` marks a
-    single-cell array formula (needed for ``MEDIAN(IF(...))``).
+    single-cell array formula: iteralab writes none (one edited without
+    Ctrl+Shift+Enter computes otherwise), but one read from a workbook an older
+    iteralab reported is written back as it was.
 
     The rules every formula the toolkit writes follows, so that Excel,
     LibreOffice and Gnumeric compute the same value (the tests recalculate
@@ -26,9 +28,11 @@ class Formula:
     - booleans are coerced before they are summed: ``SUMPRODUCT(1*(A=B))`` or a
       product of conditions, never ``SUMPRODUCT((A=B))`` (Excel and Gnumeric
       count a bare boolean array as 0; LibreOffice coerces silently);
-    - an aggregate over an array expression (``MEDIAN(IF(...))``,
-      ``MAX((cond)*range)``) is a single-cell array formula (``array=True``),
-      never left to implicit array evaluation inside ``SUMPRODUCT``;
+    - an aggregate over a selection needs no array entry: LARGE over an array
+      inside SUMPRODUCT (``toolkit.report.summary.kth_largest``; a median is the
+      mean of the middle two), MATCH over an array inside SUMPRODUCT; never
+      ``MAX``/``MEDIAN``/``IF`` over an array outside it (LibreOffice and
+      Gnumeric, like Excel without array entry, then compute another value);
     - an aggregate over a possibly empty selection is guarded (``IF(n=0,"",...)``):
       MIN/MAX of nothing give 0 in a spreadsheet;
     - no FILTER, UNIQUE, LET, XLOOKUP, MINIFS/MAXIFS or table-column references

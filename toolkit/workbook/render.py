@@ -16,6 +16,7 @@ import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
 from toolkit import __version__, layout
+from toolkit.workbook import names, written
 from toolkit.workbook.model import Chart, Formula, WorkbookData
 from toolkit.workbook.text import cell_text
 
@@ -44,6 +45,17 @@ EXAMPLE_COLUMNS = ("grounds", "source")
 TEXT_KINDS = (layout.TEXT, layout.CHOICE, layout.YESNO, layout.DATETIME)
 INPUT_FILL = "#DDEBF7"  # blue: typed by a person
 COMPUTED_FILL = "#EDEDED"  # grey: written by the toolkit
+#: What a person may still do on a protected sheet (no password: Review > Unprotect Sheet):
+#: filter and sort, resize columns and rows, select any cell. Grey cells are locked, blue
+#: ones not (:func:`typed_by_person`).
+PROTECTION = {
+    "autofilter": True,
+    "sort": True,
+    "format_columns": True,
+    "format_rows": True,
+    "select_locked_cells": True,
+    "select_unlocked_cells": True,
+}
 
 
 class _Formats:
@@ -75,13 +87,15 @@ class _Formats:
         self._cache: dict[tuple[str, bool, str | None], Any] = {}
 
     def cell(self, kind: str, computed: bool, currency: str | None = None) -> Any:
-        """The format of a cell of ``kind``; ``currency``: a money cell shown in that
-        ISO 4217 code ("" for a money cell whose currency is unknown: no code shown), with
-        " EXAMPLE" after it for an example figure."""
+        """The format of a cell of ``kind``: grey and locked when ``computed`` (the toolkit
+        writes it), blue and unlocked when a person types it; ``currency``: a money cell
+        shown in that ISO 4217 code ("" for a money cell whose currency is unknown: no code
+        shown), with " EXAMPLE" after it for an example figure."""
         key = (kind, computed, currency)
         if key not in self._cache:
             spec: dict[str, Any] = {
                 "bg_color": COMPUTED_FILL if computed else INPUT_FILL,
+                "locked": computed,
                 "border": 1,
                 "border_color": "#BFBFBF",
                 "valign": "top",
@@ -119,6 +133,7 @@ def render(data: WorkbookData, path: str | Path) -> None:
     for sheet in layout.SHEETS:
         ws = sheets[sheet.name] = book.add_worksheet(sheet.name)
         _print_setup(ws, sheet)
+        ws.protect("", PROTECTION)  # no password: a guard against typing over, not a lock
         if sheet is layout.OVERVIEW:
             _write_overview(ws, data, formats)
         elif sheet.kind == "text":
@@ -135,6 +150,11 @@ def render(data: WorkbookData, path: str | Path) -> None:
             )
     for chart in data.charts:
         _insert_chart(book, sheets[chart.sheet], chart)
+    for name, refers_to in names.attempts_names(len(data.tables.get("Attempts", []))).items():
+        book.define_name(name, refers_to)
+    sealed = written.seal(data)
+    if sealed:
+        book.define_name(written.NAME, sealed)
     book.close()
     Path(path).write_bytes(package.getbuffer())
 
@@ -272,7 +292,8 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     ws.set_column(1, 1, 70, formats.wrap)
     ws.set_column(2, 2, 20, formats.wrap)
     ws.write_string(0, 0, "Overview", formats.title)
-    rows: list[tuple[str, Any, Any, str]] = []  # label, formula text, cached value, format
+    # label, formula text, cached value, currency format, defined name (or "")
+    rows: list[tuple[str, Any, Any, str, str]] = []
     decision = data.forms.get(layout.DECISION.name, {})
     for field in ("chosen_configuration", "report_run"):
         row = layout.DECISION.names.index(field) + 2
@@ -283,6 +304,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                 f'IF({cell}="","",{cell})',
                 decision.get(field),
                 "",
+                names.headline(field.capitalize()),
             )
         )
     settlement = data.tables.get(layout.SETTLEMENT.name, [])
@@ -290,11 +312,11 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
         if r.get("kind") != "total incurred" or not r.get("currency"):
             continue
         item, code = str(r["item"]), _marked(str(r["currency"]), r)
-        for label, column, money in (
-            ("incurred total", "amount", True),
-            ("known subtotal", "known_subtotal", True),
-            ("ledger status", "ledger_status", False),
-            ("spent per accepted corpus", "spent_per_accepted", True),
+        for label, column, money, name in (
+            ("incurred total", "amount", True, "Incurred_total"),
+            ("known subtotal", "known_subtotal", True, "Known_subtotal"),
+            ("ledger status", "ledger_status", False, "Ledger_status"),
+            ("spent per accepted corpus", "spent_per_accepted", True, "Spent_per_accepted"),
         ):
             rows.append(
                 (
@@ -302,6 +324,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
                     r.get(column),
                     code if money else "",
+                    names.headline(name, str(r["currency"])),
                 )
             )
     for r in settlement:
@@ -318,6 +341,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     ),
                     forecast,
                     _marked("USD", r),
+                    names.headline("Forecast_per_expected", str(r["item"])),
                 )
             )
     summary = data.tables.get(layout.SUMMARY.name, [])
@@ -332,6 +356,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
                     _lookup(layout.SUMMARY, column, str(r["variant_id"]), len(summary) + 1),
                     r.get(column),
                     "",
+                    "",
                 )
             )
     wrapped = formats.book.add_format(
@@ -343,7 +368,11 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
             "text_wrap": True,
         }
     )
-    for i, (label, text, cached, code) in enumerate(rows, start=2):
+    named = set()
+    for i, (label, text, cached, code, name) in enumerate(rows, start=2):
+        if name and name.lower() not in named:  # names are case-blind: the first one stands
+            named.add(name.lower())
+            formats.book.define_name(name, f"={layout.OVERVIEW.name}!$B${i + 1}")
         ws.write_string(i, 0, label, wrapped)
         fmt = formats.cell(layout.MONEY, True, code) if code else wrapped
         # An id typed with a control character inside a formula's literal would make the
@@ -381,9 +410,14 @@ def _write_form(
         ws.write_string(0, col, title, formats.header)
     for row, field in enumerate(sheet.all_columns, start=1):
         ws.write_string(row, 0, field.name, formats.cell(layout.TEXT, True))
-        write_value(ws, row, 1, values.get(field.name), formats.cell(field.kind, field.computed))
+        typed = typed_by_person(sheet, field, values)
+        write_value(ws, row, 1, values.get(field.name), formats.cell(field.kind, not typed))
         ws.write_string(row, 2, field.help, formats.wrap)
         _add_dropdown(ws, field, row, row, 1)
+
+
+#: The least width of a money column (characters).
+MONEY_WIDTH = 21
 
 
 def _write_table(
@@ -398,8 +432,12 @@ def _write_table(
     for col, column in enumerate(sheet.all_columns):
         # A money column in its row's currency: rows typed later show no code until saved.
         money = bool(column.currency) or column.kind in USD_KINDS
-        cell_format = formats.cell(column.kind, column.computed, "" if column.currency else None)
-        ws.set_column(col, col, column.width, cell_format)
+        # The rows below the data are where a person adds rows: formatted as an added row.
+        grey_below = not typed_by_person(sheet, column, None)
+        cell_format = formats.cell(column.kind, grey_below, "" if column.currency else None)
+        # Wide enough for "12,071.00 USD EXAMPLE": a money cell of the demo carries its label.
+        width = max(column.width, MONEY_WIDTH) if money else column.width
+        ws.set_column(col, col, width, cell_format)
         ws.write_string(0, col, column.name, formats.header)
         if column.help:
             ws.write_comment(0, col, column.help, {"x_scale": 2, "y_scale": 1.5})
@@ -412,30 +450,35 @@ def _write_table(
             # An empty cell is left unwritten: the column's format already covers it, and
             # a table's blank cells are a third of a large Attempts sheet (benchmarks/).
             if value is not None and value != "":
-                typed = _typed_here(sheet, column, row)
+                typed = typed_by_person(sheet, column, row)
                 if money:
                     fmt = _money_format(formats, column, row, typed)
-                elif typed:
-                    fmt = formats.cell(column.kind, False)
-                else:
+                elif typed != grey_below:
                     fmt = cell_format
+                else:
+                    fmt = formats.cell(column.kind, not typed)
                 write_value(ws, r, col, value, fmt)
     if sheet.all_columns:
         ws.autofilter(0, 0, max(len(rows), 1), len(sheet.all_columns) - 1)
 
 
-def _typed_here(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any]) -> bool:
-    """A grey column's cell a person types on this row: an other cost's in the Settlement."""
+def typed_by_person(sheet: layout.Sheet, column: layout.Column, row: dict[str, Any] | None) -> bool:
+    """Whether a person types this cell (blue, unlocked) or the toolkit writes it (grey,
+    locked on the protected sheet): the one rule for both. ``row``: the row's values, None
+    for an empty row below a table, where a person adds one. The layout says it by column,
+    but for the Settlement's other costs, typed by a person in a sheet the report writes:
+    their rows, and the rows below the table where a person adds one."""
+    if not column.computed:
+        return True
     return (
-        column.computed
-        and sheet is layout.SETTLEMENT
-        and row.get("kind") == "other cost"
+        sheet is layout.SETTLEMENT
         and column.name in layout.OTHER_COST_COLUMNS
+        and (row is None or row.get("kind") == "other cost")
     )
 
 
 def _money_format(
-    formats: _Formats, column: layout.Column, row: dict[str, Any], typed: bool = False
+    formats: _Formats, column: layout.Column, row: dict[str, Any], typed: bool
 ) -> Any:
     """A money cell's format in its row's currency (every amount shows its own code), marked
     EXAMPLE when the row's grounds or source say it rests on an example figure."""
@@ -444,7 +487,7 @@ def _money_format(
         code = code if code.isascii() and code.isalpha() and len(code) == 3 else ""
     else:
         code = "USD"
-    return formats.cell(column.kind, column.computed and not typed, _marked(code, row).strip())
+    return formats.cell(column.kind, not typed, _marked(code, row).strip())
 
 
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:

@@ -27,10 +27,12 @@ from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
+from toolkit.workbook import written
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.model import Addition, Formula, WorkbookData
+from toolkit.workbook.protection import passworded_sheets
 from toolkit.workbook.render import cell_image, render
 from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
 from toolkit.workbook.typed import as_typed
@@ -55,6 +57,15 @@ def read(path: str | Path) -> WorkbookData:
                 data = _read_book(book, path)
             if any(name.startswith("xl/comments") for name in parts):
                 data.unkept += _typed_comments(handle)
+            data.unkept += [
+                Addition(
+                    f"the password on the protection of sheet {name} (iteralab protects every "
+                    "sheet without one and cannot write it again; Review > Unprotect Sheet "
+                    "removes it)",
+                    name,
+                )
+                for name in passworded_sheets(handle)
+            ]
             if any(name.startswith("xl/charts/") for name in parts):
                 data.charts = workbook_charts(data)
             return data
@@ -252,6 +263,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
             data.formulas[sheet.name] = found
     as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
     data.unkept += _typed_summary_rows(data)
+    data.unkept += written.typed_notes(data, book.defined_name(written.NAME))
     return data
 
 

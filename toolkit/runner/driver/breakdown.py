@@ -1,10 +1,10 @@
 """Where a campaign run's wall time went, each part timed (issue 34).
 
 wall = measured windows + the protocol's floor (load, warm-up, evaluation, export: what the
-Protocol fixes for every attempt) + the toolkit's own overhead (start-up, starting workers,
-the worker's work around its phases, bookkeeping between attempts, workbook saves on the
-critical path, the closing ingestion). On a rented card the overhead is paid time the
-protocol does not ask for.
+Protocol fixes for every attempt) + the toolkit's own overhead (start-up, the pre-flight,
+starting workers, the worker's work around its phases, bookkeeping between attempts,
+workbook saves on the critical path, the closing ingestion). On a rented card the overhead
+is paid time the protocol does not ask for.
 
 The driver's main thread is always in exactly one part (:meth:`Timeline.enter`), from the
 process's start to the end of the run, so the parts add up to the wall time by
@@ -29,7 +29,7 @@ from toolkit.plumbing.atomic import write_text
 FORMAT = "iteralab-run-time/1"
 FLOOR = ("load_s", "warmup_s", "evaluation_s", "export_s")
 #: The driver's own parts, in the order a run passes through them.
-PARTS = ("startup_s", "attempts_s", "bookkeeping_s", "closing_s", "saves_s")
+PARTS = ("startup_s", "preflight_s", "attempts_s", "bookkeeping_s", "closing_s", "saves_s")
 
 
 class Timeline:
@@ -86,6 +86,7 @@ def summary(timeline: Timeline, records: list[dict[str, Any]]) -> dict[str, Any]
     s = timeline.seconds
     overhead = {
         "startup_s": s["startup_s"],
+        "preflight_s": s["preflight_s"],
         "worker_start_s": max(0.0, s["attempts_s"] - phases - around),
         "around_phases_s": around,
         "bookkeeping_s": s["bookkeeping_s"],

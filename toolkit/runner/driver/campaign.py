@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -325,7 +325,12 @@ class Books:
     start lines, the records, the workbook's ingestion. The one writer of a run."""
 
     def __init__(
-        self, campaign: Campaign, options: Options, display: Progress, result: Result
+        self,
+        campaign: Campaign,
+        options: Options,
+        display: Progress,
+        result: Result,
+        timeline: breakdown.Timeline | None = None,
     ) -> None:
         self.campaign, self.options, self.display, self.result = (
             campaign,
@@ -338,7 +343,7 @@ class Books:
         #: Several declared seeds: each id names its seed (R17).
         self.seeded = len(plan.seeds(campaign.protocol.get("seeds"))) > 1
         self.ingested_at = time.monotonic()
-        self.timeline = breakdown.Timeline()
+        self.timeline = timeline or breakdown.Timeline()
         self.saver = Saver(campaign.workbook, result, self.timeline)
 
     def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
@@ -387,10 +392,15 @@ class Books:
 
 
 def run(
-    campaign: Campaign, options: Options, display: Progress, executor: Executor | None = None
+    campaign: Campaign,
+    options: Options,
+    display: Progress,
+    executor: Executor | None = None,
+    timeline: breakdown.Timeline | None = None,
 ) -> Result:
     """Run the pending slots through ``executor`` (default :class:`LocalExecutor`: in order,
-    on this machine); return what was recorded.
+    on this machine); return what was recorded. ``timeline``: the run's clock, when its
+    caller timed parts before (the pre-flight); a new one otherwise.
 
     Stops after an interrupted attempt (Ctrl-C). Ingests along the way
     (:attr:`Options.ingest_every_s`) and always at the end; a busy workbook (open
@@ -402,7 +412,7 @@ def run(
         planned=len(campaign.slots),
         already=len(campaign.slots) - len(campaign.todo),
     )
-    books = Books(campaign, options, display, result)
+    books = Books(campaign, options, display, result, timeline)
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
     local = executor is None or isinstance(executor, LocalExecutor)
@@ -453,7 +463,8 @@ class LocalExecutor:
                 if workers is None:
                     record, stop = _in_process(spec, books.display)
                 else:
-                    record, stop = _in_worker(spec, books.display, workers)
+                    more = number < len(campaign.todo)
+                    record, stop = _in_worker(spec, books.display, workers, next_ahead=more)
                 clock.enter("bookkeeping_s")
                 # After the last attempt the final ingestion follows at once.
                 books.recorded(record, ingest=number < len(campaign.todo))
@@ -572,18 +583,29 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
+def forks(campaign: Campaign) -> bool:
+    """Whether the campaign's workers are forked by a fork server: fresh processes, CPU
+    variants only until a GPU machine has checked it (a fork must come before any CUDA
+    initialisation, which the server avoids but no test here can prove)."""
+    return (
+        (campaign.protocol.get("process_policy") or "fresh") != "shared"
+        and all(v.get("device") == "cpu" for v in campaign.variants.values())
+        and forkserver.available()
+    )
+
+
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
-    there is none."""
+    there is none. :meth:`ahead` starts the next attempt's worker while the previous one is
+    recorded: it waits for its spec on stdin, a process of its own that no attempt ran in."""
 
     def __init__(self, campaign: Campaign) -> None:
         self.env = forkserver.worker_env()
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
-        # CPU variants only until a GPU machine has checked it: a fork must come before any
-        # CUDA initialisation, which the server avoids but no test here can prove.
-        on_cpu = all(v.get("device") == "cpu" for v in campaign.variants.values())
-        if not (on_cpu and forkserver.available()):
+        #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
+        self.spare: tuple[Any, IO[str]] | None = None
+        if not forks(campaign):
             self.close()
             return
         paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
@@ -594,8 +616,25 @@ class Workers:
         except forkserver.ForkServerError:
             self.close()  # each worker then imports everything itself
 
-    def start(self, stderr: Any) -> Any:
-        """A new worker process (``subprocess.Popen`` or its forked equivalent)."""
+    def start(self) -> tuple[Any, IO[str]]:
+        """The next attempt's worker process (``subprocess.Popen`` or its forked equivalent)
+        and the file its stderr goes to: the one started :meth:`ahead`, or a new one."""
+        if self.spare is not None:
+            spare, self.spare = self.spare, None
+            return spare
+        stderr = tempfile.TemporaryFile("w+", encoding="utf-8")
+        try:
+            return self._launch(stderr), stderr
+        except BaseException:
+            stderr.close()
+            raise
+
+    def ahead(self) -> None:
+        """Start the next attempt's worker now (it waits for its spec), unless one waits."""
+        if self.spare is None:
+            self.spare = self.start()
+
+    def _launch(self, stderr: IO[str]) -> Any:
         if self.server is not None:
             try:
                 return self.server.start(stderr)
@@ -614,16 +653,28 @@ class Workers:
         )  # Ctrl-C reaches the worker through us, once
 
     def close(self) -> None:
+        """Stop a worker started ahead that no attempt needed, then the server."""
+        if self.spare is not None:
+            proc, stderr = self.spare
+            self.spare = None
+            proc.kill()
+            proc.stdin.close()
+            proc.stdout.close()
+            proc.wait()
+            stderr.close()
         if self.server is not None:
             self.server.close()
             self.server = None
 
 
-def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str, Any], bool]:
-    """Run the attempt in a fresh worker process; write its row if the worker cannot."""
+def _in_worker(
+    spec: Any, display: Progress, workers: Workers, next_ahead: bool = False
+) -> tuple[dict[str, Any], bool]:
+    """Run the attempt in a fresh worker process; write its row if the worker cannot. With
+    ``next_ahead``, the next attempt's worker starts as soon as this one has sent its record."""
     started_at = now_text()
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
-        proc = workers.start(stderr)
+    proc, stderr = workers.start()
+    with stderr:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(spec.to_json())
         proc.stdin.close()
@@ -642,6 +693,12 @@ def _in_worker(spec: Any, display: Progress, workers: Workers) -> tuple[dict[str
                     stream_open = False
                 elif event.get("event") == "record":
                     record = event["record"]
+                    if (
+                        next_ahead
+                        and not interrupted
+                        and record["attempt"]["status"] != ("interrupted")
+                    ):
+                        workers.ahead()  # while this one exits and its attempt is recorded
                 else:
                     if event.get("event") == "phase":
                         phase = str(event.get("phase"))

@@ -10,11 +10,19 @@ nothing of an earlier attempt is in it, and its peak memory starts at the server
 imports every worker makes anyway. The worker is the same ``worker.main``, on the same
 stdin/stdout/stderr protocol, in its own session (Ctrl-C reaches it through the campaign).
 
+The server answers a fork at once and says each worker's exit when it comes (``pid N``, then
+``exit N CODE``, for any number of workers alive), so the campaign can have the next
+attempt's worker forked and waiting for its spec while the previous worker exits and its
+attempt is recorded (:meth:`toolkit.runner.driver.campaign.Workers.ahead`). What a worker
+reads of the machine's software (:func:`environment.installed`) is read once, here, before
+any fork.
+
 Started per run, the server sees the campaign's environment (``HF_HUB_OFFLINE``, the
-fault-injection hook). Linux only: the worker's pipes travel to the server over a Unix
-socket. Campaigns whose variants all run on the CPU only, for now: forking is safe for CUDA
-only before CUDA is initialised, which the server never does, but no GPU machine has run
-this path yet (the other workers start as before). The campaign falls back to
+fault-injection hook). Linux 5.3 or later only: the worker's pipes travel to the server
+over a Unix socket, and the server watches each worker's exit through a pidfd. Campaigns
+whose variants all run on the CPU only, for now: forking is safe for CUDA only before CUDA
+is initialised, which the server never does, but no GPU machine has run this path yet (the
+other workers start as before). The campaign falls back to
 ``python -m toolkit.runner.driver.worker`` when the server cannot start (or
 ``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one attempt's row, not
 the campaign.
@@ -36,6 +44,7 @@ from typing import IO, Any
 
 from toolkit.planner.models import resolve_model_path
 from toolkit.runner.driver import worker
+from toolkit.runner.instruments import environment  # no torch: it imports torch when asked
 
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -60,6 +69,7 @@ def available() -> bool:
     return (
         sys.platform == "linux"
         and hasattr(socket, "send_fds")
+        and hasattr(os, "pidfd_open")
         and os.environ.get(DISABLE_ENV, "1") != "0"
     )
 
@@ -92,6 +102,8 @@ class ForkServer:
         self._socket = mine
         self._buffer = b""
         self._answers = ["ready"]  # what the server owes before it can fork
+        #: Exit codes the server said, by worker pid, until each worker's owner asks.
+        self._exits: dict[int, int] = {}
 
     def preload(self, base: Path, model_paths: list[str]) -> None:
         """Have the server import each model's class too (no weights), before any fork."""
@@ -138,7 +150,7 @@ class ForkServer:
         stdout_read, stdout_write = os.pipe()
         try:
             socket.send_fds(self._socket, [b"fork\n"], [stdin_read, stdout_write, stderr.fileno()])
-            answer = self._line(READY_TIMEOUT_S)
+            answer = self._answer(READY_TIMEOUT_S)
         except (OSError, ForkServerError) as exc:
             answer = f"no answer ({exc})"
         finally:
@@ -155,15 +167,28 @@ class ForkServer:
             os.fdopen(stdout_read, "r", encoding="utf-8"),
         )
 
-    def exit_code(self, timeout: float | None) -> int | None:
-        """The running worker's exit code (as Popen gives it); None while it runs."""
-        try:
+    def _answer(self, timeout: float | None) -> str | None:
+        """The server's next line that is not a worker's exit (kept for :meth:`exit_code`)."""
+        while True:
             line = self._line(timeout)
-        except ForkServerError:
-            return 1  # the server died with the worker's status: a failure, said by its row
-        if line is None:
-            return None
-        return int(line.split()[1])  # "exit CODE"
+            if line is None or not line.startswith("exit "):
+                return line
+            _, pid, code = line.split()
+            self._exits[int(pid)] = int(code)
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """Worker ``pid``'s exit code (as Popen gives it); None while it runs."""
+        while pid not in self._exits:
+            try:
+                line = self._line(timeout)
+            except ForkServerError:
+                return 1  # the server died with the worker's status: a failure, said by its row
+            if line is None:
+                return None
+            if line.startswith("exit "):  # "exit PID CODE"
+                _, other, code = line.split()
+                self._exits[int(other)] = int(code)
+        return self._exits.pop(pid)
 
     def close(self) -> None:
         self._socket.close()  # the server reads end-of-file and exits
@@ -202,6 +227,14 @@ def take(env: dict[str, str]) -> ForkServer | None:
     return server
 
 
+def discard() -> None:
+    """Close the prestarted server, if no campaign took it."""
+    global _prestarted
+    server, _prestarted = _prestarted, None
+    if server is not None:
+        server.close()
+
+
 class ForkedWorker:
     """A forked worker with what the campaign uses of ``subprocess.Popen``."""
 
@@ -214,12 +247,12 @@ class ForkedWorker:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self._server.exit_code(0)
+            self.returncode = self._server.exit_code(self.pid, 0)
         return self.returncode
 
     def wait(self) -> int:
         if self.returncode is None:
-            self.returncode = self._server.exit_code(None)
+            self.returncode = self._server.exit_code(self.pid, None)
         assert self.returncode is not None
         return self.returncode
 
@@ -235,10 +268,13 @@ class ForkedWorker:
 
 
 def _import_runner() -> None:
-    """Import what every worker imports: torch, transformers, the runner."""
+    """Import what every worker imports: torch, transformers, the runner; read the installed
+    software the workers' manifests record."""
     # Lazy so that the campaign's side of this module, which starts the server, never
     # imports them.
     from toolkit.runner import attempt  # noqa: F401 - what worker.main imports
+
+    environment.installed()
 
 
 def _preload(base: Path, model_paths: list[str]) -> None:
@@ -278,8 +314,8 @@ def _worker(fds: list[int]) -> None:
 
 
 def serve(fd: int) -> int:
-    """Import, then preload models and fork one worker per request until the campaign
-    closes the socket."""
+    """Import, then preload models and fork a worker per request until the campaign closes
+    the socket; say each worker's pid at once and its exit when it comes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the campaign's
     channel = socket.socket(fileno=fd)
     _import_runner()
@@ -290,36 +326,44 @@ def serve(fd: int) -> int:
     gc.freeze()
     channel.sendall(b"ready\n")
     pending = b""
-    while True:
-        try:
+    #: A descriptor per living worker that becomes readable when it exits (pidfd).
+    exits: dict[int, int] = {}
+    try:
+        while True:
+            readable, _, _ = select.select([fd, *exits], [], [])
+            for pidfd in [r for r in readable if r in exits]:
+                pid = exits.pop(pidfd)
+                os.close(pidfd)
+                _, status = os.waitpid(pid, 0)
+                channel.sendall(f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+            if fd not in readable:
+                continue
             message, fds, _, _ = socket.recv_fds(channel, 65536, 3)
-        except OSError:
-            return 0
-        if not message:
-            return 0  # the campaign is done
-        if not fds:  # a preload line (it may come in pieces)
-            pending += message
-            while b"\n" in pending:
-                line, _, pending = pending.partition(b"\n")
-                request = json.loads(line.removeprefix(b"preload "))
-                _preload(Path(request["base"]), list(request["models"]))
-                gc.freeze()  # the model classes too, as above
-                channel.sendall(b"preloaded\n")
-            continue
-        if len(fds) != 3:
-            return 0
-        pid = os.fork()
-        if pid == 0:
-            channel.close()
-            _worker(fds)
-        for received in fds:
-            os.close(received)
-        try:
+            if not message:
+                return 0  # the campaign is done
+            if not fds:  # a preload line (it may come in pieces)
+                pending += message
+                while b"\n" in pending:
+                    line, _, pending = pending.partition(b"\n")
+                    request = json.loads(line.removeprefix(b"preload "))
+                    _preload(Path(request["base"]), list(request["models"]))
+                    gc.freeze()  # the model classes too, as above
+                    channel.sendall(b"preloaded\n")
+                continue
+            if len(fds) != 3:
+                return 0
+            pid = os.fork()
+            if pid == 0:
+                channel.close()
+                for pidfd in exits:
+                    os.close(pidfd)
+                _worker(fds)
+            for received in fds:
+                os.close(received)
+            exits[os.pidfd_open(pid)] = pid
             channel.sendall(f"pid {pid}\n".encode("ascii"))
-            _, status = os.waitpid(pid, 0)
-            channel.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode("ascii"))
-        except OSError:
-            return 0  # the campaign went away
+    except OSError:
+        return 0  # the campaign went away
 
 
 if __name__ == "__main__":
