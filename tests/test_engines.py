@@ -441,12 +441,13 @@ def test_env_lists_the_engines_with_their_versions() -> None:
     assert lines[-1].startswith("engine python: a predictor of your own")
 
 
-def test_demo_all_declares_the_engine_series_as_an_amendment(tmp_path: Path) -> None:
+def test_the_demo_runs_the_example_s_declared_engine_series(tmp_path: Path) -> None:
+    """Series 4 is locked in the committed example (no amendment); a plain demo runs it
+    with series 1, and its copy holds the plugin the series names."""
     from toolkit.commands import demo
-    from toolkit.evidence import protocol
     from toolkit.evidence.validate import validate
 
-    book = demo.prepare(tmp_path / "d", engines=True)
+    book = demo.prepare(tmp_path / "d")
     data = store.read(book)
     series = [
         (v["variant_id"], v["series"], v["engine"], v["base_variant"], v["changes"])
@@ -464,7 +465,13 @@ def test_demo_all_declares_the_engine_series_as_an_amendment(tmp_path: Path) -> 
         ),
     ]
     assert (tmp_path / "d" / "austen_tfidf" / "model.json").is_file()
-    audit = data.tables["Audit"][-1]
-    assert audit["action"] == "amend" and audit["reason"].startswith("demo --all: series 4")
-    assert protocol.require_lock(data, book) == audit["protocol_sha256"]
+    assert [a["action"] for a in data.tables["Audit"]] == ["lock"]
     assert validate(data, book) == []
+    assert demo.plain_variants(book, "classification") == (
+        "b1-fp32",
+        "b4-fp32",
+        "b8-fp32",
+        "b8-ort-fp32",
+        "b8-ort-int8",
+        "b8-tfidf",
+    )

@@ -388,7 +388,7 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     lines = output.splitlines()
     assert lines[0] == f"demo workbook: {book} (quick: first 100 items, 2 repetitions)"
     assert re.fullmatch(
-        r"recorded 6 attempt\(s\) in .+: 6 completed, 0 failed, "
+        r"recorded 12 attempt\(s\) in .+: 12 completed, 0 failed, "
         r"0 interrupted",
         lines[1],
     )
@@ -429,10 +429,33 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     ) in lines
     assert lines[-1].startswith("demo time: ")  # the whole demo, its report included
     data = store.read(book)
-    assert [r["metric_value"] for r in data.tables["Attempts"]] == [0.66] * 6
-    assert {r["corpus_accepted"] for r in data.tables["Attempts"]} == {"yes"}
+    # Series 1 and the engine series: torch and onnxruntime fp32 give the same labels; the
+    # TF-IDF plugin is refused by a subgroup; int8 falls whichever way the gate says.
+    rows: dict[str, list[dict[str, object]]] = {}
+    for row in data.tables["Attempts"]:
+        rows.setdefault(str(row["variant_id"]), []).append(row)
+    assert sorted(rows) == [
+        "b1-fp32",
+        "b4-fp32",
+        "b8-fp32",
+        "b8-ort-fp32",
+        "b8-ort-int8",
+        "b8-tfidf",
+    ]
+    for vid in ("b1-fp32", "b4-fp32", "b8-fp32", "b8-ort-fp32"):
+        assert [(r["metric_value"], r["corpus_accepted"]) for r in rows[vid]] == [(0.66, "yes")] * 2
+    assert [(r["metric_value"], r["quality_verdict"]) for r in rows["b8-tfidf"]] == [
+        (0.73, "fail")
+    ] * 2
+    for r in rows["b8-ort-int8"]:
+        assert (r["status"], r["corpus_accepted"]) == (
+            "completed",
+            "yes" if r["quality_verdict"] == "pass" else "no",
+        )
     assert [r["action"] for r in data.tables["Audit"]] == ["lock", "amend", "prices"]
-    assert [r["confirmed_corpora"] for r in data.tables["Verification"]] == [1, 1, 1]
+    confirmed = {r["variant_id"]: r["confirmed_corpora"] for r in data.tables["Verification"]}
+    assert [confirmed.pop(v) for v in ("b1-fp32", "b4-fp32", "b8-fp32", "b8-ort-fp32")] == [1] * 4
+    assert confirmed.pop("b8-tfidf") == 0 and set(confirmed) <= {"b8-ort-int8"}
     assert validate(data, book) == []
     code, output = _invoke("demo", str(folder))
     assert code == 2 and "already exists: the demo does not overwrite a campaign" in output

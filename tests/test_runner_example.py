@@ -56,6 +56,9 @@ def test_the_example_is_locked_valid_and_declares_the_series() -> None:
         ("b8-fp32", 1, 8, "fp32", "none"),
         ("b8-bf16", 2, 8, "bf16", "none"),
         ("b8-fp32-sorted", 3, 8, "fp32", "sorted"),
+        ("b8-ort-fp32", 4, 8, "fp32", "none"),
+        ("b8-ort-int8", 4, 8, "fp32", "none"),
+        ("b8-tfidf", 4, 8, "fp32", "none"),
     ]
     form = data.forms["Protocol"]
     assert (
@@ -71,6 +74,7 @@ def test_the_example_is_locked_valid_and_declares_the_series() -> None:
 def test_demo_folder_holds_workbook_corpus_and_head(tmp_path: Path) -> None:
     book = demo.prepare(tmp_path / "d")
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
+        "austen_tfidf",
         "calibration.jsonl",
         "corpus.jsonl",
         "example_campaign.xlsx",

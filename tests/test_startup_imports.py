@@ -59,11 +59,15 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
     # and the tuning data it compares with the corpus (R2), as the demo folder holds them.
     for name in ("corpus.jsonl", "calibration.jsonl"):
         shutil.copy(Path(__file__).parents[1] / "samples" / name, tmp_path)
-    # And the head the Variants name: validate checks that head_path names a folder.
-    shutil.copytree(Path(__file__).parents[1] / "samples" / "head", tmp_path / "head")
+    # And the head and the plugin the Variants name: validate checks that they are folders.
+    for name in ("head", "austen_tfidf"):
+        shutil.copytree(Path(__file__).parents[1] / "samples" / name, tmp_path / name)
     done, names = _imports("validate", str(workbook))
-    # The recorded predictions files are not here: validation ran to its findings.
+    # The recorded predictions files are not here: validation ran to its findings, one each.
+    attempts = len(demo_rows.rows()["Attempts"])
     assert done.returncode == 1
-    assert done.stdout.splitlines()[-1] == (f"15 finding(s) in 1 sheet(s): {workbook} is not valid")
+    assert done.stdout.splitlines()[-1] == (
+        f"{attempts} finding(s) in 1 sheet(s): {workbook} is not valid"
+    )
     assert {"pandera", "openpyxl"} <= names  # validation really ran
     assert names.isdisjoint(FORBIDDEN)

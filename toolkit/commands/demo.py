@@ -19,11 +19,10 @@ from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import locking, tuning
 from toolkit.evidence.audit_chain import seal_older_rows
 from toolkit.evidence.money_rules import accepted_corpora
-from toolkit.plumbing.atomic import copy_file, copy_tree, write_text
+from toolkit.plumbing.atomic import BYTECODE, copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.shipped import SAMPLES, shipped
 from toolkit.workbook import store
-from toolkit.workbook.model import WorkbookData
 
 EXAMPLE_NAME = "example_campaign.xlsx"
 #: The example workbook of each Protocol task (`iteralab demo --task`).
@@ -43,58 +42,23 @@ STAND_IN_CHECKED = (
 )
 
 
-#: Series 4 of the classification demo (docs/engines.md): b8-fp32 under the engines a team
-#: would deploy. ``--all`` adds it to the copy as a declared amendment, so the committed
-#: example (and the demo rows recorded from it) stays as locked.
-ENGINE_SERIES: tuple[dict[str, object], ...] = (
-    {
-        "variant_id": "b8-ort-fp32",
-        "engine": "onnxruntime",
-        "changes": "engine",
-        "description": "b8-fp32 exported to ONNX and run by onnxruntime: the engine is the only "
-        "change",
-    },
-    {
-        "variant_id": "b8-ort-int8",
-        "engine": "onnxruntime",
-        "quantization": "dynamic-int8",
-        "changes": "engine, quantization",
-        "description": "b8-ort-fp32 quantized by onnxruntime (dynamic int8 weights)",
-    },
-    {
-        "variant_id": "b8-tfidf",
-        "engine": "python:austen_tfidf:Predictor",
-        "model_path": "austen_tfidf",
-        "head_path": None,
-        "changes": "engine, model_path, head_path",
-        "description": "TF-IDF + logistic regression fitted on calibration.jsonl only "
-        "(samples/build_tfidf.py): no neural network, no GPU",
-    },
-)
-ENGINE_BASE = "b8-fp32"
+#: The series a plain `iteralab demo` runs, per task (``--all``: every series): in the
+#: classification example, the batch sizes and the engines (samples/make_example_workbook.py).
+PLAIN_SERIES = {"classification": (1, 4), "generation": (1,)}
 
 
-def add_engine_series(data: WorkbookData) -> None:
-    """Series 4 (:data:`ENGINE_SERIES`) over the copy's ``b8-fp32``, amended into its lock."""
-    base = next(v for v in data.tables["Variants"] if v.get("variant_id") == ENGINE_BASE)
-    series = max(int(v["series"]) for v in data.tables["Variants"]) + 1
-    for row in ENGINE_SERIES:
-        data.append(
-            "Variants",
-            {**base, "series": series, "base_variant": ENGINE_BASE, "notes": None, **row},
-        )
-    locking.amend(
-        data,
-        f"demo --all: series {series}, the engines (onnxruntime fp32 and "
-        "dynamic int8, the TF-IDF plugin) against b8-fp32 (docs/engines.md)",
+def plain_variants(workbook: Path, task: str) -> tuple[str, ...]:
+    """The ids of the variants a plain demo of ``task`` runs (:data:`PLAIN_SERIES`)."""
+    return tuple(
+        str(v["variant_id"])
+        for v in store.read(workbook).tables["Variants"]
+        if v.get("series") in PLAIN_SERIES[task]
     )
 
 
-def prepare(
-    directory: Path, quick: bool = False, task: str = "classification", engines: bool = False
-) -> Path:
+def prepare(directory: Path, quick: bool = False, task: str = "classification") -> Path:
     """Copy the example campaign of ``task`` and its inputs into ``directory``; return the
-    workbook. ``engines`` adds the classification demo's engine series (``--all``).
+    workbook.
 
     Refuses a folder that already holds a demo workbook (resume it instead).
     """
@@ -121,8 +85,6 @@ def prepare(
     copies = [(samples / corpus_name, directory / corpus_name)]
     if tuning_name and (samples / tuning_name).is_file():  # validate compares it (R2)
         copies.append((samples / tuning_name, directory / tuning_name))
-    if engines:
-        add_engine_series(data)
     for head in sorted(
         {str(v["head_path"]) for v in data.tables["Variants"] if v.get("head_path")}
     ):
@@ -182,7 +144,7 @@ def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_li
     differing: list[Path] = []
     for source, copy in copies:
         pairs = (
-            [(p, copy / p.relative_to(source)) for p in sorted(source.rglob("*")) if p.is_file()]
+            [(p, copy / p.relative_to(source)) for p in _inputs(source)]
             if source.is_dir()
             else [(source, copy)]
         )
@@ -193,11 +155,7 @@ def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_li
             and (not target.is_file() or not filecmp.cmp(origin, target, shallow=False))
         ]
         if source.is_dir() and copy.is_dir():  # files of the user's own in that folder
-            differing += [
-                p
-                for p in sorted(copy.rglob("*"))
-                if p.is_file() and not (source / p.relative_to(copy)).is_file()
-            ]
+            differing += [p for p in _inputs(copy) if not (source / p.relative_to(copy)).is_file()]
     quick = directory / QUICK_CORPUS
     if (
         quick_lines
@@ -213,6 +171,16 @@ def _refuse_own_files(directory: Path, copies: list[tuple[Path, Path]], quick_li
             "files; nothing was written",
             hint="give the demo a folder of its own: `iteralab demo --quick NEW_DIR`",
         )
+
+
+def _inputs(folder: Path) -> list[Path]:
+    """The files of ``folder`` as the demo copies them (bytecode caches left out: the
+    sample plugin's import writes one beside it)."""
+    return [
+        p
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and BYTECODE not in p.relative_to(folder).parts
+    ]
 
 
 def stand_in_verification(workbook: Path) -> int:

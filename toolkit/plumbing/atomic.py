@@ -190,11 +190,18 @@ def copy_file(source: str | Path, target: str | Path, *, overwrite: bool = True)
     return publish(target, lambda temp: shutil.copy2(source, temp), overwrite=overwrite)
 
 
+#: The folder of Python's bytecode caches, which copy_tree leaves out.
+BYTECODE = "__pycache__"
+
+
 def copy_tree(source: str | Path, target: str | Path) -> Path:
-    """Copy a folder file by file, each file whole (existing files are replaced)."""
+    """Copy a folder file by file, each file whole (existing files are replaced); Python's
+    bytecode caches stay behind (``__pycache__``: written by an import, not an input)."""
     source, target = Path(source), Path(target)
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
+        if BYTECODE in relative.parts:
+            continue
         if path.is_dir():
             (target / relative).mkdir(parents=True, exist_ok=True)
         elif path.is_file():
