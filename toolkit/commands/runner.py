@@ -160,8 +160,10 @@ def _locked_campaign(
             + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
         )
     if cluster is None and campaign.forks(prepared):
-        # The fork server imports torch and transformers on the other core meanwhile.
+        # The fork server imports torch and transformers on the other core meanwhile, then
+        # the model classes (before the pre-flight's fork, which needs them too).
         forkserver.prestart()
+        forkserver.preload_prestarted(prepared.workbook.parent, campaign.model_paths(prepared))
     clock = breakdown.Timeline()  # from the process's start: what came before is start-up
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
@@ -172,6 +174,7 @@ def _locked_campaign(
                 workbook, prepared, lambda line: None if quiet else shown.echo(line)
             )
             clock.preflight_work_s = sum(c.work_s or 0.0 for c in checks)
+            clock.conversion_s = sum(c.conversion_s for c in checks)
             clock.enter("startup_s")
         result = campaign.run(prepared, options, shown, executor, clock)
     except (ToolkitError, OSError) as exc:

@@ -84,7 +84,13 @@ def lines(time: dict[str, Any]) -> list[str]:
             time["floor_s"],
             "the protocol's floor: load "
             f"{floor['load_s']:.2f} s, warm-up {floor['warmup_s']:.2f} s, evaluation "
-            f"{floor['evaluation_s']:.2f} s, export {floor['export_s']:.2f} s",
+            f"{floor['evaluation_s']:.2f} s, export {floor['export_s']:.2f} s"
+            + (
+                f", the engines' conversions {floor['conversion_s']:.2f} s (built once, by the "
+                "pre-flight)"
+                if floor.get("conversion_s")
+                else ""
+            ),
         )
     )
     out.append(

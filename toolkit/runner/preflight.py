@@ -198,6 +198,9 @@ def _load_and_run_once(
         load_generator(members[0], base, rule) if rule else load_classifier(members[0], base)
     )
     load_s = time.perf_counter() - began
+    # An engine's one-off conversion (ONNX export, CTranslate2): the load phase's by the
+    # engine's definition, carried once per model by its first variant.
+    checks[str(members[0]["variant_id"])].conversion_s = getattr(loaded, "conversion_s", 0.0)
     try:
         for v in members:
             size = min(int(v["batch_size"]), len(items))

@@ -31,6 +31,9 @@ class VariantCheck:
     not_loaded: str | None = None
     #: Seconds of model work: both calls of its one batch (the first paid one-off costs).
     work_s: float | None = None
+    #: Seconds its load spent converting the model for its engine (ONNX export,
+    #: CTranslate2), on the first variant of those sharing the model only.
+    conversion_s: float = 0.0
 
     @property
     def item_s(self) -> float | None:

@@ -1,7 +1,8 @@
 """Where a campaign run's wall time went, each part timed (issue 34).
 
 wall = measured windows + the protocol's floor (load, warm-up, evaluation, export: what the
-Protocol fixes for every attempt) + the toolkit's own overhead (start-up, the pre-flight,
+Protocol fixes for every attempt; and an engine's one-off conversion, which the pre-flight
+builds for the attempts) + the toolkit's own overhead (start-up, the pre-flight,
 starting workers, the worker's work around its phases, bookkeeping between attempts,
 workbook saves on the critical path, the closing ingestion). On a rented card the overhead
 is paid time the protocol does not ask for.
@@ -48,6 +49,9 @@ class Timeline:
         self.overlapped_saves_s = 0.0
         #: Of ``preflight_s``: the model's work on its batches (a faster device shortens it).
         self.preflight_work_s = 0.0
+        #: Of ``preflight_s``: the engines' conversions it built (ONNX export, CTranslate2),
+        #: which belong to the protocol's floor (an engine's load phase, issue 32).
+        self.conversion_s = 0.0
         self._lock = threading.Lock()
 
     def enter(self, part: str) -> str:
@@ -86,9 +90,11 @@ def summary(timeline: Timeline, records: list[dict[str, Any]]) -> dict[str, Any]
     around = max(0.0, inside - sum(_phases(r["attempt"]) for r in timed))
     phases = measured + sum(floor.values())
     s = timeline.seconds
+    conversion = min(timeline.conversion_s, s["preflight_s"])
+    floor["conversion_s"] = round(conversion, 3)
     overhead = {
         "startup_s": s["startup_s"],
-        "preflight_s": s["preflight_s"],
+        "preflight_s": s["preflight_s"] - conversion,
         "worker_start_s": max(0.0, s["attempts_s"] - phases - around),
         "around_phases_s": around,
         "bookkeeping_s": s["bookkeeping_s"],

@@ -592,6 +592,11 @@ def forks(campaign: Campaign) -> bool:
     )
 
 
+def model_paths(campaign: Campaign) -> list[str]:
+    """The campaign's model paths, each once: what the fork server preloads."""
+    return sorted({str(v.get("model_path")) for v in campaign.variants.values()})
+
+
 class Workers:
     """Starts one fresh worker process per attempt: forked from the run's fork server
     (:mod:`toolkit.runner.driver.forkserver`), or ``python -m toolkit.runner.driver.worker`` where
@@ -606,10 +611,9 @@ class Workers:
         if not forks(campaign):
             self.close()
             return
-        paths = sorted({str(v.get("model_path")) for v in campaign.variants.values()})
         try:
             self.server = self.server or forkserver.ForkServer(self.env)
-            self.server.preload(campaign.workbook.parent, paths)
+            self.server.preload(campaign.workbook.parent, model_paths(campaign))
             self.server.ready()  # its imports are the run's start-up, not the first attempt's
         except forkserver.ForkServerError:
             self.close()  # each worker then imports everything itself

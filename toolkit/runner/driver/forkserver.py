@@ -119,9 +119,16 @@ class ForkServer:
         self._answers = ["ready"]  # what the server owes before it can fork
         #: Exit codes the server said, by worker pid, until each worker's owner asks.
         self._exits: dict[int, int] = {}
+        #: The (folder, model_path) pairs whose classes the server was asked to import.
+        self._preloaded: set[tuple[str, str]] = set()
 
     def preload(self, base: Path, model_paths: list[str]) -> None:
-        """Have the server import each model's class too (no weights), before any fork."""
+        """Have the server import each model's class too (no weights), before any fork; a
+        model asked for before is not asked for again."""
+        model_paths = [m for m in model_paths if (str(base), m) not in self._preloaded]
+        if not model_paths:
+            return
+        self._preloaded.update((str(base), m) for m in model_paths)
         message = json.dumps({"base": str(base), "models": model_paths})
         try:
             self._socket.sendall(b"preload " + message.encode("utf-8") + b"\n")
@@ -229,6 +236,18 @@ def prestart(env: dict[str, str] | None = None) -> None:
             _prestarted = ForkServer(worker_env() if env is None else env)
         except ForkServerError:
             pass  # the campaign starts its own, or falls back
+
+
+def preload_prestarted(base: Path, model_paths: list[str]) -> None:
+    """Have the prestarted server, if any, import the campaign's model classes now: the
+    pre-flight's fork and every worker then find them imported (issue 34)."""
+    global _prestarted
+    if _prestarted is not None:
+        try:
+            _prestarted.preload(base, model_paths)
+        except ForkServerError:
+            _prestarted.close()
+            _prestarted = None
 
 
 def prestarted() -> ForkServer | None:

@@ -44,6 +44,8 @@ class Ct2Generator:
 
     attention_backend = "ctranslate2"
     kv_cache_reason = NO_KV_CACHE
+    #: Seconds this load spent converting the model (0 when the cache had it).
+    conversion_s = 0.0
 
     def __init__(
         self,
@@ -154,7 +156,7 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
         ) from exc
     tokenizer = AutoTokenizer.from_pretrained(str(files.folder), local_files_only=True)
     weights = built.folder / "model.bin"
-    return Ct2Generator(
+    loaded = Ct2Generator(
         generator,
         tokenizer,
         variant,
@@ -167,6 +169,8 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
         f"{device}; intra threads {threads}",
         [built.note("ctranslate2 conversion")],
     )
+    loaded.conversion_s = built.seconds
+    return loaded
 
 
 def run_window(

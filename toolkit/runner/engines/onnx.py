@@ -138,9 +138,9 @@ def _settings(
 
 def exported(
     source: torch_model.LoadedModel, variant: dict[str, Any], base: Path
-) -> tuple[Path, list[str]]:
-    """The cached ONNX file of the variant (exported, then quantized when asked) and the
-    notes saying whether each step was built now or reused."""
+) -> tuple[Path, list[str], float]:
+    """The cached ONNX file of the variant (exported, then quantized when asked), the
+    notes saying whether each step was built now or reused, and the seconds of building."""
     fp32 = cache.cached(
         base,
         "onnxruntime",
@@ -149,14 +149,18 @@ def exported(
     )
     notes = [fp32.note(f"onnx export ({variant['precision']})")]
     if variant.get("quantization") != "dynamic-int8":
-        return fp32.folder / EXPORTED, notes
+        return fp32.folder / EXPORTED, notes, fp32.seconds
     int8 = cache.cached(
         base,
         "onnxruntime",
         _settings(source, variant, True),
         lambda folder: _export(source, folder, fp32.folder / EXPORTED, True),
     )
-    return int8.folder / EXPORTED, notes + [int8.note("onnxruntime dynamic-int8 quantization")]
+    return (
+        int8.folder / EXPORTED,
+        notes + [int8.note("onnxruntime dynamic-int8 quantization")],
+        fp32.seconds + int8.seconds,
+    )
 
 
 class OnnxClassifier(Tokenized):
@@ -166,6 +170,8 @@ class OnnxClassifier(Tokenized):
 
     tokens_reason: str | None = None
     attention_backend = "onnxruntime graph"
+    #: Seconds this load spent building the export (0 when the cache had it).
+    conversion_s = 0.0
 
     def __init__(
         self,
@@ -229,7 +235,7 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
     # onnxruntime quantizes the exported graph itself.
     source_variant = {**variant, "device": "cpu", "quantization": "none", "compile": "no"}
     source = torch_model.load(source_variant, base)
-    path, notes = exported(source, variant, base)
+    path, notes, built_s = exported(source, variant, base)
     notes.append(
         "load phase: the torch model is loaded once (the export's source, its "
         "labels and FLOP count), then dropped; host_rss_peak_bytes includes it"
@@ -253,6 +259,8 @@ def load(variant: dict[str, Any], base: Path) -> OnnxClassifier:
         f"graph optimisation all, intra-op threads {threads}"
     )
     # The classifier keeps the tokenizer and labels; the torch weights leave with ``source``.
-    return OnnxClassifier(
+    loaded = OnnxClassifier(
         variant, session, source, f"onnxruntime {ort.__version__}", artifact, notes
     )
+    loaded.conversion_s = built_s
+    return loaded
