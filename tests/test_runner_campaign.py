@@ -511,6 +511,17 @@ def test_a_fork_server_started_ahead_is_taken_by_the_campaign_and_forks_its_work
     # One started under another environment is not used: the workers would not see theirs.
     forkserver.prestart({**forkserver.worker_env(), "ITERALAB_TEST_OTHER": "1"})
     assert forkserver.take(forkserver.worker_env()) is None
+    forkserver.prestart({**forkserver.worker_env(), "HF_HUB_OFFLINE": "0"})
+    assert forkserver.take(forkserver.worker_env()) is None
+    # A variable set since by a library this process imported does not discard it: pandera's
+    # imports set two, after the demo had started its server.
+    mine = forkserver.worker_env()
+    mine.pop("PYARROW_IGNORE_TIMEZONE", None)
+    forkserver.prestart(mine)
+    kept = forkserver._prestarted
+    assert kept is not None
+    assert forkserver.take({**mine, "PYARROW_IGNORE_TIMEZONE": "1"}) is kept
+    kept.close()
     # One no campaign takes (a run whose pre-flight failed) is closed.
     forkserver.prestart()
     unused = forkserver._prestarted

@@ -264,10 +264,13 @@ def prestarted() -> ForkServer | None:
 
 def take(env: dict[str, str]) -> ForkServer | None:
     """The prestarted server, if it was started with ``env``; one started otherwise is
-    closed (a server sees the environment it started with)."""
+    closed (a server sees the environment it started with). A variable set since, that the
+    server lacks, does not count: a library this process imported set it for itself
+    (pandera's imports set SPARK_LOCAL_IP and PYARROW_IGNORE_TIMEZONE), and closing the
+    server for it made every demo wait for a second one's imports (issue 34)."""
     global _prestarted
     server, _prestarted = _prestarted, None
-    if server is not None and server.env != env:
+    if server is not None and any(env.get(k) != v for k, v in server.env.items()):
         server.close()
         return None
     return server
