@@ -43,7 +43,7 @@ from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import decoding, evaluation, lost, plan
-from toolkit.runner.driver import breakdown, forkserver
+from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
 
@@ -571,13 +571,8 @@ def _show(event: dict[str, Any], display: Progress) -> None:
 
 
 def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
-    for line in stream:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # not an event: a library printed something
-        if isinstance(event, dict):
-            events.put(event)
+    for event in worker.read_events(stream):
+        events.put(event)
     events.put(None)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ToolkitError
-from toolkit.runner.driver import forkserver
+from toolkit.runner.driver import forkserver, worker
 from toolkit.runner.preflight_result import VariantCheck, from_json
 
 
@@ -54,8 +54,7 @@ def check(
         try:
             proc.stdin.write(json.dumps({"preflight": request}, ensure_ascii=False, default=str))
             proc.stdin.close()
-            for line in proc.stdout:
-                event = json.loads(line)
+            for event in worker.read_events(proc.stdout):
                 if event.get("event") == "line":
                     progress(str(event["text"]))
                 elif event.get("event") == "preflight":

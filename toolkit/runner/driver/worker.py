@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,18 @@ INTERRUPTED_EXIT = 130
 def _emit(event: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def read_events(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The events among a worker's output lines (the driver's side of :func:`_emit`); a
+    line that is not one (a library printed something) is skipped."""
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 def main() -> int:
