@@ -22,7 +22,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from toolkit.evidence import journal
+from toolkit.evidence import corpus, journal
+from toolkit.runner import preflight_result
 
 INTERRUPTED_EXIT = 130
 
@@ -66,8 +67,7 @@ def main() -> int:
 def _preflight(request: dict[str, Any]) -> int:
     """Run a pre-flight (:func:`toolkit.runner.preflight.check`) as ``request`` describes
     it; its checks or problems go out as one event."""
-    from toolkit.evidence import corpus
-    from toolkit.runner import preflight, preflight_result  # torch
+    from toolkit.runner import preflight  # torch
 
     workbook = Path(request["workbook"])
     items = corpus.read_corpus(workbook.parent / str(request["protocol"]["corpus_path"]))
