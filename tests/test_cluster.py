@@ -411,8 +411,15 @@ def _hanging_campaign(
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # As from a terminal: pytest started in the background by a script (`sh -c '...' &`)
+        # ignores SIGINT, the driver would inherit that and never see the test's Ctrl-C.
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     return book, node, driver
+
+
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class TestRayStart:
@@ -500,6 +507,7 @@ class TestRayStart:
         finally:
             if driver.poll() is None:
                 driver.kill()
+                driver.communicate()  # reaped, its pipe closed: nothing left for a later test
         assert driver.returncode == 130, output
         assert took < INTERRUPT_WAIT_S / 2, output  # the node answered the cancel itself
         assert "1 completed, 0 failed, 1 interrupted" in output

@@ -241,7 +241,8 @@ def test_validate_names_the_outrun_rental_of_the_sample_and_changes_nothing(tmp_
     """The example workbook, its 7-day rental held 14 days, through the real CLI."""
     for name in ("example_campaign.xlsx", "corpus.jsonl", "calibration.jsonl"):
         shutil.copy(REPO / "samples" / name, tmp_path / name)
-    shutil.copytree(REPO / "samples" / "head", tmp_path / "head")
+    for folder in ("head", "austen_tfidf"):  # the models its variants name
+        shutil.copytree(REPO / "samples" / folder, tmp_path / folder)
     path = tmp_path / "example_campaign.xlsx"
     book = openpyxl.load_workbook(path)
     sheet = book[layout.RENTALS.name]
