@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,7 @@ def preflight(
     if apart:
         from toolkit.runner.driver import preflight_apart
 
-        checks = preflight_apart.check(variants, form, workbook, SAMPLE_ITEMS, locked, echo)
+        checks = preflight_apart.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
     else:
         from toolkit.runner import preflight as flight
 
@@ -141,8 +141,7 @@ def preflight(
             else str(c.not_loaded)
         )
         echo(f"  {c.variant_id}: {c.engine}; {timed}")
-    rough = estimate(data, checks, attempts, len(items))
-    return Estimate(rough.lines, rough.hours, checks)
+    return replace(estimate(data, checks, attempts, len(items)), checks=checks)
 
 
 def load_failure_advice(

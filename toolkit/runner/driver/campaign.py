@@ -632,13 +632,10 @@ class Workers:
             self.spare = self.start()
 
     def _launch(self, stderr: IO[str]) -> Any:
-        if self.server is not None:
-            try:
-                return self.server.start(stderr)
-            except forkserver.ForkServerError:
-                self.server.close()
-                self.server = None
-        return forkserver.spawn(self.env, stderr)
+        proc = forkserver.launch(self.server, self.env, stderr)
+        if not isinstance(proc, forkserver.ForkedWorker):
+            self.server = None  # none, or it failed and was closed: the others spawn too
+        return proc
 
     def close(self) -> None:
         """Stop a worker started ahead that no attempt needed, then the server."""

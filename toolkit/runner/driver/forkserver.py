@@ -79,6 +79,17 @@ def spawn(env: dict[str, str], stderr: IO[Any]) -> subprocess.Popen[str]:
     )
 
 
+def launch(server: ForkServer | None, env: dict[str, str], stderr: IO[Any]) -> Any:
+    """A worker forked by ``server``, or started by :func:`spawn` when there is none or it
+    could not fork (then closed): a :class:`ForkedWorker` or a ``subprocess.Popen``."""
+    if server is not None:
+        try:
+            return server.start(stderr)
+        except ForkServerError:
+            server.close()
+    return spawn(env, stderr)
+
+
 def available() -> bool:
     """Whether this platform can run the server, and the user has not turned it off."""
     return (
@@ -193,10 +204,17 @@ class ForkServer:
         """The server's next line that is not a worker's exit (kept for :meth:`exit_code`)."""
         while True:
             line = self._line(timeout)
-            if line is None or not line.startswith("exit "):
+            if line is None or not self._kept_exit(line):
                 return line
-            _, pid, code = line.split()
-            self._exits[int(pid)] = int(code)
+
+    def _kept_exit(self, line: str) -> bool:
+        """Keep the exit a line ``exit PID CODE`` says (for :meth:`exit_code`); whether it
+        was one."""
+        if not line.startswith("exit "):
+            return False
+        _, pid, code = line.split()
+        self._exits[int(pid)] = int(code)
+        return True
 
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
         """Worker ``pid``'s exit code (as Popen gives it); None while it runs."""
@@ -207,9 +225,7 @@ class ForkServer:
                 return 1  # the server died with the worker's status: a failure, said by its row
             if line is None:
                 return None
-            if line.startswith("exit "):  # "exit PID CODE"
-                _, other, code = line.split()
-                self._exits[int(other)] = int(code)
+            self._kept_exit(line)
         return self._exits.pop(pid)
 
     def close(self) -> None:

@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ToolkitError
+from toolkit.evidence import corpus
 from toolkit.runner.driver import forkserver, worker
 from toolkit.runner.preflight_result import VariantCheck, from_json
 
@@ -29,27 +31,22 @@ def check(
     variants: Sequence[dict[str, Any]],
     protocol: dict[str, Any],
     workbook: Path,
-    items: int,
+    items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
 ) -> list[VariantCheck]:
-    """:func:`toolkit.runner.preflight.check` of ``variants`` on the corpus's first ``items``,
-    in a worker process; raises its PreflightError, or ToolkitError when the worker died."""
+    """:func:`toolkit.runner.preflight.check` of ``variants`` on ``items``, in a worker
+    process; raises its PreflightError, or ToolkitError when the worker died."""
     request = {
         "workbook": str(workbook),
         "variants": list(variants),
         "protocol": protocol,
-        "items": items,
+        "items": [asdict(item) for item in items],  # the corpus is not read again there
         "locked": locked,
     }
-    server = forkserver.prestarted()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
-        try:
-            proc: Any = server.start(stderr) if server is not None else None
-        except forkserver.ForkServerError:
-            proc = None  # the campaign finds the server gone and falls back, as here
-        if proc is None:
-            proc = forkserver.spawn(forkserver.worker_env(), stderr)
+        # A server that fails here is closed: the campaign then finds it gone and falls back.
+        proc = forkserver.launch(forkserver.prestarted(), forkserver.worker_env(), stderr)
         outcome: dict[str, Any] | None = None
         try:
             proc.stdin.write(json.dumps({"preflight": request}, ensure_ascii=False, default=str))

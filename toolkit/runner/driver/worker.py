@@ -69,14 +69,12 @@ def _preflight(request: dict[str, Any]) -> int:
     it; its checks or problems go out as one event."""
     from toolkit.runner import preflight  # torch
 
-    workbook = Path(request["workbook"])
-    items = corpus.read_corpus(workbook.parent / str(request["protocol"]["corpus_path"]))
     try:
         checks = preflight.check(
             request["variants"],
             request["protocol"],
-            workbook,
-            items[: int(request["items"])],
+            Path(request["workbook"]),
+            [corpus.Item(**item) for item in request["items"]],
             bool(request["locked"]),
             lambda line: _emit({"event": "line", "text": line}),
         )
