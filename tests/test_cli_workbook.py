@@ -57,6 +57,7 @@ def test_validate_json(runner: CliRunner, filled_workbook: Path) -> None:
         "workbook": str(filled_workbook),
         "valid": True,
         "findings": [],
+        "notes": [],
     }
 
 

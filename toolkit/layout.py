@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 7
+LAYOUT_VERSION = 8
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -866,6 +866,16 @@ ATTEMPTS = Sheet(
             computed=True,
             since=7,
             width=10,
+        ),
+        _c(
+            "layout",
+            INT,
+            "The layout version the runner wrote this row under: validate expects a value "
+            "or a reason in every measured column of that layout. Empty in rows recorded "
+            "before layout 8, which validate judges by the newest measured column they fill.",
+            computed=True,
+            since=8,
+            width=8,
         ),
     ),
     purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",

@@ -101,6 +101,7 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     Lists each finding with its sheet, Excel row, column, check and what to do.
     """
+    from toolkit.evidence.measured_cells import inferred_note
     from toolkit.evidence.predictions import early_digests
     from toolkit.evidence.validate import sorted_findings
     from toolkit.evidence.validate import validate as run_validation
@@ -118,6 +119,7 @@ def validate(workbook: Path, as_json: bool) -> None:
             + typed_over_findings(data, workbook.parent)
             + model_path_findings(data, workbook.parent)
         )
+    inferred = inferred_note(data)
     if as_json:
         from toolkit.commands.documents import VALIDATE
 
@@ -128,6 +130,7 @@ def validate(workbook: Path, as_json: bool) -> None:
                     "workbook": str(workbook),
                     "valid": not findings,
                     "findings": [f.as_dict() for f in findings],
+                    "notes": [] if inferred is None else [inferred],
                 },
                 indent=2,
             )
@@ -141,6 +144,8 @@ def validate(workbook: Path, as_json: bool) -> None:
             f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
             f"{len(data.tables['Attempts'])} attempts, no findings)"
         )
+    if inferred is not None and not as_json:  # older rows: judged as their cells allow
+        click.echo(f"note: {inferred}", err=True)
     stopped = unfinished(default_folder(workbook))
     if stopped is not None:  # the evidence is whole; the reviewer's folder is not
         click.echo(f"note: {stopped}: run `iteralab report {workbook}` again", err=True)

@@ -23,6 +23,7 @@ from toolkit.evidence import (
     determinism,
     identifiers,
     integrity,
+    measured_cells,
     money_log,
     money_rules,
     predictions,
@@ -569,26 +570,10 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
     return found
 
 
-def row_layout(row: Row) -> int:
-    """The layout an Attempts row was recorded under, as far as the row shows: the newest
-    of the measured columns it fills or explains (the runner explains every measured column
-    of its layout, so a row of layout N fills or explains at least one column of N when
-    that layout added any); 1 when it explains none."""
-    return max(
-        (
-            c.since
-            for c in layout.ATTEMPTS.columns
-            if c.measurement and (row.get(c.name) is not None or row.get(c.reason) is not None)
-        ),
-        default=1,
-    )
-
-
 def _attempts_rules(data: WorkbookData) -> list[Finding]:
     variants = {r.get("variant_id") for r in data.tables["Variants"]}
     manifests = {r.get("manifest_id") for r in data.tables["Manifest"]}
     found = []
-    measured = [c for c in layout.ATTEMPTS.columns if c.measurement]
     for i, a in enumerate(data.tables["Attempts"]):
         excel = data.excel_row("Attempts", i)
 
@@ -609,31 +594,8 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
                 f"manifest {a['manifest_id']!r} has no Manifest row: "
                 "restore it (`iteralab ingest` replays the journal)",
             )
-        recorded_under = row_layout(a)
-        for col in measured:
-            value, reason = a.get(col.name), a.get(col.reason)
-            if value is None and reason is None and col.since > recorded_under:
-                continue  # a row recorded before the column existed
-            if value is None and reason is None:
-                add(
-                    col.name,
-                    "missing-reason",
-                    f"{col.name} is empty without a reason: a "
-                    f"missing measurement says why in {col.reason}",
-                )
-            elif value is not None and reason is not None:
-                add(
-                    col.reason,
-                    "value-and-reason",
-                    f"{col.name} has a value and a reason for being empty: keep one",
-                )
-            elif col.kind in schemas.NEVER_ZERO_KINDS and value == 0:
-                add(
-                    col.name,
-                    "zero",
-                    f"{col.name} is 0, which would stand for 'not measured': "
-                    f"leave it empty and say why in {col.reason}",
-                )
+        measured_cells.layout_cell_findings(a, add)
+        measured_cells.cell_findings(a, add)
         if a.get("status") == "completed" and a.get("measured_s") is None:
             add(
                 "measured_s",

@@ -21,6 +21,7 @@ import torch
 
 from toolkit import layout
 from toolkit.evidence import corpus
+from toolkit.evidence.measured_cells import LAYOUT_CELL
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.runner import plan
@@ -51,18 +52,41 @@ class AttemptTimeout(Exception):
 
 
 class Cells:
-    """Builds a row where each measurement is a value or an empty cell with its reason."""
+    """An Attempts row being built under the layout this process writes.
+
+    Each :meth:`put` names a column that layout declares; a measurement is a value or an
+    empty cell with its reason (the reason column is the row's to fill, not the caller's);
+    and the row records the layout version in its own ``layout`` cell, so that validate
+    judges it by the columns of that layout.
+    """
 
     def __init__(self) -> None:
-        self.row: dict[str, Any] = {}
+        self.sheet = layout.ATTEMPTS
+        self.version = layout.LAYOUT_VERSION
+        self._columns = {c.name: c for c in self.sheet.columns if c.name != LAYOUT_CELL}
+        self.row: dict[str, Any] = {LAYOUT_CELL: self.version}
 
     def put(self, name: str, value: Any, reason: str | None = None) -> None:
+        """Set column ``name`` to ``value``, and a measurement's reason column to ``reason``
+        when ``value`` is None. AssertionError (a bug of the task kind, never a row) for a
+        name the layout does not declare, a measurement empty without a reason, or a reason
+        given for a column that is not a measurement."""
+        column = self._columns.get(name)
+        if column is None:
+            raise AssertionError(
+                f"Attempts column {name!r} is not one layout {self.version} lets a task kind "
+                "fill: declare it in toolkit/layout.py (a measurement's reason column and the "
+                "layout cell are filled by the row itself)"
+            )
+        if not column.measurement:
+            if reason is not None:
+                raise AssertionError(f"{name} is not a measurement: it has no reason column")
+            self.row[name] = value
+            return
+        if value is None and not reason:
+            raise AssertionError(f"{name} is empty without a reason")
         self.row[name] = value
-        column = layout.ATTEMPTS.column(name) if name in layout.ATTEMPTS.names else None
-        if column is not None and column.measurement:
-            if value is None and not reason:
-                raise AssertionError(f"{name} is empty without a reason")
-            self.row[column.reason] = None if value is not None else reason
+        self.row[column.reason] = None if value is not None else reason
 
 
 def seconds(value: float | None) -> float | None:
