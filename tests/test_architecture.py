@@ -222,13 +222,10 @@ LONG_FUNCTIONS = frozenset(
         "toolkit.evidence.money_rules._tariffs_rules",
         "toolkit.evidence.money_rules._rentals_rules",
         "toolkit.money.schedule.schedule_cells",
-        "toolkit.planner.memory.shape_from_sizes",
-        "toolkit.planner.memory.estimate",
         "toolkit.report.costs.settlement_rows",
         "toolkit.report.reviewer.markdown",
         "toolkit.report.reviewer._settlement",
         "toolkit.report.summary.summary_row",
-        "toolkit.workbook.render._write_overview",
     }
 )
 #: Functions more complex than FUNCTION_COMPLEXITY when the limit was set; only shrinks.

@@ -312,39 +312,8 @@ def shape_from_sizes(
     given; everything except the embeddings and lm_head (V*H each, when the
     vocabulary is given) counts as the blocks' linear weights.
     """
-    for label, value in (
-        ("--params", params),
-        ("--layers", layers),
-        ("--hidden-size", hidden),
-        ("--heads", heads),
-    ):
-        if value < 1:
-            raise UsageError(
-                f"{label} must be a positive integer, got {value}",
-                hint="give the model's sizes from its card or config",
-            )
+    _check_sizes_given(params, layers, hidden, heads, kv_heads, head_dim)
     kv = heads if kv_heads is None else kv_heads
-    for label, given in (("--kv-heads", kv_heads), ("--head-dim", head_dim)):
-        if given is not None and given < 1:
-            raise UsageError(
-                f"{label} must be a positive integer, got {given}",
-                hint="give the model's sizes from its card or config",
-            )
-    if head_dim is None and hidden % heads:
-        raise UsageError(
-            f"--hidden-size {hidden} is not a multiple of --heads {heads}",
-            hint="check both, or give --head-dim",
-        )
-    if kv > heads:
-        raise UsageError(
-            f"--kv-heads {kv} is more than --heads {heads}",
-            hint="a KV head serves one or more query heads: check --kv-heads",
-        )
-    if heads % kv:
-        raise UsageError(
-            f"--heads {heads} is not a multiple of --kv-heads {kv}",
-            hint="each KV head serves the same number of query heads: check --kv-heads",
-        )
     d = hidden // heads if head_dim is None else head_dim
     notes = []
     if intermediate is None:
@@ -381,6 +350,47 @@ def shape_from_sizes(
         params=Params(params, emb, 0, layers, head, params - emb - head, formula),
         notes=tuple(notes),
     )
+
+
+def _check_sizes_given(
+    params: int, layers: int, hidden: int, heads: int, kv_heads: int | None, head_dim: int | None
+) -> None:
+    """UsageError naming the option when the explicit sizes cannot describe a decoder:
+    one not positive, a width not split evenly by the heads, KV heads that do not divide
+    them."""
+    for label, value in (
+        ("--params", params),
+        ("--layers", layers),
+        ("--hidden-size", hidden),
+        ("--heads", heads),
+    ):
+        if value < 1:
+            raise UsageError(
+                f"{label} must be a positive integer, got {value}",
+                hint="give the model's sizes from its card or config",
+            )
+    kv = heads if kv_heads is None else kv_heads
+    for label, given in (("--kv-heads", kv_heads), ("--head-dim", head_dim)):
+        if given is not None and given < 1:
+            raise UsageError(
+                f"{label} must be a positive integer, got {given}",
+                hint="give the model's sizes from its card or config",
+            )
+    if head_dim is None and hidden % heads:
+        raise UsageError(
+            f"--hidden-size {hidden} is not a multiple of --heads {heads}",
+            hint="check both, or give --head-dim",
+        )
+    if kv > heads:
+        raise UsageError(
+            f"--kv-heads {kv} is more than --heads {heads}",
+            hint="a KV head serves one or more query heads: check --kv-heads",
+        )
+    if heads % kv:
+        raise UsageError(
+            f"--heads {heads} is not a multiple of --kv-heads {kv}",
+            hint="each KV head serves the same number of query heads: check --kv-heads",
+        )
 
 
 @dataclass(frozen=True)
@@ -537,90 +547,18 @@ def estimate(
     ``allocator_pct`` is the allocator's fragmentation margin, in percent of the tensors.
     """
     precision, compute, kv_precision = _defaults(workload, precision, compute, kv_precision)
-    if seq_len < 1 or batch < 1 or lora_rank < 1:
-        raise UsageError(
-            f"seq_len, batch and LoRA rank must be positive (got {seq_len}, {batch}, {lora_rank})",
-            hint="give positive integers",
-        )
-    if not 0 <= allocator_pct <= 100:
-        raise UsageError(
-            f"allocator margin {allocator_pct}% is not between 0 and 100",
-            hint="give a percentage of the tensors, e.g. 10 or 20",
-        )
-    if attention not in ATTENTIONS:
-        raise UsageError(f"unknown attention {attention!r}", hint="sdpa or eager")
+    _check_sizes(seq_len, batch, lora_rank, allocator_pct, attention)
     s, b, a = seq_len, batch, BYTES[compute]
-    p = shape.params
-    notes = list(shape.notes)
-    if shape.max_positions and s > shape.max_positions:
-        notes.append(
-            f"seq_len {s:,} exceeds the model's max_position_embeddings {shape.max_positions:,}"
-        )
     training = workload != "inference"
-
-    weights = _weights(p, precision, compute, workload)
+    weights = _weights(shape.params, precision, compute, workload)
     kv_term, kv_seq = _kv_cache(shape, s, b, kv_precision, training)
-    if kv_seq and shape.sliding_window and s > shape.sliding_window:
-        notes.append(
-            f"sliding window {shape.sliding_window:,}: the cache keeps the last "
-            f"{shape.sliding_window:,} tokens per layer (a runtime without a rolling "
-            "cache keeps them all)"
-        )
     act = (
         _training_activations(shape, s, b, a, compute, attention, checkpointing)
         if training
         else _inference_activations(shape, s, b, a, compute, attention)
     )
-    adapter_params = 0
-    if workload in ("lora", "qlora"):
-        dims = shape.linear_dims()
-        per_layer = lora_rank * sum(i + o for i, o in dims)
-        adapter_params = shape.layers * per_layer
-        sums = " + ".join(f"({i:,}+{o:,})" for i, o in dims)
-        count = (
-            f"r*sum(in+out) x L = {lora_rank}*[{sums}] x {shape.layers} = {adapter_params:,} params"
-        )
-        adapters = Term("adapters", adapter_params * 4, f"{count} x 4 B (fp32 adapters)")
-        grads = Term(
-            "gradients",
-            adapter_params * 4,
-            f"{adapter_params:,} adapter params x 4 B (fp32); the frozen base has none",
-        )
-        optim = Term(
-            "optimizer_states",
-            adapter_params * 8,
-            f"AdamW m and v: {adapter_params:,} adapter params x 8 B (2 x fp32)",
-        )
-    else:
-        adapters = Term("adapters", 0, "none: no adapters in this workload")
-        if workload == "full":
-            w = BYTES[precision]
-            grads = Term("gradients", p.total * w, f"{p.total:,} params x {w} B ({precision})")
-            if precision == "fp32":
-                optim = Term(
-                    "optimizer_states",
-                    p.total * 8,
-                    f"AdamW m and v: {p.total:,} params x 8 B (2 x fp32)",
-                )
-            else:
-                optim = Term(
-                    "optimizer_states",
-                    p.total * 12,
-                    f"fp32 master weights, AdamW m and v: {p.total:,} params x 12 B "
-                    "(3 x fp32, mixed precision)",
-                )
-        else:
-            grads = Term("gradients", 0, "none: inference keeps no gradients")
-            optim = Term("optimizer_states", 0, "none: inference keeps no optimizer states")
+    adapter_params, adapters, grads, optim = _trained_terms(shape, workload, precision, lora_rank)
     terms = (weights, kv_term, act, grads, optim, adapters)
-    subtotal = sum(t.bytes for t in terms)
-    frag = _ceil_div(subtotal * allocator_pct, 100)
-    margin = Term(
-        "margin",
-        frag + RUNTIME_BYTES,
-        f"allocator {allocator_pct}% of {subtotal:,} = {frag:,} + runtime "
-        f"{RUNTIME_BYTES:,} (512 MiB: CUDA context, library workspaces)",
-    )
     return Estimate(
         shape,
         workload,
@@ -633,11 +571,109 @@ def estimate(
         lora_rank,
         checkpointing,
         terms,
-        margin,
+        _margin(sum(t.bytes for t in terms), allocator_pct),
         kv_seq,
         adapter_params,
-        tuple(notes),
+        _length_notes(shape, s, kv_seq),
         allocator_pct,
+    )
+
+
+def _check_sizes(
+    seq_len: int, batch: int, lora_rank: int, allocator_pct: int, attention: str
+) -> None:
+    """UsageError for a size that is not positive, a margin outside 0-100 %, an unknown
+    attention."""
+    if seq_len < 1 or batch < 1 or lora_rank < 1:
+        raise UsageError(
+            f"seq_len, batch and LoRA rank must be positive (got {seq_len}, {batch}, {lora_rank})",
+            hint="give positive integers",
+        )
+    if not 0 <= allocator_pct <= 100:
+        raise UsageError(
+            f"allocator margin {allocator_pct}% is not between 0 and 100",
+            hint="give a percentage of the tensors, e.g. 10 or 20",
+        )
+    if attention not in ATTENTIONS:
+        raise UsageError(f"unknown attention {attention!r}", hint="sdpa or eager")
+
+
+def _length_notes(shape: Shape, seq_len: int, kv_seq: int) -> tuple[str, ...]:
+    """The shape's notes, and what a sequence longer than the model's positions or its
+    sliding window means."""
+    notes = list(shape.notes)
+    if shape.max_positions and seq_len > shape.max_positions:
+        notes.append(
+            f"seq_len {seq_len:,} exceeds the model's max_position_embeddings "
+            f"{shape.max_positions:,}"
+        )
+    if kv_seq and shape.sliding_window and seq_len > shape.sliding_window:
+        notes.append(
+            f"sliding window {shape.sliding_window:,}: the cache keeps the last "
+            f"{shape.sliding_window:,} tokens per layer (a runtime without a rolling "
+            "cache keeps them all)"
+        )
+    return tuple(notes)
+
+
+def _trained_terms(
+    shape: Shape, workload: str, precision: str, lora_rank: int
+) -> tuple[int, Term, Term, Term]:
+    """(adapter params, adapters, gradients, optimizer states) of ``workload``."""
+    if workload in ("lora", "qlora"):
+        return _adapter_terms(shape, lora_rank)
+    adapters = Term("adapters", 0, "none: no adapters in this workload")
+    if workload != "full":
+        grads = Term("gradients", 0, "none: inference keeps no gradients")
+        optim = Term("optimizer_states", 0, "none: inference keeps no optimizer states")
+        return 0, adapters, grads, optim
+    p, w = shape.params, BYTES[precision]
+    grads = Term("gradients", p.total * w, f"{p.total:,} params x {w} B ({precision})")
+    if precision == "fp32":
+        optim = Term(
+            "optimizer_states",
+            p.total * 8,
+            f"AdamW m and v: {p.total:,} params x 8 B (2 x fp32)",
+        )
+    else:
+        optim = Term(
+            "optimizer_states",
+            p.total * 12,
+            f"fp32 master weights, AdamW m and v: {p.total:,} params x 12 B "
+            "(3 x fp32, mixed precision)",
+        )
+    return 0, adapters, grads, optim
+
+
+def _adapter_terms(shape: Shape, lora_rank: int) -> tuple[int, Term, Term, Term]:
+    """(adapter params, adapters, gradients, optimizer states) of LoRA adapters in fp32 on
+    every linear of every block; the frozen base has no gradients."""
+    dims = shape.linear_dims()
+    adapter_params = shape.layers * lora_rank * sum(i + o for i, o in dims)
+    sums = " + ".join(f"({i:,}+{o:,})" for i, o in dims)
+    count = f"r*sum(in+out) x L = {lora_rank}*[{sums}] x {shape.layers} = {adapter_params:,} params"
+    adapters = Term("adapters", adapter_params * 4, f"{count} x 4 B (fp32 adapters)")
+    grads = Term(
+        "gradients",
+        adapter_params * 4,
+        f"{adapter_params:,} adapter params x 4 B (fp32); the frozen base has none",
+    )
+    optim = Term(
+        "optimizer_states",
+        adapter_params * 8,
+        f"AdamW m and v: {adapter_params:,} adapter params x 8 B (2 x fp32)",
+    )
+    return adapter_params, adapters, grads, optim
+
+
+def _margin(subtotal: int, allocator_pct: int) -> Term:
+    """The allocator's fragmentation (``allocator_pct`` of the tensors) and the runtime."""
+    frag = _ceil_div(subtotal * allocator_pct, 100)
+    return Term(
+        "margin",
+        frag + RUNTIME_BYTES,
+        f"allocator {allocator_pct}% of {subtotal:,} = {frag:,} + runtime "
+        f"{RUNTIME_BYTES:,} (512 MiB: CUDA context, library workspaces)",
     )
 
 

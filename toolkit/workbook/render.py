@@ -285,6 +285,10 @@ def _marked(code: str, row: dict[str, Any]) -> str:
     return f"{code} {layout.EXAMPLE}" if example else code
 
 
+#: One Overview line: label, formula text, cached value, currency format, defined name (or "").
+OverviewRow = tuple[str, Any, Any, str, str]
+
+
 def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> None:
     """The reviewer's page: each figure a formula into the sheet that holds it, found by id,
     with the value the report computed cached."""
@@ -292,73 +296,13 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     ws.set_column(1, 1, 70, formats.wrap)
     ws.set_column(2, 2, 20, formats.wrap)
     ws.write_string(0, 0, "Overview", formats.title)
-    # label, formula text, cached value, currency format, defined name (or "")
-    rows: list[tuple[str, Any, Any, str, str]] = []
-    decision = data.forms.get(layout.DECISION.name, {})
-    for field in ("chosen_configuration", "report_run"):
-        row = layout.DECISION.names.index(field) + 2
-        cell = f"{layout.DECISION.name}!$B${row}"
-        rows.append(
-            (
-                f"Decision: {field.replace('_', ' ')}",
-                f'IF({cell}="","",{cell})',
-                decision.get(field),
-                "",
-                names.headline(field.capitalize()),
-            )
-        )
     settlement = data.tables.get(layout.SETTLEMENT.name, [])
-    for r in settlement:
-        if r.get("kind") != "total incurred" or not r.get("currency"):
-            continue
-        item, code = str(r["item"]), _marked(str(r["currency"]), r)
-        for label, column, money, name in (
-            ("incurred total", "amount", True, "Incurred_total"),
-            ("known subtotal", "known_subtotal", True, "Known_subtotal"),
-            ("ledger status", "ledger_status", False, "Ledger_status"),
-            ("spent per accepted corpus", "spent_per_accepted", True, "Spent_per_accepted"),
-        ):
-            rows.append(
-                (
-                    f"{label} ({r['currency']})",
-                    _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
-                    r.get(column),
-                    code if money else "",
-                    names.headline(name, str(r["currency"])),
-                )
-            )
-    for r in settlement:
-        forecast = _plain_value(r.get("projected_cost_per_expected_usd"))
-        if r.get("kind") == "configuration" and forecast != "":
-            rows.append(
-                (
-                    f"forecast per expected corpus: {r['item']}",
-                    _lookup(
-                        layout.SETTLEMENT,
-                        "projected_cost_per_expected_usd",
-                        str(r["item"]),
-                        OVERVIEW_REACH,
-                    ),
-                    forecast,
-                    _marked("USD", r),
-                    names.headline("Forecast_per_expected", str(r["item"])),
-                )
-            )
-    summary = data.tables.get(layout.SUMMARY.name, [])
-    for r in summary:
-        for label, column in (
-            ("quality verdict", "quality_verdict"),
-            ("in the cost comparison", "equal_quality"),
-        ):
-            rows.append(
-                (
-                    f"{r['variant_id']}: {label}",
-                    _lookup(layout.SUMMARY, column, str(r["variant_id"]), len(summary) + 1),
-                    r.get(column),
-                    "",
-                    "",
-                )
-            )
+    rows = [
+        *_decision_lines(data),
+        *_incurred_lines(settlement),
+        *_forecast_lines(settlement),
+        *_quality_lines(data.tables.get(layout.SUMMARY.name, [])),
+    ]
     wrapped = formats.book.add_format(
         {
             "bg_color": COMPUTED_FILL,
@@ -382,6 +326,104 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
         lines = -(-len(str(_plain_value(cached))) // OVERVIEW_LINE)
         if lines > 1:
             ws.set_row(i, 15 * min(lines, 12))
+    last = len(rows) + 2
+    for i, text in enumerate(_overview_warnings(data, settlement), start=last + 1):
+        ws.merge_range(i, 0, i, 2, text, formats.warning)
+        last = i
+    ws.print_area(0, 0, last, 2)
+    ws.fit_to_pages(1, 1)  # one page, whatever the memo's length
+
+
+def _decision_lines(data: WorkbookData) -> list[OverviewRow]:
+    """The memo's chosen configuration and its run, read from the Decision sheet."""
+    decision = data.forms.get(layout.DECISION.name, {})
+    rows = []
+    for field in ("chosen_configuration", "report_run"):
+        row = layout.DECISION.names.index(field) + 2
+        cell = f"{layout.DECISION.name}!$B${row}"
+        rows.append(
+            (
+                f"Decision: {field.replace('_', ' ')}",
+                f'IF({cell}="","",{cell})',
+                decision.get(field),
+                "",
+                names.headline(field.capitalize()),
+            )
+        )
+    return rows
+
+
+def _incurred_lines(settlement: list[dict[str, Any]]) -> list[OverviewRow]:
+    """Each currency's incurred total, known subtotal, ledger status and spent per
+    accepted corpus, from the Settlement's total rows."""
+    rows: list[OverviewRow] = []
+    for r in settlement:
+        if r.get("kind") != "total incurred" or not r.get("currency"):
+            continue
+        item, code = str(r["item"]), _marked(str(r["currency"]), r)
+        for label, column, money, name in (
+            ("incurred total", "amount", True, "Incurred_total"),
+            ("known subtotal", "known_subtotal", True, "Known_subtotal"),
+            ("ledger status", "ledger_status", False, "Ledger_status"),
+            ("spent per accepted corpus", "spent_per_accepted", True, "Spent_per_accepted"),
+        ):
+            rows.append(
+                (
+                    f"{label} ({r['currency']})",
+                    _lookup(layout.SETTLEMENT, column, item, OVERVIEW_REACH),
+                    r.get(column),
+                    code if money else "",
+                    names.headline(name, str(r["currency"])),
+                )
+            )
+    return rows
+
+
+def _forecast_lines(settlement: list[dict[str, Any]]) -> list[OverviewRow]:
+    """Each configuration's forecast cost per expected corpus, where it has one."""
+    rows: list[OverviewRow] = []
+    for r in settlement:
+        forecast = _plain_value(r.get("projected_cost_per_expected_usd"))
+        if r.get("kind") == "configuration" and forecast != "":
+            rows.append(
+                (
+                    f"forecast per expected corpus: {r['item']}",
+                    _lookup(
+                        layout.SETTLEMENT,
+                        "projected_cost_per_expected_usd",
+                        str(r["item"]),
+                        OVERVIEW_REACH,
+                    ),
+                    forecast,
+                    _marked("USD", r),
+                    names.headline("Forecast_per_expected", str(r["item"])),
+                )
+            )
+    return rows
+
+
+def _quality_lines(summary: list[dict[str, Any]]) -> list[OverviewRow]:
+    """Each variant's quality verdict and whether it is in the cost comparison."""
+    rows: list[OverviewRow] = []
+    for r in summary:
+        for label, column in (
+            ("quality verdict", "quality_verdict"),
+            ("in the cost comparison", "equal_quality"),
+        ):
+            rows.append(
+                (
+                    f"{r['variant_id']}: {label}",
+                    _lookup(layout.SUMMARY, column, str(r["variant_id"]), len(summary) + 1),
+                    r.get(column),
+                    "",
+                    "",
+                )
+            )
+    return rows
+
+
+def _overview_warnings(data: WorkbookData, settlement: list[dict[str, Any]]) -> list[str]:
+    """The banners under the figures: amounts resting on example figures, a quick demo."""
     warnings = []
     if any(layout.EXAMPLE in str(r.get("grounds") or "") for r in settlement):
         warnings.append(
@@ -391,12 +433,7 @@ def _write_overview(ws: Worksheet, data: WorkbookData, formats: _Formats) -> Non
     scenario = str(data.forms.get(layout.PROTOCOL.name, {}).get("scenario") or "")
     if "QUICK DEMO" in scenario:
         warnings.append("QUICK DEMO: a declared subset for a smoke run, not the comparison")
-    last = len(rows) + 2
-    for i, text in enumerate(warnings, start=last + 1):
-        ws.merge_range(i, 0, i, 2, text, formats.warning)
-        last = i
-    ws.print_area(0, 0, last, 2)
-    ws.fit_to_pages(1, 1)  # one page, whatever the memo's length
+    return warnings
 
 
 def _write_form(
