@@ -217,7 +217,6 @@ LONG_FUNCTIONS = frozenset(
     {
         "toolkit.cluster.executor.RayExecutor.run",
         "toolkit.commands.documents.report_document",
-        "toolkit.commands.report.report",
         "toolkit.commands.runner._locked_campaign",
         "toolkit.evidence.money_rules._tariffs_rules",
         "toolkit.evidence.money_rules._rentals_rules",
@@ -232,7 +231,6 @@ LONG_FUNCTIONS = frozenset(
 COMPLEX_FUNCTIONS = frozenset(
     {
         "toolkit.cluster.executor.RayExecutor.run",
-        "toolkit.commands.report.report",
     }
 )
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:  # for the checker: the modules load in the bodies (a fast --help)
+    from toolkit.report.refresh import Refreshed
+    from toolkit.report.reviewer import Outputs
 
 
 def _seconds(value: float | None) -> str:
@@ -51,20 +56,9 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
-    from toolkit import editing
-    from toolkit.money.incurred import BRIDGE
-    from toolkit.report.stats import SEPARATED
     from toolkit.reporting import build, default_folder, unfinished
-    from toolkit.runner.lost import record_lost_attempts
 
-    lost = record_lost_attempts(workbook) if workbook.exists() else []
-    if lost:  # attempts killed with their run: on the record before anything is computed
-        editing.ingest(workbook, refresh_derived=False)
-        click.echo(
-            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
-            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
-            err=True,
-        )
+    _record_lost(workbook)
     earlier = unfinished(folder or default_folder(workbook))
     if earlier is not None:
         click.echo(f"note: {earlier}; this report writes a whole one", err=True)
@@ -76,6 +70,36 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
             click.echo(f"warning: {finding.location()}: {finding.message}", err=True)
         documents.emit(documents.report_document(workbook, result, outputs))
         return
+    _echo_saved_and_findings(workbook, result, outputs)
+    for line in _table(_stats_rows(result)):
+        click.echo(line)
+    _echo_separations(result)
+    _echo_incurred(result)
+    _echo_decision(result)
+    names = ", ".join(f.name for f in outputs.files)
+    click.echo(f"wrote {outputs.folder}/: {names}")
+    if outputs.png_skipped:
+        click.echo(f"note: {outputs.png_skipped}")
+
+
+def _record_lost(workbook: Path) -> None:
+    """Attempts killed with their run go on the record, as interrupted, before anything is
+    computed; says which on stderr."""
+    from toolkit import editing
+    from toolkit.runner.lost import record_lost_attempts
+
+    lost = record_lost_attempts(workbook) if workbook.exists() else []
+    if lost:
+        editing.ingest(workbook, refresh_derived=False)
+        click.echo(
+            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
+            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
+            err=True,
+        )
+
+
+def _echo_saved_and_findings(workbook: Path, result: Refreshed, outputs: Outputs) -> None:
+    """Whether the workbook was saved, and the findings it holds (the first five on stderr)."""
     if outputs.workbook_saved:
         click.echo(
             f"refreshed {workbook} (protocol {result.protocol_sha256[:12]}): Summary, "
@@ -96,7 +120,11 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
         )
     else:
         click.echo("integrity: no findings (validate's checks, every predictions file hashed)")
-    rows = [
+
+
+def _stats_rows(result: Refreshed) -> list[tuple[str, ...]]:
+    """The per-variant table: header, then one row per variant."""
+    rows: list[tuple[str, ...]] = [
         (
             "variant",
             "attempts",
@@ -127,13 +155,21 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
                 "yes" if st.equal_quality else "no",
             )
         )
-    for line in _table(rows):
-        click.echo(line)
+    return rows
+
+
+def _echo_separations(result: Refreshed) -> None:
     click.echo("separation (R15):")
     for s in result.decision.separations:
         click.echo(f"  {s.sentence()}")
     if not result.decision.separations:
         click.echo("  no pair of variants in one series")
+
+
+def _echo_incurred(result: Refreshed) -> None:
+    """What was spent, each rental once, with its grounds; a total with its bridge."""
+    from toolkit.money.incurred import BRIDGE
+
     click.echo("incurred (each rental once):")
     for row in result.incurred:
         click.echo(
@@ -148,6 +184,12 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
             )
     if not result.incurred:
         click.echo("  nothing: no Rentals row (each lot rented, once)")
+
+
+def _echo_decision(result: Refreshed) -> None:
+    """The projection per configuration, the money comparisons, the notes and the draft."""
+    from toolkit.report.stats import SEPARATED
+
     click.echo(
         "decision (projection of the expected outputs; projected cost per expected "
         "corpus, a forecast):"
@@ -165,10 +207,6 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
         click.echo(f"  kept as typed: {', '.join(result.decision.kept_fields)}")
     separated = sum(s.verdict == SEPARATED for s in result.decision.separations)
     click.echo(f"{separated} of {len(result.decision.separations)} pair(s) separated")
-    names = ", ".join(f.name for f in outputs.files)
-    click.echo(f"wrote {outputs.folder}/: {names}")
-    if outputs.png_skipped:
-        click.echo(f"note: {outputs.png_skipped}")
 
 
 def _amount(row: dict[str, object]) -> str:
