@@ -221,7 +221,6 @@ LONG_FUNCTIONS = frozenset(
         "toolkit.evidence.money_rules._tariffs_rules",
         "toolkit.evidence.money_rules._rentals_rules",
         "toolkit.money.schedule.schedule_cells",
-        "toolkit.report.costs.settlement_rows",
         "toolkit.report.reviewer.markdown",
         "toolkit.report.reviewer._settlement",
         "toolkit.report.summary.summary_row",

@@ -444,81 +444,107 @@ def settlement_rows(
 
     Every link to another sheet finds its row by id (variant_id, rental_id), never by
     position: sorting or filtering a table changes no number."""
-    rows = []
     hours = None if win is None else win.span_hours
-    item = layout.column_letter(layout.SETTLEMENT, "item")
-
-    def summary(i: int, column: str, variant: str | None = None) -> str:
-        quoted = None if variant is None else variant.replace('"', '""')
-        key = f'"{quoted}"' if quoted is not None else f"${item}{2 + i}"
-        return by_id(layout.SUMMARY, column, key, "variant_id", len(costs))
-
-    for i, c in enumerate(costs):
-        excel = 2 + i
-        if c.plan is not None and catalog is not None:
-            config = settlement.Configuration(
-                item=c.stats.variant_id,
-                gpu_slug=c.plan.gpu_slug,
-                plan_days=c.plan.plan_days,
-                lots=c.lots,
-                accepted=c.confirmed,
-                quality_verdict=c.stats.quality_verdict,
-                median_s=c.stats.median,
-                campaign_hours=hours,
-                catalog_date=c.plan.catalog_date,
-                grounds=_grounds(
-                    c, f"projection, not a measurement: {c.lots_ground} ({c.plan.source})"
-                ),
-                projected_corpora=c.projected_corpora,
-                provider=_provider(catalog, c.plan),
-            )
-            row = settlement.configuration_row(config, catalog, excel)
-        else:
-            row = {name: None for name in layout.SETTLEMENT.names}
-            row.update(
-                item=c.stats.variant_id,
-                kind="configuration",
-                gpu_slug=c.gpu_slug,
-                quality_verdict=c.stats.quality_verdict,
-                projected_corpora=c.projected_corpora,
-                grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"),
-            )
-        row.update(part="decision", rental_id=c.rental_id, deadline_check=c.deadline_check)
-        row["accepted_corpora"] = _confirmed_formula(c, data, excel)
-        median, campaign = summary(i, "median_s"), summary(i, "campaign_s")
-        row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
-        forecast = row["projected_cost_per_expected_usd"]
-        if isinstance(forecast, Formula):
-            # R16/R18: a configuration outside the equal-quality comparison has no cost to
-            # compare (its grounds say why); its budget stays. report.md follows the same rule.
-            equal = summary(i, "equal_quality")
-            row["projected_cost_per_expected_usd"] = Formula(
-                f'IF({equal}="{layout.YES}",{forecast.text},"")',
-                forecast.value if c.stats.equal_quality else "",
-            )
-        row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
-        if c.resume is not None and c.resume.variant_id in {o.stats.variant_id for o in costs}:
-            # R13: the resume variant's time counts with the configuration it resumes.
-            other = summary(i, "campaign_s", c.resume.variant_id)
-            row["campaign_s"] = Formula(
-                f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})', c.campaign
-            )
-        if c.projected_hours is not None and c.projected_corpora is not None:
-            col = {
-                n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
-                for n in ("projected_corpora", "lots", "campaign_s")
-            }
-            row["projected_hours"] = Formula(
-                f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
-                f",0)*{col['campaign_s']}/3600)",
-                c.projected_hours,
-            )
-        if hours is not None:
-            row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
-        rows.append(row)
+    rows = [_decision_row(i, costs, data, catalog, hours) for i in range(len(costs))]
     return rows + incurred_rows(
         data, catalog, first_row=2 + len(rows), accepted=campaign_accepted(costs)
     )
+
+
+def _summary_cell(i: int, count: int, column: str, variant: str | None = None) -> str:
+    """The Summary's ``column`` for the variant named in Settlement row ``i``'s item (or
+    ``variant``), found by variant_id among ``count`` Summary rows."""
+    item = layout.column_letter(layout.SETTLEMENT, "item")
+    quoted = None if variant is None else variant.replace('"', '""')
+    key = f'"{quoted}"' if quoted is not None else f"${item}{2 + i}"
+    return by_id(layout.SUMMARY, column, key, "variant_id", count)
+
+
+def _decision_row(
+    i: int,
+    costs: Sequence[Costing],
+    data: WorkbookData,
+    catalog: Catalog | None,
+    hours: Decimal | None,
+) -> dict[str, Any]:
+    """The Settlement row of configuration ``costs[i]``: its price and budget (or why it has
+    none), the accepted corpora, and its times as formulas into Summary and Schedule."""
+    c, excel = costs[i], 2 + i
+    row = _priced_row(c, catalog, hours, excel)
+    row.update(part="decision", rental_id=c.rental_id, deadline_check=c.deadline_check)
+    row["accepted_corpora"] = _confirmed_formula(c, data, excel)
+    median = _summary_cell(i, len(costs), "median_s")
+    row["median_s"] = Formula(f'IF({median}="","",{median})', c.stats.median)
+    forecast = row["projected_cost_per_expected_usd"]
+    if isinstance(forecast, Formula):
+        # R16/R18: a configuration outside the equal-quality comparison has no cost to
+        # compare (its grounds say why); its budget stays. report.md follows the same rule.
+        equal = _summary_cell(i, len(costs), "equal_quality")
+        row["projected_cost_per_expected_usd"] = Formula(
+            f'IF({equal}="{layout.YES}",{forecast.text},"")',
+            forecast.value if c.stats.equal_quality else "",
+        )
+    _time_cells(row, i, costs)
+    if hours is not None:
+        row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
+    return row
+
+
+def _priced_row(
+    c: Costing, catalog: Catalog | None, hours: Decimal | None, excel: int
+) -> dict[str, Any]:
+    """A configuration's row priced from its plan in the catalog; without one, its money
+    cells empty and the grounds saying why."""
+    if c.plan is None or catalog is None:
+        row: dict[str, Any] = {name: None for name in layout.SETTLEMENT.names}
+        row.update(
+            item=c.stats.variant_id,
+            kind="configuration",
+            gpu_slug=c.gpu_slug,
+            quality_verdict=c.stats.quality_verdict,
+            projected_corpora=c.projected_corpora,
+            grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"),
+        )
+        return row
+    config = settlement.Configuration(
+        item=c.stats.variant_id,
+        gpu_slug=c.plan.gpu_slug,
+        plan_days=c.plan.plan_days,
+        lots=c.lots,
+        accepted=c.confirmed,
+        quality_verdict=c.stats.quality_verdict,
+        median_s=c.stats.median,
+        campaign_hours=hours,
+        catalog_date=c.plan.catalog_date,
+        grounds=_grounds(c, f"projection, not a measurement: {c.lots_ground} ({c.plan.source})"),
+        projected_corpora=c.projected_corpora,
+        provider=_provider(catalog, c.plan),
+    )
+    return settlement.configuration_row(config, catalog, excel)
+
+
+def _time_cells(row: dict[str, Any], i: int, costs: Sequence[Costing]) -> None:
+    """The configuration's campaign time (its resume variant's added) and the hours its
+    projected corpora take per lot, as formulas."""
+    c, excel = costs[i], 2 + i
+    campaign = _summary_cell(i, len(costs), "campaign_s")
+    row["campaign_s"] = Formula(f'IF({campaign}="","",{campaign})', c.stats.campaign)
+    if c.resume is not None and c.resume.variant_id in {o.stats.variant_id for o in costs}:
+        # R13: the resume variant's time counts with the configuration it resumes.
+        other = _summary_cell(i, len(costs), "campaign_s", c.resume.variant_id)
+        row["campaign_s"] = Formula(
+            f'IF(OR({campaign}="",{other}=""),"",{campaign}+{other})', c.campaign
+        )
+    if c.projected_hours is not None and c.projected_corpora is not None:
+        col = {
+            n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
+            for n in ("projected_corpora", "lots", "campaign_s")
+        }
+        row["projected_hours"] = Formula(
+            f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
+            f",0)*{col['campaign_s']}/3600)",
+            c.projected_hours,
+        )
 
 
 def _confirmed_formula(c: Costing, data: WorkbookData, excel: int) -> Any:
