@@ -170,98 +170,11 @@ class RayExecutor:
     def run(self, campaign: Campaign, books: Books) -> bool:
         """Run the pending slots; True when Ctrl-C stopped the run."""
         where = self.check(campaign) if not self.offered else self.placement(campaign)
-        base = campaign.workbook.parent
-        corpus_ref = ray.put((base / str(campaign.protocol["corpus_path"])).read_bytes())
-        folders = {
-            name: ray.put(bundle.pack(path, name))
-            for name, path in bundle.local_folders(campaign.variants.values(), base).items()
-        }
-        queues: dict[str, deque[Any]] = {}
-        for slot in campaign.todo:
-            queues.setdefault(where[slot.variant_id], deque()).append(slot)
-        running: dict[Any, Running] = {}
-        reference = str(campaign.protocol.get("reference_variant"))
-        held = _held_for_reference(campaign, where, reference)
-        if held:
-            books.display.echo(
-                f"label(s) {', '.join(held)} wait for the first attempt of the reference "
-                f"variant {reference} (label {where[reference]}): their tolerance is checked "
-                "against its predictions (R16)"
-            )
-
-        def release() -> None:
-            for label in held:
-                if queues.get(label):
-                    submit(label)
-            held.clear()
-
-        def submit(label: str) -> None:
-            began = time.perf_counter()
-            slot = queues[label].popleft()
-            spec = books.spec(slot, where=label)
-            variant = spec.variant
-            needs = {
-                n: ref
-                for n, ref in folders.items()
-                if n in (variant.get("model_path"), variant.get("head_path"))
-            }
-            reference = None
-            if spec.reference:
-                reference = (base / spec.reference["predictions_path"]).read_bytes()
-            ref = _attempt_task.options(
-                resources={labels.resource(label): 1},
-                num_gpus=1 if variant.get("device") == "cuda" else 0,
-                name=f"iteralab {spec.attempt_id}",
-            ).remote(spec.to_json(), corpus_ref, needs, reference, __version__)
-            kill_at = time.monotonic() + spec.timeout_s + KILL_GRACE_S if spec.timeout_s else None
-            running[ref] = Running(label, spec, now_text(), kill_at)
-            self.timing.submit_s[spec.attempt_id] = time.perf_counter() - began
-
-        def settle(entry: Running, outcome: _Outcome) -> None:
-            began = time.perf_counter()
-            record = self._record(campaign, entry, outcome)
-            journal.append(campaign.workbook, record)
-            books.recorded(record, ingest=False)
-            spent = time.perf_counter() - began
-            if outcome.stop_label:
-                left = len(queues.get(entry.label, ()))
-                if left:
-                    books.display.echo(
-                        f"label {entry.label}: {outcome.stop_label}; its "
-                        f"{left} other attempt(s) wait for --resume"
-                    )
-                queues[entry.label] = deque()
-            elif queues.get(entry.label):
-                submit(entry.label)
-            if held and (
-                entry.spec.variant.get("variant_id") == reference
-                or outcome.stop_label
-                and entry.label == where[reference]
-            ):
-                release()
-            began = time.perf_counter()
-            books.ingest()  # after the next attempt started: the node does not wait for it
-            spent += time.perf_counter() - began
-            self.timing.record_s[entry.spec.attempt_id] = spent
-
+        dispatch = _Dispatch(self, campaign, books, where)
         try:
-            for label in list(queues):
-                if label not in held:
-                    submit(label)
-            while running or held:
-                if not running:
-                    release()
-                ready, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
-                for ref in ready:
-                    entry = running.pop(ref)
-                    settle(entry, self._outcome(ref, entry))
-                now = time.monotonic()
-                for ref, entry in list(running.items()):
-                    if entry.kill_at is not None and now > entry.kill_at:
-                        ray.cancel(ref, force=True)
-                        entry.kill_at = None
+            dispatch.until_done()
         except KeyboardInterrupt:
-            self._interrupt(campaign, books, running)
+            self._interrupt(campaign, books, dispatch.running)
             return True
         return False
 
@@ -394,6 +307,112 @@ class RayExecutor:
         )
         row["notes"] = "; ".join(n for n in (row.get("notes"), where) if n)
         return record
+
+
+class _Dispatch:
+    """One run's queues, one per label, and the tasks in flight: a label runs its slots one
+    after the other; labels held for the reference variant start after its first attempt."""
+
+    def __init__(
+        self, executor: RayExecutor, campaign: Campaign, books: Books, where: dict[str, str]
+    ) -> None:
+        self.executor, self.campaign, self.books, self.where = executor, campaign, books, where
+        self.base = campaign.workbook.parent
+        self.corpus_ref = ray.put((self.base / str(campaign.protocol["corpus_path"])).read_bytes())
+        self.folders = {
+            name: ray.put(bundle.pack(path, name))
+            for name, path in bundle.local_folders(campaign.variants.values(), self.base).items()
+        }
+        self.queues: dict[str, deque[Any]] = {}
+        for slot in campaign.todo:
+            self.queues.setdefault(where[slot.variant_id], deque()).append(slot)
+        self.running: dict[Any, Running] = {}
+        self.reference = str(campaign.protocol.get("reference_variant"))
+        self.held = _held_for_reference(campaign, where, self.reference)
+        if self.held:
+            books.display.echo(
+                f"label(s) {', '.join(self.held)} wait for the first attempt of the reference "
+                f"variant {self.reference} (label {where[self.reference]}): their tolerance is "
+                "checked against its predictions (R16)"
+            )
+
+    def until_done(self) -> None:
+        """Start each label that is not held, then settle what comes back until nothing
+        runs or waits; a task past its time is cancelled (its node records it)."""
+        for label in list(self.queues):
+            if label not in self.held:
+                self.submit(label)
+        while self.running or self.held:
+            if not self.running:
+                self.release()
+            ready, _ = ray.wait(list(self.running), num_returns=1, timeout=POLL_S)
+            for ref in ready:
+                entry = self.running.pop(ref)
+                self.settle(entry, self.executor._outcome(ref, entry))
+            now = time.monotonic()
+            for ref, entry in list(self.running.items()):
+                if entry.kill_at is not None and now > entry.kill_at:
+                    ray.cancel(ref, force=True)
+                    entry.kill_at = None
+
+    def release(self) -> None:
+        """Start the labels held for the reference variant."""
+        for label in self.held:
+            if self.queues.get(label):
+                self.submit(label)
+        self.held.clear()
+
+    def submit(self, label: str) -> None:
+        """Start the next slot of ``label`` as one Ray task asking for one unit of it."""
+        began = time.perf_counter()
+        slot = self.queues[label].popleft()
+        spec = self.books.spec(slot, where=label)
+        variant = spec.variant
+        needs = {
+            n: ref
+            for n, ref in self.folders.items()
+            if n in (variant.get("model_path"), variant.get("head_path"))
+        }
+        reference = None
+        if spec.reference:
+            reference = (self.base / spec.reference["predictions_path"]).read_bytes()
+        ref = _attempt_task.options(
+            resources={labels.resource(label): 1},
+            num_gpus=1 if variant.get("device") == "cuda" else 0,
+            name=f"iteralab {spec.attempt_id}",
+        ).remote(spec.to_json(), self.corpus_ref, needs, reference, __version__)
+        kill_at = time.monotonic() + spec.timeout_s + KILL_GRACE_S if spec.timeout_s else None
+        self.running[ref] = Running(label, spec, now_text(), kill_at)
+        self.executor.timing.submit_s[spec.attempt_id] = time.perf_counter() - began
+
+    def settle(self, entry: Running, outcome: _Outcome) -> None:
+        """Record what came back, start the label's next slot (or stop the label), release
+        the held labels once the reference ran, then ingest."""
+        began = time.perf_counter()
+        record = self.executor._record(self.campaign, entry, outcome)
+        journal.append(self.campaign.workbook, record)
+        self.books.recorded(record, ingest=False)
+        spent = time.perf_counter() - began
+        if outcome.stop_label:
+            left = len(self.queues.get(entry.label, ()))
+            if left:
+                self.books.display.echo(
+                    f"label {entry.label}: {outcome.stop_label}; its "
+                    f"{left} other attempt(s) wait for --resume"
+                )
+            self.queues[entry.label] = deque()
+        elif self.queues.get(entry.label):
+            self.submit(entry.label)
+        if self.held and (
+            entry.spec.variant.get("variant_id") == self.reference
+            or outcome.stop_label
+            and entry.label == self.where[self.reference]
+        ):
+            self.release()
+        began = time.perf_counter()
+        self.books.ingest()  # after the next attempt started: the node does not wait for it
+        spent += time.perf_counter() - began
+        self.executor.timing.record_s[entry.spec.attempt_id] = spent
 
 
 def _held_for_reference(campaign: Campaign, where: dict[str, str], reference: str) -> list[str]:
