@@ -20,8 +20,11 @@ from toolkit.evidence.ingest import IngestResult
 from toolkit.findings import Finding
 from toolkit.money import schedule
 from toolkit.money.tariffs import rules
+from toolkit.report.costs import Costing
 from toolkit.report.refresh import Refreshed
 from toolkit.report.reviewer import Outputs
+from toolkit.report.stats import Separation
+from toolkit.report.summary import VariantStats
 from toolkit.runner.decoding import GENERATION_COLUMNS
 
 REPORT = "iteralab-report/1"
@@ -67,98 +70,99 @@ def finding(f: Finding) -> dict[str, Any]:
 
 def report_document(workbook: Path, result: Refreshed, outputs: Outputs) -> dict[str, Any]:
     """What `iteralab report` found: per variant, the pairs, the costs, the memo draft."""
-    variants = []
-    for st in result.stats:
-        variants.append(
-            {
-                "variant_id": st.variant_id,
-                "series": st.series,
-                "attempts": st.attempts,
-                "completed": st.completed,
-                "failed": st.failed,
-                "interrupted": st.interrupted,
-                "excluded": st.excluded,
-                "pre_amendment": st.pre_amendment,
-                "successes": st.successes,
-                "runs_s": list(st.runs),
-                "median_s": st.median,
-                "min_s": st.minimum,
-                "max_s": st.maximum,
-                "median_s_reason": None if st.median is not None else "no data: no successful run",
-                "quality_verdict": st.quality_verdict,
-                "equal_quality": st.equal_quality,
-                "metric_value": st.metric_value,
-            }
-        )
-    costs = []
-    for c in result.costs:
-        cost = c.forecast_per_expected if c.stats.equal_quality else None
-        costs.append(
-            {
-                "variant_id": c.stats.variant_id,
-                "gpu_slug": c.gpu_slug,
-                "lots": c.lots,
-                "plan_days": None if c.plan is None else c.plan.plan_days,
-                "rental_id": c.rental_id,
-                "budget": money(c.budget),
-                "campaign_s": c.stats.campaign,
-                "projected_corpora": c.projected_corpora,
-                "projected_hours_per_lot": (
-                    None if c.projected_hours is None else float(c.projected_hours)
-                ),
-                "deadline_check": c.deadline_check,
-                "runner_accepted_corpora": c.runner_accepted,
-                "accepted_corpora": c.accepted_count,
-                "accepted_corpora_reason": None
-                if c.accepted_count is not None
-                else c.confirm_reason,
-                "projected_cost_per_expected": money(None if cost is None else rules.to_cent(cost)),
-                "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
-            }
-        )
-    incurred = [
-        {
-            "item": r.get("item"),
-            "kind": r.get("kind"),
-            "variants": r.get("variants"),
-            "amount": amount(_plain(r.get("amount")), r.get("currency")),
-            "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "") else None,
-            "ledger_status": r.get("ledger_status"),
-            # A total's incurred amount / the corpora accepted and confirmed (the bridge
-            # is in its reason when there is no figure); null on the other rows.
-            "spent_per_accepted": amount(_cents(r.get("spent_per_accepted")), r.get("currency")),
-            "spent_per_accepted_reason": _spent_reason(r),
-        }
-        for r in result.incurred
-    ]
     return {
         "format": REPORT,
         "workbook": str(workbook),
         "protocol_sha256": result.protocol_sha256,
         "findings": [finding(f) for f in result.findings],
-        "variants": variants,
-        "separations": [
-            {
-                "first": s.first,
-                "second": s.second,
-                "verdict": s.verdict,
-                "reason": s.reason,
-                "advice": s.advice,
-                "faster": s.faster,
-                "gap_s": s.gap_s,
-                "spread_s": s.spread_s,
-                "chance": s.chance,
-            }
-            for s in result.decision.separations
-        ],
-        "costs": costs,
-        "incurred": incurred,
+        "variants": [_variant_entry(st) for st in result.stats],
+        "separations": [_separation_entry(s) for s in result.decision.separations],
+        "costs": [_cost_entry(c) for c in result.costs],
+        "incurred": [_incurred_entry(r) for r in result.incurred],
         "money_comparisons": [m.sentence() for m in result.decision.money],
         "decision": dict(result.decision.suggestions),
         "notes": list(result.notes),
         "workbook_saved": outputs.workbook_saved,
         "files": [str(p) for p in outputs.files],
         "png_skipped": outputs.png_skipped,
+    }
+
+
+def _variant_entry(st: VariantStats) -> dict[str, Any]:
+    """One variant's counts, runs, median, min, max and quality."""
+    return {
+        "variant_id": st.variant_id,
+        "series": st.series,
+        "attempts": st.attempts,
+        "completed": st.completed,
+        "failed": st.failed,
+        "interrupted": st.interrupted,
+        "excluded": st.excluded,
+        "pre_amendment": st.pre_amendment,
+        "successes": st.successes,
+        "runs_s": list(st.runs),
+        "median_s": st.median,
+        "min_s": st.minimum,
+        "max_s": st.maximum,
+        "median_s_reason": None if st.median is not None else "no data: no successful run",
+        "quality_verdict": st.quality_verdict,
+        "equal_quality": st.equal_quality,
+        "metric_value": st.metric_value,
+    }
+
+
+def _separation_entry(s: Separation) -> dict[str, Any]:
+    """One pair of variants: the verdict, its reason and advice, the gap and spread."""
+    return {
+        "first": s.first,
+        "second": s.second,
+        "verdict": s.verdict,
+        "reason": s.reason,
+        "advice": s.advice,
+        "faster": s.faster,
+        "gap_s": s.gap_s,
+        "spread_s": s.spread_s,
+        "chance": s.chance,
+    }
+
+
+def _cost_entry(c: Costing) -> dict[str, Any]:
+    """One configuration's Settlement decision part: plan, budget, projection, forecast."""
+    cost = c.forecast_per_expected if c.stats.equal_quality else None
+    return {
+        "variant_id": c.stats.variant_id,
+        "gpu_slug": c.gpu_slug,
+        "lots": c.lots,
+        "plan_days": None if c.plan is None else c.plan.plan_days,
+        "rental_id": c.rental_id,
+        "budget": money(c.budget),
+        "campaign_s": c.stats.campaign,
+        "projected_corpora": c.projected_corpora,
+        "projected_hours_per_lot": (
+            None if c.projected_hours is None else float(c.projected_hours)
+        ),
+        "deadline_check": c.deadline_check,
+        "runner_accepted_corpora": c.runner_accepted,
+        "accepted_corpora": c.accepted_count,
+        "accepted_corpora_reason": None if c.accepted_count is not None else c.confirm_reason,
+        "projected_cost_per_expected": money(None if cost is None else rules.to_cent(cost)),
+        "projected_cost_per_expected_reason": None if cost is not None else c.cost_text,
+    }
+
+
+def _incurred_entry(r: dict[str, Any]) -> dict[str, Any]:
+    """One incurred row of the Settlement: its amount, or why none, and the ledger's word."""
+    return {
+        "item": r.get("item"),
+        "kind": r.get("kind"),
+        "variants": r.get("variants"),
+        "amount": amount(_plain(r.get("amount")), r.get("currency")),
+        "amount_reason": r.get("grounds") if _plain(r.get("amount")) in (None, "") else None,
+        "ledger_status": r.get("ledger_status"),
+        # A total's incurred amount / the corpora accepted and confirmed (the bridge
+        # is in its reason when there is no figure); null on the other rows.
+        "spent_per_accepted": amount(_cents(r.get("spent_per_accepted")), r.get("currency")),
+        "spent_per_accepted_reason": _spent_reason(r),
     }
 
 
