@@ -114,8 +114,8 @@ def _locked_campaign(
     as_json: bool,
     cluster: tuple[str, float | None] | None = None,
 ) -> dict[str, Any] | None:
-    from toolkit.commands import check, display, documents
-    from toolkit.errors import ToolkitError, WorkbookBusyError
+    from toolkit.commands import check, display
+    from toolkit.errors import ToolkitError
     from toolkit.evidence import journal
     from toolkit.runner import decoding
     from toolkit.runner.driver import breakdown, campaign, forkserver
@@ -125,40 +125,13 @@ def _locked_campaign(
     for note in journal.notes(workbook):
         click.echo(f"note: {note}", err=True)
     if not prepared.todo:
-        message = (
-            f"nothing to run: all {len(prepared.slots)} planned attempts are recorded in {workbook}"
-        )
-        if as_json:
-            click.echo(message, err=True)
-            documents.emit(
-                documents.run_document(
-                    workbook,
-                    {s: 0 for s in ("completed", "failed", "interrupted")},
-                    0,
-                    0.0,
-                    beside.predictions_folder(workbook),
-                    False,
-                    False,
-                    None,
-                )
-            )
-        else:
-            click.echo(message)
-        for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
-            click.echo(f"note: {line}", err=True)
+        _nothing_to_run(workbook, prepared, as_json)
         return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     generation = decoding.task_of(prepared.protocol) == "generation"
     shown = display.JsonLines(generation) if as_json else display.make(quiet)
     if not quiet and not as_json:
-        skipped = len(prepared.slots) - len(prepared.todo)
-        shown.echo(
-            f"{workbook}: {len(prepared.todo)} attempt(s) to run"
-            + (f" ({skipped} already recorded)" if skipped else "")
-            + f", {prepared.corpus_items} items each, process policy "
-            f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
-            + (f"; on the Ray cluster at {cluster[0]}" if cluster else "")
-        )
+        shown.echo(_announcement(workbook, prepared, cluster[0] if cluster else None))
     if cluster is None and campaign.forks(prepared):
         # The fork server imports torch and transformers on the other core meanwhile, then
         # the model classes (before the pre-flight's fork, which needs them too).
@@ -185,6 +158,59 @@ def _locked_campaign(
         # A refusal before the campaign took the prestarted server (pre-flight, a resume
         # refused) leaves it running: close it. After a campaign took it, nothing is left.
         forkserver.discard()
+    _close_run(workbook, prepared, result, as_json, resume)
+    return result.time
+
+
+def _nothing_to_run(workbook: Path, prepared: Campaign, as_json: bool) -> None:
+    """Every planned attempt is recorded: say so (an empty run document with --json), and
+    the advice on models that failed to load."""
+    from toolkit.commands import check, documents
+
+    message = (
+        f"nothing to run: all {len(prepared.slots)} planned attempts are recorded in {workbook}"
+    )
+    if as_json:
+        click.echo(message, err=True)
+        documents.emit(
+            documents.run_document(
+                workbook,
+                {s: 0 for s in ("completed", "failed", "interrupted")},
+                0,
+                0.0,
+                beside.predictions_folder(workbook),
+                False,
+                False,
+                None,
+            )
+        )
+    else:
+        click.echo(message)
+    for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
+        click.echo(f"note: {line}", err=True)
+
+
+def _announcement(workbook: Path, prepared: Campaign, cluster: str | None) -> str:
+    """The run's first line: attempts to run, items, process policy, order, cluster."""
+    skipped = len(prepared.slots) - len(prepared.todo)
+    return (
+        f"{workbook}: {len(prepared.todo)} attempt(s) to run"
+        + (f" ({skipped} already recorded)" if skipped else "")
+        + f", {prepared.corpus_items} items each, process policy "
+        f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
+        + (f"; on the Ray cluster at {cluster}" if cluster else "")
+    )
+
+
+def _close_run(
+    workbook: Path, prepared: Campaign, result: Result, as_json: bool, resume: str
+) -> None:
+    """What the run recorded (the run document with --json), the load-failure advice, then
+    why it stopped short, if it did: attempts left in the journal, a CUDA error, Ctrl-C."""
+    from toolkit.commands import check, documents
+    from toolkit.errors import ToolkitError, WorkbookBusyError
+    from toolkit.evidence import journal
+
     counts = result.counts()
     if as_json:
         documents.emit(
@@ -217,7 +243,6 @@ def _locked_campaign(
     if result.interrupted:
         click.echo(f"interrupted: continue with `{resume}`")
         raise click.exceptions.Exit(130)
-    return result.time
 
 
 @click.command()
