@@ -1,8 +1,8 @@
 """How close each variant came to the machine's peak, and what holds it back.
 
 Per variant, over its successes (the Summary's success rule): the median ``utilisation``
-(real-token FLOP rate / the matrix-multiply peak the runner's probe measured in the
-variant's precision, Attempts column), the median ``padding_waste``, and one sentence
+(real-token FLOP rate / the matrix-multiply peak in the variant's precision, the
+campaign's highest probe so far, Attempts column), the median ``padding_waste``, and one sentence
 naming what limits it, from the figures beside it (each rule states its threshold):
 
 * **padding**: more than :data:`PADDING_SHARE` of the model's work is on padding tokens;
@@ -164,7 +164,9 @@ def campaign_peaks(
     highest is the closest; None where no row has the figure."""
     machines = {_machine(m) for m in used}
     same = [m for m in manifests.values() if _machine(m) in machines]
-    peak = _highest([m.get("matmul_peak_flops") for m in same if m.get("precision") == precision])
+    # The variant's own rows are of its precision whatever their precision cell says.
+    mine = [*used, *(m for m in same if m.get("precision") == precision)]
+    peak = _highest([m.get("matmul_peak_flops") for m in mine])
     fp32 = _highest(
         [m.get("fp32_matmul_peak_flops") for m in same]
         + [m.get("matmul_peak_flops") for m in same if m.get("precision") == "fp32"]

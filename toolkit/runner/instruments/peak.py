@@ -29,8 +29,9 @@ with cores, so one thread's copy would not stand for the machine's); the campaig
 best copy, as for the products.
 
 **Beside every attempt, the campaign's maximum.** Each attempt's probe is short (about
-0.2 s on this project's 2-core CPU, under half a second on a GPU; :attr:`Peak.seconds` is
-its cost, recorded on the attempt's row with the load it saw) and merged into a small file
+0.2-0.5 s on this project's 2-core CPU, more under load; under half a second on a GPU;
+:attr:`Peak.seconds` is its cost, recorded on the attempt's row with the load it saw) and
+merged into a small file
 of the campaign in the temporary folder (``iteralab-peaks/``, keyed by the campaign's
 workbook, host, CPU, torch version, device and threads) that keeps the best rate per
 precision and operand layout and the best copy seen by any of its attempts. An attempt
@@ -177,14 +178,19 @@ def matmul_rate(
     timed_call = _timer(device)
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
-    rates, calls = {}, 0
+    rates: dict[str, float] = {}
+    calls = 0
     for name, right in zip(LAYOUTS, (b, b.t()), strict=True):
-        torch.mm(a, right)  # first call: kernel choice, allocations
+
+        def product(right: torch.Tensor = right) -> torch.Tensor:
+            return torch.mm(a, right)
+
+        product()  # first call: kernel choice, allocations
         if device.type == "cuda":
             torch.cuda.synchronize()
         best, timed, began = float("inf"), 0, time.perf_counter()
         while timed < 2 or time.perf_counter() - began < budget_s:
-            best = min(best, timed_call(lambda right=right: torch.mm(a, right)))
+            best = min(best, timed_call(product))
             timed += 1
         rates[name] = 2 * n**3 / max(best, 1e-9)
         calls += timed
