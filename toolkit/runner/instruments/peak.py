@@ -31,10 +31,9 @@ best copy, as for the products.
 **Beside every attempt, the campaign's maximum.** Each attempt's probe is short (about
 0.2-0.5 s on this project's 2-core CPU, more under load; under half a second on a GPU;
 :attr:`Peak.seconds` is its cost, recorded on the attempt's row with the load it saw) and
-merged into a small file
-of the campaign in the temporary folder (``iteralab-peaks/``, keyed by the campaign's
-workbook, host, CPU, torch version, device and threads) that keeps the best rate per
-precision and operand layout and the best copy seen by any of its attempts. An attempt
+merged into a small file of the campaign in the temporary folder (``iteralab-peaks/``,
+keyed by the campaign's workbook, host, CPU, torch version, device and threads) that keeps
+the best rate per precision and operand layout and the best copy seen by any of its attempts. An attempt
 divides by that maximum (its own probe included): a probe is a floor for the true peak,
 since other load can only slow it, so the highest of many short probes is the closest to
 the machine's. ``ITERALAB_PEAK_CACHE=0`` keeps no file: each attempt divides by its own
