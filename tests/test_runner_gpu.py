@@ -149,14 +149,17 @@ def test_cuda_bf16_stays_within_tolerance_of_the_cuda_fp32_reference(tmp_path: P
     assert bf16["quality_verdict"] == "pass", bf16["notes"]
     assert bf16["corpus_accepted"] == "yes"
     assert bf16["mem_allocated_peak_bytes"] < reference["mem_allocated_peak_bytes"] * 2
-    # issue 35, defects 1 and 2: one probe for the campaign, fp32 once, bf16 added to it;
-    # each utilisation recorded is at most 1.05 of its precision's peak
+    # Every attempt probes on CUDA events; the campaign keeps the maximum, so the second
+    # attempt's fp32 peak is at least the first's and at least its own probe; each
+    # utilisation recorded is at most 1.05 of its precision's peak
     manifests = {m["manifest_id"]: m for m in store.read(book).tables["Manifest"]}
     first, second = (manifests[row["manifest_id"]] for row in (reference, bf16))
-    assert second["fp32_matmul_peak_flops"] == first["fp32_matmul_peak_flops"]
-    assert " | then torch.mm bf16 " in second["peak_probe"], second["peak_probe"]
-    assert "cores busy meanwhile" in first["peak_probe"]
+    assert second["fp32_matmul_peak_flops"] >= first["fp32_matmul_peak_flops"]
+    assert second["fp32_matmul_peak_flops"] >= bf16["probe_fp32_peak_flops"]
+    assert second["peak_probe"].startswith("maximum of 2 probe(s)"), second["peak_probe"]
+    assert "CUDA events on " in first["peak_probe"]
     for row in (reference, bf16):
+        assert row["probe_s"] > 0 and row["probe_others_share"] is not None
         assert 0 < row["utilisation"] <= 1.05, (row["utilisation"], row["utilisation_reason"])
 
 

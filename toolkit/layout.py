@@ -739,10 +739,12 @@ ATTEMPTS = Sheet(
         _c(
             "utilisation",
             NUMBER,
-            "real_flop_rate / the matrix-multiply peak the probe measured "
-            "in the variant's precision (Manifest matmul_peak_flops). Never above 1.05: a "
-            "higher ratio means that peak is not the machine's, so the cell is left empty with "
-            "its reason.",
+            "real_flop_rate / the matrix-multiply peak in the variant's precision: the "
+            "maximum of the campaign's probes so far, this attempt's included (Manifest "
+            "matmul_peak_flops). Empty with its reason when other processes took more than "
+            "0.25 of the machine during the probe or the window (probe_others_share, "
+            "others_cpu_share). Never above 1.05: a higher ratio means that peak is not the "
+            "machine's, so the cell is left empty with its reason.",
             measurement=True,
             computed=True,
             since=3,
@@ -877,6 +879,48 @@ ATTEMPTS = Sheet(
             since=8,
             width=8,
         ),
+        _c(
+            "probe_peak_flops",
+            NUMBER,
+            "This attempt's own matrix-multiply probe in the variant's precision (FLOP/s), "
+            "run after its timed phases: on the CPU one thread's CPU clock times the cores its "
+            "threads can occupy, on a GPU CUDA events. The campaign's peak (Manifest "
+            "matmul_peak_flops) is the maximum of its attempts' probes.",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=16,
+        ),
+        _c(
+            "probe_fp32_peak_flops",
+            NUMBER,
+            "The same probe in fp32 (FLOP/s).",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=16,
+        ),
+        _c(
+            "probe_s",
+            SECONDS,
+            "Seconds the probe took (matrix products in fp32 and the variant's precision, "
+            "and a copy): its cost to the attempt, outside the measured window.",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=10,
+        ),
+        _c(
+            "probe_others_share",
+            RATIO,
+            "The part of the whole machine other processes took during the probe (as "
+            "others_cpu_share for the window). Above 0.25, here or in others_cpu_share, "
+            "utilisation is left empty with its reason.",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=10,
+        ),
     ),
     purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",
     unique=("attempt_id",),
@@ -1008,9 +1052,9 @@ MANIFEST = Sheet(
             "matmul_peak_flops",
             NUMBER,
             "The machine's matrix-multiply peak in the variant's "
-            "precision (FLOP/s): best torch.mm rate of a short probe after the attempt's timed "
-            "phases. The first attempt's probe of an environment stands for it (like "
-            "recorded_at, left out of manifest_id).",
+            "precision (FLOP/s): the best torch.mm rate of the campaign's probes on this "
+            "machine so far, one after each attempt's timed phases (Attempts "
+            "probe_peak_flops); a new maximum gives the attempts after it a row of their own.",
             measurement=True,
             computed=True,
             since=3,
@@ -1019,7 +1063,7 @@ MANIFEST = Sheet(
         _c(
             "fp32_matmul_peak_flops",
             NUMBER,
-            "The same probe in fp32.",
+            "The same maximum in fp32.",
             measurement=True,
             computed=True,
             since=3,
@@ -1028,7 +1072,8 @@ MANIFEST = Sheet(
         _c(
             "memory_bandwidth_bytes_s",
             NUMBER,
-            "Best copy rate of the probe (bytes read + written per second).",
+            "Best copy rate of the campaign's probes so far (bytes read + written per "
+            "second; the attempt's threads, wall clock).",
             measurement=True,
             computed=True,
             since=3,
@@ -1036,7 +1081,8 @@ MANIFEST = Sheet(
         ),
         _c(
             "peak_probe",
-            help="How the peaks were measured: sizes, repeats, threads, seconds.",
+            help="How the peaks were measured: how many probes, and for each figure the "
+            "probe that set it (sizes, repeats, clock, threads, seconds, load).",
             computed=True,
             since=3,
             width=30,

@@ -172,8 +172,10 @@ def markdown(
         "## Utilisation: how close to the machine's peak",
         "",
         "Real-token model FLOPs per second of the measured window / the matrix-multiply "
-        "peak the runner's probe measured in the variant's precision (medians over the "
-        "successes); padding waste: the share of the model's work on padding.",
+        "peak in the variant's precision, the campaign's highest probe on the machine so far "
+        "(medians over the successes; an attempt whose probe or window had other processes "
+        "above a quarter of the machine has none); padding waste: the share of the model's "
+        "work on padding.",
         "",
     ]
     lines += utilisation.report_lines(

@@ -1,8 +1,8 @@
 """How close each variant came to the machine's peak, and what holds it back.
 
 Per variant, over its successes (the Summary's success rule): the median ``utilisation``
-(real-token FLOP rate / the matrix-multiply peak the runner's probe measured in the
-variant's precision, Attempts column), the median ``padding_waste``, and one sentence
+(real-token FLOP rate / the matrix-multiply peak in the variant's precision, the
+campaign's highest probe so far, Attempts column), the median ``padding_waste``, and one sentence
 naming what limits it, from the figures beside it (each rule states its threshold):
 
 * **padding**: more than :data:`PADDING_SHARE` of the model's work is on padding tokens;
@@ -17,8 +17,14 @@ naming what limits it, from the figures beside it (each rule states its threshol
 * otherwise the gap is work outside the matrix products (attention kernels, elementwise
   operations, tokenizing, the host between batches).
 
+The peaks these rules compare are the campaign's highest on the variant's machine
+(:func:`campaign_peaks`): every attempt probes, and the highest probe is the closest to the
+machine's peak (a probe under load reads low; one low bf16 snapshot once made the sentence
+say "limited by precision" on a CPU where bf16 ran the model 1.8x faster than fp32).
+
 Empty with its reason when no success has a utilisation (no peak measured, a quantized
-variant, a model without a FLOP formula, attempts recorded before these columns).
+variant, a model without a FLOP formula, attempts recorded before these columns, or other
+processes took more than a quarter of the machine during every success's probe or window).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ PRECISION_SHARE = 0.9
 SMALL_BATCH = 8
 LOW_UTILISATION = 0.5
 BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2}
+#: The Manifest columns that name a machine: peaks are compared within one.
+MACHINE_FIELDS = ("host", "cpu", "gpu_name", "torch")
 
 
 @dataclass(frozen=True)
@@ -99,9 +107,7 @@ def _limits(
     precision = str(
         (variant or {}).get("precision") or (used[0].get("precision") if used else "fp32")
     )
-    peak = _median([m.get("matmul_peak_flops") for m in used])
-    fp32 = _median([m.get("fp32_matmul_peak_flops") for m in used])
-    copy = _median([m.get("memory_bandwidth_bytes_s") for m in used])
+    peak, fp32, copy = campaign_peaks(manifests, used, precision)
     batch = _number((variant or {}).get("batch_size"))
     found = []
     if waste is not None and waste > PADDING_SHARE:
@@ -140,6 +146,38 @@ def _limits(
         "is work outside the matrix products (attention kernels, elementwise operations, "
         "tokenizing, host work between batches)"
     )
+
+
+def _machine(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(manifest.get(name) or "") for name in MACHINE_FIELDS)
+
+
+def campaign_peaks(
+    manifests: Mapping[Any, Mapping[str, Any]],
+    used: Sequence[Mapping[str, Any]],
+    precision: str,
+) -> tuple[float | None, float | None, float | None]:
+    """The highest peaks the campaign probed on the machine(s) of ``used`` (the variant's
+    Manifest rows): its ``precision``'s matrix-multiply rate, fp32's and the copy's, over
+    every Manifest row of the same machine (:data:`MACHINE_FIELDS`), whatever variant wrote
+    it. Each probe is a floor for the machine's peak (other load only slows it), so the
+    highest is the closest; None where no row has the figure."""
+    machines = {_machine(m) for m in used}
+    same = [m for m in manifests.values() if _machine(m) in machines]
+    # The variant's own rows are of its precision whatever their precision cell says.
+    mine = [*used, *(m for m in same if m.get("precision") == precision)]
+    peak = _highest([m.get("matmul_peak_flops") for m in mine])
+    fp32 = _highest(
+        [m.get("fp32_matmul_peak_flops") for m in same]
+        + [m.get("matmul_peak_flops") for m in same if m.get("precision") == "fp32"]
+    )
+    copy = _highest([m.get("memory_bandwidth_bytes_s") for m in same])
+    return peak, fp32, copy
+
+
+def _highest(values: Sequence[Any]) -> float | None:
+    found = [v for v in (_number(x) for x in values) if v is not None]
+    return max(found) if found else None
 
 
 def _tokens_per_batch(attempt: Mapping[str, Any], batch: float | None) -> float | None:

@@ -269,6 +269,15 @@ class AttemptRun:
             put("others_cpu_s", round(self.others.others_s, 3))
             put("others_cpu_share", round(self.others.share, 4))
 
+    @property
+    def window_share(self) -> float | None:
+        """The part of the machine other processes took during the finished measured window
+        (``others_cpu_share``); None when the window did not finish or the OS does not say."""
+        measured = self.spans.get("measured")
+        if measured is None or measured.host_s is None or self.others is None:
+            return None
+        return self.others.share
+
     def record(self, cells: Cells, manifest: dict[str, Any]) -> dict[str, Any]:
         """Close the attempt: the done event, then its journal record with the time it took.
 

@@ -47,7 +47,8 @@ class AttemptSpec:
     @property
     def campaign_key(self) -> str:
         """This run of the campaign: the workbook's path and the run's tag (the attempt id's
-        last part), what the peak probe is shared by (:func:`toolkit.runner.peak.measure`)."""
+        last part), what the attempts' peak probes are merged by into the campaign's maximum
+        (:func:`toolkit.runner.instruments.peak.measure`)."""
         return f"{Path(self.workbook).resolve()}#{self.attempt_id.rsplit('-', 1)[-1]}"
 
     @property

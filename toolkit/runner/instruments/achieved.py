@@ -2,17 +2,23 @@
 
 From the model's :class:`~toolkit.runner.instruments.flops.Cost`, the token tallies of the measured
 window (real and padded tokens, their squares per sequence), ``measured_s`` and the peak
-the probe (:mod:`toolkit.runner.instruments.peak`) measured after the timed phases:
+the attempt's probe (:mod:`toolkit.runner.instruments.peak`) measured after the timed phases,
+merged into its campaign's maximum:
 
 * ``real_flops`` / ``padded_flops``: the FLOPs the inputs need / the model computed;
 * ``real_flop_rate`` / ``padded_flop_rate``: those over ``measured_s``;
-* ``utilisation``: ``real_flop_rate / matmul peak`` in the variant's precision (the
-  Manifest's ``matmul_peak_flops``); above :data:`UTILISATION_LIMIT` the window outran the
-  measured peak, so that peak is not the machine's (a probe under load, or a faster kernel
-  than the probe's): the precision is probed once more (:class:`Reprobe`) and a higher peak
-  used for this attempt, its notes saying so; still above, the cell is not recorded (empty
-  with its reason) and the ratio would mislead;
-* ``padding_waste``: ``1 - real_flops / padded_flops``.
+* ``utilisation``: ``real_flop_rate / matmul peak`` in the variant's precision, the
+  campaign's maximum so far, this attempt's probe included (the Manifest's
+  ``matmul_peak_flops``). Empty with its reason when other processes took more than
+  :data:`~toolkit.report.summary.LOADED_SHARE` of the machine during the probe or the
+  measured window: a stretched window, or a probe that saw a part of the machine, makes the
+  ratio a statement about the other jobs. Above :data:`UTILISATION_LIMIT` the window outran
+  the peak, so that peak is not the machine's (a faster kernel than the probe's): the
+  precision is probed once more (:class:`Reprobe`) and a higher peak used for this attempt,
+  its notes saying so; still above, the cell is not recorded (empty with its reason);
+* ``padding_waste``: ``1 - real_flops / padded_flops``;
+* ``probe_peak_flops``, ``probe_fp32_peak_flops``, ``probe_s``, ``probe_others_share``: the
+  attempt's own probe (its precision's and fp32's rates, what it cost, the load it saw).
 
 Each is empty with its reason when it cannot be known (failed window, no FLOP formula for
 the model, no peak, a quantized variant whose int8 products the probe does not measure).
@@ -24,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit import layout
+from toolkit.report.summary import LOADED_SHARE
 from toolkit.runner.instruments import flops, peak
+from toolkit.runner.instruments.machine_load import NOT_MEASURABLE
 
 Cell = tuple[Any, str | None]
 ATTEMPT_COLUMNS = (
@@ -35,6 +43,8 @@ ATTEMPT_COLUMNS = (
     "utilisation",
     "padding_waste",
 )
+#: The attempt's own probe, beside its row's figures.
+PROBE_COLUMNS = ("probe_peak_flops", "probe_fp32_peak_flops", "probe_s", "probe_others_share")
 #: The highest utilisation recorded: the probe's best-of-a-few timing and the window's
 #: mean differ by a few percent; beyond that the peak is wrong, not the window fast.
 UTILISATION_LIMIT = 1.05
@@ -142,17 +152,20 @@ def work(
     measured_peak: peak.Peak | None,
     peak_reason: str | None,
     reprobe: Reprobe | None = None,
+    window_share: float | None = None,
 ) -> dict[str, Cell]:
     """The Attempts cells. ``unfinished``: why the window's tallies do not cover the whole
     corpus (None when it completed); ``peak_reason``: why ``measured_peak`` is None;
-    ``reprobe``: what probes again when the window outran the peak (None: never)."""
+    ``reprobe``: what probes again when the window outran the peak (None: never);
+    ``window_share``: the part of the machine other processes took during the measured
+    window (Attempts ``others_cpu_share``; None when not counted)."""
     reason = unfinished or cost_reason
     if reason is None and not measured_s:
         reason = "no measured_s: no rate"
-    cells: dict[str, Cell] = {}
+    cells = probe_columns(measured_peak, str(variant["precision"]), peak_reason or reason)
     if reason is not None or cost is None or not tally.padded_tokens:
         why = reason or "no tokens counted"
-        return {name: (None, why) for name in ATTEMPT_COLUMNS}
+        return cells | {name: (None, why) for name in ATTEMPT_COLUMNS}
     real = cost.total(tally.sequences, tally.real_tokens, tally.real_squares)
     padded_sequences = tally.sequences if tally.padded_sequences is None else tally.padded_sequences
     padded = cost.total(padded_sequences, tally.padded_tokens, tally.padded_squares)
@@ -162,6 +175,7 @@ def work(
     cells["real_flop_rate"] = (_sig(real / measured_s), None)
     cells["padded_flop_rate"] = (_sig(padded / measured_s), None)
     cells["padding_waste"] = (round(1 - real / padded, 6), None)
+    loaded = _loaded(measured_peak, window_share)
     if variant.get("quantization") not in (None, "", "none"):
         cells["utilisation"] = (
             None,
@@ -169,11 +183,54 @@ def work(
         )
     elif measured_peak is None:
         cells["utilisation"] = (None, peak_reason or "no peak measured")
+    elif loaded is not None:
+        cells["utilisation"] = (None, loaded)
     else:
         cells["utilisation"] = _utilisation(
             real / measured_s, measured_peak, str(variant["precision"]), reprobe
         )
     return cells
+
+
+def probe_columns(
+    measured_peak: peak.Peak | None, precision: str, reason: str | None
+) -> dict[str, Cell]:
+    """The attempt's own probe as Attempts cells (its ``probe``, not the campaign's
+    maximum); each empty with ``reason`` when there was no probe."""
+    if measured_peak is None:
+        why = reason or "no peak measured"
+        return {name: (None, why) for name in PROBE_COLUMNS}
+    own = measured_peak.probe
+    rate, fp32 = own.matmul.get(precision), own.matmul.get("fp32")
+    return {
+        "probe_peak_flops": (_sig(rate), None) if rate else (None, f"no {precision} rate probed"),
+        "probe_fp32_peak_flops": (_sig(fp32), None) if fp32 else (None, "no fp32 rate probed"),
+        "probe_s": (round(own.seconds, 3), None),
+        "probe_others_share": (
+            (round(own.others_share, 4), None)
+            if own.others_share is not None
+            else (None, NOT_MEASURABLE)
+        ),
+    }
+
+
+def _loaded(measured_peak: peak.Peak | None, window_share: float | None) -> str | None:
+    """Why utilisation is not recorded when other processes took more than LOADED_SHARE of
+    the machine during the attempt's probe or its measured window; None when neither was."""
+    probe_share = measured_peak.probe.others_share if measured_peak is not None else None
+    shares = (("peak probe", probe_share), ("measured window", window_share))
+    busy = [  # as the row's cells show them (four decimals)
+        f"{round(share, 4):.0%} of the machine during the {what}"
+        for what, share in shares
+        if share is not None and round(share, 4) > LOADED_SHARE
+    ]
+    if not busy:
+        return None
+    return (
+        f"not recorded: other processes took {' and '.join(busy)} (above {LOADED_SHARE:.0%}; "
+        "Attempts probe_others_share, others_cpu_share): the window's rate or the probe's peak "
+        "would measure the other jobs as much as this variant"
+    )
 
 
 def _gflops(rate: float) -> str:

@@ -329,6 +329,7 @@ class Classification:
             run.threads,
             run.broken,
             environment_info.get("gpu_name"),
+            run.window_share,
         )
         entry = manifest(
             self.spec,
@@ -611,6 +612,7 @@ def _work(
     threads: int,
     broken: bool,
     gpu_name: str | None,
+    window_share: float | None,
 ) -> achieved.Work:
     """FLOPs, rates and utilisation (runner.achieved), and the peak probe, run here after
     every timed phase, only when the window completed on a usable device."""
@@ -651,6 +653,7 @@ def _work(
         probed,
         peak_reason or None,
         reprobe,
+        window_share,
     )
     found.notes += [reprobe.note] if reprobe.note else []
     return found

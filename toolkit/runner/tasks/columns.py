@@ -18,7 +18,8 @@ from toolkit.runner.decoding import CLASSIFICATION_REASON, GENERATION_COLUMNS
 if TYPE_CHECKING:  # the declaration itself stays free of torch (tests read it without)
     from toolkit.runner.attempt_parts import Cells
 
-#: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs, load).
+#: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs, load,
+#: the peak probe).
 EVERY_KIND = (
     "load_s",
     "warmup_s",
@@ -45,6 +46,10 @@ EVERY_KIND = (
     "padding_waste",
     "others_cpu_s",
     "others_cpu_share",
+    "probe_peak_flops",
+    "probe_fp32_peak_flops",
+    "probe_s",
+    "probe_others_share",
 )
 #: The measured columns only one kind fills, by Protocol task.
 OWN: dict[str, tuple[str, ...]] = {

@@ -381,6 +381,7 @@ def _work(
         probed,
         peak_reason,
         reprobe,
+        run.window_share,
     )
     notes += [reprobe.note] if reprobe.note else []
     return cells
