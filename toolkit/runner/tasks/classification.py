@@ -4,7 +4,10 @@
 Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
-   (:mod:`toolkit.runner.tasks.predictor`), then run the window's shortest, longest and
+   (:mod:`toolkit.runner.tasks.predictor`); on repetition 1, the **cold pass**: the whole
+   corpus once, before anything is warmed, timed apart (``cold_pass_s``, left out of
+   ``load_s``); then the first calls (:func:`first_calls`): every bucket shape on
+   synthetic token ids for ``bucket-N`` padding, else the window's shortest, longest and
    last batch once (an uncompiled model on a GPU: one batch of every shape the window
    runs): a compiled model compiles those shapes here, CUDA loads their kernels
    here, and the profiler names the attention kernel each ran (CUDA context creation
@@ -12,7 +15,8 @@ Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
    the measured window, with the variant's batch size, padding and truncation;
 3. **measured window** (R9): read the corpus, order it (length grouping is a
-   variant), tokenize per batch, transfer, infer, predictions on the host;
+   variant), tokenize per batch, transfer, infer, predictions on the host (the input
+   pipeline, sequential or overlapped, is a variant: :mod:`toolkit.runner.tasks.overlap`);
 4. **evaluation**: token lengths of every input (strata, truncation count),
    then, after export, the predictions file is read back and checked (ids,
    metric, subgroups, reference);
