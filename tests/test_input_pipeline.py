@@ -204,3 +204,24 @@ def test_the_summary_and_report_show_the_cold_pass_beside_the_median(campaign: P
         assert shown[vid]["cold_pass_s"] == pytest.approx(seconds)
     report = (campaign.parent / "campaign_report" / "report.md").read_text(encoding="utf-8")
     assert "| median (s) | cold pass (s) | min (s) |" in report
+
+
+def test_an_overlapped_window_failing_midway_keeps_the_predictions_of_its_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The predictions wait on the device until the window's end; a failure brings the ones
+    made so far to the host, so the failed row counts them as the sequential one would."""
+    book = make_campaign(
+        tmp_path,
+        24,
+        [variant("b4-overlapped", 4, input_pipeline="overlapped")],
+        reference_variant="b4-overlapped",
+    )
+    monkeypatch.setenv("ITERALAB_INJECT_FAULT", "crash@8")
+    result = CliRunner().invoke(cli, ["run", str(book)])
+    assert result.exit_code == 0, result.output
+    (row,) = attempts(book)
+    assert (row["status"], row["items_completed"]) == ("failed", 8)
+    assert "failed after 8 of 24 items: RuntimeError: simulated crash" in row["notes"]
+    assert len(corpus.read_predictions(book.parent / row["predictions_path"])) == 8
+    assert unexplained(row) == []
