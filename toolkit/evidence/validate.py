@@ -355,7 +355,9 @@ def _pipeline_findings(data: WorkbookData) -> list[Finding]:
                     "the row's max_length",
                 )
             )
-        elif task != "classification" and str(v.get("padding") or "").startswith("bucket-"):
+        elif task != "classification" and str(v.get("padding") or "").startswith(
+            padding.BUCKET_PREFIX
+        ):
             found.append(
                 Finding(
                     "Variants",

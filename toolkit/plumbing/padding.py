@@ -14,7 +14,8 @@ from typing import Any
 
 DYNAMIC = "dynamic"
 MAX_LENGTH = "max_length"
-BUCKET_PREFIX = "bucket-"
+BUCKET = "bucket"
+BUCKET_PREFIX = f"{BUCKET}-"
 #: What the template's dropdown offers; any bucket-N with N a whole number of tokens is
 #: accepted too (validate checks it).
 SUGGESTED = (DYNAMIC, MAX_LENGTH, "bucket-16", "bucket-32", "bucket-64")
@@ -27,7 +28,7 @@ class Padding:
     """A parsed padding policy: ``dynamic``, ``max_length`` or ``bucket`` with its step."""
 
     kind: str
-    #: The bucket step in tokens (0 unless ``kind`` is ``bucket``).
+    #: The bucket step in tokens (0 unless ``kind`` is :data:`BUCKET`).
     step: int = 0
 
     def width(self, longest: int, max_length: int) -> int:
@@ -57,7 +58,7 @@ def parse(value: Any) -> Padding:
     if text.startswith(BUCKET_PREFIX):
         step = text[len(BUCKET_PREFIX) :]
         if step.isascii() and step.isdigit() and int(step) >= 1:
-            return Padding("bucket", int(step))
+            return Padding(BUCKET, int(step))
         raise ValueError(f"{text!r}: the bucket size after 'bucket-' must be a whole number >= 1")
     raise ValueError(f"{text!r} is not a padding policy")
 
@@ -71,7 +72,7 @@ def problem(value: Any, max_length: Any) -> str | None:
         policy = parse(value)
     except ValueError as exc:
         return str(exc)
-    if policy.kind == "bucket" and isinstance(max_length, int) and policy.step > max_length:
+    if policy.kind == BUCKET and isinstance(max_length, int) and policy.step > max_length:
         return (
             f"bucket-{policy.step} is wider than max_length {max_length}: every batch would "
             "be padded to max_length"

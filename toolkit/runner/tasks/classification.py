@@ -199,7 +199,7 @@ def first_calls(
     """
     policy = padding.parse(variant["padding"])
     warm = getattr(predictor, "warm", None)
-    if policy.kind == "bucket" and warm is not None:
+    if policy.kind == padding.BUCKET and warm is not None:
         shapes = bucket_shapes(policy, variant, len(items))
         for rows, tokens in shapes:
             warm(rows, tokens)
@@ -251,7 +251,7 @@ def bucket_shapes(
 
 def warmed_text(policy: padding.Padding, shapes: list[tuple[int, int]]) -> str:
     """What the load phase warmed, for the row's notes."""
-    if policy.kind == "bucket":
+    if policy.kind == padding.BUCKET:
         return (
             f"load warmed {len(shapes)} shape(s) on synthetic token ids, no corpus text "
             f"(every bucket-{policy.step} width by the window's batch rows)"

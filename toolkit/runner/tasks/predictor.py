@@ -168,7 +168,7 @@ class Tokenized:
         padding for dynamic and max_length, to the batch's bucket for bucket-N)."""
         if self.kept is not None and all(text in self.kept for text in texts):
             rows = [self.kept[text] for text in texts]
-        elif self.policy.kind == "bucket":
+        elif self.policy.kind == padding.BUCKET:
             encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
             rows = [{key: encoded[key][n] for key in encoded} for n in range(len(texts))]
         else:
