@@ -336,8 +336,6 @@ class Classification:
                     lambda d: self.run.after_batch(d, len(items)),
                 )
         self.shapes, self.kernels = first_calls(self.predictor, self.variant, items)
-        if self.shapes:
-            self.notes.append(warmed_text(padding.parse(self.variant["padding"]), self.shapes))
 
     def phase_done(self, phase: str) -> None:
         self.compiled_in[phase] = self.compiled_in.get(phase, 0) + self.count.take()
@@ -584,6 +582,8 @@ class Classification:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
+        if self.shapes:
+            notes.append(warmed_text(padding.parse(self.variant["padding"]), self.shapes))
         if overlap.is_overlapped(self.variant):
             notes.append(overlap.note(run.device))
         notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}")
