@@ -97,6 +97,8 @@ class Generation:
         self.generator: Generator | None = None
         self.window = generation.GenerationWindow()
         self.notes: list[str] = []
+        #: Which decode shapes the load phase covered (None until it ran them).
+        self.decode_note: str | None = None
 
     # ---- the timed phases (AttemptRun.run_steps)
 
@@ -114,7 +116,7 @@ class Generation:
         batches = load_batches(items, lengths, int(self.variant["batch_size"]), on_gpu=on_gpu)
         for batch in batches:
             self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
-        self.notes.append(decode_shapes_note(len(batches), on_gpu))
+        self.decode_note = decode_shapes_note(len(batches), on_gpu)
 
     def phase_done(self, phase: str) -> None:
         """Nothing to count between phases (a generation is not compiled)."""
@@ -266,6 +268,8 @@ class Generation:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
+        if self.decode_note is not None:
+            notes.append(self.decode_note)
         notes.append(
             f"threads {run.threads}; warm-up {run.warmup.text!r}"
             + (f"; decoding {self.rule.text()}" if self.rule else "")
