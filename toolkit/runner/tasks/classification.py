@@ -525,11 +525,6 @@ class Classification:
         run, cold = self.run, self.cold
         if cold is not None and cold.host_s is not None:
             put("cold_pass_s", seconds(cold.host_s))
-            if run.shared:
-                self.notes.append(
-                    "cold pass in a process shared with earlier attempts: kernels and plans "
-                    "they set up were already there"
-                )
         elif self.spec.repetition != 1:
             put("cold_pass_s", None, "measured on repetition 1 only: one cold pass per variant")
         else:
@@ -582,6 +577,11 @@ class Classification:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
+            if self.cold is not None and self.cold.host_s is not None:
+                notes.append(
+                    "cold pass in a process shared with earlier attempts: kernels and plans "
+                    "they set up were already there"
+                )
         if self.shapes:
             notes.append(warmed_text(padding.parse(self.variant["padding"]), self.shapes))
         if overlap.is_overlapped(self.variant):
