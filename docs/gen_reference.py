@@ -77,6 +77,7 @@ def _kind(column: layout.Column) -> str:
     words = KIND_WORDS.get(column.kind, column.kind)
     if column.choices:
         words += ": " + ", ".join(f"`{choice}`" for choice in column.choices)
+        words += " or another value the help names" if column.open_choices else ""
     return words
 
 

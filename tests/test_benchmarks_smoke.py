@@ -73,6 +73,13 @@ def test_vs_pipeline_prints_a_ratio_line_per_grouping_and_the_grouping_effect() 
     assert sum(line.startswith("grouping effect, ") for line in lines) == 2
 
 
+def test_input_pipeline_prints_one_ratio_line_and_identical_predictions() -> None:
+    done = _script("input_pipeline.py", "--items", "8", "--runs", "1", "--batch", "4")
+    assert len(_verdicts(done)) == 1
+    assert "predictions overlapped vs sequential: identical (8/8)" in done.stdout.splitlines()
+    assert "results row: | " in done.stdout
+
+
 def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None:
     done = _script(
         "whole_campaign.py", "--items", "8", "--repetitions", "1", "--variant", "b8-fp32"

@@ -58,6 +58,14 @@ def test_a_generation_campaign_records_outputs_tokens_and_rates(tmp_path: Path) 
         assert row["truncated"] == 1  # the long prompt, cut to max_length and counted (R3)
         # One process for the campaign: its RSS peak is the process's, as classification says.
         assert "host RSS peak: lifetime peak of the shared campaign process" in row["notes"]
+        # Which decode shapes load covered, and no cold pass for generation.
+        assert (
+            "decode shapes: no static cache or buckets; load ran 1 batch(es) of the corpus's "
+            "own prompts (the first batch) to its last new token"
+        ) in row["notes"]
+        assert row["cold_pass_s_reason"] == (
+            "generation attempt: measured for Protocol task classification only"
+        )
         assert row["mem_allocated_peak_bytes"] is None
         assert "cpu variant" in row["mem_allocated_peak_bytes_reason"]
         assert row["device_s"] is None and row["device_s_reason"]

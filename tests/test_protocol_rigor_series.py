@@ -198,3 +198,22 @@ def test_a_base_pair_with_an_undeclared_difference_is_not_comparable(tmp_path: P
             "b8-fp32 in max_length, not declared in its changes (R6)"
         ),
     )
+
+
+def test_a_blank_input_pipeline_is_the_sequential_one_in_series_1() -> None:
+    data = filled()
+    data.tables["Variants"][1]["input_pipeline"] = "sequential"
+    assert _series_findings(data) == {}
+
+
+def test_an_undeclared_input_pipeline_change_is_a_finding_on_its_cell() -> None:
+    data = _later(filled(), input_pipeline="overlapped")
+    assert _series_findings(data) == {
+        (5, "input_pipeline", "undeclared-change"): (
+            "b8-bf16 differs from its base b8-fp32 in input_pipeline ('sequential' -> "
+            "'overlapped') without declaring it in changes: add input_pipeline to changes, or "
+            "set it back to 'sequential' (R6: every other choice pinned)"
+        )
+    }
+    data = _later(filled(), input_pipeline="overlapped", changes="precision, input_pipeline")
+    assert _series_findings(data) == {}

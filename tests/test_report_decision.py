@@ -444,3 +444,30 @@ def test_the_cost_chart_says_why_a_configuration_has_no_bar(tmp_path: Path) -> N
         "b8-bf16": "outside quality",
         "b8-cpu": "no price",
     }
+
+
+def test_the_projected_hours_charge_each_corpus_its_cold_pass_beyond_the_median(
+    tmp_path: Path,
+) -> None:
+    """A batch job meets each new corpus cold: the cold pass recorded on repetition 1 adds
+    what it took beyond the warm median to every projected corpus; a cold pass faster than
+    the median adds nothing."""
+    data = campaign(expected_outputs=200)
+    cold = {"b8-b200": 13.2, "b4-fp32": 1.0}  # medians 9.2 and 15.75
+    for row in data.tables["Attempts"]:
+        if row["repetition"] == 1 and row["variant_id"] in cold:
+            row["cold_pass_s"] = cold[row["variant_id"]]
+    result = refresh(data, tmp_path)
+    stats_of = {st.variant_id: st for st in result.stats}
+    assert stats_of["b8-b200"].cold == 13.2
+    assert stats_of["b8-b200"].cold_surcharge == pytest.approx(13.2 - 9.2)
+    assert stats_of["b4-fp32"].cold_surcharge == 0.0
+    summary = {r["variant_id"]: r for r in data.tables["Summary"]}
+    assert _value(summary["b8-b200"]["cold_pass_s"]) == 13.2
+    assert _value(summary["b8-cpu"]["cold_pass_s_reason"]).startswith("no cold pass among")
+    row = next(r for r in data.tables["Settlement"] if r["item"] == "b8-b200")
+    lots, campaign_s = _value(row["lots"]), stats_of["b8-b200"].campaign
+    expected = Decimal(-(-200 // lots)) * Decimal(repr(campaign_s + (13.2 - 9.2))) / 3600
+    assert _value(row["projected_hours"]) == expected
+    assert "Attempts" not in row["projected_hours"].text  # through the Summary's cells
+    assert "MAX(0,IFERROR(INDEX(Summary!" in row["projected_hours"].text

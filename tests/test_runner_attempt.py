@@ -266,14 +266,15 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def test_a_timeout_is_a_failed_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    book = make_campaign(tmp_path, 24, [variant("b1-fp32", 4)])
+    # The timeout covers the whole attempt, repetition 1's cold pass over the corpus included.
+    book = make_campaign(tmp_path, 8, [variant("b1-fp32", 4)])
     monkeypatch.setenv("ITERALAB_INJECT_FAULT", "hang@4")
-    code, output = _run(CliRunner(), book, "--timeout", "6")
+    code, output = _run(CliRunner(), book, "--timeout", "12")
     assert code == 0, output
     (row,) = attempts(book)
     assert (row["status"], row["items_completed"]) == ("failed", 4)
     assert row["notes"].startswith(
-        "timed out after 4 of 24 items: ran past the attempt timeout of 6 s"
+        "timed out after 4 of 8 items: ran past the attempt timeout of 12 s"
     )
 
 

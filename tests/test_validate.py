@@ -225,3 +225,80 @@ def test_a_tariff_for_a_plan_that_does_not_exist_is_a_finding() -> None:
         "or remove the row"
     )
     assert found["cards_per_lot"].check == "positive"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "bucket-0",
+            "b4-fp32: padding 'bucket-0': the bucket size after 'bucket-' must be a whole "
+            "number >= 1: type dynamic, max_length or bucket-N (N a whole number of tokens, "
+            "e.g. bucket-32), with N at most the row's max_length",
+        ),
+        (
+            "bucket-512",
+            "b4-fp32: padding bucket-512 is wider than max_length 256: every batch would be "
+            "padded to max_length: type dynamic, max_length or bucket-N (N a whole number of "
+            "tokens, e.g. bucket-32), with N at most the row's max_length",
+        ),
+        (
+            "longest",
+            "b4-fp32: padding 'longest' is not a padding policy: type dynamic, max_length or "
+            "bucket-N (N a whole number of tokens, e.g. bucket-32), with N at most the row's "
+            "max_length",
+        ),
+    ],
+)
+def test_a_bad_padding_is_refused_naming_what_to_type(value: str, message: str) -> None:
+    data = filled()
+    for row in data.tables["Variants"]:
+        row["padding"] = value  # the whole series: its padding is the only problem
+    found = [f for f in validate(data) if f.sheet == "Variants"]
+    assert [(f.row, f.column, f.check) for f in found] == [
+        (excel, "padding", "padding") for excel in (2, 3, 4)
+    ]
+    assert found[1].message == message
+
+
+def test_any_whole_bucket_up_to_max_length_is_accepted_beside_the_dropdown() -> None:
+    data = filled()
+    for row in data.tables["Variants"]:
+        row["padding"] = "bucket-48"
+    assert [f for f in validate(data) if f.sheet == "Variants"] == []
+
+
+def test_an_overlapped_pipeline_outside_torch_classification_is_a_finding() -> None:
+    data = filled()
+    for row in data.tables["Variants"]:  # the whole series: no series-1 finding
+        row.update(input_pipeline="overlapped", engine="onnxruntime")
+    found = [f for f in validate(data) if f.column == "input_pipeline"]
+    assert [(f.row, f.check) for f in found] == [(n, "input-pipeline") for n in (2, 3, 4)]
+    assert found[2].message == (
+        "b8-fp32: the overlapped input pipeline is the torch engine's for the classification "
+        "task; this row runs onnxruntime for classification: type sequential or leave it blank"
+    )
+    data.tables["Variants"][2]["input_pipeline"] = "pipelined"
+    assert ("Variants", 4, "input_pipeline", "choice") in findings_of(data)
+
+
+def test_an_overlapped_pipeline_of_the_torch_engine_is_valid() -> None:
+    data = filled()
+    for row in data.tables["Variants"]:
+        row["input_pipeline"] = "overlapped"
+    assert [f for f in validate(data) if f.sheet == "Variants"] == []
+
+
+def test_validate_refuses_a_bad_bucket_from_the_command_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolkit.cli import cli
+
+    data = filled()
+    data.tables["Variants"][0]["padding"] = "bucket-x"
+    path = tmp_path / "w.xlsx"
+    store.save(data, path)
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 1
+    assert "Variants" in result.output and "padding" in result.output
+    assert "bucket-N (N a whole number of tokens" in result.output

@@ -57,6 +57,9 @@ class Column:
     help: str = ""
     required: bool = False
     choices: tuple[str, ...] = ()
+    #: The choices are suggestions: the dropdown offers them and accepts another value, which
+    #: a rule of ``iteralab validate`` checks instead of the list (Variants padding: bucket-N).
+    open_choices: bool = False
     #: A measurement that may be missing: pairs with a ``<name>_reason`` column.
     measurement: bool = False
     #: Written by the toolkit (runner, report), not typed by a person.
@@ -380,9 +383,13 @@ VARIANTS = Sheet(
         _c(
             "padding",
             CHOICE,
-            "dynamic: pad to the longest in the batch; max_length: pad every batch to max_length.",
+            "dynamic: pad to the longest in the batch; max_length: pad every batch to "
+            "max_length; bucket-N (N a whole number of tokens, e.g. bucket-32, since layout 8): "
+            "pad each batch to the next multiple of N, capped at max_length, every such width "
+            "warmed on synthetic token ids before the window.",
             required=True,
-            choices=("dynamic", "max_length"),
+            choices=("dynamic", "max_length", "bucket-16", "bucket-32", "bucket-64"),
+            open_choices=True,
         ),
         _c(
             "max_length",
@@ -457,6 +464,19 @@ VARIANTS = Sheet(
             "like precision: a later series names it in changes.",
             since=5,
             width=14,
+        ),
+        _c(
+            "input_pipeline",
+            CHOICE,
+            "Classification, torch engine: sequential (blank) tokenizes, copies and runs one "
+            "batch after the other and brings each batch's predictions to the host; "
+            "overlapped tokenizes the next batch on a host thread while the current one runs, "
+            "copies from pinned memory without blocking (CUDA) and brings the predictions to "
+            "the host once, at the window's end. A work column like padding: a later series "
+            "names it in changes.",
+            choices=("sequential", "overlapped"),
+            since=8,
+            width=12,
         ),
     ),
     purpose="One row per declared variant (R6).",
@@ -916,6 +936,20 @@ ATTEMPTS = Sheet(
             "The part of the whole machine other processes took during the probe (as "
             "others_cpu_share for the window). Above 0.25, here or in others_cpu_share, "
             "utilisation is left empty with its reason.",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=10,
+        ),
+        _c(
+            "cold_pass_s",
+            SECONDS,
+            "Classification: one pass over the whole corpus right after the model is "
+            "loaded, before any warm-up, on the host clock with the device synchronised: what "
+            "a batch job meeting a new corpus pays for the shapes it first sees. Measured on "
+            "repetition 1 of each variant only (it adds one window per variant, not per "
+            "attempt); outside load_s and the campaign's phases, charged in the Settlement's "
+            "projected hours.",
             measurement=True,
             computed=True,
             since=8,
@@ -1613,6 +1647,17 @@ SUMMARY = Sheet(
             since=4,
             width=10,
         ),
+        _c(
+            "cold_pass_s",
+            SECONDS,
+            "Median over the successes of Attempts cold_pass_s (recorded on repetition 1): one "
+            "pass over the corpus before any warm-up, beside median_s; the projected hours "
+            "charge each corpus the cold pass where it is slower than median_s.",
+            measurement=True,
+            computed=True,
+            since=8,
+            width=10,
+        ),
     ),
     purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
     "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",
@@ -1738,8 +1783,9 @@ SETTLEMENT = Sheet(
         _c(
             "projected_hours",
             NUMBER,
-            "Decision: projected_corpora x campaign_s / 3600, "
-            "spread over the lots: a projection, not a measurement.",
+            "Decision: projected_corpora x (campaign_s + what the Summary's "
+            "cold_pass_s takes beyond median_s: each corpus is met cold) / 3600, spread over "
+            "the lots: a projection, not a measurement.",
             computed=True,
             since=2,
             width=10,

@@ -78,7 +78,7 @@ def _or_text(predicate: Any, texts: frozenset[str]) -> Any:
 
 def _column_schema(col: layout.Column, unique: bool, sheet_name: str) -> pa.Column:
     checks = []
-    if col.choices:
+    if col.choices and not col.open_choices:
         choices = col.choices
         checks.append(
             pa.Check(

@@ -34,7 +34,7 @@ from toolkit.evidence import (
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
-from toolkit.plumbing import engines
+from toolkit.plumbing import engines, padding
 from toolkit.plumbing.digests import Digests
 from toolkit.workbook.model import Row, WorkbookData
 
@@ -330,10 +330,61 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
             )
     return (
         found
+        + _pipeline_findings(data)
         + identifiers.variant_id_findings(data)
         + _series_1_findings(data)
         + _later_series_findings(data)
     )
+
+
+def _pipeline_findings(data: WorkbookData) -> list[Finding]:
+    """Each variant's padding is a policy the runner knows, and an overlapped input pipeline
+    is one the runner has: the torch engine's, for classification."""
+    task = str(data.forms["Protocol"].get("task") or "classification")
+    found = []
+    for i, v in enumerate(data.tables["Variants"]):
+        excel, vid = data.excel_row("Variants", i), v.get("variant_id")
+        problem = padding.problem(v.get("padding"), v.get("max_length"))
+        if problem is not None:
+            found.append(
+                Finding(
+                    "Variants",
+                    excel,
+                    "padding",
+                    "padding",
+                    f"{vid}: padding {problem}: type {padding.SPELLING}, with N at most "
+                    "the row's max_length",
+                )
+            )
+        elif task != "classification" and str(v.get("padding") or "").startswith(
+            padding.BUCKET_PREFIX
+        ):
+            found.append(
+                Finding(
+                    "Variants",
+                    excel,
+                    "padding",
+                    "padding",
+                    f"{vid}: bucket padding applies to the classification task, not {task}: "
+                    "type dynamic or max_length",
+                )
+            )
+        if work_cell(v, "input_pipeline") != OVERLAPPED:
+            continue
+        engine = engines.engine_of(v)
+        if task != "classification" or engine != engines.TORCH:
+            found.append(
+                Finding(
+                    "Variants",
+                    excel,
+                    "input_pipeline",
+                    "input-pipeline",
+                    f"{vid}: the overlapped input pipeline is the torch engine's for the "
+                    f"classification task; this row runs {engine} for {task}: type sequential "
+                    "or leave it blank",
+                )
+            )
+    return found
 
 
 # --------------------------------------------------------------- series (R6)
@@ -357,7 +408,10 @@ WORK_COLUMNS = (
     "kv_cache_dtype",
     "label",
     "engine",
+    "input_pipeline",
 )
+#: The input pipeline a blank Variants cell means (every workbook before layout 8).
+SEQUENTIAL, OVERLAPPED = "sequential", "overlapped"
 SERIES_1_VARIABLE = "batch_size"
 
 
@@ -371,8 +425,12 @@ def work_value(value: Any) -> Any:
 
 
 def work_cell(row: Row, column: str) -> Any:
-    """A work column's value as the series rules compare it (a blank engine is torch)."""
-    return engines.engine_of(row) if column == "engine" else work_value(row.get(column))
+    """A work column's value as the series rules compare it (a blank engine is torch, a
+    blank input_pipeline sequential)."""
+    if column == "engine":
+        return engines.engine_of(row)
+    value = work_value(row.get(column))
+    return SEQUENTIAL if column == "input_pipeline" and value is None else value
 
 
 def work_differences(a: Row, b: Row) -> list[str]:

@@ -90,6 +90,13 @@ class Costing:
         return None if other is None else own + other
 
     @property
+    def per_corpus(self) -> float | None:
+        """Seconds each production corpus is charged: :attr:`campaign`, plus what its cold
+        pass took beyond the warm median (a batch job meets each new corpus cold)."""
+        own = self.campaign
+        return None if own is None else own + self.stats.cold_surcharge
+
+    @property
     def accepted_count(self) -> int | None:
         """Distinct validated corpora the user confirmed; None until confirmed."""
         return self.confirmed
@@ -388,7 +395,9 @@ def costings(
                 "nothing to project (R13)"
             )
         else:
-            cover = cheapest_cover(catalog, gpu, corpora, c.campaign, win.span_hours, available)
+            per_corpus = c.per_corpus
+            assert per_corpus is not None  # c.campaign is not None
+            cover = cheapest_cover(catalog, gpu, corpora, per_corpus, win.span_hours, available)
             c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
             c.reason = None if cover.plan else cover.note
             c.currency_note = currency_note(catalog, gpu)
@@ -540,9 +549,13 @@ def _time_cells(row: dict[str, Any], i: int, costs: Sequence[Costing]) -> None:
             n: f"{layout.column_letter(layout.SETTLEMENT, n)}{excel}"
             for n in ("projected_corpora", "lots", "campaign_s")
         }
+        # Each corpus met cold: the cold pass beyond the warm median, never below 0 (a
+        # blank cold pass counts nothing).
+        median = _summary_cell(i, len(costs), "median_s")
+        cold = f"MAX(0,IFERROR({_summary_cell(i, len(costs), 'cold_pass_s')}-{median},0))"
         row["projected_hours"] = Formula(
             f'IF({col["campaign_s"]}="","",ROUNDUP({col["projected_corpora"]}/{col["lots"]}'
-            f",0)*{col['campaign_s']}/3600)",
+            f",0)*({col['campaign_s']}+{cold})/3600)",
             c.projected_hours,
         )
 
@@ -706,11 +719,11 @@ class Projection:
 def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Projection | None:
     """Processing ``expected_outputs`` corpora of the benchmark's size at the measured times.
 
-    Hours = corpora x measured seconds / 3600, processing only (no install,
-    load or evaluation); the plan is the shortest one of the variant's GPU
-    covering those hours. A configuration relying on a resume variant (R13) adds the
-    resume variant's median, fastest and slowest run to its own. None without runs or an
-    expected count.
+    Hours = corpora x (measured seconds + the cold pass beyond the median) / 3600,
+    processing only (no install, load or evaluation): each corpus is met cold; the plan is
+    the shortest one of the variant's GPU covering those hours. A configuration relying on
+    a resume variant (R13) adds the resume variant's median, fastest and slowest run to its
+    own. None without runs or an expected count.
     """
     st, r = c.stats, c.resume
     if (
@@ -727,7 +740,7 @@ def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Pr
     def hours(seconds: float, resumed: float | None) -> Decimal:
         # R13: a configuration that relies on a resume variant also runs it.
         total = seconds if r is None or resumed is None else seconds + resumed
-        return Decimal(repr(total)) * expected_outputs / 3600
+        return Decimal(repr(total + st.cold_surcharge)) * expected_outputs / 3600
 
     def plan(h: Decimal) -> Plan | None:
         if catalog is None or c.gpu_slug is None:

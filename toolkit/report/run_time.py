@@ -86,6 +86,11 @@ def lines(time: dict[str, Any]) -> list[str]:
             f"{floor['load_s']:.2f} s, warm-up {floor['warmup_s']:.2f} s, evaluation "
             f"{floor['evaluation_s']:.2f} s, export {floor['export_s']:.2f} s"
             + (
+                f", cold passes {floor['cold_pass_s']:.2f} s (repetition 1 of each variant)"
+                if floor.get("cold_pass_s")
+                else ""
+            )
+            + (
                 f", the engines' conversions {floor['conversion_s']:.2f} s (built once, by the "
                 "pre-flight)"
                 if floor.get("conversion_s")

@@ -39,6 +39,11 @@ SUCCESS_RULE = (
     "and max"
 )
 NO_DATA = "no data: no successful run (completed, ids match, not excluded, not pre-amendment)"
+#: Why a Summary row has no cold pass.
+NO_COLD = (
+    "no cold pass among the successes: it is measured on repetition 1 of a classification "
+    "attempt (layout 8 on)"
+)
 MEMORY_COLUMNS = ("mem_allocated_peak_bytes", "mem_reserved_peak_bytes", "host_rss_peak_bytes")
 #: The software stack a measurement belongs to (R4): two variants compared on different
 #: stacks are compared as whole tested configurations, and the verdict says so.
@@ -95,6 +100,8 @@ class VariantStats:
     #: Successes' load + warm-up + measured + evaluation + export, when all five are recorded.
     campaign_runs: tuple[float, ...] = ()
     by_repetition: dict[int, float] = field(default_factory=dict)
+    #: Successes' cold_pass_s (recorded on repetition 1: one pass before any warm-up).
+    cold_runs: tuple[float, ...] = ()
     #: Successes' measured_s per seed (Attempts seed, R17): kept apart in the notes; the
     #: variant's median stays the one over all seeds.
     by_seed: dict[int, list[float]] = field(default_factory=dict)
@@ -151,6 +158,19 @@ class VariantStats:
     def campaign(self) -> float | None:
         """Median time of one corpus end to end (campaign_s); None without a full success."""
         return stats.median(self.campaign_runs)
+
+    @property
+    def cold(self) -> float | None:
+        """Median cold pass of the successes (cold_pass_s); None when none was recorded."""
+        return stats.median(self.cold_runs)
+
+    @property
+    def cold_surcharge(self) -> float:
+        """Seconds a corpus met cold costs beyond the warm median: the cold pass less
+        median_s, never below 0; 0 without both."""
+        if self.cold is None or self.median is None:
+            return 0.0
+        return max(0.0, self.cold - self.median)
 
     @property
     def minimum(self) -> float | None:
@@ -292,6 +312,7 @@ def _finish(st: VariantStats, attempts: list[dict[str, Any]]) -> None:
         seed = a.get("seed")
         if isinstance(seed, int) and not isinstance(seed, bool):
             st.by_seed.setdefault(seed, []).append(s)
+    st.cold_runs = tuple(s for a in wins if (s := _number(a.get("cold_pass_s"))) is not None)
     st.campaign_runs = tuple(
         _phases_sum(a) for a in wins if all(_number(a.get(p)) is not None for p in CAMPAIGN_PHASES)
     )
@@ -472,6 +493,11 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         )
         values["padding_waste"] = guarded("MEDIAN", "padding_waste", ok, usage.padding_waste)
         values["limited_by"] = usage.limited_by
+    values["cold_pass_s"] = guarded("MEDIAN", "cold_pass_s", ok, st.cold)
+    values["cold_pass_s_reason"] = Formula(
+        f'IF(SUMPRODUCT({ok}*({r("cold_pass_s")}<>""))=0,"{NO_COLD}","")',
+        NO_COLD if st.cold is None else None,
+    )
     for col in generation.SUMMARY_COLUMNS:
         if st.generation is None:  # a classification protocol: no generation figure
             values[f"{col}_reason"] = generation.NOT_GENERATION

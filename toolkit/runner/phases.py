@@ -97,6 +97,9 @@ class AttemptRun:
         self.shared = spec.protocol.get("process_policy") == "shared"
         self.phase = "load"
         self.spans: dict[str, probes.Span] = {}
+        #: Steps timed inside a phase but recorded apart from its duration (the cold pass
+        #: inside load), by the phase they ran in.
+        self.apart: dict[str, list[probes.Span]] = {}
         #: Other processes' CPU time during the measured window (None until it is entered).
         self.others: machine_load.OthersMeter | None = None
         self.status = "completed"
@@ -136,6 +139,14 @@ class AttemptRun:
         with probes.Span(self.device) as span:
             self.spans[name] = span
             yield span
+
+    @contextmanager
+    def timed_apart(self) -> Iterator[probes.Span]:
+        """Time a step of the current phase on its own (synchronised at both ends on
+        CUDA), recorded apart: the phase's duration leaves it out."""
+        with probes.Span(self.device) as span:
+            yield span
+        self.apart.setdefault(self.phase, []).append(span)
 
     def run_steps(self, steps: Steps) -> None:
         """The timed phases of a task kind: load, warm-up by the protocol's rule and the
@@ -232,7 +243,8 @@ class AttemptRun:
         for name, column in DURATION_COLUMNS:
             timed = self.spans.get(name)
             if timed is not None and timed.host_s is not None:
-                put(column, seconds(timed.host_s))
+                aside = sum(span.host_s or 0.0 for span in self.apart.get(name, []))
+                put(column, seconds(timed.host_s - aside))
             elif name == "warm-up" and self.warmup.none and failed != "load":
                 put(column, None, f"warm-up rule is {self.warmup.text!r}: no warm-up")
             elif failed == name:

@@ -530,6 +530,8 @@ def _money_format(
 def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, col: int) -> None:
     if not column.choices:
         return
+    listed = ", ".join(column.choices)
+    # Open choices: the list suggests, another value is accepted (validate checks it).
     ws.data_validation(
         first,
         col,
@@ -539,6 +541,11 @@ def _add_dropdown(ws: Worksheet, column: layout.Column, first: int, last: int, c
             "validate": "list",
             "source": list(column.choices),
             "error_title": column.name,
-            "error_message": "Choose one of: " + ", ".join(column.choices),
+            "error_message": (
+                f"Suggested: {listed}; `iteralab validate` checks other values"
+                if column.open_choices
+                else f"Choose one of: {listed}"
+            ),
+            "error_type": "information" if column.open_choices else "stop",
         },
     )

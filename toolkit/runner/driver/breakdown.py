@@ -28,7 +28,8 @@ from toolkit.plumbing import beside, clock
 from toolkit.plumbing.atomic import write_text
 
 FORMAT = "iteralab-run-time/1"
-FLOOR = ("load_s", "warmup_s", "evaluation_s", "export_s")
+#: The protocol's floor per attempt; the cold pass (repetition 1 of each variant) is one.
+FLOOR = ("load_s", "warmup_s", "evaluation_s", "export_s", "cold_pass_s")
 #: The driver's own parts, in the order a run passes through them.
 PARTS = ("startup_s", "preflight_s", "attempts_s", "bookkeeping_s", "closing_s", "saves_s")
 

@@ -190,8 +190,7 @@ class OnnxClassifier(Tokenized):
         # The graph computes the source module's function: the same products (runner.flops).
         self.cost = flops.cost_of(source.module)
         self.device = torch.device(str(variant["device"]))
-        self.max_length = int(variant["max_length"])
-        self.padding = "longest" if variant["padding"] == "dynamic" else "max_length"
+        self.set_padding(variant)
         self.engine: str = engine
         self.engine_artifact: str | None = artifact
         self.engine_notes: list[str] = notes
@@ -208,6 +207,11 @@ class OnnxClassifier(Tokenized):
         return Batch(
             [self.labels[b] for b in best], [int(n) for n in mask.sum(axis=1)], int(mask.shape[1])
         )
+
+    def warm(self, rows: int, width: int) -> None:
+        """Run the graph once on a synthetic ``rows`` x ``width`` batch (no corpus text)."""
+        inputs = self.synthetic(rows, width, "np")
+        self.session.run(None, {name: inputs[name] for name in self.inputs})
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
         return self.cost

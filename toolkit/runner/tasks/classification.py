@@ -4,7 +4,10 @@
 Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
-   (:mod:`toolkit.runner.tasks.predictor`), then run the window's shortest, longest and
+   (:mod:`toolkit.runner.tasks.predictor`); on repetition 1, the **cold pass**: the whole
+   corpus once, before anything is warmed, timed apart (``cold_pass_s``, left out of
+   ``load_s``); then the first calls (:func:`first_calls`): every bucket shape on
+   synthetic token ids for ``bucket-N`` padding, else the window's shortest, longest and
    last batch once (an uncompiled model on a GPU: one batch of every shape the window
    runs): a compiled model compiles those shapes here, CUDA loads their kernels
    here, and the profiler names the attention kernel each ran (CUDA context creation
@@ -12,7 +15,8 @@ Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 2. **warm-up**: the protocol's rule (e.g. the first 16 items once), untimed in
    the measured window, with the variant's batch size, padding and truncation;
 3. **measured window** (R9): read the corpus, order it (length grouping is a
-   variant), tokenize per batch, transfer, infer, predictions on the host;
+   variant), tokenize per batch, transfer, infer, predictions on the host (the input
+   pipeline, sequential or overlapped, is a variant: :mod:`toolkit.runner.tasks.overlap`);
 4. **evaluation**: token lengths of every input (strata, truncation count),
    then, after export, the predictions file is read back and checked (ids,
    metric, subgroups, reference);
@@ -37,7 +41,7 @@ import torch
 from toolkit import layout
 from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
-from toolkit.plumbing import engines
+from toolkit.plumbing import engines, padding
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import evaluation
 from toolkit.runner.attempt_parts import (
@@ -60,7 +64,7 @@ from toolkit.runner.engines.plugin import reference_strata
 from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
-from toolkit.runner.tasks import columns
+from toolkit.runner.tasks import columns, overlap
 from toolkit.runner.tasks.predictor import Predictor, load_classifier
 
 #: The Protocol task this kind runs.
@@ -81,6 +85,14 @@ class Window:
     real_squares: int = 0
     padded_squares: int = 0
 
+    def tally(self, rows: int, lengths: list[int], width: int) -> None:
+        """Count one batch's tokens: ``rows`` inputs of ``lengths`` padded to ``width``."""
+        self.padded_tokens += rows * width
+        self.real_tokens += sum(lengths)
+        self.sequences += rows
+        self.real_squares += sum(n * n for n in lengths)
+        self.padded_squares += rows * width**2
+
 
 def run_batches(
     predictor: Predictor,
@@ -92,10 +104,11 @@ def run_batches(
 ) -> None:
     """Predict ``items`` by batches; append predictions and token tallies to ``window``.
 
-    The variant sets batch size and length grouping (the predictor its padding and
-    truncation); the same function serves the load phase's calls, warm-up and the
-    measured window. ``forward`` (on CUDA) times each call of the model on the device,
-    nothing around it (R10).
+    The variant sets batch size, length grouping and input pipeline (the predictor its
+    padding and truncation); the same function serves the load phase's calls, the cold
+    pass, warm-up and the measured window. ``forward`` (on CUDA) times each call of the
+    model on the device, nothing around it (R10). Sequential: one batch after the other,
+    its predictions on the host before the next; overlapped: :mod:`overlap`.
     """
     size = int(variant["batch_size"])
     count = len(items)
@@ -111,14 +124,21 @@ def run_batches(
     else:
         order = list(range(count))
     window.order = order
-    for start in range(0, count, size):
-        indexes = order[start : start + size]
+    batches = [order[start : start + size] for start in range(0, count, size)]
+    if overlap.is_overlapped(variant):
+        flat = [i for indexes in batches for i in indexes]
+        overlap.run(
+            overlap.pipelined(predictor),
+            [[items[i] for i in indexes] for indexes in batches],
+            lambda k, ready: window.tally(len(batches[k]), ready.lengths, ready.width),
+            after_batch,
+            lambda labels: window.predictions.extend(zip(flat, labels, strict=False)),
+            forward,
+        )
+        return
+    for indexes in batches:
         batch = predictor.predict([items[i] for i in indexes], forward)
-        window.padded_tokens += len(indexes) * batch.width
-        window.real_tokens += sum(batch.lengths)
-        window.sequences += len(indexes)
-        window.real_squares += sum(n * n for n in batch.lengths)
-        window.padded_squares += len(indexes) * batch.width**2
+        window.tally(len(indexes), batch.lengths, batch.width)
         window.predictions.extend(zip(indexes, batch.outputs, strict=False))
         after_batch(len(window.predictions))
 
@@ -156,27 +176,43 @@ def shape_batches(
 def first_calls(
     predictor: Predictor, variant: dict[str, Any], items: list[corpus.Item]
 ) -> tuple[list[tuple[int, int]], str | None]:
-    """The load phase's calls (R8): each of :func:`shape_batches` once, so a compiled model
-    compiles those shapes and CUDA loads their kernels before the measured window; then the
-    first two again under the profiler. An uncompiled model on a GPU runs one batch of every
-    shape the window will run: cuDNN's attention (bf16) sets up a plan per new shape, which
-    on an H200 made each bf16 variant's first window 2.5-5x its second (issue 35, defect
-    6); a compiled model's graphs, dynamic after the second shape, cover the rest. On the
-    CPU without compilation there is no kernel to load or graph to build, and torch's CPU
-    attention choice does not depend on the sequence length (its flash/math gates look at
-    dtype, head size, mask shape, dropout, never the length), so the shortest batch alone
-    runs, under the profiler: the longest batch cost a quick campaign about a tenth of each
-    window (issue 20).
+    """The load phase's calls (R8), so a compiled model compiles the window's shapes and
+    CUDA loads their kernels before the measured window; then the first two again under
+    the profiler.
+
+    ``bucket-N`` padding: every (rows, width) the buckets allow, on synthetic token ids
+    (:func:`bucket_shapes`): no text of the corpus is tokenized here, only its item count
+    read (the last batch's rows). ``dynamic`` and ``max_length``: each of
+    :func:`shape_batches`, from the corpus's own texts. An uncompiled model on a GPU runs
+    one batch of every shape the window will run: cuDNN's attention (bf16) sets up a plan
+    per new shape, which on an H200 made each bf16 variant's first window 2.5-5x its
+    second; a compiled model's graphs, dynamic after the second shape, cover the rest. On
+    the CPU without compilation there is no kernel to load or graph to build, and torch's
+    CPU attention choice does not depend on the sequence length (its flash/math gates look
+    at dtype, head size, mask shape, dropout, never the length), so the shortest batch
+    alone runs, under the profiler: the longest batch cost a quick campaign about a tenth
+    of each window.
 
     Returns the shapes run and the attention kernel seen per profiled shape
     (``4x9: flash; 4x256: memory-efficient``), None when nothing ran (an engine without
     token lengths runs nothing here: its warm-up is its first call).
     """
-    max_length = int(variant["max_length"])
+    policy = padding.parse(variant["padding"])
+    warm = getattr(predictor, "warm", None)
+    if policy.kind == padding.BUCKET and warm is not None:
+        shapes = bucket_shapes(policy, variant, len(items))
+        for rows, tokens in shapes:
+            warm(rows, tokens)
+        kernels = [
+            f"{rows}x{tokens}: {probes.attention_kernel(partial(warm, rows, tokens))}"
+            for rows, tokens in shapes[:1] + shapes[-1:]
+        ]
+        return shapes, "; ".join(dict.fromkeys(kernels)) or None
     lengths = predictor.token_lengths([i.text for i in items], truncate=True)
     if lengths is None:
         return [], None
-    width = None if variant["padding"] == "dynamic" else max_length
+    max_length = int(variant["max_length"])
+    width = None if policy.kind == padding.DYNAMIC else max_length
     compiled = variant.get("compile") == "yes"
     batches = shape_batches(
         lengths,
@@ -199,6 +235,29 @@ def first_calls(
         for indexes, (rows, tokens) in batches[:2]
     ]
     return [shape for _, shape in batches], "; ".join(kernels) or None
+
+
+def bucket_shapes(
+    policy: padding.Padding, variant: dict[str, Any], items: int
+) -> list[tuple[int, int]]:
+    """Every (rows, width) a bucketed window of ``items`` inputs can run: the batch size
+    and the last batch's rows (when ``items`` is not a multiple of it), by every bucket
+    width up to max_length, narrowest first."""
+    size = int(variant["batch_size"])
+    widths = policy.widths(int(variant["max_length"])) or []
+    rows = sorted({min(size, items), items % size} - {0})
+    return [(r, w) for w in widths for r in rows]
+
+
+def warmed_text(policy: padding.Padding, shapes: list[tuple[int, int]]) -> str:
+    """What the load phase warmed, for the row's notes."""
+    if policy.kind == padding.BUCKET:
+        return (
+            f"load warmed {len(shapes)} shape(s) on synthetic token ids, no corpus text "
+            f"(every bucket-{policy.step} width by the window's batch rows)"
+        )
+    shown = ", ".join(f"{rows}x{tokens}" for rows, tokens in shapes) or "none"
+    return f"load warmed batch shape(s) {shown} taken from the corpus's own texts"
 
 
 def _compile_notes(
@@ -252,6 +311,8 @@ class Classification:
         self.caches = compilation.Caches(None)  # what the notes show when no session starts
         self.count = compilation.GraphCount()
         self.compiled_in: dict[str, int] = {}  # graphs compiled, by phase
+        #: The cold pass (repetition 1 only): the corpus once, before any warm-up.
+        self.cold: probes.Span | None = None
 
     # ---- the timed phases (AttemptRun.run_steps)
 
@@ -260,11 +321,21 @@ class Classification:
         return _Session(self)
 
     def load(self) -> None:
+        """Load the model; on repetition 1 the cold pass (timed apart from load_s); then the
+        load phase's first calls (:func:`first_calls`)."""
         self.predictor = load_classifier(self.variant, self.spec.base)
         self.notes.extend(self.predictor.engine_notes)
-        self.shapes, self.kernels = first_calls(
-            self.predictor, self.variant, corpus.read_corpus(self.run.corpus_path)
-        )
+        items = corpus.read_corpus(self.run.corpus_path)
+        if self.spec.repetition == 1:
+            with self.run.timed_apart() as self.cold:
+                run_batches(
+                    self.predictor,
+                    self.variant,
+                    items,
+                    Window(),
+                    lambda d: self.run.after_batch(d, len(items)),
+                )
+        self.shapes, self.kernels = first_calls(self.predictor, self.variant, items)
 
     def phase_done(self, phase: str) -> None:
         self.compiled_in[phase] = self.compiled_in.get(phase, 0) + self.count.take()
@@ -348,6 +419,7 @@ class Classification:
         put = cells.put
         self._forward_cell(put)
         put("evaluation_s", seconds(evaluation_s))
+        self._cold_cell(put)
         export_cell(
             put,
             export_s,
@@ -449,6 +521,16 @@ class Classification:
             self.notes.append(f"export failed: {error_text(exc)}")
             return None, None, None
 
+    def _cold_cell(self, put: Put) -> None:
+        """The cold pass's seconds, or why there is none."""
+        run, cold = self.run, self.cold
+        if cold is not None and cold.host_s is not None:
+            put("cold_pass_s", seconds(cold.host_s))
+        elif self.spec.repetition != 1:
+            put("cold_pass_s", None, "measured on repetition 1 only: one cold pass per variant")
+        else:
+            put("cold_pass_s", None, f"{run.status} during load: the cold pass did not finish")
+
     def _forward_cell(self, put: Put) -> None:
         """The forward calls' device time (R10): CUDA only, a finished window only."""
         run = self.run
@@ -496,6 +578,15 @@ class Classification:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
+            if self.cold is not None and self.cold.host_s is not None:
+                notes.append(
+                    "cold pass in a process shared with earlier attempts: kernels and plans "
+                    "they set up were already there"
+                )
+        if self.shapes:
+            notes.append(warmed_text(padding.parse(self.variant["padding"]), self.shapes))
+        if overlap.is_overlapped(self.variant):
+            notes.append(overlap.note(run.device))
         notes.append(f"threads {run.threads}; warm-up {run.warmup.text!r}")
         put("notes", "; ".join(notes))
         put("attention_kernels", self.kernels)

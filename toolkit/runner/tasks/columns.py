@@ -53,7 +53,7 @@ EVERY_KIND = (
 )
 #: The measured columns only one kind fills, by Protocol task.
 OWN: dict[str, tuple[str, ...]] = {
-    "classification": (),
+    "classification": ("cold_pass_s",),
     "generation": GENERATION_COLUMNS,
 }
 #: Why a kind's own columns are empty in another kind's row.

@@ -97,6 +97,8 @@ class Generation:
         self.generator: Generator | None = None
         self.window = generation.GenerationWindow()
         self.notes: list[str] = []
+        #: Which decode shapes the load phase covered (None until it ran them).
+        self.decode_note: str | None = None
 
     # ---- the timed phases (AttemptRun.run_steps)
 
@@ -110,13 +112,11 @@ class Generation:
         self.notes.extend(self.generator.engine_notes)
         items = corpus.read_corpus(self.run.corpus_path)
         lengths = [len(i.text) for i in items]  # the engine tokenizes: characters rank them
-        for batch in load_batches(
-            items,
-            lengths,
-            int(self.variant["batch_size"]),
-            on_gpu=self.generator.device.type != "cpu",
-        ):
+        on_gpu = self.generator.device.type != "cpu"
+        batches = load_batches(items, lengths, int(self.variant["batch_size"]), on_gpu=on_gpu)
+        for batch in batches:
             self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
+        self.decode_note = decode_shapes_note(len(batches), on_gpu)
 
     def phase_done(self, phase: str) -> None:
         """Nothing to count between phases (a generation is not compiled)."""
@@ -268,6 +268,8 @@ class Generation:
             notes.append(f"predictions: {predictions_rel}")
         if run.shared:
             notes.append(SHARED_RSS_NOTE)
+        if self.decode_note is not None:
+            notes.append(self.decode_note)
         notes.append(
             f"threads {run.threads}; warm-up {run.warmup.text!r}"
             + (f"; decoding {self.rule.text()}" if self.rule else "")
@@ -399,6 +401,18 @@ def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
         real_squares=sum(p.pairs for p in real),
         padded_squares=sum(rows * p.pairs for rows, p in padded),
         padded_sequences=sum(rows * p.forwards for rows, p in padded),
+    )
+
+
+def decode_shapes_note(batches: int, on_gpu: bool) -> str:
+    """Which decode shapes (prompt widths, KV lengths) the load phase covered, for the notes:
+    a declared warm-up on the corpus's own prompts, the engine's cache growing as it decodes
+    (torch: transformers' dynamic cache); neither a static cache nor buckets."""
+    which = "the first, the longest and the last batch" if on_gpu else "the first batch"
+    return (
+        f"decode shapes: no static cache or buckets; load ran {batches} batch(es) of the corpus's own "
+        f"prompts ({which}) to its last new token; other prompt widths are first met in the "
+        "window"
     )
 
 

@@ -25,6 +25,7 @@ the registries and nothing above this module changes.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ import torch
 
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
-from toolkit.plumbing import engines
+from toolkit.plumbing import engines, padding
 from toolkit.runner import attempt_parts, generation, model
 from toolkit.runner.instruments import flops
 
@@ -51,6 +52,17 @@ class Batch:
     #: text its own way (its ``tokens_reason`` says so).
     lengths: list[int]
     #: The width the batch ran at (its inputs padded to it); 0 with ``lengths`` empty.
+    width: int
+
+
+@dataclass
+class Prepared:
+    """One batch made ready on the host (:meth:`TorchClassifier.prepare`)."""
+
+    #: The model's inputs (token ids, attention mask, ...), padded to ``width``.
+    inputs: dict[str, torch.Tensor]
+    #: Tokens each input feeds the model (after truncation).
+    lengths: list[int]
     width: int
 
 
@@ -123,12 +135,18 @@ class Generator(Loaded, Protocol):
 class Tokenized:
     """Tokenization shared by the engines that run the Protocol's tokenizer (torch,
     onnxruntime): per batch, or, for a length-sorted window, once for the whole window (to
-    sort it) and then padded batch by batch, as a deployment that sorts would do."""
+    sort it) and then padded batch by batch, as a deployment that sorts would do. The
+    variant's padding policy sets each batch's width (:mod:`toolkit.plumbing.padding`)."""
 
     tokenizer: Any
     max_length: int
-    padding: str
+    policy: padding.Padding
     kept: dict[str, dict[str, list[int]]] | None = None
+
+    def set_padding(self, variant: dict[str, Any]) -> None:
+        """Take the variant's max_length and padding policy."""
+        self.max_length = int(variant["max_length"])
+        self.policy = padding.parse(variant["padding"])
 
     def token_lengths(
         self, texts: Sequence[str], *, truncate: bool, keep: bool = False
@@ -146,23 +164,28 @@ class Tokenized:
 
     def encode(self, texts: list[str], tensors: str) -> dict[str, Any]:
         """The batch's inputs as ``tensors`` (``"pt"`` or ``"np"``): padded from the kept
-        encodings when the window kept them, else tokenized now."""
-        if self.kept is None or not all(text in self.kept for text in texts):
+        encodings when the window kept them, else tokenized now (by the tokenizer's own
+        padding for dynamic and max_length, to the batch's bucket for bucket-N)."""
+        if self.kept is not None and all(text in self.kept for text in texts):
+            rows = [self.kept[text] for text in texts]
+        elif self.policy.kind == padding.BUCKET:
+            encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+            rows = [{key: encoded[key][n] for key in encoded} for n in range(len(texts))]
+        else:
             return dict(
                 self.tokenizer(
                     texts,
-                    padding=self.padding,
+                    padding="longest" if self.policy.kind == padding.DYNAMIC else "max_length",
                     truncation=True,
                     max_length=self.max_length,
                     return_tensors=tensors,
                 )
             )
-        rows = [self.kept[text] for text in texts]
-        width = (
-            self.max_length
-            if self.padding == "max_length"
-            else max(len(row["input_ids"]) for row in rows)
-        )
+        longest = max(len(row["input_ids"]) for row in rows)
+        return self._padded(rows, self.policy.width(longest, self.max_length), tensors)
+
+    def _padded(self, rows: list[dict[str, list[int]]], width: int, tensors: str) -> dict[str, Any]:
+        """Token rows padded to ``width`` on the tokenizer's padding side."""
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
         padded: dict[str, Any] = {}
         for key in rows[0]:
@@ -175,6 +198,28 @@ class Tokenized:
             ]
             padded[key] = torch.tensor(lists) if tensors == "pt" else np.asarray(lists, np.int64)
         return padded
+
+    def synthetic(self, rows: int, width: int, tensors: str) -> dict[str, Any]:
+        """Inputs of ``rows`` x ``width`` tokens made from no text: ordinary (non-special)
+        token ids drawn with a fixed seed between the tokenizer's start and end tokens, the
+        last row one token shorter and padded, so the batch carries an attention mask with
+        padding as the corpus's batches do. For the load phase's warm-up of bucket widths."""
+        special = set(self.tokenizer.all_special_ids)
+        ordinary = [i for i in range(min(len(self.tokenizer), 30000)) if i not in special]
+        draw = random.Random(width * 1000 + rows)
+        start = self.tokenizer.cls_token_id or self.tokenizer.bos_token_id
+        end = self.tokenizer.sep_token_id or self.tokenizer.eos_token_id
+        token_rows = []
+        for row in range(rows):
+            length = max(2, width - 1) if row == rows - 1 and width > 2 else width
+            middle = [draw.choice(ordinary) for _ in range(length - 2)]
+            ids = [start, *middle, end] if start is not None and end is not None else middle
+            ids = (ids + [draw.choice(ordinary)] * length)[:length]
+            encoded = {"input_ids": ids, "attention_mask": [1] * length}
+            if "token_type_ids" in self.tokenizer.model_input_names:
+                encoded["token_type_ids"] = [0] * length
+            token_rows.append(encoded)
+        return self._padded(token_rows, width, tensors)
 
 
 class TorchClassifier(Tokenized):
@@ -192,8 +237,7 @@ class TorchClassifier(Tokenized):
         self.model_revision = loaded.model_revision
         self.tokenizer_revision = loaded.tokenizer_revision
         self.attention_backend = loaded.attention_backend
-        self.max_length = int(variant["max_length"])
-        self.padding = "longest" if variant["padding"] == "dynamic" else "max_length"
+        self.set_padding(variant)
 
     @classmethod
     def load(cls, variant: dict[str, Any], base: Path) -> TorchClassifier:
@@ -203,21 +247,47 @@ class TorchClassifier(Tokenized):
     def predict(
         self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
     ) -> Batch:
+        prepared = self.prepare(items)
+        return Batch(self.labels_of(self.launch(prepared, timer)), prepared.lengths, prepared.width)
+
+    def prepare(self, items: Sequence[corpus.Item], *, pin: bool = False) -> Prepared:
+        """One batch's inputs on the host, its token counts and width; ``pin``: in pinned
+        memory, for a copy to the device that does not block the host."""
         inputs = self.encode([i.text for i in items], "pt")
         mask = inputs["attention_mask"]
-        lengths = [int(n) for n in mask.sum(dim=1)]
+        if pin:
+            inputs = {k: v.pin_memory() for k, v in inputs.items()}
+        return Prepared(inputs, [int(n) for n in mask.sum(dim=1)], int(mask.shape[1]))
+
+    def launch(
+        self,
+        prepared: Prepared,
+        timer: AbstractContextManager[Any] | None = None,
+        *,
+        non_blocking: bool = False,
+    ) -> torch.Tensor:
+        """Copy the batch to the device and run the model: each input's predicted class
+        index, left on the device (nothing waits for it)."""
+        inputs = prepared.inputs
         if self.device.type != "cpu":
-            inputs = {k: v.to(self.device) for k, v in inputs.items()}
+            inputs = {k: v.to(self.device, non_blocking=non_blocking) for k, v in inputs.items()}
         with torch.inference_mode():
             if timer is None:
                 logits = self.loaded.module(**inputs)
             else:
                 with timer:
                     logits = self.loaded.module(**inputs)
+        return logits.argmax(dim=-1)
+
+    def labels_of(self, indexes: torch.Tensor) -> list[str]:
+        """Class indexes (on any device) brought to the host as labels."""
         labels = self.loaded.labels
-        return Batch(
-            [labels[p] for p in logits.argmax(dim=-1).tolist()], lengths, int(mask.shape[1])
-        )
+        return [labels[p] for p in indexes.tolist()]
+
+    def warm(self, rows: int, width: int) -> None:
+        """Run the model once on a synthetic ``rows`` x ``width`` batch (no corpus text)."""
+        prepared = Prepared(self.synthetic(rows, width, "pt"), [], width)
+        self.labels_of(self.launch(prepared))
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
         return flops.cost_of(self.loaded.module)
