@@ -477,6 +477,14 @@ def summary(book: Path, run: dict[str, Any], wall: float, card: list[str]) -> in
         f"worker start per attempt: {start or 0:.3f} s ({'met' if start_ok else 'missed'}: "
         "<= 0.2 s)"
     )
+    attempts = max(int(run["attempts"]), 1)
+    parts = ", ".join(
+        f"{k.removesuffix('_s')} {v / attempts:.3f}" for k, v in run["overhead"].items()
+    )
+    print(
+        f"the card campaign's overhead per attempt (s): {parts}; in all "
+        f"{run['overhead_s'] / attempts:.3f} (driver probe and peak probe: around_phases)"
+    )
     lines, cold_ok = variant_lines(by, card)
     print("per variant (windows of repetition 1 vs 2, cold pass, GPU busy):")
     for line in lines:
