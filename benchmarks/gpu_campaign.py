@@ -40,9 +40,11 @@ from pathlib import Path
 from typing import Any
 
 import common
-from gpu_common import ATTEMPT_TIMEOUT_S, current_card, run_campaign
+from gpu_common import ATTEMPT_TIMEOUT_S, match_card, run_campaign
 
 CPU_HOST = "c8-fp32"
+#: torch's switch for an availability check through NVML, which leaves the CUDA driver alone.
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 COLD_SHAPE_TOLERANCE = 0.10  # repetition 1's window / repetition 2's, less 1
 EXAMPLE_SOURCE = "EXAMPLE price typed for the GPU session: not a quote, not a measurement"
 CPU_SLUG = "example-cpu-host"
@@ -199,10 +201,14 @@ def build(
     from toolkit.workbook.model import WorkbookData
 
     common.prepare_folder(folder, items)
+    # The tuning data the Protocol names, apart from the corpus (R2): the workbook validates.
+    shutil.copy(common.SAMPLES / "calibration.jsonl", folder / "calibration.jsonl")
     if head is not None:
         shutil.copytree(head, folder / "head", dirs_exist_ok=True)
     data = WorkbookData.empty()
-    data.forms["Protocol"].update(common.protocol("g1-fp32", repetitions, policy="fresh"))
+    form = common.protocol("g1-fp32", repetitions, policy="fresh")
+    form["tuning_data"] = "calibration.jsonl: chapters apart from the corpus"
+    data.forms["Protocol"].update(form)
     for row in rows:
         data.append("Variants", row)
     examples, rentals = example_money(slug)
@@ -401,6 +407,48 @@ def speedup(by: dict[str, list[dict[str, Any]]], card_variant: str) -> str:
 # ---------------------------------------------------------------- the session
 
 
+def cuda_here() -> tuple[bool, str]:
+    """Whether torch sees a CUDA device, asked through NVML: this process starts the
+    campaign and should hold no CUDA state (nor a context on the card) while it runs."""
+    import os
+
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available()), str(torch.__version__)
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = before
+
+
+def card_slug() -> str | None:
+    """The catalog slug of the first visible card, from nvidia-smi's name and memory (no
+    CUDA in this process); None without nvidia-smi or a matching row."""
+    import subprocess
+
+    from toolkit.planner import gpus
+
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    name, _, mib = out.splitlines()[0].rpartition(",") if out.strip() else ("", "", "")
+    if not name or not mib.strip().isdigit():
+        return None
+    gpu = match_card(name.strip(), int(mib) * 2**20, gpus.load_catalog())
+    return None if gpu is None else str(gpu.slug)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=common.FULL_CORPUS_ITEMS)
@@ -422,22 +470,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    import torch
-
-    cuda = torch.cuda.is_available()
+    cuda, torch_version = cuda_here()
     if not cuda and not args.cpu_dry_run:
         print(
-            f"gpu_campaign needs a CUDA device: torch {torch.__version__} sees none here; "
+            f"gpu_campaign needs a CUDA device: torch {torch_version} sees none here; "
             "--cpu-dry-run checks the plumbing only."
         )
         return 3
-    from toolkit.planner import gpus
-
-    slug = args.card or (
-        DRY_RUN_SLUG if not cuda else getattr(current_card(gpus.load_catalog()), "slug", None)
-    )
+    slug = args.card or (DRY_RUN_SLUG if not cuda else card_slug())
     if slug is None:
-        print("error: this card matches no catalog row: name it with --card SLUG")
+        print(
+            "error: this card matches no catalog row (nvidia-smi's name and memory): name "
+            "it with --card SLUG"
+        )
         return 1
     rows, skipped = session_variants(
         "cuda" if cuda else "cpu", slug, args.encoder, cuda and ort_cuda_skipped() is None

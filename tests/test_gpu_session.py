@@ -266,3 +266,89 @@ def test_the_engines_cuda_campaigns_are_valid_workbooks(
         ("ort-fp32", "onnxruntime", "cuda"),
         ("tfidf", "python:austen_tfidf:Predictor", "cpu"),
     ]
+
+
+@pytest.fixture(scope="module")
+def gpu_campaign() -> ModuleType:
+    """benchmarks/gpu_campaign.py, imported as a script."""
+    environ = dict(os.environ)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module("gpu_campaign")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def test_the_session_workbook_locks_with_the_rows_this_layout_declares(
+    gpu_campaign: ModuleType, tmp_path: Path
+) -> None:
+    """Card rows in fp32 and bf16, the CPU host's row, EXAMPLE prices; the overlapped and
+    bucketed rows only where the layout declares them, a line saying so otherwise."""
+    from toolkit.evidence.validate import validate
+
+    rows, skipped = gpu_campaign.session_variants("cuda", "h200", None, ort=False)
+    ids = [r["variant_id"] for r in rows]
+    assert ids[:6] == ["g1-fp32", "g4-fp32", "g8-fp32", "g1-bf16", "g4-bf16", "g8-bf16"]
+    assert ids[-1] == "c8-fp32"
+    overlapped = gpu_campaign.declared("input_pipeline")
+    bucketed = gpu_campaign.accepts_padding("bucket-32")
+    assert ("g8-fp32-overlapped" in ids) == overlapped
+    assert ("g8-fp32-bucket32" in ids) == ("g8-bf16-bucket32" in ids) == bucketed
+    assert any(s.startswith("overlapped input pipeline: skipped: ") for s in skipped) != overlapped
+    assert any(s.startswith("bucketed padding: skipped: ") for s in skipped) != bucketed
+    assert not gpu_campaign.accepts_padding("bucket-x")  # a value no layout accepts
+    book = gpu_campaign.build(tmp_path, 8, 5, rows, "h200", None)
+    data = store.read(book)
+    assert validate(data, book) == []
+    cpu = data.tables["Variants"][-1]
+    assert (cpu["device"], cpu["base_variant"]) == ("cpu", "g8-fp32")
+    assert "device" in cpu["changes"] and data.forms["Protocol"]["process_policy"] == "fresh"
+    example = [t for t in data.tables["Tariffs"] if "EXAMPLE" in str(t["source"])]
+    assert {t["gpu_slug"] for t in example} == {"h200", gpu_campaign.CPU_SLUG}
+
+
+def test_the_session_builder_declares_the_rows_a_later_layout_accepts(
+    gpu_campaign: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the input pipeline and bucketed padding declared, their rows join, each naming
+    its base and the one column it changes."""
+    monkeypatch.setattr(gpu_campaign, "declared", lambda column: column == "input_pipeline")
+    monkeypatch.setattr(gpu_campaign, "accepts_padding", lambda value: value == "bucket-32")
+    rows, skipped = gpu_campaign.session_variants("cuda", "h200", None, ort=True)
+    assert skipped == []
+    assert [r["variant_id"] for r in rows][6:] == [
+        "g8-fp32-overlapped",
+        "g8-fp32-bucket32",
+        "g8-bf16-bucket32",
+        "g8-ort-fp32",
+        "c8-fp32",
+    ]
+    from toolkit.evidence.validate import work_differences
+
+    by = {r["variant_id"]: r for r in rows}
+    assert by["g8-fp32-overlapped"]["input_pipeline"] == "overlapped"
+    assert by["g8-fp32-bucket32"]["padding"] == by["g8-bf16-bucket32"]["padding"] == "bucket-32"
+    for vid in ("g8-fp32-overlapped", "g8-fp32-bucket32", "g8-bf16-bucket32", "g8-ort-fp32"):
+        row = by[vid]
+        assert row["base_variant"] == "g8-fp32"
+        # The work columns this layout knows (input_pipeline once it declares it).
+        assert row["changes"] == ", ".join(work_differences(by["g8-fp32"], row))
+    assert "precision" in by["g8-bf16-bucket32"]["changes"]
+    assert by["g8-ort-fp32"]["changes"] == "engine"
+    assert len({r["series"] for r in rows}) == 7  # fp32, bf16, four alone, the CPU host
+
+
+def test_the_session_campaign_without_cuda_says_so_and_exits_3() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_campaign.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.startswith("gpu_campaign needs a CUDA device: torch ")
