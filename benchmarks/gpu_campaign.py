@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import common
-from gpu_common import ATTEMPT_TIMEOUT_S, match_card, run_campaign
+from gpu_common import ATTEMPT_TIMEOUT_S, match_card
 
 CPU_HOST = "c8-fp32"
 #: torch's switch for an availability check through NVML, which leaves the CUDA driver alone.
@@ -226,9 +226,8 @@ def build(
 
 def run_until(book: Path, deadline_s: float | None, *options: str) -> float:
     """``iteralab run BOOK OPTIONS``, stopped as Ctrl-C stops it once ``deadline_s`` passes
-    (its attempts so far recorded); its wall time. Exit on another failure."""
-    if deadline_s is None:
-        return run_campaign(book, *options)
+    (its attempts so far recorded); its wall time. Exit on another failure. Meanwhile
+    nvidia-smi says which processes hold memory on the card: the campaign's own should not."""
     import os
     import signal
     import subprocess
@@ -238,16 +237,8 @@ def run_until(book: Path, deadline_s: float | None, *options: str) -> float:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(common.ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "toolkit",
-        "run",
-        str(book),
-        "--quiet",
-        f"--timeout={ATTEMPT_TIMEOUT_S}",
-        *options,
-    ]
+    command = [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"]
+    command += [f"--timeout={ATTEMPT_TIMEOUT_S}", *options]
     start = time.perf_counter()
     proc = subprocess.Popen(
         command,
@@ -257,6 +248,8 @@ def run_until(book: Path, deadline_s: float | None, *options: str) -> float:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    watch = CardWatch()
+    watch.start()
     try:
         out, _ = proc.communicate(timeout=deadline_s)
     except subprocess.TimeoutExpired:
@@ -266,11 +259,83 @@ def run_until(book: Path, deadline_s: float | None, *options: str) -> float:
             f"  (stopped at the session's deadline, {deadline_s:g} s: `iteralab run --resume` "
             "finishes it)"
         )
+    finally:
+        watch.stop()
     for line in out.strip().splitlines():
         print(f"  | {line}")
+    print(watch.said(proc.pid))
     if proc.returncode not in (0, 130):
         raise SystemExit(f"error: iteralab run exited with {proc.returncode}")
     return time.perf_counter() - start
+
+
+class CardWatch:
+    """Samples ``nvidia-smi --query-compute-apps`` every 2 s in a thread: the largest memory
+    each process held on the card."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peaks: dict[int, int] = {}
+        #: The pids seen that this machine's process table had at the time.
+        self.ours: set[int] = set()
+        self.samples = 0
+        self.missing: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import os
+        import subprocess
+
+        query = ["nvidia-smi", "--query-compute-apps=pid,used_memory"]
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(
+                    [*query, "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=20,
+                ).stdout
+            except (OSError, subprocess.SubprocessError) as exc:
+                self.missing = f"nvidia-smi did not answer ({exc})"
+                return
+            self.samples += 1
+            for line in out.splitlines():
+                pid, _, mib = line.partition(",")
+                if pid.strip().isdigit() and mib.strip().isdigit():
+                    key = int(pid)
+                    self.peaks[key] = max(self.peaks.get(key, 0), int(mib))
+                    if os.path.exists(f"/proc/{key}"):  # nvidia-smi's pids are this machine's
+                        self.ours.add(key)
+            self._stop.wait(2.0)
+
+    def said(self, campaign_pid: int) -> str:
+        """One line: the campaign process's memory on the card, and its workers'."""
+        if self.missing:
+            return f"CUDA memory by process: not watched: {self.missing}"
+        if self.peaks and not self.ours:
+            return (
+                f"CUDA memory by process: {len(self.peaks)} process(es) seen, none of them in "
+                "this machine's process table (another PID namespace): not attributable"
+            )
+        mine = self.peaks.get(campaign_pid)
+        others = [m for pid, m in self.peaks.items() if pid != campaign_pid]
+        return (
+            f"CUDA memory by process ({self.samples} nvidia-smi samples): the campaign's own "
+            f"process (pid {campaign_pid}) "
+            + (f"held up to {mine} MiB on the card" if mine else "held none")
+            + f"; {len(others)} other process(es) (workers, the pre-flight) up to "
+            f"{max(others, default=0)} MiB"
+        )
 
 
 def cli(*args: str) -> str:
@@ -503,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         run = last_run(book)
         shutil.copytree(base / "card", base / "cpu-host")
         cpu_book = base / "cpu-host" / book.name
-        run_campaign(cpu_book, f"--variant={CPU_HOST}")
+        run_until(cpu_book, None, f"--variant={CPU_HOST}")
         cli("merge", str(book), str(cpu_book))
         cli("report", str(book), "--no-png")
         return summary(book, run, wall, card)

@@ -83,11 +83,11 @@ def test_the_server_refuses_to_fork_once_cuda_is_initialised(tmp_path: Path) -> 
     assert launches.summary() == {
         "forked": 1,
         "spawned": 1,
-        "why_spawned": forkserver.fork_refusal(True),
+        "why_spawned": forkserver.cuda_refusal(True),
     }
-    assert server.failure == forkserver.fork_refusal(True)
+    assert server.failure == forkserver.cuda_refusal(True)
     assert server._process.poll() is not None  # closed by the launch that fell back
-    assert forkserver.fork_refusal(False) is None
+    assert forkserver.cuda_refusal(False) is None
 
 
 def test_a_run_whose_server_refuses_spawns_its_workers_and_says_why(tmp_path: Path) -> None:
@@ -108,11 +108,11 @@ def test_a_run_whose_server_refuses_spawns_its_workers_and_says_why(tmp_path: Pa
     assert time_["launcher"] == {
         "forked": 0,
         "spawned": 1,
-        "why_spawned": forkserver.fork_refusal(True),
+        "why_spawned": forkserver.cuda_refusal(True),
     }
     said = run_time.launcher(time_)
     assert said is not None and "1 started as new interpreters" in said
-    assert str(forkserver.fork_refusal(True)) in said
+    assert str(forkserver.cuda_refusal(True)) in said
     assert said in run_time.short(time_)
 
 

@@ -352,3 +352,25 @@ def test_the_session_campaign_without_cuda_says_so_and_exits_3() -> None:
     )
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stdout.startswith("gpu_campaign needs a CUDA device: torch ")
+
+
+def test_the_card_watch_says_whether_the_campaigns_own_process_held_cuda_memory(
+    gpu_campaign: ModuleType,
+) -> None:
+    watch = gpu_campaign.CardWatch()
+    watch.samples, watch.peaks, watch.ours = 3, {100: 0, 200: 900, 300: 700}, {100, 200}
+    assert watch.said(100) == (
+        "CUDA memory by process (3 nvidia-smi samples): the campaign's own process (pid 100) "
+        "held none; 2 other process(es) (workers, the pre-flight) up to 900 MiB"
+    )
+    assert "the campaign's own process (pid 200) held up to 900 MiB on the card" in watch.said(200)
+    watch.ours = set()
+    assert watch.said(100).endswith("(another PID namespace): not attributable")
+    watch.missing = "nvidia-smi did not answer (not found)"
+    assert watch.said(100) == (
+        "CUDA memory by process: not watched: nvidia-smi did not answer (not found)"
+    )
+    live = gpu_campaign.CardWatch()  # a real watch here: no nvidia-smi on this machine
+    live.start()
+    live.stop()
+    assert live.missing is not None or live.samples >= 1

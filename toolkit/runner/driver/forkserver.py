@@ -425,7 +425,7 @@ def cuda_initialized() -> bool:
     return bool(torch.cuda.is_initialized())
 
 
-def fork_refusal(initialized: bool) -> str | None:
+def cuda_refusal(initialized: bool) -> str | None:
     """Why the server must not fork, given whether CUDA is initialised in it; None when it
     may."""
     if initialized:
@@ -507,7 +507,7 @@ def serve(fd: int, initialized: Callable[[], bool] = cuda_initialized) -> int:
                 continue
             if len(fds) != 3:
                 return 0
-            refusal = fork_refusal(initialized())
+            refusal = cuda_refusal(initialized())
             if refusal is not None:
                 for received in fds:
                     os.close(received)
