@@ -59,8 +59,9 @@ def current_card(catalog: Sequence[Any]) -> Any | None:
     return match_card(props.name, int(props.total_memory), catalog)
 
 
-def run_campaign(book: Path) -> float:
-    """``iteralab run BOOK`` in a subprocess; return its wall time (exit on failure)."""
+def run_campaign(book: Path, *options: str) -> float:
+    """``iteralab run BOOK [OPTIONS]`` in a subprocess; return its wall time (exit on
+    failure)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(common.ROOT), env.get("PYTHONPATH")) if p)
     start = time.perf_counter()
@@ -73,6 +74,7 @@ def run_campaign(book: Path) -> float:
             str(book),
             "--quiet",
             f"--timeout={ATTEMPT_TIMEOUT_S}",
+            *options,
         ],
         cwd=common.ROOT,
         env=env,

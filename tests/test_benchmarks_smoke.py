@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from builders import make_campaign, variant
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -89,6 +90,58 @@ def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None
     assert re.search(
         r"^wall time [\d.]+ s for 1 attempts = measured windows ", done.stdout, re.MULTILINE
     )
+
+
+def test_overhead_replays_a_recorded_run_on_the_simulated_card(tmp_path: Path) -> None:
+    """The simulated H200 from a run recorded here: every assumption printed, wall = windows
+    + floor + overhead per attempt, each attempt of the torch engine on the card."""
+    book = make_campaign(
+        tmp_path,
+        8,
+        [variant("b1-fp32", 1), variant("b8-bf16", 8, series=2, precision="bf16")],
+        process_policy="fresh",
+    )
+    ran = subprocess.run(
+        [sys.executable, "-m", "toolkit", "run", str(book), "--quiet"],
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    done = _script("overhead.py", "--replay", str(book), "--card", "h200")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for start in (
+        "card h200: benchmarks/README.md",
+        "  window per 1,000 items, fp32 b8: 1.20 s",
+        "  variant b1-fp32: g1-fp32 median: ",
+        "  variant b8-bf16: g8-bf16 repetition 2 (warm shapes): ",
+        "  CUDA context per fresh worker (floor: load): 2.40 s",
+        "  weights to the device (floor: load): ",
+        "  shape warm-up setup, bf16 (floor: load): ",
+        "  driver probe per fresh worker (overhead): ",
+    ):
+        assert any(line.startswith(start) for line in lines), start
+    assert "its workers forked by the fork server" in done.stdout
+    assert "(run of campaign.xlsx's run, 2 of 2 attempts on the card)" in done.stdout
+    per = re.search(
+        r"per attempt: wall ([\d.]+) s = windows ([\d.]+) \+ floor ([\d.]+) \+ overhead "
+        r"([\d.]+);",
+        done.stdout,
+    )
+    assert per is not None
+    wall, windows, floor, overhead = map(float, per.groups())
+    assert wall == pytest.approx(windows + floor + overhead, abs=0.02)
+    # 2 attempts of 8 items each at the card's measured rate per 1,000 items.
+    assert windows == pytest.approx((5.46 + 0.98) * 8 / 1000 / 2, abs=0.01)
+    assert floor > 2.40  # at least a CUDA context per attempt
+    found = re.search(r"overhead s per attempt +([\d.]+)  <= 0.5  (met|missed)$", done.stdout, re.M)
+    assert found is not None and float(found[1]) == pytest.approx(overhead, abs=0.006)
+    assert found[2] == ("met" if float(found[1]) <= 0.5 else "missed")
+    assert done.returncode == (0 if found[2] == "met" else 1)
 
 
 def test_gpu_check_without_cuda_says_so_and_exits_3() -> None:

@@ -44,8 +44,27 @@ def last(workbook: Path) -> dict[str, Any] | None:
     return None
 
 
+def launcher(time: dict[str, Any]) -> str | None:
+    """How the attempts' workers started, in words; None for a run recorded before it was
+    said."""
+    if "launcher" not in time:
+        return None
+    how = time["launcher"]
+    if how is None:
+        return "attempts ran in the campaign's own process (process policy shared)"
+    forked, spawned = int(how["forked"]), int(how["spawned"])
+    parts = [f"{forked} forked by the fork server"] if forked else []
+    if spawned:
+        parts.append(
+            f"{spawned} started as new interpreters (`python -m toolkit.runner.driver.worker`, "
+            f"each importing torch): {how.get('why_spawned') or 'reason not recorded'}"
+        )
+    return "workers: " + ("; ".join(parts) or "none started")
+
+
 def short(time: dict[str, Any]) -> list[str]:
-    """Two lines: the three parts of the wall time, then the overhead's parts."""
+    """Two lines: the three parts of the wall time, then the overhead's parts; a third
+    when workers were spawned rather than forked."""
     wall = float(time["wall_s"]) or 1e-9
     per = time.get("overhead_per_attempt_s")
     parts = ", ".join(
@@ -53,6 +72,8 @@ def short(time: dict[str, Any]) -> list[str]:
         for k in OVERHEAD_NAMES
         if k in time["overhead"]  # a run recorded before the part was timed apart
     )
+    started = launcher(time)
+    spawned = bool(time.get("launcher") and time["launcher"]["spawned"])
     return [
         f"wall {time['wall_s']:.1f} s = measured windows {time['measured_s']:.1f} s "
         f"({time['measured_s'] / wall:.0%}) + the protocol's floor {time['floor_s']:.1f} s "
@@ -61,7 +82,7 @@ def short(time: dict[str, Any]) -> list[str]:
         + (f", {per:.2f} s per attempt" if per is not None else "")
         + ")",
         f"overhead (s): {parts}",
-    ]
+    ] + ([started] if started and spawned else [])
 
 
 def lines(time: dict[str, Any]) -> list[str]:
@@ -113,6 +134,9 @@ def lines(time: dict[str, Any]) -> list[str]:
     for key, name in OVERHEAD_NAMES.items():
         if key in time["overhead"]:  # a run recorded before the part was timed apart
             out.append("  " + part(time["overhead"][key], name))
+    started = launcher(time)
+    if started:
+        out.append(f"- {started}")
     if time.get("saves_beside_attempts_s"):
         out.append(
             f"- workbook saves beside the attempts (not on the clock): "

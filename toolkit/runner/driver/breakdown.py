@@ -14,6 +14,10 @@ its own span (``elapsed_s``); the rest of the driver's span of an attempt is the
 start and hand-over (fork, reading the spec, sending the record, exit). Workbook saves run
 beside the attempts (another thread, not on the clock: ``saves_beside_attempts_s``); the
 run waits only for the last ones, at its end (``saves_s``).
+
+``launcher`` says how the attempts' workers started: forked by the run's fork server, or
+spawned as new interpreters (each paying the imports in ``worker_start_s``) and why; None when
+the attempts ran in the campaign's own process (process policy ``shared``).
 """
 
 from __future__ import annotations
@@ -22,10 +26,13 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolkit.plumbing import beside, clock
 from toolkit.plumbing.atomic import write_text
+
+if TYPE_CHECKING:
+    from toolkit.runner.driver.forkserver import Launches
 
 FORMAT = "iteralab-run-time/1"
 #: The protocol's floor per attempt; the cold pass (repetition 1 of each variant) is one.
@@ -53,6 +60,8 @@ class Timeline:
         #: Of ``preflight_s``: the engines' conversions it built (ONNX export, CTranslate2),
         #: which belong to the protocol's floor (an engine's load phase, issue 32).
         self.conversion_s = 0.0
+        #: How the attempts' workers were started; None: in the campaign's process.
+        self.launches: Launches | None = None
         self._lock = threading.Lock()
 
     def enter(self, part: str) -> str:
@@ -117,6 +126,7 @@ def summary(timeline: Timeline, records: list[dict[str, Any]]) -> dict[str, Any]
         "overhead_per_attempt_s": round(total / n, 3) if n else None,
         "saves_beside_attempts_s": round(timeline.overlapped_saves_s, 3),
         "preflight_work_s": round(timeline.preflight_work_s, 3),
+        "launcher": timeline.launches.summary() if timeline.launches is not None else None,
         "from_process_start": timeline.from_process_start,
     }
 

@@ -453,6 +453,7 @@ class LocalExecutor:
         shared = (campaign.protocol.get("process_policy") or "fresh") == "shared"
         workers = Workers(campaign) if not shared and campaign.todo else None
         clock = books.timeline
+        clock.launches = workers.launches if workers is not None else None
         try:
             for number, slot in enumerate(campaign.todo, 1):
                 clock.enter("bookkeeping_s")
@@ -576,15 +577,18 @@ def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
     events.put(None)
 
 
+def fork_refusal(campaign: Campaign) -> str | None:
+    """Why the campaign's workers are not forked by a fork server; None when they are:
+    every campaign of fresh processes, on the CPU or CUDA alike (the server never
+    initialises CUDA: :mod:`toolkit.runner.driver.forkserver`), where the platform allows."""
+    if (campaign.protocol.get("process_policy") or "fresh") == "shared":
+        return "process policy shared: the attempts run in the campaign's own process"
+    return forkserver.unavailable()
+
+
 def forks(campaign: Campaign) -> bool:
-    """Whether the campaign's workers are forked by a fork server: fresh processes, CPU
-    variants only until a GPU machine has checked it (a fork must come before any CUDA
-    initialisation, which the server avoids but no test here can prove)."""
-    return (
-        (campaign.protocol.get("process_policy") or "fresh") != "shared"
-        and all(v.get("device") == "cpu" for v in campaign.variants.values())
-        and forkserver.available()
-    )
+    """Whether the campaign's workers are forked by a fork server (:func:`fork_refusal`)."""
+    return fork_refusal(campaign) is None
 
 
 def model_paths(campaign: Campaign) -> list[str]:
@@ -603,14 +607,22 @@ class Workers:
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
         self.spare: tuple[Any, IO[str]] | None = None
-        if not forks(campaign):
+        #: How the workers were started: the run's breakdown says it.
+        self.launches = forkserver.Launches()
+        refusal = fork_refusal(campaign)
+        if refusal is None and self.server is not None and self.server.failure is not None:
+            # The pre-flight's fork failed: another server would fail the same way.
+            refusal, self.server = self.server.failure, None
+        if refusal is not None:
+            self.launches.spawning(refusal)
             self.close()
             return
         try:
             self.server = self.server or forkserver.ForkServer(self.env)
             self.server.preload(campaign.workbook.parent, model_paths(campaign))
             self.server.ready()  # its imports are the run's start-up, not the first attempt's
-        except forkserver.ForkServerError:
+        except forkserver.ForkServerError as exc:
+            self.launches.spawning(str(exc))
             self.close()  # each worker then imports everything itself
 
     def start(self) -> tuple[Any, IO[str]]:
@@ -632,7 +644,7 @@ class Workers:
             self.spare = self.start()
 
     def _launch(self, stderr: IO[str]) -> Any:
-        proc = forkserver.launch(self.server, self.env, stderr)
+        proc = forkserver.launch(self.server, self.env, stderr, self.launches)
         if not isinstance(proc, forkserver.ForkedWorker):
             self.server = None  # none, or it failed and was closed: the others spawn too
         return proc

@@ -2,13 +2,26 @@
 
 Process policy ``fresh`` gives every attempt its own process, so its memory peaks and
 caches are its own (R18). Started as ``python -m toolkit.runner.driver.worker``, each attempt
-also paid 4 to 7 s here of importing torch, transformers and the model's class before it
-could load anything (benchmarks/README.md, target 6). So a campaign run starts one server
+also paid seconds of importing torch, transformers and the model's class before it could
+load anything. So a campaign run starts one server
 (``python -m toolkit.runner.driver.forkserver``) that imports those once, never runs an operator
-and never touches CUDA, and forks one worker per attempt. A fork is still a new process:
-nothing of an earlier attempt is in it, and its peak memory starts at the server's, the
-imports every worker makes anyway. The worker is the same ``worker.main``, on the same
-stdin/stdout/stderr protocol, in its own session (Ctrl-C reaches it through the campaign).
+and never touches CUDA, and forks one worker per attempt, and one for the pre-flight. A fork
+is still a new process: nothing of an earlier attempt is in it, and its peak memory starts at
+the server's, the imports every worker makes anyway. The worker is the same ``worker.main``,
+on the same stdin/stdout/stderr protocol, in its own session (Ctrl-C reaches it through the
+campaign).
+
+CUDA campaigns fork too. A CUDA context does not survive a fork, so the server must never
+create one, nor even initialise the driver (``cuInit``, which ``torch.cuda.is_available()``
+calls unless ``PYTORCH_NVML_BASED_CUDA_CHECK=1``): it imports and reads metadata only, sets
+that variable for its own incidental checks (each worker gets the campaign's value back), and
+checks ``torch.cuda.is_initialized()`` before every fork. Should it be true, the server refuses
+that fork and says why; the campaign then starts that worker and the rest with
+``python -m toolkit.runner.driver.worker``, and the run's breakdown says so. Each forked worker
+initialises its own CUDA context, as a spawned one does. The campaign's own process may ask
+torch about its devices (the declared card is checked before any attempt): that does not reach
+the server, a separate program the campaign starts with ``exec``, which inherits no CUDA
+state.
 
 The server answers a fork at once and says each worker's exit when it comes (``pid N``, then
 ``exit N CODE``, for any number of workers alive), so the campaign can have the next
@@ -19,13 +32,10 @@ any fork.
 
 Started per run, the server sees the campaign's environment (``HF_HUB_OFFLINE``, the
 fault-injection hook). Linux 5.3 or later only: the worker's pipes travel to the server
-over a Unix socket, and the server watches each worker's exit through a pidfd. Campaigns
-whose variants all run on the CPU only, for now: forking is safe for CUDA only before CUDA
-is initialised, which the server never does, but no GPU machine has run this path yet (the
-other workers start as before). The campaign falls back to
-``python -m toolkit.runner.driver.worker`` when the server cannot start (or
-``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one attempt's row, not
-the campaign.
+over a Unix socket, and the server watches each worker's exit through a pidfd. The campaign
+falls back to ``python -m toolkit.runner.driver.worker`` when the server cannot start or
+refuses a fork (or ``ITERALAB_FORK_SERVER=0``); a server that dies mid-run fails that one
+attempt's row, not the campaign.
 """
 
 from __future__ import annotations
@@ -39,6 +49,8 @@ import socket
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +59,9 @@ from toolkit.runner.driver import worker
 from toolkit.runner.instruments import environment  # no torch: it imports torch when asked
 
 DISABLE_ENV = "ITERALAB_FORK_SERVER"
+#: torch's switch for a CUDA availability check through NVML, which does not initialise the
+#: CUDA driver in the asking process (the default check does, and no fork may follow it).
+NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 #: How long the server may take to import everything before the campaign gives up on it.
 READY_TIMEOUT_S = 300.0
@@ -79,25 +94,66 @@ def spawn(env: dict[str, str], stderr: IO[Any]) -> subprocess.Popen[str]:
     )
 
 
-def launch(server: ForkServer | None, env: dict[str, str], stderr: IO[Any]) -> Any:
+@dataclass
+class Launches:
+    """How a run's workers were started: forked by the server or spawned as
+    ``python -m toolkit.runner.driver.worker``, and why spawned (the first reason)."""
+
+    forked: int = 0
+    spawned: int = 0
+    why_spawned: str | None = None
+
+    def spawning(self, why: str) -> None:
+        """Workers are spawned from now on, for ``why`` (kept if the first)."""
+        self.why_spawned = self.why_spawned or why
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready: the counts, and the reason when any worker was spawned."""
+        return {
+            "forked": self.forked,
+            "spawned": self.spawned,
+            "why_spawned": self.why_spawned if self.spawned else None,
+        }
+
+
+def launch(
+    server: ForkServer | None,
+    env: dict[str, str],
+    stderr: IO[Any],
+    launches: Launches | None = None,
+) -> Any:
     """A worker forked by ``server``, or started by :func:`spawn` when there is none or it
-    could not fork (then closed): a :class:`ForkedWorker` or a ``subprocess.Popen``."""
+    could not fork (then closed): a :class:`ForkedWorker` or a ``subprocess.Popen``.
+    ``launches`` counts which, and keeps why a server did not fork."""
+    launches = launches if launches is not None else Launches()
     if server is not None:
         try:
-            return server.start(stderr)
-        except ForkServerError:
+            worker = server.start(stderr)
+            launches.forked += 1
+            return worker
+        except ForkServerError as exc:
+            launches.spawning(str(exc))
+            server.failure = str(exc)
             server.close()
+    launches.spawned += 1
     return spawn(env, stderr)
+
+
+def unavailable() -> str | None:
+    """Why this platform cannot run the server, or the user turned it off; None when it can."""
+    if os.environ.get(DISABLE_ENV, "1") == "0":
+        return f"the fork server is turned off ({DISABLE_ENV}=0)"
+    if sys.platform != "linux" or not hasattr(socket, "send_fds") or not hasattr(os, "pidfd_open"):
+        return (
+            "the fork server needs Linux 5.3 or later and Python's socket.send_fds and "
+            "os.pidfd_open"
+        )
+    return None
 
 
 def available() -> bool:
     """Whether this platform can run the server, and the user has not turned it off."""
-    return (
-        sys.platform == "linux"
-        and hasattr(socket, "send_fds")
-        and hasattr(os, "pidfd_open")
-        and os.environ.get(DISABLE_ENV, "1") != "0"
-    )
+    return unavailable() is None
 
 
 class ForkServer:
@@ -108,11 +164,14 @@ class ForkServer:
     it the first time.
     """
 
-    def __init__(self, env: dict[str, str]) -> None:
+    #: The server's program; the socket's descriptor number is appended.
+    PROGRAM = (sys.executable, "-m", "toolkit.runner.driver.forkserver")
+
+    def __init__(self, env: dict[str, str], program: Sequence[str] = PROGRAM) -> None:
         mine, theirs = socket.socketpair()
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.runner.driver.forkserver", str(theirs.fileno())],
+                [*program, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -125,6 +184,8 @@ class ForkServer:
         finally:
             theirs.close()
         self.env = env
+        #: Why it stopped serving (it refused or failed a fork, and was closed); None if not.
+        self.failure: str | None = None
         self._socket = mine
         self._buffer = b""
         self._answers = ["ready"]  # what the server owes before it can fork
@@ -192,6 +253,8 @@ class ForkServer:
         if answer is None or not answer.startswith("pid "):
             os.close(stdin_write)
             os.close(stdout_read)
+            if answer is not None and answer.startswith("refused "):
+                raise ForkServerError(answer.removeprefix("refused "))
             raise ForkServerError(f"the fork server did not start a worker: {answer}")
         return ForkedWorker(
             self,
@@ -242,8 +305,8 @@ _prestarted: ForkServer | None = None
 
 
 def prestart(env: dict[str, str] | None = None) -> None:
-    """Start the server now for the campaign this command runs next (the demo: CPU
-    variants, fresh processes), so that its imports overlap the command's own imports and
+    """Start the server now for the campaign this command runs next (fresh processes),
+    so that its imports overlap the command's own imports and
     preparation; ``env`` defaults to :func:`worker_env`. Light to import on purpose: the
     demo calls it before anything heavy (issue 20)."""
     global _prestarted
@@ -355,10 +418,33 @@ def _preload(base: Path, model_paths: list[str]) -> None:
             continue
 
 
-def _worker(fds: list[int]) -> None:
-    """In the fork: become the worker on the campaign's pipes, then exit with its code."""
+def cuda_initialized() -> bool:
+    """Whether torch has initialised CUDA in this process (False on a build without CUDA)."""
+    import torch
+
+    return bool(torch.cuda.is_initialized())
+
+
+def cuda_refusal(initialized: bool) -> str | None:
+    """Why the server must not fork, given whether CUDA is initialised in it; None when it
+    may."""
+    if initialized:
+        return (
+            "the fork server refused to fork: CUDA is initialised in it, and a forked worker "
+            "could not use the GPU"
+        )
+    return None
+
+
+def _worker(fds: list[int], nvml_check: str | None) -> None:
+    """In the fork: become the worker on the campaign's pipes, then exit with its code.
+    ``nvml_check``: the campaign's own :data:`NVML_CHECK_ENV`, given back to the worker."""
     code = 1
     try:
+        if nvml_check is None:
+            os.environ.pop(NVML_CHECK_ENV, None)
+        else:
+            os.environ[NVML_CHECK_ENV] = nvml_check
         os.setsid()  # its own session, as `start_new_session`: Ctrl-C comes via the campaign
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for target, fd in enumerate(fds):
@@ -378,11 +464,15 @@ def _worker(fds: list[int]) -> None:
         os._exit(code)
 
 
-def serve(fd: int) -> int:
+def serve(fd: int, initialized: Callable[[], bool] = cuda_initialized) -> int:
     """Import, then preload models and fork a worker per request until the campaign closes
-    the socket; say each worker's pid at once and its exit when it comes."""
+    the socket; say each worker's pid at once and its exit when it comes, or why it refused
+    to fork (``initialized``: whether CUDA is initialised here, asked before every fork)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the campaign's
     channel = socket.socket(fileno=fd)
+    # Any CUDA availability check in the imports asks NVML, not the driver (see above).
+    nvml_check = os.environ.get(NVML_CHECK_ENV)
+    os.environ[NVML_CHECK_ENV] = "1"
     _import_runner()
     # What the server imports lives as long as it does: frozen, out of the collector's sight,
     # so each worker's gc.collect (two per attempt, to free a model and set memory baselines)
@@ -417,12 +507,18 @@ def serve(fd: int) -> int:
                 continue
             if len(fds) != 3:
                 return 0
+            refusal = cuda_refusal(initialized())
+            if refusal is not None:
+                for received in fds:
+                    os.close(received)
+                channel.sendall(f"refused {refusal}\n".encode())
+                continue
             pid = os.fork()
             if pid == 0:
                 channel.close()
                 for pidfd in exits:
                     os.close(pidfd)
-                _worker(fds)
+                _worker(fds, nvml_check)
             for received in fds:
                 os.close(received)
             exits[os.pidfd_open(pid)] = pid
