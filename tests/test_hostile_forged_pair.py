@@ -69,3 +69,27 @@ def test_a_copied_pair_with_its_own_predictions_path_is_named_by_its_slot(
     assert "fills the slot (variant 'b1-fp32', repetition 2, seed 20250101) that completed " in (
         refused
     )
+
+
+def test_a_start_line_with_a_key_the_runner_never_writes_is_named_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "campaign"
+    shutil.copytree(FIXTURE, folder)
+    path = folder / NAME
+    lines = journal.journal_path(path).read_text(encoding="utf-8").splitlines()
+    start = json.loads(lines[-2])
+    start["attempt_id"] = start["spec"]["attempt_id"] = "a007-b1-fp32-r3-lost"
+    start["spec"]["extra"] = 1
+    with journal.journal_path(path).open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(start) + "\n")
+    before = path.read_bytes()
+
+    result = CliRunner().invoke(cli, ["ingest", str(path)])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert (
+        "the start line of attempt 'a007-b1-fp32-r3-lost' holds a spec the runner never "
+        "writes (unknown key(s) 'extra'); nothing was written"
+    ) in result.output
+    assert path.read_bytes() == before
