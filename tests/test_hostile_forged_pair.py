@@ -93,3 +93,22 @@ def test_a_start_line_with_a_key_the_runner_never_writes_is_named_not_a_tracebac
         "writes (unknown key(s) 'extra'); nothing was written"
     ) in result.output
     assert path.read_bytes() == before
+
+
+def test_a_predictions_path_leading_outside_the_campaign_folder_is_never_read(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "campaign"
+    shutil.copytree(FIXTURE, folder)
+    path = folder / NAME
+    secret = tmp_path / "hostname"
+    secret.write_text("host\n", encoding="utf-8")
+    data = store.read(path)
+    data.tables["Attempts"][0]["predictions_path"] = "../hostname"
+    found = [f for f in validate(data, path) if f.check == "predictions"]
+    assert [(f.row, f.column) for f in found] == [(2, "predictions_path")]
+    assert found[0].message.startswith(
+        "attempt 'a001-b1-fp32-r1-d4b5': predictions_path ../hostname leads outside the "
+        "campaign folder"
+    )
+    assert "no longer matches" not in found[0].message
