@@ -191,7 +191,7 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
 def unstarted(workbook: str | Path) -> list[str]:
     """One sentence per record :func:`read` leaves out: no start line of its attempt before
     it, or a second record for one start (one attempt, one slot)."""
-    return _scan_all(workbook)[3]
+    return [message for _, message in _scan_all(workbook)[3]]
 
 
 def notes(workbook: str | Path) -> list[str]:
@@ -237,8 +237,10 @@ def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     """The starts of attempts that have no record: their process died without one (or its
     line was torn: the caller leaves out the attempts its workbook holds). A merge's start
     is left out: running the merge again appends its record."""
-    records, _, started, _ = _scan_all(workbook)
+    records, _, started, refused = _scan_all(workbook)
     done = {str(r["attempt"].get("attempt_id")) for r in records}
+    # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
+    done |= {attempt_id for attempt_id, _ in refused}
     return [s for s in started if str(s.get("attempt_id")) not in done and "merged_from" not in s]
 
 
@@ -249,7 +251,7 @@ def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _started(
     path: Path, records: list[tuple[int, dict[str, Any]]], starts: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The records that each have a start line before them, one record per start; and a
     sentence for each other one. A journal without any start line (written before runs
     journaled them) keeps every record."""
@@ -257,7 +259,7 @@ def _started(
         return [r for _, r in records], []
     open_starts: dict[str, dict[str, Any]] = {}
     kept: list[dict[str, Any]] = []
-    refused: list[str] = []
+    refused: list[tuple[str, str]] = []
     ordered = sorted(
         [(s["_line"], "start", s) for s in starts] + [(n, "record", r) for n, r in records],
         key=lambda x: x[0],
@@ -271,10 +273,13 @@ def _started(
         start_entry = open_starts.pop(attempt_id, None)
         if start_entry is None:
             refused.append(
-                f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
-                "line before it (or a record already used it): `iteralab run` "
-                "writes a start before every attempt and one record after it, so "
-                "this record was added by hand and is not ingested"
+                (
+                    attempt_id,
+                    f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
+                    "line before it (or a record already used it): `iteralab run` "
+                    "writes a start before every attempt and one record after it, so "
+                    "this record was added by hand and is not ingested",
+                )
             )
             continue
         spec = start_entry.get("spec")
@@ -283,18 +288,58 @@ def _started(
         ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
         if planned_id is not None and ran != planned_id:
             refused.append(
-                f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
-                f"{ran!r}, its start line {start_entry['_line']} planned "
-                f"{planned_id!r}: not what the runner wrote; not ingested"
+                (
+                    attempt_id,
+                    f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
+                    f"{ran!r}, its start line {start_entry['_line']} planned "
+                    f"{planned_id!r}: not what the runner wrote; not ingested",
+                )
+            )
+            continue
+        again = _repeats(entry, kept)
+        if again is not None:
+            refused.append(
+                (
+                    attempt_id,
+                    f"{path.name}: line {number}: attempt {attempt_id!r} {again}: the runner "
+                    "runs each slot once and writes each predictions file for one attempt, so "
+                    "this pair of lines was copied into the journal; not ingested",
+                )
             )
             continue
         kept.append(entry)
     return kept, refused
 
 
+def _repeats(entry: dict[str, Any], kept: list[dict[str, Any]]) -> str | None:
+    """How ``entry`` repeats a record kept before it (None when it does not): the slot
+    (protocol, variant, repetition, seed) of a completed attempt, or its predictions file."""
+    attempt = entry["attempt"]
+
+    def slot(row: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(row.get(k) for k in ("protocol_sha256", "variant_id", "repetition", "seed"))
+
+    for earlier in kept:
+        other = earlier["attempt"]
+        path = attempt.get("predictions_path")
+        if path and path == other.get("predictions_path"):
+            return f"names the predictions file {path} of attempt {other.get('attempt_id')!r}"
+        if (
+            attempt.get("status") == "completed"
+            and other.get("status") == "completed"
+            and slot(attempt) == slot(other)
+        ):
+            return (
+                f"fills the slot (variant {attempt.get('variant_id')!r}, repetition "
+                f"{attempt.get('repetition')}, seed {attempt.get('seed')}) that completed "
+                f"attempt {other.get('attempt_id')!r} already holds"
+            )
+    return None
+
+
 def _scan_all(
     workbook: str | Path,
-) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[str]]:
+) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[tuple[str, str]]]:
     path = journal_path(workbook)
     if not path.exists():
         return [], [], [], []

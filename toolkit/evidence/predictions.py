@@ -24,7 +24,7 @@ from toolkit.workbook.model import WorkbookData
 class PredictionsCheck:
     """One Attempts row's predictions file against its recorded SHA-256.
 
-    ``state``: "no file recorded", "hash without path", "missing", "no hash
+    ``state``: "no file recorded", "hash without path", "outside", "missing", "no hash
     recorded", "unreadable", "matches" or "differs".
     """
 
@@ -39,6 +39,15 @@ class PredictionsCheck:
 def _resolve(relative: Any, folder: Path) -> Path:
     path = Path(str(relative))
     return path if path.is_absolute() else folder / path
+
+
+def _outside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (links followed) lies outside the campaign folder: a recorded path
+    is never followed there (``../../../../etc/hostname`` would be hashed and reported)."""
+    try:
+        return not path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return True
 
 
 def predictions_folder(workbook: Path) -> Path:
@@ -69,6 +78,7 @@ def predictions_files(data: WorkbookData, folder: Path) -> list[Path]:
         for row in data.tables[SHEET]
         if (relative := cell_value(row.get("predictions_path"))) is not None
         and cell_value(row.get("predictions_sha256")) is not None
+        and not _outside(_resolve(relative, folder), folder)
     ]
 
 
@@ -86,7 +96,9 @@ def predictions_checks(
             checks.append(PredictionsCheck(i, None, None, recorded, state))
             continue
         path = _resolve(relative, folder)
-        if not path.is_file():
+        if _outside(path, folder):
+            checks.append(PredictionsCheck(i, relative, path, recorded, "outside"))
+        elif not path.is_file():
             checks.append(PredictionsCheck(i, relative, path, recorded, "missing"))
         elif recorded is None:
             checks.append(PredictionsCheck(i, relative, path, recorded, "no hash recorded"))
@@ -120,6 +132,12 @@ _PREDICTIONS_FINDINGS = {
         "predictions_sha256",
         "{name}: no predictions_sha256 for {relative}: "
         "the file cannot be checked; restore the recorded hash",
+    ),
+    "outside": (
+        "predictions_path",
+        "{name}: predictions_path {relative} leads outside the campaign folder (to "
+        "{path}): iteralab does not read it; the runner writes each predictions file in "
+        "the folder beside the workbook: restore the path the attempt recorded",
     ),
     "unreadable": (
         "predictions_path",

@@ -447,6 +447,7 @@ CHECK_TEXT = {
     "no hash recorded": "present, no hash recorded",
     "no file recorded": "no file recorded",
     "hash without path": "hash recorded, no file path",
+    "outside": "OUTSIDE the campaign folder, not read",
 }
 
 

@@ -9,9 +9,11 @@ the attempt is a row the moment anyone looks; its slot runs again on ``--resume`
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+from toolkit.errors import WorkbookError
 from toolkit.evidence import journal, unfinished
 from toolkit.runner.spec import AttemptSpec
 from toolkit.workbook import store
@@ -29,7 +31,7 @@ def journal_interrupted(workbook: Path, starts: list[dict[str, Any]]) -> list[di
 
     records = []
     for entry in starts:
-        spec = AttemptSpec(**entry["spec"])
+        spec = _spec(workbook, entry)
         note = (
             f"interrupted: the run (pid {entry.get('pid')}) ended while this attempt ran "
             "and left no record (killed, or the machine stopped); items completed not "
@@ -39,6 +41,36 @@ def journal_interrupted(workbook: Path, starts: list[dict[str, Any]]) -> list[di
         journal.append(workbook, record)
         records.append(record)
     return records
+
+
+def _spec(workbook: Path, entry: dict[str, Any]) -> AttemptSpec:
+    """The attempt spec of a start line; WorkbookError naming the keys the runner never
+    writes or the ones it lacks (an edited line), instead of a traceback."""
+    spec = entry["spec"]
+    known = {f.name for f in dataclasses.fields(AttemptSpec)}
+    required = {
+        f.name
+        for f in dataclasses.fields(AttemptSpec)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    extra, missing = sorted(set(spec) - known), sorted(required - set(spec))
+    if extra or missing:
+        what = "; ".join(
+            part
+            for part in (
+                f"unknown key(s) {', '.join(map(repr, extra))}" if extra else "",
+                f"missing key(s) {', '.join(map(repr, missing))}" if missing else "",
+            )
+            if part
+        )
+        raise WorkbookError(
+            f"{journal.journal_path(workbook)}: the start line of attempt "
+            f"{entry.get('attempt_id')!r} holds a spec the runner never writes ({what}); "
+            "nothing was written",
+            hint="the journal is written by `iteralab run`; do not edit it: restore it "
+            "from a copy of the campaign folder or remove that line",
+        )
+    return AttemptSpec(**spec)
 
 
 def record_lost_attempts(workbook: Path) -> list[dict[str, Any]]:

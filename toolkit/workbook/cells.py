@@ -44,6 +44,7 @@ from openpyxl.reader.excel import ExcelReader
 from openpyxl.worksheet.formula import ArrayFormula
 from python_calamine import CalamineWorkbook
 
+from toolkit.workbook.extent import cells_beyond
 from toolkit.workbook.model import Formula
 from toolkit.workbook.text import ooxml_unescape
 
@@ -130,6 +131,9 @@ class Book:
             ws.title: (getattr(ws, "max_row", None), getattr(ws, "max_column", None))
             for ws in self._formula_book.worksheets
         }
+        self._parts = {
+            ws.title: getattr(ws, "_worksheet_path", None) for ws in self._formula_book.worksheets
+        }
 
     def __enter__(self) -> Book:
         return self
@@ -150,8 +154,7 @@ class Book:
         row is ``()`` or all blanks. Values are as calamine gives them (errors
         are blank: :meth:`formulas` finds them).
         """
-        rows, columns = self._declared.get(name, (None, None))
-        if rows is None or columns is None or rows * columns > MAX_DENSE_CELLS:
+        if not self._dense_fits(name):
             yield from self._rows_one_by_one(name)
             return
         sheet = self._values.get_sheet_by_name(name)
@@ -171,6 +174,15 @@ class Book:
         for number, other in enumerate(self._rows_one_by_one(name), start=1):
             if number > done:
                 yield other
+
+    def _dense_fits(self, name: str) -> bool:
+        """Whether calamine's dense grid of sheet ``name`` is known to stay small: its
+        declared extent is under :data:`MAX_DENSE_CELLS` and no cell lies beyond it."""
+        rows, columns = self._declared.get(name, (None, None))
+        part = self._parts.get(name)
+        if rows is None or columns is None or part is None or rows * columns > MAX_DENSE_CELLS:
+            return False
+        return cells_beyond(self._handle, part, rows, columns) is None
 
     def _rows_one_by_one(self, name: str) -> Iterator[Sequence[Any]]:
         """Rows as openpyxl's read-only reader gives them, one at a time, text decoded."""
