@@ -68,6 +68,8 @@ VOLATILE = {
     "observed_host_rss_bytes",
     "at",
     "code_version",
+    # The host's processor name: the machine's, not the runner's.
+    "cpu",
     # The peak probe's figures and what is read against them.
     "peak_probe",
     "memory_bandwidth_bytes_s",
@@ -75,6 +77,11 @@ VOLATILE = {
     # Other processes' CPU time during the window: the host's load, not the runner's.
     "others_cpu_s",
     "others_cpu_share",
+    # The peak probed beside each attempt: its cost and the load it saw.
+    "probe_s",
+    "probe_others_share",
+    # The cold pass is a duration like the window's.
+    "cold_pass_s",
     # The Decision memo's draft names the fastest variant: a matter of timing.
     "chosen_configuration",
     "load_handled",
