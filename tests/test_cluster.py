@@ -172,7 +172,7 @@ class TestClusterUtils:
             f"{book}: 4 attempt(s) to run, 8 items each, process policy fresh; order "
             f"b1-fp32-b4-fp32 / b4-fp32-b1-fp32; on the Ray cluster at {address}",
             "label(s) cpu-b wait for the first attempt of the reference variant b1-fp32 "
-            "(label cpu-a): their tolerance is checked against its predictions (R16)",
+            "(label cpu-a): their tolerance is checked against its predictions",
         ]
         assert _plan(book) == [
             ("b1-fp32", 1, "completed"),

@@ -188,7 +188,7 @@ def test_gpus_never_offers_single_card_lots_summed_for_a_70b_model(runner) -> No
     assert rtx.split()[4:6] == ["TP8", "PCIe"] and rtx.endswith("  not offered")
     assert (
         "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate "
-        "lots are separate machines, R33)" in lines
+        "lots are separate machines)" in lines
     )
     assert not any("lots x" in line or "770" in line for line in lines)
 

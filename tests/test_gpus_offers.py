@@ -217,7 +217,7 @@ def test_a_split_larger_than_a_lot_is_never_priced_as_several_lots() -> None:
     assert (found.split_label, found.replicas, found.budget_usd) == ("TP4", None, None)
     assert found.price_reason == (
         "not offered: TP4 needs one machine of 4 cards, a lot holds 2 "
-        "(separate lots are separate machines, R33)"
+        "(separate lots are separate machines)"
     )
 
 

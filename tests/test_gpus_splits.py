@@ -148,7 +148,7 @@ def test_a_pcie_only_split_carries_its_warning() -> None:
     assert l40s.warnings == (
         "TP4 over PCIe only (PCIe Gen4), no NVLink: every all-reduce crosses PCIe (through host "
         "memory when peer-to-peer is off: check `nvidia-smi topo -p2p r`); a model split this "
-        "way runs far below its bandwidth ceiling (R33)",
+        "way runs far below its bandwidth ceiling",
     )
 
 
@@ -173,7 +173,7 @@ def test_the_a6000_bridge_pairs_two_cards_only() -> None:
     )
     assert four is not None and (four.link, four.link_gbps) == ("PCIe Gen4", 32)
     assert splits.warnings(need, a6000, four) == [
-        "TP4: the NVLink bridge pairs two cards, the rest of the traffic crosses PCIe (R33)"
+        "TP4: the NVLink bridge pairs two cards, the rest of the traffic crosses PCIe"
     ]
 
 

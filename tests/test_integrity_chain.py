@@ -293,7 +293,7 @@ def test_a_missing_predictions_file_names_the_row(tmp_path: Path) -> None:
     assert finding.message == (
         f"attempt 'a1': predictions file preds/a1.jsonl is missing (looked for "
         f"{tmp_path / 'preds' / 'a1.jsonl'}): restore it from the campaign archive; without it "
-        "the verdict cannot be checked (R7)"
+        "the verdict cannot be checked"
     )
 
 

@@ -109,7 +109,7 @@ def _assert_steps(text: str, on_cuda: bool) -> None:
     assert NEVER in text
     assert (
         "  rtx-4090: not offered: TP8 needs one machine of 8 cards, a lot holds 1 (separate "
-        "lots are separate machines, R33)" in lines
+        "lots are separate machines)" in lines
     )
 
 

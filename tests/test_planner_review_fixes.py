@@ -115,7 +115,7 @@ def test_when_no_lot_holds_the_split_the_largest_is_named(tmp_path: Path) -> Non
     )
     assert _card(data, "l40s")["price_reason"] == (
         "not offered: TP4 needs one machine of 4 cards, the largest lot holds 1 (provider C, "
-        "lot of 1 card; separate lots are separate machines, R33)"
+        "lot of 1 card; separate lots are separate machines)"
     )
 
 

@@ -14,7 +14,7 @@ from toolkit.workbook.model import Formula, WorkbookData
 RTX = "NVIDIA GeForce RTX 4090"
 B200 = "NVIDIA B200"
 POOLED = (
-    "runs from 2 machines pooled (R14): vm (NVIDIA GeForce RTX 4090): median 41.200 s "
+    "runs from 2 machines pooled: vm (NVIDIA GeForce RTX 4090): median 41.200 s "
     "over 3 run(s); b200-box (NVIDIA B200): median 41.000 s over 2 run(s); median_s "
     "mixes their hardware and is no one machine's figure"
 )

@@ -19,7 +19,7 @@ from toolkit.workbook import store
 from toolkit.workbook.model import Formula, WorkbookData
 
 OOM_NOTE = (
-    "outside the equal-quality comparison: not feasible (R18): 1 attempt(s) did not "
+    "outside the equal-quality comparison: not feasible: 1 attempt(s) did not "
     "finish the whole corpus: b4-fp32-r3 (failed, 312 of 1000 items); an option must "
     "finish the corpus, long inputs included, before its cost is compared"
 )
@@ -58,7 +58,7 @@ def test_the_memo_says_why_an_unfinished_variant_is_kept_out(
 ) -> None:
     reasons = done[1].decision.suggestions["reasons"]
     assert (
-        "b4-fp32 kept out: not feasible (R18): 1 attempt(s) did not finish the whole "
+        "b4-fp32 kept out: not feasible: 1 attempt(s) did not finish the whole "
         "corpus: b4-fp32-r3 (failed, 312 of 1000 items)"
     ) in reasons
 
@@ -107,7 +107,7 @@ def test_a_completed_resume_variant_covers_the_failures_it_resumes(tmp_path: Pat
     b4 = _summary(data)["b4-fp32"]
     assert b4["equal_quality"] == "yes"
     assert (
-        "feasible with its resume variant b4-resume (R13): its 1 unfinished attempt(s) "
+        "feasible with its resume variant b4-resume: its 1 unfinished attempt(s) "
         "are resumed by b4-resume, which finished the whole corpus; choosing b4-fp32 "
         "means running b4-resume after such a failure"
     ) in b4["notes"]
@@ -174,12 +174,11 @@ def test_a_threshold_lowered_after_results_does_not_let_a_variant_join_on_the_sa
     assert bf16["equal_quality"] == "no"
     assert (
         "metric 0.5312 below 0.6000, the threshold in force before it was lowered after "
-        "attempts on this corpus (R16)"
+        "attempts on this corpus"
     ) in bf16["notes"]
     assert (
         "metric 0.5312 more than 0.0100 below the reference b1-fp32 (0.8421): the "
-        "tolerance in force before it was widened after attempts on this corpus "
-        "(R16)"
+        "tolerance in force before it was widened after attempts on this corpus"
     ) in bf16["notes"]
 
 
@@ -195,7 +194,7 @@ def test_summary_notes_state_the_lowering_and_that_the_same_corpus_is_no_new_eva
     assert (
         "(the business owner accepts 0.5) after 36 attempt(s) had run: its runs are on "
         f"the corpus measured before ({CORPUS_SHA[:12]}), not the new, independent "
-        "evaluation that change requires (R2, R16)"
+        "evaluation that change requires"
     ) in notes
     assert "tolerance widened from 0.01 to 0.4 by the amendment of " in notes
 
@@ -211,11 +210,11 @@ def test_the_memo_and_report_md_state_the_lowering(tmp_path: Path) -> None:
     assert uncertainty.startswith("threshold lowered from 0.6 to 0.5 by the amendment of ")
     assert (
         "runs of b1-fp32, b8-bf16 reuse the corpus measured before, so they are not the "
-        "new, independent evaluation that change requires (R2, R16)"
+        "new, independent evaluation that change requires"
     ) in uncertainty
     md = (default_folder(path) / REPORT_MD).read_text(encoding="utf-8")
     assert "threshold lowered from 0.6 to 0.5 by the amendment of " in md
-    assert "not the new, independent evaluation that change requires (R2, R16)" in md
+    assert "not the new, independent evaluation that change requires" in md
 
 
 def test_a_new_corpus_after_the_lowering_is_the_independent_evaluation(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_the_settlement_grounds_count_the_resume_variant_s_attempts(
     data, _ = resumed
     grounds = _decision_rows(data)["b4-fp32"]["grounds"]
     assert (
-        "with its resume variant b4-resume (R13): campaign_s is b4-fp32's 19.750 s + "
+        "with its resume variant b4-resume: campaign_s is b4-fp32's 19.750 s + "
         "b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + b4-resume 1"
     ) in grounds
 
@@ -77,11 +77,11 @@ def test_the_memo_says_the_resume_variant_counts_with_the_configuration(
 ) -> None:
     reasons = resumed[1].decision.suggestions["reasons"]
     assert (
-        "b4-fp32 counts with its resume variant b4-resume (R13): campaign_s is "
+        "b4-fp32 counts with its resume variant b4-resume: campaign_s is "
         "b4-fp32's 19.750 s + b4-resume's 24.500 s; attempts b4-fp32 5 (1 unfinished) + "
         "b4-resume 1, in the Settlement's projection and cost"
     ) in reasons
-    assert "b4-resume (R13)" in resumed[0].forms["Decision"]["draft"]
+    assert "b4-resume" in resumed[0].forms["Decision"]["draft"]
 
 
 def test_the_resume_variant_s_summary_says_where_it_counts(
@@ -89,8 +89,7 @@ def test_the_resume_variant_s_summary_says_where_it_counts(
 ) -> None:
     notes = next(r["notes"] for r in resumed[0].tables["Summary"] if r["variant_id"] == "b4-resume")
     assert (
-        "resume variant of b4-fp32 (R13): its time and attempts count with b4-fp32 in the "
-        "Settlement"
+        "resume variant of b4-fp32: its time and attempts count with b4-fp32 in the Settlement"
     ) in notes.split("; ")
 
 
@@ -100,7 +99,7 @@ def test_the_resume_variant_s_own_row_is_its_own_time_only(
     data, _ = resumed
     row = _decision_rows(data)["b4-resume"]
     assert row["campaign_s"].value == _summary_campaign(data)["b4-resume"]
-    assert "(R13)" not in row["grounds"]
+    assert "with its resume variant" not in row["grounds"]
 
 
 def test_a_configuration_without_failures_adds_nothing_for_a_resume_it_never_needed(

@@ -174,7 +174,7 @@ def test_the_summary_keeps_each_seeds_median_apart(two_seeds: Path) -> None:
     assert summary["successes"] == 2
     assert summary["median_s"] == pytest.approx((first["measured_s"] + second["measured_s"]) / 2)
     assert (
-        f"per seed (R17): seed 0: median {first['measured_s']:.3f} s over 1 run(s); "
+        f"per seed: seed 0: median {first['measured_s']:.3f} s over 1 run(s); "
         f"seed 7: median {second['measured_s']:.3f} s over 1 run(s); median_s is over all "
         "2 seeds"
     ) in summary["notes"]
@@ -214,7 +214,7 @@ def test_a_manifest_that_did_not_run_the_protocols_choice_is_a_finding() -> None
     )
     assert finding.message == (
         "attempt(s) a1 recorded torch.use_deterministic_algorithms(False), but the Protocol's "
-        f"deterministic_algorithms (row {row}) is yes (R17): they did not run under the locked "
+        f"deterministic_algorithms (row {row}) is yes: they did not run under the locked "
         "protocol's determinism; run them again with an iteralab that applies it, or amend the "
         "Protocol to the state they ran under (`iteralab amend`)"
     )

@@ -42,7 +42,7 @@ def test_a_series_1_variant_with_another_precision_is_a_finding_naming_the_value
     data.tables["Variants"][2]["precision"] = "bf16"  # b8-fp32, Excel row 4
     assert _series_findings(data) == {
         (4, "precision", "series-1"): (
-            "series 1 varies batch_size only (R6): b8-fp32 has precision 'bf16' where series 1 "
+            "series 1 varies batch_size only: b8-fp32 has precision 'bf16' where series 1 "
             "has 'fp32'; set 'fp32', or move b8-fp32 to a later series that names its "
             "base_variant and changes"
         )
@@ -74,7 +74,7 @@ def test_a_later_series_variant_must_name_its_base() -> None:
     assert _series_findings(data) == {
         (5, "base_variant", "base-variant"): (
             "b8-bf16 is in series 2: name in base_variant the variant it changes, and list in "
-            "changes the columns it changes (R6)"
+            "changes the columns it changes"
         )
     }
 
@@ -95,7 +95,7 @@ def test_an_undeclared_difference_from_the_base_is_a_finding_on_its_cell() -> No
         (5, "padding", "undeclared-change"): (
             "b8-bf16 differs from its base b8-fp32 in padding ('dynamic' -> 'max_length') "
             "without declaring it in changes: add padding to changes, or set it back to "
-            "'dynamic' (R6: every other choice pinned)"
+            "'dynamic' (every other choice pinned)"
         )
     }
 
@@ -159,7 +159,7 @@ def test_a_confounded_series_1_pair_gets_no_separation_verdict(tmp_path: Path) -
     s = pairs[("b1-fp32", "b4-fp32")]
     assert (s.verdict, s.reason) == (
         stats.NOT_COMPARABLE,
-        ("precision fp32 -> bf16, batch_size 1 -> 4: series 1 varies batch_size only (R6)"),
+        ("precision fp32 -> bf16, batch_size 1 -> 4: series 1 varies batch_size only"),
     )
     assert pairs[("b1-fp32", "b8-fp32")].verdict == stats.SEPARATED
 
@@ -195,7 +195,7 @@ def test_a_base_pair_with_an_undeclared_difference_is_not_comparable(tmp_path: P
         stats.NOT_COMPARABLE,
         (
             "precision fp32 -> bf16, max_length 256 -> 128: b8-bf16 differs from its base "
-            "b8-fp32 in max_length, not declared in its changes (R6)"
+            "b8-fp32 in max_length, not declared in its changes"
         ),
     )
 
@@ -212,7 +212,7 @@ def test_an_undeclared_input_pipeline_change_is_a_finding_on_its_cell() -> None:
         (5, "input_pipeline", "undeclared-change"): (
             "b8-bf16 differs from its base b8-fp32 in input_pipeline ('sequential' -> "
             "'overlapped') without declaring it in changes: add input_pipeline to changes, or "
-            "set it back to 'sequential' (R6: every other choice pinned)"
+            "set it back to 'sequential' (every other choice pinned)"
         )
     }
     data = _later(filled(), input_pipeline="overlapped", changes="precision, input_pipeline")

@@ -178,7 +178,7 @@ def test_a_declared_field_a_record_lacks_is_a_finding_naming_field_and_line(tmp_
         (
             "subgroups names 'genre', but the corpus corpus.jsonl line 2 (id 'b') and 1 more "
             "record(s) hold no usable 'genre' (absent, null, blank, or not text or a number): give "
-            "every record its 'genre', or remove 'genre' from subgroups (R1)"
+            "every record its 'genre', or remove 'genre' from subgroups"
         ),
     ) in validate(store.read(book), book)
 

@@ -23,7 +23,7 @@ from toolkit.workbook import store
 ROW = layout.PROTOCOL.names.index("tuning_data") + 2
 TODO = (
     "remove it from the tuning data or from the corpus: the final comparison must not be "
-    "data the configuration was tuned on (R2)"
+    "data the configuration was tuned on"
 )
 CORPUS = [
     {"id": "a", "text": "The first text.", "label": "x"},
@@ -83,7 +83,7 @@ def test_lock_refuses_tuning_data_that_overlaps_the_corpus(tmp_path: Path) -> No
     assert result.exit_code == 1
     assert (
         "cannot lock: the tuning data tune.jsonl overlaps the comparison corpus "
-        "corpus.jsonl (1 shared id(s) and 1 shared text(s), R2):"
+        "corpus.jsonl (1 shared id(s) and 1 shared text(s)):"
     ) in result.output
     assert "--acknowledge-overlap" in result.output
     assert book.read_bytes() == before
@@ -140,7 +140,7 @@ def test_tuning_data_that_names_no_file_is_a_clear_error(
         f"tuning_data names {path!r}, which resolves to {tmp_path / path}, which does "
         "not exist: write the path of the data the configuration was tuned or fitted on "
         "(JSONL or CSV with id and text, relative to the workbook's folder; a note may "
-        "follow ': '), or 'none' if nothing was tuned (R2)"
+        "follow ': '), or 'none' if nothing was tuned"
     )
     assert _tuning_findings(book) == [
         Finding("Protocol", ROW, "tuning_data", "tuning-data", message)
@@ -161,7 +161,7 @@ def test_unreadable_tuning_data_is_a_clear_error(tmp_path: Path) -> None:
             f"tuning_data names 'tune.jsonl', which does not read as tuning data: "
             f"{tmp_path / 'tune.jsonl'}: "
             "line 1 (id 't1'): text is missing or not a string; every input has a non-empty text, "
-            "so that its overlap with the corpus can be checked (R2)",
+            "so that its overlap with the corpus can be checked",
         )
     ]
 

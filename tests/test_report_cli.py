@@ -80,10 +80,7 @@ def test_report_prints_the_verdict_table_and_exits_0(runner: CliRunner, workbook
         "spread up to 0.900 s); add repetitions under the same protocol, or look at "
         "loading, input shape, compilation, concurrent activity"
     ) in lines
-    assert (
-        "  b8-bf16: 1 lot(s) x 7-day plan, empty: outside the equal-quality comparison "
-        "(R16)" in lines
-    )
+    assert "  b8-bf16: 1 lot(s) x 7-day plan, empty: outside the equal-quality comparison" in lines
     assert "  b8-fp32: 1 lot(s) x 7-day plan, 110.00 USD per expected corpus (forecast)" in lines
     assert (
         "    spent per accepted corpus: 2,181.00 USD incurred / 1 accepted corpus(es) "
@@ -194,7 +191,7 @@ def test_report_writes_the_reviewers_folder_beside_the_workbook(
     # One rule for report.md and the Settlement: outside the equal-quality comparison, empty.
     assert (
         "| b8-bf16 | rtx-4090 | 7 days | 1 | 110.00 USD | 0 | 0 | empty: outside the "
-        "equal-quality comparison (R16) | in time: 12.2 s of production per lot, 96 h from "
+        "equal-quality comparison | in time: 12.2 s of production per lot, 96 h from "
         "the window's start to the deadline | no |" in text
     )
 

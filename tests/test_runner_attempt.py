@@ -61,7 +61,7 @@ def test_a_completed_attempt_fills_or_explains_every_column(completed: Path) -> 
         "pre_amendment": "no",
         "exclusion_reason": None,
         "device_s": None,
-        "device_s_reason": "cpu variant: no device span (R10)",
+        "device_s_reason": "cpu variant: no device span",
         "mem_allocated_peak_bytes": None,
         "mem_allocated_peak_bytes_reason": "cpu variant: torch.cuda memory counters do not apply",
         "mem_reserved_peak_bytes": None,

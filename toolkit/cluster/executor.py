@@ -333,7 +333,7 @@ class _Dispatch:
             books.display.echo(
                 f"label(s) {', '.join(self.held)} wait for the first attempt of the reference "
                 f"variant {self.reference} (label {where[self.reference]}): their tolerance is "
-                "checked against its predictions (R16)"
+                "checked against its predictions"
             )
 
     def until_done(self) -> None:

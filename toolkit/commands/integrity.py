@@ -23,7 +23,7 @@ WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=
     help="Print one iteralab-exclude/1 JSON document (docs/json.md).",
 )
 def exclude(workbook: Path, attempt_id: str, reason: str, as_json: bool) -> None:
-    """Exclude ATTEMPT_ID of WORKBOOK for a documented external cause (R14).
+    """Exclude ATTEMPT_ID of WORKBOOK for a documented external cause.
 
     Sets excluded = yes and exclusion_reason, and logs the exclusion in the
     Audit sheet. The row stays, its hash chain unbroken; the same exclusion

@@ -222,7 +222,7 @@ def _estimate(opts: dict[str, Any]) -> Any:
 
 @click.group()
 def memory() -> None:
-    """VRAM planner: estimate memory term by term, before measuring (R18, R30)."""
+    """VRAM planner: estimate memory term by term, before measuring."""
 
 
 @memory.command()
@@ -309,7 +309,7 @@ def gpus(
     as_json: bool,
     **opts: Any,
 ) -> None:
-    """Which catalog cards hold a model: VRAM first, then memory bandwidth (R32-R35).
+    """Which catalog cards hold a model: VRAM first, then memory bandwidth.
 
     Takes the same model options as `memory estimate`, or --need-gb. Cards that
     lack the precision (FP8 on Ampere) are listed apart, upcast. A model too big

@@ -159,7 +159,7 @@ def _stats_rows(result: Refreshed) -> list[tuple[str, ...]]:
 
 
 def _echo_separations(result: Refreshed) -> None:
-    click.echo("separation (R15):")
+    click.echo("separation:")
     for s in result.decision.separations:
         click.echo(f"  {s.sentence()}")
     if not result.decision.separations:

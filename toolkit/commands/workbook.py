@@ -171,7 +171,7 @@ def _table(findings: list[Finding]) -> str:
     "--acknowledge-overlap",
     "acknowledge",
     metavar="REASON",
-    help="Lock although the tuning data shares ids or texts with the corpus (R2), "
+    help="Lock although the tuning data shares ids or texts with the corpus, "
     "for this reason (logged in Audit; validate keeps naming the overlap).",
 )
 @click.option(
@@ -181,12 +181,12 @@ def _table(findings: list[Finding]) -> str:
     help="Print one iteralab-lock/1 JSON document (docs/json.md).",
 )
 def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
-    """Lock Protocol and Variants of WORKBOOK before any measurement (R1).
+    """Lock Protocol and Variants of WORKBOOK before any measurement.
 
     Records a SHA-256 of their content, the time and the tool version in the
     Audit sheet; later edits show up in `validate` and stop `run` and `report`.
     Refuses tuning data that overlaps the corpus unless --acknowledge-overlap
-    says why (R2). Writes only the Audit sheet: Summary, Settlement and the
+    says why. Writes only the Audit sheet: Summary, Settlement and the
     Decision memo stay as they were until `run` or `report`.
     """
     from toolkit.editing import change
@@ -212,7 +212,7 @@ def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
     "--acknowledge-overlap",
     "acknowledge",
     metavar="REASON",
-    help="Amend although the tuning data shares ids or texts with the corpus (R2), "
+    help="Amend although the tuning data shares ids or texts with the corpus, "
     "for this reason (logged in Audit; validate keeps naming the overlap).",
 )
 @click.option(
@@ -224,7 +224,7 @@ def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
 def amend(workbook: Path, reason: str, acknowledge: str | None, as_json: bool) -> None:
     """Record edits to a locked protocol in WORKBOOK, with their reason.
 
-    Earlier attempts are marked as measured under the old protocol (R2): a
+    Earlier attempts are marked as measured under the old protocol: a
     changed threshold needs a new, independent evaluation. Writes the Audit
     sheet and the pre_amendment marks; the derived sheets wait for `report`.
     """

@@ -122,7 +122,7 @@ def findings(data: WorkbookData) -> list[Finding]:
                     "determinism",
                     "determinism",
                     f"attempt(s) {shown} recorded {seen}, but the Protocol's {name} (row "
-                    f"{layout.PROTOCOL.names.index(name) + 2}) is {asked} (R17): they did not run "
+                    f"{layout.PROTOCOL.names.index(name) + 2}) is {asked}: they did not run "
                     f"under the locked protocol's determinism; run them again with an iteralab "
                     f"that applies it, or amend the Protocol to the state they ran under "
                     "(`iteralab amend`)",

@@ -132,7 +132,7 @@ def _overlap_acknowledged(
         more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
         raise ProtocolError(
             f"cannot {verb}: the tuning data {found.tuning_path} overlaps the comparison corpus "
-            f"{found.corpus_path} ({found.summary()}, R2):\n" + "\n".join(lines[:20]) + more,
+            f"{found.corpus_path} ({found.summary()}):\n" + "\n".join(lines[:20]) + more,
             hint=f"keep tuning data apart from the corpus; to {verb} anyway, say why with "
             f"`iteralab {verb} WORKBOOK{amend_reason} "
             '--acknowledge-overlap "reason"` (logged in Audit, and `iteralab validate` keeps '

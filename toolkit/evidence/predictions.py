@@ -126,7 +126,7 @@ _PREDICTIONS_FINDINGS = {
         "predictions_path",
         "{name}: predictions file {relative} is missing (looked for "
         "{path}): restore it from the campaign archive; without it the verdict cannot "
-        "be checked (R7)",
+        "be checked",
     ),
     "no hash recorded": (
         "predictions_sha256",

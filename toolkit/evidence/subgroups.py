@@ -77,7 +77,7 @@ def field_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
             "subgroup-field",
             (
                 f"subgroups names {m.name!r}, but the corpus {m.text(path.strip())}: give every "
-                f"record its {m.name!r}, or remove {m.name!r} from subgroups (R1)"
+                f"record its {m.name!r}, or remove {m.name!r} from subgroups"
             ),
         )
         for m in corpus.missing_fields(items, names)

@@ -114,7 +114,7 @@ def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, l
                     f"tuning_data names {path!r}, which resolves to {tuning_file}, which {what}: write "
                     "the path of the data the configuration was tuned or fitted on (JSONL or CSV with "
                     "id and text, relative to the workbook's folder; a note may follow ': '), or "
-                    "'none' if nothing was tuned (R2)"
+                    "'none' if nothing was tuned"
                 ),
             )
         ]
@@ -130,7 +130,7 @@ def overlap(data: WorkbookData, workbook: str | Path) -> tuple[Overlap | None, l
                 (
                     f"tuning_data names {path!r}, which does not read as tuning data: {exc.message}; "
                     f"{exc.hint or 'fix the file'}, so that its overlap with the corpus can be "
-                    "checked (R2)"
+                    "checked"
                 ),
             )
         ]
@@ -180,7 +180,7 @@ def overlap_findings(found: Overlap, ack: dict[str, Any] | None) -> list[Finding
     t, c = found.tuning_path, found.corpus_path
     todo = (
         "remove it from the tuning data or from the corpus: the final comparison must not "
-        "be data the configuration was tuned on (R2)"
+        "be data the configuration was tuned on"
     )
     if ack is not None:
         action = "amendment" if ack.get("action") == "amend" else "lock"

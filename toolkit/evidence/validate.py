@@ -179,7 +179,7 @@ def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> l
                 "",
                 "locked",
                 "attempts were recorded without a protocol lock: they cannot "
-                "show the protocol was fixed before timing (R1)",
+                "show the protocol was fixed before timing",
             )
         )
     return findings
@@ -483,7 +483,7 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
                         column,
                         "series-1",
                         (
-                            f"series 1 varies batch_size only (R6): {vid} has {column} {shown(value)} "
+                            f"series 1 varies batch_size only: {vid} has {column} {shown(value)} "
                             f"where series 1 has {shown(usual)}; set {shown(usual)}, or move {vid} to "
                             "a later series that names its base_variant and changes"
                         ),
@@ -552,7 +552,7 @@ def _later_series_findings(data: WorkbookData) -> list[Finding]:
                         "base-variant",
                         f"{vid} is in series {series}: name in "
                         "base_variant the variant it changes, and list in changes the columns it "
-                        "changes (R6)",
+                        "changes",
                     )
                 ]
             )
@@ -601,7 +601,7 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
                     "undeclared-change",
                     f"{vid} differs from its base {base_id} in "
                     f"{c} ({old} -> {new}) without declaring it in changes: add {c} to "
-                    f"changes, or set it back to {old} (R6: every other choice pinned)",
+                    f"changes, or set it back to {old} (every other choice pinned)",
                 )
             )
     for c in named:
@@ -622,7 +622,7 @@ def _change_findings(v: Row, base: Row, base_id: str) -> list[tuple[str, str, st
                 "changes",
                 "declared-change",
                 f"{vid} runs the same work as its base "
-                f"{base_id}: declare in changes the column(s) it changes (R6)",
+                f"{base_id}: declare in changes the column(s) it changes",
             )
         )
     return found
@@ -681,7 +681,7 @@ def _attempts_rules(data: WorkbookData) -> list[Finding]:
             add(
                 "exclusion_reason",
                 "exclusion-reason",
-                "an excluded attempt names its documented external cause in exclusion_reason (R14)",
+                "an excluded attempt names its documented external cause in exclusion_reason",
             )
         items, expected = a.get("items_completed"), a.get("expected_ids")
         if isinstance(items, int) and isinstance(expected, int) and items > expected:

@@ -76,7 +76,7 @@ def accepted_count(accepted: int | Collection[str] | None) -> int | None:
     if isinstance(accepted, (str, bytes)) or not isinstance(accepted, Collection):
         raise UsageError(
             f"accepted corpora {accepted!r}: expected a count or corpus ids",
-            hint="count distinct validated corpora, never repetitions (R22)",
+            hint="count distinct validated corpora, never repetitions",
         )
     return len(set(accepted))
 
@@ -192,7 +192,7 @@ def other_cost_row(cost: OtherCost) -> dict[str, Any]:
         )
     if not str(cost.grounds or "").strip():
         raise UsageError(
-            f"other cost {cost.item!r} has no grounds", hint="say why this cost applies (R21)"
+            f"other cost {cost.item!r} has no grounds", hint="say why this cost applies"
         )
     return full_row(
         {"item": cost.item, "kind": "other cost", "budget_usd": amount, "grounds": cost.grounds}

@@ -383,7 +383,7 @@ def _candidate(
             why = (
                 f"not offered: {split.label} needs one machine of {split.cards} cards, "
                 f"{largest} holds {offer.cards_per_lot} ({seller}separate lots are "
-                "separate machines, R33)"
+                "separate machines)"
             )
         else:
             if split.cards > 1:

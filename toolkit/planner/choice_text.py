@@ -164,7 +164,7 @@ def _margins(choice: Choice) -> list[str]:
         return []
     first = choice.margins[0]
     out = [
-        f"margins (R35): the table holds at a {first.allocator_pct}% allocator margin and "
+        f"margins: the table holds at a {first.allocator_pct}% allocator margin and "
         f"{first.seq_len:,} tokens; the split each card needs as they grow:"
     ]
     rows = [["gpu", *(f"{m.allocator_pct}%, {m.seq_len:,} tok" for m in choice.margins)]]

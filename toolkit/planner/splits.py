@@ -172,12 +172,12 @@ def warnings(need: Need, gpu: Gpu, split: Split) -> list[str]:
             f"{split.label} over PCIe only ({split.link}), no NVLink: every all-reduce "
             "crosses PCIe (through host memory when peer-to-peer is off: check "
             "`nvidia-smi topo -p2p r`); a model split this way runs far below its "
-            "bandwidth ceiling (R33)"
+            "bandwidth ceiling"
         )
     elif split.cards > 2 and gpu.bridge_pairs_two:
         out.append(
             f"{split.label}: the NVLink bridge pairs two cards, the rest of the traffic "
-            "crosses PCIe (R33)"
+            "crosses PCIe"
         )
     if split.pp > 1:
         most = f" (at most {math.ceil(need.layers / split.pp)} layers each)" if need.layers else ""

@@ -129,7 +129,7 @@ class Costing:
         if self.plan is None:
             return f"no price ({self.reason})"
         if not self.stats.equal_quality:  # the Settlement's cell follows the same rule
-            return "empty: outside the equal-quality comparison (R16)"
+            return "empty: outside the equal-quality comparison"
         cost = self.forecast_per_expected
         if cost is None:
             return "no forecast: no expected outputs in the Protocol"
@@ -392,7 +392,7 @@ def costings(
             c.reason = (
                 f"its resume variant {c.resume.variant_id if c.resume else '?'} has no "
                 "success with every phase timed: the time of resuming is unknown, "
-                "nothing to project (R13)"
+                "nothing to project"
             )
         else:
             per_corpus = c.per_corpus
@@ -658,7 +658,7 @@ def resume_text(c: Costing) -> str:
         return "no full run" if value is None else f"{value:.3f} s"
 
     return (
-        f"with its resume variant {r.variant_id} (R13): campaign_s is {st.variant_id}'s "
+        f"with its resume variant {r.variant_id}: campaign_s is {st.variant_id}'s "
         f"{seconds(st.campaign)} + {r.variant_id}'s {seconds(r.campaign)}; attempts "
         f"{st.variant_id} {st.attempts} ({len(st.unfinished)} unfinished) + "
         f"{r.variant_id} {r.attempts}"
@@ -671,14 +671,14 @@ def _grounds(c: Costing, text: str) -> str:
     if c.resume is not None:
         text += f"; {resume_text(c)}"
     if not c.stats.equal_quality:
-        text += f"; {c.stats.gate_note}: kept out of the cost comparison (R16)"
+        text += f"; {c.stats.gate_note}: kept out of the cost comparison"
     runner = c.runner_accepted
     if runner is None:
         text += "; no attempt yet"
     else:
         text += (
             f"; the runner accepted {runner} distinct corpus(es) (repetitions of one "
-            "corpus count once, R22)"
+            "corpus count once)"
         )
     if c.confirmed is None:
         text += f"; accepted corpora {c.confirm_reason}"

@@ -108,7 +108,7 @@ def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, An
                 if not extra
                 else (
                     f"{child.get('variant_id')} differs from its base {base.get('variant_id')} in "
-                    f"{', '.join(extra)}, not declared in its changes (R6)"
+                    f"{', '.join(extra)}, not declared in its changes"
                 )
             )
     da, db = declared(va), declared(vb)
@@ -116,7 +116,7 @@ def _pair(a: VariantStats, b: VariantStats, va: dict[str, Any], vb: dict[str, An
         if differ <= da & db:
             return pair()
         if va.get("series") == vb.get("series") == 1:
-            return pair("series 1 varies batch_size only (R6)")
+            return pair("series 1 varies batch_size only")
         return None
     return pair() if len(differ) == 1 else None
 
@@ -521,10 +521,10 @@ def relaxation_sentences(all_stats: Sequence[VariantStats]) -> list[str]:
             f"{r.text()}: "
             + (
                 f"runs of {', '.join(users)} reuse the corpus measured before, so they are not the "
-                "new, independent evaluation that change requires (R2, R16)"
+                "new, independent evaluation that change requires"
                 if users
                 else "runs on the corpus measured before would not be the new, independent evaluation "
-                "that change requires (R2, R16)"
+                "that change requires"
             )
         )
     return out
@@ -534,7 +534,7 @@ def draft_text(d: Decision) -> str:
     """The ``draft`` field: the suggestions, one ``field: text`` line each, then the verdicts."""
     lines = [DRAFT_HEADER]
     lines += [f"{name}: {d.suggestions[name]}" for name in MEMO_FIELDS]
-    lines.append("separation (R15):")
+    lines.append("separation:")
     lines += [f"- {s.sentence()}" for s in d.separations] or ["- no pair to compare"]
     lines.append(SCOPE)
     return "\n".join(lines)

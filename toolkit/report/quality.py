@@ -51,7 +51,7 @@ def apply_gate(all_stats: Sequence[VariantStats], protocol: dict[str, Any]) -> N
                     [
                         st.gate_note,
                         (
-                            f"resume variant of {resumed.variant_id} (R13): its time and attempts count "
+                            f"resume variant of {resumed.variant_id}: its time and attempts count "
                             f"with {resumed.variant_id} in the Settlement"
                         ),
                     ],
@@ -70,7 +70,7 @@ def feasibility_reasons(st: VariantStats) -> list[str]:
     named = ", ".join(st.unfinished[:SHOWN])
     more = f" and {len(st.unfinished) - SHOWN} more" if len(st.unfinished) > SHOWN else ""
     return [
-        f"not feasible (R18): {len(st.unfinished)} attempt(s) did not finish the whole "
+        f"not feasible: {len(st.unfinished)} attempt(s) did not finish the whole "
         f"corpus: {named}{more}; an option must finish the corpus, long inputs included, "
         "before its cost is compared"
     ]
@@ -91,7 +91,7 @@ def _resume_note(st: VariantStats, resume: VariantStats | None) -> str:
     if resume is None:
         return ""
     return (
-        f"feasible with its resume variant {resume.variant_id} (R13): its "
+        f"feasible with its resume variant {resume.variant_id}: its "
         f"{len(st.unfinished)} unfinished attempt(s) are resumed by {resume.variant_id}, "
         f"which finished the whole corpus; choosing {st.variant_id} means running "
         f"{resume.variant_id} after such a failure"
@@ -130,8 +130,7 @@ def gate_reasons(
             f"metric {metric:.4f} below the locked threshold {bar:.4f}"
             if bar == threshold
             else f"metric {metric:.4f} below {bar:.4f}, the "
-            "threshold in force before it was lowered after attempts on this corpus "
-            "(R16)"
+            "threshold in force before it was lowered after attempts on this corpus"
         )
     allowed = held_to(st, "tolerance", tolerance)
     if (
@@ -146,8 +145,7 @@ def gate_reasons(
             + (
                 ""
                 if allowed == tolerance
-                else ": the tolerance in force before "
-                "it was widened after attempts on this corpus (R16)"
+                else ": the tolerance in force before it was widened after attempts on this corpus"
             )
         )
     return reasons

@@ -55,7 +55,7 @@ class Refreshed:
 def _window(data: WorkbookData) -> tuple[schedule.Window | None, str | None]:
     rows = data.tables[layout.SCHEDULE.name]
     if not rows:
-        return None, "the Schedule sheet has no phase: fill it to choose a plan (R19)"
+        return None, "the Schedule sheet has no phase: fill it to choose a plan"
     try:
         phases = schedule.phases_from_sheet(rows, data.row_numbers.get(layout.SCHEDULE.name, []))
         return schedule.window(phases), None

@@ -156,7 +156,7 @@ def markdown(
     ]
     lines += [
         "",
-        "## Durations (R14)",
+        "## Durations",
         "",
         f"Rule: {summary.SUCCESS_RULE}. No p95 is computed from five runs.",
         "",
@@ -190,7 +190,7 @@ def markdown(
         lines += ["", "## Generation: decode speed against the bandwidth ceiling", "", *produced]
     lines += [
         "",
-        "## Does the series separate the variants? (R15)",
+        "## Does the series separate the variants?",
         "",
         "Rule: separated when the min-max ranges do not overlap and a clean split is "
         "unlikely by chance (2 / C(n+m, n) <= 5%: 0.8% for 5 runs against 5).",
@@ -199,11 +199,11 @@ def markdown(
     lines += [f"- {s.sentence()}" for s in result.decision.separations] or ["- no pair"]
     lines += [
         "",
-        "## Equal quality (R16)",
+        "## Equal quality",
         "",
         "Rule: a variant joins the cost comparison when "
         "every attempt (exclusions, pre-amendment runs and interruptions by the user "
-        "aside) finished the whole corpus (R18) and its quality passes the locked "
+        "aside) finished the whole corpus and its quality passes the locked "
         "threshold and tolerance.",
         "",
     ]
@@ -225,7 +225,7 @@ def markdown(
         "The threshold and tolerance are read from the locked protocol; the report "
         "never changes them.",
         "",
-        "## Settlement (R21-R23)",
+        "## Settlement",
         "",
     ]
     lines += _settlement(result)
@@ -247,7 +247,7 @@ def markdown(
     lines += ["", "## Charts", ""]
     pngs = [f for f in outputs.files if f.suffix == ".png"]
     lines += [f"![{f.stem}]({f.name})" for f in pngs] or [outputs.png_skipped or "none"]
-    lines += ["", "## Archive (keep these together, R23)", ""]
+    lines += ["", "## Archive (keep these together)", ""]
     lines += archive(workbook, data, outputs, checks)
     return "\n".join(lines) + "\n"
 

@@ -525,7 +525,7 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
         )
     if st.failed or st.interrupted:
         notes.append(
-            f"{st.failed} failed, {st.interrupted} interrupted: counted, never in the median (R13)"
+            f"{st.failed} failed, {st.interrupted} interrupted: counted, never in the median"
         )
     extra = sorted(k for k in st.by_repetition if k > RUN_COLUMNS)
     if extra:
@@ -546,7 +546,7 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
     notes += [
         f"{r.text()}: its runs are on the corpus measured before "
         f"({', '.join(c[:12] for c in r.seen(st.corpora))}), not the new, independent "
-        "evaluation that change requires (R2, R16)"
+        "evaluation that change requires"
         for r in st.relaxations
         if r.seen(st.corpora)
     ]
@@ -588,7 +588,7 @@ def seeds_note(by_seed: dict[int, list[float]]) -> str:
         for seed, runs in by_seed.items()
     ]
     return (
-        f"per seed (R17): {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
+        f"per seed: {'; '.join(parts)}; median_s is over all {len(by_seed)} seeds "
         "and run_k_s shows repetition k's first success, whichever its seed"
     )
 
@@ -607,7 +607,7 @@ def machines_note(machines: dict[tuple[str | None, str | None], list[float]]) ->
         for m, runs in machines.items()
     ]
     return (
-        f"runs from {len(machines)} machines pooled (R14): {'; '.join(parts)}; median_s "
+        f"runs from {len(machines)} machines pooled: {'; '.join(parts)}; median_s "
         "mixes their hardware and is no one machine's figure"
     )
 

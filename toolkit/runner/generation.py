@@ -268,7 +268,7 @@ def prompt_ids(
                 f"max_length of {budget}",
                 hint="shorten the prompt, raise "
                 "max_length within the model's context, or declare Protocol "
-                "long_prompts truncate (cut prompts are counted, R3)",
+                "long_prompts truncate (cut prompts are counted)",
             )
     return out
 

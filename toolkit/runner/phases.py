@@ -44,7 +44,7 @@ PROGRESS_EVERY_S = 0.2
 DURATION_COLUMNS = (("load", "load_s"), ("warm-up", "warmup_s"), ("measured", "measured_s"))
 
 #: Why a CPU variant's device columns are empty.
-CPU_NO_DEVICE_SPAN = "cpu variant: no device span (R10)"
+CPU_NO_DEVICE_SPAN = "cpu variant: no device span"
 #: What host_rss_peak_bytes means when attempts share one process.
 SHARED_RSS_NOTE = "host RSS peak: lifetime peak of the shared campaign process"
 

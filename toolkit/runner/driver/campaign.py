@@ -194,7 +194,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     if not isinstance(repetitions, int) or repetitions < 1:
         raise ProtocolError(
             f"Protocol repetitions {repetitions!r} is not a positive number",
-            hint="lock a protocol with repetitions >= 1 (R11 asks for 5)",
+            hint="lock a protocol with repetitions >= 1 (five full runs per variant are the rule)",
         )
     chosen = plan.select(data.tables["Variants"], options.series, options.variant_ids)
     if options.devices_here:

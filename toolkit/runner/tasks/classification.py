@@ -452,7 +452,7 @@ class Classification:
         if self.compiled and self.compiled_in.get("measured"):
             notes.append(
                 f"{self.compiled_in['measured']} graph(s) compiled inside the "
-                "measured window: measured_s includes compile time (R8)"
+                "measured window: measured_s includes compile time"
             )
         baseline = run.baseline_note()
         if baseline is not None:
