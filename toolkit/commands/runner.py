@@ -140,7 +140,7 @@ def _locked_campaign(
     clock = breakdown.Timeline()  # from the process's start: what came before is start-up
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
     try:
-        if cluster is None:  # models load and run one batch here before any attempt (issue 38)
+        if cluster is None:  # models load and run one batch here before any attempt
             forkserver.prestarted()  # waits for the server's imports: start-up
             clock.enter("preflight_s")
             checks = check.before_run(
@@ -442,7 +442,7 @@ def demo(
     """
     from toolkit.runner.driver import forkserver
 
-    # First of all (issue 20): the server's imports of torch and transformers (seconds) then
+    # First of all: the server's imports of torch and transformers (seconds) then
     # overlap this command's own imports, the copy and the checks below.
     forkserver.prestart()
     from toolkit.commands import demo as sample

@@ -1,4 +1,4 @@
-"""Bookkeeping edits to a locked protocol: logged in Audit, never voiding an attempt (#38).
+"""Bookkeeping edits to a locked protocol: logged in Audit, never voiding an attempt.
 
 The lock covers what the measurement depends on (work columns, corpus, thresholds,
 ...). The wording and the links around it (:data:`toolkit.evidence.protocol.BOOKKEEPING`:

@@ -1,4 +1,4 @@
-"""Evidence from another rented machine, checked before it joins this campaign (#17).
+"""Evidence from another rented machine, checked before it joins this campaign.
 
 Two copies of one locked campaign folder run on two boxes (an RTX 4090 here, a
 B200 there). :func:`plan` reads the other copy's journal and predictions and

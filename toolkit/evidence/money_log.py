@@ -1,4 +1,4 @@
-"""Prices and the schedule edited after the first attempt: visible, never silent (#16).
+"""Prices and the schedule edited after the first attempt: visible, never silent.
 
 Tariffs, Rentals and the Schedule's typed phases stay editable (a quote is
 corrected, an invoice arrives), but once attempts exist an edit changes the

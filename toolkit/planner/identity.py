@@ -1,4 +1,4 @@
-"""The GPU that was paid for is the GPU that was measured (#16, R21).
+"""The GPU that was paid for is the GPU that was measured.
 
 A variant declares the rented GPU by its catalog slug (Variants.gpu_slug); the
 Manifest records the device each attempt really ran on (gpu_name,

@@ -2,7 +2,7 @@
 
 Kept apart from :mod:`toolkit.runner.attempt` so the driver (the campaign, the Ray
 executor) builds specs without importing torch: the fork server imports torch once for
-the workers, and the driver's import would only compete with it for a core (issue 20).
+the workers, and the driver's import would only compete with it for a core.
 """
 
 from __future__ import annotations

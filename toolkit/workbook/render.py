@@ -105,7 +105,7 @@ class _Formats:
             elif kind in NUMBER_FORMATS:
                 spec["num_format"] = NUMBER_FORMATS[kind]
             elif kind in TEXT_KINDS and not computed:
-                spec["num_format"] = "@"  # Text: what a person types stays as typed (#38)
+                spec["num_format"] = "@"  # Text: what a person types stays as typed
             self._cache[key] = self.book.add_format(spec)
         return self._cache[key]
 

@@ -1,4 +1,4 @@
-"""Values typed in Excel, read as the layout's kinds say (#38).
+"""Values typed in Excel, read as the layout's kinds say.
 
 A spreadsheet turns what a person types into numbers and dates: ``0`` in ``seeds`` is
 a number, ``2026-12-11 09:00`` a date-time without its UTC offset. In the cells a person

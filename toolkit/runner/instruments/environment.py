@@ -295,7 +295,7 @@ def installed() -> Software:
     reads it before it forks (:mod:`toolkit.runner.driver.forkserver`), so its workers, which
     run the very modules it imported, inherit it instead of each parsing the metadata of
     every installed package and asking git again (0.13 s of CPU, 0.5 s on a busy machine,
-    per attempt: issue 34)."""
+    per attempt)."""
     return Software(package_versions(), gpu_packages(), code_version())
 
 

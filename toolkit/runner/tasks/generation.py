@@ -421,8 +421,8 @@ def load_batches(
 ) -> list[list[corpus.Item]]:
     """The load phase's untimed passes: the first batch; on a GPU also the ``size`` longest
     prompts and the last, partial batch, each once, so the kernels (and cuDNN's plans) of the
-    window's widest and narrowest batches load here, not inside the window (issue 35,
-    defect 6: the first batch's width alone left them to the first window). On the CPU
+    window's widest and narrowest batches load here, not inside the window (the first
+    batch's width alone left them to the first window). On the CPU
     there is nothing to load: the first batch only. ``lengths``: each prompt's length (the
     caller's measure: characters, as the engine tokenizes)."""
     batches = [items[:size]]
