@@ -68,9 +68,9 @@ H200 = Card(
         ),
         "fp32": (0.0, "fp32 attention (memory-efficient) set up no per-shape plan on the H200"),
     },
-    driver_probe_s=0.15,
-    driver_probe_source="assumed: one nvidia-smi call per fresh worker (not yet measured on "
-    "the card; the GPU session records around_phases_s per attempt)",
+    driver_probe_s=0.0,
+    driver_probe_source="none per worker: the fork server asks nvidia-smi once before it "
+    "forks and its workers inherit the answer (one call per run, in start-up)",
 )
 CARDS = {H200.name: H200}
 

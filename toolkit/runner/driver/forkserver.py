@@ -397,12 +397,14 @@ class ForkedWorker:
 
 def _import_runner() -> None:
     """Import what every worker imports: torch, transformers, the runner; read the installed
-    software the workers' manifests record."""
+    software the workers' manifests record, and what ``nvidia-smi`` says of the cards (a
+    child process: no CUDA state here)."""
     # Lazy so that the campaign's side of this module, which starts the server, never
     # imports them.
     from toolkit.runner import attempt  # noqa: F401 - what worker.main imports
 
     environment.installed()
+    environment.nvidia_smi_reading()
 
 
 def _preload(base: Path, model_paths: list[str]) -> None:

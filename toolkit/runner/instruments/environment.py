@@ -194,13 +194,22 @@ class DriverProbe:
 
 
 @functools.cache
+def nvidia_smi_reading() -> str | None:
+    """The cards' UUIDs, driver version and MIG modes as ``nvidia-smi`` lists them, asked
+    once per process. A child process: the fork server asks it before it forks, which
+    touches no CUDA state of its own, so its workers inherit the answer instead of each
+    paying the call."""
+    return _run(
+        ["nvidia-smi", "--query-gpu=uuid,driver_version,mig.mode.current", "--format=csv,noheader"]
+    )
+
+
+@functools.cache
 def probe_driver() -> DriverProbe:
     """Ask the driver once per process (one ``nvidia-smi`` call; AMD tools on ROCm)."""
     import torch
 
-    out = _run(
-        ["nvidia-smi", "--query-gpu=uuid,driver_version,mig.mode.current", "--format=csv,noheader"]
-    )
+    out = nvidia_smi_reading()
     mig, version = {}, None
     for line in (out or "").splitlines():
         parts = [part.strip() for part in line.split(",")]
