@@ -458,6 +458,7 @@ def test_the_driver_is_probed_once_per_process(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(environment, "_run", fake_run)
     environment.probe_driver.cache_clear()
+    environment.nvidia_smi_reading.cache_clear()
     try:
         first = environment.probe_driver()
         assert environment.probe_driver() is first
@@ -469,6 +470,7 @@ def test_the_driver_is_probed_once_per_process(monkeypatch: pytest.MonkeyPatch) 
         }
     finally:
         environment.probe_driver.cache_clear()
+        environment.nvidia_smi_reading.cache_clear()
 
 
 def test_the_device_used_is_named_with_its_index_uuid_and_mig_mode() -> None:

@@ -18,11 +18,15 @@ from pathlib import Path
 
 import pytest
 from builders import ENV, filled
+from openpyxl.utils import get_column_letter
 
 from toolkit import layout
 from toolkit.workbook import extent
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
+
+#: The first column right of the Variants table's last header.
+NEXT_COLUMN = get_column_letter(len(layout.VARIANTS.names) + 1)
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign" / "corpus_quick.jsonl"
 FAR = '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>far</t></is></c></row>'
@@ -88,7 +92,7 @@ def test_a_far_cell_under_a_stale_dimension_is_named_by_validate_and_refused_by_
     ("cell_xml", "named"),
     [
         (FAR, "XFD1048576"),
-        ('<row r="1"><c r="Y1"><v>1</v></c></row>', "Y1"),
+        (f'<row r="1"><c r="{NEXT_COLUMN}1"><v>1</v></c></row>', f"{NEXT_COLUMN}1"),
         ('<row r="2"><c r="A2"><v>1</v></c></row>', "A2"),
         (
             '<row r="1"><c r = "Z1"><v>1</v></c></row>',

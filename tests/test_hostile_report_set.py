@@ -86,4 +86,4 @@ def test_a_report_killed_at_any_write_leaves_the_old_set_or_one_marked_unfinishe
     new = _files(folder)
     assert not _marked(new) and new["attempts.csv"] != old["attempts.csv"]
     assert set(new) == set(old)
-    assert "note:" not in CliRunner().invoke(cli, ["validate", str(book)]).stderr
+    assert "a report was stopped" not in CliRunner().invoke(cli, ["validate", str(book)]).stderr
