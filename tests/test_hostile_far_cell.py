@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from builders import ENV, filled
-from openpyxl.utils import get_column_letter
 
 from toolkit import layout
 from toolkit.workbook import extent
@@ -26,7 +25,7 @@ from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
 
 #: The first column right of the Variants table's last header.
-NEXT_COLUMN = get_column_letter(len(layout.VARIANTS.names) + 1)
+NEXT_COLUMN = layout.letter(len(layout.VARIANTS.names) + 1)
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign" / "corpus_quick.jsonl"
 FAR = '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>far</t></is></c></row>'

@@ -23,6 +23,7 @@ REVIEWED_ROW = layout.DECISION.names.index("reviewed_by") + 2
 BELOW_DECISION = len(layout.DECISION.names) + 2  # the first row under the last field
 LAST_VARIANTS = layout.letter(len(layout.VARIANTS.names))
 BEYOND_RENTALS = layout.letter(len(layout.RENTALS.names) + 2)
+BEYOND_VARIANTS = layout.letter(len(layout.VARIANTS.names) + 1)
 
 
 def _edit(path: Path, change: Callable[[openpyxl.Workbook], None]) -> None:
@@ -34,8 +35,8 @@ def _edit(path: Path, change: Callable[[openpyxl.Workbook], None]) -> None:
 CASES: list[tuple[str, Callable[[openpyxl.Workbook], None], str, tuple[str, int | None, str]]] = [
     (
         "headless-variants",
-        lambda b: b["Variants"].cell(2, 25, "call the provider"),
-        "Variants!Y2 (a value in a column with no header)",
+        lambda b: b["Variants"].cell(2, len(layout.VARIANTS.names) + 1, "call the provider"),
+        f"Variants!{BEYOND_VARIANTS}2 (a value in a column with no header)",
         ("Variants", 2, ""),
     ),
     (
