@@ -20,6 +20,8 @@ from toolkit.report import summary, utilisation
 from toolkit.runner.instruments import achieved, flops, peak
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test")
 TALLY = achieved.Tally(
     sequences=4, real_tokens=20, padded_tokens=32, real_squares=110, padded_squares=256
@@ -125,7 +127,7 @@ def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
     assert peak.LAYOUTS == ("a @ b", "a @ b.T")
     # which layout wins is the machine's business (timings are not tests); the text says it
     found = peak.probe(torch.device("cpu"), "bf16", 1)
-    assert re.search(r"torch\.mm bf16 \S+ GFLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", found.text)
+    assert re.search(r"torch\.mm bf16 \S+ [GT]FLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", found.text)
     assert set(found.layouts["bf16"]) == set(peak.LAYOUTS)
     assert found.matmul["bf16"] == max(found.layouts["bf16"].values())
 
