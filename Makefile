@@ -1,6 +1,8 @@
 # Two entry points, each doing its own set-up on a fresh machine:
 #   make demo   - the demo campaign on the shipped sample
 #   make test   - the whole test suite, then the documentation site built --strict
+# and, while working:
+#   make test-fast    - the tests that start no campaign, model, subprocess or spreadsheet engine
 # and, for the documentation:
 #   make docs         - the site into site/ (mkdocs build --strict; the reference generated)
 #   make screenshots  - docs/img/*.png of Overview, Summary, Settlement and Decision, from a quick demo
@@ -8,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test docs screenshots system-packages wheel-check
+.PHONY: demo test test-fast docs screenshots system-packages wheel-check
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -41,6 +43,10 @@ test: $(VENV)/.installed system-packages
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 	$(MAKE) docs
+
+# A few minutes on 2 cores: the markers are declared in pyproject.toml; `make test` runs them all.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not campaign and not slow and not libreoffice and not gpu"
 
 # The site, built --strict: a broken link or anchor, a page missing from the nav or a generator
 # that fails stops it. The CLI and workbook reference are generated here, never copied.

@@ -15,6 +15,7 @@ import report_campaign
 from builders import SAMPLES, filled, without_preflight
 from click.testing import CliRunner
 
+from toolkit.runner.driver import forkserver
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -47,6 +48,14 @@ def reported(tmp_path: Path) -> Path:
     result = CliRunner().invoke(cli, ["report", str(path), "--no-png"])
     assert result.exit_code == 0, result.output
     return path
+
+
+@pytest.fixture(autouse=True)
+def no_fork_server_left() -> Iterator[None]:
+    """A command that stopped before its campaign took the prestarted fork server leaves it
+    for the process's exit to close; in this one process the next test would be given it."""
+    yield
+    forkserver.discard()
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ from toolkit.plumbing import atomic
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -28,6 +28,8 @@ from toolkit.evidence import journal
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 @contextmanager
 def unchanged(path: Path) -> Iterator[None]:

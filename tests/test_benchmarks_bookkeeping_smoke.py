@@ -15,6 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 RATIO_LINE = re.compile(r"^ratio \d+\.\d{3} \(target <= [\d.]+\): (met|missed)$", re.MULTILINE)

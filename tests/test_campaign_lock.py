@@ -15,6 +15,8 @@ from builders import iteralab, iteralab_running, make_campaign, variant
 from toolkit.evidence import journal
 from toolkit.runner.driver.campaign_lock import holder_path
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _run(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return iteralab("run", str(book), "--quiet", *args)

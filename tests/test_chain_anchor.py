@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from builders import make_campaign, variant
 from click.testing import CliRunner
 
@@ -15,6 +16,8 @@ from toolkit.evidence import journal
 from toolkit.evidence.anchor import anchor_path
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(tmp_path: Path) -> None:

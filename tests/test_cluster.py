@@ -33,6 +33,8 @@ from toolkit.evidence.validate import validate
 from toolkit.plumbing.digests import file_sha256
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ray = pytest.importorskip(
     "ray", reason="the cluster extra is not installed (pip install 'iteragpu-lab[cluster]')"
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import report_campaign
 from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
@@ -14,6 +15,8 @@ from toolkit.cli import cli
 from toolkit.report.stats import NOT_COMPARABLE
 from toolkit.reporting import build
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def test_resume_refuses_a_corpus_changed_since_the_recorded_attempts(tmp_path: Path) -> None:

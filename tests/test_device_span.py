@@ -27,6 +27,8 @@ from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import TorchClassifier
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def test_each_timer_is_named_for_what_it_spans() -> None:
     measured, device = layout.ATTEMPTS.column("measured_s"), layout.ATTEMPTS.column("device_s")

@@ -19,6 +19,8 @@ from builders import docs_script
 from toolkit import layout
 from toolkit.cli import cli
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

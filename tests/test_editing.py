@@ -16,6 +16,8 @@ from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 DERIVED = ("Summary", "Memory", "Settlement", "Schedule", "Decision")
 
 

@@ -24,6 +24,8 @@ from toolkit.plumbing import engines
 from toolkit.runner.engines import cache
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 pytest.importorskip("onnxruntime")
 
 ONNX_FP32 = variant("ort-fp32", 4, series=2, engine="onnxruntime")

@@ -27,6 +27,8 @@ from toolkit.runner.engines import cache, ctranslate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 pytest.importorskip("ctranslate2")
 
 PROTOCOL: dict[str, Any] = {

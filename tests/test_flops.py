@@ -25,6 +25,8 @@ from toolkit.runner.model import ClassifierLogits, LoadedModel, load
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import TorchClassifier
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 

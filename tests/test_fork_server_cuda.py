@@ -17,6 +17,8 @@ from toolkit.cli import cli
 from toolkit.report import run_time
 from toolkit.runner.driver import campaign, forkserver
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 CUDA_SERIES = [
     variant("g1", 1, device="cuda", gpu_slug="h200"),
     variant("g8", 8, device="cuda", gpu_slug="h200"),

@@ -21,6 +21,8 @@ from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _run(book: Path) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["run", str(book)])

@@ -19,6 +19,8 @@ from toolkit.runner import generation
 from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.generation import flop_tally
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 SAME_LENGTH = [corpus.Item("a", "the lady said that"), corpus.Item("b", "the lady said that")]
 MIXED = [
     corpus.Item("short", "I"),

@@ -24,6 +24,8 @@ from toolkit.report.generation import NOT_GENERATION, SUMMARY_COLUMNS
 from toolkit.reporting import build
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 MAX_LENGTH, NEW_TOKENS = 64, 8  # test_generation's variant and protocol
 BYTES = {"fp32": 4, "bf16": 2}
 

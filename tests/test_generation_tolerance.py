@@ -27,6 +27,8 @@ from toolkit.plumbing.digests import file_sha256
 from toolkit.runner import decoding, generation
 from toolkit.runner.tasks import generation as generation_kind
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 CUT_AT = 8
 PROMPTS = 12
 

@@ -25,6 +25,8 @@ from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 torch = pytest.importorskip("torch")
 
 from toolkit.runner import attempt_parts, model  # noqa: E402

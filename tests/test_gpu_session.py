@@ -20,6 +20,8 @@ import pytest
 
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 SESSION = ROOT / "benchmarks" / "gpu_session.sh"
 #: The second edition's steps by default; the first edition's run when named.

@@ -32,6 +32,8 @@ from toolkit.runner.driver import campaign, campaign_lock
 from toolkit.workbook import render, store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 FULL = "/dev/full"
 NO_SPACE = "No space left on device"
 

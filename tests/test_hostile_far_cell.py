@@ -24,6 +24,8 @@ from toolkit.workbook import extent
 from toolkit.workbook.model import WorkbookData
 from toolkit.workbook.render import render
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 #: The first column right of the Variants table's last header.
 NEXT_COLUMN = layout.letter(len(layout.VARIANTS.names) + 1)
 

@@ -11,12 +11,15 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
 NAME = "example_campaign.xlsx"

@@ -23,6 +23,8 @@ from toolkit.plumbing.atomic import KILL_ENV
 from toolkit.reporting import IN_PROGRESS, default_folder
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -25,6 +25,8 @@ from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 NAME = "example_campaign.xlsx"

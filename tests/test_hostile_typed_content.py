@@ -18,6 +18,8 @@ from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 THRESHOLD_ROW = layout.PROTOCOL.names.index("threshold") + 2
 REVIEWED_ROW = layout.DECISION.names.index("reviewed_by") + 2
 BELOW_DECISION = len(layout.DECISION.names) + 2  # the first row under the last field

@@ -21,6 +21,8 @@ from toolkit.plumbing import padding
 from toolkit.report import summary
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def test_a_bucket_pads_to_the_next_multiple_capped_at_max_length() -> None:
     policy = padding.parse("bucket-32")

@@ -22,6 +22,8 @@ from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 PREDICTIONS = b'{"id":"d1","prediction":"austen","label":"austen","stratum":"short"}\n'
 

@@ -17,6 +17,8 @@ from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import openpyxl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from toolkit.workbook.text import (
     ooxml_unescape,
     utf16_length,
 )
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def test_formula_and_link_lookalikes_pass_unchanged() -> None:

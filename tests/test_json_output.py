@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from toolkit.cli import cli
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _invoke(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli, list(args))

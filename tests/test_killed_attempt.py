@@ -10,6 +10,8 @@ from builders import attempts, iteralab, kill_mid_attempt, make_campaign, varian
 
 from toolkit.evidence import journal
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 @pytest.mark.slow
 def test_an_attempt_killed_with_its_run_becomes_an_interrupted_row(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from builders import make_campaign, variant
 from click.testing import CliRunner
 
@@ -12,6 +13,8 @@ from toolkit import editing
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def test_a_torch_version_edited_in_the_manifest_is_a_finding(tmp_path: Path) -> None:

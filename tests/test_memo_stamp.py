@@ -6,12 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import openpyxl
+import pytest
 import report_campaign
 
 from toolkit import layout
 from toolkit.evidence.validate import validate
 from toolkit.reporting import build
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def _stale(path: Path) -> list[str]:

@@ -19,6 +19,8 @@ import pytest
 
 from toolkit.cli import cli
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SCRIPT = SAMPLES / "memory_exercise.py"
 NOTEBOOK = SAMPLES / "memory_exercise.ipynb"

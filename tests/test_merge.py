@@ -15,6 +15,8 @@ from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _invoke(*args: str) -> object:
     return CliRunner().invoke(cli, [str(a) for a in args])

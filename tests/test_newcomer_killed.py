@@ -18,6 +18,8 @@ from toolkit.evidence import journal, unfinished
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _kill_demo_mid_attempt(folder: Path, finished_first: int) -> Path:
     """Start `demo --quick`, SIGKILL it (and its workers) while an attempt runs after

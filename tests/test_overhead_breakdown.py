@@ -23,6 +23,8 @@ from toolkit.report import run_time
 from toolkit.runner.driver import campaign, forkserver
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 SERIES = [variant("b1-fp32", 1), variant("b4-fp32", 4)]
 FLOOR = ("load_s", "warmup_s", "evaluation_s", "export_s")
 

@@ -21,6 +21,8 @@ from builders import attempt, filled, variant
 from toolkit.report import summary, utilisation
 from toolkit.runner.instruments import achieved, flops, machine_load, peak
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test")
 #: 0.5 GFLOP/s over a 2 s window: far under any probe of a CPU, so utilisation is a ratio.
 TALLY = achieved.Tally(sequences=1, real_tokens=10**6, padded_tokens=10**6)

@@ -28,6 +28,8 @@ from toolkit.runner.plan import Slot
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 # ------------------------------------------------------------------ the plan (pure)
 
 

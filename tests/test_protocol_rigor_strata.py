@@ -20,6 +20,8 @@ from toolkit.findings import Finding
 from toolkit.runner import evaluation
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 BOUNDS_ROW = layout.PROTOCOL.names.index("stratum_bounds") + 2
 SUBGROUPS_ROW = layout.PROTOCOL.names.index("subgroups") + 2
 

@@ -20,6 +20,8 @@ from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 ROW = layout.PROTOCOL.names.index("tuning_data") + 2
 TODO = (
     "remove it from the tuning data or from the corpus: the final comparison must not be "

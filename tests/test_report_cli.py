@@ -17,6 +17,8 @@ from toolkit.cli import cli
 from toolkit.report import charts
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 INPUT_SHEETS = ("Protocol", "Variants", "Attempts", "Manifest", "Tariffs", "Audit")
 
 

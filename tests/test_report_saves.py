@@ -21,6 +21,8 @@ from toolkit.reporting import build
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 @pytest.fixture
 def saves(monkeypatch: pytest.MonkeyPatch) -> list[Path]:

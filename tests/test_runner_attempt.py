@@ -24,6 +24,8 @@ from toolkit.evidence.validate import validate
 from toolkit.plumbing.digests import file_sha256
 from toolkit.workbook import store
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _run(runner: CliRunner, workbook: Path, *args: str) -> tuple[int, str]:
     result = runner.invoke(cli, ["run", str(workbook), *args])

@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 
 import golden_run
+import pytest
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 
 def _differences(expected: object, found: object, where: str = "") -> list[str]:

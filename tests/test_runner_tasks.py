@@ -28,6 +28,8 @@ from toolkit.runner.attempt import run_attempt
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 
 def _spec(book: Path, protocol: dict[str, Any], row: dict[str, Any]) -> AttemptSpec:
     return AttemptSpec(

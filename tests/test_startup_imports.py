@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 
 import demo_rows
+import pytest
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 FORBIDDEN = ("torch", "transformers")
 

@@ -31,6 +31,8 @@ from toolkit.evidence.validate import sheet_findings
 from toolkit.money import incurred, tariffs
 from toolkit.workbook.model import WorkbookData
 
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
 rules = tariffs.rules
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tariffs" / "calcul_forfaits.py"
