@@ -22,8 +22,9 @@ taken inside the child around the work, after its imports:
   refresh finds it up to date and nothing is saved, as for a user who runs
   ``iteralab report`` again on the same evidence;
 - **report, saving**: the same on the workbook as ingest left it (derived
-  sheets not yet computed, copied back before each run, untimed), so the
-  report saves it: the first report after new attempts;
+  sheets not yet computed; the workbook, its chain.json anchor and its journal
+  copied back together before each run, untimed), so the report saves it: the
+  first report after new attempts;
 - **validate, report**: ``iteralab validate`` then ``iteralab report`` run one
   after the other (``store.read`` + :func:`toolkit.evidence.validate.validate`, then
   ``build``): what a user who runs both commands waits for;
@@ -35,7 +36,8 @@ printed beside it. Then
 ``--ingest`` more attempts are journaled and ingested into that workbook in
 one child process, with ``store.save`` wrapped to count the saves: the check
 is exactly 1 save. The peak memory (VmHWM) of every child and of its helper
-processes is printed.
+processes is printed. A timed run that meets a finding stops the benchmark: it timed other
+work than the report a user waits for.
 
     python benchmarks/scale.py                      # 10,000 attempts, 1,000 ingested, 3 runs
     python benchmarks/scale.py --attempts 200 --ingest 20 --items-per-file 10 --runs 1
@@ -90,16 +92,14 @@ def child_validate_report(
 ) -> dict[str, Any]:
     """report (after validate when ``validate_first``): times, findings, peak memory.
 
-    ``stale``: a copy of the workbook put in its place first (untimed).
+    ``stale``: the folder of :func:`keep_state`, put back in place first (untimed).
     """
-    import shutil
-
     from toolkit.evidence.validate import validate
     from toolkit.reporting import build
     from toolkit.workbook import store
 
     if stale is not None:
-        shutil.copyfile(stale, workbook)
+        restore_state(workbook, stale)
     before = workbook.stat().st_mtime_ns
 
     if pngs:
@@ -295,8 +295,35 @@ def journal_all(workbook: Path, entries: list[dict[str, Any]]) -> list[float]:
 
 
 def stale_copy(workbook: Path) -> Path:
-    """Where the workbook as ingest left it (derived sheets not computed) is kept."""
-    return workbook.with_name("as_ingested.xlsx")
+    """Where the campaign's state as ingest left it (derived sheets not computed) is kept."""
+    return workbook.with_name("as_ingested")
+
+
+def state_files(workbook: Path) -> list[Path]:
+    """What a save changes together: the workbook, its hash-chain anchor and its journal.
+    Restoring the workbook alone leaves an anchor that a later save moved forward: the
+    timed run would then meet an Audit-anchor finding and do other work."""
+    from toolkit.plumbing import beside
+
+    return [workbook, beside.anchor(workbook), beside.journal(workbook)]
+
+
+def keep_state(workbook: Path, folder: Path) -> None:
+    """Copy :func:`state_files` (those that exist) into ``folder``."""
+    folder.mkdir(exist_ok=True)
+    for path in state_files(workbook):
+        if path.exists():
+            shutil.copyfile(path, folder / path.name)
+
+
+def restore_state(workbook: Path, folder: Path) -> None:
+    """Put back every file :func:`keep_state` kept; remove one it did not have."""
+    for path in state_files(workbook):
+        kept = folder / path.name
+        if kept.exists():
+            shutil.copyfile(kept, path)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[float]]:
@@ -326,7 +353,7 @@ def build_campaign(folder: Path, attempts: int, items: int) -> tuple[Path, list[
     )
     if built["saves"] != 1 or built["attempts_added"] != attempts:
         raise SystemExit("error: building the workbook did not ingest in one save")
-    shutil.copyfile(workbook, stale_copy(workbook))
+    keep_state(workbook, stale_copy(workbook))
     return workbook, appends
 
 
@@ -464,6 +491,12 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
         f"{statistics.median(p['report_s'] for p in both):.2f} s; findings "
         f"{sorted({p['findings'] for p in both + reports['report']})}"
     )
+    met_findings = [p for name in reports for p in reports[name] if p.get("findings")]
+    if met_findings:  # a timed run that met a finding did other work than a clean report
+        raise SystemExit(
+            f"error: {len(met_findings)} timed run(s) met a finding, first: "
+            f"{met_findings[0]['first_finding']}"
+        )
     saved = {
         name: sorted({p.get("saved") for p in reports[name]})
         for name in ("report", "report, saving", "validate, report")
