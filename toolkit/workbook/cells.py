@@ -147,6 +147,17 @@ class Book:
         found = self._formula_book.defined_names.get(name)
         return None if found is None else str(found.attr_text)
 
+    def defined_names(self) -> list[tuple[str, str, str | None]]:
+        """Every defined name as (name, what it stands for, the sheet it belongs to or None
+        for the workbook's); print areas and titles are read as sheet settings, not here."""
+        found: list[tuple[str, str, str | None]] = [
+            (name, str(d.attr_text), None) for name, d in self._formula_book.defined_names.items()
+        ]
+        for ws in self._formula_book.worksheets:
+            local = getattr(ws, "defined_names", None) or {}
+            found += [(name, str(d.attr_text), ws.title) for name, d in local.items()]
+        return found
+
     def rows(self, name: str) -> Iterator[Sequence[Any]]:
         """The values of each row of sheet ``name``, from row 1, each row from column A.
 

@@ -27,10 +27,11 @@ from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
-from toolkit.workbook import written
+from toolkit.workbook import names, text_sheets, written
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
+from toolkit.workbook.links import cell_links
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.protection import passworded_sheets
 from toolkit.workbook.render import cell_image, render
@@ -57,6 +58,13 @@ def read(path: str | Path) -> WorkbookData:
                 data = _read_book(book, path)
             if any(name.startswith("xl/comments") for name in parts):
                 data.unkept += _typed_comments(handle)
+            data.unkept += [
+                Addition(
+                    f"the hyperlink on {sheet}!{ref}" + (f" (to {target})" if target else ""),
+                    sheet,
+                )
+                for sheet, ref, target in cell_links(handle)
+            ]
             data.unkept += [
                 Addition(
                     f"the password on the protection of sheet {name} (iteralab protects every "
@@ -246,6 +254,11 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
             )
             if errors:
                 rows = _with_errors(rows, errors)
+        if sheet.kind == "text":
+            formulas, _ = book.formulas(sheet.name)
+            sealed = book.defined_name(text_sheets.NAME)
+            data.unkept += text_sheets.typed_cells(sheet.name, rows, formulas, sealed)
+            continue
         if sheet.kind == "form":
             form_rows = list(rows)
             data.forms[sheet.name] = _read_form(form_rows, sheet, path, data.unkept, version)
@@ -264,6 +277,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
     as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
     data.unkept += _typed_summary_rows(data)
     data.unkept += written.typed_notes(data, book.defined_name(written.NAME))
+    data.unkept += names.own_names(book.defined_names())
     return data
 
 
