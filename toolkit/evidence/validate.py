@@ -223,29 +223,35 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
 
 
 def typed_formula_findings(data: WorkbookData, name: str) -> list[Finding]:
-    """A finding per formula in a cell of ``name`` that a person types (the store reads
-    them from Protocol, Variants, Tariffs, Schedule and Decision)."""
+    """A finding per formula in a cell of ``name`` where iteralab writes none: any cell of
+    an input sheet but the computed cells of Schedule, Summary and Settlement (the store
+    reads them from the small input sheets, and scans Attempts and Manifest for them)."""
     sheet = layout.SHEET_BY_NAME[name]
     if not sheet.input or sheet.kind == "text":
         return []
     found = []
+    computed_formulas = name in layout.FORMULA_SHEETS
     for (index, column), formula in data.formulas.get(name, {}).items():
-        if column not in sheet.names or sheet.column(column).computed:
+        if column not in sheet.names or (computed_formulas and sheet.column(column).computed):
             continue
         if sheet.kind == "form":
             row, letter = sheet.names.index(column) + 2, "B"
         else:
             row, letter = data.excel_row(name, index), layout.column_letter(sheet, column)
         text = formula.text if formula.text.startswith("=") else f"={formula.text}"
+        todo = (
+            "iteralab writes a value there, never a formula: restore the value it wrote "
+            "(the journal and the .bak.xlsx keep it)"
+            if sheet.column(column).computed
+            else "formulas are not allowed in an input cell; type the value itself"
+        )
         found.append(
             Finding(
                 name,
                 row,
                 column,
                 "formula",
-                f"{column} holds the formula {text} in {name}!{letter}{row}: "
-                "formulas are not allowed in an input cell; type the value "
-                "itself",
+                f"{column} holds the formula {text} in {name}!{letter}{row}: {todo}",
             )
         )
     return found

@@ -16,7 +16,7 @@ import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
 from toolkit import __version__, layout
-from toolkit.workbook import text_sheets, names, written
+from toolkit.workbook import names, text_sheets, written
 from toolkit.workbook.model import Chart, Formula, WorkbookData
 from toolkit.workbook.text import cell_text
 

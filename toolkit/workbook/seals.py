@@ -32,9 +32,7 @@ def formula(digests: Iterable[str]) -> str | None:
     unique = sorted(set(digests))
     if not unique:
         return None
-    literals = [
-        " ".join(unique[i : i + _PER_LITERAL]) for i in range(0, len(unique), _PER_LITERAL)
-    ]
+    literals = [" ".join(unique[i : i + _PER_LITERAL]) for i in range(0, len(unique), _PER_LITERAL)]
     text = "=" + "&".join(f'"{p}"' for p in literals)
     return text if len(text) <= _FORMULA else None
 

@@ -254,6 +254,8 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
             )
             if errors:
                 rows = _with_errors(rows, errors)
+        elif sheet.name in SCANNED_SHEETS:
+            formulas = book.typed_formulas(sheet.name)
         if sheet.kind == "text":
             formulas, _ = book.formulas(sheet.name)
             sealed = book.defined_name(text_sheets.NAME)
@@ -354,6 +356,8 @@ TYPED_SHEETS = tuple(
 )
 #: The sheets read a second time, by openpyxl, for their formulas and error values.
 FORMULA_PASS = frozenset(layout.FORMULA_SHEETS + TYPED_SHEETS)
+#: Large sheets iteralab writes as values: a scan of their XML finds a formula a person typed.
+SCANNED_SHEETS = frozenset((layout.ATTEMPTS.name, layout.MANIFEST.name))
 
 
 def _with_errors(

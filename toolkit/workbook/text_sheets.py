@@ -76,6 +76,4 @@ def _what(figure: bool) -> str:
 
 def _addition(sheet: str, row: int, column: int, what: str) -> Addition:
     cell = f"{sheet}!{layout.letter(column)}{row}"
-    return Addition(
-        f"{cell} ({what} in a sheet every save writes whole)", sheet, row, ""
-    )
+    return Addition(f"{cell} ({what} in a sheet every save writes whole)", sheet, row, "")
