@@ -26,6 +26,7 @@ from typing import Any
 from toolkit.errors import WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_bytes
+from toolkit.plumbing.plain import not_plain
 
 FORMAT = "iteralab-attempt/1"
 #: An attempt about to run (its spec), appended before it starts; read() returns only records.
@@ -343,6 +344,13 @@ def _scan_all(
     path = journal_path(workbook)
     if not path.exists():
         return [], [], [], []
+    kind = not_plain(path)
+    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+        raise WorkbookError(
+            f"{path}: {kind}, not the journal file; not read",
+            hint="the journal is a plain file `iteralab run` writes beside the workbook: "
+            "restore it from a copy of the campaign folder, or remove what stands in its place",
+        )
     lines = path.read_bytes().split(b"\n")
     starts: list[dict[str, Any]] = []
     records: list[tuple[int, dict[str, Any]]] = []

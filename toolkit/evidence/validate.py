@@ -36,6 +36,7 @@ from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.digests import Digests
+from toolkit.plumbing.plain import not_plain
 from toolkit.workbook.model import Row, WorkbookData
 
 YES = layout.YES
@@ -95,7 +96,8 @@ def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
                 )
             ]
         return []
-    what = "is a folder, not a corpus file" if resolved.is_dir() else "does not exist"
+    kind = not_plain(resolved)
+    what = f"is {kind}, not a corpus file" if kind else "does not exist"
     return [
         Finding(
             "Protocol",

@@ -27,6 +27,7 @@ from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
+from toolkit.plumbing.plain import not_plain
 from toolkit.workbook import names, text_sheets, written
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
@@ -90,6 +91,13 @@ def _open_workbook(path: Path) -> IO[bytes]:
     if not path.exists():
         raise WorkbookError(
             f"{path}: no such workbook", hint=f"create one with `iteralab init {path}`"
+        )
+    kind = not_plain(path)
+    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+        raise WorkbookError(
+            f"{path}: {kind}, not a workbook file; not read",
+            hint="give the path of the .xlsx file itself (restore it from a copy if it was "
+            "replaced)",
         )
     try:
         handle = path.open("rb")
