@@ -216,7 +216,7 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
     for name in sheets:
         formulas = typed_formula_findings(data, name)
         cells = {(f.row, f.column) for f in formulas}
-        found = schemas.sheet_findings(data, name)
+        found = schemas.sheet_findings(data, name) + identifiers.printed_alike_findings(data, name)
         rule = RULES.get(name)
         if rule is not None:
             found += rule(data)
