@@ -98,7 +98,7 @@ def read_ledger(
     for record in reader:
         line = reader.line_num
         if None in record:  # csv's key for the values past the header's last column
-            raise _extra_fields(path, line, len(found), record[None])
+            raise _extra_fields(path, line, len(found), list(record[None]))
         values = {field: str(record.get(headers[field]) or "").strip() for field in FIELDS}
         if not any(values.values()):
             continue
