@@ -285,3 +285,16 @@ def test_the_guide_and_overview_a_report_wrote_pass_every_later_save(
     result = runner.invoke(cli, ["exclude", str(reported), attempt, "--reason", "power cut"])
     assert result.exit_code == 0, result.output
     assert store.read(reported).unkept == []
+
+
+def test_names_a_spreadsheet_program_keeps_for_itself_are_not_a_persons(
+    filled_workbook: Path,
+) -> None:
+    """Excel marks a newer function it saved (``_xlfn.``) and a filter's range (``_xlnm.``)."""
+
+    def edit(book: openpyxl.Workbook) -> None:
+        _name(book, "_xlfn.MINIFS", "#NAME?")
+        _name(book, "_xlnm._FilterDatabase", "Variants!$A$1:$B$3", "Variants")
+
+    _edit(filled_workbook, edit)
+    assert store.read(filled_workbook).unkept == []

@@ -28,6 +28,9 @@ ATTEMPT_ROWS = 10_000
 #: Rows left below the data when a campaign grows past ATTEMPT_ROWS.
 SPARE_ROWS = 1_000
 _NOT_IN_A_NAME = re.compile(r"[^A-Za-z0-9_]")
+#: Names a spreadsheet program keeps for itself (a filter's range, a newer function's
+#: marker): written and read by the program, never typed.
+_SPREADSHEET_OWN = ("_xlnm.", "_xlfn.", "_xlws.", "_xludf.")
 #: What a headline name stands for: one cell of the Overview's figure column.
 _HEADLINE_CELL = re.compile(rf"^'?{layout.OVERVIEW.name}'?!\$B\$[0-9]+$")
 
@@ -61,10 +64,13 @@ def headline(*words: str) -> str:
 def own_names(defined: list[tuple[str, str, str | None]]) -> list[Addition]:
     """Each defined name a save would not write again (a person's own), from
     ``(name, what it stands for, its sheet or None)``: a name local to a sheet, or a
-    workbook name that is neither an Attempts column's, a seal, nor a headline figure's."""
+    workbook name that is neither an Attempts column's, a seal, a headline figure's, nor one
+    a spreadsheet program keeps for itself (``_xlnm.``, ``_xlfn.``)."""
     ours = {attempts_column(c) for c in layout.ATTEMPTS.names} | {written.NAME, text_sheets.NAME}
     found = []
     for name, refers_to, sheet in defined:
+        if name.lower().startswith(_SPREADSHEET_OWN):
+            continue
         if sheet is None and (name in ours or _HEADLINE_CELL.match(refers_to.strip())):
             continue
         shown = refers_to if len(refers_to) <= 40 else refers_to[:37] + "..."
