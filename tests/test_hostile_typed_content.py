@@ -84,32 +84,32 @@ CASES: list[tuple[str, Callable[[openpyxl.Workbook], None], str, tuple[str, int 
     (
         "guide-note",
         lambda b: b["Guide"].cell(5, 3, "ask finance first"),
-        "Guide!C5 (a value in a sheet every save writes whole)",
+        "Guide!C5 (a value: every save writes this sheet whole)",
         ("Guide", 5, ""),
     ),
     (
         "guide-line-edited",
         lambda b: b["Guide"].cell(6, 1, "2. Variants: ask J. before adding one"),
-        "Guide!A6 (a value in a sheet every save writes whole)",
+        "Guide!A6 (a value: every save writes this sheet whole)",
         ("Guide", 6, ""),
     ),
     (
         "overview-note",
         lambda b: b["Overview"].cell(3, 5, "checked by finance"),
-        "Overview!E3 (a value in a sheet every save writes whole)",
+        "Overview!E3 (a value: every save writes this sheet whole)",
         ("Overview", 3, ""),
     ),
     (
         "overview-figure-typed-over",
         lambda b: b["Overview"].cell(3, 2, "b1-fp32"),
-        "Overview!B3 (a value typed over a figure, a formula the save writes in a sheet every "
-        "save writes whole)",
+        "Overview!B3 (a value typed over a figure: every save writes this sheet whole, its "
+        "figures as formulas)",
         ("Overview", 3, ""),
     ),
     (
         "overview-formula",
         lambda b: b["Overview"].cell(3, 3, "=B3"),
-        "Overview!C3 (a formula in a sheet every save writes whole)",
+        "Overview!C3 (a formula: every save writes this sheet whole)",
         ("Overview", 3, ""),
     ),
     (
@@ -270,7 +270,7 @@ def test_without_its_seal_the_guide_is_checked_by_place(filled_workbook: Path) -
 
     _edit(filled_workbook, edit)
     assert [str(a) for a in store.read(filled_workbook).unkept] == [
-        "Guide!C5 (a value in a sheet every save writes whole)"
+        "Guide!C5 (a value: every save writes this sheet whole)"
     ]
 
 

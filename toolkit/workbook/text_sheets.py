@@ -27,6 +27,8 @@ NAME = "Text_sheets_written"
 WrittenCell = tuple[str, int, int, str]
 #: The columns iteralab writes on each text sheet (the Guide: A; the Overview: A and B).
 WRITTEN_COLUMNS = {layout.GUIDE.name: 1, layout.OVERVIEW.name: 2}
+#: Cells named per sheet at most (the first ones say where to look).
+MAX_NAMED = 20
 #: The Overview's column of figures: each one a formula into the sheet that holds it.
 FIGURE_COLUMN = 2
 
@@ -43,11 +45,12 @@ def typed_cells(
     formulas: dict[tuple[int, int], Formula],
     sealed: str | None,
 ) -> list[Addition]:
-    """Each cell of text sheet ``sheet`` that the last save did not write: a text not
-    sealed (by place alone without a seal), a formula outside the figure column."""
+    """Each cell of text sheet ``sheet`` that the last save did not write (the first
+    :data:`MAX_NAMED`): a text not sealed (by place alone without a seal), a formula outside
+    the figure column."""
     written = seals.sealed(sealed)
     found = [
-        _addition(sheet, row, column, "a formula")
+        _addition(sheet, row, column, "a formula: every save writes this sheet whole")
         for row, column in sorted(formulas)
         if not _figure(sheet, column)
     ]
@@ -63,7 +66,7 @@ def typed_cells(
                 kept = column <= WRITTEN_COLUMNS[sheet] and not figure
             if not kept:
                 found.append(_addition(sheet, excel_row, column, _what(figure)))
-    return sorted(found, key=lambda a: (a.row or 0, a.text))
+    return sorted(found, key=lambda a: (a.row or 0, a.text))[:MAX_NAMED]
 
 
 def _figure(sheet: str, column: int) -> bool:
@@ -71,9 +74,14 @@ def _figure(sheet: str, column: int) -> bool:
 
 
 def _what(figure: bool) -> str:
-    return "a value typed over a figure, a formula the save writes" if figure else "a value"
+    if figure:
+        return (
+            "a value typed over a figure: every save writes this sheet whole, its figures "
+            "as formulas"
+        )
+    return "a value: every save writes this sheet whole"
 
 
 def _addition(sheet: str, row: int, column: int, what: str) -> Addition:
     cell = f"{sheet}!{layout.letter(column)}{row}"
-    return Addition(f"{cell} ({what} in a sheet every save writes whole)", sheet, row, "")
+    return Addition(f"{cell} ({what})", sheet, row, "")
