@@ -31,6 +31,7 @@ from unittest import mock
 
 from toolkit import layout
 from toolkit.evidence import chain, journal, locking
+from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.validate import work_differences
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -195,6 +196,14 @@ def locked_with(
     return data
 
 
+def save_campaign(data: WorkbookData, path: Path) -> Path:
+    """``data`` saved at ``path`` as every iteralab save leaves a campaign: the workbook,
+    then the chains' anchor beside it (``NAME.chain.json``)."""
+    store.save(data, path)
+    write_anchor(data, path)
+    return path
+
+
 def make_campaign(
     folder: Path,
     items: int,
@@ -306,14 +315,15 @@ def without_preflight() -> AbstractContextManager[object]:
     return mock.patch("toolkit.commands.check.before_run", lambda *args: [])
 
 
-def iteralab(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m toolkit ARGS`` run to its end (10 minutes at most), its output kept."""
+def iteralab(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m toolkit ARGS`` run to its end (``timeout`` seconds at most: 10 minutes),
+    its output kept."""
     return subprocess.run(
         [sys.executable, "-m", "toolkit", *args],
         env=ENV,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         check=False,
     )
 

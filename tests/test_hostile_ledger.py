@@ -185,3 +185,23 @@ def test_an_amount_finer_than_a_cent_is_shown_exactly() -> None:
         [{"reference": "ORD-1", "amount": Decimal("35.004"), "currency": "USD"}],
     )
     assert status == {"r1": "amount differs: ledger 35.004 USD, workbook 35.00 USD"}
+
+
+def test_a_line_with_more_values_than_the_header_is_refused_not_cut(tmp_path: Path) -> None:
+    """An unquoted comma in a description shifted the amount: the extra value was dropped and
+    the line imported with the wrong columns."""
+    export = tmp_path / "billing.csv"
+    export.write_text(
+        HEADER + "2026-12-07,lot,ORD-1,1.00,USD\n2026-12-08,GPU, 4090,ORD-2,1.00,USD\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(LedgerError) as err:
+        read_ledger(export)
+    assert err.value.message == (
+        f"{export}: line 3: 1 value(s) more than the header's 5 column(s) ('USD'): a value "
+        "holding a comma without quotes shifts the values after it, so this line's amount and "
+        "date cannot be trusted; nothing was imported"
+    )
+    assert (
+        err.value.hint == 'quote each value holding a comma ("GPU, 4090"), or export the CSV again'
+    )

@@ -111,3 +111,21 @@ def test_demo_refuses_a_folder_holding_the_users_own_files(
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == sorted(
         {own, *(str(p) for p in Path(own).parents if str(p) != ".")}
     )
+
+
+def test_two_variant_ids_that_print_alike_are_named(
+    runner: CliRunner, filled_workbook: Path
+) -> None:
+    """'café' typed once as one letter é (NFC), once as e and a combining accent (NFD): a
+    reader sees one id, the toolkit two; validate names the second and lock refuses it."""
+    rows = len(store.read(filled_workbook).tables["Variants"])
+    _set_variant_id(filled_workbook, 2, "caf\u00e9")
+    _set_variant_id(filled_workbook, rows + 1, "cafe\u0301")
+    found = [f for f in validate(store.read(filled_workbook)) if f.check == "printed-alike"]
+    assert [(f.sheet, f.row, f.column) for f in found] == [("Variants", rows + 1, "variant_id")]
+    assert found[0].message == (
+        "variant_id 'cafe\u0301' prints as 'caf\u00e9' of row 2 but holds other characters "
+        "('cafe\\u0301' against 'caf\\xe9': one letter typed as a letter and a combining "
+        "accent): a reader sees one id where the toolkit sees two; retype one of them"
+    )
+    assert runner.invoke(cli, ["lock", str(filled_workbook)]).exit_code == 1

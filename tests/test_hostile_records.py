@@ -76,6 +76,20 @@ def test_a_corpus_line_nested_5000_deep_is_a_corpus_error(tmp_path: Path) -> Non
     )
 
 
+def test_a_record_giving_one_key_twice_is_named_by_its_line(tmp_path: Path) -> None:
+    """Python's reader kept the second measured_s silently."""
+    book = tmp_path / "camp.xlsx"
+    line = json.dumps(GOOD).replace('"variant_id": "b1"', '"measured_s": 20.1, "measured_s": 0.1')
+    journal.journal_path(book).write_text(json.dumps(GOOD) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(WorkbookError) as err:
+        journal.read(book)
+    assert err.value.message == (
+        f"{journal.journal_path(book)}: line 2 is not a journal record (it gives the key "
+        "'measured_s' twice: the runner writes each key once, and a reader would keep one of "
+        "the two values silently)"
+    )
+
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_a_record_holding_nan_or_infinity_is_named_by_its_line(
     tmp_path: Path, constant: str

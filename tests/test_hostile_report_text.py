@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from toolkit.report.charts import plain_label  # noqa: E402
-from toolkit.report.reviewer import inline  # noqa: E402
+from toolkit.report.markdown import inline  # noqa: E402
 
 MATHTEXT = "$\\frac{1}{$"
 

@@ -281,3 +281,29 @@ def test_a_merge_stopped_before_its_save_is_finished_and_logged_by_the_next(
     assert data.tables["Audit"][-1]["action"] == "merge"
     assert json.loads(data.tables["Audit"][-1]["details"])["attempts"] == [last]
     assert _lines(book).count(theirs[-1]) == 1  # not appended twice
+
+
+def test_a_deleted_chain_anchor_is_named_while_sealed_rows_remain(
+    book: Path, runner: CliRunner
+) -> None:
+    """validate said valid: a cut of the last rows can no longer be seen without it."""
+    anchor_path(book).unlink()
+    (finding,) = _found(book)
+    assert (finding.sheet, finding.row, finding.column, finding.check) == (
+        "Attempts",
+        None,
+        "",
+        "anchor",
+    )
+    assert finding.message == (
+        "example_campaign.chain.json is missing beside the workbook and its journal, though the "
+        "Attempts sheet holds 6 sealed row(s): every save since the first wrote it, so it was deleted or not "
+        "copied along, and rows cut from the end of the sheet (with their journal lines and "
+        "predictions files) can no longer be seen; restore it from a copy of the campaign "
+        "folder (the next command that saves writes a new one from the rows as they stand)"
+    )
+    attempt = str(store.read(book).tables["Attempts"][0]["attempt_id"])
+    result = runner.invoke(cli, ["exclude", str(book), attempt, "--reason", "power cut"])
+    assert result.exit_code == 0, result.output
+    assert anchor_path(book).is_file()
+    assert [f for f in _found(book) if f.check == "anchor"] == []

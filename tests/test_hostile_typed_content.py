@@ -12,11 +12,12 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 from openpyxl.comments import Comment
+from openpyxl.workbook.defined_name import DefinedName
 
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
-from toolkit.workbook import store
+from toolkit.workbook import store, text_sheets
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
@@ -26,6 +27,11 @@ BELOW_DECISION = len(layout.DECISION.names) + 2  # the first row under the last 
 LAST_VARIANTS = layout.letter(len(layout.VARIANTS.names))
 BEYOND_RENTALS = layout.letter(len(layout.RENTALS.names) + 2)
 BEYOND_VARIANTS = layout.letter(len(layout.VARIANTS.names) + 1)
+
+
+def _name(book: openpyxl.Workbook, name: str, refers_to: str, sheet: str = "") -> None:
+    names = book[sheet].defined_names if sheet else book.defined_names
+    names[name] = DefinedName(name, attr_text=refers_to)
 
 
 def _edit(path: Path, change: Callable[[openpyxl.Workbook], None]) -> None:
@@ -74,6 +80,61 @@ CASES: list[tuple[str, Callable[[openpyxl.Workbook], None], str, tuple[str, int 
         lambda b: setattr(b["Variants"]["B2"], "comment", Comment("invoice disputed", "finance")),
         "the comment 'invoice disputed' on Variants!B2",
         ("Variants", None, ""),
+    ),
+    (
+        "guide-note",
+        lambda b: b["Guide"].cell(5, 3, "ask finance first"),
+        "Guide!C5 (a value: every save writes this sheet whole)",
+        ("Guide", 5, ""),
+    ),
+    (
+        "guide-line-edited",
+        lambda b: b["Guide"].cell(6, 1, "2. Variants: ask J. before adding one"),
+        "Guide!A6 (a value: every save writes this sheet whole)",
+        ("Guide", 6, ""),
+    ),
+    (
+        "overview-note",
+        lambda b: b["Overview"].cell(3, 5, "checked by finance"),
+        "Overview!E3 (a value: every save writes this sheet whole)",
+        ("Overview", 3, ""),
+    ),
+    (
+        "overview-figure-typed-over",
+        lambda b: b["Overview"].cell(3, 2, "b1-fp32"),
+        "Overview!B3 (a value typed over a figure: every save writes this sheet whole, its "
+        "figures as formulas)",
+        ("Overview", 3, ""),
+    ),
+    (
+        "overview-formula",
+        lambda b: b["Overview"].cell(3, 3, "=B3"),
+        "Overview!C3 (a formula: every save writes this sheet whole)",
+        ("Overview", 3, ""),
+    ),
+    (
+        "hyperlink",
+        lambda b: setattr(b["Variants"]["B2"], "hyperlink", "http://example.com/quote"),
+        "the hyperlink on Variants!B2 (to http://example.com/quote)",
+        ("Variants", None, ""),
+    ),
+    (
+        "hyperlink-inside",
+        lambda b: setattr(b["Protocol"]["B3"], "hyperlink", "#Variants!A1"),
+        "the hyperlink on Protocol!B3 (to #Variants!A1)",
+        ("Protocol", None, ""),
+    ),
+    (
+        "own-name",
+        lambda b: _name(b, "budget_cap", "Tariffs!$C$2"),
+        "the defined name 'budget_cap' of the workbook (standing for Tariffs!$C$2)",
+        ("", None, ""),
+    ),
+    (
+        "own-name-local",
+        lambda b: _name(b, "reviewed", "Decision!$B$3", "Decision"),
+        "the defined name 'reviewed' of sheet Decision (standing for Decision!$B$3)",
+        ("Decision", None, ""),
     ),
 ]
 
@@ -196,3 +257,44 @@ def test_the_notes_the_report_wrote_pass_every_later_save(
     result = runner.invoke(cli, ["exclude", str(reported), attempt, "--reason", "power cut"])
     assert result.exit_code == 0, result.output
     assert store.read(reported).unkept == []
+
+
+def test_without_its_seal_the_guide_is_checked_by_place(filled_workbook: Path) -> None:
+    """A workbook whose seal a program dropped (or an older iteralab never wrote): a value
+    beside the Guide's column is named; an edited line of the Guide cannot be told apart."""
+
+    def edit(book: openpyxl.Workbook) -> None:
+        del book.defined_names[text_sheets.NAME]
+        book["Guide"].cell(6, 1, "2. Variants: ask J. before adding one")
+        book["Guide"].cell(5, 3, "ask finance first")
+
+    _edit(filled_workbook, edit)
+    assert [str(a) for a in store.read(filled_workbook).unkept] == [
+        "Guide!C5 (a value: every save writes this sheet whole)"
+    ]
+
+
+def test_the_guide_and_overview_a_report_wrote_pass_every_later_save(
+    runner: CliRunner, reported: Path
+) -> None:
+    """An Overview with figures, banners and headline names, after an openpyxl round trip
+    (as a spreadsheet program saves it) and a save that rewrites it (an exclusion)."""
+    _edit(reported, lambda book: None)
+    assert store.read(reported).unkept == []
+    attempt = str(store.read(reported).tables["Attempts"][0]["attempt_id"])
+    result = runner.invoke(cli, ["exclude", str(reported), attempt, "--reason", "power cut"])
+    assert result.exit_code == 0, result.output
+    assert store.read(reported).unkept == []
+
+
+def test_names_a_spreadsheet_program_keeps_for_itself_are_not_a_persons(
+    filled_workbook: Path,
+) -> None:
+    """Excel marks a newer function it saved (``_xlfn.``) and a filter's range (``_xlnm.``)."""
+
+    def edit(book: openpyxl.Workbook) -> None:
+        _name(book, "_xlfn.MINIFS", "#NAME?")
+        _name(book, "_xlnm._FilterDatabase", "Variants!$A$1:$B$3", "Variants")
+
+    _edit(filled_workbook, edit)
+    assert store.read(filled_workbook).unkept == []

@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import attempt, locked_with
+from builders import attempt, locked_with, save_campaign
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -340,7 +340,7 @@ def test_validate_reads_the_journal_beside_the_workbook(tmp_path: Path) -> None:
     for entry in journal_of(data):
         journal.append(path, entry)
     data.tables["Attempts"][2]["notes"] = "rerun, looked fine"
-    store.save(data, path)
+    save_campaign(data, path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     found = [(f.row, f.column, f.check) for f in validate(store.read(path), path)]
     assert found == [(4, "notes", "edited")]
@@ -476,7 +476,7 @@ def test_a_damaged_journal_is_a_finding_and_the_chain_still_checks(tmp_path: Pat
     path = tmp_path / "w.xlsx"
     data = four()
     data.tables["Attempts"][0]["notes"] = "edited"
-    store.save(data, path)
+    save_campaign(data, path)
     (tmp_path / "corpus.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
     journal.journal_path(path).write_text("not json\n{}\n", encoding="utf-8")
     found = [(f.row, f.column, f.check) for f in validate(store.read(path), path)]

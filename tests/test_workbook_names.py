@@ -28,7 +28,7 @@ def _named(path: Path) -> dict[str, object]:
     cached = openpyxl.load_workbook(path, data_only=True)
     out = {}
     for name, defined in written.defined_names.items():
-        if name.startswith("Attempts_") or name == "Summary_notes_written":
+        if name.startswith("Attempts_") or name.endswith("_written"):
             continue
         ((sheet, cell),) = defined.destinations
         out[name] = cached[sheet][cell.replace("$", "")].value

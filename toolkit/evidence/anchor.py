@@ -20,6 +20,7 @@ from toolkit.findings import Finding
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
+from toolkit.plumbing.plain import not_plain
 from toolkit.workbook.model import WorkbookData
 
 
@@ -34,9 +35,11 @@ def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
 
     The anchor only moves forward: one the workbook no longer reaches (rows cut from the
     end) is kept as it is, so that the finding stays until the workbook is restored, rather
-    than the cut being sealed over by the next save.
+    than the cut being sealed over by the next save. A missing anchor is written again from
+    the workbook as it stands (validate named it until then).
     """
-    if any(f.check == "anchor" for f in anchor_findings(data, workbook)):
+    exists = anchor_path(workbook).exists()
+    if exists and any(f.check == "anchor" for f in anchor_findings(data, workbook)):
         return False
     rows, audit = data.tables[SHEET], data.tables[AUDIT]
     head = cell_value(rows[-1].get("row_sha256")) if rows else None
@@ -60,14 +63,41 @@ def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
     return True
 
 
+def _missing_anchor(data: WorkbookData, path: Path, journal: Path) -> list[Finding]:
+    """A finding when the anchor is missing though the Attempts sheet holds sealed rows and
+    the journal is beside the workbook: every save since the first sealed row wrote it, so
+    it was deleted or not copied along. (A workbook alone, handed on without its folder, has
+    neither; its missing predictions files are named.)"""
+    sealed = sum(cell_value(r.get("row_sha256")) is not None for r in data.tables[SHEET])
+    if not sealed or not journal.exists():
+        return []
+    return [
+        Finding(
+            SHEET,
+            None,
+            "",
+            "anchor",
+            f"{path.name} is missing beside the workbook and its journal, though the Attempts "
+            f"sheet holds {sealed} sealed row(s): every save since the first wrote it, so it was deleted "
+            "or not copied along, and rows cut from the end of the sheet (with their journal "
+            "lines and predictions files) can no longer be seen; restore it from a copy of "
+            "the campaign folder (the next command that saves writes a new one from the rows "
+            "as they stand)",
+        )
+    ]
+
+
 def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
     """A finding when the Attempts sheet no longer reaches the anchor's row and hash."""
     path = anchor_path(workbook)
     try:
+        kind = not_plain(path)
+        if kind is not None:  # opening a named pipe would wait for a writer
+            raise OSError(f"{kind}, not a plain file")
         anchor: Any = json.loads(path.read_text(encoding="utf-8"))
         count, head = int(anchor["attempts"]), anchor["head"]
     except FileNotFoundError:
-        return []
+        return _missing_anchor(data, path, journal_path(workbook))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [
             Finding(

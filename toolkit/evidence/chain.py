@@ -153,13 +153,13 @@ def chain_findings(
     first_row: dict[str, int] = {}
     budget = [SEARCH_LIMIT]
     previous: str | None = None
+    typed = typed_formulas(data, SHEET)
     for i, row in enumerate(rows):
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
         sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
-        edits = _edits(
-            row, contents[i], recorded.get(str(row.get("attempt_id"))), name, excel, sealed
-        )
+        record = recorded.get(str(row.get("attempt_id")))
+        edits = _edits(row, contents[i], record, name, excel, sealed, typed.get(i, {}))
         found += edits
         if hashes[i] is None:
             found.append(
@@ -251,6 +251,7 @@ def _edits(
     name: str,
     excel: int,
     sealed: bool = False,
+    formulas: Mapping[str, Formula] | None = None,
 ) -> list[Finding]:
     """One finding per chained cell that differs from the attempt's journal record.
 
@@ -262,6 +263,7 @@ def _edits(
     if record is None or _same_cells(row, record) or _content(record) == content:
         return []
     found = []
+    formulas = formulas or {}
     for column in CHAINED_COLUMNS:
         was, now = cell_value(record.get(column)), cell_value(row.get(column))
         if was != now and sealed:  # the row still follows its seal: the journal line changed
@@ -285,8 +287,8 @@ def _edits(
                     column,
                     "edited",
                     f"{name}: {column} was {shown(was)} when recorded (journal), now "
-                    f"{shown(now)}: restore it; attempt rows change only through "
-                    "`iteralab exclude`",
+                    f"{shown(now, formulas.get(column))}: restore it; attempt rows change only "
+                    "through `iteralab exclude`",
                 )
             )
     return found
@@ -313,10 +315,12 @@ def manifest_findings(
         if isinstance(manifest, Mapping) and manifest.get("manifest_id") is not None:
             recorded.setdefault(str(manifest["manifest_id"]), manifest)
     found = []
+    typed = typed_formulas(data, MANIFEST)
     for i, row in enumerate(data.tables[MANIFEST]):
         record = recorded.get(str(row.get("manifest_id")))
         if record is None:
             continue
+        formulas = typed.get(i, {})
         for column in layout.MANIFEST.names:
             was, now = cell_value(record.get(column)), cell_value(row.get(column))
             if was != now:
@@ -327,14 +331,28 @@ def manifest_findings(
                         column,
                         "edited",
                         f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
-                        f"recorded (journal), now {shown(now)}: restore it; the Manifest says "
+                        f"recorded (journal), now {shown(now, formulas.get(column))}: restore "
+                        "it; the Manifest says "
                         "what really ran",
                     )
                 )
     return found
 
 
-def shown(value: Any) -> str:
+def typed_formulas(data: WorkbookData, sheet: str) -> dict[int, dict[str, Formula]]:
+    """The formulas a person typed in ``sheet`` (iteralab writes none there), by row index
+    and column."""
+    out: dict[int, dict[str, Formula]] = {}
+    for (index, column), formula in data.formulas.get(sheet, {}).items():
+        out.setdefault(index, {})[column] = formula
+    return out
+
+
+def shown(value: Any, formula: Formula | None = None) -> str:
+    """A cell as a finding quotes it: ``empty``, its value, or the formula typed in it."""
+    if formula is not None:
+        text = formula.text if formula.text.startswith("=") else f"={formula.text}"
+        return f"the formula {text} (a formula typed where the runner writes a value)"
     if value is None:
         return "empty"
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:

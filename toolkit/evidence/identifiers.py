@@ -4,14 +4,18 @@ The runner names predictions files after attempt ids, which carry their variant 
 id holding ``/``, ``\\``, ``..`` or a control character would write outside the campaign
 folder (``x/../../../PWNED``) or make sub-folders (``b8/evil``). Validation names such a
 variant id (so ``lock`` and ``amend`` refuse it) and ``merge`` refuses a record carrying
-one. Stdlib only.
+one. Two ids of one column that print the same but are stored as other code points (``é``
+as one character, or as ``e`` and a combining accent: Unicode's NFC and NFD forms) are one
+id to a reader and two to the toolkit: validation names the second. Stdlib only.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
+from toolkit import layout
 from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
@@ -49,4 +53,34 @@ def variant_id_findings(data: WorkbookData) -> list[Finding]:
                     "may not; use letters, digits, '-', '_' and single dots (e.g. b8-fp32)",
                 )
             )
+    return found
+
+
+def printed_alike_findings(data: WorkbookData, sheet: str) -> list[Finding]:
+    """A finding per value of a unique column of ``sheet`` that prints as an earlier row's
+    value of that column but holds other code points (equal once both are in NFC form)."""
+    columns = layout.SHEET_BY_NAME[sheet].unique
+    rows = data.tables.get(sheet, [])
+    found = []
+    for column in columns:
+        first: dict[str, tuple[str, int]] = {}
+        for i, row in enumerate(rows):
+            value = row.get(column)
+            if not isinstance(value, str):
+                continue
+            excel = data.excel_row(sheet, i)
+            earlier = first.setdefault(unicodedata.normalize("NFC", value), (value, excel))
+            if earlier[0] != value:
+                found.append(
+                    Finding(
+                        sheet,
+                        excel,
+                        column,
+                        "printed-alike",
+                        f"{column} {value!r} prints as {earlier[0]!r} of row {earlier[1]} but "
+                        f"holds other characters ({ascii(value)} against {ascii(earlier[0])}: "
+                        "one letter typed as a letter and a combining accent): a reader sees "
+                        "one id where the toolkit sees two; retype one of them",
+                    )
+                )
     return found

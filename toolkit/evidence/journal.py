@@ -26,6 +26,7 @@ from typing import Any
 from toolkit.errors import WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_bytes
+from toolkit.plumbing.plain import not_plain
 
 FORMAT = "iteralab-attempt/1"
 #: An attempt about to run (its spec), appended before it starts; read() returns only records.
@@ -343,6 +344,13 @@ def _scan_all(
     path = journal_path(workbook)
     if not path.exists():
         return [], [], [], []
+    kind = not_plain(path)
+    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+        raise WorkbookError(
+            f"{path}: {kind}, not the journal file; not read",
+            hint="the journal is a plain file `iteralab run` writes beside the workbook: "
+            "restore it from a copy of the campaign folder, or remove what stands in its place",
+        )
     lines = path.read_bytes().split(b"\n")
     starts: list[dict[str, Any]] = []
     records: list[tuple[int, dict[str, Any]]] = []
@@ -353,15 +361,14 @@ def _scan_all(
             continue
         error: WorkbookError | None = None
         try:
-            entry = json.loads(raw.decode("utf-8", errors="replace"), parse_constant=_no_constant)
-        except (RecursionError, _NotANumber) as exc:
-            why = (
-                "nested too deep to read"
-                if isinstance(exc, RecursionError)
-                else f"it holds {exc}, which no measurement is"
+            entry = json.loads(
+                raw.decode("utf-8", errors="replace"),
+                parse_constant=_no_constant,
+                object_pairs_hook=_unique_keys,
             )
+        except (RecursionError, _NotANumber, _RepeatedKey) as exc:
             raise WorkbookError(
-                f"{path}: line {number} is not a journal record ({why})",
+                f"{path}: line {number} is not a journal record ({_unreadable(exc)})",
                 hint="the journal is written by `iteralab run`; restore it "
                 "from a copy or remove that line",
             ) from None
@@ -407,12 +414,37 @@ def _scan_all(
     return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], refused
 
 
+def _unreadable(exc: Exception) -> str:
+    """Why a line that parses as JSON in Python is no journal record."""
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    if isinstance(exc, _NotANumber):
+        return f"it holds {exc}, which no measurement is"
+    return (
+        f"it gives the key {exc} twice: the runner writes each key once, and a reader "
+        "would keep one of the two values silently"
+    )
+
+
 class _NotANumber(Exception):
     """A JSON line holding NaN or Infinity: Python reads them, no cell holds them."""
 
 
 def _no_constant(name: str) -> Any:
     raise _NotANumber(name)
+
+
+class _RepeatedKey(Exception):
+    """A JSON object giving one key twice: Python keeps the last value, silently."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _RepeatedKey(repr(key))
+        found[key] = value
+    return found
 
 
 def _shape_problem(entry: Any) -> str | None:

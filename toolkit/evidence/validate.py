@@ -36,6 +36,7 @@ from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.digests import Digests
+from toolkit.plumbing.plain import not_plain
 from toolkit.workbook.model import Row, WorkbookData
 
 YES = layout.YES
@@ -95,7 +96,8 @@ def corpus_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
                 )
             ]
         return []
-    what = "is a folder, not a corpus file" if resolved.is_dir() else "does not exist"
+    kind = not_plain(resolved)
+    what = f"is {kind}, not a corpus file" if kind else "does not exist"
     return [
         Finding(
             "Protocol",
@@ -214,7 +216,7 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
     for name in sheets:
         formulas = typed_formula_findings(data, name)
         cells = {(f.row, f.column) for f in formulas}
-        found = schemas.sheet_findings(data, name)
+        found = schemas.sheet_findings(data, name) + identifiers.printed_alike_findings(data, name)
         rule = RULES.get(name)
         if rule is not None:
             found += rule(data)
@@ -223,29 +225,35 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
 
 
 def typed_formula_findings(data: WorkbookData, name: str) -> list[Finding]:
-    """A finding per formula in a cell of ``name`` that a person types (the store reads
-    them from Protocol, Variants, Tariffs, Schedule and Decision)."""
+    """A finding per formula in a cell of ``name`` where iteralab writes none: any cell of
+    an input sheet but the computed cells of Schedule, Summary and Settlement (the store
+    reads them from the small input sheets, and scans Attempts and Manifest for them)."""
     sheet = layout.SHEET_BY_NAME[name]
     if not sheet.input or sheet.kind == "text":
         return []
     found = []
+    computed_formulas = name in layout.FORMULA_SHEETS
     for (index, column), formula in data.formulas.get(name, {}).items():
-        if column not in sheet.names or sheet.column(column).computed:
+        if column not in sheet.names or (computed_formulas and sheet.column(column).computed):
             continue
         if sheet.kind == "form":
             row, letter = sheet.names.index(column) + 2, "B"
         else:
             row, letter = data.excel_row(name, index), layout.column_letter(sheet, column)
         text = formula.text if formula.text.startswith("=") else f"={formula.text}"
+        todo = (
+            "iteralab writes a value there, never a formula: restore the value it wrote "
+            "(the journal and the .bak.xlsx keep it)"
+            if sheet.column(column).computed
+            else "formulas are not allowed in an input cell; type the value itself"
+        )
         found.append(
             Finding(
                 name,
                 row,
                 column,
                 "formula",
-                f"{column} holds the formula {text} in {name}!{letter}{row}: "
-                "formulas are not allowed in an input cell; type the value "
-                "itself",
+                f"{column} holds the formula {text} in {name}!{letter}{row}: {todo}",
             )
         )
     return found

@@ -97,6 +97,8 @@ def read_ledger(
     rows = []
     for record in reader:
         line = reader.line_num
+        if None in record:  # csv's key for the values past the header's last column
+            raise _extra_fields(path, line, len(found), list(record[None]))
         values = {field: str(record.get(headers[field]) or "").strip() for field in FIELDS}
         if not any(values.values()):
             continue
@@ -120,6 +122,18 @@ def read_ledger(
             f"{path}: no charge in the billing export", hint="export the lines of the rental period"
         )
     return rows
+
+
+def _extra_fields(path: Path, line: int, columns: int, extra: list[str]) -> LedgerError:
+    """A line with more values than the header has columns: a value holding a comma without
+    quotes shifts every value after it, so no column of the line can be trusted."""
+    shown = ", ".join(repr(v) for v in extra[:3]) + (" ..." if len(extra) > 3 else "")
+    return LedgerError(
+        f"{path}: line {line}: {len(extra)} value(s) more than the header's {columns} "
+        f"column(s) ({shown}): a value holding a comma without quotes shifts the values after "
+        "it, so this line's amount and date cannot be trusted; nothing was imported",
+        hint='quote each value holding a comma ("GPU, 4090"), or export the CSV again',
+    )
 
 
 def source_label(export: Path, workbook: Path) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.report import stats
+from toolkit.report.markdown import inline
 from toolkit.workbook.model import WorkbookData
 
 #: The Summary's generation columns, each the median over the successes of the Attempts
@@ -97,9 +98,9 @@ def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None
         return []
     protocol = data.forms["Protocol"]
     lines = [
-        f"Decoding (Protocol): greedy, max_new_tokens {protocol.get('max_new_tokens')}, "
-        f"stop rule {protocol.get('stop_rule') or 'eos'}, long prompts "
-        f"{protocol.get('long_prompts') or 'refuse'}. Per variant over its successes; "
+        f"Decoding (Protocol): greedy, max_new_tokens {inline(protocol.get('max_new_tokens'))}, "
+        f"stop rule {inline(protocol.get('stop_rule') or 'eos')}, long prompts "
+        f"{inline(protocol.get('long_prompts') or 'refuse')}. Per variant over its successes; "
         "decode tokens/s leaves the prefill out (TTFT is apart). Ceiling: decode tokens/s "
         "the memory bandwidth allows (catalog on a GPU, measured copy rate on a CPU) for "
         "the planner's bytes per step (weights + batch x KV cache). KV cache (Memory "
@@ -120,7 +121,7 @@ def report_lines(data: WorkbookData, figures: Sequence[tuple[str, Figures | None
         rates = found.decode_runs
         per_token[vid] = [1 / r for r in rates if r > 0]
         lines.append(
-            f"| {vid} | {', '.join(f'{r:.1f}' for r in rates) or 'no success'} | "
+            f"| {inline(vid)} | {', '.join(f'{r:.1f}' for r in rates) or 'no success'} | "
             f"{_fmt(stats.median(rates), '.1f')} | {_fmt(stats.minimum(rates), '.1f')} | "
             f"{_fmt(stats.maximum(rates), '.1f')} | {_fmt(found.ttft_s, '.4f')} | "
             f"{_fmt(found.generated_tokens, '.0f')} | "
@@ -140,7 +141,7 @@ def _bytes(row: Mapping[str, Any] | None, column: str) -> str:
     if row is None:
         return "no Memory row"
     value = row.get(column)
-    return f"{value:,}" if value is not None else str(row.get(f"{column}_reason") or "—")
+    return f"{value:,}" if value is not None else inline(row.get(f"{column}_reason") or "—")
 
 
 def _separations(
@@ -163,5 +164,5 @@ def _separations(
             if idle
             else stats.separation(a, runs.get(a, []), b, runs.get(b, []))
         )
-        out.append(f"- {found.sentence()}")
+        out.append(f"- {inline(found.sentence())}")
     return out or ["- no pair to compare"]

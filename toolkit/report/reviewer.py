@@ -23,6 +23,7 @@ from toolkit.money.tariffs import rules
 from toolkit.plumbing.digests import file_sha256
 from toolkit.report import decision, generation, run_time, summary, utilisation
 from toolkit.report.costs import duration
+from toolkit.report.markdown import inline, table
 from toolkit.report.refresh import Refreshed
 from toolkit.workbook.model import WorkbookData
 
@@ -40,26 +41,6 @@ class Outputs:
 
 def _seconds(value: float | None) -> str:
     return "" if value is None else f"{value:.3f}"
-
-
-def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def inline(value: Any) -> str:
-    """Typed text as one Markdown line that stays text: its line breaks cannot open a
-    section (``\n## Integrity``), its tags are not HTML (``<script>``)."""
-    text = "" if value is None else str(value)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return " / ".join(part.strip() for part in text.splitlines() if part.strip())
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return lines
 
 
 def summary_table(result: Refreshed) -> list[str]:
@@ -168,7 +149,7 @@ def markdown(
         if (n := summary.summary_notes(st, p.get("exclusion_rule")))
     ]
     if notes:
-        lines += ["", *[f"- {vid}: {n}" for vid, n in notes]]
+        lines += ["", *[f"- {inline(vid)}: {inline(n)}" for vid, n in notes]]
     lines += [
         "",
         "## Utilisation: how close to the machine's peak",
@@ -196,7 +177,7 @@ def markdown(
         "unlikely by chance (2 / C(n+m, n) <= 5%: 0.8% for 5 runs against 5).",
         "",
     ]
-    lines += [f"- {s.sentence()}" for s in result.decision.separations] or ["- no pair"]
+    lines += [f"- {inline(s.sentence())}" for s in result.decision.separations] or ["- no pair"]
     lines += [
         "",
         "## Equal quality",
@@ -210,7 +191,9 @@ def markdown(
     for st in result.stats:
         gate = "joins the cost comparison" if st.equal_quality else st.gate_note
         metric = "" if st.metric_value is None else f", metric {st.metric_value:.4f}"
-        lines.append(f"- {st.variant_id}: quality {st.quality_verdict}{metric}: {gate}")
+        lines.append(
+            "- " + inline(f"{st.variant_id}: quality {st.quality_verdict}{metric}: {gate}")
+        )
     relaxed = decision.relaxation_sentences(result.stats)
     if relaxed:
         lines += [
@@ -219,7 +202,7 @@ def markdown(
             "held to the stricter value in force before it.",
             "",
         ]
-        lines += [f"- {text}" for text in relaxed]
+        lines += [f"- {inline(text)}" for text in relaxed]
     lines += [
         "",
         "The threshold and tolerance are read from the locked protocol; the report "
@@ -301,7 +284,7 @@ def _settlement(result: Refreshed) -> list[str]:
         else ["No rental recorded: fill the Rentals sheet (each lot rented, once)."]
     )
     lines += [""] + [
-        f"- {r.get('item')}: {_bridge_of(r)}"
+        f"- {inline(r.get('item'))}: {inline(_bridge_of(r))}"
         for r in result.incurred
         if r.get("kind") == "total incurred"
     ]
@@ -358,7 +341,7 @@ def _settlement(result: Refreshed) -> list[str]:
             f"{rules.hours_text(result.window.span_hours)}.",
         ]
     elif result.window_problem:
-        lines += ["", f"Plan not chosen: {result.window_problem}."]
+        lines += ["", f"Plan not chosen: {inline(result.window_problem)}."]
     projections = [(vid, p) for vid, p in result.decision.projections.items() if p]
     if projections:
         lines += [
@@ -375,7 +358,7 @@ def _settlement(result: Refreshed) -> list[str]:
                 else ""
             )
             lines.append(
-                f"- {vid}: {p.corpora} corpus(es), {duration(p.hours_at_median)} "
+                f"- {inline(vid)}: {p.corpora} corpus(es), {duration(p.hours_at_median)} "
                 f"at the median ({duration(p.hours_at_fastest)} to "
                 f"{duration(p.hours_at_slowest)}){plan}"
             )
@@ -386,7 +369,7 @@ def _settlement(result: Refreshed) -> list[str]:
             "budget of the plan each configuration needs at its fastest and at its "
             "slowest run, over the expected outputs):",
         ]
-        lines += [f"- {m.sentence()}" for m in result.decision.money]
+        lines += [f"- {inline(m.sentence())}" for m in result.decision.money]
     return lines
 
 
@@ -493,7 +476,7 @@ def archive(
         key=str,
     )
     for sha, path, items in corpora:
-        lines.append(f"- corpus `{path}`: {items} items, fingerprint {sha}")
+        lines.append(f"- corpus {inline(path)}: {inline(items)} items, fingerprint {inline(sha)}")
     lines += ["", "Predictions files (SHA-256 recorded by the runner, checked now):", ""]
     attempts = data.tables[layout.ATTEMPTS.name]
     rows = []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.plumbing import beside
+from toolkit.plumbing.plain import not_plain
 
 #: The toolkit's own parts, as the user reads them.
 OVERHEAD_NAMES = {
@@ -30,6 +31,8 @@ def last(workbook: Path) -> dict[str, Any] | None:
     """The last run's breakdown recorded beside ``workbook``; None when there is none (or
     its last line is unreadable: a run killed while writing it)."""
     path = beside.run_times(workbook)
+    if not_plain(path) is not None:  # a named pipe would wait for a writer
+        return None
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:

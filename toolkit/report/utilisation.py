@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolkit.report.markdown import inline
+
 PADDING_SHARE = 0.2
 PRECISION_SHARE = 0.9
 SMALL_BATCH = 8
@@ -197,9 +199,10 @@ def report_lines(rows: Sequence[tuple[str, Utilisation]]) -> list[str]:
     for variant_id, found in rows:
         waste = "" if found.padding_waste is None else f", padding waste {found.padding_waste:.0%}"
         if found.value is None:  # the reason alone: "utilisation empty: utilisation unknown"
-            lines.append(f"- {variant_id}: utilisation empty{waste}: {found.reason}")
+            lines.append("- " + inline(f"{variant_id}: utilisation empty{waste}: {found.reason}"))
         else:
             lines.append(
-                f"- {variant_id}: utilisation {found.value:.3f}{waste}: {found.limited_by}"
+                "- "
+                + inline(f"{variant_id}: utilisation {found.value:.3f}{waste}: {found.limited_by}")
             )
     return lines

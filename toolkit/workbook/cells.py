@@ -45,6 +45,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 from python_calamine import CalamineWorkbook
 
 from toolkit.workbook.extent import cells_beyond
+from toolkit.workbook.formula_scan import typed_formulas
 from toolkit.workbook.model import Formula
 from toolkit.workbook.text import ooxml_unescape
 
@@ -146,6 +147,23 @@ class Book:
         """What the workbook's defined name ``name`` stands for (``="..."``), or None."""
         found = self._formula_book.defined_names.get(name)
         return None if found is None else str(found.attr_text)
+
+    def defined_names(self) -> list[tuple[str, str, str | None]]:
+        """Every defined name as (name, what it stands for, the sheet it belongs to or None
+        for the workbook's); print areas and titles are read as sheet settings, not here."""
+        found: list[tuple[str, str, str | None]] = [
+            (name, str(d.attr_text), None) for name, d in self._formula_book.defined_names.items()
+        ]
+        for ws in self._formula_book.worksheets:
+            local = getattr(ws, "defined_names", None) or {}
+            found += [(name, str(d.attr_text), ws.title) for name, d in local.items()]
+        return found
+
+    def typed_formulas(self, name: str) -> dict[tuple[int, int], Formula]:
+        """The formulas of sheet ``name`` by (Excel row, column), found by a scan of its XML
+        (:mod:`toolkit.workbook.formula_scan`): for a large sheet iteralab writes as values."""
+        part = self._parts.get(name)
+        return {} if part is None else typed_formulas(self._handle, part)
 
     def rows(self, name: str) -> Iterator[Sequence[Any]]:
         """The values of each row of sheet ``name``, from row 1, each row from column A.

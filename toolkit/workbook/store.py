@@ -27,10 +27,12 @@ from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import copy_file, publish
-from toolkit.workbook import written
+from toolkit.plumbing.plain import not_plain
+from toolkit.workbook import names, text_sheets, written
 from toolkit.workbook.cells import Book, header_text, normalise
 from toolkit.workbook.charts import workbook_charts
 from toolkit.workbook.comments import cell_comments, split_reference
+from toolkit.workbook.links import cell_links
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.protection import passworded_sheets
 from toolkit.workbook.render import cell_image, render
@@ -59,6 +61,13 @@ def read(path: str | Path) -> WorkbookData:
                 data.unkept += _typed_comments(handle)
             data.unkept += [
                 Addition(
+                    f"the hyperlink on {sheet}!{ref}" + (f" (to {target})" if target else ""),
+                    sheet,
+                )
+                for sheet, ref, target in cell_links(handle)
+            ]
+            data.unkept += [
+                Addition(
                     f"the password on the protection of sheet {name} (iteralab protects every "
                     "sheet without one and cannot write it again; Review > Unprotect Sheet "
                     "removes it)",
@@ -82,6 +91,13 @@ def _open_workbook(path: Path) -> IO[bytes]:
     if not path.exists():
         raise WorkbookError(
             f"{path}: no such workbook", hint=f"create one with `iteralab init {path}`"
+        )
+    kind = not_plain(path)
+    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+        raise WorkbookError(
+            f"{path}: {kind}, not a workbook file; not read",
+            hint="give the path of the .xlsx file itself (restore it from a copy if it was "
+            "replaced)",
         )
     try:
         handle = path.open("rb")
@@ -246,6 +262,13 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
             )
             if errors:
                 rows = _with_errors(rows, errors)
+        elif sheet.name in SCANNED_SHEETS:
+            formulas = book.typed_formulas(sheet.name)
+        if sheet.kind == "text":
+            formulas, _ = book.formulas(sheet.name)
+            sealed = book.defined_name(text_sheets.NAME)
+            data.unkept += text_sheets.typed_cells(sheet.name, rows, formulas, sealed)
+            continue
         if sheet.kind == "form":
             form_rows = list(rows)
             data.forms[sheet.name] = _read_form(form_rows, sheet, path, data.unkept, version)
@@ -264,6 +287,7 @@ def _read_book(book: Book, path: Path) -> WorkbookData:
     as_typed(data)  # numbers in text cells, Excel dates without their UTC offset
     data.unkept += _typed_summary_rows(data)
     data.unkept += written.typed_notes(data, book.defined_name(written.NAME))
+    data.unkept += names.own_names(book.defined_names())
     return data
 
 
@@ -340,6 +364,8 @@ TYPED_SHEETS = tuple(
 )
 #: The sheets read a second time, by openpyxl, for their formulas and error values.
 FORMULA_PASS = frozenset(layout.FORMULA_SHEETS + TYPED_SHEETS)
+#: Large sheets iteralab writes as values: a scan of their XML finds a formula a person typed.
+SCANNED_SHEETS = frozenset((layout.ATTEMPTS.name, layout.MANIFEST.name))
 
 
 def _with_errors(

@@ -12,43 +12,30 @@ cleared cell passes: the next report writes the notes again. A workbook without 
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
 from toolkit import layout
+from toolkit.workbook import seals
 from toolkit.workbook.model import Addition, WorkbookData
 
 NAME = "Summary_notes_written"
-#: Hex digits kept of each row's SHA-256: a chance of 1 in 2**40 of missing a typed text.
-DIGEST_CHARS = 10
-#: Excel holds at most 255 characters in a formula's text literal, 8,192 in a formula.
-_LITERAL = 250
-_FORMULA = 8000
-_DIGEST = re.compile(rf"\b[0-9a-f]{{{DIGEST_CHARS}}}\b")
 
 
 def _digest(variant_id: Any, notes: Any) -> str:
-    text = f"{'' if variant_id is None else variant_id}\x00{'' if notes is None else notes}"
-    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_CHARS]
+    return seals.digest(variant_id, notes)
 
 
 def seal(data: WorkbookData) -> str | None:
     """The defined name's formula for the Summary rows of ``data`` (``="d1 d2 ..."``);
     None when there is no row, or more than one formula holds (about 700 variants)."""
-    digests = " ".join(sorted({_digest(r.get("variant_id"), r.get("notes")) for r in _rows(data)}))
-    if not digests:
-        return None
-    parts = [digests[i : i + _LITERAL] for i in range(0, len(digests), _LITERAL)]
-    formula = "=" + "&".join(f'"{p}"' for p in parts)
-    return formula if len(formula) <= _FORMULA else None
+    return seals.formula(_digest(r.get("variant_id"), r.get("notes")) for r in _rows(data))
 
 
 def typed_notes(data: WorkbookData, sealed: str | None) -> list[Addition]:
     """A Summary notes cell holding text the last save did not write: typed over it."""
     if not sealed:
         return []
-    written = set(_DIGEST.findall(sealed))
+    written = seals.sealed(sealed) or set()
     letter = layout.column_letter(layout.SUMMARY, "notes")
     sheet = layout.SUMMARY.name
     found = []
