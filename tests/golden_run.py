@@ -68,12 +68,12 @@ VOLATILE = {
     "observed_host_rss_bytes",
     "at",
     "code_version",
-    # The host's processor name: the machine's, not the runner's.
+    # The host's processor name and installed packages: the machine's, not the runner's.
     "cpu",
+    "packages",
     # The peak probe's figures and what is read against them.
     "peak_probe",
     "memory_bandwidth_bytes_s",
-    "limited_by",
     # Other processes' CPU time during the window: the host's load, not the runner's.
     "others_cpu_s",
     "others_cpu_share",
@@ -87,6 +87,9 @@ VOLATILE = {
     "load_handled",
     "draft",
 }
+#: Filled, or empty with their reason, by the host's load: other processes taking over a
+#: quarter of the machine during the probe or the window empty them. Masked even when empty.
+BY_LOAD = {"utilisation", "utilisation_reason", "limited_by", "limited_by_reason"}
 #: Sentences present or not by the host's load: a window taken under load (Summary notes,
 #: the memo's uncertainty) and a window that outran the campaign's peak (an attempt's notes).
 LOAD_SENTENCES = tuple(
@@ -123,6 +126,8 @@ def normalise(value: Any, key: str = "") -> Any:
         return {k: normalise(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [normalise(v, key) for v in value]
+    if key in BY_LOAD:
+        return "<by load>"
     if value is None or isinstance(value, bool):
         return value
     if (
