@@ -8,6 +8,7 @@ log file that stays after it stops. No torch here: the server is another process
 from __future__ import annotations
 
 import importlib.util
+from importlib import metadata
 import os
 import signal
 import socket
@@ -28,8 +29,12 @@ LOG_TAIL_CHARS = 2000
 
 
 def missing_packages() -> list[str]:
-    """The packages ``transformers serve`` needs that are not installed."""
-    return [name for name in NEEDS if importlib.util.find_spec(name) is None]
+    """The packages ``transformers serve`` needs that are not installed (or, for
+    transformers, older than 5: the command line used here is transformers 5's)."""
+    missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+    if "transformers" not in missing and int(metadata.version("transformers").split(".")[0]) < 5:
+        missing.append("transformers>=5")
+    return missing
 
 
 def free_port() -> int:

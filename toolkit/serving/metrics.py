@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +104,7 @@ class Metrics:
     client_lagged: bool = False
     targets: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
+    failure_examples: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
 
 
@@ -158,8 +158,12 @@ def compute(
         requests_completed=len(done),
         requests_failed=len(measured) - len(done),
         warmup_requests=len(records) - len(measured),
-        failures=dict(Counter(str(r.reason).split(":", 1)[0] for r in measured if not r.ok)),
     )
+    for record in measured:
+        if not record.ok:
+            kind = str(record.reason).split(":", 1)[0]
+            metrics.failures[kind] = metrics.failures.get(kind, 0) + 1
+            metrics.failure_examples.setdefault(kind, str(record.reason))
     values = [_values(r) for r in done]
     _latencies(metrics, values)
     _rates(metrics, measured, done, values, targets)
@@ -206,12 +210,16 @@ def _rates(
     window = max(ends) - min(starts) if starts and ends else 0.0
     if window > 0:
         metrics.window_s = window
-        metrics.output_tokens_per_s = metrics.output_tokens / window
-        metrics.goodput_rps = metrics.good_requests / window
     else:
-        why = "no measured request was sent" if not measured else "the window lasted no time"
-        for name in ("window_s", "output_tokens_per_s", "goodput_rps"):
-            metrics.reasons[name] = why
+        metrics.reasons["window_s"] = (
+            "no measured request was sent" if not measured else "the window lasted no time"
+        )
+    if metrics.window_s is not None and done:
+        metrics.output_tokens_per_s = metrics.output_tokens / metrics.window_s
+        metrics.goodput_rps = metrics.good_requests / metrics.window_s
+    else:  # a server that served nothing has no throughput to compare, not a rate of 0
+        why = metrics.reasons.get("window_s", "no measured request completed")
+        metrics.reasons["output_tokens_per_s"] = metrics.reasons["goodput_rps"] = why
 
 
 def _lag(metrics: Metrics, measured: Sequence[Record], limit_ms: float) -> None:
