@@ -89,8 +89,12 @@ def port() -> Iterator[int]:
 
 def _run(port: int, mode: str, tmp_path: Path, timeout_s: float = 30) -> list[serving.Record]:
     scenario = serving.Scenario(
-        prompts=PROMPTS, max_tokens=4, base_url=f"http://127.0.0.1:{port}/{mode}",
-        model="m", api="chat", timeout_s=timeout_s,
+        prompts=PROMPTS,
+        max_tokens=4,
+        base_url=f"http://127.0.0.1:{port}/{mode}",
+        model="m",
+        api="chat",
+        timeout_s=timeout_s,
     )
     (result,) = serving.sweep(scenario, [serving.Arrivals(rate=20, requests=2)], tmp_path)
     return serving.read_records(result.requests)
@@ -108,9 +112,12 @@ def test_a_complete_chat_stream_is_read_with_its_tokens_counted_from_the_stream(
 @pytest.mark.parametrize(
     ("mode", "reason"),
     [
-        ("json", "not a stream: /v1/chat/completions answered application/json instead of "
-         "text/event-stream"),
-        ("cut", "stream cut: after 2 pieces, "),
+        (
+            "json",
+            "not a stream: /v1/chat/completions answered application/json instead of "
+            "text/event-stream",
+        ),
+        ("cut", "stream cut: after 2 pieces (RemoteProtocolError("),
         ("nofinish", "stream ended early: after 2 pieces, with no finish reason nor [DONE]"),
         ("notjson", "bad piece: not JSON, 'hello'"),
     ],

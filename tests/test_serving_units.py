@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,7 @@ def test_poisson_arrivals_are_the_same_for_the_same_seed_and_differ_for_another(
     assert first == poisson_offsets(Arrivals(rate=5, requests=50, seed=3))
     assert first != poisson_offsets(Arrivals(rate=5, requests=50, seed=4))
     assert len(first) == 50 and first[0] == 0.0
-    assert all(b > a for a, b in zip(first, first[1:]))
+    assert all(b > a for a, b in pairwise(first))
 
 
 def test_poisson_arrivals_keep_the_declared_rate_over_many_requests() -> None:
@@ -136,9 +137,18 @@ def test_a_base_url_loses_its_trailing_v1_and_a_url_without_scheme_is_refused() 
 
 def _done(index: int, sent: float, tokens: list[float], end: float) -> Record:
     return Record(
-        index=index, phase="measured", prompt_id=f"p{index}", scheduled_s=sent - 0.001,
-        sent_s=sent, first_token_s=tokens[0], token_s=tokens, end_s=end, ok=True,
-        http_status=200, output_tokens=len(tokens), output_tokens_from="usage",
+        index=index,
+        phase="measured",
+        prompt_id=f"p{index}",
+        scheduled_s=sent - 0.001,
+        sent_s=sent,
+        first_token_s=tokens[0],
+        token_s=tokens,
+        end_s=end,
+        ok=True,
+        http_status=200,
+        output_tokens=len(tokens),
+        output_tokens_from="usage",
     )
 
 
@@ -154,8 +164,14 @@ def written(tmp_path: Path) -> Path:
     """Three completed requests, one failed, one warm-up: every figure known by hand."""
     warm = dataclasses.replace(_done(-1, 0.0, [0.5], 0.6), phase="warmup")
     failed = Record(
-        index=3, phase="measured", prompt_id="p3", scheduled_s=1.5, sent_s=1.52, end_s=1.6,
-        reason="HTTP 400 from /v1/completions: no such model", http_status=400,
+        index=3,
+        phase="measured",
+        prompt_id="p3",
+        scheduled_s=1.5,
+        sent_s=1.52,
+        end_s=1.6,
+        reason="HTTP 400 from /v1/completions: no such model",
+        http_status=400,
     )
     return _write(
         tmp_path / "requests.jsonl",
@@ -194,7 +210,12 @@ def test_the_figures_of_a_file_are_the_ones_computed_by_hand(written: Path) -> N
 
 def test_a_file_with_no_completed_request_has_no_figures_but_reasons(tmp_path: Path) -> None:
     failed = Record(
-        index=0, phase="measured", prompt_id="p0", scheduled_s=0, sent_s=0.0, end_s=0.5,
+        index=0,
+        phase="measured",
+        prompt_id="p0",
+        scheduled_s=0,
+        sent_s=0.0,
+        end_s=0.5,
         reason="endpoint unreachable: http://127.0.0.1:9 (refused)",
     )
     m = serving.compute(_write(tmp_path / "requests.jsonl", [failed]))
@@ -224,7 +245,20 @@ def test_a_requests_file_is_never_overwritten(written: Path) -> None:
 
 def test_the_public_names_are_the_ones_meant() -> None:
     assert set(serving.__all__) == {
-        "Arrivals", "Identity", "LatencyTarget", "LocalServer", "Metrics", "Record",
-        "RunResult", "Scenario", "base_url", "compute", "identify", "missing_packages",
-        "parse_target", "percentile", "read_records", "sweep",
+        "Arrivals",
+        "Identity",
+        "LatencyTarget",
+        "LocalServer",
+        "Metrics",
+        "Record",
+        "RunResult",
+        "Scenario",
+        "base_url",
+        "compute",
+        "identify",
+        "missing_packages",
+        "parse_target",
+        "percentile",
+        "read_records",
+        "sweep",
     }

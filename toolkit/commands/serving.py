@@ -78,29 +78,62 @@ def _render(result: Any) -> list[str]:
     help="/v1/completions or /v1/chat/completions (chat needs a model with a chat template).",
 )
 @click.option(
-    "--rate", type=float, multiple=True, help="Requests per second, Poisson arrivals; repeat it "
-    "for a sweep (one run per rate)."
+    "--rate",
+    type=float,
+    multiple=True,
+    help="Requests per second, Poisson arrivals; repeat it for a sweep (one run per rate).",
 )
 @click.option(
-    "--concurrency", type=int, multiple=True, help="Requests in flight at once instead of a rate; "
-    "repeatable."
+    "--concurrency",
+    type=int,
+    multiple=True,
+    help="Requests in flight at once instead of a rate; repeatable.",
 )
 @click.option("--requests", "count", type=int, help="Measured requests per run.")
 @click.option("--duration", type=float, help="Seconds of arrivals per run, instead of a count.")
-@click.option("--warmup", type=int, default=2, show_default=True,
-              help="Requests sent first, one at a time, recorded but not measured.")
-@click.option("--max-tokens", type=int, default=32, show_default=True,
-              help="Most tokens generated per request (greedy).")
-@click.option("--target", "targets", multiple=True, metavar="METRIC_pNN_ms=LIMIT",
-              help="A latency target, e.g. ttft_p99_ms=500 or tpot_p99_ms=50 (metrics: ttft, "
-              "tpot, itl, e2e); repeatable. Goodput counts the requests meeting all of them.")
+@click.option(
+    "--warmup",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Requests sent first, one at a time, recorded but not measured.",
+)
+@click.option(
+    "--max-tokens",
+    type=int,
+    default=32,
+    show_default=True,
+    help="Most tokens generated per request (greedy).",
+)
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="METRIC_pNN_ms=LIMIT",
+    help="A latency target, e.g. ttft_p99_ms=500 or tpot_p99_ms=50 (metrics: ttft, "
+    "tpot, itl, e2e); repeatable. Goodput counts the requests meeting all of them.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson draws.")
-@click.option("--timeout", type=float, default=120.0, show_default=True,
-              help="Seconds a request may wait for the next byte before it fails.")
-@click.option("--max-client-lag-ms", type=float, default=10.0, show_default=True,
-              help="Client lag p99 above which a run is named lagged.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for each run's requests.jsonl and run.json (one subfolder per run).")
+@click.option(
+    "--timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds a request may wait for the next byte before it fails.",
+)
+@click.option(
+    "--max-client-lag-ms",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Client lag p99 above which a run is named lagged.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for each run's requests.jsonl and run.json (one subfolder per run).",
+)
 def serve_bench(**options: Any) -> None:
     """Measure an OpenAI-compatible endpoint (vLLM, SGLang, TGI, transformers serve) at
     declared request rates.
@@ -126,8 +159,10 @@ def serve_bench(**options: Any) -> None:
         local_model=options["local_model"],
     )
     common = {
-        "requests": options["count"], "duration_s": options["duration"],
-        "warmup": options["warmup"], "seed": options["seed"],
+        "requests": options["count"],
+        "duration_s": options["duration"],
+        "warmup": options["warmup"],
+        "seed": options["seed"],
     }
     arrivals = [serving.Arrivals(rate=rate, **common) for rate in options["rate"]]
     arrivals += [serving.Arrivals(concurrency=n, **common) for n in options["concurrency"]]

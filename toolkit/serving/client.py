@@ -81,8 +81,11 @@ async def send(
         record.reason = f"endpoint unreachable: {client.base_url} ({exc})"
     except httpx.TimeoutException as exc:
         record.reason = f"timed out: no answer within the read timeout ({type(exc).__name__})"
-    except httpx.RemoteProtocolError as exc:
-        record.reason = f"stream cut: after {len(record.token_s)} pieces, {exc}"
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        if record.http_status is None:  # the server went away before it answered
+            record.reason = f"connection lost: before any answer ({exc!r})"
+        else:
+            record.reason = f"stream cut: after {len(record.token_s)} pieces ({exc!r})"
     except httpx.HTTPError as exc:
         record.reason = f"transport error: after {len(record.token_s)} pieces, {exc!r}"
     except asyncio.CancelledError:
@@ -154,7 +157,9 @@ def _take(data: str, record: Record, now: float) -> bool:
     if not isinstance(chunk, dict):
         return False
     if "error" in chunk:
-        record.reason = record.reason or f"server error mid-stream: {str(chunk)[:REASON_BODY_CHARS]}"
+        record.reason = (
+            record.reason or f"server error mid-stream: {str(chunk)[:REASON_BODY_CHARS]}"
+        )
         return False
     ended = False
     for choice in chunk.get("choices") or []:

@@ -8,13 +8,13 @@ log file that stays after it stops. No torch here: the server is another process
 from __future__ import annotations
 
 import importlib.util
-from importlib import metadata
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 
@@ -52,7 +52,10 @@ class LocalServer:
     needs."""
 
     def __init__(
-        self, model_dir: str | Path, log: str | Path, port: int | None = None,
+        self,
+        model_dir: str | Path,
+        log: str | Path,
+        port: int | None = None,
         startup_timeout_s: float = 120.0,
     ) -> None:
         self.model_dir = Path(model_dir).resolve()
@@ -83,8 +86,12 @@ class LocalServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self._process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True,
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                start_new_session=True,
             )
         self._wait()
 
@@ -134,6 +141,9 @@ class LocalServer:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -19,7 +20,7 @@ from toolkit.serving.records import MEASURED, WARMUP, Record, RecordWriter
 from toolkit.serving.schedule import Arrivals, poisson_offsets
 
 #: Sends request ``index`` of a phase, due at a time of ``clock``, and writes its record.
-_Send = Callable[[int, str, float, Callable[[], float]], Awaitable[None]]
+_Send = Callable[[int, str, float, Callable[[], float]], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,9 @@ async def _run(
     # No pool limit: an open loop must never wait for a free connection to send.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     timeout = httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s))
-    async with httpx.AsyncClient(base_url=target.base_url, limits=limits, timeout=timeout) as client:
+    async with httpx.AsyncClient(
+        base_url=target.base_url, limits=limits, timeout=timeout
+    ) as client:
 
         async def one(index: int, phase: str, due: float, clock: Callable[[], float]) -> None:
             prompt = prompts[index % len(prompts)]
@@ -74,7 +77,7 @@ async def _run(
 async def _open_loop(one: _Send, offsets: list[float]) -> None:
     origin = time.perf_counter()
     clock = monotonic_from(origin)
-    tasks = []
+    tasks: list[asyncio.Task[None]] = []
     for index, due in enumerate(offsets):
         wait = due - clock()
         if wait > 0:
@@ -108,4 +111,3 @@ async def _gather(tasks: list[asyncio.Task[None]]) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-

@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def _values(record: Record) -> _Values:
     tokens = record.output_tokens or 0
     if tokens > 1 and len(record.token_s) > 1:
         tpot = (record.token_s[-1] - record.token_s[0]) * 1000 / (tokens - 1)
-    gaps = [(b - a) * 1000 for a, b in zip(record.token_s, record.token_s[1:])]
+    gaps = [(b - a) * 1000 for a, b in pairwise(record.token_s)]
     return _Values(ttft, tpot, gaps, (record.end_s - record.sent_s) * 1000)
 
 
@@ -233,9 +234,7 @@ def _lag(metrics: Metrics, measured: Sequence[Record], limit_ms: float) -> None:
         )
 
 
-def _targets(
-    metrics: Metrics, values: Sequence[_Values], targets: Sequence[LatencyTarget]
-) -> None:
+def _targets(metrics: Metrics, values: Sequence[_Values], targets: Sequence[LatencyTarget]) -> None:
     for target in targets:
         pooled = _pooled(values, target.metric)
         value = percentile(pooled, target.percentile) if pooled else None

@@ -1,10 +1,10 @@
 """One JSON line per request: what was planned, what was sent and what came back, when.
 
 Times are seconds on the client's monotonic clock: a measured request's from the measured
-phase's start (the first is due at 0), a warm-up request's from the warm-up's start. Each line is written, flushed
-and synced as its request ends, so a run stopped by Ctrl-C or SIGKILL keeps every request
-that finished before it. The metrics are computed from this file alone
-(:mod:`toolkit.serving.metrics`); its SHA-256 is the run's evidence.
+phase's start (the first is due at 0), a warm-up request's from the warm-up's start. Each
+line is written, flushed and synced as its request ends, so a run stopped by Ctrl-C or
+SIGKILL keeps every request that finished before it. The metrics are computed from this
+file alone (:mod:`toolkit.serving.metrics`); its SHA-256 is the run's evidence.
 """
 
 from __future__ import annotations
@@ -84,7 +84,10 @@ class RecordWriter:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
