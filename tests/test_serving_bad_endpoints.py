@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from builders import ENV
 
 from toolkit import serving
 from toolkit.serving.records import FROM_STREAM
@@ -43,8 +47,8 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "json":
             body = {"choices": [{"index": 0, "text": "whole", "finish_reason": "length"}]}
             self._send(200, "application/json", json.dumps(body).encode())
-        elif mode == "slow":
-            time.sleep(1.5)
+        elif mode in ("slow", "hang"):
+            time.sleep(1.5 if mode == "slow" else 10)
             with contextlib.suppress(OSError):  # the client gave up long ago
                 self._send(200, "text/event-stream", _event("late", "stop"))
         else:
@@ -145,3 +149,46 @@ def test_the_identity_of_a_server_without_the_openai_routes_says_so(port: int) -
     assert identity.reason == "/v1/models answered HTTP 404"
     assert identity.server is not None and identity.server.startswith("BaseHTTP")
     assert identity.versions == {}
+
+
+@pytest.mark.campaign  # a subprocess
+def test_ctrl_c_records_the_requests_in_flight_before_the_command_stops(
+    port: int, tmp_path: Path
+) -> None:
+    requests = tmp_path / "rate-20" / "requests.jsonl"
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolkit",
+            "serve-bench",
+            "--endpoint",
+            f"http://127.0.0.1:{port}/hang",
+            "--model",
+            "m",
+            "--rate",
+            "20",
+            "--requests",
+            "3",
+            "--warmup",
+            "0",
+            "--out",
+            str(tmp_path),
+        ],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not requests.is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the three requests are sent within 0.2 s and hang for 10
+    run.send_signal(signal.SIGINT)
+    output, _ = run.communicate(timeout=30)
+    assert run.returncode != 0 and "Traceback" not in output, output
+    records = serving.read_records(requests)
+    assert sorted(r.index for r in records) == [0, 1, 2]
+    assert all(
+        r.reason == "interrupted: the run stopped before this request ended" for r in records
+    )

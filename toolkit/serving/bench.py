@@ -98,6 +98,8 @@ def _check(scenario: Scenario, sweep_arrivals: Sequence[Arrivals], out: Path) ->
             "name the endpoint and its model, or a local model folder to serve",
             hint="--endpoint URL --model NAME, or --start-local MODEL_DIR",
         )
+    if scenario.local_model is None and scenario.base_url is not None:
+        base_url(scenario.base_url)  # refused before anything is written
     labels = [one.label for one in sweep_arrivals]
     if not labels or len(set(labels)) != len(labels):
         raise UsageError(f"declare each rate or concurrency once (got {', '.join(labels)})")
