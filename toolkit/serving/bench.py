@@ -25,7 +25,7 @@ from toolkit.plumbing.digests import file_sha256
 from toolkit.serving.client import ROUTES, Request
 from toolkit.serving.identity import Identity, identify
 from toolkit.serving.local import LocalServer
-from toolkit.serving.loop import Prompt, Target, run_loop
+from toolkit.serving.loop import Endpoint, Prompt, run_loop
 from toolkit.serving.metrics import DEFAULT_LAG_LIMIT_MS, LatencyTarget, Metrics, compute
 from toolkit.serving.records import RecordWriter
 from toolkit.serving.schedule import Arrivals
@@ -84,8 +84,10 @@ def sweep(scenario: Scenario, sweep_arrivals: Sequence[Arrivals], out: Path) -> 
     prompts = [Prompt(item.id, item.text) for item in read_corpus(scenario.prompts)]
     out.mkdir(parents=True, exist_ok=True)
     with _endpoint(scenario, out) as (url, model):
-        target = Target(url, Request(model, scenario.api, scenario.max_tokens), scenario.timeout_s)
-        return [_run(scenario, target, prompts, one, out / one.label) for one in sweep_arrivals]
+        endpoint = Endpoint(
+            url, Request(model, scenario.api, scenario.max_tokens), scenario.timeout_s
+        )
+        return [_run(scenario, endpoint, prompts, one, out / one.label) for one in sweep_arrivals]
 
 
 def _check(scenario: Scenario, sweep_arrivals: Sequence[Arrivals], out: Path) -> None:
@@ -123,32 +125,32 @@ def _endpoint(scenario: Scenario, out: Path) -> Iterator[tuple[str, str]]:
 
 
 def _run(
-    scenario: Scenario, target: Target, prompts: list[Prompt], arrivals: Arrivals, folder: Path
+    scenario: Scenario, endpoint: Endpoint, prompts: list[Prompt], arrivals: Arrivals, folder: Path
 ) -> RunResult:
     folder.mkdir(parents=True, exist_ok=True)
-    identity = identify(target.base_url)
+    identity = identify(endpoint.base_url)
     notes = [identity.reason] if identity.reason else []
-    if identity.lists(target.request.model) is False:
+    if identity.lists(endpoint.request.model) is False:
         notes.append(
-            f"model {target.request.model!r} is not among the endpoint's models "
+            f"model {endpoint.request.model!r} is not among the endpoint's models "
             f"({', '.join(identity.models or [])})"
         )
     path = folder / REQUESTS_FILE
     with RecordWriter(path) as writer:
-        run_loop(target, prompts, arrivals, writer)
+        run_loop(endpoint, prompts, arrivals, writer)
     metrics = compute(path, scenario.targets, scenario.lag_limit_ms)
     result = RunResult(
         arrivals.label, folder, path, file_sha256(path), metrics, identity, arrivals, notes
     )
-    write_text(folder / RUN_FILE, json.dumps(run_document(scenario, target, result), indent=2))
+    write_text(folder / RUN_FILE, json.dumps(run_document(scenario, endpoint, result), indent=2))
     return result
 
 
-def run_document(scenario: Scenario, target: Target, result: RunResult) -> dict[str, Any]:
+def run_document(scenario: Scenario, endpoint: Endpoint, result: RunResult) -> dict[str, Any]:
     """run.json: the declaration, the endpoint, the requests file and its hash, the figures."""
     return {
-        "endpoint": target.base_url,
-        "model": target.request.model,
+        "endpoint": endpoint.base_url,
+        "model": endpoint.request.model,
         "api": scenario.api,
         "prompts": str(scenario.prompts),
         "max_tokens": scenario.max_tokens,

@@ -32,7 +32,7 @@ class Prompt:
 
 
 @dataclass(frozen=True)
-class Target:
+class Endpoint:
     """Where and how: the endpoint's base URL, the request's shape, the read timeout."""
 
     base_url: str
@@ -41,27 +41,27 @@ class Target:
 
 
 def run_loop(
-    target: Target, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
+    endpoint: Endpoint, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
 ) -> None:
     """Send the warm-up, then the measured requests on their schedule; write every record."""
-    asyncio.run(_run(target, prompts, arrivals, writer))
+    asyncio.run(_run(endpoint, prompts, arrivals, writer))
 
 
 async def _run(
-    target: Target, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
+    endpoint: Endpoint, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
 ) -> None:
     # No pool limit: an open loop must never wait for a free connection to send.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    timeout = httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s))
+    timeout = httpx.Timeout(endpoint.timeout_s, connect=min(10.0, endpoint.timeout_s))
     async with httpx.AsyncClient(
-        base_url=target.base_url, limits=limits, timeout=timeout
+        base_url=endpoint.base_url, limits=limits, timeout=timeout
     ) as client:
 
         async def one(index: int, phase: str, due: float, clock: Callable[[], float]) -> None:
             prompt = prompts[index % len(prompts)]
             record = Record(index=index, phase=phase, prompt_id=prompt.id, scheduled_s=due)
             try:
-                await send(client, target.request, prompt.text, record, clock)
+                await send(client, endpoint.request, prompt.text, record, clock)
             finally:  # an interrupted request is recorded too
                 writer.write(record)
 
