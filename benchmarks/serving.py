@@ -8,9 +8,10 @@ guidellm, then guidellm, toolkit, ...) so that a change of load hits both. Per r
 - **toolkit**: :func:`toolkit.serving.sweep`; median TTFT and output tokens/s from its
   requests file;
 - **guidellm**: ``guidellm run`` as a subprocess (its ``openai_http`` backend, the same
-  route, ``max_tokens``, prompts and rate); median TTFT and output tokens/s of its JSON
-  report (``time_to_first_token_ms`` and ``output_tokens_per_second`` of the successful
-  requests).
+  route, ``max_tokens``, prompts and rate); its JSON report's median TTFT of the successful
+  requests (``time_to_first_token_ms``), and their output tokens over first send to last end
+  from its per-request timings (the toolkit's definition; guidellm's own
+  ``output_tokens_per_second``, a mean over a per-second series, is printed beside it).
 
 Target: the ratio of the medians over rounds, toolkit / guidellm, within 0.95-1.05 for TTFT
 and for output tokens/s. Printed beside it: each client's own CPU per request (this
@@ -108,13 +109,18 @@ def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: P
         stderr=(out / "guidellm.log").open("w"),
     )
     cpu = _cpu(resource.RUSAGE_CHILDREN) - before
-    metrics = json.loads(report.read_text(encoding="utf-8"))["benchmarks"][0]["metrics"]
-    done = metrics["request_totals"]["successful"]
+    benchmark = json.loads(report.read_text(encoding="utf-8"))["benchmarks"][0]
+    metrics, done = benchmark["metrics"], benchmark["requests"]["successful"]
+    window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
     return {
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
-        "tokens_per_s": metrics["output_tokens_per_second"]["successful"]["mean"],
+        # The toolkit's definition on guidellm's own per-request timings: output tokens of the
+        # completed requests over first send to last end. guidellm's reported figure (the
+        # mean of its per-second series) is printed beside it.
+        "tokens_per_s": sum(r["output_tokens"] for r in done) / window,
+        "reported_tokens_per_s": metrics["output_tokens_per_second"]["successful"]["mean"],
         "cpu_per_request_s": cpu / args.requests,
-        "completed": done,
+        "completed": len(done),
     }
 
 
