@@ -13,6 +13,9 @@ guidellm, then guidellm, toolkit, ...) so that a change of load hits both. Per r
   from its per-request timings (the toolkit's definition; guidellm's own
   ``output_tokens_per_second``, a mean over a per-second series, is printed beside it).
 
+Each round also prints the arrival rate the client really produced (requests over the span
+of their sends): the comparison holds only where both are near ``--rate``.
+
 Target: the ratio of the medians over rounds, toolkit / guidellm, within 0.95-1.05 for TTFT
 and for output tokens/s. Printed beside it: each client's own CPU per request (this
 process's CPU seconds over the toolkit's run; guidellm's process tree's, from its exit).
@@ -53,6 +56,13 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _rate(sends: list[float]) -> float:
+    """The arrival rate a client really produced: requests after the first over the span of
+    its sends (a client that bursts shows a rate far above the declared one)."""
+    span = sends[-1] - sends[0]
+    return (len(sends) - 1) / span if span > 0 else float("inf")
+
+
 def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> dict:
     """One toolkit run: its median TTFT (ms), output tokens/s and CPU seconds per request."""
     scenario = serving.Scenario(
@@ -67,7 +77,9 @@ def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Pa
     )
     cpu = _cpu(resource.RUSAGE_SELF) - before
     m = result.metrics
+    sends = sorted(r.sent_s or 0.0 for r in read_records(result.requests))
     return {
+        "sent_per_s": _rate(sends),
         "ttft_ms": m.ttft_p50_ms,
         "tokens_per_s": m.output_tokens_per_s,
         "cpu_per_request_s": cpu / len(read_records(result.requests)),
@@ -113,6 +125,7 @@ def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: P
     metrics, done = benchmark["metrics"], benchmark["requests"]["successful"]
     window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
     return {
+        "sent_per_s": _rate(sorted(r["request_start_time"] for r in done)),
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
         # The toolkit's definition on guidellm's own per-request timings: output tokens of the
         # completed requests over first send to last end. guidellm's reported figure (the
