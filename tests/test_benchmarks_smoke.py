@@ -211,3 +211,10 @@ def test_gpu_check_leaves_an_unknown_card_without_ceilings(
     from toolkit.planner.gpus import load_catalog
 
     assert gpu_common.match_card(name, int(gib * 2**30), load_catalog()) is None
+
+
+def test_serving_without_guidellm_exits_2_and_says_where_to_install_it() -> None:
+    """guidellm lives in a venv of its own (it needs torch and pins click): never here."""
+    done = _script("serving.py", "--guidellm", str(ROOT / "no-such-guidellm"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "guidellm not found: install it in a venv of its own" in done.stdout

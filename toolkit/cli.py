@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "toolkit.commands.check",
     "toolkit.commands.runner",
     "toolkit.commands.cluster",
+    "toolkit.commands.serving",
     "toolkit.commands.report",
 )
 

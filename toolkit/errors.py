@@ -54,3 +54,7 @@ class ModelError(ToolkitError):
 
 class CatalogError(UsageError):
     """A tariff or GPU catalog is malformed or lacks the requested entry."""
+
+
+class EndpointError(ToolkitError):
+    """A serving endpoint cannot be measured: a local server that will not start."""
