@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--clock outside: the tokenizing thread's time is outside the model too")
     count = common.items_of(args)
     from toolkit.evidence import corpus
-    from toolkit.runner.model import load
+    from toolkit.runner.engines.model import load
     from toolkit.runner.tasks.classification import Window, first_calls, run_batches
     from toolkit.runner.tasks.predictor import TorchClassifier
 

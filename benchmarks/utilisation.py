@@ -80,7 +80,7 @@ def _load(
     """The model as the runner's load phase leaves it, then the protocol's warm-up; with
     the graphs compiled in each (both 0 uncompiled)."""
     from toolkit.runner.instruments import compilation
-    from toolkit.runner.model import load
+    from toolkit.runner.engines.model import load
     from toolkit.runner.tasks.classification import first_calls
     from toolkit.runner.tasks.predictor import TorchClassifier
 

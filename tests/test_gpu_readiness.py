@@ -29,7 +29,9 @@ pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `
 
 torch = pytest.importorskip("torch")
 
-from toolkit.runner import attempt_parts, model  # noqa: E402
+from toolkit.runner import attempt_parts  # noqa: E402
+
+from toolkit.runner.engines import model
 from toolkit.runner.driver import campaign  # noqa: E402
 from toolkit.runner.instruments import (  # noqa: E402
     compilation,
@@ -363,7 +365,7 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
         seen.append(weakref.ref(loaded.module))
         return loaded
 
-    # The torch engine loads through toolkit.runner.model.load (runner/tasks/predictor.py).
+    # The torch engine loads through toolkit.runner.engines.model.load (runner/tasks/predictor.py).
     monkeypatch.setattr(model, "load", watched)
     book = make_campaign(tmp_path, 24, [variant("b4-fp32", 4)], reference_variant="b4-fp32")
     gc.collect()

@@ -29,7 +29,7 @@ from toolkit.runner import decoding
 from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.generation import GenerationWindow
 from toolkit.runner.instruments import compilation, probes
-from toolkit.runner.model import model_files, read_head
+from toolkit.runner.engines.model import model_files, read_head
 from toolkit.runner.preflight_result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
 from toolkit.runner.tasks.predictor import load_classifier, load_generator

@@ -38,7 +38,8 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines, padding
-from toolkit.runner import attempt_parts, generation, model
+from toolkit.runner import attempt_parts, generation
+from toolkit.runner.engines import model
 from toolkit.runner.instruments import flops
 
 
@@ -241,7 +242,7 @@ class TorchClassifier(Tokenized):
 
     @classmethod
     def load(cls, variant: dict[str, Any], base: Path) -> TorchClassifier:
-        """Load the variant's model on its device (:func:`toolkit.runner.model.load`)."""
+        """Load the variant's model on its device (:func:`toolkit.runner.engines.model.load`)."""
         return cls(model.load(variant, base), variant)
 
     def predict(
