@@ -27,7 +27,7 @@ from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import decoding
 from toolkit.runner.engines.plugin import PredictorError
-from toolkit.runner.generation import GenerationWindow
+from toolkit.runner.engines.causal_lm import GenerationWindow
 from toolkit.runner.instruments import compilation, probes
 from toolkit.runner.engines.model import model_files, read_head
 from toolkit.runner.preflight_result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck

@@ -3,7 +3,7 @@
 The phases and the failure rules are the classification attempt's
 (:mod:`toolkit.runner.tasks.classification`): load (model, then each distinct batch of the
 window once, untimed, so kernels load before timing, R8), warm-up by the protocol's rule,
-the measured window (:func:`toolkit.runner.generation.run_window`, R9-R10), export of every
+the measured window (:func:`toolkit.runner.engines.causal_lm.run_window`, R9-R10), export of every
 output with
 its id and token counts, then the predictions file read back and checked: exact id set
 (R7), agreement with the reference variant's outputs and chrF against the corpus's
@@ -42,7 +42,8 @@ from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import agreement, evaluation, generation
+from toolkit.runner import agreement, evaluation
+from toolkit.runner.engines import causal_lm
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -93,9 +94,9 @@ class Generation:
         self.spec, self.variant, self.protocol = spec, spec.variant, spec.protocol
         self.run = AttemptRun(spec, emit, guard)
         self.bounds = corpus.parse_stratum_bounds(self.protocol.get("stratum_bounds"))
-        self.rule: generation.DecodingRule | None = None
+        self.rule: causal_lm.DecodingRule | None = None
         self.generator: Generator | None = None
-        self.window = generation.GenerationWindow()
+        self.window = causal_lm.GenerationWindow()
         self.notes: list[str] = []
         #: Which decode shapes the load phase covered (None until it ran them).
         self.decode_note: str | None = None
@@ -115,7 +116,7 @@ class Generation:
         on_gpu = self.generator.device.type != "cpu"
         batches = load_batches(items, lengths, int(self.variant["batch_size"]), on_gpu=on_gpu)
         for batch in batches:
-            self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
+            self.generator.generate(batch, causal_lm.GenerationWindow(), lambda d: None)
         self.decode_note = decode_shapes_note(len(batches), on_gpu)
 
     def phase_done(self, phase: str) -> None:
@@ -124,7 +125,7 @@ class Generation:
     def warm_pass(self, items: list[corpus.Item]) -> None:
         assert self.generator is not None
         self.generator.generate(
-            items, generation.GenerationWindow(), lambda d: self.run.after_batch(d, len(items))
+            items, causal_lm.GenerationWindow(), lambda d: self.run.after_batch(d, len(items))
         )
 
     def measure(self) -> None:
@@ -224,7 +225,7 @@ class Generation:
             return None, None, None
         start = time.perf_counter()
         try:
-            rows = generation.prediction_rows(
+            rows = causal_lm.prediction_rows(
                 window, self.bounds, evaluation.parse_subgroups(self.protocol.get("subgroups"))
             )
             sha = corpus.write_predictions(spec.predictions_file, rows)
@@ -287,7 +288,7 @@ class _RuleSession:
         self.attempt = attempt
 
     def __enter__(self) -> None:
-        self.attempt.rule = generation.decoding_rule(self.attempt.protocol)
+        self.attempt.rule = causal_lm.decoding_rule(self.attempt.protocol)
 
     def __exit__(self, *exc: Any) -> None:
         return None
@@ -323,7 +324,7 @@ def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None, notes:
 
 
 def _failure_note(
-    run: AttemptRun, error: BaseException, window: generation.GenerationWindow
+    run: AttemptRun, error: BaseException, window: causal_lm.GenerationWindow
 ) -> str:
     """The note of a failed generation: its kind, where, the error. A CUDA error other than
     out-of-memory stops a shared campaign (the note does not say so)."""
@@ -345,7 +346,7 @@ def _failure_note(
 def _work(
     run: AttemptRun,
     generator: Generator | None,
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     probed: Any,
     probe_cells: dict[str, achieved.Cell] | None,
     notes: list[str],
@@ -389,7 +390,7 @@ def _work(
     return cells
 
 
-def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
+def flop_tally(window: causal_lm.GenerationWindow) -> achieved.Tally:
     """The window's passes: the real ones each output needs, the padded ones each batch ran
     (every row to the batch's last step, from its padded width)."""
     real = [flops.generation_passes(o.prompt_tokens, len(o.token_ids)) for o in window.outputs]
@@ -439,8 +440,8 @@ def load_batches(
 def _manifest(
     spec: AttemptSpec,
     generator: Generator | None,
-    rule: generation.DecodingRule | None,
-    window: generation.GenerationWindow,
+    rule: causal_lm.DecodingRule | None,
+    window: causal_lm.GenerationWindow,
     counts: dict[str, int],
     bounds: tuple[int, ...],
     truncated: int | None,
@@ -482,12 +483,12 @@ def _manifest(
 
 def _generation_cells(
     put: Any,
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     partial: str | None,
     device: torch.device,
     generator: Generator | None,
     variant: dict[str, Any],
-    rule: generation.DecodingRule | None,
+    rule: causal_lm.DecodingRule | None,
     probed: Any,
 ) -> None:
     """The generation columns: token counts, TTFT, decode rate, KV cache, ceiling."""
@@ -530,8 +531,8 @@ def _generation_cells(
 def bandwidth_ceiling(
     generator: Generator | None,
     variant: dict[str, Any],
-    rule: generation.DecodingRule | None,
-    window: generation.GenerationWindow,
+    rule: causal_lm.DecodingRule | None,
+    window: causal_lm.GenerationWindow,
     device: torch.device,
     probed: Any,
 ) -> tuple[float | None, str | None]:
@@ -625,7 +626,7 @@ def _against_reference(
 def _evaluate(
     spec: AttemptSpec,
     predictions_sha: str | None,
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     *,
     complete: bool,
     notes: list[str],

@@ -11,7 +11,7 @@ the variant's ``engine`` (blank: ``torch``) in :data:`CLASSIFIERS` or :data:`GEN
   device; ``close`` releases the model. ``flop_cost`` says what one token costs, or why
   that is unknown (runner.flops).
 - a :class:`Generator` (Protocol task ``generation``): ``generate`` a list of prompts into a
-  :class:`toolkit.runner.generation.GenerationWindow` by batches (outputs, token counts,
+  :class:`toolkit.runner.engines.causal_lm.GenerationWindow` by batches (outputs, token counts,
   time to first token, decode time, KV cache), the same ``synchronize``, ``close`` and
   ``flop_cost``.
 
@@ -38,7 +38,8 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines, padding
-from toolkit.runner import attempt_parts, generation
+from toolkit.runner import attempt_parts
+from toolkit.runner.engines import causal_lm
 from toolkit.runner.engines import model
 from toolkit.runner.instruments import flops
 
@@ -116,7 +117,7 @@ class Predictor(Loaded, Protocol):
 class Generator(Loaded, Protocol):
     """A loaded causal LM under the Protocol's decoding rule."""
 
-    rule: generation.DecodingRule
+    rule: causal_lm.DecodingRule
     #: Why the window's KV-cache peak is empty when the engine gave none.
     kv_cache_reason: str
 
@@ -127,7 +128,7 @@ class Generator(Loaded, Protocol):
     def generate(
         self,
         items: Sequence[corpus.Item],
-        window: generation.GenerationWindow,
+        window: causal_lm.GenerationWindow,
         after_batch: Callable[[int], None],
     ) -> None:
         """Generate ``items`` by batches into ``window``; ``after_batch(done)`` after each."""
@@ -310,7 +311,7 @@ class TorchGenerator:
     kv_cache_reason = "generate() returned no KV cache tensors"
 
     def __init__(
-        self, lm: generation.LoadedLM, variant: dict[str, Any], rule: generation.DecodingRule
+        self, lm: causal_lm.LoadedLM, variant: dict[str, Any], rule: causal_lm.DecodingRule
     ) -> None:
         self.engine_notes: list[str] = []
         self.lm = lm
@@ -325,18 +326,18 @@ class TorchGenerator:
 
     @classmethod
     def load(
-        cls, variant: dict[str, Any], base: Path, rule: generation.DecodingRule
+        cls, variant: dict[str, Any], base: Path, rule: causal_lm.DecodingRule
     ) -> TorchGenerator:
-        """Load the variant's causal LM (:func:`toolkit.runner.generation.load_lm`)."""
-        return cls(generation.load_lm(variant, base, rule), variant, rule)
+        """Load the variant's causal LM (:func:`toolkit.runner.engines.causal_lm.load_lm`)."""
+        return cls(causal_lm.load_lm(variant, base, rule), variant, rule)
 
     def generate(
         self,
         items: Sequence[corpus.Item],
-        window: generation.GenerationWindow,
+        window: causal_lm.GenerationWindow,
         after_batch: Callable[[int], None],
     ) -> None:
-        generation.run_window(self.lm, self.variant, self.rule, items, window, after_batch)
+        causal_lm.run_window(self.lm, self.variant, self.rule, items, window, after_batch)
 
     def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
         return flops.cost_of(self.lm.module, generating=True)
@@ -354,7 +355,7 @@ CLASSIFIERS: dict[str, Callable[[dict[str, Any], Path], Predictor]] = {
     "torch": TorchClassifier.load,
 }
 #: Each engine's generator loader, by the variant's ``engine`` (blank: torch).
-GENERATORS: dict[str, Callable[[dict[str, Any], Path, generation.DecodingRule], Generator]] = {
+GENERATORS: dict[str, Callable[[dict[str, Any], Path, causal_lm.DecodingRule], Generator]] = {
     "torch": TorchGenerator.load,
 }
 
@@ -380,7 +381,7 @@ def load_classifier(variant: dict[str, Any], base: Path) -> Predictor:
     return loader(variant, base)
 
 
-def load_generator(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> Generator:
+def load_generator(variant: dict[str, Any], base: Path, rule: causal_lm.DecodingRule) -> Generator:
     """The variant's causal LM under ``rule``, loaded by its engine."""
     loader = engine_of(variant, GENERATORS)
     generator: Generator = loader(variant, base, rule)
