@@ -30,9 +30,8 @@ pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `
 torch = pytest.importorskip("torch")
 
 from toolkit.runner import attempt_parts  # noqa: E402
-
-from toolkit.runner.engines import model
 from toolkit.runner.driver import campaign  # noqa: E402
+from toolkit.runner.engines import model  # noqa: E402
 from toolkit.runner.instruments import (  # noqa: E402
     compilation,
     environment,

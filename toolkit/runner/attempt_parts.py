@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -25,6 +25,7 @@ from toolkit.evidence.measured_cells import LAYOUT_CELL
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.runner import plan
+from toolkit.runner.engines.contract import ManifestFacts
 from toolkit.runner.instruments import precision, probes, reproducibility
 from toolkit.runner.spec import AttemptSpec
 
@@ -248,23 +249,9 @@ def checked_reference(spec: AttemptSpec, notes: list[str]) -> Path | None:
 # ---- the Manifest row
 
 
-class Loaded(Protocol):
-    """What the Manifest reads from a loaded model (every engine's, tasks.predictor)."""
-
-    @property
-    def model_revision(self) -> str:
-        """The hash of the model's files (R3)."""
-
-    @property
-    def tokenizer_revision(self) -> str:
-        """The hash of the tokenizer's files (R3)."""
-
-    @property
-    def attention_backend(self) -> str:
-        """The attention implementation really used."""
-
-
-def manifest_content(spec: AttemptSpec, loaded: Loaded | None, seed: int | None) -> dict[str, Any]:
+def manifest_content(
+    spec: AttemptSpec, loaded: ManifestFacts | None, seed: int | None
+) -> dict[str, Any]:
     """The Manifest columns every kind of attempt fills alike: the variant's settings, the
     model's revisions (None when it was not loaded), the seeds and the process policy."""
     variant, protocol = spec.variant, spec.protocol

@@ -32,8 +32,7 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
-from toolkit.runner.engines import causal_lm
-from toolkit.runner.engines import cache
+from toolkit.runner.engines import cache, causal_lm
 from toolkit.runner.instruments import flops
 
 NO_KV_CACHE = "ctranslate2 does not expose its KV cache: its peak is not measured"

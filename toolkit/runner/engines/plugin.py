@@ -35,7 +35,7 @@ from toolkit.evidence import corpus
 from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
 from toolkit.plumbing import engines
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner.tasks.predictor import Batch
+from toolkit.runner.engines.contract import Batch
 
 NO_TOKENIZER = "none: a python: predictor reads text its own way"
 NO_FLOPS = "a python: predictor's work is its own: FLOPs not counted"

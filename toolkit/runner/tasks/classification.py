@@ -4,7 +4,7 @@
 Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
-   (:mod:`toolkit.runner.tasks.predictor`); on repetition 1, the **cold pass**: the whole
+   (:mod:`toolkit.runner.engines.contract`); on repetition 1, the **cold pass**: the whole
    corpus once, before anything is warmed, timed apart (``cold_pass_s``, left out of
    ``load_s``); then the first calls (:func:`first_calls`): every bucket shape on
    synthetic token ids for ``bucket-N`` padding, else the window's shortest, longest and
@@ -59,13 +59,13 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
-from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.engines.contract import Predictor
 from toolkit.runner.engines.plugin import reference_strata
+from toolkit.runner.engines.registry import load_classifier
 from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns, overlap
-from toolkit.runner.tasks.predictor import Predictor, load_classifier
 
 #: The Protocol task this kind runs.
 NAME = "classification"

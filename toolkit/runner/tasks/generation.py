@@ -43,7 +43,6 @@ from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
 from toolkit.runner import agreement, evaluation
-from toolkit.runner.engines import causal_lm
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -60,7 +59,9 @@ from toolkit.runner.attempt_parts import (
     seconds,
     verdict_cells,
 )
-from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.engines import causal_lm
+from toolkit.runner.engines.contract import Generator
+from toolkit.runner.engines.registry import load_generator
 from toolkit.runner.instruments import (
     achieved,
     compilation,
@@ -72,7 +73,6 @@ from toolkit.runner.instruments import (
 from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns
-from toolkit.runner.tasks.predictor import Generator, load_generator
 
 #: The Protocol task this kind runs.
 NAME = "generation"
@@ -323,9 +323,7 @@ def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None, notes:
     )
 
 
-def _failure_note(
-    run: AttemptRun, error: BaseException, window: causal_lm.GenerationWindow
-) -> str:
+def _failure_note(run: AttemptRun, error: BaseException, window: causal_lm.GenerationWindow) -> str:
     """The note of a failed generation: its kind, where, the error. A CUDA error other than
     out-of-memory stops a shared campaign (the note does not say so)."""
     where = run.where(len(window.outputs), len(window.items) or run.spec.corpus_items, "prompts")
