@@ -65,9 +65,9 @@ def main() -> int:
 
 
 def _preflight(request: dict[str, Any]) -> int:
-    """Run a pre-flight (:func:`toolkit.runner.preflight.check`) as ``request`` describes
+    """Run a pre-flight (:func:`toolkit.runner.preflight.checks.check`) as ``request`` describes
     it; its checks or problems go out as one event."""
-    from toolkit.runner import preflight  # torch
+    from toolkit.runner.preflight import checks as preflight  # torch
 
     try:
         checks = preflight.check(
