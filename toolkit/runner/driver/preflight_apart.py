@@ -8,7 +8,7 @@ every attempt ran. In a worker (forked by the run's fork server, whose imports i
 the worker exits when it is done, with everything it loaded.
 
 Same checks, same lines, same refusal (:mod:`toolkit.runner.preflight.checks`); the outcome comes
-back as JSON (:mod:`toolkit.runner.preflight_result`). A worker that dies without an outcome
+back as JSON (:mod:`toolkit.runner.preflight.result`). A worker that dies without an outcome
 is the toolkit's fault: its stderr's last lines are the error.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.runner.driver import forkserver, worker
-from toolkit.runner.preflight_result import VariantCheck, from_json
+from toolkit.runner.preflight.result import VariantCheck, from_json
 
 
 def check(

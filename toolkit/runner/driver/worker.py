@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.evidence import corpus, journal
-from toolkit.runner import preflight_result
+from toolkit.runner.preflight import result as preflight_result
 
 INTERRUPTED_EXIT = 130
 

@@ -31,7 +31,7 @@ from toolkit.runner.engines.model import model_files, read_head
 from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.engines.registry import load_classifier, load_generator
 from toolkit.runner.instruments import compilation, probes
-from toolkit.runner.preflight_result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
+from toolkit.runner.preflight.result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
 
 #: The Variants columns that make two variants load the same model.
