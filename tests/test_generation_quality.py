@@ -11,8 +11,8 @@ from builders import SAMPLES
 from toolkit.commands import demo
 from toolkit.errors import ProtocolError
 from toolkit.evidence import corpus
-from toolkit.runner import agreement
 from toolkit.runner.engines import causal_lm
+from toolkit.runner.tasks import agreement
 from toolkit.workbook import store
 
 

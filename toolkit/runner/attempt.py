@@ -3,7 +3,7 @@
 :func:`run_attempt` hands the attempt to its task kind (:mod:`toolkit.runner.tasks`):
 ``classification`` (:mod:`toolkit.runner.tasks.classification`) or ``generation``
 (:mod:`toolkit.runner.tasks.generation`), each running the same phases
-(:mod:`toolkit.runner.phases`) over its own engine (:mod:`toolkit.runner.engines.contract`).
+(:mod:`toolkit.runner.tasks.phases`) over its own engine (:mod:`toolkit.runner.engines.contract`).
 :class:`InterruptGuard` is how Ctrl-C reaches an attempt; :func:`fallback_record` is the row
 the campaign writes for a worker that died without writing its own.
 

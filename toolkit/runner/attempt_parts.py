@@ -6,7 +6,7 @@ drop before memory is released, the CUDA errors that end a shared campaign,
 the seed an attempt runs with (R17), the process state every attempt starts
 from, the cells every kind fills alike, the predictions file read back, and
 the Manifest row's shared columns and id. The phases themselves:
-:mod:`toolkit.runner.phases`.
+:mod:`toolkit.runner.tasks.phases`.
 """
 
 from __future__ import annotations

@@ -42,9 +42,10 @@ from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import decoding, evaluation, lost, plan
+from toolkit.runner import decoding, lost, plan
 from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.

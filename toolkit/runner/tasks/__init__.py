@@ -5,7 +5,7 @@ From the top down:
 - :func:`toolkit.runner.attempt.run_attempt` picks the kind of the Protocol's task
   (:mod:`.kinds`) and hands it the attempt;
 - a *task kind* (:mod:`.classification`, :mod:`.generation`) declares its steps for the
-  phases every attempt runs through (:meth:`toolkit.runner.phases.AttemptRun.run_steps`):
+  phases every attempt runs through (:meth:`toolkit.runner.tasks.phases.AttemptRun.run_steps`):
   ``session``, ``load`` (the model and its first, untimed calls), ``warm_pass``, ``measure``
   (the measured window), ``phase_done``; then its own evaluation, export, Manifest row and
   cells (``record``);

@@ -1,7 +1,7 @@
 """Protocol task ``classification``: one attempt, phase by phase, to a journal record
 (R7-R10, R12-R13, R18).
 
-Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
+Phases, each timed on its own (:class:`toolkit.runner.tasks.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
    (:mod:`toolkit.runner.engines.contract`); on repetition 1, the **cold pass**: the whole
@@ -43,7 +43,6 @@ from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import evaluation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -63,9 +62,9 @@ from toolkit.runner.engines.contract import Predictor
 from toolkit.runner.engines.plugin import reference_strata
 from toolkit.runner.engines.registry import load_classifier
 from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
-from toolkit.runner.tasks import columns, overlap
+from toolkit.runner.tasks import columns, evaluation, overlap
+from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 
 #: The Protocol task this kind runs.
 NAME = "classification"

@@ -7,13 +7,13 @@ the measured window (:func:`toolkit.runner.engines.causal_lm.run_window`, R9-R10
 output with
 its id and token counts, then the predictions file read back and checked: exact id set
 (R7), agreement with the reference variant's outputs and chrF against the corpus's
-``reference`` texts when every prompt has one (:mod:`toolkit.runner.agreement`).
+``reference`` texts when every prompt has one (:mod:`toolkit.runner.tasks.agreement`).
 
 Quality verdict: pass when the ids match, the metric (chrF when declared) reaches the
 threshold, the token agreement with the reference variant is at least ``1 - tolerance``,
 and chrF and each predeclared subgroup's chrF stay within the tolerance of the reference
 variant's, recomputed from its predictions file (R16, the classification rule:
-:func:`toolkit.runner.evaluation.tolerance_failures`; bf16 against fp32 from the same
+:func:`toolkit.runner.tasks.evaluation.tolerance_failures`; bf16 against fp32 from the same
 prompts). Before the reference has a chrF the verdict is ``not evaluated``, as a
 classification's.
 
@@ -42,7 +42,6 @@ from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import agreement, evaluation
 from toolkit.runner.attempt_parts import (
     AttemptTimeout,
     Emit,
@@ -70,9 +69,9 @@ from toolkit.runner.instruments import (
     probes,
     reproducibility,
 )
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
-from toolkit.runner.tasks import columns
+from toolkit.runner.tasks import agreement, columns, evaluation
+from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 
 #: The Protocol task this kind runs.
 NAME = "generation"
