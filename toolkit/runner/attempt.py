@@ -22,19 +22,12 @@ from types import FrameType
 from typing import Any
 
 from toolkit.evidence import determinism, journal
-from toolkit.runner.attempt_parts import (
-    Cells,
-    Emit,
-    attempt_seed,
-    attempt_threads,
-    file_cells,
-    identity_cells,
-    verdict_cells,
-)
 from toolkit.runner.instruments import achieved, environment
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import classification, columns
+from toolkit.runner.tasks.cells import Cells, file_cells, identity_cells, verdict_cells
 from toolkit.runner.tasks.kinds import kind_of
+from toolkit.runner.tasks.process_state import Emit, attempt_seed, attempt_threads
 
 __all__ = ["AttemptSpec", "InterruptGuard", "fallback_record", "run_attempt"]
 

@@ -43,28 +43,25 @@ from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner.attempt_parts import (
-    AttemptTimeout,
-    Emit,
-    Put,
-    checked_reference,
-    error_text,
-    export_cell,
-    file_cells,
-    manifest_content,
-    manifest_row,
-    memory_cells,
-    read_back,
-    seconds,
-    verdict_cells,
-)
 from toolkit.runner.engines.contract import Predictor
 from toolkit.runner.engines.plugin import reference_strata
 from toolkit.runner.engines.registry import load_classifier
 from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import columns, evaluation, overlap
+from toolkit.runner.tasks.cells import (
+    Put,
+    export_cell,
+    file_cells,
+    memory_cells,
+    seconds,
+    verdict_cells,
+)
+from toolkit.runner.tasks.failures import AttemptTimeout, error_text
+from toolkit.runner.tasks.manifest import manifest_content, manifest_row
 from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
+from toolkit.runner.tasks.predictions import checked_reference, read_back
+from toolkit.runner.tasks.process_state import Emit
 
 #: The Protocol task this kind runs.
 NAME = "classification"

@@ -42,22 +42,6 @@ from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner.attempt_parts import (
-    AttemptTimeout,
-    Emit,
-    Put,
-    checked_reference,
-    error_text,
-    export_cell,
-    file_cells,
-    manifest_content,
-    manifest_row,
-    memory_cells,
-    read_back,
-    reference_changed,
-    seconds,
-    verdict_cells,
-)
 from toolkit.runner.engines import causal_lm
 from toolkit.runner.engines.contract import Generator
 from toolkit.runner.engines.registry import load_generator
@@ -71,7 +55,19 @@ from toolkit.runner.instruments import (
 )
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import agreement, columns, evaluation
+from toolkit.runner.tasks.cells import (
+    Put,
+    export_cell,
+    file_cells,
+    memory_cells,
+    seconds,
+    verdict_cells,
+)
+from toolkit.runner.tasks.failures import AttemptTimeout, error_text
+from toolkit.runner.tasks.manifest import manifest_content, manifest_row
 from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
+from toolkit.runner.tasks.predictions import checked_reference, read_back, reference_changed
+from toolkit.runner.tasks.process_state import Emit
 
 #: The Protocol task this kind runs.
 NAME = "generation"
