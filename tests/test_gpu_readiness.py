@@ -363,7 +363,7 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
         seen.append(weakref.ref(loaded.module))
         return loaded
 
-    # The torch engine loads through toolkit.runner.engines.model.load (runner/tasks/predictor.py).
+    # The torch engine loads through toolkit.runner.engines.model.load (runner/engines/torch_engine.py).
     monkeypatch.setattr(model, "load", watched)
     book = make_campaign(tmp_path, 24, [variant("b4-fp32", 4)], reference_variant="b4-fp32")
     gc.collect()

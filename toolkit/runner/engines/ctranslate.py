@@ -39,7 +39,7 @@ NO_KV_CACHE = "ctranslate2 does not expose its KV cache: its peak is not measure
 
 
 class Ct2Generator:
-    """The CTranslate2 engine of generation (a :class:`tasks.predictor.Generator`)."""
+    """The CTranslate2 engine of generation (a :class:`engines.contract.Generator`)."""
 
     attention_backend = "ctranslate2"
     kv_cache_reason = NO_KV_CACHE

@@ -164,7 +164,7 @@ def exported(
 
 
 class OnnxClassifier(Tokenized):
-    """The onnxruntime engine of classification (a :class:`tasks.predictor.Predictor`): the
+    """The onnxruntime engine of classification (a :class:`engines.contract.Predictor`): the
     torch runner's tokenisation, padding and truncation, the session in place of the module.
     """
 

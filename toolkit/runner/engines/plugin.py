@@ -48,7 +48,7 @@ class PredictorError(Exception):
 
 class PythonPredictor:
     """A user's predictor as the classification task runs it (a
-    :class:`tasks.predictor.Predictor`): ids and texts in, checked labels out."""
+    :class:`engines.contract.Predictor`): ids and texts in, checked labels out."""
 
     tokenizer_revision = NO_TOKENIZER
     attention_backend = "n/a (python: predictor)"
