@@ -85,15 +85,15 @@ def fallback_record(
     """
     manifest = classification.manifest(
         spec,
-        None,
-        None,
-        0,
-        {},
-        None,
-        attempt_threads(spec),
-        attempt_seed(spec),
-        environment.manifest_fields(),
-        determinism.NOT_READ + " (the worker ended without a record)",
+        predictor=None,
+        fingerprint=None,
+        items=0,
+        counts={},
+        truncated=None,
+        threads=attempt_threads(spec),
+        seed=attempt_seed(spec),
+        env=environment.manifest_fields(),
+        state=determinism.NOT_READ + " (the worker ended without a record)",
         measured=achieved.manifest_values(None, "not probed: the worker ended without a record"),
     )
     cells = Cells()

@@ -389,25 +389,25 @@ class Classification:
         environment_info = environment.manifest_fields()
         work = _work(
             self.spec,
-            self.predictor,
-            self.window,
-            run.spans.get("measured"),
-            run.status,
-            run.threads,
-            run.broken,
-            environment_info.get("gpu_name"),
-            run.window_share,
+            predictor=self.predictor,
+            window=self.window,
+            measured=run.spans.get("measured"),
+            status=run.status,
+            threads=run.threads,
+            broken=run.broken,
+            gpu_name=environment_info.get("gpu_name"),
+            window_share=run.window_share,
         )
         entry = manifest(
             self.spec,
-            self.predictor,
-            lengths.fingerprint,
-            len(lengths.items),
-            lengths.counts,
-            lengths.truncated,
-            run.threads,
-            run.seed,
-            environment_info,
+            predictor=self.predictor,
+            fingerprint=lengths.fingerprint,
+            items=len(lengths.items),
+            counts=lengths.counts,
+            truncated=lengths.truncated,
+            threads=run.threads,
+            seed=run.seed,
+            env=environment_info,
             measured=work.manifest,
         )
         notes.extend(work.notes)
@@ -692,6 +692,7 @@ def _evaluate(
 
 def _work(
     spec: AttemptSpec,
+    *,
     predictor: Predictor | None,
     window: Window,
     measured: probes.Span | None,
@@ -732,15 +733,15 @@ def _work(
     reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), threads)
     found.attempt = achieved.work(
         cost,
-        cost_reason,
-        tally,
-        measured_s,
-        unfinished,
-        variant,
-        probed,
-        peak_reason or None,
-        reprobe,
-        window_share,
+        cost_reason=cost_reason,
+        tally=tally,
+        measured_s=measured_s,
+        unfinished=unfinished,
+        variant=variant,
+        measured_peak=probed,
+        peak_reason=peak_reason or None,
+        reprobe=reprobe,
+        window_share=window_share,
     )
     found.notes += [reprobe.note] if reprobe.note else []
     return found
@@ -748,6 +749,7 @@ def _work(
 
 def manifest(
     spec: AttemptSpec,
+    *,
     predictor: Predictor | None,
     fingerprint: str | None,
     items: int,

@@ -204,7 +204,14 @@ class Generation:
         ).items():
             put(name, value, why)
         _generation_cells(
-            put, window, partial, run.device, self.generator, self.variant, self.rule, probed
+            put,
+            window=window,
+            partial=partial,
+            device=run.device,
+            generator=self.generator,
+            variant=self.variant,
+            rule=self.rule,
+            probed=probed,
         )
         self._closing_cells(put, predictions_rel)
         columns.finish(cells, NAME)
@@ -244,16 +251,16 @@ class Generation:
             counts[name] = counts.get(name, 0) + 1
         return _manifest(
             self.spec,
-            self.generator,
-            self.rule,
-            window,
-            counts,
-            self.bounds,
-            truncated,
-            self.run.threads,
-            self.run.seed,
-            env,
-            measured,
+            generator=self.generator,
+            rule=self.rule,
+            window=window,
+            counts=counts,
+            bounds=self.bounds,
+            truncated=truncated,
+            threads=self.run.threads,
+            seed=self.run.seed,
+            env=env,
+            measured=measured,
         )
 
     def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
@@ -369,15 +376,15 @@ def _work(
     reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), run.threads)
     cells = achieved.work(
         cost,
-        cost_reason,
-        flop_tally(window),
-        measured_s,
-        unfinished,
-        run.spec.variant,
-        probed,
-        peak_reason,
-        reprobe,
-        run.window_share,
+        cost_reason=cost_reason,
+        tally=flop_tally(window),
+        measured_s=measured_s,
+        unfinished=unfinished,
+        variant=run.spec.variant,
+        measured_peak=probed,
+        peak_reason=peak_reason,
+        reprobe=reprobe,
+        window_share=run.window_share,
     )
     notes += [reprobe.note] if reprobe.note else []
     return cells
@@ -432,6 +439,7 @@ def load_batches(
 
 def _manifest(
     spec: AttemptSpec,
+    *,
     generator: Generator | None,
     rule: causal_lm.DecodingRule | None,
     window: causal_lm.GenerationWindow,
@@ -476,6 +484,7 @@ def _manifest(
 
 def _generation_cells(
     put: Any,
+    *,
     window: causal_lm.GenerationWindow,
     partial: str | None,
     device: torch.device,
