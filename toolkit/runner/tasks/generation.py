@@ -148,15 +148,7 @@ class Generation:
         evaluation_s = time.perf_counter() - start
         peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
         env = environment.manifest_fields()
-        probed, probe_cells = None, None
-        if run.status == "completed" and not run.broken:
-            probed, probe_cells = achieved.probe_cells(
-                str(self.variant["device"]),
-                str(self.variant["precision"]),
-                run.threads,
-                env.get("gpu_name"),
-                self.spec.campaign_key,
-            )
+        probed, probe_cells = self._probe(env)
         truncated = window.truncated if run.status == "completed" else None
         entry = self._manifest(
             truncated,
@@ -238,6 +230,19 @@ class Generation:
             self.run.status = "failed" if self.run.status == "completed" else self.run.status
             self.notes.append(f"export failed: {error_text(exc)}")
             return None, None, None
+
+    def _probe(self, env: dict[str, Any]) -> tuple[Any, dict[str, achieved.Cell] | None]:
+        """The peak probe of a completed attempt (none for a failed or broken one)."""
+        run = self.run
+        if run.status != "completed" or run.broken:
+            return None, None
+        return achieved.probe_cells(
+            str(self.variant["device"]),
+            str(self.variant["precision"]),
+            run.threads,
+            env.get("gpu_name"),
+            self.spec.campaign_key,
+        )
 
     def _manifest(
         self, truncated: int | None, env: dict[str, Any], measured: dict[str, Any]
