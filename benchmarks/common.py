@@ -544,7 +544,7 @@ def _instrumented_runner() -> Iterator[dict[str, Any]]:
     on its encoder. The yielded dict receives ``spans`` (every span opened, in
     order: load, warm-up, measured window) and ``model`` (the ModelClock).
     """
-    from toolkit.runner import model
+    from toolkit.runner.engines import model
     from toolkit.runner.instruments import probes
 
     seen: dict[str, Any] = {"spans": [], "model": None}

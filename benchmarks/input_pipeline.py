@@ -58,9 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--clock outside: the tokenizing thread's time is outside the model too")
     count = common.items_of(args)
     from toolkit.evidence import corpus
-    from toolkit.runner.model import load
+    from toolkit.runner.engines.model import load
+    from toolkit.runner.engines.torch_engine import TorchClassifier
     from toolkit.runner.tasks.classification import Window, first_calls, run_batches
-    from toolkit.runner.tasks.predictor import TorchClassifier
 
     threads = common.set_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:

@@ -79,10 +79,10 @@ def _load(
 ) -> tuple[Any, dict[str, Any], dict[str, int]]:
     """The model as the runner's load phase leaves it, then the protocol's warm-up; with
     the graphs compiled in each (both 0 uncompiled)."""
+    from toolkit.runner.engines.model import load
+    from toolkit.runner.engines.torch_engine import TorchClassifier
     from toolkit.runner.instruments import compilation
-    from toolkit.runner.model import load
     from toolkit.runner.tasks.classification import first_calls
-    from toolkit.runner.tasks.predictor import TorchClassifier
 
     name = (
         f"b{args.batch}-{precision}-sorted"

@@ -177,7 +177,7 @@ def measure(
     import torch
 
     from toolkit.plumbing.rss import peak_rss_bytes
-    from toolkit.runner import model as runner_model
+    from toolkit.runner.engines import model as runner_model
     from toolkit.runner.instruments import probes
 
     _section("3. observation (one batch through the real model)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "toolkit"
 
+#: Inside the runner, lowest first: what an attempt is told (no torch), the instruments that
+#: measure, the engines that load and run a model, the task kinds and what they share, the
+#: pre-flight and the attempt's dispatcher, and the driver (processes, the campaign loop).
+RUNNER_LAYERS = (
+    ("toolkit.runner.spec", 0),
+    ("toolkit.runner.plan", 0),
+    ("toolkit.runner.decoding", 0),
+    ("toolkit.runner.instruments", 1),
+    ("toolkit.runner.engines", 2),
+    ("toolkit.runner.tasks", 3),
+    ("toolkit.runner.preflight", 4),
+    ("toolkit.runner.attempt", 4),
+    ("toolkit.runner.lost", 4),
+    ("toolkit.runner.driver", 5),
+)
 #: (module prefix, rank): a module may import modules of its own rank or lower.
 LAYERS = (
     ("toolkit.errors", 0),
@@ -35,7 +51,8 @@ LAYERS = (
     ("toolkit.report", 6),
     ("toolkit.editing", 7),
     ("toolkit.reporting", 7),
-    ("toolkit.runner", 8),
+    *((prefix, 8 + rank / 10) for prefix, rank in RUNNER_LAYERS),
+    ("toolkit.runner", 8),  # the package's own __init__: no import
     ("toolkit.cluster", 9),
     ("toolkit.commands", 10),
     ("toolkit.cli", 11),
@@ -115,7 +132,7 @@ def _walk(node: ast.AST, in_function: bool):  # type: ignore[no-untyped-def]
         yield from _walk(child, inside)
 
 
-def _rank(module: str) -> int:
+def _rank(module: str) -> float:
     for prefix, rank in LAYERS:
         if module == prefix or module.startswith(prefix + "."):
             return rank
@@ -139,18 +156,81 @@ def _loads_torch(imports: list[Import]) -> set[str]:
         heavy |= more
 
 
-def test_every_import_points_down_or_sideways() -> None:
-    upward = [
+def _upward(imports: list[Import]) -> list[str]:
+    return [
         f"{i.module} (line {i.line}) imports {i.target}"
-        for i in _own(_imports())
+        for i in _own(imports)
         if _rank(i.target) > _rank(i.module)
     ]
-    assert upward == []
 
 
-def test_no_import_circle_inside_the_package() -> None:
+def test_every_import_points_down_or_sideways() -> None:
+    assert _upward(_imports()) == []
+
+
+def _unplaced_runner_modules(modules: set[str]) -> list[str]:
+    """Runner modules that only the package's catch-all rank would place."""
+    return sorted(
+        m
+        for m in modules
+        if m.startswith("toolkit.runner.")
+        and not any(m == p or m.startswith(p + ".") for p, _ in RUNNER_LAYERS)
+    )
+
+
+def test_every_runner_module_has_its_rank_inside_the_runner() -> None:
+    assert _unplaced_runner_modules({i.module for i in _imports()}) == []
+
+
+def _listed_in_runner_docstring() -> list[str]:
+    doc = ast.get_docstring(ast.parse((PACKAGE / "runner" / "__init__.py").read_text()))
+    return re.findall(r"^- ``(\w+)``", doc or "", re.M)
+
+
+def test_the_runner_docstring_lists_its_modules_in_their_ranks() -> None:
+    """runner/__init__.py names every loose module and subpackage once, lowest layer first."""
+    runner = PACKAGE / "runner"
+    present = {p.stem for p in runner.glob("*.py") if p.stem != "__init__"}
+    present |= {p.parent.name for p in runner.glob("*/__init__.py")}
+    listed = _listed_in_runner_docstring()
+    assert sorted(listed) == sorted(present)
+    ranks = [_rank(f"toolkit.runner.{name}") for name in listed]
+    assert ranks == sorted(ranks)
+
+
+def test_the_runner_ranks_catch_an_injected_violation() -> None:
+    """An engine that imports a task kind, a task kind that imports the dispatcher, the
+    pre-flight that imports the driver, a new loose module without a rank: each is caught;
+    a task kind importing an engine is not."""
+    injected = [
+        Import("toolkit.runner.engines.model", "toolkit.runner.tasks.cells", 1, False),
+        Import("toolkit.runner.tasks.phases", "toolkit.runner.attempt", 2, True),
+        Import("toolkit.runner.preflight.checks", "toolkit.runner.driver.worker", 3, False),
+        Import("toolkit.runner.instruments.probes", "toolkit.runner.engines.contract", 4, False),
+        Import("toolkit.runner.tasks.generation", "toolkit.runner.engines.causal_lm", 5, False),
+    ]
+    assert _upward([*_imports(), *injected]) == [
+        "toolkit.runner.engines.model (line 1) imports toolkit.runner.tasks.cells",
+        "toolkit.runner.tasks.phases (line 2) imports toolkit.runner.attempt",
+        "toolkit.runner.preflight.checks (line 3) imports toolkit.runner.driver.worker",
+        "toolkit.runner.instruments.probes (line 4) imports toolkit.runner.engines.contract",
+    ]
+    assert _unplaced_runner_modules({"toolkit.runner.helpers", "toolkit.runner.spec"}) == [
+        "toolkit.runner.helpers"
+    ]
+    circle = [
+        Import("toolkit.runner.engines.model", "toolkit.runner.engines.contract", 1, False),
+        Import("toolkit.runner.engines.contract", "toolkit.runner.engines.model", 2, False),
+    ]
+    assert _circles(circle) == [
+        "toolkit.runner.engines.contract -> toolkit.runner.engines.model"
+        " -> toolkit.runner.engines.contract"
+    ]
+
+
+def _circles(imports: list[Import]) -> list[str]:
     graph: dict[str, set[str]] = {}
-    for i in _own(_imports()):
+    for i in _own(imports):
         if i.target != i.module:
             graph.setdefault(i.module, set()).add(i.target)
     circles = []
@@ -168,7 +248,11 @@ def test_no_import_circle_inside_the_package() -> None:
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert circles == []
+    return circles
+
+
+def test_no_import_circle_inside_the_package() -> None:
+    assert _circles(_imports()) == []
 
 
 def test_third_party_packages_stay_in_their_layer() -> None:

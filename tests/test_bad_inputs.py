@@ -488,7 +488,7 @@ def test_a_bad_corpus_stops_the_run_before_any_attempt(
 
 def test_a_model_folder_missing_files(tmp_path: Path) -> None:
     """Loading refuses it (during `run`, the attempt becomes a failed row saying so, R13)."""
-    from toolkit.runner import model
+    from toolkit.runner.engines import model
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}", encoding="utf-8")
@@ -501,7 +501,7 @@ def test_a_model_folder_missing_files(tmp_path: Path) -> None:
 
 
 def test_a_head_folder_missing_its_weights(tmp_path: Path) -> None:
-    from toolkit.runner import model
+    from toolkit.runner.engines import model
 
     (tmp_path / "head").mkdir()
     (tmp_path / "head" / "head.json").write_text("{}")

@@ -10,7 +10,7 @@ import pytest
 from toolkit.errors import CorpusError, ProtocolError
 from toolkit.evidence import corpus
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import evaluation
+from toolkit.runner.tasks import evaluation
 
 
 def _jsonl(path: Path, *records: object) -> Path:

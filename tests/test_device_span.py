@@ -22,9 +22,9 @@ from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
+from toolkit.runner.engines.torch_engine import TorchClassifier
 from toolkit.runner.instruments import probes
 from toolkit.runner.tasks.classification import Window, run_batches
-from toolkit.runner.tasks.predictor import TorchClassifier
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`

@@ -20,10 +20,10 @@ from transformers import (
 
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
+from toolkit.runner.engines.model import ClassifierLogits, LoadedModel, load
+from toolkit.runner.engines.torch_engine import TorchClassifier
 from toolkit.runner.instruments import flops
-from toolkit.runner.model import ClassifierLogits, LoadedModel, load
 from toolkit.runner.tasks.classification import Window, run_batches
-from toolkit.runner.tasks.predictor import TorchClassifier
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 

@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
-from toolkit.runner import generation
+from toolkit.runner.engines import causal_lm
 from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.generation import flop_tally
 
@@ -48,21 +48,21 @@ def _torch_counts(formula: int, tokens: int) -> set[int]:
 
 def _window(
     items: list[corpus.Item], stop: str, backend: str = "eager"
-) -> tuple[int, generation.GenerationWindow, flops.Cost]:
+) -> tuple[int, causal_lm.GenerationWindow, flops.Cost]:
     """Generate ``items`` as one batch with the runner's loader and loop; torch's count."""
-    rule = generation.DecodingRule(max_new_tokens=5, stop=stop, long_prompts="truncate")
+    rule = causal_lm.DecodingRule(max_new_tokens=5, stop=stop, long_prompts="truncate")
     variant = gen_variant("g", len(items), attention_backend=backend)
-    lm = generation.load_lm(variant, SAMPLES, rule)
+    lm = causal_lm.load_lm(variant, SAMPLES, rule)
     cost, reason = flops.cost_of(lm.module, generating=True)
     assert reason is None and cost is not None
-    window = generation.GenerationWindow()
+    window = causal_lm.GenerationWindow()
     counter = FlopCounterMode(display=False)
     with counter:
-        generation.run_window(lm, variant, rule, items, window, lambda done: None)
+        causal_lm.run_window(lm, variant, rule, items, window, lambda done: None)
     return counter.get_total_flops(), window, cost
 
 
-def _flops(cost: flops.Cost, window: generation.GenerationWindow) -> tuple[int, int]:
+def _flops(cost: flops.Cost, window: causal_lm.GenerationWindow) -> tuple[int, int]:
     tally = flop_tally(window)
     assert tally.padded_sequences is not None
     return (

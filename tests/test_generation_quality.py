@@ -11,29 +11,30 @@ from builders import SAMPLES
 from toolkit.commands import demo
 from toolkit.errors import ProtocolError
 from toolkit.evidence import corpus
-from toolkit.runner import agreement, generation
+from toolkit.runner.engines import causal_lm
+from toolkit.runner.tasks import agreement
 from toolkit.workbook import store
 
 
 def test_blank_task_is_classification_and_a_wrong_one_is_refused() -> None:
-    assert generation.task_of({}) == "classification"
-    assert generation.task_of({"task": None}) == "classification"
-    assert generation.task_of({"task": "generation"}) == "generation"
+    assert causal_lm.task_of({}) == "classification"
+    assert causal_lm.task_of({"task": None}) == "classification"
+    assert causal_lm.task_of({"task": "generation"}) == "generation"
     with pytest.raises(ProtocolError, match="task is 'chat'"):
-        generation.task_of({"task": "chat"})
+        causal_lm.task_of({"task": "chat"})
 
 
 def test_the_decoding_rule_is_read_from_the_protocol_or_refused() -> None:
-    rule = generation.decoding_rule({"max_new_tokens": 16})
+    rule = causal_lm.decoding_rule({"max_new_tokens": 16})
     assert (rule.max_new_tokens, rule.stop, rule.long_prompts) == (16, "eos", "refuse")
     assert "greedy, max_new_tokens 16" in rule.text()
     for bad in ({}, {"max_new_tokens": 0}, {"max_new_tokens": "many"}):
         with pytest.raises(ProtocolError, match="max_new_tokens"):
-            generation.decoding_rule(bad)
+            causal_lm.decoding_rule(bad)
     with pytest.raises(ProtocolError, match="stop_rule"):
-        generation.decoding_rule({"max_new_tokens": 4, "stop_rule": "period"})
+        causal_lm.decoding_rule({"max_new_tokens": 4, "stop_rule": "period"})
     with pytest.raises(ProtocolError, match="long_prompts"):
-        generation.decoding_rule({"max_new_tokens": 4, "long_prompts": "drop"})
+        causal_lm.decoding_rule({"max_new_tokens": 4, "long_prompts": "drop"})
 
 
 def test_agreement_counts_identical_outputs_and_matching_positions() -> None:

@@ -24,7 +24,8 @@ from toolkit.cli import cli
 from toolkit.commands.documents import attempt_document
 from toolkit.evidence import corpus
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner import decoding, generation
+from toolkit.runner import decoding
+from toolkit.runner.engines import causal_lm
 from toolkit.runner.tasks import generation as generation_kind
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
@@ -152,7 +153,7 @@ def test_before_the_reference_has_a_chrf_the_tolerance_is_not_evaluated(
     reference attempt it is not evaluated; against the reference's file it fails again."""
     book, rows = campaign["book"], campaign["rows"]
     cut = rows["b1-cut"]
-    window = generation.GenerationWindow()
+    window = causal_lm.GenerationWindow()
     window.items = corpus.read_corpus(book.parent / "prompts.jsonl")
     sha = file_sha256(book.parent / cut["predictions_path"])
     notes: list[str] = []

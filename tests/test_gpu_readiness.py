@@ -29,15 +29,15 @@ pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `
 
 torch = pytest.importorskip("torch")
 
-from toolkit.runner import attempt_parts, model  # noqa: E402
 from toolkit.runner.driver import campaign  # noqa: E402
+from toolkit.runner.engines import model  # noqa: E402
 from toolkit.runner.instruments import (  # noqa: E402
     compilation,
     environment,
     precision,
     probes,
 )
-from toolkit.runner.tasks import classification  # noqa: E402
+from toolkit.runner.tasks import classification, failures  # noqa: E402
 
 
 def _run(book: Path, *args: str) -> tuple[int, str]:
@@ -363,7 +363,7 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
         seen.append(weakref.ref(loaded.module))
         return loaded
 
-    # The torch engine loads through toolkit.runner.model.load (runner/tasks/predictor.py).
+    # The torch engine loads through toolkit.runner.engines.model.load (runner/engines/torch_engine.py).
     monkeypatch.setattr(model, "load", watched)
     book = make_campaign(tmp_path, 24, [variant("b4-fp32", 4)], reference_variant="b4-fp32")
     gc.collect()
@@ -381,15 +381,15 @@ def test_the_model_is_released_when_the_attempt_ends_without_waiting_for_the_col
 
 
 def test_an_out_of_memory_error_is_not_a_broken_cuda_context() -> None:
-    assert attempt_parts.breaks_cuda(
+    assert failures.breaks_cuda(
         RuntimeError("CUDA error: an illegal memory access was encountered")
     )
-    assert attempt_parts.breaks_cuda(
+    assert failures.breaks_cuda(
         RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED when calling cublasSgemm")
     )
-    assert not attempt_parts.breaks_cuda(torch.OutOfMemoryError("CUDA out of memory"))
-    assert not attempt_parts.breaks_cuda(RuntimeError("simulated crash"))
-    assert not attempt_parts.breaks_cuda(KeyboardInterrupt())
+    assert not failures.breaks_cuda(torch.OutOfMemoryError("CUDA out of memory"))
+    assert not failures.breaks_cuda(RuntimeError("simulated crash"))
+    assert not failures.breaks_cuda(KeyboardInterrupt())
 
 
 def test_a_cuda_error_stops_a_shared_campaign_with_a_clear_message(

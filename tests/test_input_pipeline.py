@@ -89,7 +89,7 @@ class _Tokenizer:
 def bucketed() -> tuple[Any, dict[str, Any], list[corpus.Item]]:
     """The sample model as a bucket-32, batch-4 variant loads it; 30 corpus items (the last
     batch holds 2)."""
-    from toolkit.runner.tasks.predictor import load_classifier
+    from toolkit.runner.engines.registry import load_classifier
 
     row = variant("b4-bucket32", 4, padding="bucket-32")
     return (

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from toolkit.cli import cli
 from toolkit.runner.driver import forkserver, worker
-from toolkit.runner.preflight_result import (
+from toolkit.runner.preflight.result import (
     PreflightError,
     Problem,
     VariantCheck,

@@ -17,7 +17,7 @@ from toolkit.errors import ProtocolError
 from toolkit.evidence import corpus, locking
 from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
-from toolkit.runner import evaluation
+from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`

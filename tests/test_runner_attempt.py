@@ -387,7 +387,7 @@ def test_an_attempt_without_declared_threads_does_not_inherit_the_previous_attem
 
     import torch
 
-    from toolkit.runner.attempt_parts import STARTING_THREADS, start_process
+    from toolkit.runner.tasks.process_state import STARTING_THREADS, start_process
 
     declared = STARTING_THREADS + 1
     try:

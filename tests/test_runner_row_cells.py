@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from toolkit import layout
-from toolkit.runner.attempt_parts import Cells
+from toolkit.runner.tasks.cells import Cells
 
 
 def test_a_new_row_records_the_layout_it_is_written_under() -> None:

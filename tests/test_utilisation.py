@@ -314,11 +314,11 @@ def test_the_utilisation_benchmark_prints_its_ratio_and_peak() -> None:
 
 def test_each_manifest_row_shows_the_peak_its_attempts_divided_by() -> None:
     """Both kinds of attempt (classification, generation) complete their Manifest row with
-    attempt_parts.manifest_row. The probe varies from run to run: attempts that measured
+    manifest.manifest_row. The probe varies from run to run: attempts that measured
     different peaks get rows of their own (ingestion keeps one row per id, so a shared row
     would show one peak beside a utilisation divided by another); a reused peak shares its
     row; an unprobed attempt (a failed one) is set apart."""
-    from toolkit.runner.attempt_parts import manifest_row
+    from toolkit.runner.tasks.manifest import manifest_row
 
     content = {"variant_id": "b8-fp32", "precision": "fp32", "torch_version": "2.13.0"}
     probed = [

@@ -21,7 +21,7 @@ from toolkit.cli import cli
 from toolkit.evidence import measured_cells
 from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
-from toolkit.runner.attempt_parts import Cells
+from toolkit.runner.tasks.cells import Cells
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 

@@ -1,7 +1,7 @@
 """`iteralab check`: the pre-flight, before the rented clock starts (and `run`'s first step).
 
 Resolves every variant's model, head and engine, checks the head's encoder hashes, loads
-each distinct model once and runs one batch (:mod:`toolkit.runner.preflight`, torch), then
+each distinct model once and runs one batch (:mod:`toolkit.runner.preflight.checks`, torch), then
 estimates the campaign's hours from those batches and its cost from the Tariffs sheet
 (:func:`estimate`, no torch). Also what to say when every attempt of a variant failed
 during load (:func:`load_failure_advice`).
@@ -131,7 +131,7 @@ def preflight(
 
         checks = preflight_apart.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
     else:
-        from toolkit.runner import preflight as flight
+        from toolkit.runner.preflight import checks as flight
 
         checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
     for c in checks:

@@ -16,7 +16,7 @@ tokens, the bounds layouts 1 and 2 fixed).
 
 A predictions file holds one JSON object per line (``id``, ``prediction``,
 ``label``, ``stratum`` and each other declared subgroup field); checking it
-against the corpus and the protocol is :mod:`toolkit.runner.evaluation`.
+against the corpus and the protocol is :mod:`toolkit.runner.tasks.evaluation`.
 """
 
 from __future__ import annotations

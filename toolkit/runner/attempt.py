@@ -3,7 +3,7 @@
 :func:`run_attempt` hands the attempt to its task kind (:mod:`toolkit.runner.tasks`):
 ``classification`` (:mod:`toolkit.runner.tasks.classification`) or ``generation``
 (:mod:`toolkit.runner.tasks.generation`), each running the same phases
-(:mod:`toolkit.runner.phases`) over its own engine (:mod:`toolkit.runner.tasks.predictor`).
+(:mod:`toolkit.runner.tasks.phases`) over its own engine (:mod:`toolkit.runner.engines.contract`).
 :class:`InterruptGuard` is how Ctrl-C reaches an attempt; :func:`fallback_record` is the row
 the campaign writes for a worker that died without writing its own.
 
@@ -22,19 +22,12 @@ from types import FrameType
 from typing import Any
 
 from toolkit.evidence import determinism, journal
-from toolkit.runner.attempt_parts import (
-    Cells,
-    Emit,
-    attempt_seed,
-    attempt_threads,
-    file_cells,
-    identity_cells,
-    verdict_cells,
-)
 from toolkit.runner.instruments import achieved, environment
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import classification, columns
+from toolkit.runner.tasks.cells import Cells, file_cells, identity_cells, verdict_cells
 from toolkit.runner.tasks.kinds import kind_of
+from toolkit.runner.tasks.process_state import Emit, attempt_seed, attempt_threads
 
 __all__ = ["AttemptSpec", "InterruptGuard", "fallback_record", "run_attempt"]
 
@@ -92,15 +85,15 @@ def fallback_record(
     """
     manifest = classification.manifest(
         spec,
-        None,
-        None,
-        0,
-        {},
-        None,
-        attempt_threads(spec),
-        attempt_seed(spec),
-        environment.manifest_fields(),
-        determinism.NOT_READ + " (the worker ended without a record)",
+        predictor=None,
+        fingerprint=None,
+        items=0,
+        counts={},
+        truncated=None,
+        threads=attempt_threads(spec),
+        seed=attempt_seed(spec),
+        env=environment.manifest_fields(),
+        state=determinism.NOT_READ + " (the worker ended without a record)",
         measured=achieved.manifest_values(None, "not probed: the worker ended without a record"),
     )
     cells = Cells()

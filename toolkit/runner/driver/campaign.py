@@ -42,9 +42,10 @@ from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside
 from toolkit.plumbing.clock import now_text
-from toolkit.runner import decoding, evaluation, lost, plan
+from toolkit.runner import decoding, lost, plan
 from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
@@ -554,7 +555,7 @@ def _ingest(
         result.ingest_pending = True
 
 
-def _in_process(spec: Any, display: Progress) -> tuple[dict[str, Any], bool]:
+def _in_process(spec: AttemptSpec, display: Progress) -> tuple[dict[str, Any], bool]:
     """Run the attempt in this process (process policy ``shared``)."""
     from toolkit.runner.attempt import InterruptGuard, run_attempt  # torch, in this process
 
@@ -665,7 +666,7 @@ class Workers:
 
 
 def _in_worker(
-    spec: Any, display: Progress, workers: Workers, next_ahead: bool = False
+    spec: AttemptSpec, display: Progress, workers: Workers, next_ahead: bool = False
 ) -> tuple[dict[str, Any], bool]:
     """Run the attempt in a fresh worker process; write its row if the worker cannot. With
     ``next_ahead``, the next attempt's worker starts as soon as this one has sent its record."""
@@ -761,7 +762,7 @@ def _exit_text(code: int) -> str:
     return f"code {code}"
 
 
-def _from_journal(spec: Any) -> dict[str, Any] | None:
+def _from_journal(spec: AttemptSpec) -> dict[str, Any] | None:
     for entry in reversed(journal.read(spec.workbook)):
         if entry["attempt"].get("attempt_id") == spec.attempt_id:
             return entry

@@ -7,8 +7,8 @@ every attempt ran. In a worker (forked by the run's fork server, whose imports i
 ``python -m toolkit.runner.driver.worker``) it leaves the campaign's process without torch;
 the worker exits when it is done, with everything it loaded.
 
-Same checks, same lines, same refusal (:mod:`toolkit.runner.preflight`); the outcome comes
-back as JSON (:mod:`toolkit.runner.preflight_result`). A worker that dies without an outcome
+Same checks, same lines, same refusal (:mod:`toolkit.runner.preflight.checks`); the outcome comes
+back as JSON (:mod:`toolkit.runner.preflight.result`). A worker that dies without an outcome
 is the toolkit's fault: its stderr's last lines are the error.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.runner.driver import forkserver, worker
-from toolkit.runner.preflight_result import VariantCheck, from_json
+from toolkit.runner.preflight.result import VariantCheck, from_json
 
 
 def check(
@@ -35,7 +35,7 @@ def check(
     locked: bool,
     progress: Callable[[str], None],
 ) -> list[VariantCheck]:
-    """:func:`toolkit.runner.preflight.check` of ``variants`` on ``items``, in a worker
+    """:func:`toolkit.runner.preflight.checks.check` of ``variants`` on ``items``, in a worker
     process; raises its PreflightError, or ToolkitError when the worker died."""
     request = {
         "workbook": str(workbook),

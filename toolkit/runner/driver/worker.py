@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.evidence import corpus, journal
-from toolkit.runner import preflight_result
+from toolkit.runner.preflight import result as preflight_result
 
 INTERRUPTED_EXIT = 130
 
@@ -65,9 +65,9 @@ def main() -> int:
 
 
 def _preflight(request: dict[str, Any]) -> int:
-    """Run a pre-flight (:func:`toolkit.runner.preflight.check`) as ``request`` describes
+    """Run a pre-flight (:func:`toolkit.runner.preflight.checks.check`) as ``request`` describes
     it; its checks or problems go out as one event."""
-    from toolkit.runner import preflight  # torch
+    from toolkit.runner.preflight import checks as preflight  # torch
 
     try:
         checks = preflight.check(

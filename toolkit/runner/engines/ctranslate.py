@@ -9,7 +9,7 @@ the precision: fp32 -> ``float32``, fp16 -> ``float16``, bf16 -> ``bfloat16``.
 Decoding is the Protocol's rule, greedy (``sampling_topk=1``, one beam), at most
 ``max_new_tokens``; the ``max_new_tokens`` stop rule sets ``min_length`` too, the ``eos``
 rule ends an output at the model's end token. Prompts are tokenised and cut to the
-variant's budget exactly as the torch task does (:func:`generation.prompt_ids`);
+variant's budget exactly as the torch task does (:func:`causal_lm.prompt_ids`);
 CTranslate2 pads a batch itself (``padding_side`` does not apply).
 
 What is timed (the torch task's definitions): ``generate_batch`` streams every new token
@@ -32,15 +32,14 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
-from toolkit.runner import generation
-from toolkit.runner.engines import cache
+from toolkit.runner.engines import cache, causal_lm
 from toolkit.runner.instruments import flops
 
 NO_KV_CACHE = "ctranslate2 does not expose its KV cache: its peak is not measured"
 
 
 class Ct2Generator:
-    """The CTranslate2 engine of generation (a :class:`tasks.predictor.Generator`)."""
+    """The CTranslate2 engine of generation (a :class:`engines.contract.Generator`)."""
 
     attention_backend = "ctranslate2"
     kv_cache_reason = NO_KV_CACHE
@@ -52,7 +51,7 @@ class Ct2Generator:
         generator: Any,
         tokenizer: Any,
         variant: dict[str, Any],
-        rule: generation.DecodingRule,
+        rule: causal_lm.DecodingRule,
         files: Any,
         config: dict[str, Any],
         eos: int | None,
@@ -74,7 +73,7 @@ class Ct2Generator:
     def generate(
         self,
         items: Sequence[corpus.Item],
-        window: generation.GenerationWindow,
+        window: causal_lm.GenerationWindow,
         after_batch: Callable[[int], None],
     ) -> None:
         run_window(self, items, window, after_batch)
@@ -102,7 +101,7 @@ def compute_type(variant: dict[str, Any]) -> str:
     return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}[str(variant["precision"])]
 
 
-def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> Ct2Generator:
+def load(variant: dict[str, Any], base: Path, rule: causal_lm.DecodingRule) -> Ct2Generator:
     """The variant's causal LM converted and loaded by CTranslate2 (ModelError when not);
     intra threads = the attempt's (``--threads``, already torch's in this process)."""
     import ctranslate2
@@ -118,7 +117,7 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
             f"{ctranslate2.__version__} sees no CUDA device",
             hint="run it on a GPU machine with the CUDA build of ctranslate2",
         )
-    files = generation.model_files(str(variant["model_path"]), base)
+    files = causal_lm.model_files(str(variant["model_path"]), base)
     kind = compute_type(variant)
     settings: dict[str, object] = {
         "source": files.weights_revision,
@@ -176,15 +175,15 @@ def load(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> 
 def run_window(
     lm: Ct2Generator,
     items: Sequence[corpus.Item],
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     after_batch: Callable[[int], None],
 ) -> None:
-    """:func:`generation.run_window` on CTranslate2: the same prompts, order, cut, outputs
+    """:func:`causal_lm.run_window` on CTranslate2: the same prompts, order, cut, outputs
     and clocks (see the module's docstring for what is timed)."""
     variant, rule = lm.variant, lm.rule
     size = int(variant["batch_size"])
     tokenized: Any = lm  # prompt_ids reads only its tokenizer
-    encoded = generation.prompt_ids(
+    encoded = causal_lm.prompt_ids(
         tokenized, [i.text for i in items], [i.id for i in items], int(variant["max_length"]), rule
     )
     order = list(range(len(items)))
@@ -213,10 +212,10 @@ def run_window(
             callback=stream,
         )
         new_rows = [list(r.sequences_ids[0]) for r in results]
-        cut = [generation._cut(r, lm.eos_id, rule) for r in new_rows]
+        cut = [causal_lm._cut(r, lm.eos_id, rule) for r in new_rows]
         width = max(len(encoded[i][0]) for i in indexes)
         window.batches.append(
-            generation.GeneratedBatch(len(indexes), width, max(len(r) for r in new_rows))
+            causal_lm.GeneratedBatch(len(indexes), width, max(len(r) for r in new_rows))
         )
         texts = lm.tokenizer.batch_decode(cut, skip_special_tokens=True)
         if stamps:
@@ -225,6 +224,6 @@ def run_window(
             window.decode_tokens += sum(max(len(c) - 1, 0) for c in cut)
         for i, tokens, text in zip(indexes, cut, texts, strict=True):
             window.outputs.append(
-                generation.Output(i, text, tokens, len(encoded[i][0]), encoded[i][1])
+                causal_lm.Output(i, text, tokens, len(encoded[i][0]), encoded[i][1])
             )
         after_batch(len(window.outputs))

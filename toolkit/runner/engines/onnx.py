@@ -35,10 +35,10 @@ import torch
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
-from toolkit.runner import model as torch_model
 from toolkit.runner.engines import cache
+from toolkit.runner.engines import model as torch_model
+from toolkit.runner.engines.contract import Batch, Tokenized
 from toolkit.runner.instruments import flops
-from toolkit.runner.tasks.predictor import Batch, Tokenized
 
 EXPORTED = "model.onnx"
 OPSET = 18
@@ -164,7 +164,7 @@ def exported(
 
 
 class OnnxClassifier(Tokenized):
-    """The onnxruntime engine of classification (a :class:`tasks.predictor.Predictor`): the
+    """The onnxruntime engine of classification (a :class:`engines.contract.Predictor`): the
     torch runner's tokenisation, padding and truncation, the session in place of the module.
     """
 

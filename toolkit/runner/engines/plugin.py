@@ -35,7 +35,7 @@ from toolkit.evidence import corpus
 from toolkit.planner.models import file_hashes, resolve_model_path, tree_hash
 from toolkit.plumbing import engines
 from toolkit.plumbing.digests import file_sha256
-from toolkit.runner.tasks.predictor import Batch
+from toolkit.runner.engines.contract import Batch
 
 NO_TOKENIZER = "none: a python: predictor reads text its own way"
 NO_FLOPS = "a python: predictor's work is its own: FLOPs not counted"
@@ -48,7 +48,7 @@ class PredictorError(Exception):
 
 class PythonPredictor:
     """A user's predictor as the classification task runs it (a
-    :class:`tasks.predictor.Predictor`): ids and texts in, checked labels out."""
+    :class:`engines.contract.Predictor`): ids and texts in, checked labels out."""
 
     tokenizer_revision = NO_TOKENIZER
     attention_backend = "n/a (python: predictor)"

@@ -1,10 +1,10 @@
 """Protocol task ``classification``: one attempt, phase by phase, to a journal record
 (R7-R10, R12-R13, R18).
 
-Phases, each timed on its own (:class:`toolkit.runner.phases.AttemptRun`):
+Phases, each timed on its own (:class:`toolkit.runner.tasks.phases.AttemptRun`):
 
 1. **load**: resolve and hash the model, load it through its engine
-   (:mod:`toolkit.runner.tasks.predictor`); on repetition 1, the **cold pass**: the whole
+   (:mod:`toolkit.runner.engines.contract`); on repetition 1, the **cold pass**: the whole
    corpus once, before anything is warmed, timed apart (``cold_pass_s``, left out of
    ``load_s``); then the first calls (:func:`first_calls`): every bucket shape on
    synthetic token ids for ``bucket-N`` padding, else the window's shortest, longest and
@@ -43,29 +43,25 @@ from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import evaluation
-from toolkit.runner.attempt_parts import (
-    AttemptTimeout,
-    Emit,
+from toolkit.runner.engines.contract import Predictor
+from toolkit.runner.engines.plugin import reference_strata
+from toolkit.runner.engines.registry import load_classifier
+from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
+from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks import columns, evaluation, overlap
+from toolkit.runner.tasks.cells import (
     Put,
-    checked_reference,
-    error_text,
     export_cell,
     file_cells,
-    manifest_content,
-    manifest_row,
     memory_cells,
-    read_back,
     seconds,
     verdict_cells,
 )
-from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
-from toolkit.runner.engines.plugin import reference_strata
-from toolkit.runner.instruments import achieved, compilation, environment, probes, reproducibility
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
-from toolkit.runner.spec import AttemptSpec
-from toolkit.runner.tasks import columns, overlap
-from toolkit.runner.tasks.predictor import Predictor, load_classifier
+from toolkit.runner.tasks.failures import AttemptTimeout, error_text
+from toolkit.runner.tasks.manifest import manifest_content, manifest_row
+from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
+from toolkit.runner.tasks.predictions import checked_reference, read_back
+from toolkit.runner.tasks.process_state import Emit
 
 #: The Protocol task this kind runs.
 NAME = "classification"
@@ -393,25 +389,25 @@ class Classification:
         environment_info = environment.manifest_fields()
         work = _work(
             self.spec,
-            self.predictor,
-            self.window,
-            run.spans.get("measured"),
-            run.status,
-            run.threads,
-            run.broken,
-            environment_info.get("gpu_name"),
-            run.window_share,
+            predictor=self.predictor,
+            window=self.window,
+            measured=run.spans.get("measured"),
+            status=run.status,
+            threads=run.threads,
+            broken=run.broken,
+            gpu_name=environment_info.get("gpu_name"),
+            window_share=run.window_share,
         )
         entry = manifest(
             self.spec,
-            self.predictor,
-            lengths.fingerprint,
-            len(lengths.items),
-            lengths.counts,
-            lengths.truncated,
-            run.threads,
-            run.seed,
-            environment_info,
+            predictor=self.predictor,
+            fingerprint=lengths.fingerprint,
+            items=len(lengths.items),
+            counts=lengths.counts,
+            truncated=lengths.truncated,
+            threads=run.threads,
+            seed=run.seed,
+            env=environment_info,
             measured=work.manifest,
         )
         notes.extend(work.notes)
@@ -696,6 +692,7 @@ def _evaluate(
 
 def _work(
     spec: AttemptSpec,
+    *,
     predictor: Predictor | None,
     window: Window,
     measured: probes.Span | None,
@@ -736,15 +733,15 @@ def _work(
     reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), threads)
     found.attempt = achieved.work(
         cost,
-        cost_reason,
-        tally,
-        measured_s,
-        unfinished,
-        variant,
-        probed,
-        peak_reason or None,
-        reprobe,
-        window_share,
+        cost_reason=cost_reason,
+        tally=tally,
+        measured_s=measured_s,
+        unfinished=unfinished,
+        variant=variant,
+        measured_peak=probed,
+        peak_reason=peak_reason or None,
+        reprobe=reprobe,
+        window_share=window_share,
     )
     found.notes += [reprobe.note] if reprobe.note else []
     return found
@@ -752,6 +749,7 @@ def _work(
 
 def manifest(
     spec: AttemptSpec,
+    *,
     predictor: Predictor | None,
     fingerprint: str | None,
     items: int,

@@ -16,7 +16,7 @@ from toolkit import layout
 from toolkit.runner.decoding import CLASSIFICATION_REASON, GENERATION_COLUMNS
 
 if TYPE_CHECKING:  # the declaration itself stays free of torch (tests read it without)
-    from toolkit.runner.attempt_parts import Cells
+    from toolkit.runner.tasks.cells import Cells
 
 #: The measured columns every task kind fills (phases, quality, memory, tokens, FLOPs, load,
 #: the peak probe).

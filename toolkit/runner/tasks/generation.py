@@ -3,17 +3,17 @@
 The phases and the failure rules are the classification attempt's
 (:mod:`toolkit.runner.tasks.classification`): load (model, then each distinct batch of the
 window once, untimed, so kernels load before timing, R8), warm-up by the protocol's rule,
-the measured window (:func:`toolkit.runner.generation.run_window`, R9-R10), export of every
+the measured window (:func:`toolkit.runner.engines.causal_lm.run_window`, R9-R10), export of every
 output with
 its id and token counts, then the predictions file read back and checked: exact id set
 (R7), agreement with the reference variant's outputs and chrF against the corpus's
-``reference`` texts when every prompt has one (:mod:`toolkit.runner.agreement`).
+``reference`` texts when every prompt has one (:mod:`toolkit.runner.tasks.agreement`).
 
 Quality verdict: pass when the ids match, the metric (chrF when declared) reaches the
 threshold, the token agreement with the reference variant is at least ``1 - tolerance``,
 and chrF and each predeclared subgroup's chrF stay within the tolerance of the reference
 variant's, recomputed from its predictions file (R16, the classification rule:
-:func:`toolkit.runner.evaluation.tolerance_failures`; bf16 against fp32 from the same
+:func:`toolkit.runner.tasks.evaluation.tolerance_failures`; bf16 against fp32 from the same
 prompts). Before the reference has a chrF the verdict is ``not evaluated``, as a
 classification's.
 
@@ -42,24 +42,9 @@ from toolkit.planner import memory
 from toolkit.planner.gpus import load_catalog
 from toolkit.plumbing import engines
 from toolkit.plumbing.rss import peak_rss_bytes
-from toolkit.runner import agreement, evaluation, generation
-from toolkit.runner.attempt_parts import (
-    AttemptTimeout,
-    Emit,
-    Put,
-    checked_reference,
-    error_text,
-    export_cell,
-    file_cells,
-    manifest_content,
-    manifest_row,
-    memory_cells,
-    read_back,
-    reference_changed,
-    seconds,
-    verdict_cells,
-)
-from toolkit.runner.engines import registry  # noqa: F401 - the engines beside torch
+from toolkit.runner.engines import causal_lm
+from toolkit.runner.engines.contract import Generator
+from toolkit.runner.engines.registry import load_generator
 from toolkit.runner.instruments import (
     achieved,
     compilation,
@@ -68,10 +53,21 @@ from toolkit.runner.instruments import (
     probes,
     reproducibility,
 )
-from toolkit.runner.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.spec import AttemptSpec
-from toolkit.runner.tasks import columns
-from toolkit.runner.tasks.predictor import Generator, load_generator
+from toolkit.runner.tasks import agreement, columns, evaluation
+from toolkit.runner.tasks.cells import (
+    Put,
+    export_cell,
+    file_cells,
+    memory_cells,
+    seconds,
+    verdict_cells,
+)
+from toolkit.runner.tasks.failures import AttemptTimeout, error_text
+from toolkit.runner.tasks.manifest import manifest_content, manifest_row
+from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
+from toolkit.runner.tasks.predictions import checked_reference, read_back, reference_changed
+from toolkit.runner.tasks.process_state import Emit
 
 #: The Protocol task this kind runs.
 NAME = "generation"
@@ -93,9 +89,9 @@ class Generation:
         self.spec, self.variant, self.protocol = spec, spec.variant, spec.protocol
         self.run = AttemptRun(spec, emit, guard)
         self.bounds = corpus.parse_stratum_bounds(self.protocol.get("stratum_bounds"))
-        self.rule: generation.DecodingRule | None = None
+        self.rule: causal_lm.DecodingRule | None = None
         self.generator: Generator | None = None
-        self.window = generation.GenerationWindow()
+        self.window = causal_lm.GenerationWindow()
         self.notes: list[str] = []
         #: Which decode shapes the load phase covered (None until it ran them).
         self.decode_note: str | None = None
@@ -115,7 +111,7 @@ class Generation:
         on_gpu = self.generator.device.type != "cpu"
         batches = load_batches(items, lengths, int(self.variant["batch_size"]), on_gpu=on_gpu)
         for batch in batches:
-            self.generator.generate(batch, generation.GenerationWindow(), lambda d: None)
+            self.generator.generate(batch, causal_lm.GenerationWindow(), lambda d: None)
         self.decode_note = decode_shapes_note(len(batches), on_gpu)
 
     def phase_done(self, phase: str) -> None:
@@ -124,7 +120,7 @@ class Generation:
     def warm_pass(self, items: list[corpus.Item]) -> None:
         assert self.generator is not None
         self.generator.generate(
-            items, generation.GenerationWindow(), lambda d: self.run.after_batch(d, len(items))
+            items, causal_lm.GenerationWindow(), lambda d: self.run.after_batch(d, len(items))
         )
 
     def measure(self) -> None:
@@ -152,15 +148,7 @@ class Generation:
         evaluation_s = time.perf_counter() - start
         peaks, rss = probes.cuda_peaks(run.device), peak_rss_bytes()
         env = environment.manifest_fields()
-        probed, probe_cells = None, None
-        if run.status == "completed" and not run.broken:
-            probed, probe_cells = achieved.probe_cells(
-                str(self.variant["device"]),
-                str(self.variant["precision"]),
-                run.threads,
-                env.get("gpu_name"),
-                self.spec.campaign_key,
-            )
+        probed, probe_cells = self._probe(env)
         truncated = window.truncated if run.status == "completed" else None
         entry = self._manifest(
             truncated,
@@ -208,7 +196,14 @@ class Generation:
         ).items():
             put(name, value, why)
         _generation_cells(
-            put, window, partial, run.device, self.generator, self.variant, self.rule, probed
+            put,
+            window=window,
+            partial=partial,
+            device=run.device,
+            generator=self.generator,
+            variant=self.variant,
+            rule=self.rule,
+            probed=probed,
         )
         self._closing_cells(put, predictions_rel)
         columns.finish(cells, NAME)
@@ -224,7 +219,7 @@ class Generation:
             return None, None, None
         start = time.perf_counter()
         try:
-            rows = generation.prediction_rows(
+            rows = causal_lm.prediction_rows(
                 window, self.bounds, evaluation.parse_subgroups(self.protocol.get("subgroups"))
             )
             sha = corpus.write_predictions(spec.predictions_file, rows)
@@ -235,6 +230,19 @@ class Generation:
             self.run.status = "failed" if self.run.status == "completed" else self.run.status
             self.notes.append(f"export failed: {error_text(exc)}")
             return None, None, None
+
+    def _probe(self, env: dict[str, Any]) -> tuple[Any, dict[str, achieved.Cell] | None]:
+        """The peak probe of a completed attempt (none for a failed or broken one)."""
+        run = self.run
+        if run.status != "completed" or run.broken:
+            return None, None
+        return achieved.probe_cells(
+            str(self.variant["device"]),
+            str(self.variant["precision"]),
+            run.threads,
+            env.get("gpu_name"),
+            self.spec.campaign_key,
+        )
 
     def _manifest(
         self, truncated: int | None, env: dict[str, Any], measured: dict[str, Any]
@@ -248,16 +256,16 @@ class Generation:
             counts[name] = counts.get(name, 0) + 1
         return _manifest(
             self.spec,
-            self.generator,
-            self.rule,
-            window,
-            counts,
-            self.bounds,
-            truncated,
-            self.run.threads,
-            self.run.seed,
-            env,
-            measured,
+            generator=self.generator,
+            rule=self.rule,
+            window=window,
+            counts=counts,
+            bounds=self.bounds,
+            truncated=truncated,
+            threads=self.run.threads,
+            seed=self.run.seed,
+            env=env,
+            measured=measured,
         )
 
     def _closing_cells(self, put: Put, predictions_rel: str | None) -> None:
@@ -287,7 +295,7 @@ class _RuleSession:
         self.attempt = attempt
 
     def __enter__(self) -> None:
-        self.attempt.rule = generation.decoding_rule(self.attempt.protocol)
+        self.attempt.rule = causal_lm.decoding_rule(self.attempt.protocol)
 
     def __exit__(self, *exc: Any) -> None:
         return None
@@ -322,9 +330,7 @@ def _quality_cells(put: Put, status: str, quality: dict[str, Any] | None, notes:
     )
 
 
-def _failure_note(
-    run: AttemptRun, error: BaseException, window: generation.GenerationWindow
-) -> str:
+def _failure_note(run: AttemptRun, error: BaseException, window: causal_lm.GenerationWindow) -> str:
     """The note of a failed generation: its kind, where, the error. A CUDA error other than
     out-of-memory stops a shared campaign (the note does not say so)."""
     where = run.where(len(window.outputs), len(window.items) or run.spec.corpus_items, "prompts")
@@ -345,7 +351,7 @@ def _failure_note(
 def _work(
     run: AttemptRun,
     generator: Generator | None,
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     probed: Any,
     probe_cells: dict[str, achieved.Cell] | None,
     notes: list[str],
@@ -375,21 +381,21 @@ def _work(
     reprobe = achieved.Reprobe(str(variant["device"]), str(variant["precision"]), run.threads)
     cells = achieved.work(
         cost,
-        cost_reason,
-        flop_tally(window),
-        measured_s,
-        unfinished,
-        run.spec.variant,
-        probed,
-        peak_reason,
-        reprobe,
-        run.window_share,
+        cost_reason=cost_reason,
+        tally=flop_tally(window),
+        measured_s=measured_s,
+        unfinished=unfinished,
+        variant=run.spec.variant,
+        measured_peak=probed,
+        peak_reason=peak_reason,
+        reprobe=reprobe,
+        window_share=run.window_share,
     )
     notes += [reprobe.note] if reprobe.note else []
     return cells
 
 
-def flop_tally(window: generation.GenerationWindow) -> achieved.Tally:
+def flop_tally(window: causal_lm.GenerationWindow) -> achieved.Tally:
     """The window's passes: the real ones each output needs, the padded ones each batch ran
     (every row to the batch's last step, from its padded width)."""
     real = [flops.generation_passes(o.prompt_tokens, len(o.token_ids)) for o in window.outputs]
@@ -438,9 +444,10 @@ def load_batches(
 
 def _manifest(
     spec: AttemptSpec,
+    *,
     generator: Generator | None,
-    rule: generation.DecodingRule | None,
-    window: generation.GenerationWindow,
+    rule: causal_lm.DecodingRule | None,
+    window: causal_lm.GenerationWindow,
     counts: dict[str, int],
     bounds: tuple[int, ...],
     truncated: int | None,
@@ -482,12 +489,13 @@ def _manifest(
 
 def _generation_cells(
     put: Any,
-    window: generation.GenerationWindow,
+    *,
+    window: causal_lm.GenerationWindow,
     partial: str | None,
     device: torch.device,
     generator: Generator | None,
     variant: dict[str, Any],
-    rule: generation.DecodingRule | None,
+    rule: causal_lm.DecodingRule | None,
     probed: Any,
 ) -> None:
     """The generation columns: token counts, TTFT, decode rate, KV cache, ceiling."""
@@ -530,8 +538,8 @@ def _generation_cells(
 def bandwidth_ceiling(
     generator: Generator | None,
     variant: dict[str, Any],
-    rule: generation.DecodingRule | None,
-    window: generation.GenerationWindow,
+    rule: causal_lm.DecodingRule | None,
+    window: causal_lm.GenerationWindow,
     device: torch.device,
     probed: Any,
 ) -> tuple[float | None, str | None]:
@@ -625,7 +633,7 @@ def _against_reference(
 def _evaluate(
     spec: AttemptSpec,
     predictions_sha: str | None,
-    window: generation.GenerationWindow,
+    window: causal_lm.GenerationWindow,
     *,
     complete: bool,
     notes: list[str],

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolkit.runner import decoding
-from toolkit.runner.attempt_parts import Emit
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import classification, columns, generation
+from toolkit.runner.tasks.process_state import Emit
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ import torch
 
 from toolkit.errors import ModelError
 from toolkit.evidence import corpus
-from toolkit.runner.tasks.predictor import Prepared
+from toolkit.runner.engines.contract import Prepared
 
 OVERLAPPED = "overlapped"
 

@@ -41,7 +41,7 @@ from toolkit.runner.decoding import (  # noqa: F401 - re-exported: the task's ru
     decoding_rule,
     task_of,
 )
-from toolkit.runner.model import DTYPES, _attention_backend, model_files
+from toolkit.runner.engines.model import DTYPES, _attention_backend, model_files
 
 PADDING_SIDES = ("left", "right")
 

@@ -23,19 +23,11 @@ import torch
 from toolkit.evidence import corpus, journal
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import plan
-from toolkit.runner.attempt_parts import (
-    AttemptTimeout,
-    Cells,
-    Emit,
-    Put,
-    breaks_cuda,
-    forget_traceback,
-    identity_cells,
-    seconds,
-    start_process,
-)
 from toolkit.runner.instruments import faults, machine_load, probes
 from toolkit.runner.spec import AttemptSpec
+from toolkit.runner.tasks.cells import Cells, Put, identity_cells, seconds
+from toolkit.runner.tasks.failures import AttemptTimeout, breaks_cuda, forget_traceback
+from toolkit.runner.tasks.process_state import Emit, start_process
 
 #: Progress events are sent at most this often (seconds) while items are processed.
 PROGRESS_EVERY_S = 0.2
@@ -72,7 +64,7 @@ class AttemptRun:
     """One attempt under way: its clock, process state, current phase and how it ended.
 
     Creating it puts the process in the state the attempt is measured in
-    (:func:`attempt_parts.start_process`). ``guard`` is the attempt's InterruptGuard
+    (:func:`process_state.start_process`). ``guard`` is the attempt's InterruptGuard
     (duck-typed: ``armed`` and ``stop_campaign``).
     """
 
@@ -104,7 +96,7 @@ class AttemptRun:
         self.others: machine_load.OthersMeter | None = None
         self.status = "completed"
         self.error: BaseException | None = None
-        #: A CUDA error other than out-of-memory ended the phases (attempt_parts.breaks_cuda).
+        #: A CUDA error other than out-of-memory ended the phases (failures.breaks_cuda).
         self.broken = False
         self._last_emit = 0.0
 

@@ -26,13 +26,13 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import decoding
+from toolkit.runner.engines.causal_lm import GenerationWindow
+from toolkit.runner.engines.model import model_files, read_head
 from toolkit.runner.engines.plugin import PredictorError
-from toolkit.runner.generation import GenerationWindow
+from toolkit.runner.engines.registry import load_classifier, load_generator
 from toolkit.runner.instruments import compilation, probes
-from toolkit.runner.model import model_files, read_head
-from toolkit.runner.preflight_result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
+from toolkit.runner.preflight.result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
-from toolkit.runner.tasks.predictor import load_classifier, load_generator
 
 #: The Variants columns that make two variants load the same model.
 MODEL_KEY = (

@@ -1,4 +1,4 @@
-"""The engine seam: what a task kind asks of the model it measures, and the torch engine.
+"""The engine contract: what a task kind asks of the model it measures.
 
 A task kind (:mod:`toolkit.runner.tasks`) owns the phases, the measured window's batching
 and bookkeeping, the evaluation and the row; beneath it an *engine* loads the variant's
@@ -11,7 +11,7 @@ the variant's ``engine`` (blank: ``torch``) in :data:`CLASSIFIERS` or :data:`GEN
   device; ``close`` releases the model. ``flop_cost`` says what one token costs, or why
   that is unknown (runner.flops).
 - a :class:`Generator` (Protocol task ``generation``): ``generate`` a list of prompts into a
-  :class:`toolkit.runner.generation.GenerationWindow` by batches (outputs, token counts,
+  :class:`toolkit.runner.engines.causal_lm.GenerationWindow` by batches (outputs, token counts,
   time to first token, decode time, KV cache), the same ``synchronize``, ``close`` and
   ``flop_cost``.
 
@@ -19,8 +19,8 @@ Both carry the three Manifest facts of a loaded model (``model_revision``,
 ``tokenizer_revision``, ``attention_backend``) and the ``device`` they run on. A loader
 raises :class:`toolkit.errors.ModelError` for a model it cannot load; a failure inside
 ``predict`` or ``generate`` is the attempt's (a row, failed). The torch engine is
-:class:`TorchClassifier` and :class:`TorchGenerator`; other engines add their loader to
-the registries and nothing above this module changes.
+:mod:`toolkit.runner.engines.torch_engine`; every engine's loader is a line of the tables in
+:mod:`toolkit.runner.engines.registry`, and nothing above the engines changes.
 """
 
 from __future__ import annotations
@@ -35,11 +35,26 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from toolkit.errors import ModelError
 from toolkit.evidence import corpus
-from toolkit.plumbing import engines, padding
-from toolkit.runner import attempt_parts, generation, model
+from toolkit.plumbing import padding
+from toolkit.runner.engines import causal_lm
 from toolkit.runner.instruments import flops
+
+
+class ManifestFacts(Protocol):
+    """What the Manifest reads from a loaded model (every engine's loaded model offers them)."""
+
+    @property
+    def model_revision(self) -> str:
+        """The hash of the model's files (R3)."""
+
+    @property
+    def tokenizer_revision(self) -> str:
+        """The hash of the tokenizer's files (R3)."""
+
+    @property
+    def attention_backend(self) -> str:
+        """The attention implementation really used."""
 
 
 @dataclass
@@ -66,7 +81,7 @@ class Prepared:
     width: int
 
 
-class Loaded(attempt_parts.Loaded, Protocol):
+class Loaded(ManifestFacts, Protocol):
     """What every engine's loaded model offers: the Manifest's facts (revisions, attention
     backend), its device, its FLOPs, a synchronize and a close."""
 
@@ -115,7 +130,7 @@ class Predictor(Loaded, Protocol):
 class Generator(Loaded, Protocol):
     """A loaded causal LM under the Protocol's decoding rule."""
 
-    rule: generation.DecodingRule
+    rule: causal_lm.DecodingRule
     #: Why the window's KV-cache peak is empty when the engine gave none.
     kv_cache_reason: str
 
@@ -126,7 +141,7 @@ class Generator(Loaded, Protocol):
     def generate(
         self,
         items: Sequence[corpus.Item],
-        window: generation.GenerationWindow,
+        window: causal_lm.GenerationWindow,
         after_batch: Callable[[int], None],
     ) -> None:
         """Generate ``items`` by batches into ``window``; ``after_batch(done)`` after each."""
@@ -220,167 +235,3 @@ class Tokenized:
                 encoded["token_type_ids"] = [0] * length
             token_rows.append(encoded)
         return self._padded(token_rows, width, tensors)
-
-
-class TorchClassifier(Tokenized):
-    """The torch engine of classification: a transformers classifier (or encoder + head)."""
-
-    engine = "torch"
-    engine_artifact: str | None = None
-    tokens_reason: str | None = None
-
-    def __init__(self, loaded: model.LoadedModel, variant: dict[str, Any]) -> None:
-        self.engine_notes: list[str] = []
-        self.loaded = loaded
-        self.tokenizer = loaded.tokenizer
-        self.device = loaded.device
-        self.model_revision = loaded.model_revision
-        self.tokenizer_revision = loaded.tokenizer_revision
-        self.attention_backend = loaded.attention_backend
-        self.set_padding(variant)
-
-    @classmethod
-    def load(cls, variant: dict[str, Any], base: Path) -> TorchClassifier:
-        """Load the variant's model on its device (:func:`toolkit.runner.model.load`)."""
-        return cls(model.load(variant, base), variant)
-
-    def predict(
-        self, items: Sequence[corpus.Item], timer: AbstractContextManager[Any] | None = None
-    ) -> Batch:
-        prepared = self.prepare(items)
-        return Batch(self.labels_of(self.launch(prepared, timer)), prepared.lengths, prepared.width)
-
-    def prepare(self, items: Sequence[corpus.Item], *, pin: bool = False) -> Prepared:
-        """One batch's inputs on the host, its token counts and width; ``pin``: in pinned
-        memory, for a copy to the device that does not block the host."""
-        inputs = self.encode([i.text for i in items], "pt")
-        mask = inputs["attention_mask"]
-        if pin:
-            inputs = {k: v.pin_memory() for k, v in inputs.items()}
-        return Prepared(inputs, [int(n) for n in mask.sum(dim=1)], int(mask.shape[1]))
-
-    def launch(
-        self,
-        prepared: Prepared,
-        timer: AbstractContextManager[Any] | None = None,
-        *,
-        non_blocking: bool = False,
-    ) -> torch.Tensor:
-        """Copy the batch to the device and run the model: each input's predicted class
-        index, left on the device (nothing waits for it)."""
-        inputs = prepared.inputs
-        if self.device.type != "cpu":
-            inputs = {k: v.to(self.device, non_blocking=non_blocking) for k, v in inputs.items()}
-        with torch.inference_mode():
-            if timer is None:
-                logits = self.loaded.module(**inputs)
-            else:
-                with timer:
-                    logits = self.loaded.module(**inputs)
-        return logits.argmax(dim=-1)
-
-    def labels_of(self, indexes: torch.Tensor) -> list[str]:
-        """Class indexes (on any device) brought to the host as labels."""
-        labels = self.loaded.labels
-        return [labels[p] for p in indexes.tolist()]
-
-    def warm(self, rows: int, width: int) -> None:
-        """Run the model once on a synthetic ``rows`` x ``width`` batch (no corpus text)."""
-        prepared = Prepared(self.synthetic(rows, width, "pt"), [], width)
-        self.labels_of(self.launch(prepared))
-
-    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
-        return flops.cost_of(self.loaded.module)
-
-    def synchronize(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-
-    def close(self) -> None:
-        self.loaded = None  # type: ignore[assignment]
-
-
-class TorchGenerator:
-    """The torch engine of generation: a transformers causal LM's ``generate``."""
-
-    engine = "torch"
-    engine_artifact: str | None = None
-    #: Why the KV cache's peak is empty when generate() returns no cache tensors.
-    kv_cache_reason = "generate() returned no KV cache tensors"
-
-    def __init__(
-        self, lm: generation.LoadedLM, variant: dict[str, Any], rule: generation.DecodingRule
-    ) -> None:
-        self.engine_notes: list[str] = []
-        self.lm = lm
-        self.variant = variant
-        self.rule = rule
-        self.device = lm.device
-        self.model_revision = lm.model_revision
-        self.tokenizer_revision = lm.tokenizer_revision
-        self.attention_backend = lm.attention_backend
-        #: The model folder (the bandwidth ceiling sizes the model from its config).
-        self.folder = lm.folder
-
-    @classmethod
-    def load(
-        cls, variant: dict[str, Any], base: Path, rule: generation.DecodingRule
-    ) -> TorchGenerator:
-        """Load the variant's causal LM (:func:`toolkit.runner.generation.load_lm`)."""
-        return cls(generation.load_lm(variant, base, rule), variant, rule)
-
-    def generate(
-        self,
-        items: Sequence[corpus.Item],
-        window: generation.GenerationWindow,
-        after_batch: Callable[[int], None],
-    ) -> None:
-        generation.run_window(self.lm, self.variant, self.rule, items, window, after_batch)
-
-    def flop_cost(self) -> tuple[flops.Cost | None, str | None]:
-        return flops.cost_of(self.lm.module, generating=True)
-
-    def synchronize(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-
-    def close(self) -> None:
-        self.lm = None  # type: ignore[assignment]
-
-
-#: Each engine's classifier loader, by the variant's ``engine`` (blank: torch).
-CLASSIFIERS: dict[str, Callable[[dict[str, Any], Path], Predictor]] = {
-    "torch": TorchClassifier.load,
-}
-#: Each engine's generator loader, by the variant's ``engine`` (blank: torch).
-GENERATORS: dict[str, Callable[[dict[str, Any], Path, generation.DecodingRule], Generator]] = {
-    "torch": TorchGenerator.load,
-}
-
-
-def engine_of(variant: dict[str, Any], loaders: dict[str, Any]) -> Any:
-    """The loader of the variant's engine (every ``python:MODULE:CALLABLE`` under
-    ``python:``); ModelError naming the ones there are."""
-    name = engines.engine_of(variant)
-    if name.startswith(engines.PYTHON_PREFIX):
-        name = engines.PYTHON_PREFIX
-    if name not in loaders:
-        raise ModelError(
-            f"variant {variant.get('variant_id', '?')}: engine {name!r} is not "
-            "one this runner has for its task",
-            hint=f"write one of {', '.join(sorted(loaders))} in its engine cell",
-        )
-    return loaders[name]
-
-
-def load_classifier(variant: dict[str, Any], base: Path) -> Predictor:
-    """The variant's classifier, loaded by its engine."""
-    loader: Callable[[dict[str, Any], Path], Predictor] = engine_of(variant, CLASSIFIERS)
-    return loader(variant, base)
-
-
-def load_generator(variant: dict[str, Any], base: Path, rule: generation.DecodingRule) -> Generator:
-    """The variant's causal LM under ``rule``, loaded by its engine."""
-    loader = engine_of(variant, GENERATORS)
-    generator: Generator = loader(variant, base, rule)
-    return generator
