@@ -132,8 +132,16 @@ def preflight(
         checks = preflight_apart.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
     else:
         from toolkit.runner import preflight as flight
+        from toolkit.runner.driver.worker import stdout_to_stderr
 
-        checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
+        # What the models' or predictors' code prints goes to stderr, not among our lines.
+        with stdout_to_stderr() as original:
+
+            def said(line: str) -> None:
+                with original():
+                    echo(line)
+
+            checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, said)
     for c in checks:
         timed = (
             f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in {c.batch_s:.3f} s"

@@ -32,9 +32,11 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NoReturn, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -554,14 +556,46 @@ def _ingest(
         result.ingest_pending = True
 
 
+class ProcessExitRefused(Exception):
+    """The attempt's code called ``os._exit`` in the campaign's own process."""
+
+
 def _in_process(spec: Any, display: Progress) -> tuple[dict[str, Any], bool]:
-    """Run the attempt in this process (process policy ``shared``)."""
+    """Run the attempt in this process (process policy ``shared``). What the attempt's code
+    prints goes to stderr, never among the campaign's lines; its ``os._exit`` fails the
+    attempt instead of ending the campaign without a row."""
     from toolkit.runner.attempt import InterruptGuard, run_attempt  # torch, in this process
 
-    with InterruptGuard() as guard:
-        record = run_attempt(spec, lambda event: _show(event, display), guard)
+    def show(event: dict[str, Any]) -> None:
+        with original():
+            _show(event, display)
+
+    with InterruptGuard() as guard, worker.stdout_to_stderr() as original, _no_process_exit():
+        record = run_attempt(spec, show, guard)
         journal.append(spec.workbook, record)
     return record, guard.requested or record["attempt"]["status"] == "interrupted"
+
+
+@contextmanager
+def _no_process_exit() -> Iterator[None]:
+    """Within the block, ``os._exit`` in this process raises :class:`ProcessExitRefused`
+    (a failed attempt, said in its row) instead of ending the campaign at once with no row;
+    in a child process the code forks it exits as asked."""
+    real_exit, campaign_pid = os._exit, os.getpid()
+
+    def refuse(code: int) -> NoReturn:
+        if os.getpid() != campaign_pid:
+            real_exit(code)
+        raise ProcessExitRefused(
+            f"os._exit({code}) was called in the campaign's own process (process policy "
+            "shared); the attempt's code may not end the campaign"
+        )
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def _show(event: dict[str, Any], display: Progress) -> None:
@@ -572,7 +606,10 @@ def _show(event: dict[str, Any], display: Progress) -> None:
 
 
 def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
-    for event in worker.read_events(stream):
+    def skipped(note: str) -> None:
+        events.put({"event": "note", "text": note})
+
+    for event in worker.read_events(stream, skipped):
         events.put(event)
     events.put(None)
 
@@ -688,6 +725,13 @@ def _in_worker(
                 event = events.get(timeout=0.5 if stream_open else 0.02)
                 if event is None:
                     stream_open = False
+                elif event.get("event") == "note":  # made by _reader, never sent
+                    display.echo(f"warning: {spec.attempt_id}: {event['text']}")
+                elif _foreign_record(event, spec):
+                    display.echo(
+                        f"warning: {spec.attempt_id}: skipped a record event of another "
+                        f"attempt ({event['record']['attempt'].get('attempt_id')!r})"
+                    )
                 elif event.get("event") == "record":
                     record = event["record"]
                     if (
@@ -743,6 +787,13 @@ def _in_worker(
             journal.append(spec.workbook, record)
     stop = interrupted or record["attempt"]["status"] == "interrupted" or code == 130
     return record, stop
+
+
+def _foreign_record(event: dict[str, Any], spec: Any) -> bool:
+    """Whether ``event`` is a record event of an attempt other than ``spec``'s."""
+    if event.get("event") != "record":
+        return False
+    return bool(event["record"]["attempt"].get("attempt_id") != spec.attempt_id)
 
 
 def _signal(proc: Any, sig: int) -> None:

@@ -51,7 +51,7 @@ def check(
         try:
             proc.stdin.write(json.dumps({"preflight": request}, ensure_ascii=False, default=str))
             proc.stdin.close()
-            for event in worker.read_events(proc.stdout):
+            for event in worker.read_events(proc.stdout, skipped=progress):
                 if event.get("event") == "line":
                     progress(str(event["text"]))
                 elif event.get("event") == "preflight":

@@ -1,0 +1,154 @@
+"""A ``python:`` predictor that talks on the runner's channel, or tries to end the campaign.
+
+The predictor's prints (a fake items event whose done is "NaN", a fake record event) must
+never pass for the runner's events: every attempt completes with its own record, in a
+forked worker, a spawned one and the campaign's own process. A KeyboardInterrupt no Ctrl-C
+caused, sys.exit and os._exit fail their attempt, with the cause in its row, and the
+campaign goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import attempts, make_campaign, unexplained, variant
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.runner.driver import worker
+
+pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
+
+PREDICTORS = """
+import json, os, sys
+
+FAKE_ITEMS = {"event": "items", "phase": "measured", "done": "NaN", "total": 8}
+FAKE_RECORD = {"event": "record", "record": {"attempt": {"attempt_id": "forged"}}}
+
+def _labels(records):
+    return [{"id": r["id"], "label": "emma"} for r in records]
+
+class Talks:
+    def __init__(self, variant, folder):
+        print(json.dumps(FAKE_ITEMS))
+    def predict(self, records):
+        print(json.dumps(FAKE_ITEMS))
+        print(json.dumps(FAKE_RECORD), flush=True)
+        os.write(1, (json.dumps(FAKE_RECORD) + "\\n").encode())  # past sys.stdout
+        return _labels(records)
+
+class Quiet:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        return _labels(records)
+
+class Interrupts:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        raise KeyboardInterrupt("the predictor gave up")
+
+class Exits:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        sys.exit(3)
+
+class HardExits:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        os._exit(0)
+"""
+
+
+def _campaign(folder: Path, names: list[str], policy: str) -> Path:
+    (folder / "hostile_predictors.py").write_text(PREDICTORS, encoding="utf-8")
+    variants = [  # one series each: a series varies the batch size only
+        variant(
+            name.lower(),
+            4,
+            series=series,
+            engine=f"python:hostile_predictors:{name}",
+            model_path="head",
+            head_path=None,
+        )
+        for series, name in enumerate(names, 1)
+    ]
+    return make_campaign(
+        folder, 8, variants, reference_variant=names[0].lower(), process_policy=policy
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "fork_server"), [("fresh", "1"), ("fresh", "0"), ("shared", "1")]
+)
+def test_a_predictor_printing_fake_events_leaves_every_record_real(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, fork_server: str
+) -> None:
+    monkeypatch.setenv("ITERALAB_FORK_SERVER", fork_server)
+    book = _campaign(tmp_path, ["Talks", "Quiet"], policy)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert "forged" not in result.stdout and '"NaN"' not in result.stdout
+    rows = attempts(book)
+    assert [(r["variant_id"], r["status"]) for r in rows] == [
+        ("talks", "completed"),
+        ("quiet", "completed"),
+    ]
+    assert all(r["attempt_id"].startswith(f"a00{n}-") for n, r in enumerate(rows, 1))
+    assert all(r["items_completed"] == 8 and unexplained(r) == [] for r in rows)
+
+
+@pytest.mark.usefixtures("no_preflight")
+@pytest.mark.parametrize("policy", ["fresh", "shared"])
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        ("Interrupts", "raised KeyboardInterrupt(the predictor gave up) with no Ctrl-C pressed"),
+        ("Exits", "raised SystemExit(3)"),
+        ("HardExits", "os._exit(0) was called in the campaign's own process"),
+    ],
+)
+def test_a_predictor_ending_its_process_fails_its_attempt_only(
+    tmp_path: Path, policy: str, name: str, cause: str
+) -> None:
+    book = _campaign(tmp_path, [name, "Quiet"], policy)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    failed, completed = attempts(book)
+    assert (failed["status"], completed["status"]) == ("failed", "completed")
+    if name == "HardExits" and policy == "fresh":
+        cause = "worker exited with code 0"  # its own process: exiting is all it can do
+    assert cause in str(failed["notes"]), failed["notes"]
+    assert unexplained(failed) == []
+
+
+def test_a_malformed_event_is_skipped_with_a_note() -> None:
+    notes: list[str] = []
+    lines = [
+        '{"event": "items", "phase": "measured", "done": "NaN", "total": 8}\n',
+        '{"event": "items", "phase": "measured", "done": true, "total": 8}\n',
+        '{"event": "record", "record": {"attempt_id": "a1"}}\n',
+        '{"event": "forged"}\n',
+        "[1, 2]\n",
+        "not json\n",
+        json.dumps({"event": "items", "phase": "measured", "done": 4, "total": 8}) + "\n",
+    ]
+    events = list(worker.read_events(lines, notes.append))
+    assert events == [{"event": "items", "phase": "measured", "done": 4, "total": 8}]
+    assert [n.split(": ", 1)[0] for n in notes] == [
+        "skipped a malformed line on the runner's channel (items event's done is 'NaN', "
+        "expected int)",
+        "skipped a malformed line on the runner's channel (items event's done is True, "
+        "expected int)",
+        "skipped a malformed line on the runner's channel (record event without an attempt "
+        "row and its status)",
+        "skipped a malformed line on the runner's channel (unknown event 'forged')",
+        "skipped a malformed line on the runner's channel (not a JSON object: list)",
+        "skipped a malformed line on the runner's channel (not JSON)",
+    ]
