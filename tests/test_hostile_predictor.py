@@ -10,6 +10,7 @@ campaign goes on.
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,15 @@ class Exits:
         pass
     def predict(self, records):
         sys.exit(3)
+
+class KillsServer:
+    def __init__(self, variant, folder):
+        parent = os.getppid()
+        with open(f"/proc/{parent}/cmdline", "rb") as cmdline:
+            if b"toolkit.runner.driver.forkserver" in cmdline.read():
+                os.kill(parent, 9)
+    def predict(self, records):
+        return _labels(records)
 
 class HardExits:
     def __init__(self, variant, folder):
@@ -152,3 +162,18 @@ def test_a_malformed_event_is_skipped_with_a_note() -> None:
         "skipped a malformed line on the runner's channel (not a JSON object: list)",
         "skipped a malformed line on the runner's channel (not JSON)",
     ]
+
+
+@pytest.mark.parametrize("preflight", [True, False])
+def test_a_predictor_killing_the_fork_server_leaves_the_campaign_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, preflight: bool
+) -> None:
+    """The fork server dies under a worker (here the predictor kills it, in the pre-flight's
+    fork or the first attempt's): the campaign spawns its later workers instead."""
+    if not preflight:
+        monkeypatch.setattr("toolkit.commands.check.before_run", lambda *args: [])
+    book = _campaign(tmp_path, ["KillsServer", "Quiet"], "fresh")
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1"])
+    assert "Traceback" not in result.output
+    assert result.exit_code == 0, "".join(traceback.format_exception(*result.exc_info))
+    assert [r["status"] for r in attempts(book)] == ["completed", "completed"]
