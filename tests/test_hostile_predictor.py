@@ -67,6 +67,13 @@ class KillsServer:
     def predict(self, records):
         return _labels(records)
 
+class Blocks:
+    def __init__(self, variant, folder):
+        pass
+    def predict(self, records):
+        import time
+        time.sleep(3600)
+
 class HardExits:
     def __init__(self, variant, folder):
         pass
@@ -177,3 +184,21 @@ def test_a_predictor_killing_the_fork_server_leaves_the_campaign_going(
     assert "Traceback" not in result.output
     assert result.exit_code == 0, "".join(traceback.format_exception(*result.exc_info))
     assert [r["status"] for r in attempts(book)] == ["completed", "completed"]
+
+
+@pytest.mark.usefixtures("no_preflight")
+def test_a_blocking_predict_in_the_campaign_s_process_is_stopped_at_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """Process policy shared: a predict() that never returns checks no deadline; the
+    campaign's alarm fails its attempt a few seconds past the timeout, and goes on."""
+    book = _campaign(tmp_path, ["Blocks", "Quiet"], "shared")
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1", "--timeout", "2"])
+    assert result.exit_code == 0, result.output
+    blocked, completed = attempts(book)
+    assert (blocked["status"], completed["status"]) == ("failed", "completed")
+    assert (
+        "timed out during load: still running 7 s after it started, past the attempt timeout of 2 s"
+        in str(blocked["notes"])
+    ), blocked["notes"]
+    assert unexplained(blocked) == []

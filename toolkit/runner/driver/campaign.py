@@ -51,6 +51,9 @@ from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
+#: Extra seconds an attempt in the campaign's process (process policy shared) gets past its
+#: timeout before an alarm stops the call it is blocked in.
+SHARED_GRACE_S = 5.0
 #: How long a worker may take to record its attempt after Ctrl-C.
 INTERRUPT_WAIT_S = 60.0
 
@@ -571,9 +574,40 @@ def _in_process(spec: Any, display: Progress) -> tuple[dict[str, Any], bool]:
             _show(event, display)
 
     with InterruptGuard() as guard, worker.stdout_to_stderr() as original, _no_process_exit():
-        record = run_attempt(spec, show, guard)
+        with _time_limit(spec, guard):
+            record = run_attempt(spec, show, guard)
         journal.append(spec.workbook, record)
     return record, guard.requested or record["attempt"]["status"] == "interrupted"
+
+
+@contextmanager
+def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
+    """Stop an attempt blocked inside its own code (a ``predict()`` that never returns
+    checks no deadline) :data:`SHARED_GRACE_S` past its timeout: an alarm raises the
+    attempt's timeout error in this process, while its phases run (a process of its own
+    would be killed from outside instead)."""
+    if not spec.timeout_s or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from toolkit.runner.attempt_parts import AttemptTimeout  # torch, imported already
+
+    limit = spec.timeout_s + SHARED_GRACE_S
+
+    def expired(signum: int, frame: Any) -> None:
+        if guard.armed:  # the phases still run: after them the attempt only records itself
+            raise AttemptTimeout(
+                f"still running {limit:g} s after it started, past the attempt timeout of "
+                f"{spec.timeout_s:g} s (blocked inside the attempt's code): stopped by the "
+                "campaign"
+            )
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager
@@ -583,11 +617,11 @@ def _no_process_exit() -> Iterator[None]:
     in a child process the code forks it exits as asked."""
     real_exit, campaign_pid = os._exit, os.getpid()
 
-    def refuse(code: int) -> NoReturn:
+    def refuse(status: int) -> NoReturn:
         if os.getpid() != campaign_pid:
-            real_exit(code)
+            real_exit(status)
         raise ProcessExitRefused(
-            f"os._exit({code}) was called in the campaign's own process (process policy "
+            f"os._exit({status}) was called in the campaign's own process (process policy "
             "shared); the attempt's code may not end the campaign"
         )
 
@@ -725,13 +759,8 @@ def _in_worker(
                 event = events.get(timeout=0.5 if stream_open else 0.02)
                 if event is None:
                     stream_open = False
-                elif event.get("event") == "note":  # made by _reader, never sent
-                    display.echo(f"warning: {spec.attempt_id}: {event['text']}")
-                elif _foreign_record(event, spec):
-                    display.echo(
-                        f"warning: {spec.attempt_id}: skipped a record event of another "
-                        f"attempt ({event['record']['attempt'].get('attempt_id')!r})"
-                    )
+                elif (warning := _unusable(event, spec)) is not None:
+                    display.echo(f"warning: {spec.attempt_id}: {warning}")
                 elif event.get("event") == "record":
                     record = event["record"]
                     if (
@@ -768,15 +797,7 @@ def _in_worker(
 
             stderr.seek(0)
             tail = " | ".join(stderr.read().strip().splitlines()[-3:])[-600:]
-            if interrupted:
-                status, why = "interrupted", "interrupted by Ctrl-C"
-            elif timed_out:
-                status, why = (
-                    "failed",
-                    f"killed after the timeout of {spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
-                )
-            else:
-                status, why = "failed", f"worker exited with {_exit_text(code)}"
+            status, why = _why_lost(spec, interrupted, timed_out, code)
             where = (
                 f"after {items_done} of {spec.corpus_items} items (its last progress report)"
                 if phase == "measured"
@@ -789,11 +810,29 @@ def _in_worker(
     return record, stop
 
 
-def _foreign_record(event: dict[str, Any], spec: Any) -> bool:
-    """Whether ``event`` is a record event of an attempt other than ``spec``'s."""
+def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
+    """The status of an attempt whose worker ended without its record, and why it ended."""
+    if interrupted:
+        return "interrupted", "interrupted by Ctrl-C"
+    if timed_out:
+        return (
+            "failed",
+            f"killed after the timeout of {spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
+        )
+    return "failed", f"worker exited with {_exit_text(code)}"
+
+
+def _unusable(event: dict[str, Any], spec: Any) -> str | None:
+    """Why the campaign skips ``event`` of ``spec``'s worker (a note of :func:`_reader`, or
+    a record of another attempt); None when it is used."""
+    if event.get("event") == "note":  # made by _reader, never sent
+        return str(event["text"])
     if event.get("event") != "record":
-        return False
-    return bool(event["record"]["attempt"].get("attempt_id") != spec.attempt_id)
+        return None
+    said = event["record"]["attempt"].get("attempt_id")
+    if said != spec.attempt_id:
+        return f"skipped a record event of another attempt ({said!r})"
+    return None
 
 
 def _signal(proc: Any, sig: int) -> None:
