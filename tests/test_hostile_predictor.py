@@ -166,7 +166,7 @@ def test_a_malformed_event_is_skipped_with_a_note() -> None:
         "skipped a malformed line on the runner's channel (record event without an attempt "
         "row and its status)",
         "skipped a malformed line on the runner's channel (unknown event 'forged')",
-        "skipped a malformed line on the runner's channel (not a JSON object: list)",
+        "skipped a malformed line on the runner's channel (a JSON list, not an object)",
         "skipped a malformed line on the runner's channel (not JSON)",
     ]
 

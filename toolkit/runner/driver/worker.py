@@ -104,7 +104,7 @@ def malformed(event: Any) -> str | None:
     """Why ``event`` (a decoded line of the channel) is not an event the campaign can use;
     None when it is."""
     if not isinstance(event, dict):
-        return f"not a JSON object: {type(event).__name__}"
+        return f"a JSON {type(event).__name__}, not an object"
     fields = EVENT_FIELDS.get(event.get("event"))  # type: ignore[arg-type]
     if fields is None:
         return f"unknown event {event.get('event')!r}"
