@@ -74,6 +74,13 @@ class Blocks:
         import time
         time.sleep(3600)
 
+class HangsInInit:
+    def __init__(self, variant, folder):
+        import time
+        time.sleep(3600)
+    def predict(self, records):
+        return _labels(records)
+
 class HardExits:
     def __init__(self, variant, folder):
         pass
@@ -202,3 +209,24 @@ def test_a_blocking_predict_in_the_campaign_s_process_is_stopped_at_its_timeout(
         in str(blocked["notes"])
     ), blocked["notes"]
     assert unexplained(blocked) == []
+
+
+@pytest.mark.parametrize("policy", ["fresh", "shared"])
+def test_a_predictor_hanging_in_the_pre_flight_is_stopped_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """A constructor that never returns: the pre-flight's worker is killed once that step
+    runs past the attempts' timeout and its grace (in the campaign's own process an alarm
+    makes it the variant's problem); `run` stops before any attempt."""
+    monkeypatch.setattr("toolkit.runner.driver.campaign.KILL_GRACE_S", 1.0)
+    book = _campaign(tmp_path, ["HangsInInit"], policy)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1", "--timeout", "2"])
+    assert result.exit_code == 1, result.output
+    said = {
+        "fresh": "the pre-flight stopped: loading head for hangsininit took more than 3 s, and "
+        "its worker process was killed; no attempt was run or recorded",
+        "shared": "variant hangsininit: its load and first batch took more than 3 s: stopped",
+    }
+    assert said[policy] in result.stderr, result.stderr
+    assert "Traceback" not in result.output
+    assert attempts(book) == []

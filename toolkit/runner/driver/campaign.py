@@ -586,14 +586,11 @@ def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
     checks no deadline) :data:`SHARED_GRACE_S` past its timeout: an alarm raises the
     attempt's timeout error in this process, while its phases run (a process of its own
     would be killed from outside instead)."""
-    if not spec.timeout_s or threading.current_thread() is not threading.main_thread():
-        yield
-        return
     from toolkit.runner.attempt_parts import AttemptTimeout  # torch, imported already
 
-    limit = spec.timeout_s + SHARED_GRACE_S
+    limit = spec.timeout_s + SHARED_GRACE_S if spec.timeout_s else None
 
-    def expired(signum: int, frame: Any) -> None:
+    def expired() -> None:
         if guard.armed:  # the phases still run: after them the attempt only records itself
             raise AttemptTimeout(
                 f"still running {limit:g} s after it started, past the attempt timeout of "
@@ -601,13 +598,8 @@ def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
                 "campaign"
             )
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, limit)
-    try:
+    with worker.alarm(limit, expired):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager

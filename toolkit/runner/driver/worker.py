@@ -25,6 +25,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,6 +99,29 @@ def stdout_to_stderr() -> Iterator[Callable[[], Any]]:
     finally:
         restore()
         os.close(saved_fd)
+
+
+@contextmanager
+def alarm(limit_s: float | None, expired: Callable[[], None]) -> Iterator[Callable[[], None]]:
+    """Within the block, ``expired`` runs (in the main thread, where it may raise into the
+    code that is blocked) once ``limit_s`` passes without a restart; yields the restart.
+    For code in this process that a worker's kill cannot reach (process policy ``shared``).
+    No alarm without a limit, or off the main thread (signals reach that one only)."""
+    if limit_s is None or threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    limit = limit_s
+
+    def restart() -> None:
+        signal.setitimer(signal.ITIMER_REAL, limit)
+
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: expired())
+    restart()
+    try:
+        yield restart
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def malformed(event: Any) -> str | None:
