@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -67,7 +67,7 @@ def _take_channel() -> None:
 
 
 @contextmanager
-def stdout_to_stderr() -> Iterator[Callable[[], Any]]:
+def stdout_to_stderr() -> Iterator[Callable[[], AbstractContextManager[None]]]:
     """Within the block, fd 1 and ``sys.stdout`` write to stderr (process policy
     ``shared``: the attempt runs in the campaign's process, whose stdout is the user's
     screen or pipe). Yields a context manager factory that gives the original stdout back
