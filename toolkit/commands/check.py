@@ -116,10 +116,12 @@ def preflight(
     attempts: dict[str, int],
     echo: Callable[[str], None],
     apart: bool = False,
+    step_limit_s: float | None = None,
 ) -> Estimate:
     """Run the pre-flight on ``variants`` (raises PreflightError naming each problem) and
     return the estimate for ``attempts`` per variant. ``apart``: in a worker process
-    (:mod:`toolkit.runner.driver.preflight_apart`), not this one."""
+    (:mod:`toolkit.runner.driver.preflight_apart`), not this one, each model's load and
+    first batch within ``step_limit_s`` (its default when None)."""
     from toolkit.evidence import corpus
     from toolkit.evidence.protocol import current_lock
 
@@ -129,11 +131,14 @@ def preflight(
     if apart:
         from toolkit.runner.driver import preflight_apart
 
-        checks = preflight_apart.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
+        limit = {} if step_limit_s is None else {"step_limit_s": step_limit_s}
+        checks = preflight_apart.check(
+            variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo, **limit
+        )
     else:
-        from toolkit.runner.preflight import checks as flight
-
-        checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
+        checks = _preflight_here(
+            variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo, step_limit_s
+        )
     for c in checks:
         timed = (
             f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in {c.batch_s:.3f} s"
@@ -142,6 +147,39 @@ def preflight(
         )
         echo(f"  {c.variant_id}: {c.engine}; {timed}")
     return replace(estimate(data, checks, attempts, len(items)), checks=checks)
+
+
+def _preflight_here(
+    variants: Sequence[dict[str, Any]],
+    form: dict[str, Any],
+    workbook: Path,
+    items: Sequence[Any],
+    locked: bool,
+    echo: Callable[[str], None],
+    step_limit_s: float | None,
+) -> list[Any]:
+    """The pre-flight in this process: what the models' or predictors' code prints goes to
+    stderr, not among our lines; each model's load and first batch within ``step_limit_s``
+    (an alarm makes a step that runs past it that variant's problem)."""
+    from toolkit.errors import ToolkitError
+    from toolkit.runner.driver.worker import alarm, stdout_to_stderr
+    from toolkit.runner.preflight import checks as flight
+
+    def expired() -> None:
+        raise ToolkitError(
+            f"its load and first batch took more than {step_limit_s:g} s: stopped",
+            hint="a model or predictor that hangs while it loads or on its first batch: fix "
+            "it, or give `run` a longer --timeout (each step may take that plus 30 s)",
+        )
+
+    with stdout_to_stderr() as original, alarm(step_limit_s, expired) as restart:
+
+        def said(line: str) -> None:
+            restart()  # a step begins
+            with original():
+                echo(line)
+
+        return list(flight.check(variants, form, workbook, items, locked, said))
 
 
 def load_failure_advice(
@@ -210,18 +248,25 @@ def check(workbook: Path, series: int | None, variant_ids: tuple[str, ...]) -> N
 COMMANDS = [check]
 
 
-def before_run(workbook: Path, campaign: Any, echo: Callable[[str], None]) -> list[Any]:
+def before_run(
+    workbook: Path, campaign: Any, echo: Callable[[str], None], timeout_s: float | None = None
+) -> list[Any]:
     """`run`'s first step: the pre-flight of the variants it is about to run, and their
     estimate; raises PreflightError before any attempt starts. In a worker process when the
     attempts run in worker processes (process policy ``fresh``), so this one never imports
-    torch; returns the checks."""
+    torch, each model's load and first batch within the attempts' ``timeout_s`` and their
+    kill grace (a default limit without one); returns the checks."""
     from toolkit.workbook import store
 
     todo = Counter(s.variant_id for s in campaign.todo)
     chosen = [campaign.variants[vid] for vid in todo]
     apart = (campaign.protocol.get("process_policy") or "fresh") != "shared"
     echo(f"pre-flight of {len(chosen)} variant(s) (`iteralab check`):")
-    result = preflight(workbook, store.read(workbook), chosen, todo, echo, apart)
+    from toolkit.runner.driver.campaign import KILL_GRACE_S  # as an attempt's worker gets
+    from toolkit.runner.driver.preflight_apart import STEP_LIMIT_S
+
+    limit = STEP_LIMIT_S if timeout_s is None else timeout_s + KILL_GRACE_S
+    result = preflight(workbook, store.read(workbook), chosen, todo, echo, apart, limit)
     for line in result.lines:
         echo(line)
     return list(result.checks)

@@ -144,7 +144,10 @@ def _locked_campaign(
             forkserver.prestarted()  # waits for the server's imports: start-up
             clock.enter("preflight_s")
             checks = check.before_run(
-                workbook, prepared, lambda line: None if quiet else shown.echo(line)
+                workbook,
+                prepared,
+                lambda line: None if quiet else shown.echo(line),
+                options.timeout_s,
             )
             clock.preflight_work_s = sum(c.work_s or 0.0 for c in checks)
             clock.conversion_s = sum(c.conversion_s for c in checks)

@@ -32,9 +32,11 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, NoReturn, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -50,6 +52,9 @@ from toolkit.workbook import store
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
+#: Extra seconds an attempt in the campaign's process (process policy shared) gets past its
+#: timeout before an alarm stops the call it is blocked in.
+SHARED_GRACE_S = 5.0
 #: How long a worker may take to record its attempt after Ctrl-C.
 INTERRUPT_WAIT_S = 60.0
 
@@ -555,14 +560,69 @@ def _ingest(
         result.ingest_pending = True
 
 
+class ProcessExitRefused(Exception):
+    """The attempt's code called ``os._exit`` in the campaign's own process."""
+
+
 def _in_process(spec: AttemptSpec, display: Progress) -> tuple[dict[str, Any], bool]:
-    """Run the attempt in this process (process policy ``shared``)."""
+    """Run the attempt in this process (process policy ``shared``). What the attempt's code
+    prints goes to stderr, never among the campaign's lines; its ``os._exit`` fails the
+    attempt instead of ending the campaign without a row."""
     from toolkit.runner.attempt import InterruptGuard, run_attempt  # torch, in this process
 
-    with InterruptGuard() as guard:
-        record = run_attempt(spec, lambda event: _show(event, display), guard)
+    def show(event: dict[str, Any]) -> None:
+        with original():
+            _show(event, display)
+
+    with InterruptGuard() as guard, worker.stdout_to_stderr() as original, _no_process_exit():
+        with _time_limit(spec, guard):
+            record = run_attempt(spec, show, guard)
         journal.append(spec.workbook, record)
     return record, guard.requested or record["attempt"]["status"] == "interrupted"
+
+
+@contextmanager
+def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
+    """Stop an attempt blocked inside its own code (a ``predict()`` that never returns
+    checks no deadline) :data:`SHARED_GRACE_S` past its timeout: an alarm raises the
+    attempt's timeout error in this process, while its phases run (a process of its own
+    would be killed from outside instead)."""
+    from toolkit.runner.tasks.failures import AttemptTimeout  # torch, imported already
+
+    limit = spec.timeout_s + SHARED_GRACE_S if spec.timeout_s else None
+
+    def expired() -> None:
+        if guard.armed:  # the phases still run: after them the attempt only records itself
+            raise AttemptTimeout(
+                f"still running {limit:g} s after it started, past the attempt timeout of "
+                f"{spec.timeout_s:g} s (blocked inside the attempt's code): stopped by the "
+                "campaign"
+            )
+
+    with worker.alarm(limit, expired):
+        yield
+
+
+@contextmanager
+def _no_process_exit() -> Iterator[None]:
+    """Within the block, ``os._exit`` in this process raises :class:`ProcessExitRefused`
+    (a failed attempt, said in its row) instead of ending the campaign at once with no row;
+    in a child process the code forks it exits as asked."""
+    real_exit, campaign_pid = os._exit, os.getpid()
+
+    def refuse(status: int) -> NoReturn:
+        if os.getpid() != campaign_pid:
+            real_exit(status)
+        raise ProcessExitRefused(
+            f"os._exit({status}) was called in the campaign's own process (process policy "
+            "shared); the attempt's code may not end the campaign"
+        )
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def _show(event: dict[str, Any], display: Progress) -> None:
@@ -573,7 +633,10 @@ def _show(event: dict[str, Any], display: Progress) -> None:
 
 
 def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
-    for event in worker.read_events(stream):
+    def skipped(note: str) -> None:
+        events.put({"event": "note", "text": note})
+
+    for event in worker.read_events(stream, skipped):
         events.put(event)
     events.put(None)
 
@@ -689,6 +752,8 @@ def _in_worker(
                 event = events.get(timeout=0.5 if stream_open else 0.02)
                 if event is None:
                     stream_open = False
+                elif (warning := _unusable(event, spec)) is not None:
+                    display.echo(f"warning: {spec.attempt_id}: {warning}")
                 elif event.get("event") == "record":
                     record = event["record"]
                     if (
@@ -725,15 +790,7 @@ def _in_worker(
 
             stderr.seek(0)
             tail = " | ".join(stderr.read().strip().splitlines()[-3:])[-600:]
-            if interrupted:
-                status, why = "interrupted", "interrupted by Ctrl-C"
-            elif timed_out:
-                status, why = (
-                    "failed",
-                    f"killed after the timeout of {spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
-                )
-            else:
-                status, why = "failed", f"worker exited with {_exit_text(code)}"
+            status, why = _why_lost(spec, interrupted, timed_out, code)
             where = (
                 f"after {items_done} of {spec.corpus_items} items (its last progress report)"
                 if phase == "measured"
@@ -744,6 +801,31 @@ def _in_worker(
             journal.append(spec.workbook, record)
     stop = interrupted or record["attempt"]["status"] == "interrupted" or code == 130
     return record, stop
+
+
+def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
+    """The status of an attempt whose worker ended without its record, and why it ended."""
+    if interrupted:
+        return "interrupted", "interrupted by Ctrl-C"
+    if timed_out:
+        return (
+            "failed",
+            f"killed after the timeout of {spec.timeout_s:g} s + {KILL_GRACE_S:g} s grace",
+        )
+    return "failed", f"worker exited with {_exit_text(code)}"
+
+
+def _unusable(event: dict[str, Any], spec: Any) -> str | None:
+    """Why the campaign skips ``event`` of ``spec``'s worker (a note of :func:`_reader`, or
+    a record of another attempt); None when it is used."""
+    if event.get("event") == "note":  # made by _reader, never sent
+        return str(event["text"])
+    if event.get("event") != "record":
+        return None
+    said = event["record"]["attempt"].get("attempt_id")
+    if said != spec.attempt_id:
+        return f"skipped a record event of another attempt ({said!r})"
+    return None
 
 
 def _signal(proc: Any, sig: int) -> None:

@@ -223,6 +223,8 @@ class ForkServer:
     def _line(self, timeout: float | None) -> str | None:
         """The server's next line; None when ``timeout`` passes first."""
         while b"\n" not in self._buffer:
+            if self._socket.fileno() < 0:  # closed here: a fork failed once the server died
+                raise ForkServerError(f"the fork server stopped serving ({self.failure})")
             if timeout is not None:
                 readable, _, _ = select.select([self._socket], [], [], timeout)
                 if not readable:

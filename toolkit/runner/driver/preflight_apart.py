@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +27,38 @@ from toolkit.evidence import corpus
 from toolkit.runner.driver import forkserver, worker
 from toolkit.runner.preflight.result import VariantCheck, from_json
 
+#: How long one step of the pre-flight (a model's load and first batch) may take when the
+#: run has no --timeout: a model that hangs while loading stops the run with a message.
+STEP_LIMIT_S = 900.0
+
+
+class _Watchdog:
+    """Kills the pre-flight's worker once a step runs past its limit; each event the
+    worker sends starts the next step's clock."""
+
+    def __init__(self, proc: Any, limit_s: float) -> None:
+        self.proc, self.limit_s = proc, limit_s
+        self.step = "starting the worker"
+        self.expired = False
+        self._timer: threading.Timer | None = None
+        self.reset(None)
+
+    def reset(self, step: Any) -> None:
+        self.stop()
+        if step is not None:
+            self.step = str(step)
+        self._timer = threading.Timer(self.limit_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.proc.kill()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
 
 def check(
     variants: Sequence[dict[str, Any]],
@@ -34,9 +67,11 @@ def check(
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
+    step_limit_s: float = STEP_LIMIT_S,
 ) -> list[VariantCheck]:
     """:func:`toolkit.runner.preflight.checks.check` of ``variants`` on ``items``, in a worker
-    process; raises its PreflightError, or ToolkitError when the worker died."""
+    process; raises its PreflightError, or ToolkitError when the worker died or one step
+    (a model's load and first batch) ran past ``step_limit_s`` (the worker is killed)."""
     request = {
         "workbook": str(workbook),
         "variants": list(variants),
@@ -48,10 +83,12 @@ def check(
         # A server that fails here is closed: the campaign then finds it gone and falls back.
         proc = forkserver.launch(forkserver.prestarted(), forkserver.worker_env(), stderr)
         outcome: dict[str, Any] | None = None
+        watchdog = _Watchdog(proc, step_limit_s)
         try:
             proc.stdin.write(json.dumps({"preflight": request}, ensure_ascii=False, default=str))
             proc.stdin.close()
-            for event in worker.read_events(proc.stdout):
+            for event in worker.read_events(proc.stdout, skipped=progress):
+                watchdog.reset(event.get("text"))
                 if event.get("event") == "line":
                     progress(str(event["text"]))
                 elif event.get("event") == "preflight":
@@ -62,7 +99,17 @@ def check(
             proc.wait()
             raise
         finally:
+            watchdog.stop()
             proc.stdout.close()
+        if watchdog.expired:
+            raise ToolkitError(
+                f"{workbook}: the pre-flight stopped: {watchdog.step} took more than "
+                f"{step_limit_s:g} s, and its worker process was killed; no attempt was run "
+                "or recorded",
+                hint="a model or predictor that hangs while it loads or on its first batch: "
+                "fix it (`iteralab check` runs the same steps without a limit), or give "
+                "`run` a longer --timeout (each step may take that plus 30 s)",
+            )
         if outcome is None:
             stderr.seek(0)
             tail = " | ".join(stderr.read().strip().splitlines()[-3:])[-600:]

@@ -41,6 +41,19 @@ CPU_NO_DEVICE_SPAN = "cpu variant: no device span"
 SHARED_RSS_NOTE = "host RSS peak: lifetime peak of the shared campaign process"
 
 
+class RaisedExit(Exception):
+    """The attempt's own code raised KeyboardInterrupt with no Ctrl-C, or SystemExit: it
+    fails that attempt, it does not stop the campaign."""
+
+    def __init__(self, raised: BaseException) -> None:
+        said = str(raised).strip()
+        super().__init__(
+            f"the attempt's code raised {type(raised).__name__}"
+            + (f"({said})" if said else "")
+            + (" with no Ctrl-C pressed" if isinstance(raised, KeyboardInterrupt) else "")
+        )
+
+
 class Steps(Protocol):
     """What a task kind does in each timed phase (:meth:`AttemptRun.run_steps`)."""
 
@@ -113,7 +126,12 @@ class AttemptRun:
         try:
             yield
         except KeyboardInterrupt as exc:
-            self.status, self.error = "interrupted", exc
+            if self.guard.requested:
+                self.status, self.error = "interrupted", exc
+            else:  # raised by the attempt's own code: no Ctrl-C asked the campaign to stop
+                self.status, self.error = "failed", RaisedExit(exc)
+        except SystemExit as exc:  # sys.exit() in a predictor: its attempt, not the campaign
+            self.status, self.error = "failed", RaisedExit(exc)
         except Exception as exc:  # noqa: BLE001 - a failed attempt is a row, not a crash
             self.status, self.error = "failed", exc
         finally:
@@ -192,6 +210,8 @@ class AttemptRun:
         self.report_items(done, total, force=firing)
         if firing:
             assert self.fault is not None
+            if self.fault.kind == "interrupt":
+                self.guard.stop_campaign()  # as the Ctrl-C it stands for, heard by the guard
             self.fault.fire(self.deadline)
         self.check_deadline()
 
