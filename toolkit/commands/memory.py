@@ -297,7 +297,8 @@ def _need_gb(text: str | None) -> Decimal | None:
 @click.option(
     "--tariffs",
     type=click.Path(path_type=Path),
-    help="Flat-rate price CSV. [default: tariffs/tarifs-forfaits.csv of the repository]",
+    help="Price CSV, flat plans and metered prices. [default: tariffs/tarifs-forfaits.csv of "
+    "the repository]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 def gpus(
@@ -339,10 +340,31 @@ def gpus(
         usage=usage,
         plan_days=int(plan_days),
     )
+    metered = offers.holding(
+        offers.load_metered(tariffs),
+        {c.gpu.slug: c.split.cards for c in answer.candidates if c.split is not None},
+    )
     if as_json:
-        click.echo(json.dumps(answer.as_dict(), indent=2))
+        document = answer.as_dict()
+        document["metered"] = {
+            slug: [
+                {
+                    "market": m.market,
+                    "price_per_hour_usd": str(m.price_per_hour),
+                    "cards_per_lot": m.cards_per_lot,
+                    "billing_seconds": m.billing_seconds,
+                    "catalog_date": m.catalog_date,
+                    "source": m.source,
+                }
+                for m in found
+            ]
+            for slug, found in metered.items()
+        }
+        click.echo(json.dumps(document, indent=2))
         return
     for line in choice_text.lines(answer):
+        click.echo(line)
+    for line in offers.metered_lines(metered, usage):
         click.echo(line)
 
 
