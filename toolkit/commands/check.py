@@ -126,14 +126,17 @@ def preflight(
     form = data.forms["Protocol"]
     locked = current_lock(data) is not None
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
+    # The whole corpus's label set: the sample's predictions must stay inside it.
+    labels = sorted({i.label for i in items if i.label is not None})
+    sample = items[:SAMPLE_ITEMS]
     if apart:
         from toolkit.runner.driver import preflight_apart
 
-        checks = preflight_apart.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
+        checks = preflight_apart.check(variants, form, workbook, sample, locked, echo, labels)
     else:
         from toolkit.runner import preflight as flight
 
-        checks = flight.check(variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo)
+        checks = flight.check(variants, form, workbook, sample, locked, echo, labels)
     for c in checks:
         timed = (
             f"loaded in {c.load_s:.1f} s, one batch of {c.batch_items} in {c.batch_s:.3f} s"

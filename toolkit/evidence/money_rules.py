@@ -114,6 +114,8 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
+#: The Rentals billings a provider meters (the others are flat plans).
+METERED = ("hourly", "per-second")
 #: What a flat row fills, and what a metered row fills instead.
 FLAT_COLUMNS = ("plan_days", "price_per_lot_usd")
 METERED_COLUMNS = ("market", "price_per_hour", "billing_seconds")
@@ -208,6 +210,8 @@ def _sheet_catalog(data: WorkbookData) -> Catalog | None:
 
 def _unpriced_metered(rental: Rental, catalog: Catalog | None) -> str | None:
     """Why a metered rental without an amount has no price from Tariffs either, else None."""
+    if rental.get("billing") not in METERED or rental.get("amount") is not None:
+        return None  # a flat plan, or the amount the provider charged
     if catalog is not None and metered_price(rental, catalog).amount is not None:
         return None
     why = "no Tariffs sheet to read" if catalog is None else metered_price(rental, catalog).grounds
@@ -259,10 +263,9 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
                 "an amount of 0 is not a price: leave it empty for a flat "
                 "plan priced by Tariffs, or type what the invoice says",
             )
-        if r.get("billing") in ("hourly", "per-second") and r.get("amount") is None:
-            unpriced = _unpriced_metered(Rental(excel, r), catalog)
-            if unpriced:
-                add("amount", "metered", unpriced)
+        unpriced = _unpriced_metered(Rental(excel, r), catalog)
+        if unpriced:
+            add("amount", "metered", unpriced)
         gpu = str(r.get("gpu_slug") or "").strip().lower()
         others = slugs.get(str(r.get("rental_id") or "").strip(), set()) - {gpu}
         if gpu and others:

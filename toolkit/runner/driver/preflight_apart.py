@@ -34,15 +34,18 @@ def check(
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
+    labels: Sequence[str] = (),
 ) -> list[VariantCheck]:
-    """:func:`toolkit.runner.preflight.check` of ``variants`` on ``items``, in a worker
-    process; raises its PreflightError, or ToolkitError when the worker died."""
+    """:func:`toolkit.runner.preflight.check` of ``variants`` on ``items`` (``labels``: the
+    corpus's label set), in a worker process; raises its PreflightError, or ToolkitError
+    when the worker died."""
     request = {
         "workbook": str(workbook),
         "variants": list(variants),
         "protocol": protocol,
         "items": [asdict(item) for item in items],  # the corpus is not read again there
         "locked": locked,
+        "labels": list(labels),
     }
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
         # A server that fails here is closed: the campaign then finds it gone and falls back.
