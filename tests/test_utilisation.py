@@ -127,9 +127,7 @@ def test_the_probe_times_the_layout_a_linear_layer_uses() -> None:
     assert peak.LAYOUTS == ("a @ b", "a @ b.T")
     # which layout wins is the machine's business (timings are not tests); the text says it
     found = peak.probe(torch.device("cpu"), "bf16", 1)
-    assert re.search(
-        r"torch\.mm bf16 \S+ [GT]FLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", found.text
-    )
+    assert re.search(r"torch\.mm bf16 \S+ [GT]FLOP/s \(\d+x\d+ a @ b(\.T)?, best of \d+\)", found.text)
     assert set(found.layouts["bf16"]) == set(peak.LAYOUTS)
     assert found.matmul["bf16"] == max(found.layouts["bf16"].values())
 
