@@ -9,6 +9,7 @@ warnings go to stderr.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -278,24 +279,32 @@ def run_document(
     }
 
 
-def init_document(workbook: Path, dates: list[str], plans: int, following: str) -> dict[str, Any]:
-    """What `iteralab init` created: the workbook, the Tariffs it starts with, what next."""
+def init_document(
+    workbook: Path, dates: list[str], plans: int, following: str, metered: int = 0
+) -> dict[str, Any]:
+    """What `iteralab init` created: the workbook, the Tariffs it starts with (flat plans and
+    metered prices), what next."""
     return {
         "format": INIT,
         "workbook": str(workbook),
         "tariff_snapshots": dates,
         "tariff_plans": plans,
+        "tariff_metered": metered,
         "next": following,
     }
 
 
-def lock_document(workbook: Path, sha: str, logged: Any) -> dict[str, Any]:
-    """What `iteralab lock` recorded: the protocol's hash, and the Audit reason it logged."""
+def lock_document(
+    workbook: Path, sha: str, logged: Any, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
+    """What `iteralab lock` recorded: the protocol's hash, the Audit reason it logged, and
+    what the locked protocol cannot answer (repetitions, subgroups)."""
     return {
         "format": LOCK,
         "workbook": str(workbook),
         "protocol_sha256": sha,
         "logged_in_audit": logged or None,
+        "warnings": list(warnings),
     }
 
 

@@ -289,8 +289,11 @@ def decide(
 
 
 def _label(c: Costing) -> str:
-    gpu = f" on {c.plan.gpu_name} ({c.plan.gpu_slug})" if c.plan else ""
-    return f"{c.stats.variant_id}{gpu}"
+    if c.plan is None:
+        return c.stats.variant_id
+    if c.device == "cpu":  # priced as the plan's machine, never said to run on its card
+        return f"{c.stats.variant_id} on the CPU (priced as {c.plan.gpu_name}, {c.plan.gpu_slug})"
+    return f"{c.stats.variant_id} on {c.plan.gpu_name} ({c.plan.gpu_slug})"
 
 
 def _suggest(
