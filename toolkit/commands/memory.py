@@ -76,7 +76,8 @@ _MODEL_OPTIONS = (
         "--params",
         type=PARAM_COUNT,
         help="Explicit sizes instead of --config: total parameters (8030261248, "
-        "8e9, 8B, 7.5B, 125M).",
+        "8e9, 8B, 7.5B, 125M), given with --layers, --hidden-size and --heads (the KV cache "
+        "and activations are sized from them); --need-gb alone takes a memory figure.",
     ),
     click.option("--layers", type=click.IntRange(min=1), help="Explicit: layers."),
     click.option("--hidden-size", type=click.IntRange(min=1), help="Explicit: hidden size."),
@@ -189,6 +190,13 @@ def _estimate(opts: dict[str, Any]) -> Any:
             for k in ("params", "layers", "hidden_size", "heads")
             if opts.get(k) is None
         ]
+        if missing and opts.get("params") is not None:
+            raise UsageError(
+                f"--params sizes the weights only: give {', '.join(missing)} as well (the KV "
+                "cache and activations are sized from them), or --config PATH",
+                hint="e.g. --params 70B --layers 80 --hidden-size 8192 --heads 64, or "
+                "--need-gb 160 for a memory figure you already have",
+            )
         if missing:
             raise UsageError(
                 f"no model: give --config PATH, or {', '.join(missing)}",

@@ -288,6 +288,15 @@ def decide(
     return d
 
 
+def agreement_text(st: VariantStats) -> str:
+    """Agreement with the reference variant, said beside a quality verdict: equal quality is
+    not the same labels (a choice can pass the tolerance and still differ from the reference
+    on a third of its predictions)."""
+    if st.reference_agreement is None:
+        return "agreement with the reference not measured"
+    return f"agreement with the reference {st.reference_agreement:.4f} (lowest over its runs)"
+
+
 def _label(c: Costing) -> str:
     if c.plan is None:
         return c.stats.variant_id
@@ -345,7 +354,8 @@ def _chosen(
         caveat = f", not separated from {', '.join(close)}" if close else ""
         return (
             f"none chosen on cost ({why}); fastest variant of equal quality: "
-            f"{vid} (median {fastest.stats.median:.3f} s{caveat})"
+            f"{vid} (median {fastest.stats.median:.3f} s{caveat}; "
+            f"{agreement_text(fastest.stats)})"
         )
     failing = [st.variant_id for st in all_stats if st.failed]
     if failing:  # only variants that ran can have failures to fix
@@ -393,7 +403,7 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats], comparable: Sequenc
     if c is not None:
         reasons.append(
             f"quality {c.stats.quality_verdict} within the locked threshold and "
-            f"tolerance; {c.cost_text}: its "
+            f"tolerance, {agreement_text(c.stats)}; {c.cost_text}: its "
             f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
             f"{c.projected_corpora} expected corpus(es), a forecast; "
             f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
