@@ -218,3 +218,26 @@ def test_the_planner_prices_by_the_hour_only_lots_that_hold_the_split() -> None:
 
     metered = offers.holding(offers.load_metered(), {"rtx-4090": 8, "b200": 2})
     assert list(metered) == ["b200"]
+
+
+def test_iteralab_cost_prices_a_schedule_by_the_hour_as_the_script_does() -> None:
+    """`iteralab cost --metered` prints the script's lines; --json carries each charge."""
+    import json
+
+    from click.testing import CliRunner
+
+    from toolkit.cli import cli
+
+    args = ["cost", "--metered", "--gpu", "h100-sxm", "--hours", "5.5", "--lots", "2"]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[3].split() == (
+        "on-demand 2.99 USD (1 card) per second 5.5 h (19,800 s) 32.89 USD".split()
+    )
+    document = json.loads(CliRunner().invoke(cli, [*args, "--market", "spot", "--json"]).output)
+    assert (document["schedule_seconds"], document["lots"]) == (19_800, 2)
+    (spot,) = document["metered"]
+    assert (spot["market"], spot["billed_seconds"], spot["charge"]) == ("spot", 21_600, "21.00 USD")
+    refused = CliRunner().invoke(cli, ["cost", "--metered", "--gpu", "h100-sxm", "--days", "7"])
+    assert refused.exit_code == 2
+    assert "--metered prices a GPU for a schedule" in refused.stderr

@@ -346,6 +346,42 @@ def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict
     }
 
 
+def metered_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
+    """`iteralab cost --metered --json`: each metered price of the GPU with the schedule's
+    billed seconds and charge (checked by :func:`calcul_forfaits.report` first)."""
+    hours, _ = rules.schedule_hours(request)
+    document: dict[str, Any] = {"format": COST, "catalog": name, "metered": []}
+    if request.gpu is None or hours is None:  # --metered --list
+        return document | {"metered": [_meter(m) for m in catalog.meters]}
+    lots = int(request.lots)
+    seconds = int((hours * 3600).to_integral_value(rounding="ROUND_CEILING"))
+    found = catalog.metered(request.gpu, request.catalog_date)
+    document.update({"schedule_seconds": seconds, "lots": lots})
+    document["metered"] = [
+        _meter(m)
+        | {
+            "billed_seconds": m.billed_seconds(seconds),
+            "charge": amount(m.charge(seconds, lots), m.currency),
+        }
+        for m in found
+        if request.market in (None, m.market)
+    ]
+    return document
+
+
+def _meter(m: rules.Meter) -> dict[str, Any]:
+    return {
+        "gpu_slug": m.gpu_slug,
+        "catalog_date": m.catalog_date,
+        "market": m.market,
+        "cards_per_lot": m.cards_per_lot,
+        "price_per_hour": amount(m.price_per_hour, m.currency),
+        "billing_seconds": m.billing_seconds,
+        "provider": m.provider or None,
+        "source": m.source,
+    }
+
+
 def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
     """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans.
 
