@@ -307,7 +307,7 @@ def _refuse_new_weights(
             "would be noise",
             hint="point model_path at a classifier fine-tuned on your labels, or keep this "
             "encoder and give head_path a linear head fitted on your labels "
-            "(docs/tutorials/own-campaign.md)",
+            "(`iteralab head fit`)",
         )
 
 
