@@ -48,3 +48,12 @@ def test_gpus_params_alone_says_which_sizes_it_lacks_and_why() -> None:
     )
     helped = " ".join(CliRunner().invoke(cli, ["gpus", "--help"]).output.split())
     assert "given with --layers, --hidden-size and --heads" in helped
+
+
+def test_the_memo_says_no_corpus_is_confirmed_in_words_never_none() -> None:
+    from toolkit.report.costs import Costing
+
+    c = Costing(VariantStats("b1-fp32", 1, None), "rtx-4090", 1, "", None)
+    assert decision.confirmed_text(c) == "no corpus confirmed yet in Verification"
+    c.confirmed = 2
+    assert decision.confirmed_text(c) == "2 distinct corpus(es) accepted and confirmed so far"

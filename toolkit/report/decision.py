@@ -297,6 +297,13 @@ def agreement_text(st: VariantStats) -> str:
     return f"agreement with the reference {st.reference_agreement:.4f} (lowest over its runs)"
 
 
+def confirmed_text(c: Costing) -> str:
+    """How many distinct corpora the user confirmed, in words (never a Python None)."""
+    if c.accepted_count is None:
+        return "no corpus confirmed yet in Verification"
+    return f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
+
+
 def _label(c: Costing) -> str:
     if c.plan is None:
         return c.stats.variant_id
@@ -405,8 +412,7 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats], comparable: Sequenc
             f"quality {c.stats.quality_verdict} within the locked threshold and "
             f"tolerance, {agreement_text(c.stats)}; {c.cost_text}: its "
             f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
-            f"{c.projected_corpora} expected corpus(es), a forecast; "
-            f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
+            f"{c.projected_corpora} expected corpus(es), a forecast; {confirmed_text(c)}"
         )
         ties = [
             o.stats.variant_id
