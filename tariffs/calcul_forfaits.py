@@ -19,6 +19,14 @@ The rules (IteraGPU Lab SPEC R19-R22):
   in at most 13 significant digits (what a spreadsheet cell and its totals keep exactly);
 - every price has a currency, and amounts in two currencies are never compared,
   added or converted (no exchange rate is ever assumed).
+
+A catalog row may instead be a *metered* price (seed R34: most rented GPUs are sold by
+the hour or the second, on demand or spot): a price per hour of one lot, billed in steps
+of ``billing_seconds`` (1: to the second, 3600: by the started hour), on a ``market``.
+Such a row leaves plan_days and price_per_lot_usd empty; the flat rules above never read
+it, so a catalog's flat plans price exactly as before. A metered charge = price per hour x
+billed hours x lots, the elapsed time rounded up to whole billing steps, the charge
+rounded half-up to the cent (what a provider's invoice states).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
 
 CATALOG_FILE = "tarifs-forfaits.csv"
@@ -53,7 +61,11 @@ COLUMNS = (
 #: read exactly as before, and a row of another provider states its own
 #: currency (EUR, ...) beside the same price column. A blank provider is the
 #: catalog as shipped, which names none.
-OPTIONAL_COLUMNS = ("provider", "currency")
+OPTIONAL_COLUMNS = ("provider", "currency", "market", "price_per_hour", "billing_seconds")
+#: The markets a metered price is sold on: spot capacity can be reclaimed at any time.
+MARKETS = ("on-demand", "spot")
+#: The coarsest billing step of a metered price: a started hour.
+HOUR_SECONDS = 3600
 #: The currency of a row that states none: the price column's own.
 DEFAULT_CURRENCY = "USD"
 #: The price column's header in a file that states its currency column (another
@@ -108,6 +120,15 @@ class MissingPrice(TariffError):
     """The catalog knows the GPU but has no row for the plan length asked."""
 
 
+def billing_text(step: int) -> str:
+    """A billing step in words: ``per second``, ``per started hour``, ``per 60 s``."""
+    if step == 1:
+        return "per second"
+    if step == HOUR_SECONDS:
+        return "per started hour"
+    return f"per {step} s"
+
+
 # --------------------------------------------------------------------------- catalog
 
 
@@ -144,6 +165,45 @@ class Plan:
         return self.provider or "provider not stated"
 
 
+@dataclass(frozen=True)
+class Meter:
+    """One metered catalog row: the price per hour of one lot, billed in steps of seconds."""
+
+    catalog_date: str
+    gpu_slug: str
+    gpu_name: str
+    cards_per_lot: int
+    market: str  # on-demand or spot
+    price_per_hour: Decimal  # of one lot, in ``currency``
+    billing_seconds: int  # the billing step: 1 to the second, 3600 by the started hour
+    source: str
+    where: str = ""
+    provider: str = ""
+    currency: str = DEFAULT_CURRENCY
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def price_text(self) -> str:
+        """The price per hour of one lot with its currency, e.g. ``2.49 USD``."""
+        return money(self.price_per_hour, self.currency)
+
+    @property
+    def seller(self) -> str:
+        """The provider as a reader sees it."""
+        return self.provider or "provider not stated"
+
+    def billed_seconds(self, seconds: int) -> int:
+        """``seconds`` of use rounded up to whole billing steps (a started step is due)."""
+        steps = -(-max(seconds, 0) // self.billing_seconds)
+        return steps * self.billing_seconds
+
+    def charge(self, seconds: int, lots: int) -> Decimal:
+        """What ``lots`` lots used for ``seconds`` cost: billed hours x price x lots, to the
+        cent (rounded half-up, as an invoice states it)."""
+        billed = Decimal(self.billed_seconds(seconds)) / HOUR_SECONDS
+        return to_cent(self.price_per_hour * billed * check_lots(lots))
+
+
 def same_provider(a: str | None, b: str | None) -> bool:
     """Whether two provider names name the same provider (case and spaces ignored)."""
     return (a or "").strip().casefold() == (b or "").strip().casefold()
@@ -155,11 +215,14 @@ class Catalog:
 
     plans: tuple[Plan, ...]
     origin: str
+    #: The metered rows, which the flat rules never read.
+    meters: tuple[Meter, ...] = ()
 
     def providers(self) -> list[str]:
         """The providers whose prices the catalog holds, in order of first row."""
         seen: dict[str, str] = {}
-        for p in self.plans:
+        rows: tuple[Plan | Meter, ...] = (*self.plans, *self.meters)
+        for p in rows:
             seen.setdefault(p.provider.casefold(), p.provider)
         return list(seen.values())
 
@@ -168,13 +231,14 @@ class Catalog:
         if provider is None:
             return self
         mine = tuple(p for p in self.plans if same_provider(p.provider, provider))
-        if not mine:
+        metered = tuple(m for m in self.meters if same_provider(m.provider, provider))
+        if not mine and not metered:
             raise TariffError(
                 f"no prices of provider {provider!r} in {self.origin}; it holds "
                 f"{_provider_names(self.providers())}",
                 hint="pass one of those names with --provider",
             )
-        return Catalog(mine, self.origin)
+        return Catalog(mine, self.origin, metered)
 
     def newest(self) -> tuple[Plan, ...]:
         """Each provider's newest snapshot, together: what each one sells now."""
@@ -202,6 +266,11 @@ class Catalog:
                 hint="pass --provider NAME; two providers' prices are never mixed",
             )
         dates = self.dates()
+        if not dates:
+            raise TariffError(
+                f"{self.origin} holds metered prices only, no flat 3-, 7- or 30-day plan",
+                hint="price the GPU by the hour (--metered), or add the plan's row",
+            )
         if date is None:
             return dates[-1]
         if date not in dates:
@@ -236,6 +305,31 @@ class Catalog:
         )
         return _missing_price(self, slug, days, day, sold)
 
+    def metered(self, gpu: str, date: str | None = None) -> tuple[Meter, ...]:
+        """The metered prices of ``gpu`` in the newest metered snapshot (or ``date``'s), one
+        provider's; TariffError naming what is missing."""
+        providers = self.providers()
+        if len(providers) > 1:
+            raise TariffError(
+                f"{self.origin} holds the prices of several providers "
+                f"({_provider_names(providers)}): say whose prices to use",
+                hint="pass --provider NAME; two providers' prices are never mixed",
+            )
+        slug = gpu.strip().lower()
+        dates = sorted({m.catalog_date for m in self.meters})
+        day = date or (dates[-1] if dates else None)
+        found = tuple(m for m in self.meters if m.catalog_date == day and m.gpu_slug == slug)
+        if not found:
+            known = sorted({m.gpu_slug for m in self.meters if m.catalog_date == day})
+            raise TariffError(
+                f"no metered price for {slug} in {self.origin}"
+                + (f" of {day}; priced by the hour: {', '.join(known)}" if day else ""),
+                hint="add a row with market, price_per_hour and billing_seconds (plan_days "
+                "and price_per_lot_usd empty) from the provider's price page; prices are "
+                "never guessed",
+            )
+        return found
+
     def find(self, gpu: str, days: int, date: str | None = None) -> Plan | None:
         """Like :meth:`plan` but None when only the price for ``days`` is missing."""
         try:
@@ -268,37 +362,103 @@ def check_days(days: object) -> int:
 
 
 def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Plan:
-    """Check one catalog row (CSV text or typed sheet cells) and return its Plan.
+    """Check one flat catalog row (CSV text or typed sheet cells) and return its Plan.
 
     ``locate(column)`` names the place of a column's cell for messages, e.g.
     ``tarifs-forfaits.csv, line 3, column 6 (price_per_lot_usd)``.
     """
+    date, slug, currency = _identity(values, locate)
+    return Plan(
+        catalog_date=date,
+        gpu_slug=slug,
+        gpu_name=_text(values, "gpu_name", locate),
+        cards_per_lot=_count(values, "cards_per_lot", locate),
+        plan_days=_count(values, "plan_days", locate, PLAN_DAYS),
+        price_per_lot_usd=_price(
+            values.get("price_per_lot_usd"), locate("price_per_lot_usd"), currency
+        ),
+        source=_text(values, "source", locate),
+        where=locate("gpu_slug").rsplit(", column", 1)[0],
+        provider=_optional(values, "provider"),
+        currency=currency,
+        extra=_extra(values),
+    )
 
-    def text(column: str) -> str:
-        value = values.get(column)
-        value = "" if value is None else str(value).strip()
-        if not value:
+
+def make_row(values: Mapping[str, object], locate: Callable[[str], str]) -> Plan | Meter:
+    """One catalog row: a metered price when its price_per_hour is filled, else a flat plan."""
+    if not _optional(values, "price_per_hour"):
+        return make_plan(values, locate)
+    for column in ("plan_days", "price_per_lot_usd"):
+        if _optional(values, column):
             raise TariffError(
-                f"{locate(column)}: empty; every catalog row needs a {column}",
-                hint="fill it in, or remove the row if the price is unknown",
+                f"{locate(column)}: a row with a price_per_hour is a metered price and "
+                f"has no {column}",
+                hint="put the flat plan and the metered price on two rows",
             )
-        return value
+    date, slug, currency = _identity(values, locate)
+    market = _optional(values, "market").lower()
+    if market not in MARKETS:
+        raise TariffError(
+            f"{locate('market')}: {_optional(values, 'market')!r} is not {' or '.join(MARKETS)}",
+            hint="write the market the price is sold on: spot capacity can be reclaimed",
+        )
+    step = _count(values, "billing_seconds", locate)
+    if step > HOUR_SECONDS:
+        raise TariffError(
+            f"{locate('billing_seconds')}: {step} s is longer than an hour",
+            hint="write the billing step in seconds: 1 (to the second), 60, or 3600 (hourly)",
+        )
+    return Meter(
+        catalog_date=date,
+        gpu_slug=slug,
+        gpu_name=_text(values, "gpu_name", locate),
+        cards_per_lot=_count(values, "cards_per_lot", locate),
+        market=market,
+        price_per_hour=_price(values.get("price_per_hour"), locate("price_per_hour"), currency),
+        billing_seconds=step,
+        source=_text(values, "source", locate),
+        where=locate("gpu_slug").rsplit(", column", 1)[0],
+        provider=_optional(values, "provider"),
+        currency=currency,
+        extra=_extra(values),
+    )
 
-    def count(column: str, allowed: Sequence[int] | None = None) -> int:
-        raw = values.get(column)
-        number = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-        if number is None and isinstance(raw, float) and raw.is_integer():
-            number = int(raw)
-        if number is None and isinstance(raw, str) and _COUNT.match(raw.strip()):
-            number = int(raw.strip())
-        if number is None or number < 1 or (allowed and number not in allowed):
-            expected = ", ".join(map(str, allowed)) if allowed else "a whole number >= 1"
-            raise TariffError(
-                f"{locate(column)}: {raw!r} is not {expected}", hint=f"write {column} as {expected}"
-            )
-        return number
 
-    date = text("catalog_date")
+def _text(values: Mapping[str, object], column: str, locate: Callable[[str], str]) -> str:
+    value = values.get(column)
+    value = "" if value is None else str(value).strip()
+    if not value:
+        raise TariffError(
+            f"{locate(column)}: empty; every catalog row needs a {column}",
+            hint="fill it in, or remove the row if the price is unknown",
+        )
+    return value
+
+
+def _count(
+    values: Mapping[str, object],
+    column: str,
+    locate: Callable[[str], str],
+    allowed: Sequence[int] | None = None,
+) -> int:
+    raw = values.get(column)
+    number = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    if number is None and isinstance(raw, float) and raw.is_integer():
+        number = int(raw)
+    if number is None and isinstance(raw, str) and _COUNT.match(raw.strip()):
+        number = int(raw.strip())
+    if number is None or number < 1 or (allowed and number not in allowed):
+        expected = ", ".join(map(str, allowed)) if allowed else "a whole number >= 1"
+        raise TariffError(
+            f"{locate(column)}: {raw!r} is not {expected}", hint=f"write {column} as {expected}"
+        )
+    return number
+
+
+def _identity(values: Mapping[str, object], locate: Callable[[str], str]) -> tuple[str, str, str]:
+    """A row's catalog date, GPU slug and currency, checked."""
+    date = _text(values, "catalog_date", locate)
     try:
         # The pattern first: from Python 3.11 on, fromisoformat also takes 2026-W39-4.
         if not _DATE.fullmatch(date):
@@ -309,7 +469,7 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
             f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
             hint="write the snapshot's date, e.g. 2026-09-24",
         ) from None
-    slug = text("gpu_slug")
+    slug = _text(values, "gpu_slug", locate)
     if not _SLUG.match(slug):
         raise TariffError(
             f"{locate('gpu_slug')}: {slug!r} is not a slug",
@@ -322,25 +482,16 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
             "ISO 4217 currency code",
             hint="write three letters such as USD or EUR",
         )
+    return date, slug, currency
+
+
+def _extra(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    """The row's other non-empty columns, which the rules do not read."""
     known = (*COLUMNS, *OPTIONAL_COLUMNS)
-    return Plan(
-        catalog_date=date,
-        gpu_slug=slug,
-        gpu_name=text("gpu_name"),
-        cards_per_lot=count("cards_per_lot"),
-        plan_days=count("plan_days", PLAN_DAYS),
-        price_per_lot_usd=_price(
-            values.get("price_per_lot_usd"), locate("price_per_lot_usd"), currency
-        ),
-        source=text("source"),
-        where=locate("gpu_slug").rsplit(", column", 1)[0],
-        provider=_optional(values, "provider"),
-        currency=currency,
-        extra=tuple(
-            (str(k), str(v).strip())
-            for k, v in values.items()
-            if k not in known and v is not None and str(v).strip()
-        ),
+    return tuple(
+        (str(k), str(v).strip())
+        for k, v in values.items()
+        if k not in known and v is not None and str(v).strip()
     )
 
 
@@ -389,9 +540,10 @@ def price_problem(amount: Decimal) -> str | None:
     return None
 
 
-def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
-    """A Catalog of ``plans``; TariffError on a repeated (date, GPU, plan length)."""
-    if not plans:
+def build_catalog(plans: Sequence[Plan], origin: str, meters: Sequence[Meter] = ()) -> Catalog:
+    """A Catalog of ``plans`` and ``meters``; TariffError on a repeated (date, GPU, plan
+    length), or a repeated (date, GPU, lot, market, billing step) of a metered price."""
+    if not plans and not meters:
         raise TariffError(
             f"{origin}: no price rows", hint="add one row per (GPU, plan length) under the header"
         )
@@ -406,7 +558,30 @@ def build_catalog(plans: Sequence[Plan], origin: str) -> Catalog:
                 hint="keep one row per (provider, catalog_date, gpu_slug, plan_days)",
             )
         seen[key] = p
-    return Catalog(tuple(plans), origin)
+    metered: dict[tuple[str, str, str, int, str, int], Meter] = {}
+    for m in meters:
+        mkey = (
+            m.provider.casefold(),
+            m.catalog_date,
+            m.gpu_slug,
+            m.cards_per_lot,
+            m.market,
+            m.billing_seconds,
+        )
+        if mkey in metered:
+            raise TariffError(
+                f"{m.where}: a second {m.market} price {billing_text(m.billing_seconds)} for "
+                f"{m.gpu_slug} of {m.catalog_date} (the first is at {metered[mkey].where})",
+                hint="keep one row per (provider, catalog_date, gpu_slug, cards_per_lot, "
+                "market, billing_seconds)",
+            )
+        metered[mkey] = m
+    return Catalog(tuple(plans), origin, tuple(meters))
+
+
+def split_rows(rows: Sequence[Plan | Meter]) -> tuple[list[Plan], list[Meter]]:
+    """Checked catalog rows parted into flat plans and metered prices, in order."""
+    return [r for r in rows if isinstance(r, Plan)], [r for r in rows if isinstance(r, Meter)]
 
 
 def parse_catalog(text: str, origin: str) -> Catalog:
@@ -421,7 +596,7 @@ def parse_catalog(text: str, origin: str) -> Catalog:
                 f"{origin}, line 1: missing column(s) {', '.join(missing)}",
                 hint="the header is: " + ",".join(COLUMNS),
             )
-        plans = []
+        rows: list[Plan | Meter] = []
         for row in reader:
             if not any(field.strip() for field in row):
                 continue
@@ -437,13 +612,14 @@ def parse_catalog(text: str, origin: str) -> Catalog:
                 index = header.index(column)
                 return f"{origin}, line {line}, column {index + 1} ({shown[index]})"
 
-            plans.append(make_plan(values, locate))
+            rows.append(make_row(values, locate))
     except csv.Error as exc:
         raise TariffError(
             f"{origin}, line {reader.line_num}: not valid CSV ({exc})",
             hint="fix the quoting on that line",
         ) from None
-    return build_catalog(plans, origin)
+    plans, meters = split_rows(rows)
+    return build_catalog(plans, origin, meters)
 
 
 def _aliased(header: list[str], origin: str) -> list[str]:
@@ -771,6 +947,8 @@ class Request:
     catalog_date: str | None = None
     list_catalog: bool = False
     provider: str | None = None  # None: the catalog must hold one provider's prices
+    metered: bool = False  # price the schedule by the catalog's metered prices
+    market: str | None = None  # None: every market the catalog prices
 
 
 def schedule_hours(req: Request) -> tuple[Decimal | None, list[str]]:
@@ -848,6 +1026,8 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
     if days is not None:
         check_days(days)
     hours, lines = schedule_hours(req)
+    if req.metered:
+        return lines + metered_lines(catalog, req, catalog_name, hours, lots, accepted, days)
     if req.list_catalog:
         cat = catalog().only(req.provider)
         day = cat.snapshot(req.catalog_date)
@@ -928,6 +1108,97 @@ def report(catalog: Callable[[], Catalog], req: Request, catalog_name: str) -> l
     return lines
 
 
+def metered_lines(
+    catalog: Callable[[], Catalog],
+    req: Request,
+    catalog_name: str,
+    hours: Decimal | None,
+    lots: int,
+    accepted: int | None,
+    days: int | None,
+) -> list[str]:
+    """The charge of a schedule at each metered price of a GPU (``--metered``); with
+    ``--list``, the catalog's metered prices."""
+    if req.list_catalog:
+        return _metered_list(catalog().only(req.provider), catalog_name)
+    if days is not None or req.gpu is None or hours is None:
+        raise TariffError(
+            "--metered prices a GPU for a schedule: give --gpu and --hours (or --start/--end), "
+            "without --days",
+            hint="e.g. --metered --gpu h100-sxm --hours 5.5",
+        )
+    if req.market is not None and req.market not in MARKETS:
+        raise TariffError(
+            f"--market {req.market!r}: expected {' or '.join(MARKETS)}", hint="e.g. --market spot"
+        )
+    cat = catalog().only(req.provider)
+    found = [m for m in cat.metered(req.gpu, req.catalog_date) if req.market in (None, m.market)]
+    if not found:
+        raise TariffError(
+            f"no {req.market} price for {req.gpu} in {catalog_name}",
+            hint="leave --market out to see the markets it has",
+        )
+    seconds = int((hours * HOUR_SECONDS).to_integral_value(rounding=ROUND_CEILING))
+    plural = "s" if lots > 1 else ""
+    header = [
+        "market",
+        "price per hour (1 lot)",
+        "billing",
+        "billed",
+        f"charge ({lots} lot{plural})",
+    ]
+    if accepted is not None:
+        header.append("per accepted result")
+    rows = [tuple(header)]
+    for m in sorted(found, key=lambda m: (m.market, m.billing_seconds, m.cards_per_lot)):
+        charge = m.charge(seconds, lots)
+        row = [
+            m.market,
+            f"{m.price_text} ({_cards(m.cards_per_lot)})",
+            billing_text(m.billing_seconds),
+            f"{hours_text(Decimal(m.billed_seconds(seconds)) / HOUR_SECONDS)} "
+            f"({m.billed_seconds(seconds):,} s)",
+            money(charge, m.currency),
+        ]
+        if accepted is not None:
+            per = cost_per_accepted(charge, accepted)
+            row.append(UNDEFINED if per is None else money(to_cent(per), m.currency))
+        rows.append(tuple(row))
+    first = found[0]
+    return [
+        f"catalog: {catalog_name} ({_whose(cat)}metered prices of {first.catalog_date}; "
+        f"{first.source})",
+        *table(rows),
+        "billing: metered; the used time is rounded up to whole billing steps, the charge "
+        "half-up to the cent (spot capacity can be reclaimed at any time)",
+    ]
+
+
+def _metered_list(cat: Catalog, catalog_name: str) -> list[str]:
+    """The newest metered snapshot's rows, one per GPU, lot, market and billing step."""
+    if len(cat.providers()) > 1:
+        cat.snapshot()  # raises: two providers' prices are never listed together
+    dates = sorted({m.catalog_date for m in cat.meters})
+    if not dates:
+        raise TariffError(
+            f"{catalog_name} holds no metered price",
+            hint="add rows with market, price_per_hour and billing_seconds",
+        )
+    rows = [("gpu", "name", "market", "price per hour", "billing", "cards per lot")] + [
+        (
+            m.gpu_slug,
+            m.gpu_name,
+            m.market,
+            m.price_text,
+            billing_text(m.billing_seconds),
+            str(m.cards_per_lot),
+        )
+        for m in sorted(cat.meters, key=lambda m: (m.gpu_slug, m.market, m.billing_seconds))
+        if m.catalog_date == dates[-1]
+    ]
+    return [f"catalog: {catalog_name} ({_whose(cat)}metered prices of {dates[-1]})", *table(rows)]
+
+
 def _whose(catalog: Catalog) -> str:
     """``NAME, `` when the catalog's prices name their provider, else nothing (the seed's
     lines stay as they were)."""
@@ -978,6 +1249,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="whose prices to use when the catalog holds several providers' (the provider column)",
     )
     p.add_argument(
+        "--metered",
+        action="store_true",
+        help="price the schedule (--hours or --start/--end) by the hour or second with the "
+        "catalog's metered prices of --gpu, instead of flat plans",
+    )
+    p.add_argument("--market", help="with --metered: on-demand or spot (default: both)")
+    p.add_argument(
         "--list",
         dest="list_catalog",
         action="store_true",
@@ -999,6 +1277,8 @@ def request_from(args: argparse.Namespace) -> Request:
         catalog_date=args.catalog_date,
         list_catalog=args.list_catalog,
         provider=args.provider,
+        metered=args.metered,
+        market=args.market,
     )
 
 

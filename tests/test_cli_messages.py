@@ -153,7 +153,7 @@ def test_the_layout_version_message_is_the_one_the_doc_shows(book: Path) -> None
 def test_validate_json_names_its_format(book: Path) -> None:
     result = _invoke("validate", book, "--json")
     document = json.loads(result.stdout)
-    assert list(document) == ["format", "workbook", "valid", "findings", "notes"]
+    assert list(document) == ["format", "workbook", "valid", "findings", "notes", "warnings"]
     assert (document["format"], document["workbook"]) == ("iteralab-validate/1", str(book))
 
 

@@ -16,13 +16,17 @@ def test_init_creates_a_workbook_and_never_overwrites(runner: CliRunner, tmp_pat
     first = runner.invoke(cli, ["init", str(path)])
     assert first.exit_code == 0
     assert first.stdout.splitlines()[0] == (
-        f"created {path} (Tariffs: the shipped catalog of 2026-09-24, 2 plan(s))"
+        f"created {path} (Tariffs: the shipped catalog of 2026-09-24, 2 plan(s); 12 metered "
+        "price(s) of 2026-12-05, EXAMPLE figures)"
     )
     tariffs = store.read(path).tables["Tariffs"]
-    assert [(t["gpu_slug"], t["plan_days"], t["price_per_lot_usd"]) for t in tariffs] == [
+    assert [(t["gpu_slug"], t["plan_days"], t["price_per_lot_usd"]) for t in tariffs[:2]] == [
         ("rtx-4090", 7, 110),
         ("b200", 7, 2071),
     ]
+    # The metered rows: a price per hour and a billing step, no plan, no price per lot.
+    assert [(t["plan_days"], t["price_per_lot_usd"]) for t in tariffs[2:]] == [(None, None)] * 12
+    assert all(t["price_per_hour"] and t["billing_seconds"] for t in tariffs[2:])
     before = path.read_bytes()
     again = runner.invoke(cli, ["init", str(path)])
     assert again.exit_code == 2
@@ -58,6 +62,7 @@ def test_validate_json(runner: CliRunner, filled_workbook: Path) -> None:
         "valid": True,
         "findings": [],
         "notes": [],
+        "warnings": [],
     }
 
 
@@ -142,6 +147,7 @@ def test_lock_and_amend_json_hold_what_the_text_says(
         "format": "iteralab-lock/1",
         "workbook": str(filled_workbook),
         "logged_in_audit": None,
+        "warnings": [],
     }
     assert store.read(filled_workbook).tables["Audit"][-1]["protocol_sha256"] == sha
 
@@ -172,7 +178,8 @@ def test_init_json_names_the_workbook_and_its_tariffs(runner: CliRunner, tmp_pat
         "workbook": str(path),
         "tariff_snapshots": ["2026-09-24"],
         "tariff_plans": 2,
+        "tariff_metered": 12,
         "next": document["next"],
     }
     assert f"`iteralab lock {path}`" in document["next"]
-    assert len(store.read(path).tables["Tariffs"]) == 2
+    assert len(store.read(path).tables["Tariffs"]) == 14

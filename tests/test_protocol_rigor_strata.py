@@ -167,7 +167,11 @@ def test_a_field_subgroup_below_the_reference_fails_the_tolerance() -> None:
         variant_id="v",
     )
     assert result.verdict == "fail"
-    assert "subgroup genre=letter 0.5000 below reference 1.0000 - tolerance 0.3000" in result.notes
+    # Two letters: one changed prediction moves the subgroup by 0.5, beyond the tolerance.
+    assert (
+        "subgroup genre=letter 0.5000 below reference 1.0000 - tolerance 0.3000 (2 items: one "
+        "changed prediction moves it by 0.5000, more than the tolerance)"
+    ) in result.notes
 
 
 def test_a_declared_field_a_record_lacks_is_a_finding_naming_field_and_line(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ def test_an_acknowledged_overlap_is_locked_logged_and_still_named(tmp_path: Path
         "tuning data tune.jsonl overlaps the corpus (1 shared id(s) and 1 shared text(s)), "
         "acknowledged: the shared rows are public boilerplate"
     )
-    assert result.output.splitlines()[-1] == f"logged in Audit: {note}"
+    assert result.stdout.splitlines()[-1] == f"logged in Audit: {note}"
     data = store.read(book)
     (audit,) = data.tables["Audit"]
     assert (audit["action"], audit["reason"]) == ("lock", note)

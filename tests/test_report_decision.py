@@ -284,7 +284,10 @@ def test_a_rental_typed_amount_wins_and_a_metered_one_without_it_makes_the_total
     assert rows["r-4090"]["amount"] == Decimal("104.5")
     assert "Rentals!$" in data.tables["Settlement"][7]["amount"].text
     assert rows["r-h100"]["amount"] is None
-    assert "hourly billing: type the metered amount" in rows["r-h100"]["grounds"]
+    assert (
+        "hourly billing: give start and end with their UTC offsets to price it from Tariffs, "
+        "or type the metered amount" in rows["r-h100"]["grounds"]
+    )
     assert "no variant names this rental" in rows["r-h100"]["grounds"]
     total = rows["total incurred (USD)"]
     assert total["amount"] == "incomplete"

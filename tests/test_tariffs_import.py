@@ -65,10 +65,12 @@ def _tariffs(book: Path) -> list[tuple[Any, ...]]:
     ]
 
 
+#: The shipped catalog's rows as a new campaign's Tariffs holds them: its two flat plans,
+#: then its metered prices (no plan_days, no price per lot).
 SHIPPED = [
     (None, "2026-09-24", "rtx-4090", 7, 110, "USD"),
     (None, "2026-09-24", "b200", 7, 2071, "USD"),
-]
+] + [(None, m.catalog_date, m.gpu_slug, None, None, "USD") for m in tariffs.load_catalog().meters]
 
 
 # --------------------------------------------------------------------------- a good import
@@ -89,7 +91,7 @@ def test_the_sample_snapshot_joins_the_tariffs_with_its_provider_and_currency(
     assert result.output.splitlines()[0] == (
         "imported Example Cloud EU's snapshot of 2026-11-20 (4 row(s), EUR) from "
         "tariffs_other_provider.csv into campaign.xlsx (Tariffs sheet: 0 earlier row(s) of "
-        "that snapshot replaced, 2 row(s) of other snapshots kept)"
+        f"that snapshot replaced, {len(SHIPPED)} row(s) of other snapshots kept)"
     )
     assert "  b200: 7 days, 1,930.00 EUR per lot of 2 cards" in result.output.splitlines()
 
@@ -114,7 +116,10 @@ def test_another_date_adds_a_snapshot_and_keeps_the_others(tmp_path: Path) -> No
     later = [line.replace("2026-11-20", "2026-12-01").replace("104.00", "99.00") for line in GOOD]
     result = _import(book, _csv(tmp_path, later, name="december.csv"), "--json")
     assert result.exit_code == 0, result.output
-    assert (json.loads(result.output)["replaced"], json.loads(result.output)["kept"]) == (0, 4)
+    assert (json.loads(result.output)["replaced"], json.loads(result.output)["kept"]) == (
+        0,
+        len(SHIPPED) + 2,
+    )
     assert _tariffs(book) == SHIPPED + [
         ("Example Cloud EU", "2026-11-20", "rtx-4090", 7, 104, "EUR"),
         ("Example Cloud EU", "2026-11-20", "b200", 7, 1930, "EUR"),
@@ -130,7 +135,7 @@ def test_a_corrected_snapshot_replaces_its_rows_in_place(tmp_path: Path) -> None
     result = _import(book, _csv(tmp_path, corrected, name="corrected.csv"))
     assert result.exit_code == 0, result.output
     assert (
-        "(Tariffs sheet: 2 earlier row(s) of that snapshot replaced, 2 row(s) of other "
+        f"(Tariffs sheet: 2 earlier row(s) of that snapshot replaced, {len(SHIPPED)} row(s) of other "
         "snapshots kept)" in result.output
     )
     assert _tariffs(book) == SHIPPED + [
@@ -200,7 +205,7 @@ def test_the_json_document_says_what_was_imported(tmp_path: Path) -> None:
         "imported": 2,
         "changed": True,
         "replaced": 0,
-        "kept": 2,
+        "kept": len(SHIPPED),
     }
     assert document["rows"][1] == {
         "provider": "Example Cloud EU",
@@ -228,10 +233,11 @@ def test_an_import_after_attempts_is_logged_in_audit_and_validate_is_satisfied(
     prices = [r for r in data.tables["Audit"] if r.get("action") == "prices"]
     assert prices[0]["reason"] == "prices and schedule as the attempts were set against them"
     assert prices[1]["reason"].startswith(
-        "edited after the first attempt: Tariffs!4 row: empty -> {'catalog_date': '2026-11-20', "
+        f"edited after the first attempt: Tariffs!{len(SHIPPED) + 2} row: empty -> "
+        "{'catalog_date': '2026-11-20', "
     )
-    assert len(json.loads(prices[0]["details"])["Tariffs"]) == 2
-    assert len(json.loads(prices[1]["details"])["Tariffs"]) == 4
+    assert len(json.loads(prices[0]["details"])["Tariffs"]) == len(SHIPPED)
+    assert len(json.loads(prices[1]["details"])["Tariffs"]) == len(SHIPPED) + 2
     assert money_log.money_edit_findings(data) == []
 
 

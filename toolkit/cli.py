@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "toolkit.commands.workbook",
     "toolkit.commands.integrity",
     "toolkit.commands.memory",
+    "toolkit.commands.head",
     "toolkit.commands.money",
     "toolkit.commands.imports",
     "toolkit.commands.tariffs",

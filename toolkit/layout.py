@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 8
+LAYOUT_VERSION = 9
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -1151,6 +1151,9 @@ MANIFEST = Sheet(
     unique=("manifest_id",),
 )
 
+#: Where rented capacity is sold: on demand, or spot (interruptible).
+MARKETS = ("on-demand", "spot")
+
 TARIFFS = Sheet(
     "Tariffs",
     "table",
@@ -1159,13 +1162,12 @@ TARIFFS = Sheet(
         _c("gpu_slug", required=True),
         _c("gpu_name", required=True, width=20),
         _c("cards_per_lot", INT, "Cards in one lot: a B200 lot already holds two.", required=True),
-        _c("plan_days", INT, "3, 7 or 30.", required=True),
+        _c("plan_days", INT, "3, 7 or 30; empty on a metered row (price_per_hour)."),
         _c(
             "price_per_lot_usd",
             USD,
             "Flat price of one lot for the whole plan, in the row's "
-            "currency (USD when currency is empty).",
-            required=True,
+            "currency (USD when currency is empty); empty on a metered row.",
             currency="currency",
             blank_currency="USD",
         ),
@@ -1186,9 +1188,36 @@ TARIFFS = Sheet(
             width=9,
             since=3,
         ),
+        # A metered row (sold by the hour or second) fills these three and leaves plan_days
+        # and price_per_lot_usd empty; the flat rows leave them empty.
+        _c(
+            "market",
+            CHOICE,
+            "A metered row's market: spot capacity can be reclaimed at any time.",
+            choices=MARKETS,
+            width=10,
+            since=9,
+        ),
+        _c(
+            "price_per_hour",
+            MONEY,
+            "A metered row's price of one lot per hour, in the row's currency.",
+            width=12,
+            currency="currency",
+            blank_currency="USD",
+            since=9,
+        ),
+        _c(
+            "billing_seconds",
+            INT,
+            "A metered row's billing step in seconds: 1 billed to the second, 3600 by the "
+            "started hour.",
+            width=9,
+            since=9,
+        ),
     ),
-    purpose="Catalog snapshots of flat-rate plans, one provider and date each; editable. A "
-    "missing price is a missing row.",
+    purpose="Catalog snapshots, one provider and date each; editable: flat 3-, 7- or 30-day "
+    "plans, and metered prices by the hour or second. A missing price is a missing row.",
 )
 
 BILLINGS = ("flat-3d", "flat-7d", "flat-30d", "hourly", "per-second")
@@ -1234,7 +1263,7 @@ RENTALS = Sheet(
             CHOICE,
             "spot (interruptible) suits checkpointed batch work only.",
             required=True,
-            choices=("on-demand", "spot"),
+            choices=MARKETS,
             width=10,
         ),
         _c("start", DATETIME, "ISO 8601 with offset.", width=22),
@@ -1851,6 +1880,25 @@ SETTLEMENT = Sheet(
             since=5,
             width=14,
             currency="currency",
+        ),
+        _c(
+            "price_per_hour",
+            MONEY,
+            "Incurred: a metered rental's price of one lot per hour from Tariffs, in its "
+            "currency (amount = price_per_hour x billed_seconds / 3600 x lots, to the cent).",
+            computed=True,
+            since=9,
+            width=12,
+            currency="currency",
+        ),
+        _c(
+            "billed_seconds",
+            INT,
+            "Incurred: a metered rental's start-to-end seconds, rounded up to whole "
+            "billing steps of its Tariffs row.",
+            computed=True,
+            since=9,
+            width=10,
         ),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "

@@ -128,16 +128,19 @@ def preflight(
     form = data.forms["Protocol"]
     locked = current_lock(data) is not None
     items = corpus.read_corpus(workbook.parent / str(form["corpus_path"]))
+    # The whole corpus's label set: the sample's predictions must stay inside it.
+    labels = sorted({i.label for i in items if i.label is not None})
+    sample = items[:SAMPLE_ITEMS]
     if apart:
         from toolkit.runner.driver import preflight_apart
 
         limit = {} if step_limit_s is None else {"step_limit_s": step_limit_s}
         checks = preflight_apart.check(
-            variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo, **limit
+            variants, form, workbook, sample, locked, echo, labels, **limit
         )
     else:
         checks = _preflight_here(
-            variants, form, workbook, items[:SAMPLE_ITEMS], locked, echo, step_limit_s
+            variants, form, workbook, sample, locked, echo, step_limit_s, labels
         )
     for c in checks:
         timed = (
@@ -157,10 +160,12 @@ def _preflight_here(
     locked: bool,
     echo: Callable[[str], None],
     step_limit_s: float | None,
+    labels: Sequence[str] = (),
 ) -> list[Any]:
-    """The pre-flight in this process: what the models' or predictors' code prints goes to
-    stderr, not among our lines; each model's load and first batch within ``step_limit_s``
-    (an alarm makes a step that runs past it that variant's problem)."""
+    """The pre-flight in this process (``labels``: the corpus's label set): what the models'
+    or predictors' code prints goes to stderr, not among our lines; each model's load and
+    first batch within ``step_limit_s`` (an alarm makes a step that runs past it that
+    variant's problem)."""
     from toolkit.errors import ToolkitError
     from toolkit.runner.driver.worker import alarm, stdout_to_stderr
     from toolkit.runner.preflight import checks as flight
@@ -179,7 +184,7 @@ def _preflight_here(
             with original():
                 echo(line)
 
-        return list(flight.check(variants, form, workbook, items, locked, said))
+        return list(flight.check(variants, form, workbook, items, locked, said, labels))
 
 
 def load_failure_advice(

@@ -9,6 +9,7 @@ warnings go to stderr.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -278,24 +279,32 @@ def run_document(
     }
 
 
-def init_document(workbook: Path, dates: list[str], plans: int, following: str) -> dict[str, Any]:
-    """What `iteralab init` created: the workbook, the Tariffs it starts with, what next."""
+def init_document(
+    workbook: Path, dates: list[str], plans: int, following: str, metered: int = 0
+) -> dict[str, Any]:
+    """What `iteralab init` created: the workbook, the Tariffs it starts with (flat plans and
+    metered prices), what next."""
     return {
         "format": INIT,
         "workbook": str(workbook),
         "tariff_snapshots": dates,
         "tariff_plans": plans,
+        "tariff_metered": metered,
         "next": following,
     }
 
 
-def lock_document(workbook: Path, sha: str, logged: Any) -> dict[str, Any]:
-    """What `iteralab lock` recorded: the protocol's hash, and the Audit reason it logged."""
+def lock_document(
+    workbook: Path, sha: str, logged: Any, warnings: Sequence[str] = ()
+) -> dict[str, Any]:
+    """What `iteralab lock` recorded: the protocol's hash, the Audit reason it logged, and
+    what the locked protocol cannot answer (repetitions, subgroups)."""
     return {
         "format": LOCK,
         "workbook": str(workbook),
         "protocol_sha256": sha,
         "logged_in_audit": logged or None,
+        "warnings": list(warnings),
     }
 
 
@@ -334,6 +343,42 @@ def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict
         "attempts_added": result.attempts_added,
         "manifests_added": result.manifests_added,
         "already": result.already,
+    }
+
+
+def metered_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
+    """`iteralab cost --metered --json`: each metered price of the GPU with the schedule's
+    billed seconds and charge (checked by :func:`calcul_forfaits.report` first)."""
+    hours, _ = rules.schedule_hours(request)
+    document: dict[str, Any] = {"format": COST, "catalog": name, "metered": []}
+    if request.gpu is None or hours is None:  # --metered --list
+        return document | {"metered": [_meter(m) for m in catalog.meters]}
+    lots = int(request.lots)
+    seconds = int((hours * 3600).to_integral_value(rounding="ROUND_CEILING"))
+    found = catalog.metered(request.gpu, request.catalog_date)
+    document.update({"schedule_seconds": seconds, "lots": lots})
+    document["metered"] = [
+        _meter(m)
+        | {
+            "billed_seconds": m.billed_seconds(seconds),
+            "charge": amount(m.charge(seconds, lots), m.currency),
+        }
+        for m in found
+        if request.market in (None, m.market)
+    ]
+    return document
+
+
+def _meter(m: rules.Meter) -> dict[str, Any]:
+    return {
+        "gpu_slug": m.gpu_slug,
+        "catalog_date": m.catalog_date,
+        "market": m.market,
+        "cards_per_lot": m.cards_per_lot,
+        "price_per_hour": amount(m.price_per_hour, m.currency),
+        "billing_seconds": m.billing_seconds,
+        "provider": m.provider or None,
+        "source": m.source,
     }
 
 

@@ -76,7 +76,8 @@ _MODEL_OPTIONS = (
         "--params",
         type=PARAM_COUNT,
         help="Explicit sizes instead of --config: total parameters (8030261248, "
-        "8e9, 8B, 7.5B, 125M).",
+        "8e9, 8B, 7.5B, 125M), given with --layers, --hidden-size and --heads (the KV cache "
+        "and activations are sized from them); --need-gb alone takes a memory figure.",
     ),
     click.option("--layers", type=click.IntRange(min=1), help="Explicit: layers."),
     click.option("--hidden-size", type=click.IntRange(min=1), help="Explicit: hidden size."),
@@ -189,6 +190,13 @@ def _estimate(opts: dict[str, Any]) -> Any:
             for k in ("params", "layers", "hidden_size", "heads")
             if opts.get(k) is None
         ]
+        if missing and opts.get("params") is not None:
+            raise UsageError(
+                f"--params sizes the weights only: give {', '.join(missing)} as well (the KV "
+                "cache and activations are sized from them), or --config PATH",
+                hint="e.g. --params 70B --layers 80 --hidden-size 8192 --heads 64, or "
+                "--need-gb 160 for a memory figure you already have",
+            )
         if missing:
             raise UsageError(
                 f"no model: give --config PATH, or {', '.join(missing)}",
@@ -297,7 +305,8 @@ def _need_gb(text: str | None) -> Decimal | None:
 @click.option(
     "--tariffs",
     type=click.Path(path_type=Path),
-    help="Flat-rate price CSV. [default: tariffs/tarifs-forfaits.csv of the repository]",
+    help="Price CSV, flat plans and metered prices. [default: tariffs/tarifs-forfaits.csv of "
+    "the repository]",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 def gpus(
@@ -339,10 +348,31 @@ def gpus(
         usage=usage,
         plan_days=int(plan_days),
     )
+    metered = offers.holding(
+        offers.load_metered(tariffs),
+        {c.gpu.slug: c.split.cards for c in answer.candidates if c.split is not None},
+    )
     if as_json:
-        click.echo(json.dumps(answer.as_dict(), indent=2))
+        document = answer.as_dict()
+        document["metered"] = {
+            slug: [
+                {
+                    "market": m.market,
+                    "price_per_hour_usd": str(m.price_per_hour),
+                    "cards_per_lot": m.cards_per_lot,
+                    "billing_seconds": m.billing_seconds,
+                    "catalog_date": m.catalog_date,
+                    "source": m.source,
+                }
+                for m in found
+            ]
+            for slug, found in metered.items()
+        }
+        click.echo(json.dumps(document, indent=2))
         return
     for line in choice_text.lines(answer):
+        click.echo(line)
+    for line in offers.metered_lines(metered, usage):
         click.echo(line)
 
 

@@ -44,6 +44,13 @@ import click
     help="Whose prices to use when the catalog holds several providers' (its provider column).",
 )
 @click.option(
+    "--metered",
+    is_flag=True,
+    help="Price the schedule (--hours or --start/--end) of --gpu by the hour or second with "
+    "the catalog's metered prices, instead of flat plans; with --list, list those prices.",
+)
+@click.option("--market", help="With --metered: on-demand or spot (default: both).")
+@click.option(
     "--list", "list_catalog", is_flag=True, help="List the catalog's GPUs, plans and prices."
 )
 @click.option(
@@ -66,6 +73,8 @@ def cost(
     catalog_date: str | None,
     list_catalog: bool,
     provider: str | None,
+    metered: bool,
+    market: str | None,
     as_json: bool,
 ) -> None:
     """Flat price of N lots, cost per accepted result, plans covering a schedule.
@@ -87,6 +96,8 @@ def cost(
         catalog_date=catalog_date,
         list_catalog=list_catalog,
         provider=provider,
+        metered=metered,
+        market=market,
     )
 
     def load() -> tariffs.Catalog:
@@ -95,6 +106,11 @@ def cost(
     name = str(catalog) if catalog else tariffs.rules.CATALOG_FILE
     with tariffs.translated():
         lines = tariffs.rules.report(load, request, name)  # checks every option, as the script
+        if as_json and metered:
+            from toolkit.commands import documents
+
+            documents.emit(documents.metered_document(load(), request, name))
+            return
         if as_json:
             from toolkit.commands import documents
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -61,12 +62,20 @@ def init(workbook: Path, as_json: bool) -> None:
         from toolkit.commands import documents
 
         documents.emit(
-            documents.init_document(workbook, catalog.dates(), len(catalog.plans), following)
+            documents.init_document(
+                workbook, catalog.dates(), len(catalog.plans), following, len(catalog.meters)
+            )
         )
         return
+    metered = sorted({m.catalog_date for m in catalog.meters})
+    by_hour = (
+        f"; {len(catalog.meters)} metered price(s) of {', '.join(metered)}, EXAMPLE figures"
+        if metered
+        else ""
+    )
     click.echo(
         f"created {workbook} (Tariffs: the shipped catalog of "
-        f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s))"
+        f"{', '.join(catalog.dates())}, {len(catalog.plans)} plan(s){by_hour})"
     )
     click.echo(f"next: {following}")
 
@@ -120,6 +129,7 @@ def validate(workbook: Path, as_json: bool) -> None:
             + model_path_findings(data, workbook.parent)
         )
     inferred = inferred_note(data)
+    warnings = protocol_warnings(data, workbook)
     if as_json:
         from toolkit.commands.documents import VALIDATE
 
@@ -131,6 +141,7 @@ def validate(workbook: Path, as_json: bool) -> None:
                     "valid": not findings,
                     "findings": [f.as_dict() for f in findings],
                     "notes": [] if inferred is None else [inferred],
+                    "warnings": warnings,
                 },
                 indent=2,
             )
@@ -146,11 +157,24 @@ def validate(workbook: Path, as_json: bool) -> None:
         )
     if inferred is not None and not as_json:  # older rows: judged as their cells allow
         click.echo(f"note: {inferred}", err=True)
+    if not as_json:
+        for warning in warnings:
+            click.echo(f"warning: {warning}", err=True)
     stopped = unfinished(default_folder(workbook))
     if stopped is not None:  # the evidence is whole; the reviewer's folder is not
         click.echo(f"note: {stopped}: run `iteralab report {workbook}` again", err=True)
     if findings:
         raise click.exceptions.Exit(1)
+
+
+def protocol_warnings(data: Any, workbook: Path) -> list[str]:
+    """What a valid protocol cannot answer: repetitions that never separate a pair, subgroups
+    a single changed prediction fails (:mod:`toolkit.report.protocol_warnings`)."""
+    from toolkit.report import protocol_warnings as warn
+
+    form = data.forms["Protocol"]
+    found = [warn.repetitions_warning(form.get("repetitions"))]
+    return [w for w in found if w] + warn.subgroup_warnings(form, workbook)
 
 
 def _table(findings: list[Finding]) -> str:
@@ -195,14 +219,17 @@ def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
     with change(workbook, refresh_derived=False) as edit:
         sha = locking.lock(edit.data, workbook, acknowledge_overlap=acknowledge)
         note = edit.data.tables["Audit"][-1].get("reason")
+        warnings = protocol_warnings(edit.data, workbook)
     if as_json:
         from toolkit.commands import documents
 
-        documents.emit(documents.lock_document(workbook, sha, note))
+        documents.emit(documents.lock_document(workbook, sha, note, warnings))
         return
     click.echo(f"locked {workbook}: protocol sha256 {sha}")
     if note:
         click.echo(f"logged in Audit: {note}")
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 @click.command()

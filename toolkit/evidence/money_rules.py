@@ -13,9 +13,17 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
+from toolkit.errors import UsageError
 from toolkit.findings import Finding
-from toolkit.money.incurred import Rental, aware_time
-from toolkit.money.tariffs import CURRENCY, PLAN_DAYS, rules, with_iso_date
+from toolkit.money.incurred import Rental, aware_time, metered_price
+from toolkit.money.tariffs import (
+    CURRENCY,
+    PLAN_DAYS,
+    Catalog,
+    catalog_from_workbook,
+    rules,
+    with_iso_date,
+)
 from toolkit.workbook.model import WorkbookData
 
 YES = layout.YES
@@ -28,8 +36,9 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
         excel = data.excel_row("Tariffs", i)
         # One price per plan in a snapshot; a snapshot is one provider's prices of one date.
         provider = str(t.get("provider") or "").strip()
+        found += _row_kind_findings(t, excel)
         key = (t.get("catalog_date"), t.get("gpu_slug"), t.get("plan_days"), provider.casefold())
-        if key in seen:
+        if t.get("price_per_hour") is None and key in seen:
             whose = f" of {provider}" if provider else ""
             found.append(
                 Finding(
@@ -105,6 +114,44 @@ def _tariffs_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
+#: The Rentals billings a provider meters (the others are flat plans).
+METERED = ("hourly", "per-second")
+#: What a flat row fills, and what a metered row fills instead.
+FLAT_COLUMNS = ("plan_days", "price_per_lot_usd")
+METERED_COLUMNS = ("market", "price_per_hour", "billing_seconds")
+
+
+def _row_kind_findings(row: dict[str, Any], excel: int) -> list[Finding]:
+    """A Tariffs row is a flat plan (plan_days and price_per_lot_usd) or a metered price
+    (market, price_per_hour and billing_seconds), never both nor half of one."""
+    metered = row.get("price_per_hour") is not None
+    wanted, other = (METERED_COLUMNS, FLAT_COLUMNS) if metered else (FLAT_COLUMNS, ())
+    kind = "a metered row (price_per_hour filled)" if metered else "a flat plan row"
+    found = [
+        Finding(
+            "Tariffs",
+            excel,
+            name,
+            "required",
+            f"{name} is empty on {kind}: fill it in, or remove the row if the price is unknown",
+        )
+        for name in wanted
+        if row.get(name) is None
+    ]
+    found += [
+        Finding(
+            "Tariffs",
+            excel,
+            name,
+            "kind",
+            f"{name} is filled on {kind}: a flat plan and a metered price go on two rows",
+        )
+        for name in other
+        if row.get(name) is not None
+    ]
+    return found
+
+
 def _price_problem(price: Any) -> str | None:
     """Why a typed price (a number above 0; the schema names the rest) is past what a
     workbook keeps exactly, or None."""
@@ -152,6 +199,29 @@ def _schedule_rules(data: WorkbookData) -> list[Finding]:
     return found
 
 
+def _sheet_catalog(data: WorkbookData) -> Catalog | None:
+    """The Tariffs sheet's catalog; None when it has none or cannot be read (the Tariffs
+    rules report why)."""
+    try:
+        return catalog_from_workbook(data)
+    except UsageError:
+        return None
+
+
+def _unpriced_metered(rental: Rental, catalog: Catalog | None) -> str | None:
+    """Why a metered rental without an amount has no price from Tariffs either, else None."""
+    if rental.get("billing") not in METERED or rental.get("amount") is not None:
+        return None  # a flat plan, or the amount the provider charged
+    if catalog is not None and metered_price(rental, catalog).amount is not None:
+        return None
+    why = "no Tariffs sheet to read" if catalog is None else metered_price(rental, catalog).grounds
+    return (
+        f"{rental.get('billing')} billing without an amount and no metered price to use "
+        f"({why}): type the amount the provider charged (invoice or billing export), or give "
+        "start, end and the Tariffs row of its market and billing"
+    )
+
+
 def _rentals_rules(data: WorkbookData) -> list[Finding]:
     found = []
     slugs: dict[str, set[str]] = {}
@@ -167,6 +237,7 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
         ): t.get("cards_per_lot")
         for t in data.tables["Tariffs"]
     }
+    catalog = _sheet_catalog(data)
     for i, r in enumerate(data.tables[layout.RENTALS.name]):
         excel = data.excel_row(layout.RENTALS.name, i)
 
@@ -192,13 +263,9 @@ def _rentals_rules(data: WorkbookData) -> list[Finding]:
                 "an amount of 0 is not a price: leave it empty for a flat "
                 "plan priced by Tariffs, or type what the invoice says",
             )
-        if r.get("billing") in ("hourly", "per-second") and r.get("amount") is None:
-            add(
-                "amount",
-                "metered",
-                f"{r.get('billing')} billing has no catalog price: type "
-                "the amount the provider charged (invoice or billing export)",
-            )
+        unpriced = _unpriced_metered(Rental(excel, r), catalog)
+        if unpriced:
+            add("amount", "metered", unpriced)
         gpu = str(r.get("gpu_slug") or "").strip().lower()
         others = slugs.get(str(r.get("rental_id") or "").strip(), set()) - {gpu}
         if gpu and others:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import layout
-from toolkit.errors import CorpusError
+from toolkit.errors import CorpusError, ProtocolError
 from toolkit.evidence import (
     bookkeeping,
     corpus,
@@ -31,6 +31,7 @@ from toolkit.evidence import (
     subgroups,
     tuning,
     unfinished,
+    warmup,
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
 from toolkit.findings import Finding
@@ -296,7 +297,21 @@ def _protocol_rules(data: WorkbookData) -> list[Finding]:
                     f"{name} must be at least 1; found {value}",
                 )
             )
-    return found + subgroups.protocol_findings(data)
+    return (
+        found + _warmup_findings(form, row("warmup_rule") + 2) + subgroups.protocol_findings(data)
+    )
+
+
+def _warmup_findings(form: dict[str, Any], excel: int) -> list[Finding]:
+    """The warm-up rule read as the runner reads it: one it cannot apply is found now, not at
+    `check` after the lock (when fixing its wording needs an amend). A blank is the schema's."""
+    if not str(form.get("warmup_rule") or "").strip():
+        return []
+    try:
+        warmup.parse_warmup(str(form.get("warmup_rule")))
+    except ProtocolError as exc:
+        return [Finding("Protocol", excel, "warmup_rule", "warmup", f"{exc.message}: {exc.hint}")]
+    return []
 
 
 def _variants_rules(data: WorkbookData) -> list[Finding]:

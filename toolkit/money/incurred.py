@@ -25,9 +25,9 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.money import ledger
+from toolkit.money.settlement import NO_PRICE, TARIFF_ROWS, lookup_formula
 from toolkit.money.settlement import full_row as full
-from toolkit.money.settlement import lookup_formula
-from toolkit.money.tariffs import Catalog, Plan, rules, same_provider
+from toolkit.money.tariffs import Catalog, Meter, Plan, rules, same_provider
 from toolkit.workbook.model import Formula
 
 INCOMPLETE = "incomplete"
@@ -167,14 +167,10 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
             + (f"; {beyond}" if beyond else ""),
         )
     days, lots = rental.plan_days, rental.get("lots")
-    if days is None:
-        return Priced(
-            None,
-            f"{rental.get('billing')} billing: type the metered amount from "
-            "the provider's invoice in Rentals.amount",
-        )
     if catalog is None:
         return Priced(None, "no amount in Rentals and no Tariffs price to use")
+    if days is None:
+        return metered_price(rental, catalog)
     named = str(rental.get("provider") or "").strip()
     # Its provider's newest prices first, then the catalog as shipped, which names none.
     scopes = [
@@ -223,6 +219,76 @@ def price(rental: Rental, catalog: Catalog | None) -> Priced:
     return Priced(amount, grounds, plan)
 
 
+def metered_price(rental: Rental, catalog: Catalog) -> Priced:
+    """A metered rental priced to its billing step from Tariffs: the newest metered row of its
+    GPU, lot size, market and billing (hourly: steps of 3600 s; per-second: shorter steps), of
+    its provider (else the rows naming none), in its currency; None and why otherwise."""
+    billing, market = str(rental.get("billing") or ""), str(rental.get("market") or "")
+    start, end = aware_time(rental.get("start")), aware_time(rental.get("end"))
+    lots = rental.get("lots")
+    if start is None or end is None:
+        return Priced(
+            None,
+            f"{billing} billing: give start and end with their UTC offsets to price it from "
+            "Tariffs, or type the metered amount from the provider's invoice in Rentals.amount",
+        )
+    if not isinstance(lots, int) or lots < 1:
+        return Priced(None, "lots is not a whole number >= 1")
+    named = str(rental.get("provider") or "").strip()
+    slug = str(rental.get("gpu_slug") or "").strip().lower()
+    for provider in dict.fromkeys((named, "")):
+        found = [
+            m
+            for m in catalog.meters
+            if same_provider(m.provider, provider)
+            and m.gpu_slug == slug
+            and m.market == market
+            and m.cards_per_lot == rental.get("cards_per_lot")
+            and m.currency == rental.currency
+            and (m.billing_seconds == rules.HOUR_SECONDS) == (billing == "hourly")
+        ]
+        if found:
+            meter = max(found, key=lambda m: m.catalog_date)
+            seconds = rules.elapsed_seconds(start, end)
+            return Priced(
+                meter.charge(seconds, lots),
+                f"Tariffs: {market} price of {meter.catalog_date}"
+                f"{f' by {meter.provider}' if meter.provider else ''}, "
+                f"{meter.price_text} an hour {rules.billing_text(meter.billing_seconds)} x "
+                f"{rules.hours_text(Decimal(meter.billed_seconds(seconds)) / 3600)} billed x "
+                f"{lots} lot(s) ({meter.source})",
+                meter,
+            )
+    return Priced(
+        None,
+        f"no amount in Rentals and no metered Tariffs price of {slug} ({market}, {billing}, "
+        f"lot of {rental.get('cards_per_lot')}, {rental.currency or 'no currency'}) of "
+        f"{named or 'its provider'}: add that row to Tariffs, or type the amount charged in "
+        "Rentals.amount",
+    )
+
+
+def metered_lookup(meter: Meter, row: int, several: bool) -> str:
+    """A formula for the price per hour of the Tariffs row of ``meter``, matched on this
+    Settlement row's GPU, snapshot and lot size and the meter's market and billing step;
+    "no price in Tariffs" unless exactly one row matches."""
+
+    def rng(name: str) -> str:
+        letter = layout.column_letter(layout.TARIFFS, name)
+        return f"{layout.TARIFFS.name}!${letter}$2:${letter}${TARIFF_ROWS + 1}"
+
+    match = (
+        f"({rng('gpu_slug')}=${_col('gpu_slug')}{row})"
+        f"*({rng('catalog_date')}=${_col('catalog_date')}{row})"
+        f"*({rng('cards_per_lot')}=${_col('cards_per_lot')}{row})"
+        f'*({rng("market")}="{meter.market}")'
+        f"*({rng('billing_seconds')}={meter.billing_seconds})"
+    )
+    if several:
+        match += f'*({rng("provider")}="{meter.provider.strip().replace(chr(34), chr(34) * 2)}")'
+    return f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{rng("price_per_hour")}),"{NO_PRICE}")'
+
+
 def _col(name: str) -> str:
     return layout.column_letter(layout.SETTLEMENT, name)
 
@@ -267,6 +333,22 @@ def rental_row(
     if decimal(rental.get("amount")) is not None:
         # Found by rental_id, never by row: a person sorting Rentals changes no amount.
         values["amount"] = Formula(_rentals_amount(row), priced.amount)
+    elif isinstance(priced.plan, Meter):
+        meter = priced.plan
+        several = catalog is not None and len(catalog.providers()) > 1
+        start, end = aware_time(rental.get("start")), aware_time(rental.get("end"))
+        assert start is not None and end is not None  # priced: both are known
+        billed = meter.billed_seconds(rules.elapsed_seconds(start, end))
+        rate, seconds = f"{_col('price_per_hour')}{row}", f"{_col('billed_seconds')}{row}"
+        values["catalog_date"] = meter.catalog_date
+        values["price_per_hour"] = Formula(
+            metered_lookup(meter, row, several), meter.price_per_hour
+        )
+        values["billed_seconds"] = billed
+        # To the cent, as the invoice states it (ROUND is half away from zero: half-up here).
+        values["amount"] = Formula(
+            f'IF(ISNUMBER({rate}),ROUND({rate}*{seconds}/3600*{c["lots"]},2),"")', priced.amount
+        )
     elif priced.plan is not None:
         values["catalog_date"] = priced.plan.catalog_date
         several = catalog is not None and len(catalog.providers()) > 1

@@ -47,10 +47,10 @@ def _load_rules() -> ModuleType:
 
 if TYPE_CHECKING:  # the type checker reads the same file (mypy_path = "tariffs")
     import calcul_forfaits as rules
-    from calcul_forfaits import Catalog, Plan, TariffError
+    from calcul_forfaits import Catalog, Meter, Plan, TariffError
 else:
     rules = _load_rules()
-    Catalog, Plan, TariffError = rules.Catalog, rules.Plan, rules.TariffError
+    Catalog, Meter, Plan, TariffError = rules.Catalog, rules.Meter, rules.Plan, rules.TariffError
 PLAN_DAYS: tuple[int, ...] = rules.PLAN_DAYS
 UNDEFINED: str = rules.UNDEFINED
 DEFAULT_CURRENCY: str = rules.DEFAULT_CURRENCY
@@ -92,7 +92,7 @@ def catalog_from_sheet(
     Cells must hold what the Settlement formulas can match: dates and slugs as
     text, whole numbers for cards and days, a number for the price.
     """
-    plans = []
+    entries: list[Plan | Meter] = []
     for i, row in enumerate(rows):
         excel = row_numbers[i] if i < len(row_numbers) else i + 2
 
@@ -102,9 +102,10 @@ def catalog_from_sheet(
         row = with_iso_date(row)
         _check_sheet_types(row, locate)
         with translated():
-            plans.append(rules.make_plan(row, locate))
+            entries.append(rules.make_row(row, locate))
+    plans, meters = rules.split_rows(entries)
     with translated():
-        return rules.build_catalog(plans, origin)
+        return rules.build_catalog(plans, origin, meters)
 
 
 def with_iso_date(row: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +118,7 @@ def with_iso_date(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_sheet_types(row: dict[str, Any], locate: Any) -> None:
-    for name in ("cards_per_lot", "plan_days", "price_per_lot_usd"):
+    for name in ("cards_per_lot", "plan_days", "price_per_lot_usd", "price_per_hour"):
         value = row.get(name)
         if isinstance(value, str):
             raise CatalogError(
@@ -134,16 +135,18 @@ def catalog_from_workbook(data: Any, origin: str = "sheet Tariffs") -> Catalog:
 
 
 def tariff_rows(catalog: Catalog) -> list[dict[str, Any]]:
-    """Tariffs sheet rows (one per plan, keyed by the sheet's columns) from a catalog.
+    """Tariffs sheet rows (one per flat plan, then one per metered price, keyed by the
+    sheet's columns) from a catalog.
 
     The currency is always written (every amount has one); an unnamed provider
-    stays an empty cell.
+    stays an empty cell, and so do the columns the row's kind has not.
     """
-    return [tariff_row(plan) for plan in catalog.plans]
+    entries: tuple[Plan | Meter, ...] = (*catalog.plans, *catalog.meters)
+    return [tariff_row(entry) for entry in entries]
 
 
-def tariff_row(plan: Plan) -> dict[str, Any]:
-    """The Tariffs sheet row of one plan."""
-    row = {name: getattr(plan, name) for name in layout.TARIFFS.names}
-    row["provider"] = plan.provider or None
+def tariff_row(entry: Plan | Meter) -> dict[str, Any]:
+    """The Tariffs sheet row of one flat plan or metered price."""
+    row = {name: getattr(entry, name, None) for name in layout.TARIFFS.names}
+    row["provider"] = entry.provider or None
     return row

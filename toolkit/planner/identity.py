@@ -33,13 +33,27 @@ def device_mismatches(
 
 
 def cpu_on_gpu_rental(data: WorkbookData, known: set[str]) -> list[Finding]:
-    """A finding per cpu variant linked to a rental of a catalogued GPU: its cost would be
-    set against a card it never used (B1: the GPU priced is the GPU measured)."""
+    """A finding per cpu variant naming a catalogued GPU as its gpu_slug, or linked to a
+    rental of one: its cost would be set against a card it never used (B1: the GPU priced is
+    the GPU measured)."""
     rentals = {str(r.get("rental_id") or "").strip(): r for r in data.tables[layout.RENTALS.name]}
     found = []
     for i, v in enumerate(data.tables["Variants"]):
         rental = rentals.get(str(v.get("rental_id") or "").strip())
         slug = str((rental or {}).get("gpu_slug") or "").strip().lower()
+        named = str(v.get("gpu_slug") or "").strip().lower()
+        if v.get("device") == "cpu" and named in known:
+            found.append(
+                Finding(
+                    "Variants",
+                    data.excel_row("Variants", i),
+                    "gpu_slug",
+                    "gpu-identity",
+                    f"variant {v.get('variant_id')} runs on the cpu but names gpu_slug "
+                    f"{named}, a GPU of the catalog: it would be priced and reported as run on "
+                    "that card; clear gpu_slug (empty on CPU), or name the priced CPU host",
+                )
+            )
         if v.get("device") == "cpu" and rental is not None and slug in known:
             found.append(
                 Finding(
@@ -61,9 +75,7 @@ def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[F
     variants = {str(v.get("variant_id")): v for v in data.tables["Variants"]}
     rows = data.tables[layout.MANIFEST.name]
     linked = any(v.get("rental_id") for v in variants.values())
-    if not linked and not any(
-        v.get("device") == "cuda" and v.get("gpu_slug") for v in variants.values()
-    ):
+    if not linked and not any(v.get("gpu_slug") for v in variants.values()):
         return []
     cards = load_catalog() if catalog is None else catalog
     known = {g.slug for g in cards}

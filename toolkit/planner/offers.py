@@ -217,3 +217,68 @@ def _amount(raw: str | None, where: str) -> Decimal | None:
             hint="digits with a dot, e.g. 0.08; leave it empty when unknown",
         )
     return value
+
+
+def load_metered(path: Path | None = None) -> dict[str, tuple[tariffs.Meter, ...]]:
+    """Each GPU slug's metered USD prices (by the hour or second) of each provider's newest
+    metered snapshot, cheapest first; {} when the file is missing or holds none."""
+    if path is not None and not path.is_file():
+        return {}
+    meters = tariffs.load_catalog(path, path.name if path else None).meters
+    newest: dict[str, str] = {}
+    for m in meters:
+        newest[m.provider.casefold()] = max(newest.get(m.provider.casefold(), ""), m.catalog_date)
+    found: dict[str, list[tariffs.Meter]] = {}
+    for m in meters:
+        if m.currency == "USD" and m.catalog_date == newest[m.provider.casefold()]:
+            found.setdefault(m.gpu_slug, []).append(m)
+    return {
+        slug: tuple(sorted(rows, key=lambda m: (m.price_per_hour, m.billing_seconds)))
+        for slug, rows in found.items()
+    }
+
+
+def holding(
+    metered: dict[str, tuple[tariffs.Meter, ...]], cards: dict[str, int]
+) -> dict[str, tuple[tariffs.Meter, ...]]:
+    """The metered prices whose lot holds the split of its card (``cards``: slug -> cards
+    the need takes on one machine): separate lots are separate machines."""
+    kept = {
+        slug: tuple(m for m in metered.get(slug, ()) if m.cards_per_lot >= n)
+        for slug, n in cards.items()
+    }
+    return {slug: found for slug, found in kept.items() if found}
+
+
+def metered_lines(metered: dict[str, tuple[tariffs.Meter, ...]], usage: str | None) -> list[str]:
+    """The metered prices (of lots that hold the need, :func:`holding`), one line per card,
+    spot marked as :func:`usage_fit` judges it; [] when there is none."""
+    out = []
+    for slug, found in metered.items():
+        parts = []
+        for m in found:
+            cards = "card" if m.cards_per_lot == 1 else "cards"
+            text = (
+                f"{m.market} {m.price_text} an hour per lot of {m.cards_per_lot} {cards}, "
+                f"billed {tariffs.rules.billing_text(m.billing_seconds)}"
+            )
+            fit = usage_fit(_as_offer(m), usage) if m.market == "spot" else None
+            example = ", EXAMPLE figure" if "EXAMPLE" in m.source else ""
+            parts.append(text + (f" ({fit})" if fit else "") + f" [{m.catalog_date}{example}]")
+        if parts:
+            out.append(f"  {slug}: " + "; ".join(parts))
+    if not out:
+        return []
+    return ["metered prices (by the hour or second, the price catalog's newest):", *out]
+
+
+def _as_offer(meter: tariffs.Meter) -> Offer:
+    """A metered price as an offer, for :func:`usage_fit` to judge its market."""
+    return Offer(
+        meter.gpu_slug,
+        meter.cards_per_lot,
+        meter.price_per_hour,
+        0,
+        meter.catalog_date,
+        availability=meter.market,
+    )

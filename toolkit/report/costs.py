@@ -78,6 +78,8 @@ class Costing:
     #: The declared resume variant this configuration relies on to finish the corpus (R13):
     #: its time and attempts count with this configuration.
     resume: VariantStats | None = None
+    #: Where the variant ran (Variants device): a cpu run is never said to run on the card.
+    device: str | None = None
 
     @property
     def campaign(self) -> float | None:
@@ -364,6 +366,7 @@ def costings(
             accepted_corpora(st.variant_id, data.tables["Attempts"], data.tables["Manifest"]),
         )
         c.rental_id = str(variant.get("rental_id") or "").strip() or None
+        c.device = str(variant.get("device") or "").strip() or None
         c.confirmed, c.confirm_reason = confirmation(
             st.variant_id, verification, c.runner_accepted or 0
         )

@@ -288,9 +288,28 @@ def decide(
     return d
 
 
+def agreement_text(st: VariantStats) -> str:
+    """Agreement with the reference variant, said beside a quality verdict: equal quality is
+    not the same labels (a choice can pass the tolerance and still differ from the reference
+    on a third of its predictions)."""
+    if st.reference_agreement is None:
+        return "agreement with the reference not measured"
+    return f"agreement with the reference {st.reference_agreement:.4f} (lowest over its runs)"
+
+
+def confirmed_text(c: Costing) -> str:
+    """How many distinct corpora the user confirmed, in words (never a Python None)."""
+    if c.accepted_count is None:
+        return "no corpus confirmed yet in Verification"
+    return f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
+
+
 def _label(c: Costing) -> str:
-    gpu = f" on {c.plan.gpu_name} ({c.plan.gpu_slug})" if c.plan else ""
-    return f"{c.stats.variant_id}{gpu}"
+    if c.plan is None:
+        return c.stats.variant_id
+    if c.device == "cpu":  # priced as the plan's machine, never said to run on its card
+        return f"{c.stats.variant_id} on the CPU (priced as {c.plan.gpu_name}, {c.plan.gpu_slug})"
+    return f"{c.stats.variant_id} on {c.plan.gpu_name} ({c.plan.gpu_slug})"
 
 
 def _suggest(
@@ -342,7 +361,8 @@ def _chosen(
         caveat = f", not separated from {', '.join(close)}" if close else ""
         return (
             f"none chosen on cost ({why}); fastest variant of equal quality: "
-            f"{vid} (median {fastest.stats.median:.3f} s{caveat})"
+            f"{vid} (median {fastest.stats.median:.3f} s{caveat}; "
+            f"{agreement_text(fastest.stats)})"
         )
     failing = [st.variant_id for st in all_stats if st.failed]
     if failing:  # only variants that ran can have failures to fix
@@ -390,10 +410,9 @@ def _reasons(d: Decision, all_stats: Sequence[VariantStats], comparable: Sequenc
     if c is not None:
         reasons.append(
             f"quality {c.stats.quality_verdict} within the locked threshold and "
-            f"tolerance; {c.cost_text}: its "
+            f"tolerance, {agreement_text(c.stats)}; {c.cost_text}: its "
             f"{rules.usd(c.budget) if c.budget is not None else '?'} budget over "
-            f"{c.projected_corpora} expected corpus(es), a forecast; "
-            f"{c.accepted_count} distinct corpus(es) accepted and confirmed so far"
+            f"{c.projected_corpora} expected corpus(es), a forecast; {confirmed_text(c)}"
         )
         ties = [
             o.stats.variant_id

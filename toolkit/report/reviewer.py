@@ -191,8 +191,10 @@ def markdown(
     for st in result.stats:
         gate = "joins the cost comparison" if st.equal_quality else st.gate_note
         metric = "" if st.metric_value is None else f", metric {st.metric_value:.4f}"
+        agreement = decision.agreement_text(st)
         lines.append(
-            "- " + inline(f"{st.variant_id}: quality {st.quality_verdict}{metric}: {gate}")
+            "- "
+            + inline(f"{st.variant_id}: quality {st.quality_verdict}{metric}, {agreement}: {gate}")
         )
     relaxed = decision.relaxation_sentences(result.stats)
     if relaxed:

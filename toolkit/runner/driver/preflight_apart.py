@@ -67,17 +67,20 @@ def check(
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
+    labels: Sequence[str] = (),
     step_limit_s: float = STEP_LIMIT_S,
 ) -> list[VariantCheck]:
-    """:func:`toolkit.runner.preflight.checks.check` of ``variants`` on ``items``, in a worker
-    process; raises its PreflightError, or ToolkitError when the worker died or one step
-    (a model's load and first batch) ran past ``step_limit_s`` (the worker is killed)."""
+    """:func:`toolkit.runner.preflight.checks.check` of ``variants`` on ``items`` (``labels``:
+    the corpus's label set), in a worker process; raises its PreflightError, or ToolkitError
+    when the worker died or one step (a model's load and first batch) ran past
+    ``step_limit_s`` (the worker is killed)."""
     request = {
         "workbook": str(workbook),
         "variants": list(variants),
         "protocol": protocol,
         "items": [asdict(item) for item in items],  # the corpus is not read again there
         "locked": locked,
+        "labels": list(labels),
     }
     with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
         # A server that fails here is closed: the campaign then finds it gone and falls back.

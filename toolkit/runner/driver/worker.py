@@ -195,6 +195,7 @@ def _preflight(request: dict[str, Any]) -> int:
             [corpus.Item(**item) for item in request["items"]],
             bool(request["locked"]),
             lambda line: _emit({"event": "line", "text": line}),
+            request.get("labels", ()),
         )
     except preflight_result.PreflightError as exc:
         _emit(preflight_result.to_json(None, exc.problems))

@@ -247,12 +247,19 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
         if variant.get("head_path"):
             meta, weight, bias, head_hash = read_head(str(variant["head_path"]), base, hashes)
-            encoder = AutoModel.from_pretrained(str(folder), **common)
+            encoder, info = AutoModel.from_pretrained(
+                str(folder), output_loading_info=True, **common
+            )
+            # The pooler is never used (mean pooling): a checkpoint without one is whole.
+            _refuse_new_weights(variant, folder, info, unused=("pooler.",))
             module: nn.Module = HeadClassifier(encoder, weight, bias).to(dtype)
             labels = [str(label) for label in meta["labels"]]
             model_revision = f"encoder {model_hash}; head {head_hash}"
         else:
-            model = AutoModelForSequenceClassification.from_pretrained(str(folder), **common)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                str(folder), output_loading_info=True, **common
+            )
+            _refuse_new_weights(variant, folder, info)
             module = ClassifierLogits(model)
             id2label = model.config.id2label
             labels = [str(id2label[i]) for i in range(len(id2label))]
@@ -279,6 +286,29 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     return LoadedModel(
         tokenizer, module, labels, device, model_revision, tokenizer_revision, backend, folder
     )
+
+
+def _refuse_new_weights(
+    variant: dict[str, Any], folder: Path, info: dict[str, Any], unused: tuple[str, ...] = ()
+) -> None:
+    """ModelError when transformers initialised weights the checkpoint lacks (a classifier
+    head on a bare encoder, a layer of another shape): its predictions would be random, and
+    an accuracy of 0 would be measured as if it were the model's."""
+    new = sorted(
+        {str(k) for k in info.get("missing_keys") or ()}
+        | {str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys") or ()}
+    )
+    new = [k for k in new if not k.startswith(unused)]
+    if new:
+        shown = ", ".join(new[:4]) + (f" and {len(new) - 4} more" if len(new) > 4 else "")
+        raise ModelError(
+            f"variant {variant['variant_id']}: model {folder} lacks trained weights for "
+            f"{shown}: transformers initialised them at random, so its predictions "
+            "would be noise",
+            hint="point model_path at a classifier fine-tuned on your labels, or keep this "
+            "encoder and give head_path a linear head fitted on your labels "
+            "(`iteralab head fit`)",
+        )
 
 
 def _attention_backend(module: nn.Module, asked: str) -> str:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import gc
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from toolkit.errors import ToolkitError
+from toolkit.errors import ModelError, ToolkitError
 from toolkit.evidence import corpus
 from toolkit.plumbing import engines
 from toolkit.runner import decoding
@@ -80,10 +80,12 @@ def check(
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None] = lambda _: None,
+    labels: Collection[str] = (),
 ) -> list[VariantCheck]:
     """Pre-flight ``variants`` of ``workbook`` (paths relative to its folder) on the first
-    items of the corpus; one VariantCheck each, in order. Raises PreflightError listing
-    every problem found."""
+    items of the corpus; one VariantCheck each, in order. ``labels``: the corpus's label
+    set, which a classifier's predictions must stay in (empty: an unlabelled corpus, not
+    checked). Raises PreflightError listing every problem found."""
     base = workbook.parent
     task = decoding.task_of(protocol)
     rule = decoding.decoding_rule(protocol) if task == "generation" else None
@@ -104,7 +106,7 @@ def check(
                     checks[vid].not_loaded = NO_CUDA_HERE
                 continue
             progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
-            _load_and_run(members, base, items, rule, checks)
+            _load_and_run(members, base, items, rule, checks, labels)
         except ToolkitError as exc:  # its message may name the variant: the Problem does
             message = exc.message.removeprefix(f"variant {ids[0]}: ")
             problems.append(Problem(ids, message, exc.hint))
@@ -176,13 +178,14 @@ def _load_and_run(
     items: Sequence[corpus.Item],
     rule: decoding.DecodingRule | None,
     checks: dict[str, VariantCheck],
+    labels: Collection[str] = (),
 ) -> None:
     """Load the members' model once, run one batch of each member's size, timed; a
     compiled model inside a compile session, as an attempt's (fresh cache folders removed
     after it, dynamo reset, compiling's expected warnings only), so the pre-flight leaves
     no compiled graph or cache behind for the attempts."""
     with compilation.session(members[0].get("compile") == "yes"):
-        _load_and_run_once(members, base, items, rule, checks)
+        _load_and_run_once(members, base, items, rule, checks, labels)
 
 
 def _load_and_run_once(
@@ -191,6 +194,7 @@ def _load_and_run_once(
     items: Sequence[corpus.Item],
     rule: decoding.DecodingRule | None,
     checks: dict[str, VariantCheck],
+    labels: Collection[str] = (),
 ) -> None:
     began = time.perf_counter()
     device = torch.device(str(members[0]["device"]))
@@ -206,15 +210,20 @@ def _load_and_run_once(
             size = min(int(v["batch_size"]), len(items))
             batch = list(items[:size])
             first = time.perf_counter()
+            window = Window()
             for _ in range(2):  # the first call pays one-off costs; the second is timed
                 _synchronize(device)
                 start = time.perf_counter()
+                window = Window()
                 if rule is not None:
                     loaded.generate(batch, GenerationWindow(), lambda _: None)
                 else:
-                    run_batches(loaded, v, batch, Window(), lambda _: None)
+                    run_batches(loaded, v, batch, window, lambda _: None)
                 _synchronize(device)
             end = time.perf_counter()
+            if rule is None:
+                predicted = [label for _, label in window.predictions]
+                _refuse_foreign_labels(v, _vocabulary(loaded), predicted, labels)
             check = checks[str(v["variant_id"])]
             check.load_s, check.batch_s, check.batch_items = load_s, end - start, size
             check.work_s = end - first
@@ -223,6 +232,50 @@ def _load_and_run_once(
         del loaded
         gc.collect()
         probes.release_memory(device, cuda=device.type == "cuda")
+
+
+def _vocabulary(predictor: Any) -> list[str] | None:
+    """The labels a transformers classifier can predict (its id2label, or its head's), None
+    for an engine that declares none (a ``python:`` predictor, ONNX, ...)."""
+    loaded = getattr(predictor, "loaded", None)
+    labels = getattr(loaded, "labels", None)
+    return [str(label) for label in labels] if isinstance(labels, list) else None
+
+
+def _refuse_foreign_labels(
+    variant: dict[str, Any],
+    vocabulary: list[str] | None,
+    predicted: Sequence[str],
+    labels: Collection[str],
+) -> None:
+    """ModelError when a classifier answers in labels the corpus does not use: a model whose
+    labels do not include the corpus's (LABEL_0, LABEL_1 of a head never fitted), or, for an
+    engine that declares no labels, a prediction outside the corpus's label set. Every such
+    prediction would count as wrong: a format error, not a quality result."""
+    corpus_labels = sorted({str(label) for label in labels})
+    if not corpus_labels:
+        return  # an unlabelled corpus: nothing to hold the answers against
+    if vocabulary is not None:
+        missing = [label for label in corpus_labels if label not in vocabulary]
+        if not missing:
+            return
+        said = f"can only predict {_some(vocabulary)}, and the corpus's {_some(missing)} are not among them"
+    else:
+        foreign = sorted({str(p) for p in predicted} - set(corpus_labels))
+        if not foreign:
+            return
+        said = f"predicts {_some(foreign)}, outside the corpus's label set ({_some(corpus_labels)})"
+    raise ModelError(
+        f"variant {variant['variant_id']}: {said}",
+        hint="use a model or head whose labels are the corpus's (its config's id2label, or "
+        "the labels in head.json), or correct the corpus's labels",
+    )
+
+
+def _some(labels: Sequence[str], most: int = 8) -> str:
+    """Labels quoted, the first ``most`` of them."""
+    shown = ", ".join(repr(label) for label in labels[:most])
+    return shown + (f" and {len(labels) - most} more" if len(labels) > most else "")
 
 
 def _synchronize(device: torch.device) -> None:

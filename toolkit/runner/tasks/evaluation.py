@@ -279,12 +279,19 @@ def tolerance_failures(
             f"{metric_name} {value:.4f} below reference {reference.metric:.4f} - "
             f"tolerance {tolerance:.4f}"
         )
-    for key, (group_value, _) in subgroups.items():
+    for key, (group_value, size) in subgroups.items():
         ref = reference.subgroups.get(key)
         if ref is not None and group_value + EPSILON < ref[0] - tolerance:
+            # A subgroup whose one flip exceeds the tolerance fails on any single change.
+            small = (
+                f" ({size} items: one changed prediction moves it by {1 / size:.4f}, more "
+                "than the tolerance)"
+                if size and 1 / size > tolerance
+                else ""
+            )
             failures.append(
                 f"subgroup {key} {group_value:.4f} below reference {ref[0]:.4f} - "
-                f"tolerance {tolerance:.4f}"
+                f"tolerance {tolerance:.4f}{small}"
             )
     return failures, None
 

@@ -1,0 +1,67 @@
+"""Warnings on a protocol that is valid but cannot answer its own question.
+
+Said by `validate` and `lock` (not findings: the protocol may be locked as it is, knowingly):
+- repetitions too few for the separation rule (:mod:`toolkit.report.stats`) ever to tell two
+  variants apart, with the least number that can;
+- a subgroup so small that one changed prediction moves its metric by more than the
+  tolerance: a single flip then fails the variant, whatever the configuration.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from toolkit.errors import CorpusError, ProtocolError
+from toolkit.evidence import corpus
+from toolkit.report import stats
+
+
+def repetitions_warning(repetitions: Any) -> str | None:
+    """Why ``repetitions`` runs per variant can never separate a pair, else None."""
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        return None  # the schema's finding
+    needed = stats.runs_needed()
+    if repetitions >= needed:
+        return None
+    chance = stats.chance_of_clean_split(repetitions, repetitions)
+    return (
+        f"repetitions {repetitions} can never separate two variants: {repetitions} runs "
+        f"against {repetitions} fall wholly apart by chance {chance:.0%} of the time, above "
+        f"the separation rule's {stats.SIGNIFICANCE:.0%}; lock {needed} or more repetitions "
+        "to tell two variants apart"
+    )
+
+
+def subgroup_warnings(form: dict[str, Any], workbook: Path) -> list[str]:
+    """A warning per subgroup (of a corpus field, the length stratum aside) whose one changed
+    prediction moves its accuracy by more than the tolerance; [] when the corpus or the
+    Protocol does not read (their findings say why)."""
+    tolerance, path = form.get("tolerance"), form.get("corpus_path")
+    if not isinstance(tolerance, (int, float)) or isinstance(tolerance, bool) or tolerance <= 0:
+        return []
+    if not isinstance(path, str) or not path.strip():
+        return []
+    try:
+        names = [n for n in corpus.parse_subgroups(form.get("subgroups")) if n != corpus.STRATUM]
+        items = corpus.read_corpus(workbook.parent / path.strip())
+    except (ProtocolError, CorpusError, OSError):
+        return []
+    warnings = []
+    for name in names:
+        sizes = Counter(i.label if name == "label" else i.fields.get(name) for i in items)
+        for value, size in sorted(sizes.items(), key=lambda kv: (kv[1], str(kv[0]))):
+            if value is not None and 1 / size > tolerance:
+                warnings.append(too_small(f"{name}={value}", size, float(tolerance)))
+    return warnings
+
+
+def too_small(key: str, size: int, tolerance: float) -> str:
+    """The words for a subgroup of ``size`` items too small for ``tolerance``."""
+    return (
+        f"subgroup {key} holds {size} item(s): one changed prediction moves its accuracy by "
+        f"{1 / size:.4f}, more than the tolerance {tolerance:.4f}, so a single flip fails it; "
+        "enlarge the subgroup, merge it, or leave it out of subgroups before you lock"
+    )
