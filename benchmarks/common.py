@@ -683,8 +683,11 @@ class RunnerAttempts:
         if abs(measured.host_s - attempt["measured_s"]) > 1e-5:
             raise RuntimeError("the last span opened is not the measured window")
         rows = corpus.read_predictions(spec.predictions_file)
+        clock = seen["model"]  # None: an engine other than the torch module (no encoder hook)
         timing = Timing(
-            float(attempt["measured_s"]), measured.cpu_s, seen["model"].since(measured.wall_start)
+            float(attempt["measured_s"]),
+            measured.cpu_s,
+            None if clock is None else clock.since(measured.wall_start),
         )
         return timing, {r["id"]: r["prediction"] for r in rows}
 

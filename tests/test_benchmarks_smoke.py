@@ -87,6 +87,26 @@ def test_input_pipeline_prints_one_ratio_line_and_identical_predictions() -> Non
     assert "results row: | " in done.stdout
 
 
+def test_engines_interleaves_rounds_and_prints_both_clocks_with_the_load() -> None:
+    done = _script("engines.py", "--items", "16", "--rounds", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    engines = ("t8-fp32", "ort-fp32", "ort-int8", "tfidf")
+    for round_no in (1, 2):
+        ran = [line.split()[2] for line in lines if line.startswith(f"  round {round_no}  ")]
+        assert sorted(ran) == sorted(engines), round_no
+    first = [line.split()[2] for line in lines if line.startswith("  round 1  ")]
+    second = [line.split()[2] for line in lines if line.startswith("  round 2  ")]
+    assert second == first[1:] + first[:1]  # rotated order
+    assert any(line.startswith("other processes kept ") for line in lines)
+    for clock in ("wall seconds:", "CPU seconds of this process (the verdict clock):"):
+        at = lines.index(clock)
+        assert [line.split()[0] for line in lines[at + 1 : at + 5]] == list(engines)
+        assert all(" median " in line and " min " in line for line in lines[at + 1 : at + 5])
+    assert any(line.startswith("measured window / torch fp32's, CPU clock: ") for line in lines)
+    assert any(line.startswith("results row: | ") for line in lines)
+
+
 def test_whole_campaign_runs_through_the_cli_and_prints_its_ratio_line() -> None:
     done = _script(
         "whole_campaign.py", "--items", "8", "--repetitions", "1", "--variant", "b8-fp32"
