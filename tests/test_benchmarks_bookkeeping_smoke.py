@@ -93,8 +93,25 @@ def test_scale_ingests_in_one_save_and_prints_its_ratio_line() -> None:
         )
         for line in lines
     ), done.stdout
-    for name in ("report", "validate, report", "openpyxl load"):
+    for name in (
+        "report",
+        "validate, report",
+        "openpyxl load",
+        "report, command",
+        "validate, command",
+        "openpyxl, command",
+    ):
         assert sum(line.startswith(f"  round 1  {name} ") for line in lines) == 1, name
+    # The commands as a user runs them (imports included), beside the in-process figure.
+    assert any(
+        re.fullmatch(
+            r"end to end on the command line \(a fresh interpreter, imports included\): "
+            r"report / openpyxl load [\d.]+, validate / openpyxl load [\d.]+; in process "
+            r"\(after the imports\): report / openpyxl load [\d.]+ \(shown, not verdicts\)",
+            line,
+        )
+        for line in lines
+    ), done.stdout
     assert any(
         line.startswith("   wall: validate, report / openpyxl load: ratio of medians ")
         for line in lines

@@ -20,6 +20,9 @@ import pytest
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 FORBIDDEN = ("torch", "transformers")
+#: pandera (with pandas) loads only where a schema runs, matplotlib only where a picture is
+#: drawn: together about a second of a small campaign's command.
+SCHEMAS, PICTURES = "pandera", "matplotlib"
 
 
 def _imports(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
@@ -74,3 +77,30 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
     )
     assert {"pandera", "openpyxl"} <= names  # validation really ran
     assert names.isdisjoint(FORBIDDEN)
+    assert PICTURES not in names  # no picture is drawn
+
+
+def _sample_copy(tmp_path: Path) -> Path:
+    book = tmp_path / "campaign.xlsx"
+    shutil.copy(Path(__file__).parents[1] / "samples" / "example_campaign.xlsx", book)
+    return book
+
+
+def test_ingest_runs_no_schema_and_draws_no_picture(tmp_path: Path) -> None:
+    book = _sample_copy(tmp_path)
+    (tmp_path / "campaign.journal.jsonl").write_text("", encoding="utf-8")
+    done, names = _imports("ingest", str(book))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ingested 0 attempt(s)")
+    assert "openpyxl" in names  # the workbook was really read
+    assert names.isdisjoint((SCHEMAS, PICTURES, *FORBIDDEN))
+
+
+def test_report_loads_matplotlib_only_when_it_draws_the_pictures(tmp_path: Path) -> None:
+    book = _sample_copy(tmp_path)
+    done, names = _imports("report", str(book), "--no-png")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert SCHEMAS in names and PICTURES not in names
+    done, names = _imports("report", str(book))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {SCHEMAS, PICTURES} <= names and names.isdisjoint(FORBIDDEN)

@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from toolkit import layout
-from toolkit.evidence import schemas
 from toolkit.workbook.model import Row, WorkbookData
+
+#: Kinds of measured cell where 0 is never a measurement: an empty cell with its reason is.
+NEVER_ZERO_KINDS = (layout.SECONDS, layout.BYTES)
 
 #: The Attempts column holding the layout version a row was written under.
 LAYOUT_CELL = "layout"
@@ -103,7 +105,7 @@ def cell_findings(row: Row, add: Add) -> None:
                 "value-and-reason",
                 f"{col.name} has a value and a reason for being empty: keep one",
             )
-        elif col.kind in schemas.NEVER_ZERO_KINDS and value == 0:
+        elif col.kind in NEVER_ZERO_KINDS and value == 0:
             add(
                 col.name,
                 "zero",

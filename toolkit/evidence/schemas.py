@@ -23,7 +23,6 @@ from toolkit.money.tariffs import rules
 from toolkit.workbook.model import WorkbookData
 
 #: Kinds whose measurements are never 0: 0 s or 0 B would stand for "not measured".
-NEVER_ZERO_KINDS = (layout.SECONDS, layout.BYTES)
 
 
 def _is_number(v: Any) -> bool:

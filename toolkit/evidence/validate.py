@@ -27,7 +27,6 @@ from toolkit.evidence import (
     money_log,
     money_rules,
     predictions,
-    schemas,
     subgroups,
     tuning,
     unfinished,
@@ -213,6 +212,10 @@ def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
     A formula typed in an input cell is reported as such, in place of what its
     (cached or missing) value would otherwise raise in that cell.
     """
+    # pandera (with pandas) takes a third of a second to import: only where a schema runs,
+    # not in every command that imports the rules of this module.
+    from toolkit.evidence import schemas
+
     findings: list[Finding] = []
     for name in sheets:
         formulas = typed_formula_findings(data, name)
