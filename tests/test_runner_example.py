@@ -16,6 +16,8 @@ from toolkit.workbook import store
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "samples" / demo.EXAMPLE_NAME
+#: Prices the catalog holds as exact decimals; the workbook stores them as numbers.
+DECIMAL_COLUMNS = ("price_per_lot_usd", "price_per_hour")
 
 
 def _builder() -> ModuleType:
@@ -36,7 +38,7 @@ def test_the_committed_example_is_what_the_script_builds() -> None:
     assert committed.forms["Protocol"] == fresh.forms["Protocol"]
     for sheet in ("Variants", "Tariffs"):
         assert committed.tables[sheet] == [
-            {k: (float(v) if k == "price_per_lot_usd" else v) for k, v in row.items()}
+            {k: (float(v) if k in DECIMAL_COLUMNS and v is not None else v) for k, v in row.items()}
             for row in fresh.tables[sheet]
         ], sheet
     assert protocol.current_lock(committed).sha256 == protocol.current_lock(fresh).sha256
