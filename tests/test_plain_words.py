@@ -82,3 +82,22 @@ def test_no_page_but_the_appendix_cites_a_code_even_in_quoted_output() -> None:
         if CODE.search(line)
     ]
     assert not found, "say the rule in words:\n" + "\n".join(found)
+
+
+#: A tracker's reference: "(issue 34)", "issues 20 and 32", "(#38)".
+ISSUE_REFERENCE = re.compile(r"\bissues? \d+|\(#\d+\)")
+
+
+def test_no_source_file_of_the_toolkit_names_the_issue_that_asked_for_it() -> None:
+    """Code and docstrings say what the code does; which issue asked for it is history, kept
+    in the commit log."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+        for path in sorted((ROOT / "toolkit").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ISSUE_REFERENCE.search(line)
+    ]
+    assert found == []
+    assert ISSUE_REFERENCE.search("made every demo wait (issue 34).")
+    assert ISSUE_REFERENCE.search("the pre-flight (#38) loads")
+    assert not ISSUE_REFERENCE.search("an issue the user files")

@@ -1,4 +1,4 @@
-"""Where a campaign run's wall time went, each part timed (issue 34).
+"""Where a campaign run's wall time went, each part timed.
 
 wall = measured windows + the protocol's floor (load, warm-up, evaluation, export: what the
 Protocol fixes for every attempt; and an engine's one-off conversion, which the pre-flight
@@ -58,7 +58,7 @@ class Timeline:
         #: Of ``preflight_s``: the model's work on its batches (a faster device shortens it).
         self.preflight_work_s = 0.0
         #: Of ``preflight_s``: the engines' conversions it built (ONNX export, CTranslate2),
-        #: which belong to the protocol's floor (an engine's load phase, issue 32).
+        #: which belong to the protocol's floor (an engine's load phase).
         self.conversion_s = 0.0
         #: How the attempts' workers were started; None: in the campaign's process.
         self.launches: Launches | None = None

@@ -96,7 +96,7 @@ class Options:
     #: Ingest a finished attempt into the workbook when the last ingestion is at least this
     #: many seconds old (always at the end). The journal holds every record the moment it
     #: is written, so a crash loses nothing; saving after each attempt of a short campaign
-    #: cost more wall time than its measured windows (issue 20). 0: after each attempt.
+    #: cost more wall time than its measured windows. 0: after each attempt.
     ingest_every_s: float = 30.0
     #: False when the attempts run on other machines (a cluster): each node checks its GPU.
     devices_here: bool = True
@@ -748,7 +748,7 @@ def _in_worker(
         while stream_open or proc.poll() is None:
             try:
                 # Once its output has closed the worker is exiting: poll for its code often
-                # rather than sleeping half a second per attempt (issue 20).
+                # rather than sleeping half a second per attempt.
                 event = events.get(timeout=0.5 if stream_open else 0.02)
                 if event is None:
                     stream_open = False

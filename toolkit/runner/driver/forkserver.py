@@ -310,7 +310,7 @@ def prestart(env: dict[str, str] | None = None) -> None:
     """Start the server now for the campaign this command runs next (fresh processes),
     so that its imports overlap the command's own imports and
     preparation; ``env`` defaults to :func:`worker_env`. Light to import on purpose: the
-    demo calls it before anything heavy (issue 20)."""
+    demo calls it before anything heavy."""
     global _prestarted
     if _prestarted is None and available():
         try:
@@ -321,7 +321,7 @@ def prestart(env: dict[str, str] | None = None) -> None:
 
 def preload_prestarted(base: Path, model_paths: list[str]) -> None:
     """Have the prestarted server, if any, import the campaign's model classes now: the
-    pre-flight's fork and every worker then find them imported (issue 34)."""
+    pre-flight's fork and every worker then find them imported."""
     global _prestarted
     if _prestarted is not None:
         try:
@@ -348,7 +348,7 @@ def take(env: dict[str, str]) -> ForkServer | None:
     closed (a server sees the environment it started with). A variable set since, that the
     server lacks, does not count: a library this process imported set it for itself
     (pandera's imports set SPARK_LOCAL_IP and PYARROW_IGNORE_TIMEZONE), and closing the
-    server for it made every demo wait for a second one's imports (issue 34)."""
+    server for it made every demo wait for a second one's imports."""
     global _prestarted
     server, _prestarted = _prestarted, None
     if server is not None and any(env.get(k) != v for k, v in server.env.items()):

@@ -1,4 +1,4 @@
-"""`iteralab run`'s pre-flight in a worker process, as its attempts run (issue 34).
+"""`iteralab run`'s pre-flight in a worker process, as its attempts run.
 
 Run in the campaign's own process, the pre-flight imported torch there (competing with the
 fork server's imports for a core), kept torch and its allocator's pools for the whole run,
