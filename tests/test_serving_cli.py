@@ -3,6 +3,7 @@ usage exit code and a message saying what to do."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,23 @@ def test_a_local_server_without_its_packages_is_refused(
     )
     assert code == 1
     assert "transformers serve cannot start: no_such_serving_package not installed" in output
+    assert "what to do: pip install 'iteragpu-lab[serving]'" in output
+
+
+def test_without_the_serving_extra_the_command_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base install (the wheel's runner extra) lacks httpx: an error naming the extra,
+    never an ImportError traceback."""
+    import toolkit
+
+    monkeypatch.delattr(toolkit, "serving")
+    monkeypatch.setitem(sys.modules, "toolkit.serving", None)  # as if httpx were missing
+    code, output = _invoke(
+        "--endpoint", "http://127.0.0.1:9", "--model", "m", "--rate", "1", "--out", str(tmp_path)
+    )
+    assert code == 1
+    assert "serve-bench needs the serving extra" in output
     assert "what to do: pip install 'iteragpu-lab[serving]'" in output
 
 

@@ -144,7 +144,14 @@ def serve_bench(**options: Any) -> None:
     all computed from that file. The workbook does not record serving runs yet: a later
     release adds them as a task kind with its Protocol, Summary and Settlement.
     """
-    from toolkit import serving
+    try:
+        from toolkit import serving
+    except ImportError as exc:  # httpx comes with the serving extra, not the base install
+        raise ToolkitError(
+            f"serve-bench needs the serving extra: {exc}",
+            hint="pip install 'iteragpu-lab[serving]' (httpx, and what `transformers serve` "
+            "needs for --start-local)",
+        ) from exc
     from toolkit.plumbing.shipped import SAMPLES, shipped
 
     scenario = serving.Scenario(
