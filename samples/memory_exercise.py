@@ -37,7 +37,7 @@ from toolkit.planner import choice_text
 from toolkit.planner.choice import Choice, choose
 from toolkit.planner.gpus import load_catalog
 from toolkit.planner.memory import Estimate, estimate, gib, shape_from_config, shape_from_mapping
-from toolkit.planner.offers import load_offers
+from toolkit.planner.offers import holding, load_metered, load_offers, metered_lines
 from toolkit.plumbing.atomic import publish
 from toolkit.report.memory_sheet import memory_rows
 
@@ -352,6 +352,10 @@ def choose_card(precision: str = "bf16", seq_len: int = 4096) -> Choice:
         f"--precision {precision} --seq-len {seq_len}",
     )
     for line in choice_text.lines(answer):
+        print(line)
+    # The metered prices of the lots that hold each card's split, as `iteralab gpus` lists them.
+    split = {c.gpu.slug: c.split.cards for c in answer.candidates if c.split is not None}
+    for line in metered_lines(holding(load_metered(), split), None):
         print(line)
     return answer
 

@@ -311,7 +311,11 @@ def test_the_session_workbook_locks_with_the_rows_this_layout_declares(
     cpu = data.tables["Variants"][-1]
     assert (cpu["device"], cpu["base_variant"]) == ("cpu", "g8-fp32")
     assert "device" in cpu["changes"] and data.forms["Protocol"]["process_policy"] == "fresh"
-    example = [t for t in data.tables["Tariffs"] if "EXAMPLE" in str(t["source"])]
+    example = [  # the session's own flat prices (the catalog's metered rows are EXAMPLE too)
+        t
+        for t in data.tables["Tariffs"]
+        if "EXAMPLE" in str(t["source"]) and t.get("price_per_hour") is None
+    ]
     assert {t["gpu_slug"] for t in example} == {"h200", gpu_campaign.CPU_SLUG}
 
 

@@ -27,6 +27,7 @@ from torch import nn
 
 from toolkit.errors import CorpusError, UsageError
 from toolkit.evidence import corpus, tuning
+from toolkit.plumbing.atomic import write_text
 from toolkit.runner.engines.model import (
     HEAD_FORMAT,
     HeadClassifier,
@@ -167,5 +168,5 @@ def fit_head(
             "kept_apart_from": None if corpus_path is None else corpus_path.name,
         },
     }
-    (out / "head.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    write_text(out / "head.json", json.dumps(meta, indent=2) + "\n")
     return meta
