@@ -250,8 +250,9 @@ def _refuse_foreign_labels(
 ) -> None:
     """ModelError when a classifier answers in labels the corpus does not use: a model whose
     labels do not include the corpus's (LABEL_0, LABEL_1 of a head never fitted), or, for an
-    engine that declares no labels, a prediction outside the corpus's label set. Every such
-    prediction would count as wrong: a format error, not a quality result."""
+    engine that declares no labels, a sample answered wholly outside the corpus's label set.
+    Every such prediction would count as wrong: a format error, not a quality result. A model
+    may know labels a corpus (or a slice of one) lacks: some answers outside it are allowed."""
     corpus_labels = sorted({str(label) for label in labels})
     if not corpus_labels:
         return  # an unlabelled corpus: nothing to hold the answers against
@@ -262,8 +263,8 @@ def _refuse_foreign_labels(
         said = f"can only predict {_some(vocabulary)}, and the corpus's {_some(missing)} are not among them"
     else:
         foreign = sorted({str(p) for p in predicted} - set(corpus_labels))
-        if not foreign:
-            return
+        if not foreign or len(foreign) < len({str(p) for p in predicted}):
+            return  # some answers are the corpus's labels: the format is right
         said = f"predicts {_some(foreign)}, outside the corpus's label set ({_some(corpus_labels)})"
     raise ModelError(
         f"variant {variant['variant_id']}: {said}",
