@@ -42,7 +42,7 @@ class InterruptGuard:
     def __init__(self) -> None:
         self.requested = False
         self.armed = True
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def stop_campaign(self) -> None:
         """Ask the campaign to stop after this attempt, as a Ctrl-C does."""
@@ -51,16 +51,21 @@ class InterruptGuard:
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
         if self.armed:
-            raise KeyboardInterrupt("Ctrl-C")
+            raise KeyboardInterrupt("Ctrl-C" if signum == signal.SIGINT else "SIGTERM")
 
     def __enter__(self) -> InterruptGuard:
+        # SIGTERM (a machine being stopped) stops the attempt as Ctrl-C does: heard here, so
+        # the attempt is recorded interrupted, never as its own code's KeyboardInterrupt.
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handler)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            if previous is not None:  # None: a handler not installed from Python
+                signal.signal(signum, previous)
+        self._previous = {}
 
 
 def run_attempt(
