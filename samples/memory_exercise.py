@@ -354,8 +354,7 @@ def choose_card(precision: str = "bf16", seq_len: int = 4096) -> Choice:
     for line in choice_text.lines(answer):
         print(line)
     # The metered prices of the lots that hold each card's split, as `iteralab gpus` lists them.
-    split = {c.gpu.slug: c.split.cards for c in answer.candidates if c.split is not None}
-    for line in metered_lines(holding(load_metered(), split), None):
+    for line in metered_lines(holding(load_metered(), answer.cards_per_machine), None):
         print(line)
     return answer
 

@@ -348,10 +348,7 @@ def gpus(
         usage=usage,
         plan_days=int(plan_days),
     )
-    metered = offers.holding(
-        offers.load_metered(tariffs),
-        {c.gpu.slug: c.split.cards for c in answer.candidates if c.split is not None},
-    )
+    metered = offers.holding(offers.load_metered(tariffs), answer.cards_per_machine)
     if as_json:
         document = answer.as_dict()
         document["metered"] = {

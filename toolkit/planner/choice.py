@@ -180,6 +180,12 @@ class Choice:
         return [c for c in self.candidates if c.native]
 
     @property
+    def cards_per_machine(self) -> dict[str, int]:
+        """Each candidate card's split: the cards the need takes on one machine (slug ->
+        cards), for the metered prices whose lot holds it (:func:`offers.holding`)."""
+        return {c.gpu.slug: c.split.cards for c in self.candidates if c.split is not None}
+
+    @property
     def apart(self) -> list[Candidate]:
         """Cards listed apart: they lack the precision, shown upcast."""
         return [c for c in self.candidates if not c.native]
