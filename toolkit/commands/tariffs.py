@@ -171,22 +171,20 @@ def _document(
 def _row_document(p: Plan | Meter) -> dict[str, Any]:
     """One imported line: a flat plan's length and price per lot, or a metered price's
     market, price per hour and billing step (the other kind's keys null)."""
-    metered = isinstance(p, Meter)
-
-    def amount(value: Any) -> str:
-        return f"{rules.amount_text(value, grouping=False)} {p.currency}"
-
+    amount = f"{rules.amount_text(p.amount, grouping=False)} {p.currency}"
+    plan = p if isinstance(p, Plan) else None
+    meter = p if isinstance(p, Meter) else None
     return {
         "provider": p.provider,
         "catalog_date": p.catalog_date,
         "gpu_slug": p.gpu_slug,
         "gpu_name": p.gpu_name,
-        "plan_days": None if metered else p.plan_days,
+        "plan_days": plan.plan_days if plan else None,
         "cards_per_lot": p.cards_per_lot,
-        "price_per_lot": None if metered else amount(p.price_per_lot_usd),
-        "market": p.market if metered else None,
-        "price_per_hour": amount(p.price_per_hour) if metered else None,
-        "billing_seconds": p.billing_seconds if metered else None,
+        "price_per_lot": amount if plan else None,
+        "market": meter.market if meter else None,
+        "price_per_hour": amount if meter else None,
+        "billing_seconds": meter.billing_seconds if meter else None,
         "currency": p.currency,
         "source": p.source,
     }
