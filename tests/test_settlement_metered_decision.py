@@ -9,9 +9,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import openpyxl
+import pytest
+from recalc import needs_soffice, recalculate
 from report_campaign import campaign
 
 from toolkit.report.refresh import refresh
+from toolkit.workbook import store
 from toolkit.workbook.model import Formula
 
 
@@ -77,3 +81,18 @@ def test_an_example_metered_figure_never_outranks_a_quoted_flat_plan(tmp_path: P
     is not a quote: the decision keeps the catalog's 7-day plan of 110.00 USD."""
     row = _decision(campaign(expected_outputs=20), tmp_path, "b8-fp32")
     assert (row["plan_days"], _value(row["budget_usd"])) == (7, Decimal("110.00"))
+
+
+@needs_soffice
+@pytest.mark.libreoffice
+def test_libreoffice_computes_the_metered_decision_to_the_python_cent(tmp_path: Path) -> None:
+    data = _with_meter(0.75)
+    refresh(data, tmp_path)
+    path = tmp_path / "campaign.xlsx"
+    store.save(data, path)
+    sheet = openpyxl.load_workbook(recalculate(path, tmp_path / "lo"), data_only=True)
+    values = list(sheet["Settlement"].iter_rows(values_only=True))
+    rows = [dict(zip(values[0], row, strict=True)) for row in values[1:]]
+    office = next(r for r in rows if r["item"] == "b8-fp32" and r["kind"] == "configuration")
+    assert (office["price_per_hour"], office["billed_seconds"]) == (0.75, 345_600)
+    assert Decimal(str(office["budget_usd"])) == Decimal("72")
