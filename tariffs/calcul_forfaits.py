@@ -41,6 +41,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 CATALOG_FILE = "tarifs-forfaits.csv"
 #: The catalog's columns, in the order the shipped file writes them.
@@ -132,16 +133,15 @@ def billing_text(step: int) -> str:
 # --------------------------------------------------------------------------- catalog
 
 
-@dataclass(frozen=True)
-class Plan:
-    """One catalog row: the flat price of one lot of a GPU for a plan length."""
+@dataclass(frozen=True, kw_only=True)
+class CatalogRow:
+    """What every catalog row states, flat plan or metered price: the snapshot, the GPU, the
+    lot, who sells it, in which currency, and where the row was read."""
 
     catalog_date: str
     gpu_slug: str
     gpu_name: str
     cards_per_lot: int
-    plan_days: int
-    price_per_lot_usd: Decimal  # in ``currency`` (USD unless the row says otherwise)
     source: str
     where: str = ""
     provider: str = ""  # "" for a catalog that names none (the shipped one)
@@ -150,47 +150,51 @@ class Plan:
     extra: tuple[tuple[str, str], ...] = ()
 
     @property
+    def amount(self) -> Decimal:
+        """The row's price, in ``currency``: of a lot for a plan, or of a lot for an hour."""
+        raise NotImplementedError
+
+    @property
+    def price_text(self) -> str:
+        """The row's price with its currency, e.g. ``2,071.00 USD``."""
+        return money(self.amount, self.currency)
+
+    @property
+    def seller(self) -> str:
+        """The provider as a reader sees it."""
+        return self.provider or "provider not stated"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan(CatalogRow):
+    """One flat catalog row: the price of one lot of a GPU for a plan length."""
+
+    plan_days: int
+    price_per_lot_usd: Decimal  # in ``currency`` (USD unless the row says otherwise)
+
+    @property
     def hours(self) -> int:
         """The plan's length in hours (72, 168 or 720)."""
         return self.plan_days * 24
 
     @property
-    def price_text(self) -> str:
-        """The price of one lot with its currency, e.g. ``2,071.00 USD``."""
-        return money(self.price_per_lot_usd, self.currency)
-
-    @property
-    def seller(self) -> str:
-        """The provider as a reader sees it."""
-        return self.provider or "provider not stated"
+    def amount(self) -> Decimal:
+        """The price of one lot for the whole plan."""
+        return self.price_per_lot_usd
 
 
-@dataclass(frozen=True)
-class Meter:
+@dataclass(frozen=True, kw_only=True)
+class Meter(CatalogRow):
     """One metered catalog row: the price per hour of one lot, billed in steps of seconds."""
 
-    catalog_date: str
-    gpu_slug: str
-    gpu_name: str
-    cards_per_lot: int
     market: str  # on-demand or spot
     price_per_hour: Decimal  # of one lot, in ``currency``
     billing_seconds: int  # the billing step: 1 to the second, 3600 by the started hour
-    source: str
-    where: str = ""
-    provider: str = ""
-    currency: str = DEFAULT_CURRENCY
-    extra: tuple[tuple[str, str], ...] = ()
 
     @property
-    def price_text(self) -> str:
-        """The price per hour of one lot with its currency, e.g. ``2.49 USD``."""
-        return money(self.price_per_hour, self.currency)
-
-    @property
-    def seller(self) -> str:
-        """The provider as a reader sees it."""
-        return self.provider or "provider not stated"
+    def amount(self) -> Decimal:
+        """The price of one lot for an hour."""
+        return self.price_per_hour
 
     def billed_seconds(self, seconds: int) -> int:
         """``seconds`` of use rounded up to whole billing steps (a started step is due)."""
@@ -367,21 +371,13 @@ def make_plan(values: Mapping[str, object], locate: Callable[[str], str]) -> Pla
     ``locate(column)`` names the place of a column's cell for messages, e.g.
     ``tarifs-forfaits.csv, line 3, column 6 (price_per_lot_usd)``.
     """
-    date, slug, currency = _identity(values, locate)
+    identity = _row_identity(values, locate)
     return Plan(
-        catalog_date=date,
-        gpu_slug=slug,
-        gpu_name=_text(values, "gpu_name", locate),
-        cards_per_lot=_count(values, "cards_per_lot", locate),
+        **identity,
         plan_days=_count(values, "plan_days", locate, PLAN_DAYS),
         price_per_lot_usd=_price(
-            values.get("price_per_lot_usd"), locate("price_per_lot_usd"), currency
+            values.get("price_per_lot_usd"), locate("price_per_lot_usd"), identity["currency"]
         ),
-        source=_text(values, "source", locate),
-        where=locate("gpu_slug").rsplit(", column", 1)[0],
-        provider=_optional(values, "provider"),
-        currency=currency,
-        extra=_extra(values),
     )
 
 
@@ -396,7 +392,7 @@ def make_row(values: Mapping[str, object], locate: Callable[[str], str]) -> Plan
                 f"has no {column}",
                 hint="put the flat plan and the metered price on two rows",
             )
-    date, slug, currency = _identity(values, locate)
+    identity = _row_identity(values, locate)
     market = _optional(values, "market").lower()
     if market not in MARKETS:
         raise TariffError(
@@ -410,19 +406,28 @@ def make_row(values: Mapping[str, object], locate: Callable[[str], str]) -> Plan
             hint="write the billing step in seconds: 1 (to the second), 60, or 3600 (hourly)",
         )
     return Meter(
-        catalog_date=date,
-        gpu_slug=slug,
-        gpu_name=_text(values, "gpu_name", locate),
-        cards_per_lot=_count(values, "cards_per_lot", locate),
+        **identity,
         market=market,
-        price_per_hour=_price(values.get("price_per_hour"), locate("price_per_hour"), currency),
+        price_per_hour=_price(
+            values.get("price_per_hour"), locate("price_per_hour"), identity["currency"]
+        ),
         billing_seconds=step,
-        source=_text(values, "source", locate),
-        where=locate("gpu_slug").rsplit(", column", 1)[0],
-        provider=_optional(values, "provider"),
-        currency=currency,
-        extra=_extra(values),
     )
+
+
+def _row_identity(values: Mapping[str, object], locate: Callable[[str], str]) -> dict[str, Any]:
+    """The checked fields every catalog row states (:class:`CatalogRow`), by name."""
+    return {
+        "catalog_date": _date(values, locate),
+        "gpu_slug": _slug(values, locate),
+        "gpu_name": _text(values, "gpu_name", locate),
+        "cards_per_lot": _count(values, "cards_per_lot", locate),
+        "source": _text(values, "source", locate),
+        "where": locate("gpu_slug").rsplit(", column", 1)[0],
+        "provider": _optional(values, "provider"),
+        "currency": _currency(values, locate),
+        "extra": _extra(values),
+    }
 
 
 def _text(values: Mapping[str, object], column: str, locate: Callable[[str], str]) -> str:
@@ -456,8 +461,8 @@ def _count(
     return number
 
 
-def _identity(values: Mapping[str, object], locate: Callable[[str], str]) -> tuple[str, str, str]:
-    """A row's catalog date, GPU slug and currency, checked."""
+def _date(values: Mapping[str, object], locate: Callable[[str], str]) -> str:
+    """A row's catalog date, checked: YYYY-MM-DD."""
     date = _text(values, "catalog_date", locate)
     try:
         # The pattern first: from Python 3.11 on, fromisoformat also takes 2026-W39-4.
@@ -469,12 +474,22 @@ def _identity(values: Mapping[str, object], locate: Callable[[str], str]) -> tup
             f"{locate('catalog_date')}: {date!r} is not a date YYYY-MM-DD",
             hint="write the snapshot's date, e.g. 2026-09-24",
         ) from None
+    return date
+
+
+def _slug(values: Mapping[str, object], locate: Callable[[str], str]) -> str:
+    """A row's GPU slug, checked."""
     slug = _text(values, "gpu_slug", locate)
     if not _SLUG.match(slug):
         raise TariffError(
             f"{locate('gpu_slug')}: {slug!r} is not a slug",
             hint="use lowercase letters, digits and '-', e.g. rtx-4090",
         )
+    return slug
+
+
+def _currency(values: Mapping[str, object], locate: Callable[[str], str]) -> str:
+    """A row's ISO 4217 currency, checked (blank: USD, the price column's own)."""
     currency = _optional(values, "currency").upper() or DEFAULT_CURRENCY
     if not CURRENCY.match(currency):
         raise TariffError(
@@ -482,7 +497,7 @@ def _identity(values: Mapping[str, object], locate: Callable[[str], str]) -> tup
             "ISO 4217 currency code",
             hint="write three letters such as USD or EUR",
         )
-    return date, slug, currency
+    return currency
 
 
 def _extra(values: Mapping[str, object]) -> tuple[tuple[str, str], ...]:

@@ -215,6 +215,9 @@ def test_the_json_document_says_what_was_imported(tmp_path: Path) -> None:
         "plan_days": 7,
         "cards_per_lot": 2,
         "price_per_lot": "1930.00 EUR",
+        "market": None,
+        "price_per_hour": None,
+        "billing_seconds": None,
         "currency": "EUR",
         "source": "example figure",
     }

@@ -21,6 +21,8 @@ import click
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
 #: The corpus's first items the pre-flight's batches are taken from.
 SAMPLE_ITEMS = 64
+#: How the estimate names the variants without a gpu_slug (a CPU rehearsal): never priced.
+UNPRICED = "no gpu_slug"
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def estimate(
     total: Decimal | None = Decimal(0)
     for c in checks:
         count = attempts.get(c.variant_id, 0)
-        slug = str(variants[c.variant_id].get("gpu_slug") or "") or "no gpu_slug"
+        slug = str(variants[c.variant_id].get("gpu_slug") or "") or UNPRICED
         if c.item_s is None:
             lines.append(
                 f"  {c.variant_id}: {count} attempt(s), not timed here "
@@ -82,6 +84,9 @@ def estimate(
         lines.append(f"  cost: not estimated: {exc.message}")
         return Estimate(lines, total)
     for slug, parts in by_slug.items():
+        if slug == UNPRICED:
+            lines.append(f"  {slug}: no rental price applies (nothing to look up in Tariffs)")
+            continue
         if any(p is None for p in parts):
             lines.append(f"  {slug}: cost not estimated (a variant on it is not timed here)")
             continue

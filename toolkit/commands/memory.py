@@ -284,12 +284,31 @@ def _need_gb(text: str | None) -> Decimal | None:
     return value
 
 
+def _schedule_hours(text: str | None) -> Decimal | None:
+    """``--hours`` as a number of hours > 0; None when not given."""
+    if text is None:
+        return None
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        value = Decimal(0)
+    if not value.is_finite() or value <= 0:
+        raise UsageError(f"--hours {text!r} is not a number of hours > 0", hint="e.g. --hours 24")
+    return value
+
+
 @click.command()
 @_model_options
 @click.option(
     "--need-gb", help="Instead of a model: memory needed, in the GB of card labels (GiB)."
 )
 @_defaulted("--plan-days", click.Choice(("3", "7", "30")), "7", "Plan whose lot price is shown.")
+@click.option(
+    "--hours",
+    help="The schedule in hours: each card's lot priced at the cheapest of the flat plans "
+    "covering it and the metered prices (by the hour or second) for it, instead of the "
+    "--plan-days plan.",
+)
 @click.option(
     "--usage",
     type=click.Choice(USAGES),
@@ -312,6 +331,7 @@ def _need_gb(text: str | None) -> Decimal | None:
 def gpus(
     need_gb: str | None,
     plan_days: str,
+    hours: str | None,
     usage: str | None,
     catalog: Path | None,
     tariffs: Path | None,
@@ -338,7 +358,11 @@ def gpus(
     if gb is not None and model_given:
         raise UsageError("--need-gb and a model together", hint="give one of them")
     est = None if gb is not None else _estimate(opts)
-    found, price_reason = offers.load_offers(tariffs, int(plan_days))
+    schedule = _schedule_hours(hours)
+    if schedule is not None:
+        found, price_reason = offers.schedule_offers(tariffs, schedule)
+    else:
+        found, price_reason = offers.load_offers(tariffs, int(plan_days))
     answer = choice.choose(
         catalog_lib.load_catalog(catalog),
         found,
@@ -347,6 +371,7 @@ def gpus(
         price_reason=price_reason,
         usage=usage,
         plan_days=int(plan_days),
+        hours=schedule,
     )
     metered = offers.holding(offers.load_metered(tariffs), answer.cards_per_machine)
     if as_json:

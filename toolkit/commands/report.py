@@ -195,7 +195,7 @@ def _echo_decision(result: Refreshed) -> None:
         "corpus, a forecast):"
     )
     for c in result.costs:
-        plan = f"{c.lots} lot(s) x {c.plan.plan_days}-day plan, " if c.plan else ""
+        plan = f"{c.lots} lot(s) x {c.plan_text}, " if c.plan else ""
         click.echo(f"  {c.stats.variant_id}: {plan}{c.cost_text}")
     for m in result.decision.money:
         click.echo(f"  money: {m.sentence()}")

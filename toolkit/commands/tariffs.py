@@ -15,12 +15,14 @@ from typing import Any
 
 import click
 
+from toolkit.money.tariffs import Meter, Plan, rules
+
 FORMAT = "iteralab-tariffs-import/1"
 
 
 @click.group()
 def tariffs() -> None:
-    """The Tariffs sheet: providers' dated snapshots of flat-rate prices."""
+    """The Tariffs sheet: providers' dated snapshots of flat and metered prices."""
 
 
 @tariffs.command("import")
@@ -38,8 +40,9 @@ def tariffs() -> None:
     multiple=True,
     metavar="FIELD=HEADER",
     help="Which header holds a field (catalog_date, provider, gpu_slug, gpu_name, "
-    "cards_per_lot, plan_days, price_per_lot, currency, source) when the file names "
-    "it otherwise, e.g. --column price_per_lot=Price; repeat it.",
+    "cards_per_lot, plan_days, price_per_lot, market, price_per_hour, billing_seconds, "
+    "currency, source) when the file names it otherwise, e.g. --column "
+    "price_per_hour=Hourly; repeat it.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help=f"Print one {FORMAT} JSON document (docs/json.md)."
@@ -55,8 +58,11 @@ def import_tariffs(
     """Add a provider's dated price snapshot (CSV) to the Tariffs sheet.
 
     Each line: catalog_date, provider, gpu_slug, gpu_name, cards_per_lot,
-    plan_days (3, 7 or 30), price_per_lot, currency, source. Every line is
-    checked first and nothing is written when one is bad. The same snapshot
+    currency, source, and either a flat plan (plan_days 3, 7 or 30 and
+    price_per_lot) or a metered price (market on-demand or spot,
+    price_per_hour of one lot, billing_seconds: 1 to the second, 3600 by the
+    started hour). Every line is checked first and nothing is written when
+    one is bad. The same snapshot
     (provider and date) imported again replaces its rows; other snapshots stay.
     Prices in different currencies are never compared or converted.
     """
@@ -126,7 +132,13 @@ def _lines(
     ]
     for p in plans:
         cards = f"{p.cards_per_lot} card{'s' if p.cards_per_lot > 1 else ''}"
-        lines.append(f"  {p.gpu_slug}: {p.plan_days} days, {p.price_text} per lot of {cards}")
+        if isinstance(p, Meter):
+            lines.append(
+                f"  {p.gpu_slug}: {p.market}, {p.price_text} an hour per lot of {cards}, "
+                f"billed {rules.billing_text(p.billing_seconds)}"
+            )
+        else:
+            lines.append(f"  {p.gpu_slug}: {p.plan_days} days, {p.price_text} per lot of {cards}")
     if logged:  # the full reasons are in the Audit sheet and the JSON document
         lines.append(
             f"logged in Audit (action prices, {len(logged)} record(s)): the Tariffs "
@@ -142,8 +154,6 @@ def _lines(
 def _document(
     workbook: Path, snapshot: Path, plans: list[Any], merged: Any, logged: list[str]
 ) -> dict[str, Any]:
-    from toolkit.money.tariffs import rules
-
     return {
         "format": FORMAT,
         "workbook": str(workbook),
@@ -154,21 +164,29 @@ def _document(
         "replaced": merged.replaced,
         "kept": merged.kept,
         "logged_in_audit": logged,
-        "rows": [
-            {
-                "provider": p.provider,
-                "catalog_date": p.catalog_date,
-                "gpu_slug": p.gpu_slug,
-                "gpu_name": p.gpu_name,
-                "plan_days": p.plan_days,
-                "cards_per_lot": p.cards_per_lot,
-                "price_per_lot": f"{rules.amount_text(p.price_per_lot_usd, grouping=False)} "
-                f"{p.currency}",
-                "currency": p.currency,
-                "source": p.source,
-            }
-            for p in plans
-        ],
+        "rows": [_row_document(p) for p in plans],
+    }
+
+
+def _row_document(p: Plan | Meter) -> dict[str, Any]:
+    """One imported line: a flat plan's length and price per lot, or a metered price's
+    market, price per hour and billing step (the other kind's keys null)."""
+    amount = f"{rules.amount_text(p.amount, grouping=False)} {p.currency}"
+    plan = p if isinstance(p, Plan) else None
+    meter = p if isinstance(p, Meter) else None
+    return {
+        "provider": p.provider,
+        "catalog_date": p.catalog_date,
+        "gpu_slug": p.gpu_slug,
+        "gpu_name": p.gpu_name,
+        "plan_days": plan.plan_days if plan else None,
+        "cards_per_lot": p.cards_per_lot,
+        "price_per_lot": amount if plan else None,
+        "market": meter.market if meter else None,
+        "price_per_hour": amount if meter else None,
+        "billing_seconds": meter.billing_seconds if meter else None,
+        "currency": p.currency,
+        "source": p.source,
     }
 
 

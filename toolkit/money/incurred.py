@@ -25,8 +25,8 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.money import ledger
-from toolkit.money.settlement import NO_PRICE, TARIFF_ROWS, lookup_formula
 from toolkit.money.settlement import full_row as full
+from toolkit.money.settlement import lookup_formula, metered_lookup
 from toolkit.money.tariffs import Catalog, Meter, Plan, rules, same_provider
 from toolkit.workbook.model import Formula
 
@@ -266,27 +266,6 @@ def metered_price(rental: Rental, catalog: Catalog) -> Priced:
         f"{named or 'its provider'}: add that row to Tariffs, or type the amount charged in "
         "Rentals.amount",
     )
-
-
-def metered_lookup(meter: Meter, row: int, several: bool) -> str:
-    """A formula for the price per hour of the Tariffs row of ``meter``, matched on this
-    Settlement row's GPU, snapshot and lot size and the meter's market and billing step;
-    "no price in Tariffs" unless exactly one row matches."""
-
-    def rng(name: str) -> str:
-        letter = layout.column_letter(layout.TARIFFS, name)
-        return f"{layout.TARIFFS.name}!${letter}$2:${letter}${TARIFF_ROWS + 1}"
-
-    match = (
-        f"({rng('gpu_slug')}=${_col('gpu_slug')}{row})"
-        f"*({rng('catalog_date')}=${_col('catalog_date')}{row})"
-        f"*({rng('cards_per_lot')}=${_col('cards_per_lot')}{row})"
-        f'*({rng("market")}="{meter.market}")'
-        f"*({rng('billing_seconds')}={meter.billing_seconds})"
-    )
-    if several:
-        match += f'*({rng("provider")}="{meter.provider.strip().replace(chr(34), chr(34) * 2)}")'
-    return f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{rng("price_per_hour")}),"{NO_PRICE}")'
 
 
 def _col(name: str) -> str:

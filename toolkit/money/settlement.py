@@ -18,7 +18,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
-from toolkit.money.tariffs import Catalog, rules, translated
+from toolkit.money.tariffs import Catalog, Meter, rules, translated
 from toolkit.workbook.model import Formula
 
 #: Tariffs rows the lookup formulas reach (header excluded); far beyond any catalog.
@@ -55,6 +55,10 @@ class Configuration:
     #: Whose prices, when the catalog holds several providers' ("" for the unnamed one);
     #: None for a catalog of one provider.
     provider: str | None = None
+    #: A metered price instead of the flat ``plan_days`` plan: the lots are charged for
+    #: ``billed_seconds`` at its price per hour (``plan_days`` is then not read).
+    meter: Meter | None = None
+    billed_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,26 +113,107 @@ def lookup_formula(column: str, row: int, provider: str | None = None) -> str:
     return f'IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range(column)}),"{NO_PRICE}")'
 
 
-def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict[str, Any]:
-    """The Settlement row of one configuration written at Excel row ``row``."""
+def metered_lookup(meter: Meter, row: int, several: bool) -> str:
+    """A formula for the price per hour of the Tariffs row of ``meter``, matched on this
+    Settlement row's GPU, snapshot and lot size and the meter's market and billing step;
+    "no price in Tariffs" unless exactly one row matches."""
+    c = _columns()
+    match = (
+        f"({_tariff_range('gpu_slug')}=${c['gpu_slug']}{row})"
+        f"*({_tariff_range('catalog_date')}=${c['catalog_date']}{row})"
+        f"*({_tariff_range('cards_per_lot')}=${c['cards_per_lot']}{row})"
+        f'*({_tariff_range("market")}="{meter.market}")'
+        f"*({_tariff_range('billing_seconds')}={meter.billing_seconds})"
+    )
+    if several:
+        text = meter.provider.strip().replace('"', '""')
+        match += f'*({_tariff_range("provider")}="{text}")'
+    return (
+        f"IF(SUMPRODUCT({match})=1,SUMPRODUCT({match},{_tariff_range('price_per_hour')}),"
+        f'"{NO_PRICE}")'
+    )
+
+
+def _flat_cells(config: Configuration, catalog: Catalog, row: int) -> tuple[dict[str, Any], Any]:
+    """A flat configuration's price cells (Tariffs lookups) and its budget in Decimal."""
     c = _columns()
     with translated():
         plan = catalog.only(config.provider).plan(
             config.gpu_slug, config.plan_days, config.catalog_date
         )
         total = rules.budget(plan, config.lots)
-    if plan.currency != CONFIGURATION_CURRENCY:
-        raise CatalogError(
-            f"{config.item}: the {plan.plan_days}-day {plan.gpu_slug} plan of {plan.seller} is "
-            f"priced in {plan.currency}; the Settlement's configuration columns are in "
-            f"{CONFIGURATION_CURRENCY} and prices are never converted",
-            hint=f"price the configuration with a {CONFIGURATION_CURRENCY} snapshot, or leave "
-            "it unpriced with its reason",
-        )
-    accepted = accepted_count(config.accepted)
+    _usd_only(config, plan.currency, f"{plan.plan_days}-day {plan.gpu_slug} plan of {plan.seller}")
     price, lots, cards_per_lot = (
         f"{c[n]}{row}" for n in ("price_per_lot_usd", "lots", "cards_per_lot")
     )
+    cells = {
+        "gpu_slug": plan.gpu_slug,
+        "catalog_date": plan.catalog_date,
+        "plan_days": plan.plan_days,
+        "cards_per_lot": Formula(
+            lookup_formula("cards_per_lot", row, config.provider), plan.cards_per_lot
+        ),
+        "cards": Formula(
+            f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
+            config.lots * plan.cards_per_lot,
+        ),
+        "price_per_lot_usd": Formula(
+            lookup_formula("price_per_lot_usd", row, config.provider), plan.price_per_lot_usd
+        ),
+        # Lots, never cards: a B200 lot's price already covers its two cards.
+        "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),
+        "grounds": f"flat {plan.plan_days}-day plan, {plan.source}",
+    }
+    return cells, total
+
+
+def _metered_cells(config: Configuration, meter: Meter, row: int) -> tuple[dict[str, Any], Any]:
+    """A metered configuration's cells: its price per hour (a Tariffs lookup), the billed
+    seconds, and the charge of the lots to the cent, as an invoice states it."""
+    c = _columns()
+    billed = config.billed_seconds or 0
+    total = meter.charge(billed, config.lots)
+    _usd_only(config, meter.currency, f"{meter.market} {meter.gpu_slug} price of {meter.seller}")
+    rate, seconds, lots = (f"{c[n]}{row}" for n in ("price_per_hour", "billed_seconds", "lots"))
+    cells = {
+        "gpu_slug": meter.gpu_slug,
+        "catalog_date": meter.catalog_date,
+        "cards_per_lot": meter.cards_per_lot,
+        "cards": Formula(f"{lots}*{c['cards_per_lot']}{row}", config.lots * meter.cards_per_lot),
+        "price_per_hour": Formula(
+            metered_lookup(meter, row, config.provider is not None), meter.price_per_hour
+        ),
+        "billed_seconds": billed,
+        # ROUND is half away from zero: half-up for an amount >= 0.
+        "budget_usd": Formula(
+            f'IF(ISNUMBER({rate}),ROUND({rate}*{seconds}/3600*{lots},2),"{NO_PRICE}")', total
+        ),
+        "grounds": f"metered {meter.market} price {rules.billing_text(meter.billing_seconds)}, "
+        f"{meter.source}",
+    }
+    return cells, total
+
+
+def _usd_only(config: Configuration, currency: str, what: str) -> None:
+    if currency != CONFIGURATION_CURRENCY:
+        raise CatalogError(
+            f"{config.item}: the {what} is priced in {currency}; the Settlement's "
+            f"configuration columns are in {CONFIGURATION_CURRENCY} and prices are never "
+            "converted",
+            hint=f"price the configuration with a {CONFIGURATION_CURRENCY} snapshot, or leave "
+            "it unpriced with its reason",
+        )
+
+
+def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict[str, Any]:
+    """The Settlement row of one configuration written at Excel row ``row``: priced from its
+    flat plan, or from its metered price for the billed seconds."""
+    c = _columns()
+    if config.meter is not None:
+        cells, total = _metered_cells(config, config.meter, row)
+    else:
+        cells, total = _flat_cells(config, catalog, row)
+    accepted = accepted_count(config.accepted)
     budget_cell, accepted_cell = f"{c['budget_usd']}{row}", f"{c['accepted_corpora']}{row}"
     if accepted is None:
         cost_value: Any = ""
@@ -152,31 +237,17 @@ def configuration_row(config: Configuration, catalog: Catalog, row: int) -> dict
             rules.cost_per_accepted(total, projected),
         )
     values: dict[str, Any] = {
+        **cells,
         "item": config.item,
         "kind": "configuration",
-        "gpu_slug": plan.gpu_slug,
-        "catalog_date": plan.catalog_date,
-        "plan_days": plan.plan_days,
         "lots": config.lots,
-        "cards_per_lot": Formula(
-            lookup_formula("cards_per_lot", row, config.provider), plan.cards_per_lot
-        ),
-        "cards": Formula(
-            f'IF(ISNUMBER({cards_per_lot}),{lots}*{cards_per_lot},"{NO_PRICE}")',
-            config.lots * plan.cards_per_lot,
-        ),
-        "price_per_lot_usd": Formula(
-            lookup_formula("price_per_lot_usd", row, config.provider), plan.price_per_lot_usd
-        ),
-        # Lots, never cards: a B200 lot's price already covers its two cards.
-        "budget_usd": Formula(f'IF(ISNUMBER({price}),{price}*{lots},"{NO_PRICE}")', total),
         "accepted_corpora": accepted,
         "cost_per_accepted_usd": cost,
         "projected_cost_per_expected_usd": forecast,
         "quality_verdict": config.quality_verdict,
         "median_s": config.median_s,
         "campaign_hours": config.campaign_hours,
-        "grounds": config.grounds or f"flat {plan.plan_days}-day plan, {plan.source}",
+        "grounds": config.grounds or cells["grounds"],
         "projected_corpora": config.projected_corpora,
     }
     return full_row(values)

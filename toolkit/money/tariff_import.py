@@ -1,14 +1,16 @@
 """Another provider's dated price snapshot, read whole and merged into the Tariffs rows.
 
-A snapshot is one provider's flat-rate prices of one date, in one CSV file
-(``iteralab tariffs import``): the catalog's columns (``catalog_date``,
-``gpu_slug``, ``gpu_name``, ``cards_per_lot``, ``plan_days``, the price, and
-``source``) plus ``provider`` and ``currency``, which ``--provider`` and
-``--currency`` may give for the whole file instead. The price column is
-``price_per_lot`` (``price_per_lot_usd``, the shipped catalog's header, is read
-too); ``--column FIELD=HEADER`` names a column the file calls otherwise.
+A snapshot is one provider's prices of one date, in one CSV file (``iteralab tariffs
+import``): the catalog's columns (``catalog_date``, ``gpu_slug``, ``gpu_name``,
+``cards_per_lot``, ``source``) plus ``provider`` and ``currency``, which ``--provider``
+and ``--currency`` may give for the whole file instead, and the prices of either kind:
+flat plans (``plan_days`` and ``price_per_lot``; ``price_per_lot_usd``, the shipped
+catalog's header, is read too) and metered prices, sold by the hour or the second on
+demand or spot (``market``, ``price_per_hour``, ``billing_seconds``). A file holds the
+columns of one kind or of both; a line is metered when its ``price_per_hour`` is
+filled. ``--column FIELD=HEADER`` names a column the file calls otherwise.
 
-Every line is checked by the tariff rules themselves (``calcul_forfaits.make_plan``)
+Every line is checked by the tariff rules themselves (``calcul_forfaits.make_row``)
 before anything is written, and every bad line is reported with its file, line
 and column: nothing is imported from a file that does not read whole. Merging
 replaces the rows of the same (provider, date) snapshots, in place, and keeps
@@ -28,7 +30,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
 from toolkit.money.columns import column_mapping
-from toolkit.money.tariffs import Plan, rules, same_provider, tariff_row
+from toolkit.money.tariffs import Meter, Plan, rules, same_provider, tariff_row
 
 #: What a snapshot line holds, by field name (``--column FIELD=HEADER``).
 FIELDS = (
@@ -39,9 +41,15 @@ FIELDS = (
     "cards_per_lot",
     "plan_days",
     "price_per_lot",
+    "market",
+    "price_per_hour",
+    "billing_seconds",
     "currency",
     "source",
 )
+#: The fields of each kind of price: a file holds every column of one kind, or of both.
+FLAT_FIELDS = ("plan_days", "price_per_lot")
+METERED_FIELDS = ("market", "price_per_hour", "billing_seconds")
 #: Headers read for the price when ``--column price_per_lot=...`` does not name one.
 PRICE_HEADERS = ("price_per_lot", "price_per_lot_usd")
 #: The catalog column (Tariffs sheet, calcul_forfaits) each field fills.
@@ -85,7 +93,8 @@ def _text(path: Path) -> str:
 def _headers(
     path: Path, found: list[str], mapping: Mapping[str, str], given: Mapping[str, str | None]
 ) -> dict[str, str | None]:
-    """Field -> header of the file (None for provider/currency given by an option)."""
+    """Field -> header of the file (None for provider/currency given by an option, and for
+    the columns of a kind of price the file does not hold)."""
     headers: dict[str, str | None] = {}
     missing = []
     for field in FIELDS:
@@ -98,9 +107,10 @@ def _headers(
         if header not in found:
             if given.get(field) is not None and field not in mapping:
                 header = None  # the option gives it for every line
-            else:
+            elif field not in (*FLAT_FIELDS, *METERED_FIELDS):
                 missing.append(f"{field} (header {header!r})")
         headers[field] = header
+    missing += _kinds_missing(headers, found)
     if missing:
         raise SnapshotError(
             f"{path}, line 1: no column for {', '.join(missing)}; the header holds "
@@ -109,7 +119,29 @@ def _headers(
             f"{', '.join(FIELDS)}), or give --provider NAME and --currency ISO for the "
             "whole file",
         )
+    for field in (*FLAT_FIELDS, *METERED_FIELDS):
+        if headers[field] not in found:
+            headers[field] = None  # a kind of price the file does not hold
     return headers
+
+
+def _kinds_missing(headers: Mapping[str, str | None], found: list[str]) -> list[str]:
+    """The price columns the file lacks: those of a kind it holds in part, or, when it holds
+    neither kind, both kinds' (a flat plan or a metered price, in words)."""
+    held = {
+        kind: [f for f in fields if headers[f] in found]
+        for kind, fields in (("flat", FLAT_FIELDS), ("metered", METERED_FIELDS))
+    }
+    if not held["flat"] and not held["metered"]:
+        return [
+            f"{' and '.join(FLAT_FIELDS)} (a flat plan) or {', '.join(METERED_FIELDS)} "
+            "(a metered price)"
+        ]
+    missing = []
+    for kind, fields in (("flat", FLAT_FIELDS), ("metered", METERED_FIELDS)):
+        if held[kind]:
+            missing += [f"{f} (header {headers[f]!r})" for f in fields if f not in held[kind]]
+    return missing
 
 
 def read_snapshot(
@@ -118,8 +150,9 @@ def read_snapshot(
     *,
     provider: str | None = None,
     currency: str | None = None,
-) -> list[Plan]:
-    """The plans of a provider's price snapshot (CSV), every line checked.
+) -> list[Plan | Meter]:
+    """The flat plans and metered prices of a provider's price snapshot (CSV), every line
+    checked, in file order.
 
     ``provider`` and ``currency`` give those fields for lines (or a file) that
     lack them; a line that states another value is an error. Raises
@@ -140,7 +173,7 @@ def read_snapshot(
         found = [h.strip() for h in next(reader, [])]
         headers = _headers(path, found, mapping or {}, given)
         problems: list[str] = []
-        plans: list[Plan] = []
+        plans: list[Plan | Meter] = []
         for row in reader:
             if not any(cell.strip() for cell in row):
                 continue
@@ -165,8 +198,8 @@ def read_snapshot(
     if not plans:
         raise SnapshotError(
             f"{path}: no price line under the header",
-            hint="one line per (GPU, plan length) with its real price; a "
-            "missing price is a missing line, never 0",
+            hint="one line per (GPU, plan length) or (GPU, market, billing step) with its "
+            "real price; a missing price is a missing line, never 0",
         )
     return plans
 
@@ -179,8 +212,9 @@ def _line(
     headers: Mapping[str, str | None],
     given: Mapping[str, str | None],
     problems: list[str],
-) -> Plan | None:
-    """One line's plan, or None after adding its first problem to ``problems``."""
+) -> Plan | Meter | None:
+    """One line's plan or metered price, or None after adding its first problem to
+    ``problems``."""
     if len(row) != len(found):
         problems.append(
             f"{path}, line {line}: {len(row)} fields, the header has {len(found)} "
@@ -195,6 +229,14 @@ def _line(
         if header is None:
             return f"{path}, line {line}, --{column}"
         return f"{path}, line {line}, column {found.index(header) + 1} ({header})"
+
+    if headers["plan_days"] is None and not cells[str(headers["price_per_hour"])].strip():
+        problems.append(
+            f"{locate('price_per_hour')}: empty; a file without plan_days and price_per_lot "
+            "columns holds metered prices only (what to do: fill in the price per hour of "
+            "one lot, or remove the line if the price is unknown)"
+        )
+        return None
 
     values: dict[str, object] = {}
     for field, header in headers.items():
@@ -220,23 +262,31 @@ def _line(
             )
             return None
     try:
-        return rules.make_plan(values, locate)
+        return rules.make_row(values, locate)
     except rules.TariffError as exc:
         problems.append(f"{exc.message} (what to do: {exc.hint})" if exc.hint else exc.message)
         return None
 
 
-def _duplicates(plans: Sequence[Plan]) -> list[str]:
-    seen: dict[tuple[str, str, str, int], Plan] = {}
+def _duplicates(plans: Sequence[Plan | Meter]) -> list[str]:
+    """A problem for each line that prices again what an earlier line prices: the same
+    plan length, or the same lot, market and billing step, of one GPU, provider and date."""
+    seen: dict[tuple[object, ...], Plan | Meter] = {}
     problems = []
     for p in plans:
-        key = (p.provider.casefold(), p.catalog_date, p.gpu_slug, p.plan_days)
+        identity = (p.provider.casefold(), p.catalog_date, p.gpu_slug)
+        if isinstance(p, Plan):
+            key: tuple[object, ...] = (*identity, p.plan_days)
+            what, keep = f"{p.plan_days}-day price", "GPU and plan length"
+        else:
+            key = (*identity, p.cards_per_lot, p.market, p.billing_seconds)
+            what = f"{p.market} price {rules.billing_text(p.billing_seconds)}"
+            keep = "GPU, lot size, market and billing step"
         if key in seen:
             problems.append(
-                f"{p.where}: a second {p.plan_days}-day price for {p.gpu_slug} of "
-                f"{p.provider} on {p.catalog_date} (the first is at "
-                f"{seen[key].where}) (what to do: keep one line per provider, date, "
-                "GPU and plan length)"
+                f"{p.where}: a second {what} for {p.gpu_slug} of {p.provider} on "
+                f"{p.catalog_date} (the first is at {seen[key].where}) (what to do: keep one "
+                f"line per provider, date, {keep})"
             )
         else:
             seen[key] = p
@@ -262,7 +312,7 @@ def snapshot_key(provider: Any, catalog_date: Any) -> tuple[str, str]:
     return (str(provider or "").strip().casefold(), str(catalog_date or "").strip())
 
 
-def merge(existing: Sequence[dict[str, Any]], plans: Sequence[Plan]) -> Merged:
+def merge(existing: Sequence[dict[str, Any]], plans: Sequence[Plan | Meter]) -> Merged:
     """``existing`` Tariffs rows with the snapshots of ``plans`` put in place of their earlier
     rows (where the first of them stood; at the end when new); other rows kept in order."""
     snapshots = list(dict.fromkeys((p.provider, p.catalog_date) for p in plans))

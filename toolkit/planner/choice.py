@@ -87,7 +87,8 @@ class Candidate:
 
     @property
     def budget_usd(self) -> Decimal | None:
-        """The price of the one lot that holds the split (R21), or None."""
+        """The price of the one lot that holds the split (R21): of its flat plan, or of the
+        schedule at its metered price; None when no lot holds it."""
         return self.offer.price_per_lot_usd if self.offer and self.replicas else None
 
     @property
@@ -133,7 +134,11 @@ class Candidate:
             "cards_per_lot": o.cards_per_lot if o else None,
             "lot_holds_split": self.replicas is not None,
             "replicas": self.replicas,
-            "price_per_lot_usd": usd(o.price_per_lot_usd) if o else None,
+            "billing": None if o is None else ("metered" if o.meter else "flat"),
+            "plan_days": o.plan_days if o and not o.meter else None,
+            "price_per_lot_usd": usd(o.price_per_lot_usd) if o and not o.meter else None,
+            "price_per_hour_usd": usd(o.meter.price_per_hour) if o and o.meter else None,
+            "billing_seconds": o.meter.billing_seconds if o and o.meter else None,
             "budget_usd": usd(self.budget_usd) if self.budget_usd is not None else None,
             "price_reason": self.price_reason,
             "billing_unit": o.billing_unit if o else None,
@@ -173,6 +178,9 @@ class Choice:
     plan_days: int
     usage: str | None
     margins: tuple[Margin, ...] = ()
+    #: The schedule priced, in hours (``gpus --hours``): flat plans and metered prices
+    #: ranked together by what it costs; None: the ``plan_days`` flat plan of each lot.
+    hours: Decimal | None = None
 
     @property
     def native(self) -> list[Candidate]:
@@ -220,7 +228,8 @@ class Choice:
             if self.estimate
             else {"need_gb": str(Decimal(self.need.tensors_bytes) / GB_LABEL)},
             "need_bytes_one_card": self.need.per_card(),
-            "plan_days": self.plan_days,
+            "plan_days": None if self.hours is not None else self.plan_days,
+            "schedule_hours": None if self.hours is None else str(self.hours),
             "usage": self.usage,
             "split_rule": self.split_rule,
             "kv_cache_note": self.kv_note,
@@ -249,8 +258,10 @@ def choose(
     price_reason: str = "no price in catalog",
     usage: str | None = None,
     plan_days: int = 7,
+    hours: Decimal | None = None,
 ) -> Choice:
-    """The answer for an estimate (or a bare need): candidates and, for an estimate, margins."""
+    """The answer for an estimate (or a bare need): candidates and, for an estimate, margins.
+    ``hours``: the schedule ``offers`` were priced for (:func:`offers.schedule_offers`)."""
     if need is None:
         if estimate is None:
             raise ValueError("give an estimate or a need")
@@ -259,7 +270,7 @@ def choose(
         catalog, offers, estimate=estimate, need=need, price_reason=price_reason, usage=usage
     )
     grown = margins(estimate, catalog, offers) if estimate is not None else ()
-    return Choice(need, estimate, tuple(found), plan_days, usage, grown)
+    return Choice(need, estimate, tuple(found), plan_days, usage, grown, hours)
 
 
 def rank(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from toolkit.money.tariffs import rules
 from toolkit.planner import splits
 from toolkit.planner.choice import CEILING_NOTE, Candidate, Choice, usd
 from toolkit.planner.memory import RUNTIME_BYTES, gib
@@ -82,7 +83,7 @@ def _table(choice: Choice, candidates: Sequence[Candidate]) -> list[str]:
             "tok/s b=1",
             f"b={choice.need.batch}",
             "tok/s/USD",
-            f"{choice.plan_days}-day lot",
+            _lot_heading(choice),
         ]
     ]
     for c in candidates:
@@ -106,6 +107,13 @@ def _table(choice: Choice, candidates: Sequence[Candidate]) -> list[str]:
     return columns(rows, ALIGN)
 
 
+def _lot_heading(choice: Choice) -> str:
+    """The price column: a flat plan's lot, or the schedule's cost flat or metered."""
+    if choice.hours is None:
+        return f"{choice.plan_days}-day lot"
+    return f"lot for {rules.hours_text(choice.hours)}"
+
+
 def _count(n: int | None) -> str:
     return f"{n:,}" if n is not None else "-"
 
@@ -120,7 +128,12 @@ def _offers(choice: Choice) -> list[str]:
     priced = [c for c in choice.candidates if c.offer]
     if not priced:
         return []
-    out = [f"offers ({choice.plan_days}-day plan of the price catalog):"]
+    out = [
+        f"offers ({choice.plan_days}-day plan of the price catalog):"
+        if choice.hours is None
+        else f"offers (the cheapest of flat plans and metered prices for the "
+        f"{rules.hours_text(choice.hours)} schedule):"
+    ]
     for c in priced:
         o = c.offer
         assert o is not None

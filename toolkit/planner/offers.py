@@ -1,7 +1,9 @@
 """What a price catalog offers for a card: the lot, its billing, its availability (R34).
 
 Prices come from the one tariff reader (:mod:`toolkit.money.tariffs`): the flat
-price of one lot of ``cards_per_lot`` cards for a 3-, 7- or 30-day plan. A lot
+price of one lot of ``cards_per_lot`` cards for a 3-, 7- or 30-day plan, or, for a
+schedule of so many hours (:func:`schedule_offers`), what one lot costs for it at
+the cheapest covering flat plan and at each metered price, ranked together. A lot
 is one machine: its cards may hold one split model; two lots are two machines.
 Offers are in USD: a catalog row in another currency is left out, never
 converted. Three optional columns of the same CSV, which the tariff rules
@@ -16,7 +18,7 @@ Stdlib only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from pathlib import Path
 
 from toolkit.errors import CatalogError
@@ -49,6 +51,11 @@ class Offer:
     provider: str | None = None  # None: the catalog does not say
     #: The card's other offers for the plan (other providers, lot sizes, availabilities).
     others: tuple[Offer, ...] = field(default=(), compare=False, repr=False)
+    #: A metered price (by the hour or second): ``price_per_lot_usd`` is then what one lot
+    #: costs for ``hours``, the schedule it was priced for.
+    meter: tariffs.Meter | None = None
+    #: The schedule priced, in hours; None: the price of the plan whatever the use.
+    hours: Decimal | None = None
 
     @property
     def all(self) -> tuple[Offer, ...]:
@@ -64,12 +71,23 @@ class Offer:
 
     @property
     def billing_unit(self) -> str:
-        """How the lot is billed: a flat plan, never by the hour (R21)."""
+        """How the lot is billed: a flat plan (never by the hour, R21), or a metered price
+        with what the schedule costs at it."""
         cards = "card" if self.cards_per_lot == 1 else "cards"
-        return (
-            f"flat {self.plan_days}-day plan per lot of {self.cards_per_lot} {cards} "
-            "(no hourly billing)"
+        lot = f"per lot of {self.cards_per_lot} {cards}"
+        if self.meter is not None and self.hours is not None:
+            m = self.meter
+            return (
+                f"metered, {tariffs.rules.amount_text(m.price_per_hour)} USD an hour "
+                f"{lot}, billed {tariffs.rules.billing_text(m.billing_seconds)}: the "
+                f"{tariffs.rules.hours_text(self.hours)} schedule"
+            )
+        covering = (
+            f", covering the {tariffs.rules.hours_text(self.hours)} schedule"
+            if self.hours is not None
+            else ""
         )
+        return f"flat {self.plan_days}-day plan {lot} (no hourly billing){covering}"
 
     @property
     def interruptible(self) -> bool:
@@ -177,6 +195,60 @@ def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str,
     return {
         slug: _first_with_others(found) for slug, found in by_slug.items()
     }, "no price in catalog"
+
+
+def schedule_offers(path: Path | None, hours: Decimal) -> tuple[dict[str, Offer], str]:
+    """Each GPU slug's USD offers for a schedule of ``hours``, flat and metered together,
+    each priced at what one lot costs for the schedule: the cheapest flat plan that covers
+    it (of each provider, lot size and availability, newest snapshot), and every metered
+    price of each provider's newest metered snapshot charged for its billed hours. A flat
+    plan is the cheaper for long use, a metered price for short use; none is extended past
+    its length (a schedule beyond the longest plan leaves flat offers out, with the reason
+    when nothing else is offered)."""
+    if path is not None and not path.is_file():
+        return {}, f"no price in catalog ({path.name} not found)"
+    seconds = int((hours * tariffs.rules.HOUR_SECONDS).to_integral_value(ROUND_CEILING))
+    found: list[Offer] = []
+    for days in tariffs.PLAN_DAYS:
+        if days * 24 < hours:
+            continue
+        for offer in load_offers(path, days)[0].values():
+            found += [replace(o, others=(), hours=hours) for o in offer.all]
+    cheapest: dict[tuple[str, str | None, int, str | None], Offer] = {}
+    for o in found:  # the cheapest covering plan of each provider, lot size and availability
+        key = (o.gpu_slug, o.provider, o.cards_per_lot, o.availability)
+        if key not in cheapest or o.price_per_lot_usd < cheapest[key].price_per_lot_usd:
+            cheapest[key] = o
+    by_slug: dict[str, list[Offer]] = {}
+    for o in cheapest.values():
+        by_slug.setdefault(o.gpu_slug, []).append(o)
+    for slug, meters in load_metered(path).items():
+        for m in meters:
+            offer = Offer(
+                slug,
+                m.cards_per_lot,
+                m.charge(seconds, 1),
+                0,
+                m.catalog_date,
+                m.market,
+                provider=m.provider.strip() or None,
+                meter=m,
+                hours=hours,
+            )
+            by_slug.setdefault(slug, []).append(offer)
+    reason = (
+        "no price in catalog"
+        if hours <= tariffs.PLAN_DAYS[-1] * 24
+        else f"no price in catalog for {tariffs.rules.hours_text(hours)}: "
+        f"{tariffs.rules.beyond_longest(hours)}"
+    )
+    return {slug: _cheapest_with_others(offers) for slug, offers in by_slug.items()}, reason
+
+
+def _cheapest_with_others(found: list[Offer]) -> Offer:
+    """The cheapest offer for the schedule, carrying the others, cheapest first."""
+    order = sorted(found, key=lambda o: (o.price_per_lot_usd, o.cards_per_lot, o.plan_days))
+    return replace(order[0], others=tuple(order[1:]))
 
 
 def _first_with_others(found: list[Offer]) -> Offer:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit import layout
-from toolkit.money.tariffs import rules
+from toolkit.money.tariffs import Plan, rules
 from toolkit.plumbing.atomic import publish
 from toolkit.report.costs import Costing
 from toolkit.report.summary import VariantStats
@@ -147,7 +147,7 @@ def costs_note(costs: Sequence[Costing]) -> str:
     when one rests on an example figure (the workbook's chart says the same)."""
     plans = [c.plan for c in costs if c.plan is not None]
     sellers = sorted({p.provider or "shipped catalog" for p in plans})
-    days = sorted({p.plan_days for p in plans})
+    days = sorted({p.plan_days for p in plans if isinstance(p, Plan)})
     dates = sorted({p.catalog_date for p in plans})
     note = "; ".join(
         x

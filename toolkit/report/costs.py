@@ -37,14 +37,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.money import incurred, ledger, settlement
 from toolkit.money.schedule import Window
-from toolkit.money.tariffs import Catalog, Plan, rules
+from toolkit.money.tariffs import Catalog, Meter, Plan, rules
 from toolkit.report.quality import resumed_by
 from toolkit.report.summary import VariantStats
 from toolkit.workbook.model import Formula, WorkbookData
@@ -64,7 +64,8 @@ class Costing:
     lots_ground: str
     #: Runner-accepted distinct corpora (fingerprints); None before any attempt.
     accepted: frozenset[str] | None
-    plan: Plan | None = None
+    #: The flat plan, or the metered price, the configuration is priced at.
+    plan: Plan | Meter | None = None
     reason: str | None = None  # why there is no plan or price
     rental_id: str | None = None
     #: Distinct validated corpora the user confirmed (Verification); None until confirmed.
@@ -80,6 +81,8 @@ class Costing:
     resume: VariantStats | None = None
     #: Where the variant ran (Variants device): a cpu run is never said to run on the card.
     device: str | None = None
+    #: For a metered price (``plan`` a Meter): the seconds each lot is billed.
+    billed_seconds: int | None = None
 
     @property
     def campaign(self) -> float | None:
@@ -110,8 +113,23 @@ class Costing:
 
     @property
     def budget(self) -> Decimal | None:
-        """Flat price of one lot x lots; None without a plan."""
+        """Flat price of one lot x lots, or the metered charge of the lots for their billed
+        seconds; None without a plan."""
+        if isinstance(self.plan, Meter):
+            return self.plan.charge(self.billed_seconds or 0, self.lots)
         return None if self.plan is None else rules.budget(self.plan, self.lots)
+
+    @property
+    def plan_text(self) -> str:
+        """The plan in words: ``7-day plan``, ``metered on-demand per second (96 h billed)``;
+        empty without one."""
+        if isinstance(self.plan, Meter):
+            billed = rules.hours_text(Decimal(self.billed_seconds or 0) / 3600)
+            return (
+                f"metered {self.plan.market} {rules.billing_text(self.plan.billing_seconds)} "
+                f"({billed} billed)"
+            )
+        return "" if self.plan is None else f"{self.plan.plan_days}-day plan"
 
     @property
     def forecast_per_expected(self) -> Decimal | None:
@@ -241,11 +259,33 @@ def currency_note(catalog: Catalog, gpu: str) -> str | None:
     )
 
 
-def _whose(plan: Plan) -> str:
+def _metered_sold(catalog: Catalog, gpu: str, flat: Sequence[Plan]) -> list[Meter]:
+    """The on-demand USD metered prices of ``gpu`` in each provider's newest metered snapshot,
+    ranked with the flat plans. Spot is left out: a batch whose capacity is reclaimed
+    mid-corpus starts that corpus again, which no price here counts. A price whose source
+    says EXAMPLE (a figure typed to show metered billing, not a quote) is ranked only where
+    no flat plan is priced: it never outranks a quoted price."""
+    newest: dict[str, str] = {}
+    for m in catalog.meters:
+        key = m.provider.casefold()
+        newest[key] = max(newest.get(key, ""), m.catalog_date)
+    found = [
+        m
+        for m in catalog.meters
+        if m.gpu_slug == gpu
+        and m.market == "on-demand"
+        and m.currency == settlement.CONFIGURATION_CURRENCY
+        and m.catalog_date == newest[m.provider.casefold()]
+    ]
+    quoted = [m for m in found if layout.EXAMPLE not in m.source]
+    return quoted if flat else found
+
+
+def _whose(plan: Plan | Meter) -> str:
     return f" of {plan.provider}" if plan.provider else ""
 
 
-def _provider(catalog: Catalog, plan: Plan) -> str | None:
+def _provider(catalog: Catalog, plan: Plan | Meter) -> str | None:
     """The plan's provider for the lookup formulas when the catalog holds several."""
     return plan.provider if len(catalog.providers()) > 1 else None
 
@@ -271,13 +311,15 @@ def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan
 
 @dataclass(frozen=True)
 class Cover:
-    """The cheapest plan and lots for a projection, the hours each lot works, and a note."""
+    """The cheapest plan (flat, or a metered price) and lots for a projection, the hours each
+    lot works, and a note."""
 
-    plan: Plan | None
+    plan: Plan | Meter | None
     lots: int
     hours_per_lot: Decimal | None
     note: str
     in_time: bool | None  # None: the deadline cannot be checked
+    billed_seconds: int | None = None  # a metered price's billed seconds per lot
 
 
 def hours_per_lot(corpora: int, lots: int, campaign_s: float) -> Decimal:
@@ -295,18 +337,27 @@ def cheapest_cover(
 ) -> Cover:
     """The cheapest (plan, lots) of ``gpu`` whose plan covers the Schedule's span and each lot's
     share of the work, finishing before the deadline when ``available_hours`` (window start to
-    deadline) is known; ties go to fewer lots, then the shorter plan. When none finishes in
-    time, the cheapest that covers the work, marked late."""
+    deadline) is known; flat plans and metered prices together (:func:`_metered_sold`), a
+    metered lot billed for the longer of the span and its work. Ties go to fewer lots, then
+    the shorter billing. When none finishes in time, the cheapest that covers the work,
+    marked late."""
     sold, problem = _sold(catalog, gpu)
-    if not sold:
+    meters = _metered_sold(catalog, gpu, sold)
+    if not sold and not meters:
         return Cover(None, 1, None, problem, None)
-    covering = []
+    covering: list[tuple[bool, Decimal, int, Decimal, Plan | Meter, Decimal, int | None]] = []
     for lots in range(1, MAX_LOTS + 1):
         work = hours_per_lot(corpora, lots, campaign_s)
+        late = available_hours is not None and work > available_hours
         for plan in sold:
             if plan.hours >= max(work, span_hours):
-                late = available_hours is not None and work > available_hours
-                covering.append((late, rules.budget(plan, lots), lots, plan.plan_days, plan, work))
+                cost = rules.budget(plan, lots)
+                covering.append((late, cost, lots, Decimal(plan.hours), plan, work, None))
+        for meter in meters:
+            held = max(work, span_hours) * rules.HOUR_SECONDS
+            billed = meter.billed_seconds(int(held.to_integral_value(rounding=ROUND_CEILING)))
+            cost = meter.charge(billed, lots)
+            covering.append((late, cost, lots, Decimal(billed) / 3600, meter, work, billed))
     if not covering:
         longest = max(p.plan_days for p in sold)
         return Cover(
@@ -319,14 +370,20 @@ def cheapest_cover(
             "price the extra period explicitly",
             False,
         )
-    late, _, lots, _, plan, work = min(covering, key=lambda c: c[:4])
+    late, _, lots, _, chosen, work, billed_s = min(covering, key=lambda c: c[:4])
+    what = (
+        f"metered {chosen.market} price {rules.billing_text(chosen.billing_seconds)}, "
+        f"{rules.hours_text(Decimal(billed_s or 0) / 3600)} billed per lot"
+        if isinstance(chosen, Meter)
+        else f"{chosen.plan_days}-day plan"
+    )
     note = (
-        f"cheapest {gpu} cover{_whose(plan)}: {lots} lot(s) x {plan.plan_days}-day plan "
+        f"cheapest {gpu} cover{_whose(chosen)}: {lots} lot(s) x {what} "
         f"for the {rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
         "(lots work on separate corpora side by side)"
     )
     in_time = None if available_hours is None else not late
-    return Cover(plan, lots, work, note, in_time)
+    return Cover(chosen, lots, work, note, in_time, billed_s)
 
 
 def duration(hours: Decimal) -> str:
@@ -402,6 +459,7 @@ def costings(
             assert per_corpus is not None  # c.campaign is not None
             cover = cheapest_cover(catalog, gpu, corpora, per_corpus, win.span_hours, available)
             c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
+            c.billed_seconds = cover.billed_seconds
             c.reason = None if cover.plan else cover.note
             c.currency_note = currency_note(catalog, gpu)
             c.lots_ground = cover.note
@@ -518,10 +576,11 @@ def _priced_row(
             grounds=_grounds(c, f"{c.reason}; money cells left empty, never 0"),
         )
         return row
+    meter = c.plan if isinstance(c.plan, Meter) else None
     config = settlement.Configuration(
         item=c.stats.variant_id,
         gpu_slug=c.plan.gpu_slug,
-        plan_days=c.plan.plan_days,
+        plan_days=0 if isinstance(c.plan, Meter) else c.plan.plan_days,
         lots=c.lots,
         accepted=c.confirmed,
         quality_verdict=c.stats.quality_verdict,
@@ -531,6 +590,8 @@ def _priced_row(
         grounds=_grounds(c, f"projection, not a measurement: {c.lots_ground} ({c.plan.source})"),
         projected_corpora=c.projected_corpora,
         provider=_provider(catalog, c.plan),
+        meter=meter,
+        billed_seconds=c.billed_seconds,
     )
     return settlement.configuration_row(config, catalog, excel)
 

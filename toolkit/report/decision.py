@@ -337,8 +337,7 @@ def _chosen(
 ) -> str:
     if d.chosen is not None:
         c = d.chosen
-        days = c.plan.plan_days if c.plan else "?"
-        return f"{_label(c)}, {days}-day plan, {c.lots} lot(s)"
+        return f"{_label(c)}, {c.plan_text or '?-day plan'}, {c.lots} lot(s)"
     if fastest is not None:
         why = "; ".join(
             sorted(

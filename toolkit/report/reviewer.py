@@ -19,7 +19,7 @@ from toolkit import layout
 from toolkit.evidence.audit_chain import campaign_head
 from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.incurred import BRIDGE, INCOMPLETE
-from toolkit.money.tariffs import rules
+from toolkit.money.tariffs import Plan, rules
 from toolkit.plumbing.digests import file_sha256
 from toolkit.report import decision, generation, run_time, summary, utilisation
 from toolkit.report.costs import duration
@@ -308,7 +308,7 @@ def _settlement(result: Refreshed) -> list[str]:
             (
                 c.stats.variant_id,
                 c.gpu_slug or "cpu",
-                f"{c.plan.plan_days} days" if c.plan else "",
+                f"{c.plan.plan_days} days" if isinstance(c.plan, Plan) else c.plan_text,
                 c.lots if c.plan else "",
                 (rules.usd(c.budget) + (f" {layout.EXAMPLE}" if c.example else ""))
                 if c.budget is not None

@@ -185,53 +185,42 @@ def _load_and_run(
     after it, dynamo reset, compiling's expected warnings only), so the pre-flight leaves
     no compiled graph or cache behind for the attempts."""
     with compilation.session(members[0].get("compile") == "yes"):
-        _load_and_run_once(members, base, items, rule, checks, labels)
-
-
-def _load_and_run_once(
-    members: list[dict[str, Any]],
-    base: Path,
-    items: Sequence[corpus.Item],
-    rule: decoding.DecodingRule | None,
-    checks: dict[str, VariantCheck],
-    labels: Collection[str] = (),
-) -> None:
-    began = time.perf_counter()
-    device = torch.device(str(members[0]["device"]))
-    loaded: Any = (
-        load_generator(members[0], base, rule) if rule else load_classifier(members[0], base)
-    )
-    load_s = time.perf_counter() - began
-    # An engine's one-off conversion (ONNX export, CTranslate2): the load phase's by the
-    # engine's definition, carried once per model by its first variant.
-    checks[str(members[0]["variant_id"])].conversion_s = getattr(loaded, "conversion_s", 0.0)
-    try:
-        for v in members:
-            size = min(int(v["batch_size"]), len(items))
-            batch = list(items[:size])
-            first = time.perf_counter()
-            window = Window()
-            for _ in range(2):  # the first call pays one-off costs; the second is timed
-                _synchronize(device)
-                start = time.perf_counter()
+        began = time.perf_counter()
+        device = torch.device(str(members[0]["device"]))
+        loaded: Any = (
+            load_generator(members[0], base, rule) if rule else load_classifier(members[0], base)
+        )
+        load_s = time.perf_counter() - began
+        # An engine's one-off conversion (ONNX export, CTranslate2): the load phase's by the
+        # engine's definition, carried once per model by its first variant.
+        checks[str(members[0]["variant_id"])].conversion_s = getattr(loaded, "conversion_s", 0.0)
+        try:
+            for v in members:
+                size = min(int(v["batch_size"]), len(items))
+                batch = list(items[:size])
+                first = time.perf_counter()
                 window = Window()
-                if rule is not None:
-                    loaded.generate(batch, GenerationWindow(), lambda _: None)
-                else:
-                    run_batches(loaded, v, batch, window, lambda _: None)
-                _synchronize(device)
-            end = time.perf_counter()
-            if rule is None:
-                predicted = [label for _, label in window.predictions]
-                _refuse_foreign_labels(v, _vocabulary(loaded), predicted, labels)
-            check = checks[str(v["variant_id"])]
-            check.load_s, check.batch_s, check.batch_items = load_s, end - start, size
-            check.work_s = end - first
-    finally:
-        loaded.close()
-        del loaded
-        gc.collect()
-        probes.release_memory(device, cuda=device.type == "cuda")
+                for _ in range(2):  # the first call pays one-off costs; the second is timed
+                    _synchronize(device)
+                    start = time.perf_counter()
+                    window = Window()
+                    if rule is not None:
+                        loaded.generate(batch, GenerationWindow(), lambda _: None)
+                    else:
+                        run_batches(loaded, v, batch, window, lambda _: None)
+                    _synchronize(device)
+                end = time.perf_counter()
+                if rule is None:
+                    predicted = [label for _, label in window.predictions]
+                    _refuse_foreign_labels(v, _vocabulary(loaded), predicted, labels)
+                check = checks[str(v["variant_id"])]
+                check.load_s, check.batch_s, check.batch_items = load_s, end - start, size
+                check.work_s = end - first
+        finally:
+            loaded.close()
+            del loaded
+            gc.collect()
+            probes.release_memory(device, cuda=device.type == "cuda")
 
 
 def _vocabulary(predictor: Any) -> list[str] | None:
