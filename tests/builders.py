@@ -309,6 +309,39 @@ def make_generation_campaign(
     return path
 
 
+#: A serving Protocol: the sample prompts sent to an endpoint, Poisson arrivals, 6 measured
+#: requests after 1 warm-up, targets loose enough for a CPU server.
+SERVING_PROTOCOL: dict[str, Any] = {
+    **GENERATION_PROTOCOL,
+    "scenario": "the sample causal LM served by transformers serve under a rate sweep",
+    "validated_corpus_definition": "every request completed, latency targets met, token "
+    "agreement with the reference within tolerance",
+    "task": "serving",
+    "warmup_rule": "none",
+    "stop_rule": None,
+    "long_prompts": None,
+    "max_new_tokens": 8,
+    "arrival": "poisson",
+    "request_count": 6,
+    "warmup_requests": 1,
+    "latency_targets": "ttft_p99_ms<=5000; tpot_p99_ms<=2000",
+    "agreement_measure": "token",
+    "reference_variant": "r1",
+}
+
+
+def serving_variant(variant_id: str, rate: float, **overrides: object) -> dict[str, object]:
+    """A complete serving Variants row: the endpoint ``model_path`` (override it) at
+    ``rate`` requests per second."""
+    row: dict[str, object] = {
+        "description": f"{rate:g} requests/s",
+        "model_path": "http://127.0.0.1:9#causal_lm",
+        "engine": "openai-http",
+        "request_rate": rate,
+    }
+    return gen_variant(variant_id, 1, **{**row, **overrides})
+
+
 def without_preflight() -> AbstractContextManager[object]:
     """Within it, `run` skips its pre-flight (`iteralab check`), as on a Ray node where none
     runs first: the attempts' own checks meet what the pre-flight would have refused."""

@@ -21,21 +21,21 @@ be computed is None, with its reason.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import UsageError
+from toolkit.evidence.scenario import METRIC_NAMES, LatencyTarget, parse_target
 from toolkit.serving.records import MEASURED, Record, read_records
+
+#: The target grammar is the Protocol's (latency_targets); serve-bench takes the same.
+__all__ = ["METRIC_NAMES", "LatencyTarget", "Metrics", "compute", "parse_target", "percentile"]
 
 #: Client lag (actual minus due send) above which, at p99, the run is named lagged: the
 #: server then saw a slower arrival than declared.
 DEFAULT_LAG_LIMIT_MS = 10.0
-METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
-_TARGET = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d{1,2}(?:\.\d+)?|100)_ms$")
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -48,37 +48,6 @@ def percentile(values: Sequence[float], p: float) -> float:
     low = math.floor(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (rank - low) * (ordered[high] - ordered[low])
-
-
-@dataclass(frozen=True)
-class LatencyTarget:
-    """A declared target: the ``percentile`` of ``metric`` at most ``limit_ms``."""
-
-    metric: str
-    percentile: float
-    limit_ms: float
-
-    @property
-    def name(self) -> str:
-        """``ttft_p99_ms``: how it is written on the command line."""
-        return f"{self.metric}_p{self.percentile:g}_ms"
-
-
-def parse_target(text: str) -> LatencyTarget:
-    """``ttft_p99_ms=500`` -> LatencyTarget("ttft", 99, 500.0); UsageError otherwise."""
-    name, _, value = text.partition("=")
-    match = _TARGET.match(name.strip())
-    try:
-        limit = float(value)
-    except ValueError:
-        limit = math.nan
-    if not match or not limit > 0 or math.isinf(limit):
-        raise UsageError(
-            f"target {text!r} is not METRIC_pNN_ms=LIMIT",
-            hint=f"METRIC is one of {', '.join(METRIC_NAMES)}; e.g. ttft_p99_ms=500 "
-            "or tpot_p99_ms=50 (a limit in milliseconds above 0)",
-        )
-    return LatencyTarget(match[1], float(match[2]), limit)
 
 
 @dataclass
