@@ -342,6 +342,24 @@ def serving_variant(variant_id: str, rate: float, **overrides: object) -> dict[s
     return gen_variant(variant_id, 1, **{**row, **overrides})
 
 
+def make_serving_campaign(
+    folder: Path, items: int, variants: list[dict[str, Any]], **protocol_fields: Any
+) -> Path:
+    """A serving workbook in ``folder``: the first ``items`` sample prompts,
+    :data:`SERVING_PROTOCOL` (``protocol_fields`` override it) locked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
+    data = WorkbookData.empty()
+    data.forms["Protocol"].update({**SERVING_PROTOCOL, **protocol_fields})
+    for row in declare_bases(variants):
+        data.append("Variants", row)
+    locking.lock(data)
+    path = folder / "campaign.xlsx"
+    store.save(data, path)
+    return path
+
+
 def without_preflight() -> AbstractContextManager[object]:
     """Within it, `run` skips its pre-flight (`iteralab check`), as on a Ray node where none
     runs first: the attempts' own checks meet what the pre-flight would have refused."""

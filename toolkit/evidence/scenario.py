@@ -19,6 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from toolkit import layout
 from toolkit.errors import ProtocolError, UsageError
@@ -143,6 +144,22 @@ def load_of(variant: dict[str, Any], arrival: str) -> float | int:
     return int(value) if arrival == "concurrency" else value
 
 
+def split_endpoint(model_path: Any) -> tuple[str, str | None]:
+    """A serving variant's ``model_path``, ``URL#MODEL``: the endpoint's base URL and the
+    served model's name (None without ``#``: the one model the endpoint lists). ProtocolError
+    when it is no http(s) URL."""
+    text = str(model_path or "").strip()
+    url, _, model = text.partition("#")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ProtocolError(
+            f"model_path {text!r} is no endpoint",
+            hint="a serving variant's model_path is the endpoint's base URL and the served "
+            "model's name after '#', e.g. http://10.0.0.5:8000#Qwen/Qwen2.5-7B-Instruct",
+        )
+    return url.rstrip("/"), model.strip() or None
+
+
 def protocol_findings(data: WorkbookData) -> list[Finding]:
     """A serving Protocol's wrong fields (nothing for another task)."""
     form = data.forms["Protocol"]
@@ -164,15 +181,24 @@ def variant_findings(data: WorkbookData) -> list[Finding]:
     arrival = _word(form.get("arrival")) or "poisson"
     found = []
     for i, variant in enumerate(data.tables["Variants"]):
+        excel, vid = data.excel_row("Variants", i), variant.get("variant_id")
         problem = _load_problem(variant.get("request_rate"), arrival)
         if problem is not None:
             found.append(
                 Finding(
                     "Variants",
-                    data.excel_row("Variants", i),
+                    excel,
                     "request_rate",
                     "serving",
-                    f"{variant.get('variant_id')}: request_rate {problem[0]}: {problem[1]}",
+                    f"{vid}: request_rate {problem[0]}: {problem[1]}",
+                )
+            )
+        try:
+            split_endpoint(variant.get("model_path"))
+        except ProtocolError as exc:
+            found.append(
+                Finding(
+                    "Variants", excel, "model_path", "serving", f"{vid}: {exc.message}: {exc.hint}"
                 )
             )
     return found
@@ -194,6 +220,14 @@ def _problems(form: dict[str, Any]) -> list[tuple[str, str, str]]:
             )
         )
     found += _amount_problems(form)
+    if _word(form.get("warmup_rule")) not in ("", "none"):
+        found.append(
+            (
+                "warmup_rule",
+                f"{form.get('warmup_rule')!r} warms a model on corpus items",
+                "write none: a serving attempt's warm-up is its warmup_requests",
+            )
+        )
     warmup = _number(form.get("warmup_requests"))
     if form.get("warmup_requests") not in (None, "") and (
         warmup is None or warmup < 0 or not warmup.is_integer()

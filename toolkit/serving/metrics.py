@@ -69,6 +69,8 @@ class Metrics:
     output_tokens_from: str = ""
     output_tokens_per_s: float | None = None
     good_requests: int = 0
+    #: Output tokens of the requests meeting every target: what a cost per token divides by.
+    good_output_tokens: int = 0
     goodput_rps: float | None = None
     client_lag_p99_ms: float | None = None
     client_lagged: bool = False
@@ -174,7 +176,11 @@ def _rates(
     sources = sorted({str(r.output_tokens_from) for r in done})
     metrics.output_tokens_from = " and ".join(sources)
     metrics.output_tokens = sum(r.output_tokens or 0 for r in done)
-    metrics.good_requests = sum(_meets(v, targets) for v in values)
+    good = [_meets(v, targets) for v in values]
+    metrics.good_requests = sum(good)
+    metrics.good_output_tokens = sum(
+        r.output_tokens or 0 for r, ok in zip(done, good, strict=True) if ok
+    )
     starts = [r.sent_s for r in measured if r.sent_s is not None]
     ends = [r.end_s for r in measured if r.end_s is not None]
     window = max(ends) - min(starts) if starts and ends else 0.0
