@@ -33,6 +33,7 @@ from toolkit import layout
 from toolkit.evidence import chain, journal, locking
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.validate import work_differences
+from toolkit.money import tariffs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -345,12 +346,14 @@ def serving_variant(variant_id: str, rate: float, **overrides: object) -> dict[s
 def make_serving_campaign(
     folder: Path, items: int, variants: list[dict[str, Any]], **protocol_fields: Any
 ) -> Path:
-    """A serving workbook in ``folder``: the first ``items`` sample prompts,
-    :data:`SERVING_PROTOCOL` (``protocol_fields`` override it) locked."""
+    """A serving workbook in ``folder``: the first ``items`` sample prompts, the shipped
+    tariffs, :data:`SERVING_PROTOCOL` (``protocol_fields`` override it) locked."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
     data = WorkbookData.empty()
+    for tariff in tariffs.tariff_rows(tariffs.load_catalog()):  # as `iteralab new` fills it
+        data.append("Tariffs", tariff)
     data.forms["Protocol"].update({**SERVING_PROTOCOL, **protocol_fields})
     for row in declare_bases(variants):
         data.append("Variants", row)

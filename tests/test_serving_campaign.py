@@ -9,10 +9,12 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from builders import iteralab, make_serving_campaign, serving_variant
+from test_formulas_two_engines import _formulas, differences
 
 from toolkit import layout
 from toolkit.evidence.scenario import parse_targets
@@ -25,6 +27,9 @@ pytestmark = pytest.mark.campaign  # starts a server subprocess: not in `make te
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "samples" / "causal_lm"
 TARGETS = "ttft_p99_ms<=5000; tpot_p99_ms<=2000"
+#: The card the endpoint is declared on: priced by the shipped catalog's EXAMPLE metered
+#: rtx-4090 (0.69 USD an hour on demand). The endpoint runs on this CPU all the same.
+CARD = {"device": "cuda", "gpu_slug": "rtx-4090"}
 
 if local.missing_packages():
     pytest.skip(
@@ -52,8 +57,8 @@ def sweep(server: local.LocalServer, tmp_path_factory: pytest.TempPathFactory) -
         tmp_path_factory.mktemp("sweep"),
         6,
         [
-            serving_variant("r1", 1, model_path=_endpoint(server)),
-            serving_variant("r4", 4, model_path=_endpoint(server)),
+            serving_variant("r1", 1, model_path=_endpoint(server), **CARD),
+            serving_variant("r4", 4, model_path=_endpoint(server), **CARD),
         ],
         latency_targets=TARGETS,
     )
@@ -139,3 +144,59 @@ def test_a_server_killed_mid_attempt_leaves_failed_requests_and_a_valid_workbook
     assert "failed requests:" in row["notes"]
     validated = iteralab("validate", str(book), "--json")
     assert json.loads(validated.stdout)["findings"] == [], validated.stdout
+
+
+def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tokens(
+    sweep: Path,
+) -> None:
+    """Recomputed from the requests files alone: which rates met every target, the highest,
+    its tokens within target and window, at the catalog's EXAMPLE rtx-4090 price per hour."""
+    result = iteralab("report", str(sweep))
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    data = store.read(sweep)
+    rows = {a["variant_id"]: a for a in data.tables["Attempts"]}
+    recomputed = {
+        vid: compute(sweep.parent / row["predictions_path"], parse_targets(TARGETS))
+        for vid, row in rows.items()
+    }
+    rates = {"r1": 1.0, "r4": 4.0}
+    met = [
+        vid
+        for vid, m in recomputed.items()
+        if m.requests_failed == 0 and all(t["met"] for t in m.targets.values())
+    ]
+    assert met, "the loose targets are met at 1 request/s on any machine"
+    best = max(met, key=rates.__getitem__)
+    summary = {r["variant_id"]: r for r in data.tables["Summary"]}
+    for vid in rates:
+        assert summary[vid]["highest_rate"] == rates[best]
+        assert summary[vid]["request_rate"] == rates[vid]
+        assert summary[vid]["good_output_tokens"] == recomputed[vid].good_output_tokens
+    window = recomputed[best].window_s
+    tokens = recomputed[best].good_output_tokens
+    assert window is not None and tokens
+    cost = Decimal("0.69") * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
+    memo = str(data.forms["Decision"]["load_handled"])
+    assert (
+        f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "
+        f"{tokens} output tokens within target); cost per million output tokens at it: "
+        f"{cost:.4f} USD EXAMPLE"
+    ) in memo
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
+def test_the_serving_formulas_recalculate_to_their_cached_values(
+    sweep: Path, tmp_path: Path, engine: str
+) -> None:
+    reported = iteralab("report", str(sweep))
+    assert reported.returncode in (0, 1), reported.stdout + reported.stderr
+    formulas = _formulas(sweep)
+    letters = {
+        layout.column_letter(layout.SUMMARY, c)
+        for c in ("targets_met", "targets_met_reason", "good_output_tokens")
+        + ("good_output_tokens_reason",)
+    }
+    mine = {k for k in formulas if k[0] == "Summary" and k[1].rstrip("0123456789") in letters}
+    assert len(mine) == 2 * 4  # each rate's two values and two reasons
+    assert differences(sweep, engine, tmp_path / engine, formulas) == []

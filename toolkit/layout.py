@@ -1895,6 +1895,47 @@ SUMMARY = Sheet(
             since=8,
             width=10,
         ),
+        _c(
+            "request_rate",
+            NUMBER,
+            "Serving: the variant's request_rate (Variants): requests per second, or in "
+            "flight under a fixed concurrency.",
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "targets_met",
+            YESNO,
+            "Serving: yes when every success met every Protocol latency target (Attempts "
+            "targets_met).",
+            choices=(YES, NO),
+            measurement=True,
+            computed=True,
+            since=10,
+            width=9,
+        ),
+        _c(
+            "good_output_tokens",
+            INT,
+            "Serving: output tokens of the successes' requests that met every latency "
+            "target, summed: what the cost per million output tokens divides by.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=12,
+        ),
+        _c(
+            "highest_rate",
+            NUMBER,
+            "Serving: the highest request_rate meeting every latency target among the "
+            "variants on the same endpoint (model_path without its model name) and card "
+            "(gpu_slug): how much load it carries within the targets.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
     ),
     purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
     "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",

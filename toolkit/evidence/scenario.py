@@ -30,6 +30,9 @@ SERVING = "serving"
 ARRIVALS = ("poisson", "concurrency")
 AGREEMENTS = ("token", "exact")
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
+#: Client lag (actual minus due send) above which, at p99, an attempt is named lagged: the
+#: server then saw a slower arrival than declared.
+LAG_LIMIT_MS = 10.0
 _TARGET = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d{1,2}(?:\.\d+)?|100)_ms$")
 
 

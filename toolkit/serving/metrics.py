@@ -27,15 +27,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from toolkit.evidence.scenario import METRIC_NAMES, LatencyTarget, parse_target
+from toolkit.evidence.scenario import LAG_LIMIT_MS, METRIC_NAMES, LatencyTarget, parse_target
 from toolkit.serving.records import MEASURED, Record, read_records
 
 #: The target grammar is the Protocol's (latency_targets); serve-bench takes the same.
 __all__ = ["METRIC_NAMES", "LatencyTarget", "Metrics", "compute", "parse_target", "percentile"]
 
-#: Client lag (actual minus due send) above which, at p99, the run is named lagged: the
-#: server then saw a slower arrival than declared.
-DEFAULT_LAG_LIMIT_MS = 10.0
+#: Client lag (actual minus due send) above which, at p99, the run is named lagged.
+DEFAULT_LAG_LIMIT_MS = LAG_LIMIT_MS
 
 
 def percentile(values: Sequence[float], p: float) -> float:

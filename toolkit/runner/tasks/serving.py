@@ -9,7 +9,9 @@ The variant's ``model_path`` names an OpenAI-compatible endpoint (``URL#MODEL``,
   model, fails the attempt here with its reason;
 - warm-up: the Protocol's ``warmup_requests``, one at a time, recorded, never measured;
 - measured: the variant's ``request_rate`` (Poisson, open loop, or a fixed concurrency) for
-  the declared count or duration (:func:`toolkit.serving.loop.run_loop`).
+  the declared count or duration (:func:`toolkit.serving.loop.run_loop`); a completed
+  attempt's ``measured_s`` is the requests file's window (first measured send to last
+  measured end), the hours a cost per token divides.
 
 Every request is a line of the attempt's requests file (its predictions file, synced line by
 line, so Ctrl-C or SIGKILL keeps each request that ended); its SHA-256 is recorded as a
@@ -192,6 +194,9 @@ class Serving:
         cells = run.start_row(entry["manifest_id"])
         put = cells.put
         self._phase_cells(put)
+        if run.status == "completed" and metrics is not None and metrics.window_s is not None:
+            # The measured window is the requests file's: first measured send to last end.
+            put("measured_s", seconds(metrics.window_s))
         put("evaluation_s", seconds(evaluation_s) if has_file else None, "no request was sent")
         put("export_s", None, "serving attempt: each request is written as it ends (no export)")
         for name, why in SERVER_SIDE.items():
