@@ -26,7 +26,9 @@ pytestmark = pytest.mark.campaign  # starts a server subprocess: not in `make te
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "samples" / "causal_lm"
-TARGETS = "ttft_p99_ms<=5000; tpot_p99_ms<=2000"
+#: Loose enough for a CPU server on a busy 2-core machine: both rates meet them, so the
+#: highest rate is known; the recomputation checks which did all the same.
+TARGETS = "ttft_p99_ms<=120000; tpot_p99_ms<=20000"
 #: The card the endpoint is declared on: priced by the shipped catalog's EXAMPLE metered
 #: rtx-4090 (0.69 USD an hour on demand). The endpoint runs on this CPU all the same.
 CARD = {"device": "cuda", "gpu_slug": "rtx-4090"}
@@ -150,7 +152,8 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     sweep: Path,
 ) -> None:
     """Recomputed from the requests files alone: which rates met every target, the highest,
-    its tokens within target and window, at the catalog's EXAMPLE rtx-4090 price per hour."""
+    its tokens within target and window, at the catalog's EXAMPLE rtx-4090 price per hour;
+    the Settlement's cost per million tokens and the memo's say the same."""
     result = iteralab("report", str(sweep))
     assert result.returncode in (0, 1), result.stdout + result.stderr
     data = store.read(sweep)
@@ -165,7 +168,7 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
         for vid, m in recomputed.items()
         if m.requests_failed == 0 and all(t["met"] for t in m.targets.values())
     ]
-    assert met, "the loose targets are met at 1 request/s on any machine"
+    assert met, "the loose targets are met at either rate on any machine"
     best = max(met, key=rates.__getitem__)
     summary = {r["variant_id"]: r for r in data.tables["Summary"]}
     for vid in rates:
@@ -176,6 +179,8 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     tokens = recomputed[best].good_output_tokens
     assert window is not None and tokens
     cost = Decimal("0.69") * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
+    settlement = {r["item"]: r for r in data.tables["Settlement"] if r["part"] == "decision"}
+    assert settlement[best]["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
     memo = str(data.forms["Decision"]["load_handled"])
     assert (
         f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "

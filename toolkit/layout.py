@@ -1905,6 +1905,15 @@ SUMMARY = Sheet(
             width=10,
         ),
         _c(
+            "served_s",
+            SECONDS,
+            "Serving: the successes' measured_s summed: how long they held the endpoint, "
+            "the hours a cost per token is paid for.",
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
             "targets_met",
             YESNO,
             "Serving: yes when every success met every Protocol latency target (Attempts "
@@ -2148,6 +2157,17 @@ SETTLEMENT = Sheet(
             computed=True,
             since=9,
             width=10,
+        ),
+        _c(
+            "cost_per_million_tokens",
+            NUMBER,
+            "Serving configurations: the card's cheapest on-demand metered price per hour "
+            "(Tariffs) x the Summary's served_s / 3600 / its good_output_tokens x 1,000,000, "
+            "in that price's currency (the grounds name it); empty without a token served "
+            "within target or a metered price.",
+            computed=True,
+            since=10,
+            width=12,
         ),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "

@@ -545,6 +545,10 @@ def serving_cells(st: VariantStats, row: int, r: Ranges, ok: str) -> dict[str, A
             figures.good_output_tokens,
         ),
         "good_output_tokens_reason": Formula(none, figures.reasons.get("good_output_tokens")),
+        "served_s": Formula(
+            f'IF({successes}=0,"",SUMPRODUCT({ok},{r("measured_s")}))',
+            figures.measured_s if figures.targets_met is not None else None,
+        ),
     }
     answer = st.answer
     rate = answer.rate if answer is not None else None
