@@ -5,8 +5,8 @@ The variant's ``model_path`` names an OpenAI-compatible endpoint (``URL#MODEL``,
 (:class:`toolkit.runner.tasks.phases.AttemptRun`), timed on this host (the client's):
 
 - load: the Protocol's scenario read, the endpoint asked who it is
-  (:func:`toolkit.serving.identify`); an endpoint that does not answer, or does not list the
-  model, fails the attempt here with its reason;
+  (:func:`toolkit.serving.identify`); an endpoint that does not answer fails the attempt here
+  with its reason (one that lists other models is noted, and its requests say the rest);
 - warm-up: the Protocol's ``warmup_requests``, one at a time, recorded, never measured;
 - measured: the variant's ``request_rate`` (Poisson, open loop, or a fixed concurrency) for
   the declared count or duration (:func:`toolkit.serving.loop.run_loop`); a completed
@@ -99,8 +99,8 @@ def run(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
 
 
 class Serving:
-    """One serving attempt under way: the steps :meth:`AttemptRun.run_steps` runs, then the
-    figures, the quality, the Manifest and the row (:meth:`record`)."""
+    """One serving attempt under way: its phases (:meth:`run_steps`, inside AttemptRun's
+    block), then the figures, the quality, the Manifest and the row (:meth:`record`)."""
 
     def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
         self.spec, self.variant, self.protocol = spec, spec.variant, spec.protocol
@@ -137,10 +137,11 @@ class Serving:
         url, model = scenario.split_endpoint(self.variant.get("model_path"))
         url = base_url(url)
         self.identity = identify(url)
-        if self.identity.models is None and self.identity.reason is not None:
-            raise EndpointError(
-                self.identity.reason, hint="start the server, or correct model_path"
-            )
+        reason = self.identity.reason
+        if reason is not None and reason.startswith("endpoint unreachable"):
+            raise EndpointError(reason, hint="start the server, or correct model_path")
+        if reason is not None:  # it answered, but lists no model: its requests will tell
+            self.notes.append(reason)
         listed = self.identity.models or []
         if model is None:
             if len(listed) != 1:
