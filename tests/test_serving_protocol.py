@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from builders import SERVING_PROTOCOL, serving_variant
 
+from toolkit.commands.documents import attempt_document
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence import locking, scenario
 from toolkit.evidence.validate import validate
@@ -183,3 +184,18 @@ def test_the_load_of_a_variant_is_a_rate_or_a_whole_concurrency() -> None:
     assert scenario.load_of({"request_rate": 4.0}, "concurrency") == 4
     with pytest.raises(ProtocolError, match="Variants r9: request_rate is 0"):
         scenario.load_of({"variant_id": "r9", "request_rate": 0}, "poisson")
+
+
+def test_a_serving_attempt_document_carries_the_serving_columns_and_reasons() -> None:
+    row = {"attempt_id": "a1", "requests_sent": 6, "ttft_p99_ms": None}
+    row["ttft_p99_ms_reason"] = "no measured request completed"
+    document = attempt_document({"attempt": row}, decoding.SERVING_COLUMNS)
+    keys = list(document)
+    assert keys[keys.index("requests_sent") : keys.index("requests_sent") + 2] == [
+        "requests_sent",
+        "requests_sent_reason",
+    ]
+    assert document["requests_sent"] == 6
+    assert document["ttft_p99_ms_reason"] == "no measured request completed"
+    assert keys[-1] == "notes"
+    assert len(keys) == 1 + 13 + 2 * len(decoding.SERVING_COLUMNS) + 1

@@ -128,8 +128,9 @@ def _locked_campaign(
         _nothing_to_run(workbook, prepared, as_json)
         return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
-    generation = decoding.task_of(prepared.protocol) == "generation"
-    shown = display.JsonLines(generation) if as_json else display.make(quiet)
+    own = {"generation": decoding.GENERATION_COLUMNS, "serving": decoding.SERVING_COLUMNS}
+    task_columns = own.get(decoding.task_of(prepared.protocol), ())
+    shown = display.JsonLines(task_columns) if as_json else display.make(quiet)
     if not quiet and not as_json:
         shown.echo(_announcement(workbook, prepared, cluster[0] if cluster else None))
     if cluster is None and campaign.forks(prepared):
@@ -444,6 +445,8 @@ def demo(
     variant with --all, prints where the workbook and predictions are, then runs
     `iteralab report` on it. --task generation copies samples/example_generation.xlsx,
     the sample causal LM and its prompts instead (series 1, or every variant with --all).
+    --task serving starts `transformers serve` with the sample causal LM on 127.0.0.1,
+    measures a two-rate sweep on it, stops it (its log stays in DIRECTORY) and reports.
     """
     if task == "serving":
         _serving_demo(ctx, directory, quick, threads, quiet, as_json)
