@@ -33,6 +33,7 @@ from toolkit import layout
 from toolkit.evidence import chain, journal, locking
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.validate import work_differences
+from toolkit.money import tariffs
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
@@ -301,6 +302,59 @@ def make_generation_campaign(
     shutil.copytree(SAMPLES / "causal_lm", folder / "causal_lm", dirs_exist_ok=True)
     data = WorkbookData.empty()
     data.forms["Protocol"].update({**GENERATION_PROTOCOL, **protocol_fields})
+    for row in declare_bases(variants):
+        data.append("Variants", row)
+    locking.lock(data)
+    path = folder / "campaign.xlsx"
+    store.save(data, path)
+    return path
+
+
+#: A serving Protocol: the sample prompts sent to an endpoint, Poisson arrivals, 6 measured
+#: requests after 1 warm-up, targets loose enough for a CPU server.
+SERVING_PROTOCOL: dict[str, Any] = {
+    **GENERATION_PROTOCOL,
+    "scenario": "the sample causal LM served by transformers serve under a rate sweep",
+    "validated_corpus_definition": "every request completed, latency targets met, token "
+    "agreement with the reference within tolerance",
+    "task": "serving",
+    "warmup_rule": "none",
+    "stop_rule": None,
+    "long_prompts": None,
+    "max_new_tokens": 8,
+    "arrival": "poisson",
+    "request_count": 6,
+    "warmup_requests": 1,
+    "latency_targets": "ttft_p99_ms<=5000; tpot_p99_ms<=2000",
+    "agreement_measure": "token",
+    "reference_variant": "r1",
+}
+
+
+def serving_variant(variant_id: str, rate: float, **overrides: object) -> dict[str, object]:
+    """A complete serving Variants row: the endpoint ``model_path`` (override it) at
+    ``rate`` requests per second."""
+    row: dict[str, object] = {
+        "description": f"{rate:g} requests/s",
+        "model_path": "http://127.0.0.1:9#causal_lm",
+        "engine": "openai-http",
+        "request_rate": rate,
+    }
+    return gen_variant(variant_id, 1, **{**row, **overrides})
+
+
+def make_serving_campaign(
+    folder: Path, items: int, variants: list[dict[str, Any]], **protocol_fields: Any
+) -> Path:
+    """A serving workbook in ``folder``: the first ``items`` sample prompts, the shipped
+    tariffs, :data:`SERVING_PROTOCOL` (``protocol_fields`` override it) locked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (SAMPLES / "prompts.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "prompts.jsonl").write_text("".join(lines[:items]), encoding="utf-8")
+    data = WorkbookData.empty()
+    for tariff in tariffs.tariff_rows(tariffs.load_catalog()):  # as `iteralab new` fills it
+        data.append("Tariffs", tariff)
+    data.forms["Protocol"].update({**SERVING_PROTOCOL, **protocol_fields})
     for row in declare_bases(variants):
         data.append("Variants", row)
     locking.lock(data)

@@ -10,6 +10,7 @@ and still writes a whole row).
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,12 @@ import pytest
 from builders import (
     GENERATION_PROTOCOL,
     RUNNER_PROTOCOL,
+    SERVING_PROTOCOL,
     gen_variant,
     make_campaign,
     make_generation_campaign,
+    make_serving_campaign,
+    serving_variant,
     variant,
 )
 
@@ -45,9 +49,16 @@ def _spec(book: Path, protocol: dict[str, Any], row: dict[str, Any]) -> AttemptS
     )
 
 
-@pytest.fixture(params=["classification", "generation"])
+@pytest.fixture(params=["classification", "generation", "serving"])
 def missing_model(request: pytest.FixtureRequest, tmp_path: Path) -> AttemptSpec:
-    """An attempt of each task kind whose model folder does not exist."""
+    """An attempt of each task kind whose model folder (a serving one's endpoint) does not
+    exist."""
+    if request.param == "serving":
+        if importlib.util.find_spec("httpx") is None:
+            pytest.skip("the serving extra (httpx) is not installed: pip install '.[serving]'")
+        row = serving_variant("r1", 1)  # port 9 on 127.0.0.1: nothing answers
+        book = make_serving_campaign(tmp_path, 4, [row])
+        return _spec(book, SERVING_PROTOCOL, row)
     if request.param == "classification":
         row = variant("b1-fp32", 4, model_path="no_such_model")
         return _spec(make_campaign(tmp_path, 4, [variant("b1-fp32", 4)]), RUNNER_PROTOCOL, row)
@@ -83,8 +94,12 @@ def test_a_failed_attempt_of_each_kind_explains_every_measured_column(
         c.name for c in columns.measured_columns() if row[c.name] is None and not row[c.reason]
     ] == []
     own = columns.OWN["generation"]
-    if missing_model.protocol.get("task") != "generation":
-        assert {row[f"{name}_reason"] for name in own} == {columns.ABSENT["generation"]}
+    if missing_model.protocol.get("task") == "serving":
+        assert row["notes"].startswith("failed during load: EndpointError: endpoint unreachable")
+    if missing_model.protocol.get("task") is None:
+        assert {row[f"{name}_reason"] for name in own} == {
+            "classification attempt: measured for Protocol task generation only"
+        }
 
 
 def test_a_measured_column_a_task_kind_forgets_stops_the_attempt(

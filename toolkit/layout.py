@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 9
+LAYOUT_VERSION = 10
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -317,8 +317,10 @@ PROTOCOL = Sheet(
             "classification: each text gets a label (the metric is accuracy or "
             "macro_f1); generation: a causal LM continues each prompt under the decoding rule "
             "below (metric chrf against the corpus's reference field; agreement with the "
-            "reference variant's outputs against tolerance, R16). Blank is classification.",
-            choices=("classification", "generation"),
+            "reference variant's outputs against tolerance, R16); serving (since layout 10): "
+            "each variant's endpoint answers the prompts of corpus_path streamed at its "
+            "request_rate, judged by the latency targets below. Blank is classification.",
+            choices=("classification", "generation", "serving"),
             since=3,
         ),
         _c(
@@ -344,6 +346,57 @@ PROTOCOL = Sheet(
             "(the attempt fails naming it). Blank is refuse.",
             choices=("truncate", "refuse"),
             since=3,
+        ),
+        _c(
+            "arrival",
+            CHOICE,
+            "Serving: how requests arrive. poisson: at random times averaging each variant's "
+            "request_rate per second, sent on their own schedule whatever the server does "
+            "(open loop); concurrency: request_rate requests always in flight, the next sent "
+            "when one ends. Blank is poisson.",
+            choices=("poisson", "concurrency"),
+            since=10,
+        ),
+        _c(
+            "request_count",
+            INT,
+            "Serving: measured requests per attempt (the prompts are taken in turn, again "
+            "from the first when they run out). Give this or request_duration_s.",
+            since=10,
+        ),
+        _c(
+            "request_duration_s",
+            NUMBER,
+            "Serving: seconds each attempt sends measured requests for, instead of a "
+            "request_count.",
+            since=10,
+        ),
+        _c(
+            "warmup_requests",
+            INT,
+            "Serving: requests sent one at a time before the measured ones, recorded but "
+            "never measured. Blank is 0.",
+            since=10,
+        ),
+        _c(
+            "latency_targets",
+            help="Serving: every target a request and the attempt must meet, separated by "
+            "';', each METRIC_pNN_ms<=LIMIT with METRIC ttft (time to first token), tpot "
+            "(time per output token), itl (inter-token latency) or e2e (end to end), e.g. "
+            "'ttft_p99_ms<=500; tpot_p99_ms<=50'. Goodput counts the requests meeting "
+            "every one; the Summary names the highest rate whose attempts meet them all.",
+            since=10,
+            width=30,
+        ),
+        _c(
+            "agreement_measure",
+            CHOICE,
+            "Serving: how the greedy outputs are compared with the reference variant's, "
+            "prompt by prompt: token (the share of matching words, at least 1 - tolerance) "
+            "or exact (the share of identical outputs, at least 1 - tolerance). Blank is "
+            "token.",
+            choices=("token", "exact"),
+            since=10,
         ),
     ),
     purpose="Decisions fixed before the campaign (R1-R3, R8, R11, R14, R16-R17). Lock it with "
@@ -477,6 +530,16 @@ VARIANTS = Sheet(
             choices=("sequential", "overlapped"),
             since=8,
             width=12,
+        ),
+        _c(
+            "request_rate",
+            NUMBER,
+            "Serving: the load this variant puts on its endpoint, requests per second "
+            "(Protocol arrival poisson) or requests in flight (concurrency, a whole number). "
+            "A rate sweep is one variant per rate on the same endpoint; a later series names "
+            "request_rate in changes.",
+            since=10,
+            width=10,
         ),
     ),
     purpose="One row per declared variant (R6).",
@@ -955,6 +1018,142 @@ ATTEMPTS = Sheet(
             since=8,
             width=10,
         ),
+        _c(
+            "requests_sent",
+            INT,
+            "Serving: measured requests sent (warm-up requests not counted).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "requests_completed",
+            INT,
+            "Serving: measured requests whose stream ended with a finish reason.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "requests_failed",
+            INT,
+            "Serving: measured requests that failed; the notes count them by reason (HTTP error, "
+            "stream cut, unreachable, interrupted...).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "ttft_p50_ms",
+            NUMBER,
+            "Serving: median time to first token (ms), the first streamed text minus the "
+            "request's actual send, over the completed requests.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "ttft_p90_ms",
+            NUMBER,
+            "Serving: 90th percentile of the time to first token (ms).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "ttft_p99_ms",
+            NUMBER,
+            "Serving: 99th percentile of the time to first token (ms).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "tpot_p50_ms",
+            NUMBER,
+            "Serving: median time per output token (ms): a request's last piece minus its first, "
+            "over its output tokens minus one.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "tpot_p99_ms",
+            NUMBER,
+            "Serving: 99th percentile of the time per output token (ms).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "itl_p99_ms",
+            NUMBER,
+            "Serving: 99th percentile of the gaps between two streamed pieces (ms), pooled over "
+            "requests.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "output_tokens_per_s",
+            NUMBER,
+            "Serving: output tokens of the completed requests per second of the window (first "
+            "measured send to last measured end).",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "goodput_rps",
+            NUMBER,
+            "Serving: completed requests meeting every latency target, per second of the window.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "good_output_tokens",
+            INT,
+            "Serving: output tokens of the requests meeting every latency target: the tokens the "
+            "Settlement's cost per million output tokens divides by.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "targets_met",
+            YESNO,
+            "Serving: yes when the attempt meets every Protocol latency target at its percentile "
+            "(and no request failed); the Summary's highest rate meeting the targets reads it.",
+            choices=(YES, NO),
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "client_lag_p99_ms",
+            NUMBER,
+            "Serving: 99th percentile of how late the client sent its requests (actual minus due "
+            "send, ms). Above 10 ms the notes name the client as lagging: the server saw a slower"
+            " arrival than declared.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
     ),
     purpose="Raw table (R12): one row per attempted run, failures and interruptions included.",
     unique=("attempt_id",),
@@ -1144,6 +1343,15 @@ MANIFEST = Sheet(
             "or a python: predictor's module file hashes.",
             computed=True,
             since=5,
+            width=30,
+        ),
+        _c(
+            "endpoint",
+            help="Serving: the endpoint measured as it describes itself: base URL, served "
+            "model, the models /v1/models lists, its server header and the version routes "
+            "that answered.",
+            computed=True,
+            since=10,
             width=30,
         ),
     ),
@@ -1687,6 +1895,56 @@ SUMMARY = Sheet(
             since=8,
             width=10,
         ),
+        _c(
+            "request_rate",
+            NUMBER,
+            "Serving: the variant's request_rate (Variants): requests per second, or in "
+            "flight under a fixed concurrency.",
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "served_s",
+            SECONDS,
+            "Serving: the successes' measured_s summed: how long they held the endpoint, "
+            "the hours a cost per token is paid for.",
+            computed=True,
+            since=10,
+            width=10,
+        ),
+        _c(
+            "targets_met",
+            YESNO,
+            "Serving: yes when every success met every Protocol latency target (Attempts "
+            "targets_met).",
+            choices=(YES, NO),
+            measurement=True,
+            computed=True,
+            since=10,
+            width=9,
+        ),
+        _c(
+            "good_output_tokens",
+            INT,
+            "Serving: output tokens of the successes' requests that met every latency "
+            "target, summed: what the cost per million output tokens divides by.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=12,
+        ),
+        _c(
+            "highest_rate",
+            NUMBER,
+            "Serving: the highest request_rate meeting every latency target among the "
+            "variants on the same endpoint (model_path without its model name) and card "
+            "(gpu_slug): how much load it carries within the targets.",
+            measurement=True,
+            computed=True,
+            since=10,
+            width=10,
+        ),
     ),
     purpose="Per variant: counts, raw durations, median/min/max (R14), quality gate (R16). "
     "Refreshed by `iteralab report`; medians, mins and maxes are live formulas over Attempts.",
@@ -1899,6 +2157,17 @@ SETTLEMENT = Sheet(
             computed=True,
             since=9,
             width=10,
+        ),
+        _c(
+            "cost_per_million_tokens",
+            NUMBER,
+            "Serving configurations: the card's cheapest on-demand metered price per hour "
+            "(Tariffs) x the Summary's served_s / 3600 / its good_output_tokens x 1,000,000, "
+            "in that price's currency (the grounds name it); empty without a token served "
+            "within target or a metered price.",
+            computed=True,
+            since=10,
+            width=12,
         ),
     ),
     purpose="Per acceptable configuration: plan, lots, budget, accepted corpora, cost per "

@@ -63,15 +63,15 @@ class Display:
 
 class JsonLines(Display):
     """`run --json`: one JSON line per finished attempt on stdout; other lines on stderr.
-    ``generation``: the Protocol's task is generation (its lines carry those columns)."""
+    ``own``: the columns only the Protocol's task kind fills (its lines carry them)."""
 
-    def __init__(self, generation: bool = False) -> None:
+    def __init__(self, own: tuple[str, ...] = ()) -> None:
         super().__init__(False)
-        self.generation = generation
+        self.own = own
 
     def finished(self, record: dict[str, Any]) -> None:
         """An attempt is recorded: its iteralab-attempt/1 line."""
-        emit(attempt_document(record, self.generation))
+        emit(attempt_document(record, self.own))
 
     def echo(self, text: str) -> None:
         """Warnings go to stderr, where they cannot break the JSON stream."""

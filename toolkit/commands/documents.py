@@ -26,7 +26,6 @@ from toolkit.report.refresh import Refreshed
 from toolkit.report.reviewer import Outputs
 from toolkit.report.stats import Separation
 from toolkit.report.summary import VariantStats
-from toolkit.runner.decoding import GENERATION_COLUMNS
 
 REPORT = "iteralab-report/1"
 ATTEMPT = "iteralab-attempt/1"
@@ -228,10 +227,10 @@ def merge_document(workbook: Path, plan: Any) -> dict[str, Any]:
     }
 
 
-def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[str, Any]:
-    """One finished attempt, as `iteralab run --json` streams it; with ``generation`` (the
-    Protocol's task) also the generation columns, each beside its reason, keyed as the
-    Attempts sheet names them."""
+def attempt_document(record: dict[str, Any], own: Sequence[str] = ()) -> dict[str, Any]:
+    """One finished attempt, as `iteralab run --json` streams it; also ``own``, the columns
+    only the Protocol's task kind fills (generation's, serving's), each beside its reason,
+    keyed as the Attempts sheet names them."""
     row = record["attempt"]
     keys = [
         "attempt_id",
@@ -248,9 +247,8 @@ def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[s
         "corpus_accepted",
         "predictions_path",
     ]
-    if generation:
-        for name in GENERATION_COLUMNS:
-            keys += [name, layout.ATTEMPTS.column(name).reason]
+    for name in own:
+        keys += [name, layout.ATTEMPTS.column(name).reason]
     return {"format": ATTEMPT, **{k: row.get(k) for k in [*keys, "notes"]}}
 
 

@@ -128,8 +128,9 @@ def _locked_campaign(
         _nothing_to_run(workbook, prepared, as_json)
         return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
-    generation = decoding.task_of(prepared.protocol) == "generation"
-    shown = display.JsonLines(generation) if as_json else display.make(quiet)
+    own = {"generation": decoding.GENERATION_COLUMNS, "serving": decoding.SERVING_COLUMNS}
+    task_columns = own.get(decoding.task_of(prepared.protocol), ())
+    shown = display.JsonLines(task_columns) if as_json else display.make(quiet)
     if not quiet and not as_json:
         shown.echo(_announcement(workbook, prepared, cluster[0] if cluster else None))
     if cluster is None and campaign.forks(prepared):
@@ -407,11 +408,13 @@ def env(as_json: bool) -> None:
 )
 @click.option(
     "--task",
-    type=click.Choice(["classification", "generation"]),
+    type=click.Choice(["classification", "generation", "serving"]),
     default="classification",
     show_default=True,
     help="generation: samples/example_generation.xlsx, the sample causal LM "
-    "continuing samples/prompts.jsonl (--quick: its first 40 prompts).",
+    "continuing samples/prompts.jsonl (--quick: its first 40 prompts). serving: the sample "
+    "causal LM served by `transformers serve` on 127.0.0.1, a two-rate sweep of streamed "
+    "requests (--quick: 8 requests per rate); needs the serving extra.",
 )
 @click.option("--threads", type=click.IntRange(min=1), help="torch CPU threads.")
 @click.option("--quiet", is_flag=True, help="No progress bars or per-attempt lines.")
@@ -442,7 +445,12 @@ def demo(
     variant with --all, prints where the workbook and predictions are, then runs
     `iteralab report` on it. --task generation copies samples/example_generation.xlsx,
     the sample causal LM and its prompts instead (series 1, or every variant with --all).
+    --task serving starts `transformers serve` with the sample causal LM on 127.0.0.1,
+    measures a two-rate sweep on it, stops it (its log stays in DIRECTORY) and reports.
     """
+    if task == "serving":
+        _serving_demo(ctx, directory, quick, threads, quiet, as_json)
+        return
     from toolkit.runner.driver import forkserver
 
     # First of all: the server's imports of torch and transformers (seconds) then
@@ -488,6 +496,53 @@ def demo(
             f"({overhead / wall:.1%})",
             err=as_json,
         )
+
+
+def _serving_demo(
+    ctx: click.Context,
+    directory: Path,
+    quick: bool,
+    threads: int | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """`demo --task serving`: start `transformers serve` with the sample causal LM, build
+    and lock the workbook for its endpoint, run the two-rate sweep, stop the server (its
+    log stays beside the workbook), then report."""
+    from toolkit.commands import demo as sample
+    from toolkit.commands import demo_serving
+    from toolkit.commands.report import report
+    from toolkit.errors import UsageError
+    from toolkit.plumbing.shipped import SAMPLES, shipped
+    from toolkit.runner.driver.campaign import Options
+
+    try:
+        from toolkit.serving import local
+    except ImportError as exc:  # httpx comes with the serving extra, not the base install
+        raise UsageError(
+            f"the serving demo needs the serving extra: {exc}",
+            hint="pip install 'iteragpu-lab[serving]'",
+        ) from None
+    missing = local.missing_packages()
+    if missing:
+        raise UsageError(
+            f"the serving demo starts transformers serve, which needs {', '.join(missing)}",
+            hint="pip install 'iteragpu-lab[serving]'",
+        )
+    log = directory / demo_serving.SERVER_LOG
+    click.echo(f"demo: starting transformers serve with the sample causal LM (log: {log})")
+    with local.LocalServer(shipped(SAMPLES) / "causal_lm", log) as server:
+        workbook = demo_serving.prepare(directory, server.base_url, server.model, quick)
+        click.echo(f"demo workbook: {workbook} (endpoint {server.base_url})", err=as_json)
+        _campaign(workbook, Options(threads=threads), quiet, as_json)
+    click.echo(f"demo: transformers serve stopped; its log: {log}", err=as_json)
+    if sample.stand_in_verification(workbook):
+        click.echo(
+            f"demo: Verification filled with the runner's accepted corpora, marked "
+            f"'{sample.STAND_IN}' (in a real campaign you confirm them yourself)",
+            err=as_json,
+        )
+    ctx.invoke(report, workbook=workbook, folder=None, no_png=False, as_json=as_json)
 
 
 @click.command()

@@ -27,6 +27,7 @@ from toolkit.evidence import (
     money_log,
     money_rules,
     predictions,
+    scenario,
     subgroups,
     tuning,
     unfinished,
@@ -301,7 +302,10 @@ def _protocol_rules(data: WorkbookData) -> list[Finding]:
                 )
             )
     return (
-        found + _warmup_findings(form, row("warmup_rule") + 2) + subgroups.protocol_findings(data)
+        found
+        + _warmup_findings(form, row("warmup_rule") + 2)
+        + subgroups.protocol_findings(data)
+        + scenario.protocol_findings(data)
     )
 
 
@@ -357,6 +361,7 @@ def _variants_rules(data: WorkbookData) -> list[Finding]:
     return (
         found
         + _pipeline_findings(data)
+        + scenario.variant_findings(data)
         + identifiers.variant_id_findings(data)
         + _series_1_findings(data)
         + _later_series_findings(data)
@@ -435,10 +440,22 @@ WORK_COLUMNS = (
     "label",
     "engine",
     "input_pipeline",
+    "request_rate",
 )
 #: The input pipeline a blank Variants cell means (every workbook before layout 8).
 SEQUENTIAL, OVERLAPPED = "sequential", "overlapped"
 SERIES_1_VARIABLE = "batch_size"
+#: A serving campaign's series 1 is a rate sweep: the load is its only variable.
+SERVING_SERIES_1_VARIABLE = "request_rate"
+
+
+def series_1_variable(data: WorkbookData) -> str:
+    """The one work column series 1 varies: the load under a serving Protocol, else batch."""
+    return (
+        SERVING_SERIES_1_VARIABLE
+        if scenario.is_serving(data.forms["Protocol"])
+        else SERIES_1_VARIABLE
+    )
 
 
 def work_value(value: Any) -> Any:
@@ -475,7 +492,9 @@ def declared(row: Row) -> frozenset[str] | None:
     ``changes`` in a later series; None for a later-series variant without base_variant
     (a workbook recorded before layout 2 added the column)."""
     if row.get("series") == 1:
-        return frozenset({SERIES_1_VARIABLE})
+        # The one validate allows is the task's (series_1_variable); the other is the same
+        # in every series-1 row of a valid workbook.
+        return frozenset({SERIES_1_VARIABLE, SERVING_SERIES_1_VARIABLE})
     if work_value(row.get("base_variant")) is None:
         return None
     return frozenset(named_changes(row)) & frozenset(WORK_COLUMNS)
@@ -494,9 +513,10 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
         if v.get("series") == 1
     ]
     found = []
+    variable = series_1_variable(data)
     for column in WORK_COLUMNS:
         counts = Counter(work_cell(v, column) for _, v in rows)
-        if column == SERIES_1_VARIABLE or len(counts) < 2:
+        if column == variable or len(counts) < 2:
             continue
         usual = counts.most_common(1)[0][0]  # ties: the value of the first row
         for excel, v in rows:
@@ -509,7 +529,7 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
                         column,
                         "series-1",
                         (
-                            f"series 1 varies batch_size only: {vid} has {column} {shown(value)} "
+                            f"series 1 varies {variable} only: {vid} has {column} {shown(value)} "
                             f"where series 1 has {shown(usual)}; set {shown(usual)}, or move {vid} to "
                             "a later series that names its base_variant and changes"
                         ),
@@ -525,7 +545,7 @@ def _series_1_findings(data: WorkbookData) -> list[Finding]:
                         column,
                         "series-1",
                         (
-                            f"{v.get('variant_id')} is in series 1, whose only variable is batch_size: "
+                            f"{v.get('variant_id')} is in series 1, whose only variable is {variable}: "
                             f"leave {column} blank, or move it to a later series"
                         ),
                     )

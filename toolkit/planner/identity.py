@@ -5,7 +5,9 @@ Manifest records the device each attempt really ran on (gpu_name,
 gpu_memory_bytes). :func:`gpu_findings` names every Manifest row of a CUDA
 variant whose device is not the declared card, by the catalog's device names
 and memory (:func:`toolkit.planner.gpus.identify`). A slug the catalog does not
-know cannot be checked and is left to the Tariffs lookup, which names it.
+know cannot be checked and is left to the Tariffs lookup, which names it. A serving
+variant (engine openai-http) is not checked here: its attempts ran on the endpoint's client,
+and the endpoint describes itself in the Manifest's endpoint column.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from toolkit import layout
 from toolkit.findings import Finding
 from toolkit.planner.gpus import Gpu, identify, load_catalog
+from toolkit.plumbing import engines
 from toolkit.workbook.model import WorkbookData
 
 
@@ -85,6 +88,8 @@ def gpu_findings(data: WorkbookData, catalog: list[Gpu] | None = None) -> list[F
         slug = str(variant.get("gpu_slug") or "").strip().lower()
         if variant.get("device") != "cuda" or slug not in known:
             continue
+        if engines.engine_of(variant) == engines.OPENAI_HTTP:
+            continue  # its Manifest's devices are its client's: the card serves elsewhere
         name, memory = m.get("gpu_name"), m.get("gpu_memory_bytes")
         if not isinstance(name, str) or not name.strip():
             continue  # the Manifest schema names a missing device on a CUDA run

@@ -13,6 +13,7 @@ from pathlib import Path
 from toolkit.errors import ModelError
 from toolkit.findings import Finding
 from toolkit.planner.models import resolve_model_path
+from toolkit.plumbing import engines
 from toolkit.workbook.model import WorkbookData
 
 
@@ -23,7 +24,9 @@ def model_path_findings(data: WorkbookData, base: Path) -> list[Finding]:
     for i, v in enumerate(data.tables["Variants"]):
         row, vid = data.excel_row("Variants", i), v.get("variant_id")
         model = v.get("model_path")
-        if isinstance(model, str) and model.strip():
+        # An endpoint's model is on its server (validate checks the URL's form).
+        served = engines.engine_of(v) == engines.OPENAI_HTTP
+        if isinstance(model, str) and model.strip() and not served:
             try:
                 resolve_model_path(model, base)
             except ModelError as exc:

@@ -2,7 +2,8 @@
 
 A Variants row's ``engine`` is ``torch`` (blank reads as torch: every workbook of
 layout 1-4 was measured by torch), ``onnxruntime``, ``ctranslate2``, or
-``python:MODULE:CALLABLE`` (a user's own predictor). Nothing here imports an
+``python:MODULE:CALLABLE`` (a user's own predictor), or ``openai-http`` (an endpoint
+measured as it is served, Protocol task ``serving``). Nothing here imports an
 engine: ``validate`` and ``iteralab env`` ask the installed distributions'
 metadata, so a missing engine is a finding with its pip command, never an
 ImportError.
@@ -18,6 +19,9 @@ from typing import Any
 TORCH = "torch"
 ONNXRUNTIME = "onnxruntime"
 CTRANSLATE2 = "ctranslate2"
+#: An OpenAI-compatible HTTP endpoint (vLLM, SGLang, TGI, llama.cpp, transformers serve):
+#: the variant's model_path is its base URL, the served model's name after a "#".
+OPENAI_HTTP = "openai-http"
 PYTHON_PREFIX = "python:"
 
 
@@ -48,6 +52,9 @@ ENGINES = {
     ),
     CTRANSLATE2: Engine(
         CTRANSLATE2, ("ctranslate2",), ("generation",), "pip install 'iteragpu-lab[ctranslate2]'"
+    ),
+    OPENAI_HTTP: Engine(
+        OPENAI_HTTP, ("httpx",), ("serving",), "pip install 'iteragpu-lab[serving]'"
     ),
 }
 _PYTHON = re.compile(r"^python:([A-Za-z_][\w.]*):([A-Za-z_]\w*)$")
@@ -106,7 +113,8 @@ def problem(variant: dict[str, Any], task: str) -> tuple[str, str] | None:
     if task not in known.tasks:
         return (
             f"engine {engine} does not run the {task} task",
-            f"{engine} runs {', '.join(known.tasks)}; use torch for {task}",
+            f"{engine} runs {', '.join(known.tasks)}; use "
+            f"{OPENAI_HTTP if task == 'serving' else TORCH} for {task}",
         )
     absent = missing(engine)
     if absent:

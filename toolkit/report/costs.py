@@ -45,6 +45,7 @@ from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.money import incurred, ledger, settlement
 from toolkit.money.schedule import Window
 from toolkit.money.tariffs import Catalog, Meter, Plan, rules
+from toolkit.report import serving
 from toolkit.report.quality import resumed_by
 from toolkit.report.summary import VariantStats
 from toolkit.workbook.model import Formula, WorkbookData
@@ -555,9 +556,34 @@ def _decision_row(
             forecast.value if c.stats.equal_quality else "",
         )
     _time_cells(row, i, costs)
+    _serving_cost(row, i, costs, catalog)
     if hours is not None:
         row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
     return row
+
+
+def _serving_cost(
+    row: dict[str, Any], i: int, costs: Sequence[Costing], catalog: Catalog | None
+) -> None:
+    """A serving configuration's cost per million output tokens within target, as a formula
+    into its Summary row, at its card's cheapest on-demand metered price (its grounds say
+    which); nothing for a batch configuration or a card without a metered price."""
+    c = costs[i]
+    figures = c.stats.served
+    meter = serving.cheapest_meter(catalog, str(c.gpu_slug or ""))
+    if figures is None or meter is None:
+        return
+    tokens = _summary_cell(i, len(costs), "good_output_tokens")
+    served = _summary_cell(i, len(costs), "served_s")
+    price = meter.price_per_hour
+    row["cost_per_million_tokens"] = Formula(
+        f'IF(OR({tokens}="",{tokens}=0,{served}=""),"",{price}*{served}/3600/{tokens}*1000000)',
+        serving.cost_per_million_tokens(price, figures.measured_s, figures.good_output_tokens),
+    )
+    row["grounds"] = (
+        f"{row.get('grounds') or ''}; cost per million output tokens at "
+        f"{meter.price_text}/h ({meter.source})"
+    ).lstrip("; ")
 
 
 def _priced_row(

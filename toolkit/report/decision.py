@@ -24,7 +24,7 @@ from toolkit.evidence.validate import (
     work_value,
 )
 from toolkit.money.tariffs import Catalog, rules
-from toolkit.report import stats
+from toolkit.report import serving, stats
 from toolkit.report.costs import Costing, Projection, duration, projection, resume_text
 from toolkit.report.summary import (
     HARDWARE_FIELDS,
@@ -285,6 +285,12 @@ def decide(
     d.suggestions = _suggest(d, all_stats, costs, protocol, window_text)
     if money_text:
         d.suggestions["reasons"] += f"; money spent: {money_text}"
+    answers = {st.variant_id: st.answer for st in all_stats if st.answer is not None}
+    if answers:  # a serving campaign: the load each endpoint carries within its targets
+        figures = {st.variant_id: st.served for st in all_stats if st.served is not None}
+        d.suggestions["load_handled"] += "; " + "; ".join(
+            serving.memo_sentences(answers, figures, catalog)
+        )
     return d
 
 

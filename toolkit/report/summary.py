@@ -27,7 +27,7 @@ from typing import Any
 
 from toolkit import layout
 from toolkit.evidence.amendments import Relaxation, relaxations
-from toolkit.report import generation, stats, utilisation
+from toolkit.report import generation, serving, stats, utilisation
 from toolkit.workbook import names
 from toolkit.workbook.model import Formula, WorkbookData
 
@@ -140,6 +140,10 @@ class VariantStats:
     #: Generation figures of the successes (TTFT, decode rate, ceiling fraction); None
     #: when the Protocol's task is classification.
     generation: generation.Figures | None = None
+    #: Serving figures of the successes and its endpoint and card's highest rate meeting
+    #: the targets; None when the Protocol's task is not serving.
+    served: serving.Figures | None = None
+    answer: serving.Answer | None = None
     #: Successes whose measured window was taken under load (:data:`LOADED_SHARE`):
     #: "a003-b8-fp32-r1-1a2b 61%".
     loaded: list[str] = field(default_factory=list)
@@ -220,6 +224,7 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
     manifests = {m.get("manifest_id"): m for m in data.tables["Manifest"]}
     relaxed = tuple(relaxations(data))
     generative = generation.is_generation(data)
+    served = serving.is_serving(data)
     for st in found.values():
         st.relaxations = relaxed
         mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
@@ -245,6 +250,14 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         wins = [a for a in mine if is_success(a)]
         st.usage = utilisation.of_variant(wins, manifests, declared)
         st.generation = generation.of_variant(wins) if generative else None
+        st.served = serving.of_variant(wins, declared) if served else None
+    if served:
+        answers = serving.highest_rates(
+            {vid: st.served for vid, st in found.items() if st.served is not None},
+            data.tables["Variants"],
+        )
+        for vid, st in found.items():
+            st.answer = answers.get(vid)
     return list(found.values())
 
 
@@ -507,7 +520,41 @@ def summary_row(st: VariantStats, row: int, r: Ranges, notes: str) -> dict[str, 
         values[f"{col}_reason"] = Formula(
             f'IF(SUMPRODUCT({ok}*({r(col)}<>""))=0,"{reason}","")', reason or None
         )
+    values.update(serving_cells(st, row, r, ok))
     return {name: values.get(name) for name in layout.SUMMARY.names}
+
+
+def serving_cells(st: VariantStats, row: int, r: Ranges, ok: str) -> dict[str, Any]:
+    """The serving columns of a Summary row: targets met and tokens within target as
+    formulas over the successes, the rate and its endpoint's highest rate as values."""
+    figures = st.served
+    if figures is None:
+        return {f"{c}_reason": serving.NOT_SERVING for c in serving.SUMMARY_COLUMNS}
+    successes = _cell("successes", row)
+    met = f'SUMPRODUCT({ok}*({r("targets_met")}="yes"))'
+    none = f'IF({successes}=0,"{serving.NO_SUCCESS}","")'
+    values: dict[str, Any] = {
+        "request_rate": figures.request_rate,
+        "targets_met": Formula(
+            f'IF({successes}=0,"",IF({met}={successes},"yes","no"))',
+            None if figures.targets_met is None else YES if figures.targets_met else layout.NO,
+        ),
+        "targets_met_reason": Formula(none, figures.reasons.get("targets_met")),
+        "good_output_tokens": Formula(
+            f'IF({successes}=0,"",SUMPRODUCT({ok},{r("good_output_tokens")}))',
+            figures.good_output_tokens,
+        ),
+        "good_output_tokens_reason": Formula(none, figures.reasons.get("good_output_tokens")),
+        "served_s": Formula(
+            f'IF({successes}=0,"",SUMPRODUCT({ok},{r("measured_s")}))',
+            figures.measured_s if figures.targets_met is not None else None,
+        ),
+    }
+    answer = st.answer
+    rate = answer.rate if answer is not None else None
+    values["highest_rate"] = rate
+    values["highest_rate_reason"] = None if rate is not None else serving.NO_RATE
+    return values
 
 
 def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
@@ -552,6 +599,8 @@ def summary_notes(st: VariantStats, exclusion_rule: str | None) -> str:
     ]
     if st.loaded:
         notes.append(loaded_note(st))
+    if st.served is not None and st.served.lagged:
+        notes.append(serving.lagged_note(st.served))
     if st.gate_note:
         notes.append(st.gate_note)
     by_reason: dict[str, list[str]] = {}

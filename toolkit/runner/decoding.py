@@ -1,6 +1,7 @@
 """The Protocol's task and decoding rule, read without torch (the campaign checks them up front).
 
-``task``: ``classification`` (blank: every workbook older than layout 3) or ``generation``.
+``task``: ``classification`` (blank: every workbook older than layout 3), ``generation`` or
+``serving`` (its scenario: :mod:`toolkit.evidence.scenario`).
 A generation Protocol fixes, for every variant and before timing (R1, R8): greedy decoding,
 ``max_new_tokens``, ``stop_rule`` and what becomes of a prompt past the variant's
 ``max_length`` (``long_prompts``).
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolkit.errors import ProtocolError
+from toolkit.evidence import scenario
 
-TASKS = ("classification", "generation")
+TASKS = ("classification", "generation", "serving")
 #: The Attempts columns only a generation attempt measures (a classification's are empty,
-#: with this module's CLASSIFICATION_REASON).
+#: with the reason of :func:`toolkit.runner.tasks.columns.absent_reason`).
 GENERATION_COLUMNS = (
     "prompt_tokens",
     "generated_tokens",
@@ -27,7 +29,23 @@ GENERATION_COLUMNS = (
     "bandwidth_ceiling_tokens_per_s",
     "decode_ceiling_fraction",
 )
-CLASSIFICATION_REASON = "classification attempt: measured for Protocol task generation only"
+#: The Attempts columns only a serving attempt measures: the endpoint's figures under load.
+SERVING_COLUMNS = (
+    "requests_sent",
+    "requests_completed",
+    "requests_failed",
+    "ttft_p50_ms",
+    "ttft_p90_ms",
+    "ttft_p99_ms",
+    "tpot_p50_ms",
+    "tpot_p99_ms",
+    "itl_p99_ms",
+    "output_tokens_per_s",
+    "goodput_rps",
+    "good_output_tokens",
+    "targets_met",
+    "client_lag_p99_ms",
+)
 STOP_RULES = ("eos", "max_new_tokens")
 LONG_PROMPT_RULES = ("truncate", "refuse")
 
@@ -99,18 +117,24 @@ def decoding_rule(protocol: dict[str, Any]) -> DecodingRule:
 
 
 def check_protocol(protocol: dict[str, Any]) -> None:
-    """Raise ProtocolError when the task, or a generation Protocol's rule, is unusable."""
-    if task_of(protocol) == "generation":
-        decoding_rule(protocol)
+    """Raise ProtocolError when the task, a generation Protocol's rule or a serving
+    Protocol's scenario is unusable."""
+    task = task_of(protocol)
+    if task in ("generation", "serving"):
+        if task == "generation":
+            decoding_rule(protocol)
+        else:
+            scenario.read_scenario(protocol)
         if str(protocol.get("metric")) not in ("chrf",):
             raise ProtocolError(
                 f"Protocol metric {protocol.get('metric')!r} is a classification "
-                "metric, but task is generation",
+                f"metric, but task is {task}",
                 hint="declare metric chrf (against the prompts' reference "
                 "field) with `iteralab amend`",
             )
     elif str(protocol.get("metric")) == "chrf":
         raise ProtocolError(
             "Protocol metric chrf scores generated text, but task is classification",
-            hint="declare accuracy or macro_f1, or task generation, with `iteralab amend`",
+            hint="declare accuracy or macro_f1, or task generation or serving, with "
+            "`iteralab amend`",
         )

@@ -41,14 +41,23 @@ class Endpoint:
 
 
 def run_loop(
-    endpoint: Endpoint, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
+    endpoint: Endpoint,
+    prompts: Sequence[Prompt],
+    arrivals: Arrivals,
+    writer: RecordWriter,
+    measured: bool = True,
 ) -> None:
-    """Send the warm-up, then the measured requests on their schedule; write every record."""
-    asyncio.run(_run(endpoint, prompts, arrivals, writer))
+    """Send the warm-up, then (unless not ``measured``: a warm-up timed on its own) the
+    measured requests on their schedule; write every record."""
+    asyncio.run(_run(endpoint, prompts, arrivals, writer, measured))
 
 
 async def _run(
-    endpoint: Endpoint, prompts: Sequence[Prompt], arrivals: Arrivals, writer: RecordWriter
+    endpoint: Endpoint,
+    prompts: Sequence[Prompt],
+    arrivals: Arrivals,
+    writer: RecordWriter,
+    measured: bool,
 ) -> None:
     # No pool limit: an open loop must never wait for a free connection to send.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
@@ -68,6 +77,8 @@ async def _run(
         warmup_clock = monotonic_from(time.perf_counter())
         for index in range(arrivals.warmup):
             await one(-arrivals.warmup + index, WARMUP, warmup_clock(), warmup_clock)
+        if not measured:
+            return
         if arrivals.rate is not None:
             await _open_loop(one, poisson_offsets(arrivals))
         else:

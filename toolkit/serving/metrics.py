@@ -21,21 +21,20 @@ be computed is None, with its reason.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from toolkit.errors import UsageError
+from toolkit.evidence.scenario import LAG_LIMIT_MS, METRIC_NAMES, LatencyTarget, parse_target
 from toolkit.serving.records import MEASURED, Record, read_records
 
-#: Client lag (actual minus due send) above which, at p99, the run is named lagged: the
-#: server then saw a slower arrival than declared.
-DEFAULT_LAG_LIMIT_MS = 10.0
-METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
-_TARGET = re.compile(r"^(ttft|tpot|itl|e2e)_p(\d{1,2}(?:\.\d+)?|100)_ms$")
+#: The target grammar is the Protocol's (latency_targets); serve-bench takes the same.
+__all__ = ["METRIC_NAMES", "LatencyTarget", "Metrics", "compute", "parse_target", "percentile"]
+
+#: Client lag (actual minus due send) above which, at p99, the run is named lagged.
+DEFAULT_LAG_LIMIT_MS = LAG_LIMIT_MS
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -48,37 +47,6 @@ def percentile(values: Sequence[float], p: float) -> float:
     low = math.floor(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (rank - low) * (ordered[high] - ordered[low])
-
-
-@dataclass(frozen=True)
-class LatencyTarget:
-    """A declared target: the ``percentile`` of ``metric`` at most ``limit_ms``."""
-
-    metric: str
-    percentile: float
-    limit_ms: float
-
-    @property
-    def name(self) -> str:
-        """``ttft_p99_ms``: how it is written on the command line."""
-        return f"{self.metric}_p{self.percentile:g}_ms"
-
-
-def parse_target(text: str) -> LatencyTarget:
-    """``ttft_p99_ms=500`` -> LatencyTarget("ttft", 99, 500.0); UsageError otherwise."""
-    name, _, value = text.partition("=")
-    match = _TARGET.match(name.strip())
-    try:
-        limit = float(value)
-    except ValueError:
-        limit = math.nan
-    if not match or not limit > 0 or math.isinf(limit):
-        raise UsageError(
-            f"target {text!r} is not METRIC_pNN_ms=LIMIT",
-            hint=f"METRIC is one of {', '.join(METRIC_NAMES)}; e.g. ttft_p99_ms=500 "
-            "or tpot_p99_ms=50 (a limit in milliseconds above 0)",
-        )
-    return LatencyTarget(match[1], float(match[2]), limit)
 
 
 @dataclass
@@ -100,6 +68,8 @@ class Metrics:
     output_tokens_from: str = ""
     output_tokens_per_s: float | None = None
     good_requests: int = 0
+    #: Output tokens of the requests meeting every target: what a cost per token divides by.
+    good_output_tokens: int = 0
     goodput_rps: float | None = None
     client_lag_p99_ms: float | None = None
     client_lagged: bool = False
@@ -205,7 +175,11 @@ def _rates(
     sources = sorted({str(r.output_tokens_from) for r in done})
     metrics.output_tokens_from = " and ".join(sources)
     metrics.output_tokens = sum(r.output_tokens or 0 for r in done)
-    metrics.good_requests = sum(_meets(v, targets) for v in values)
+    good = [_meets(v, targets) for v in values]
+    metrics.good_requests = sum(good)
+    metrics.good_output_tokens = sum(
+        r.output_tokens or 0 for r, ok in zip(done, good, strict=True) if ok
+    )
     starts = [r.sent_s for r in measured if r.sent_s is not None]
     ends = [r.end_s for r in measured if r.end_s is not None]
     window = max(ends) - min(starts) if starts and ends else 0.0

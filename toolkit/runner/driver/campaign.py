@@ -42,7 +42,7 @@ from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
 from toolkit.evidence import corpus, journal, protocol
 from toolkit.planner.identity import device_mismatches
-from toolkit.plumbing import beside
+from toolkit.plumbing import beside, engines
 from toolkit.plumbing.clock import now_text
 from toolkit.runner import decoding, lost, plan
 from toolkit.runner.driver import breakdown, forkserver, worker
@@ -274,7 +274,9 @@ def _check_same_corpus(
 def check_devices(variants: list[dict[str, Any]]) -> None:
     """UsageError unless this machine has the CUDA device the cuda variants declare (a
     cluster node runs it before each of its attempts)."""
-    cuda = [str(v["variant_id"]) for v in variants if v.get("device") == "cuda"]
+    # An endpoint's card is the server's: this machine is only its client.
+    here = [v for v in variants if engines.engine_of(v) != engines.OPENAI_HTTP]
+    cuda = [str(v["variant_id"]) for v in here if v.get("device") == "cuda"]
     if not cuda:
         return
     import torch
@@ -286,7 +288,7 @@ def check_devices(variants: list[dict[str, Any]]) -> None:
             "variants with --variant/--series (`iteralab env` shows this machine)",
         )
     props = torch.cuda.get_device_properties(torch.cuda.current_device())  # the one used
-    wrong = device_mismatches(variants, props.name, int(props.total_memory))
+    wrong = device_mismatches(here, props.name, int(props.total_memory))
     if wrong:
         raise UsageError(
             "the GPU here is not the one declared (and priced): " + "; ".join(wrong),

@@ -34,6 +34,11 @@ from toolkit.runner.instruments import compilation, probes
 from toolkit.runner.preflight.result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
 
+#: Why a serving variant's model is not loaded here.
+SERVED = (
+    "served by its endpoint: nothing loads here; each attempt asks the endpoint who it is "
+    "before its first request"
+)
 #: The Variants columns that make two variants load the same model.
 MODEL_KEY = (
     "engine",
@@ -99,6 +104,10 @@ def check(
     cuda = torch.cuda.is_available()
     for members in groups.values():
         first, ids = members[0], tuple(str(v["variant_id"]) for v in members)
+        if task == "serving":  # the model is the endpoint's: each attempt asks it first
+            for vid in ids:
+                checks[vid].not_loaded = SERVED
+            continue
         try:
             if first.get("device") == "cuda" and not cuda:
                 _resolve(first, base)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from toolkit import layout
-from toolkit.runner.decoding import CLASSIFICATION_REASON, GENERATION_COLUMNS
+from toolkit.runner.decoding import GENERATION_COLUMNS, SERVING_COLUMNS
 
 if TYPE_CHECKING:  # the declaration itself stays free of torch (tests read it without)
     from toolkit.runner.tasks.cells import Cells
@@ -55,12 +55,18 @@ EVERY_KIND = (
 OWN: dict[str, tuple[str, ...]] = {
     "classification": ("cold_pass_s",),
     "generation": GENERATION_COLUMNS,
+    "serving": SERVING_COLUMNS,
 }
-#: Why a kind's own columns are empty in another kind's row.
+#: Why a kind's own columns are empty in another kind's row (after "KIND attempt: ").
 ABSENT: dict[str, str] = {
-    "classification": "generation attempt: measured for Protocol task classification only",
-    "generation": CLASSIFICATION_REASON,
+    kind: f"measured for Protocol task {kind} only"
+    for kind in ("classification", "generation", "serving")
 }
+
+
+def absent_reason(kind: str, other: str) -> str:
+    """Why ``other``'s own columns are empty in a ``kind`` attempt's row."""
+    return f"{kind} attempt: {ABSENT[other]}"
 
 
 def measured_columns() -> list[layout.Column]:
@@ -74,7 +80,7 @@ def finish(cells: Cells, kind: str) -> None:
     for other, names in OWN.items():
         if other != kind:
             for name in names:
-                cells.put(name, None, ABSENT[other])
+                cells.put(name, None, absent_reason(kind, other))
     check(cells.row, kind)
 
 

@@ -27,11 +27,20 @@ class TaskKind:
     run: Callable[[AttemptSpec, Emit, Any], dict[str, Any]]
 
 
+def _serving(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
+    """A serving attempt: its client (httpx) comes with the serving extra, so it is imported
+    when one runs, never by a classification or generation campaign."""
+    from toolkit.runner.tasks import serving
+
+    return serving.run(spec, emit, guard)
+
+
 KINDS = {
     kind.name: kind
     for kind in (
         TaskKind(classification.NAME, columns.OWN[classification.NAME], classification.run),
         TaskKind(generation.NAME, columns.OWN[generation.NAME], generation.run),
+        TaskKind("serving", columns.OWN["serving"], _serving),
     )
 }
 

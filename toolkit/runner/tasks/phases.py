@@ -81,13 +81,17 @@ class AttemptRun:
     (duck-typed: ``armed`` and ``stop_campaign``).
     """
 
-    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+    def __init__(
+        self, spec: AttemptSpec, emit: Emit, guard: Any, device: str | None = None
+    ) -> None:
         self.spec = spec
         self.emit = emit
         self.guard = guard
         self.started_at = now_text()
         self.began = time.monotonic()
-        self.device = torch.device(spec.variant["device"])
+        #: Where the phases are timed: the variant's device, or ``device`` (a serving
+        #: attempt's client times on the host whatever card the endpoint runs on).
+        self.device = torch.device(device or spec.variant["device"])
         self.deadline = self.began + spec.timeout_s if spec.timeout_s else None
         self.threads, self.seed, self.baseline = start_process(spec, self.device)
         fault = faults.from_environment()  # a drill's failure inside the measured window
