@@ -20,7 +20,7 @@ from typing import Any
 
 from toolkit import __version__, layout
 from toolkit.errors import ToolkitError
-from toolkit.evidence import audit, journal
+from toolkit.evidence import audit, journal, provenance, run_log
 from toolkit.evidence import merge as merging
 from toolkit.evidence.anchor import write_anchor
 from toolkit.evidence.audit_chain import log, seal_older_rows
@@ -73,7 +73,9 @@ def ingest(
     """Add to the workbook every journal record it lacks, in one save.
 
     ``records`` defaults to the whole journal. Nothing is saved when nothing
-    is missing, so ingesting twice changes nothing. Raises ToolkitError when
+    is missing, so ingesting twice changes nothing. A record the campaign folder does not
+    bear out (a pair copied into the journal by hand: :mod:`toolkit.evidence.provenance`)
+    stays out, named in the result's ``refused``. Raises ToolkitError when
     there is no journal to read, saying what the workbook holds without it.
     """
     entries = journal.read(workbook) if records is None else records
@@ -81,11 +83,30 @@ def ingest(
         if records is None and not journal.journal_path(workbook).exists():
             raise _no_journal(Path(workbook), len(edit.data.tables["Attempts"]))
         todo = missing_records(edit.data, entries)
-        if not todo:
+        refused = provenance.refusals(edit.data, workbook, todo) if todo else {}
+        kept = [r for r in todo if str(r["attempt"].get("attempt_id")) not in refused]
+        if not kept:
             edit.save = False
-            return IngestResult(0, 0, len(entries))
-        attempts, manifests = add_records(edit.data, todo)
-    return IngestResult(attempts, manifests, len(entries) - len(todo))
+            return IngestResult(0, 0, len(entries) - len(todo), refused)
+        attempts, manifests = add_records(edit.data, kept)
+    return IngestResult(attempts, manifests, len(entries) - len(todo), refused)
+
+
+def _journal_merged(workbook: Path, plan: merging.MergePlan) -> None:
+    """Append the joining records this journal lacks, each after its start line, as one run
+    of their own in ``NAME.runs.jsonl`` (the merge), so that they pass the ingestion's checks
+    as the runner's own do."""
+    todo = [r for r in plan.records if str(r["attempt"].get("attempt_id")) not in plan.journaled]
+    if not todo:
+        return
+    run = run_log.new_run_id()
+    run_log.started(workbook, run, merged_from=str(plan.source))
+    for record in todo:
+        attempt_id = str(record["attempt"].get("attempt_id"))
+        start = plan.starts.get(attempt_id)
+        journal.append(workbook, journal.merged_start(record, plan.source, start, run))
+        journal.append(workbook, record)
+    run_log.ended(workbook, run, [str(r["attempt"].get("attempt_id")) for r in todo], {})
 
 
 def _no_journal(workbook: Path, attempts: int) -> ToolkitError:
@@ -128,13 +149,7 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
         for source, target in plan.files:
             target.parent.mkdir(parents=True, exist_ok=True)
             copy_file(source, target)
-        for record in plan.records:
-            attempt_id = str(record["attempt"].get("attempt_id"))
-            if attempt_id not in plan.journaled:
-                journal.append(
-                    workbook, journal.merged_start(record, plan.source, plan.starts.get(attempt_id))
-                )
-                journal.append(workbook, record)
+        _journal_merged(workbook, plan)
         add_records(edit.data, missing_records(edit.data, plan.records))
         for record in plan.records:  # excluded there (R14): excluded here, with its reason
             attempt_id = str(record["attempt"].get("attempt_id"))
