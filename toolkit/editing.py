@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
-from toolkit.errors import ToolkitError
+from toolkit.errors import ToolkitError, UsageError
 from toolkit.evidence import audit, journal, provenance, run_log
 from toolkit.evidence import merge as merging
-from toolkit.evidence.anchor import write_anchor
+from toolkit.evidence.anchor import anchor_findings, anchor_path, recorded_anchor, write_anchor
 from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
@@ -33,6 +33,7 @@ from toolkit.plumbing.atomic import copy_file
 from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
 from toolkit.workbook import store
+from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
 
@@ -42,6 +43,8 @@ class Edit:
 
     data: WorkbookData
     save: bool = True
+    #: Write the chains' anchor even where the rows no longer reach it (a logged re-anchor).
+    reanchor: bool = False
 
 
 @contextlib.contextmanager
@@ -64,7 +67,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
             if edit.data.tables["Attempts"] or edit.data.tables["Audit"]:
-                write_anchor(edit.data, path)  # after the save: the chains reach their ends
+                # after the save: the chains reach their ends
+                write_anchor(edit.data, path, over=edit.reanchor)
 
 
 def ingest(
@@ -90,6 +94,58 @@ def ingest(
             return IngestResult(0, 0, len(entries) - len(todo), refused)
         attempts, manifests = add_records(edit.data, kept)
     return IngestResult(attempts, manifests, len(entries) - len(todo), refused)
+
+
+def reanchor(workbook: str | Path, reason: str) -> list[Finding]:
+    """Anchor the chains to the rows as they stand, logging ``reason`` and the anchor it
+    replaces in Audit; return the anchor findings it settles.
+
+    For a copy saved over the workbook (a spreadsheet program's, opened mid-run) that lacks
+    rows logged since it was opened, when its edits are to be kept rather than the .bak
+    restored. Refuses when the anchor is reached (nothing to do), when the reason is blank,
+    and while the journal holds attempts the sheet lacks (`iteralab ingest` restores them).
+    """
+    workbook = Path(workbook)
+    if not reason.strip():
+        raise UsageError("--reason is empty", hint="say why the anchor moves (logged in Audit)")
+    with change(workbook, refresh_derived=False) as edit:
+        found = [f for f in anchor_findings(edit.data, workbook) if f.check == "anchor"]
+        if not found:
+            raise UsageError(
+                f"{workbook}: nothing to re-anchor: its rows reach "
+                f"{anchor_path(workbook).name}",
+                hint="`iteralab verify` prints the campaign head as it stands",
+            )
+        todo = missing_records(edit.data, journal.read(workbook))
+        todo = [r for r in todo if str(r["attempt"].get("attempt_id")) not in
+                provenance.refusals(edit.data, workbook, todo)]
+        if todo:
+            raise ToolkitError(
+                f"{workbook}: not re-anchored: its journal holds {len(todo)} attempt(s) the "
+                "Attempts sheet lacks; nothing was written",
+                hint="run `iteralab ingest` first (it restores them), then re-anchor what "
+                "is still missing",
+            )
+        lock = current_lock(edit.data)
+        details = {
+            "anchor_before": recorded_anchor(workbook),
+            "attempt_rows": len(edit.data.tables["Attempts"]),
+            "audit_rows_before_this": len(edit.data.tables["Audit"]),
+            "findings": [f.message for f in found],
+        }
+        log(
+            edit.data,
+            {
+                "at": now_text(),
+                "action": "reanchor",
+                "protocol_sha256": lock.sha256 if lock else "not locked",
+                "tool_version": __version__,
+                "reason": reason.strip(),
+                "details": json.dumps(details, sort_keys=True, ensure_ascii=False),
+            },
+        )
+        edit.reanchor = True
+    return found
 
 
 def _journal_merged(workbook: Path, plan: merging.MergePlan) -> None:

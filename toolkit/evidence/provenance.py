@@ -7,7 +7,8 @@ attempts it started); the start's spec is the record's (variant, repetition, see
 protocol) and the locked Variants row's settings, and its Manifest row agrees with that row;
 no other attempt (a journal record before it, or a workbook row) fills the same completed
 slot or names the same predictions file. A record failing one is never ingested, and
-validate names it (a row an older ingestion let in included).
+validate names it (a row an older ingestion let in included). A journal without any start
+line (written before runs journaled them) is held to none of these.
 
 What this cannot prove: every file here is written by whoever holds the folder. A forger
 who also writes a matching run line, a fresh predictions file and a consistent spec makes a
@@ -80,7 +81,7 @@ def refusals(
         problem = (
             _spec_problem(start, attempt, locked)
             or _manifest_problem(entry, attempt, locked)
-            or earlier.repeats(attempt)
+            or (earlier.repeats(attempt) if starts else None)
             or _run_problem(start, runs, attempt_id, attempt_id in runs_named, log_name)
         )
         if problem is not None:
