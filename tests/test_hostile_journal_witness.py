@@ -35,7 +35,11 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = make_campaign(
         folder,
         8,
-        [variant("b1-fp32", 1), variant("b8-fp32", 8), variant("b8-bf16", 8, precision="bf16", series=2)],
+        [
+            variant("b1-fp32", 1),
+            variant("b8-fp32", 8),
+            variant("b8-bf16", 8, precision="bf16", series=2),
+        ],
     )
     result = CliRunner().invoke(
         cli, ["run", str(path), "--variant", "b1-fp32", "--variant", "b8-fp32", "--quiet"]
@@ -118,7 +122,11 @@ def test_each_run_is_logged_and_its_start_lines_name_it(ran: Path) -> None:
     documents = [
         json.loads(line) for line in run_log.path(ran).read_text(encoding="utf-8").splitlines()
     ]
-    assert [d["format"] for d in documents] == [run_log.START_FORMAT, "iteralab-run-time/1"]
+    assert [d["format"] for d in documents] == [
+        run_log.START_FORMAT,
+        run_log.END_FORMAT,
+        "iteralab-run-time/1",
+    ]
     run = documents[0]["run"]
     ids = [str(a["attempt_id"]) for a in store.read(ran).tables["Attempts"]]
     assert documents[1]["run"] == run and documents[1]["attempt_ids"] == ids
@@ -267,3 +275,19 @@ def test_the_honest_records_beside_a_refused_pair_are_ingested(path: Path) -> No
     assert result.exit_code == 1
     assert "ingested 1 attempt(s)" in result.output
     assert "1 record(s) not ingested" in result.stderr
+
+
+def test_a_record_moved_to_another_repetition_than_its_start_planned_is_refused(
+    path: Path,
+) -> None:
+    start, record = _forge(path, "b1-fp32", "a009-b1-fp32-r2-forged")
+    lines = journal.journal_path(path).read_text(encoding="utf-8").splitlines()
+    start["spec"]["repetition"] = 1  # the start planned repetition 1, the record says 2
+    lines[-2] = json.dumps(start)
+    journal.journal_path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = _ingest(path)
+    assert result.exit_code == 1
+    assert (
+        "attempt 'a009-b1-fp32-r2-forged' says repetition 2, its start line planned 1"
+    ) in result.stderr
+    assert record["attempt"]["repetition"] == 2

@@ -26,6 +26,7 @@ from toolkit.evidence.anchor import anchor_findings, anchor_path, recorded_ancho
 from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
+from toolkit.findings import Finding
 from toolkit.money import incurred
 from toolkit.money import ledger as book
 from toolkit.money.tariffs import catalog_from_workbook
@@ -33,7 +34,6 @@ from toolkit.plumbing.atomic import copy_file
 from toolkit.plumbing.clock import now_text
 from toolkit.report.refresh import refresh
 from toolkit.workbook import store
-from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
 
@@ -112,13 +112,16 @@ def reanchor(workbook: str | Path, reason: str) -> list[Finding]:
         found = [f for f in anchor_findings(edit.data, workbook) if f.check == "anchor"]
         if not found:
             raise UsageError(
-                f"{workbook}: nothing to re-anchor: its rows reach "
-                f"{anchor_path(workbook).name}",
+                f"{workbook}: nothing to re-anchor: its rows reach {anchor_path(workbook).name}",
                 hint="`iteralab verify` prints the campaign head as it stands",
             )
         todo = missing_records(edit.data, journal.read(workbook))
-        todo = [r for r in todo if str(r["attempt"].get("attempt_id")) not in
-                provenance.refusals(edit.data, workbook, todo)]
+        todo = [
+            r
+            for r in todo
+            if str(r["attempt"].get("attempt_id"))
+            not in provenance.refusals(edit.data, workbook, todo)
+        ]
         if todo:
             raise ToolkitError(
                 f"{workbook}: not re-anchored: its journal holds {len(todo)} attempt(s) the "
@@ -162,7 +165,7 @@ def _journal_merged(workbook: Path, plan: merging.MergePlan) -> None:
         start = plan.starts.get(attempt_id)
         journal.append(workbook, journal.merged_start(record, plan.source, start, run))
         journal.append(workbook, record)
-    run_log.ended(workbook, run, [str(r["attempt"].get("attempt_id")) for r in todo], {})
+    run_log.ended(workbook, run, [str(r["attempt"].get("attempt_id")) for r in todo])
 
 
 def _no_journal(workbook: Path, attempts: int) -> ToolkitError:

@@ -23,7 +23,6 @@ from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.plain import not_plain
 from toolkit.workbook.model import WorkbookData
 
-
 #: What a re-anchor does, as the anchor findings say it.
 REANCHOR_EFFECT = (
     "it anchors the rows as they stand and logs the reason and the anchor it replaces in Audit"

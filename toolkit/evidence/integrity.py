@@ -119,8 +119,7 @@ def _without_unborne(
     so the chain still compares the row with it), on the sheet when it was refused."""
     refused = provenance.refusals(data, workbook, records)
     rows = {
-        str(r.get("attempt_id")): data.excel_row(SHEET, i)
-        for i, r in enumerate(data.tables[SHEET])
+        str(r.get("attempt_id")): data.excel_row(SHEET, i) for i, r in enumerate(data.tables[SHEET])
     }
     found += [
         Finding(SHEET, rows.get(attempt_id), "attempt_id", "journal", message)

@@ -28,8 +28,9 @@ from toolkit.evidence import journal, run_log
 from toolkit.evidence.protocol import locks
 from toolkit.workbook.model import WorkbookData
 
-#: The spec keys an attempt's record repeats; a record saying otherwise is not its start's.
-RECORD_KEYS = ("variant_id", "repetition", "seed", "protocol_sha256", "order_position")
+#: The spec keys an attempt's record repeats; a record saying otherwise is not its start's
+#: (its variant: :func:`toolkit.evidence.journal.read`).
+RECORD_KEYS = ("repetition", "seed", "protocol_sha256", "order_position")
 #: Variant settings that define the work measured: a start planned under other values ran
 #: other work than the locked row declares.
 SETTINGS = (
@@ -123,11 +124,10 @@ def _spec_problem(
     spec = start.get("spec")
     if not isinstance(spec, dict) or not spec:
         return None  # a merge's start for a copy without start lines: no spec to hold to
-    variant = spec.get("variant") if isinstance(spec.get("variant"), dict) else {}
-    planned = dict(spec, variant_id=variant.get("variant_id"))
+    variant: dict[str, Any] = spec["variant"] if isinstance(spec.get("variant"), dict) else {}
     for key in RECORD_KEYS:
-        if key in planned and planned[key] is not None and not _same(planned[key], attempt.get(key)):
-            return f"says {key} {attempt.get(key)!r}, its start line planned {planned[key]!r}"
+        if spec.get(key) is not None and not _same(spec[key], attempt.get(key)):
+            return f"says {key} {attempt.get(key)!r}, its start line planned {spec[key]!r}"
     row = locked.get((str(attempt.get("protocol_sha256")), str(attempt.get("variant_id"))))
     if row is None:
         return None
@@ -233,4 +233,6 @@ def _slot(attempt: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _key(value: Any) -> Any:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    return (
+        float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    )

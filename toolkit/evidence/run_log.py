@@ -1,7 +1,7 @@
 """``NAME.runs.jsonl``: each campaign run, as it begins and as it ends.
 
 A run writes a start line (its run id) before its first attempt, and at its end one line
-naming every attempt it started (with its time breakdown, :mod:`toolkit.runner.driver.breakdown`).
+naming every attempt it started, then its time breakdown (:mod:`toolkit.runner.driver.breakdown`).
 Each journal start line names its run. So a journal pair copied in by hand names a run this
 log does not know, or a run that ended without starting that attempt: the ingestion refuses
 it (:mod:`toolkit.evidence.provenance`). A run killed outright leaves its start line and no
@@ -23,7 +23,6 @@ from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.plain import not_plain
 
 START_FORMAT = "iteralab-run-start/1"
-#: The end line of a run whose attempts ran elsewhere (a cluster): no time breakdown.
 END_FORMAT = "iteralab-run-end/1"
 
 
@@ -37,9 +36,9 @@ def path(workbook: str | Path) -> Path:
     return beside.run_times(workbook)
 
 
-def append(workbook: str | Path, document: dict[str, Any]) -> None:
-    """Append one line to the log (rewritten whole, as every file the toolkit writes: a few
-    hundred bytes a run)."""
+def append(workbook: str | Path, *documents: dict[str, Any]) -> None:
+    """Append one line per document to the log (rewritten whole, as every file the toolkit
+    writes: a few hundred bytes a run)."""
     target = path(workbook)
     try:
         before = target.read_text(encoding="utf-8")
@@ -47,24 +46,26 @@ def append(workbook: str | Path, document: dict[str, Any]) -> None:
         before = ""
     if before and not before.endswith("\n"):
         before += "\n"
-    write_text(target, before + json.dumps(document, sort_keys=True) + "\n")
+    lines = "".join(json.dumps(d, sort_keys=True) + "\n" for d in documents)
+    write_text(target, before + lines)
 
 
 def started(workbook: str | Path, run_id: str, **details: Any) -> None:
     """Log that run ``run_id`` begins (before its first start line is journaled)."""
-    append(
-        workbook, {"format": START_FORMAT, "run": run_id, "started_at": now_text(), **details}
-    )
+    append(workbook, {"format": START_FORMAT, "run": run_id, "started_at": now_text(), **details})
 
 
 def ended(
-    workbook: str | Path, run_id: str, attempt_ids: Iterable[str], document: dict[str, Any]
+    workbook: str | Path,
+    run_id: str,
+    attempt_ids: Iterable[str],
+    breakdown: dict[str, Any] | None = None,
 ) -> None:
-    """Log that run ``run_id`` ended having started ``attempt_ids``; ``document`` is its time
-    breakdown (or ``{}``: an end line of its own format)."""
-    line = dict(document) if document else {"format": END_FORMAT}
-    line.update(run=run_id, attempt_ids=list(attempt_ids), ended_at=now_text())
-    append(workbook, line)
+    """Log that run ``run_id`` ended having started ``attempt_ids``, then its time breakdown
+    when it has one (``report.md`` shows the last; :mod:`toolkit.report.run_time`)."""
+    end = {"format": END_FORMAT, "run": run_id, "attempt_ids": list(attempt_ids)}
+    end["ended_at"] = now_text()
+    append(workbook, end, *([breakdown] if breakdown else []))
 
 
 @dataclass
@@ -108,7 +109,7 @@ def read(workbook: str | Path) -> Runs:
             continue
         if document.get("format") == START_FORMAT:
             runs.begun.add(run_id)
-        elif isinstance(document.get("attempt_ids"), list):
+        elif document.get("format") == END_FORMAT and isinstance(document.get("attempt_ids"), list):
             runs.ended[run_id] = {str(a) for a in document["attempt_ids"]}
     return runs
 

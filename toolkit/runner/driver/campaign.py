@@ -444,7 +444,7 @@ def run(
         result.elapsed_s = time.monotonic() - began
         if local:
             result.time = breakdown.summary(books.timeline, result.records)
-        run_log.ended(campaign.workbook, books.run_id, books.started, result.time or {})
+        run_log.ended(campaign.workbook, books.run_id, books.started, result.time)
     except Exception:
         if stopped is None:
             raise

@@ -166,9 +166,7 @@ def _stray_exit(
     return _user_code_failed(tuple(str(v["variant_id"]) for v in members), name, exc)
 
 
-def _user_code_failed(
-    ids: tuple[str, ...], engine_name: str, exc: BaseException
-) -> Problem:
+def _user_code_failed(ids: tuple[str, ...], engine_name: str, exc: BaseException) -> Problem:
     """A ``python:`` predictor that raised while imported, built or run on its one batch:
     the exception's type, message and the line that raised it, as a refusal."""
     frames = traceback.extract_tb(exc.__traceback__)
