@@ -3,12 +3,12 @@
 :func:`toolkit.evidence.journal.read` keeps only records that each follow their own start
 line. Here each kept record is held against what else the folder says about it: its start
 line names a run that ``NAME.runs.jsonl`` logged (and, once that run ended, among the
-attempts it started); the start's spec is the record's (variant, repetition, seed,
-protocol) and the locked Variants row's settings, and its Manifest row agrees with that row;
+attempts it started); the start's spec is the record's (repetition, seed, protocol, order
+position) and the locked Variants row's settings, and its Manifest row agrees with that row;
 no other attempt (a journal record before it, or a workbook row) fills the same completed
 slot or names the same predictions file. A record failing one is never ingested, and
 validate names it (a row an older ingestion let in included). A journal without any start
-line (written before runs journaled them) is held to none of these.
+line (written before runs journaled them) is held only to its Manifest rows.
 
 What this cannot prove: every file here is written by whoever holds the folder. A forger
 who also writes a matching run line, a fresh predictions file and a consistent spec makes a
