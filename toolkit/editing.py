@@ -86,14 +86,23 @@ def ingest(
     with change(workbook, refresh_derived=refresh_derived) as edit:
         if records is None and not journal.journal_path(workbook).exists():
             raise _no_journal(Path(workbook), len(edit.data.tables["Attempts"]))
-        todo = missing_records(edit.data, entries)
-        refused = provenance.refusals(edit.data, workbook, todo) if todo else {}
-        kept = [r for r in todo if str(r["attempt"].get("attempt_id")) not in refused]
+        kept, refused = _ingestible(edit.data, workbook, entries)
+        already = len(entries) - len(kept) - len(refused)
         if not kept:
             edit.save = False
-            return IngestResult(0, 0, len(entries) - len(todo), refused)
+            return IngestResult(0, 0, already, refused)
         attempts, manifests = add_records(edit.data, kept)
-    return IngestResult(attempts, manifests, len(entries) - len(todo), refused)
+    return IngestResult(attempts, manifests, already, refused)
+
+
+def _ingestible(
+    data: WorkbookData, workbook: str | Path, entries: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The records ``data`` lacks that the campaign folder bears out, and why each other
+    one it lacks is refused (:func:`toolkit.evidence.provenance.refusals`)."""
+    todo = missing_records(data, entries)
+    refused = provenance.refusals(data, workbook, todo) if todo else {}
+    return [r for r in todo if str(r["attempt"].get("attempt_id")) not in refused], refused
 
 
 def reanchor(workbook: str | Path, reason: str) -> list[Finding]:
@@ -115,13 +124,7 @@ def reanchor(workbook: str | Path, reason: str) -> list[Finding]:
                 f"{workbook}: nothing to re-anchor: its rows reach {anchor_path(workbook).name}",
                 hint="`iteralab verify` prints the campaign head as it stands",
             )
-        todo = missing_records(edit.data, journal.read(workbook))
-        todo = [
-            r
-            for r in todo
-            if str(r["attempt"].get("attempt_id"))
-            not in provenance.refusals(edit.data, workbook, todo)
-        ]
+        todo, _ = _ingestible(edit.data, workbook, journal.read(workbook))
         if todo:
             raise ToolkitError(
                 f"{workbook}: not re-anchored: its journal holds {len(todo)} attempt(s) the "
