@@ -40,7 +40,10 @@ def test_the_last_row_deleted_with_the_journal_and_its_predictions_is_named(tmp_
         f"campaign.chain.json says the workbook held 2 attempt row(s), the last sealed "
         f"{rows[-1]['row_sha256'][:12]}...; the sheet holds 1: rows were cut from the end "
         "(with the journal?): restore the workbook, its journal and predictions from a copy "
-        "of the campaign folder"
+        "of the campaign folder (`iteralab ingest` restores the rows the journal still holds; "
+        "a copy saved over the workbook whose edits are to be kept: `iteralab verify "
+        '--reanchor --reason "..."`, it anchors the rows as they stand and logs the reason '
+        "and the anchor it replaces in Audit)"
     )
 
 

@@ -100,6 +100,7 @@ def _only_driver_files(book: Path, driver: int | None = None) -> None:
             "campaign.bak.xlsx",
             "campaign.xlsx.lock",
             "campaign.journal.jsonl",
+            "campaign.runs.jsonl",
             "campaign.chain.json",
             "campaign.campaign.lock",
             "campaign.campaign.json",

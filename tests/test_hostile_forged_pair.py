@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
-from toolkit.evidence import journal
+from toolkit.evidence import journal, provenance
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
@@ -49,7 +49,7 @@ def test_a_copied_pair_with_a_new_id_is_not_ingested_and_is_named(tmp_path: Path
     found = [f for f in validate(store.read(path), path) if f.check == "journal"]
     assert len(found) == 1
     assert found[0].message.startswith(
-        "example_campaign.journal.jsonl: line 14: attempt 'a007-b1-fp32-r2-forged' names the "
+        "example_campaign.journal.jsonl: attempt 'a007-b1-fp32-r2-forged' names the "
         "predictions file example_campaign_predictions/a006-b1-fp32-r2-d4b5.jsonl of attempt "
         "'a006-b1-fp32-r2-d4b5'"
     )
@@ -67,11 +67,12 @@ def test_a_copied_pair_with_its_own_predictions_path_is_named_by_its_slot(
         measured_s=0.0001,
         predictions_path="example_campaign_predictions/a007-b1-fp32-r2-forged.jsonl",
     )
-    assert [r["attempt"]["attempt_id"] for r in journal.read(path)][-1] == "a006-b1-fp32-r2-d4b5"
-    (refused,) = journal.unstarted(path)
-    assert "fills the slot (variant 'b1-fp32', repetition 2, seed 20250101) that completed " in (
-        refused
-    )
+    refused = provenance.refusals(store.read(path), path, journal.read(path))
+    assert list(refused) == ["a007-b1-fp32-r2-forged"]
+    assert (
+        "fills the slot (variant 'b1-fp32', repetition 2, seed 20250101) that completed "
+        "attempt 'a006-b1-fp32-r2-d4b5' already holds"
+    ) in refused["a007-b1-fp32-r2-forged"]
 
 
 def test_a_start_line_with_a_key_the_runner_never_writes_is_named_not_a_traceback(

@@ -230,3 +230,32 @@ def test_a_predictor_hanging_in_the_pre_flight_is_stopped_with_a_message(
     assert said[policy] in result.stderr, result.stderr
     assert "Traceback" not in result.output
     assert attempts(book) == []
+
+
+@pytest.mark.parametrize("policy", ["fresh", "shared"])
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        (
+            "Interrupts",
+            "python:hostile_predictors:Interrupts raised KeyboardInterrupt with no Ctrl-C "
+            "pressed: the predictor gave up (at hostile_predictors.py:29, in predict)",
+        ),
+        (
+            "Exits",
+            "python:hostile_predictors:Exits raised SystemExit: 3 (at hostile_predictors.py:35, "
+            "in predict)",
+        ),
+    ],
+)
+def test_a_predictor_ending_the_pre_flight_is_named_as_its_cause(
+    tmp_path: Path, policy: str, name: str, cause: str
+) -> None:
+    """No Ctrl-C pressed: the pre-flight refuses the run naming the predictor's code, as an
+    attempt's row does, rather than stopping as a Ctrl-C or dying as the toolkit's fault."""
+    book = _campaign(tmp_path, [name, "Quiet"], policy)
+    result = CliRunner().invoke(cli, ["run", str(book), "--threads", "1"])
+    assert result.exit_code == 1, result.output
+    assert cause in result.stderr, result.stderr
+    assert "toolkit's fault" not in result.stderr and "Traceback" not in result.output
+    assert attempts(book) == []

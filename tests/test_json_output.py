@@ -153,6 +153,7 @@ def test_ingest_json_says_what_it_added(twins: tuple[Path, Path]) -> None:
         "attempts_added": 0,
         "manifests_added": 0,
         "already": 0,
+        "refused": {},
     }
 
 

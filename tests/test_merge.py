@@ -124,7 +124,7 @@ def test_an_id_held_with_other_content_is_never_overwritten(
     mine = journal.read(main)[0]
     forged = json.loads(json.dumps(mine))
     forged["attempt"]["measured_s"] = 0.001
-    start = journal.start(mine["attempt"]["attempt_id"], {}, "2026-12-07T09:00")
+    start = journal.start(mine["attempt"]["attempt_id"], {}, "2026-12-07T09:00", "forged-run")
     with other.with_name("campaign.journal.jsonl").open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(start) + "\n" + json.dumps(forged) + "\n")  # with its start
     result = _invoke("merge", main, other)

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import __version__, layout
-from toolkit.errors import ToolkitError
-from toolkit.evidence import audit, journal
+from toolkit.errors import ToolkitError, UsageError
+from toolkit.evidence import audit, journal, provenance, run_log
 from toolkit.evidence import merge as merging
-from toolkit.evidence.anchor import write_anchor
+from toolkit.evidence.anchor import anchor_findings, anchor_path, recorded_anchor, write_anchor
 from toolkit.evidence.audit_chain import log, seal_older_rows
 from toolkit.evidence.ingest import IngestResult, add_records, missing_records
 from toolkit.evidence.protocol import current_lock
+from toolkit.findings import Finding
 from toolkit.money import incurred
 from toolkit.money import ledger as book
 from toolkit.money.tariffs import catalog_from_workbook
@@ -42,6 +43,8 @@ class Edit:
 
     data: WorkbookData
     save: bool = True
+    #: Write the chains' anchor even where the rows no longer reach it (a logged re-anchor).
+    reanchor: bool = False
 
 
 @contextlib.contextmanager
@@ -64,7 +67,8 @@ def change(path: str | Path, *, refresh_derived: bool) -> Iterator[Edit]:
                 refresh(edit.data, path.parent)
             store.save(edit.data, path)
             if edit.data.tables["Attempts"] or edit.data.tables["Audit"]:
-                write_anchor(edit.data, path)  # after the save: the chains reach their ends
+                # after the save: the chains reach their ends
+                write_anchor(edit.data, path, over=edit.reanchor)
 
 
 def ingest(
@@ -73,19 +77,98 @@ def ingest(
     """Add to the workbook every journal record it lacks, in one save.
 
     ``records`` defaults to the whole journal. Nothing is saved when nothing
-    is missing, so ingesting twice changes nothing. Raises ToolkitError when
+    is missing, so ingesting twice changes nothing. A record the campaign folder does not
+    bear out (a pair copied into the journal by hand: :mod:`toolkit.evidence.provenance`)
+    stays out, named in the result's ``refused``. Raises ToolkitError when
     there is no journal to read, saying what the workbook holds without it.
     """
     entries = journal.read(workbook) if records is None else records
     with change(workbook, refresh_derived=refresh_derived) as edit:
         if records is None and not journal.journal_path(workbook).exists():
             raise _no_journal(Path(workbook), len(edit.data.tables["Attempts"]))
-        todo = missing_records(edit.data, entries)
-        if not todo:
+        kept, refused = _ingestible(edit.data, workbook, entries)
+        already = len(entries) - len(kept) - len(refused)
+        if not kept:
             edit.save = False
-            return IngestResult(0, 0, len(entries))
-        attempts, manifests = add_records(edit.data, todo)
-    return IngestResult(attempts, manifests, len(entries) - len(todo))
+            return IngestResult(0, 0, already, refused)
+        attempts, manifests = add_records(edit.data, kept)
+    return IngestResult(attempts, manifests, already, refused)
+
+
+def _ingestible(
+    data: WorkbookData, workbook: str | Path, entries: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The records ``data`` lacks that the campaign folder bears out, and why each other
+    one it lacks is refused (:func:`toolkit.evidence.provenance.refusals`)."""
+    todo = missing_records(data, entries)
+    refused = provenance.refusals(data, workbook, todo) if todo else {}
+    return [r for r in todo if str(r["attempt"].get("attempt_id")) not in refused], refused
+
+
+def reanchor(workbook: str | Path, reason: str) -> list[Finding]:
+    """Anchor the chains to the rows as they stand, logging ``reason`` and the anchor it
+    replaces in Audit; return the anchor findings it settles.
+
+    For a copy saved over the workbook (a spreadsheet program's, opened mid-run) that lacks
+    rows logged since it was opened, when its edits are to be kept rather than the .bak
+    restored. Refuses when the anchor is reached (nothing to do), when the reason is blank,
+    and while the journal holds attempts the sheet lacks (`iteralab ingest` restores them).
+    """
+    workbook = Path(workbook)
+    if not reason.strip():
+        raise UsageError("--reason is empty", hint="say why the anchor moves (logged in Audit)")
+    with change(workbook, refresh_derived=False) as edit:
+        found = [f for f in anchor_findings(edit.data, workbook) if f.check == "anchor"]
+        if not found:
+            raise UsageError(
+                f"{workbook}: nothing to re-anchor: its rows reach {anchor_path(workbook).name}",
+                hint="`iteralab verify` prints the campaign head as it stands",
+            )
+        todo, _ = _ingestible(edit.data, workbook, journal.read(workbook))
+        if todo:
+            raise ToolkitError(
+                f"{workbook}: not re-anchored: its journal holds {len(todo)} attempt(s) the "
+                "Attempts sheet lacks; nothing was written",
+                hint="run `iteralab ingest` first (it restores them), then re-anchor what "
+                "is still missing",
+            )
+        lock = current_lock(edit.data)
+        details = {
+            "anchor_before": recorded_anchor(workbook),
+            "attempt_rows": len(edit.data.tables["Attempts"]),
+            "audit_rows_before_this": len(edit.data.tables["Audit"]),
+            "findings": [f.message for f in found],
+        }
+        log(
+            edit.data,
+            {
+                "at": now_text(),
+                "action": "reanchor",
+                "protocol_sha256": lock.sha256 if lock else "not locked",
+                "tool_version": __version__,
+                "reason": reason.strip(),
+                "details": json.dumps(details, sort_keys=True, ensure_ascii=False),
+            },
+        )
+        edit.reanchor = True
+    return found
+
+
+def _journal_merged(workbook: Path, plan: merging.MergePlan) -> None:
+    """Append the joining records this journal lacks, each after its start line, as one run
+    of their own in ``NAME.runs.jsonl`` (the merge), so that they pass the ingestion's checks
+    as the runner's own do."""
+    todo = [r for r in plan.records if str(r["attempt"].get("attempt_id")) not in plan.journaled]
+    if not todo:
+        return
+    run = run_log.new_run_id()
+    run_log.started(workbook, run, merged_from=str(plan.source))
+    for record in todo:
+        attempt_id = str(record["attempt"].get("attempt_id"))
+        start = plan.starts.get(attempt_id)
+        journal.append(workbook, journal.merged_start(record, plan.source, start, run))
+        journal.append(workbook, record)
+    run_log.ended(workbook, run, [str(r["attempt"].get("attempt_id")) for r in todo])
 
 
 def _no_journal(workbook: Path, attempts: int) -> ToolkitError:
@@ -128,13 +211,7 @@ def merge(workbook: str | Path, other: Path) -> merging.MergePlan:
         for source, target in plan.files:
             target.parent.mkdir(parents=True, exist_ok=True)
             copy_file(source, target)
-        for record in plan.records:
-            attempt_id = str(record["attempt"].get("attempt_id"))
-            if attempt_id not in plan.journaled:
-                journal.append(
-                    workbook, journal.merged_start(record, plan.source, plan.starts.get(attempt_id))
-                )
-                journal.append(workbook, record)
+        _journal_merged(workbook, plan)
         add_records(edit.data, missing_records(edit.data, plan.records))
         for record in plan.records:  # excluded there (R14): excluded here, with its reason
             attempt_id = str(record["attempt"].get("attempt_id"))

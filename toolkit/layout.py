@@ -2218,9 +2218,10 @@ AUDIT = Sheet(
             "as attempts were set against them, and each later edit; merge: attempts joined "
             "from another machine's copy, with their provenance; bookkeeping: the scenario's "
             "wording, a variant's description, notes, rental_id or label edited after the "
-            "lock (no attempt voided).",
+            "lock (no attempt voided); reanchor: the chains' anchor moved to the rows as they "
+            "stand (a copy saved over the workbook), with the anchor it replaced.",
             required=True,
-            choices=("lock", "amend", "exclude", "prices", "merge", "bookkeeping"),
+            choices=("lock", "amend", "exclude", "prices", "merge", "bookkeeping", "reanchor"),
             computed=True,
         ),
         _c("protocol_sha256", required=True, computed=True, width=64),

@@ -342,6 +342,7 @@ def ingest_document(workbook: Path, journal: Path, result: IngestResult) -> dict
         "attempts_added": result.attempts_added,
         "manifests_added": result.manifests_added,
         "already": result.already,
+        "refused": dict(result.refused),
     }
 
 

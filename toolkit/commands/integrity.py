@@ -53,7 +53,14 @@ def exclude(workbook: Path, attempt_id: str, reason: str, as_json: bool) -> None
     help="A campaign head kept outside the folder (report.md and the Decision memo "
     "print it): say whether the workbook still holds that state.",
 )
-def verify(workbook: Path, head: str | None) -> None:
+@click.option(
+    "--reanchor",
+    is_flag=True,
+    help="Anchor the chains to the rows as they stand (a copy saved over the workbook whose "
+    "edits are to be kept), logged in Audit with --reason and the anchor it replaces.",
+)
+@click.option("--reason", help="Why the anchor moves (with --reanchor; logged in Audit).")
+def verify(workbook: Path, head: str | None, reanchor: bool, reason: str | None) -> None:
     """Check WORKBOOK's chains and print its campaign head; with --head, check a kept one.
 
     The campaign head is one SHA-256 over the attempt rows' and the Audit rows' hash
@@ -61,12 +68,29 @@ def verify(workbook: Path, head: str | None) -> None:
     iteralab's own functions, so keep the head elsewhere (a message, a ticket) when you
     review: `verify --head HASH` then shows whether the workbook still begins with the state
     you saw (exit 0) or was rewritten since (exit 1).
+
+    With --reanchor --reason "...": after a spreadsheet program saved a copy opened
+    mid-run over the workbook, `iteralab ingest` restores the attempt rows the journal
+    holds; this moves the anchor to the rows as they stand, keeping the copy's edits, and
+    logs the reason and the old anchor in Audit (rows only that copy lacked stay lost).
     """
-    from toolkit.errors import EvidenceInvalid
+    from toolkit.errors import EvidenceInvalid, UsageError
     from toolkit.evidence.audit_chain import campaign_head, find_head
     from toolkit.evidence.integrity import record_checks
     from toolkit.workbook import store
 
+    if reanchor:
+        from toolkit.editing import reanchor as move_anchor
+
+        if reason is None:
+            raise UsageError("--reanchor needs --reason", hint='e.g. --reason "..."')
+        settled = move_anchor(workbook, reason)
+        click.echo(
+            f"re-anchored {workbook} ({len(settled)} anchor finding(s) settled); "
+            "logged in the Audit sheet (action reanchor)"
+        )
+    elif reason is not None:
+        raise UsageError("--reason goes with --reanchor", hint="add --reanchor, or drop --reason")
     data = store.read(workbook)
     findings = record_checks(data, workbook)
     for finding in findings:

@@ -580,15 +580,25 @@ def ingest(workbook: Path, as_json: bool) -> None:
             + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
             err=True,
         )
+    for message in result.refused.values():
+        click.echo(f"refused: {message}", err=True)
     if as_json:
         from toolkit.commands import documents
 
         documents.emit(documents.ingest_document(workbook, path, result))
-        return
-    click.echo(
-        f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
-        f"manifest row(s) from {path.name}; {result.already} already in {workbook}"
-    )
+    else:
+        click.echo(
+            f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
+            f"manifest row(s) from {path.name}; {result.already} already in {workbook}"
+        )
+    if result.refused:
+        from toolkit.errors import EvidenceInvalid
+
+        raise EvidenceInvalid(
+            f"{path}: {len(result.refused)} record(s) not ingested (refused above); the "
+            "others are in the workbook",
+            hint="remove the refused lines from the journal, then `iteralab validate`",
+        )
 
 
 COMMANDS = [run, env, demo, ingest]

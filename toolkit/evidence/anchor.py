@@ -23,23 +23,30 @@ from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.plain import not_plain
 from toolkit.workbook.model import WorkbookData
 
+#: What a re-anchor does, as the anchor findings say it.
+REANCHOR_EFFECT = (
+    "it anchors the rows as they stand and logs the reason and the anchor it replaces in Audit"
+)
+
 
 def anchor_path(workbook: str | Path) -> Path:
     """``NAME.chain.json`` beside ``NAME.xlsx``."""
     return beside.anchor(workbook)
 
 
-def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
+def write_anchor(data: WorkbookData, workbook: str | Path, *, over: bool = False) -> bool:
     """Record the number of attempt and Audit rows and each chain's last hash (after a save);
     return whether it was written.
 
     The anchor only moves forward: one the workbook no longer reaches (rows cut from the
     end) is kept as it is, so that the finding stays until the workbook is restored, rather
-    than the cut being sealed over by the next save. A missing anchor is written again from
+    than the cut being sealed over by the next save. ``over`` writes it all the same: a
+    re-anchor a person asked for, its reason and the anchor it replaces logged in Audit by
+    the caller (:func:`toolkit.editing.reanchor`). A missing anchor is written again from
     the workbook as it stands (validate named it until then).
     """
     exists = anchor_path(workbook).exists()
-    if exists and any(f.check == "anchor" for f in anchor_findings(data, workbook)):
+    if not over and exists and any(f.check == "anchor" for f in anchor_findings(data, workbook)):
         return False
     rows, audit = data.tables[SHEET], data.tables[AUDIT]
     head = cell_value(rows[-1].get("row_sha256")) if rows else None
@@ -61,6 +68,19 @@ def write_anchor(data: WorkbookData, workbook: str | Path) -> bool:
         + "\n",
     )
     return True
+
+
+def recorded_anchor(workbook: str | Path) -> dict[str, Any] | None:
+    """What ``NAME.chain.json`` says, as read; None when it is missing, unreadable or no
+    JSON object (a re-anchor logs it as it was)."""
+    path = anchor_path(workbook)
+    if not_plain(path) is not None:
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _missing_anchor(data: WorkbookData, path: Path, journal: Path) -> list[Finding]:
@@ -145,7 +165,9 @@ def anchor_findings(data: WorkbookData, workbook: str | Path) -> list[Finding]:
             f"{path.name} says the workbook held {count} attempt row(s), the "
             f"last sealed {str(head)[:12]}...; {where}: rows were cut from the "
             "end (with the journal?): restore the workbook, its journal and "
-            "predictions from a copy of the campaign folder",
+            "predictions from a copy of the campaign folder (`iteralab ingest` restores the "
+            "rows the journal still holds; a copy saved over the workbook whose edits are to "
+            f'be kept: `iteralab verify --reanchor --reason "..."`, {REANCHOR_EFFECT})',
         )
     ]
 
@@ -173,6 +195,8 @@ def _audit_anchor_findings(data: WorkbookData, anchor: Any, name: str) -> list[F
             f"{name} says the Audit sheet held {count} logged row(s), the last sealed "
             f"{str(head)[:12]}...; {where}: logged rows (a lock, prices, an "
             "exclusion) were deleted: restore the workbook from a copy (.bak.xlsx) "
-            "of the campaign folder",
+            "of the campaign folder; or, when a copy saved over the workbook (a "
+            "spreadsheet program's, opened before those rows were logged) holds edits to keep, "
+            f'keep it and run `iteralab verify --reanchor --reason "..."`: {REANCHOR_EFFECT}',
         )
     ]

@@ -8,7 +8,7 @@ read-change-save around it is :func:`toolkit.editing.ingest`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit import layout
@@ -24,6 +24,8 @@ class IngestResult:
     attempts_added: int
     manifests_added: int
     already: int
+    #: Records the folder does not bear out (attempt id -> why), left in the journal only.
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def missing_records(data: WorkbookData, records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

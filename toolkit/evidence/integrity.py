@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.errors import ToolkitError
-from toolkit.evidence import journal
+from toolkit.evidence import journal, provenance
 from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
 from toolkit.evidence.audit_chain import audit_findings
@@ -69,6 +69,8 @@ def record_checks(
     found: list[Finding] = []
     if records is None and workbook is not None:
         records = _journal_records(workbook, found)
+    if records is not None and workbook is not None:
+        records = _without_unborne(data, workbook, records, found)
     found += chain_findings(data, journal=records)
     if records is not None:
         torn = journal.notes(workbook) if workbook is not None else []
@@ -107,3 +109,25 @@ def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any
             )
         )
         return None
+
+
+def _without_unborne(
+    data: WorkbookData, workbook: Path, records: list[dict[str, Any]], found: list[Finding]
+) -> list[dict[str, Any]]:
+    """``records`` less those the folder does not bear out (a copied or renamed pair), each
+    named in ``found``: on its Attempts row when an ingestion let it in (that record stays,
+    so the chain still compares the row with it), on the sheet when it was refused."""
+    refused = provenance.refusals(data, workbook, records)
+    rows = {
+        str(r.get("attempt_id")): data.excel_row(SHEET, i) for i, r in enumerate(data.tables[SHEET])
+    }
+    found += [
+        Finding(SHEET, rows.get(attempt_id), "attempt_id", "journal", message)
+        for attempt_id, message in refused.items()
+    ]
+    return [
+        r
+        for r in records
+        if str(r["attempt"].get("attempt_id")) not in refused
+        or str(r["attempt"].get("attempt_id")) in rows
+    ]

@@ -191,7 +191,8 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
 
 def unstarted(workbook: str | Path) -> list[str]:
     """One sentence per record :func:`read` leaves out: no start line of its attempt before
-    it, or a second record for one start (one attempt, one slot)."""
+    it, a second record for one start, or a record of another variant than its start planned.
+    (What the rest of the folder says about a kept record: :mod:`toolkit.evidence.provenance`.)"""
     return [message for _, message in _scan_all(workbook)[3]]
 
 
@@ -200,33 +201,39 @@ def notes(workbook: str | Path) -> list[str]:
     return _scan(workbook)[1]
 
 
-def start(attempt_id: str, spec: dict[str, Any], started_at: str) -> dict[str, Any]:
+def start(attempt_id: str, spec: dict[str, Any], started_at: str, run: str) -> dict[str, Any]:
     """The line appended before an attempt runs: a kill (SIGKILL, power loss) that leaves no
-    record still leaves this, and the next run writes the attempt's interrupted row."""
+    record still leaves this, and the next run writes the attempt's interrupted row. ``run``
+    names the run in ``NAME.runs.jsonl`` (:mod:`toolkit.evidence.run_log`)."""
     return {
         "format": START_FORMAT,
         "attempt_id": attempt_id,
         "spec": spec,
         "started_at": started_at,
         "pid": os.getpid(),
+        "run": run,
     }
 
 
 def merged_start(
-    record: dict[str, Any], source: str | Path, start_line: dict[str, Any] | None
+    record: dict[str, Any], source: str | Path, start_line: dict[str, Any] | None, run: str
 ) -> dict[str, Any]:
     """The start line a record joining from another copy's journal (``source``) is appended
-    after: that copy's own, or (a copy whose journal has none) one naming the merge."""
-    if start_line is not None:
-        return start_line
+    after: that copy's own (its spec), or (a copy whose journal has none) one naming the merge.
+    Either names ``run``, the merge's own run in ``NAME.runs.jsonl`` (the other copy's runs
+    are in its log, not here); ``source_run`` keeps the run the other copy named."""
     attempt = record["attempt"]
-    return {
+    base = start_line or {
         "format": START_FORMAT,
         "attempt_id": attempt.get("attempt_id"),
         "spec": {},
         "started_at": attempt.get("started_at"),
-        "merged_from": str(source),
     }
+    line = {k: v for k, v in base.items() if k != "run"}
+    line.update(merged_from=str(source), run=run)
+    if start_line is not None and start_line.get("run") is not None:
+        line["source_run"] = start_line["run"]
+    return line
 
 
 def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
@@ -297,45 +304,8 @@ def _started(
                 )
             )
             continue
-        again = _repeats(entry, kept)
-        if again is not None:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} {again}: the runner "
-                    "runs each slot once and writes each predictions file for one attempt, so "
-                    "this pair of lines was copied into the journal; not ingested",
-                )
-            )
-            continue
         kept.append(entry)
     return kept, refused
-
-
-def _repeats(entry: dict[str, Any], kept: list[dict[str, Any]]) -> str | None:
-    """How ``entry`` repeats a record kept before it (None when it does not): the slot
-    (protocol, variant, repetition, seed) of a completed attempt, or its predictions file."""
-    attempt = entry["attempt"]
-
-    def slot(row: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(k) for k in ("protocol_sha256", "variant_id", "repetition", "seed"))
-
-    for earlier in kept:
-        other = earlier["attempt"]
-        path = attempt.get("predictions_path")
-        if path and path == other.get("predictions_path"):
-            return f"names the predictions file {path} of attempt {other.get('attempt_id')!r}"
-        if (
-            attempt.get("status") == "completed"
-            and other.get("status") == "completed"
-            and slot(attempt) == slot(other)
-        ):
-            return (
-                f"fills the slot (variant {attempt.get('variant_id')!r}, repetition "
-                f"{attempt.get('repetition')}, seed {attempt.get('seed')}) that completed "
-                f"attempt {other.get('attempt_id')!r} already holds"
-            )
-    return None
 
 
 def _scan_all(

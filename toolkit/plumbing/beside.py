@@ -5,6 +5,8 @@ Evidence (kept with the workbook, copied with it):
 - ``NAME.journal.jsonl``: every attempt's record, appended before the workbook sees it;
   ``NAME.journal.torn-N``: a torn last line set aside;
 - ``NAME.chain.json``: the chain anchor (how many Attempts rows the chain reaches, its head);
+- ``NAME.runs.jsonl``: the run log: each campaign run's start, its end with the attempts it
+  started (each journal start line names its run), and its time breakdown;
 - ``NAME_predictions/ATTEMPT.jsonl``: each attempt's predictions file;
 - ``NAME.bak.xlsx``: the workbook before its last save.
 
@@ -15,8 +17,7 @@ Locks, each named for what it guards (none is evidence):
   on a workbook, and who holds it (``runner.driver.campaign_lock``).
   (The *protocol lock* of ``evidence.locking`` is no file: a hash recorded in Audit.)
 
-Outputs: ``NAME_report/``, the report's folder; ``NAME.runs.jsonl``, each campaign run's
-time breakdown (measured windows, the protocol's floor, the toolkit's overhead), one line a run.
+Outputs: ``NAME_report/``, the report's folder.
 """
 
 from __future__ import annotations
@@ -85,5 +86,6 @@ def report_folder(workbook: str | Path) -> Path:
 
 
 def run_times(workbook: str | Path) -> Path:
-    """``NAME.runs.jsonl``: each campaign run's time breakdown, one JSON line a run."""
+    """``NAME.runs.jsonl``: the run log (:mod:`toolkit.evidence.run_log`): each run's start, its
+    end and its time breakdown, one JSON line each."""
     return _named(workbook, ".runs.jsonl")

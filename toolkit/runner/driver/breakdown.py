@@ -22,14 +22,11 @@ the attempts ran in the campaign's own process (process policy ``shared``).
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolkit.plumbing import beside, clock
-from toolkit.plumbing.atomic import write_text
+from toolkit.plumbing import clock
 
 if TYPE_CHECKING:
     from toolkit.runner.driver.forkserver import Launches
@@ -137,15 +134,3 @@ def _phases(attempt: dict[str, Any]) -> float:
 
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
-def record(workbook: Path, document: dict[str, Any]) -> None:
-    """Append the run's breakdown to ``NAME.runs.jsonl`` beside the workbook (report.md shows
-    the last one)."""
-    path = beside.run_times(workbook)
-    try:
-        before = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        before = ""
-    # Rewritten whole, as every file the toolkit writes (a few hundred bytes a run).
-    write_text(path, before + json.dumps(document, sort_keys=True) + "\n")

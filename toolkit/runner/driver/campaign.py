@@ -40,7 +40,7 @@ from typing import IO, Any, NoReturn, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
-from toolkit.evidence import corpus, journal, protocol
+from toolkit.evidence import corpus, journal, protocol, run_log
 from toolkit.planner.identity import device_mismatches
 from toolkit.plumbing import beside, engines
 from toolkit.plumbing.clock import now_text
@@ -351,6 +351,10 @@ class Books:
         self.ingested_at = time.monotonic()
         self.timeline = timeline or breakdown.Timeline()
         self.saver = Saver(campaign.workbook, result, self.timeline)
+        #: This run's id in ``NAME.runs.jsonl``; every start line it journals names it.
+        self.run_id = run_log.new_run_id()
+        #: The attempts this run journaled a start line for, in order.
+        self.started: list[str] = []
 
     def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
         """The next attempt's spec (an AttemptSpec), its start line journaled first."""
@@ -373,8 +377,9 @@ class Books:
         )
         journal.append(
             campaign.workbook,
-            journal.start(spec.attempt_id, json.loads(spec.to_json()), now_text()),
+            journal.start(spec.attempt_id, json.loads(spec.to_json()), now_text(), self.run_id),
         )
+        self.started.append(spec.attempt_id)
         self.display.attempt(spec.attempt_id + (f" on {where}" if where else ""))
         return spec
 
@@ -419,6 +424,7 @@ def run(
         already=len(campaign.slots) - len(campaign.todo),
     )
     books = Books(campaign, options, display, result, timeline)
+    run_log.started(campaign.workbook, books.run_id, pid=os.getpid())
     display.start(len(campaign.slots), result.already)
     previous = _stop_on_sigterm()
     local = executor is None or isinstance(executor, LocalExecutor)
@@ -440,7 +446,7 @@ def run(
         result.elapsed_s = time.monotonic() - began
         if local:
             result.time = breakdown.summary(books.timeline, result.records)
-            breakdown.record(campaign.workbook, result.time)
+        run_log.ended(campaign.workbook, books.run_id, books.started, result.time)
     except Exception:
         if stopped is None:
             raise

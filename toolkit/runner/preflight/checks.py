@@ -31,6 +31,7 @@ from toolkit.runner.engines.model import model_files, read_head
 from toolkit.runner.engines.plugin import PredictorError
 from toolkit.runner.engines.registry import load_classifier, load_generator
 from toolkit.runner.instruments import compilation, probes
+from toolkit.runner.preflight.heard import SignalsHeard
 from toolkit.runner.preflight.result import NO_CUDA_HERE, PreflightError, Problem, VariantCheck
 from toolkit.runner.tasks.classification import Window, run_batches
 
@@ -102,52 +103,79 @@ def check(
     }
     problems: list[Problem] = []
     cuda = torch.cuda.is_available()
-    for members in groups.values():
-        first, ids = members[0], tuple(str(v["variant_id"]) for v in members)
-        if task == "serving":  # the model is the endpoint's: each attempt asks it first
-            for vid in ids:
-                checks[vid].not_loaded = SERVED
-            continue
-        try:
-            if first.get("device") == "cuda" and not cuda:
-                _resolve(first, base)
-                for vid in ids:
-                    checks[vid].not_loaded = NO_CUDA_HERE
+    with SignalsHeard() as heard:
+        for members in groups.values():
+            if task == "serving":  # the model is the endpoint's: each attempt asks it first
+                for v in members:
+                    checks[str(v["variant_id"])].not_loaded = SERVED
                 continue
-            progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
-            _load_and_run(members, base, items, rule, checks, labels)
-        except ToolkitError as exc:  # its message may name the variant: the Problem does
-            message = exc.message.removeprefix(f"variant {ids[0]}: ")
-            problems.append(Problem(ids, message, exc.hint))
-        except PredictorError as exc:  # a python: predictor's batch broke the contract
-            problems.append(
-                Problem(
-                    ids,
-                    str(exc)[:300],
-                    "predict(records) returns one {'id': ..., 'label': ...} per record of "
-                    "its batch: see the contract in docs/engines.md",
-                )
-            )
-        except Exception as exc:  # noqa: BLE001 - user code may raise anything: a refusal
-            name = engines.engine_of(first)
-            if name.startswith(engines.PYTHON_PREFIX):
-                problems.append(_user_code_failed(ids, name, exc))
-            elif isinstance(exc, (RuntimeError, ValueError, OSError)):  # a batch that does not run
-                problems.append(
-                    Problem(
-                        ids,
-                        f"{type(exc).__name__}: {_one_line(exc)}",
-                        "check batch_size, max_length, device and precision",
-                    )
-                )
-            else:
-                raise  # the toolkit's own fault: its traceback is the report
+            try:
+                problem = _check_group(members, base, items, rule, checks, labels, cuda, progress)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                problem = _stray_exit(members, exc, heard)
+            if problem is not None:
+                problems.append(problem)
     if problems:
         raise PreflightError(problems, locked, str(workbook))
     return [checks[str(v["variant_id"])] for v in variants]
 
 
-def _user_code_failed(ids: tuple[str, ...], engine_name: str, exc: Exception) -> Problem:
+def _check_group(
+    members: list[dict[str, Any]],
+    base: Path,
+    items: Sequence[corpus.Item],
+    rule: Any,
+    checks: dict[str, VariantCheck],
+    labels: Collection[str],
+    cuda: bool,
+    progress: Callable[[str], None],
+) -> Problem | None:
+    """Load one model and run its variants' batches; the problem found, or None."""
+    first, ids = members[0], tuple(str(v["variant_id"]) for v in members)
+    try:
+        if first.get("device") == "cuda" and not cuda:
+            _resolve(first, base)
+            for vid in ids:
+                checks[vid].not_loaded = NO_CUDA_HERE
+            return None
+        progress(f"loading {first.get('model_path')} for {', '.join(ids)}")
+        _load_and_run(members, base, items, rule, checks, labels)
+    except ToolkitError as exc:  # its message may name the variant: the Problem does
+        return Problem(ids, exc.message.removeprefix(f"variant {ids[0]}: "), exc.hint)
+    except PredictorError as exc:  # a python: predictor's batch broke the contract
+        return Problem(
+            ids,
+            str(exc)[:300],
+            "predict(records) returns one {'id': ..., 'label': ...} per record of "
+            "its batch: see the contract in docs/engines.md",
+        )
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything: a refusal
+        name = engines.engine_of(first)
+        if name.startswith(engines.PYTHON_PREFIX):
+            return _user_code_failed(ids, name, exc)
+        if isinstance(exc, (RuntimeError, ValueError, OSError)):  # a batch that does not run
+            return Problem(
+                ids,
+                f"{type(exc).__name__}: {_one_line(exc)}",
+                "check batch_size, max_length, device and precision",
+            )
+        raise  # the toolkit's own fault: its traceback is the report
+    return None
+
+
+def _stray_exit(
+    members: list[dict[str, Any]], exc: KeyboardInterrupt | SystemExit, heard: SignalsHeard
+) -> Problem:
+    """A KeyboardInterrupt or SystemExit out of a ``python:`` predictor while no Ctrl-C or
+    SIGTERM reached the process: its own code raised it, a refusal naming that code (as an
+    attempt's row does). Raised again otherwise: the run is being stopped."""
+    name = engines.engine_of(members[0])
+    if heard.signalled or not heard.listening or not name.startswith(engines.PYTHON_PREFIX):
+        raise exc
+    return _user_code_failed(tuple(str(v["variant_id"]) for v in members), name, exc)
+
+
+def _user_code_failed(ids: tuple[str, ...], engine_name: str, exc: BaseException) -> Problem:
     """A ``python:`` predictor that raised while imported, built or run on its one batch:
     the exception's type, message and the line that raised it, as a refusal."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -156,9 +184,11 @@ def _user_code_failed(ids: tuple[str, ...], engine_name: str, exc: Exception) ->
         if frames
         else ""
     )
+    said = _one_line(exc)
+    stray = " with no Ctrl-C pressed" if isinstance(exc, KeyboardInterrupt) else ""
     return Problem(
         ids,
-        f"{engine_name} raised {type(exc).__name__}: {_one_line(exc)}{where}",
+        f"{engine_name} raised {type(exc).__name__}{stray}{': ' + said if said else ''}{where}",
         f"the error is in {engine_name.removeprefix(engines.PYTHON_PREFIX)}'s code: import "
         "it, build it and call predict() on a few records by hand to see its traceback (the "
         "contract: docs/engines.md)",
