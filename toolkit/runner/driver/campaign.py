@@ -32,11 +32,12 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NoReturn, Protocol
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -49,6 +50,9 @@ from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
+
+if TYPE_CHECKING:  # torch: imported where an attempt runs in this process only
+    from toolkit.runner.attempt import InterruptGuard
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
@@ -350,8 +354,8 @@ class Books:
         self.timeline = timeline or breakdown.Timeline()
         self.saver = Saver(campaign.workbook, result, self.timeline)
 
-    def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
-        """The next attempt's spec (an AttemptSpec), its start line journaled first."""
+    def spec(self, slot: plan.Slot, where: str | None = None) -> AttemptSpec:
+        """The next attempt's spec, its start line journaled first."""
         campaign, options = self.campaign, self.options
         self.sequence += 1
         spec = AttemptSpec(
@@ -485,12 +489,12 @@ class LocalExecutor:
                 workers.close()
 
 
-def _stop_on_sigterm() -> Any:
+def _stop_on_sigterm() -> Callable[[int, FrameType | None], Any] | int | None:
     """Treat SIGTERM like Ctrl-C, so a stopped campaign still records its running attempt."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt("SIGTERM")
 
     return signal.signal(signal.SIGTERM, handler)
@@ -582,7 +586,7 @@ def _in_process(spec: AttemptSpec, display: Progress) -> tuple[dict[str, Any], b
 
 
 @contextmanager
-def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
+def _time_limit(spec: AttemptSpec, guard: InterruptGuard) -> Iterator[None]:
     """Stop an attempt blocked inside its own code (a ``predict()`` that never returns
     checks no deadline) :data:`SHARED_GRACE_S` past its timeout: an alarm raises the
     attempt's timeout error in this process, while its phases run (a process of its own
@@ -670,7 +674,7 @@ class Workers:
         self.env = forkserver.worker_env()
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
-        self.spare: tuple[Any, IO[str]] | None = None
+        self.spare: tuple[forkserver.Worker, IO[str]] | None = None
         #: How the workers were started: the run's breakdown says it.
         self.launches = forkserver.Launches()
         refusal = fork_refusal(campaign)
@@ -689,7 +693,7 @@ class Workers:
             self.launches.spawning(str(exc))
             self.close()  # each worker then imports everything itself
 
-    def start(self) -> tuple[Any, IO[str]]:
+    def start(self) -> tuple[forkserver.Worker, IO[str]]:
         """The next attempt's worker process (``subprocess.Popen`` or its forked equivalent)
         and the file its stderr goes to: the one started :meth:`ahead`, or a new one."""
         if self.spare is not None:
@@ -707,7 +711,7 @@ class Workers:
         if self.spare is None:
             self.spare = self.start()
 
-    def _launch(self, stderr: IO[str]) -> Any:
+    def _launch(self, stderr: IO[str]) -> forkserver.Worker:
         proc = forkserver.launch(self.server, self.env, stderr, self.launches)
         if not isinstance(proc, forkserver.ForkedWorker):
             self.server = None  # none, or it failed and was closed: the others spawn too
@@ -719,6 +723,7 @@ class Workers:
             proc, stderr = self.spare
             self.spare = None
             proc.kill()
+            assert proc.stdin is not None and proc.stdout is not None  # piped, as launched
             proc.stdin.close()
             proc.stdout.close()
             proc.wait()
@@ -803,7 +808,7 @@ def _in_worker(
     return record, stop
 
 
-def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
+def _why_lost(spec: AttemptSpec, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
     """The status of an attempt whose worker ended without its record, and why it ended."""
     if interrupted:
         return "interrupted", "interrupted by Ctrl-C"
@@ -815,7 +820,7 @@ def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple
     return "failed", f"worker exited with {_exit_text(code)}"
 
 
-def _unusable(event: dict[str, Any], spec: Any) -> str | None:
+def _unusable(event: dict[str, Any], spec: AttemptSpec) -> str | None:
     """Why the campaign skips ``event`` of ``spec``'s worker (a note of :func:`_reader`, or
     a record of another attempt); None when it is used."""
     if event.get("event") == "note":  # made by _reader, never sent
@@ -828,7 +833,7 @@ def _unusable(event: dict[str, Any], spec: Any) -> str | None:
     return None
 
 
-def _signal(proc: Any, sig: int) -> None:
+def _signal(proc: forkserver.Worker, sig: int) -> None:
     try:
         os.kill(proc.pid, sig)
     except ProcessLookupError:
