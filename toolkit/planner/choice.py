@@ -38,7 +38,7 @@ MARGIN_STEP_PCT = 10
 CONTEXT_FACTOR = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """One card kind for the need: its split, its ceiling, its offer."""
 
@@ -292,7 +292,16 @@ def rank(
         found.append(
             _best(
                 [
-                    _candidate(own, g, o, price_reason, usage, note, mlp, len(lots) > 1)
+                    _candidate(
+                        own,
+                        g,
+                        o,
+                        price_reason=price_reason,
+                        usage=usage,
+                        note=note,
+                        mlp=mlp,
+                        several=len(lots) > 1,
+                    )
                     for o in lots
                 ],
                 usage,
@@ -361,6 +370,7 @@ def _candidate(
     need: Need,
     g: Gpu,
     offer: Offer | None,
+    *,
     price_reason: str,
     usage: str | None,
     note: str | None,
@@ -401,7 +411,18 @@ def _candidate(
             fit = usage_fit(offer, usage)
             if fit:
                 said.append(fit)
-    return Candidate(g, need, split, t1, tb, reason, offer, why, tuple(said), note)
+    return Candidate(
+        gpu=g,
+        need=need,
+        split=split,
+        tokens_batch1=t1,
+        tokens_batch=tb,
+        ceiling_reason=reason,
+        offer=offer,
+        price_reason=why,
+        warnings=tuple(said),
+        precision_note=note,
+    )
 
 
 def margins(

@@ -34,7 +34,7 @@ USAGES = {
 EXTRA_MONEY = ("storage_usd_per_gb_month", "egress_usd_per_gb")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Offer:
     """One lot of a card for a plan, as the price catalog sells it."""
 
@@ -161,15 +161,15 @@ def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str,
             -known.price_per_lot_usd,
         ):
             newest[key] = Offer(
-                plan.gpu_slug,
-                plan.cards_per_lot,
-                plan.price_per_lot_usd,
-                plan.plan_days,
-                plan.catalog_date,
-                state,
-                storage,
-                egress,
-                provider,
+                gpu_slug=plan.gpu_slug,
+                cards_per_lot=plan.cards_per_lot,
+                price_per_lot_usd=plan.price_per_lot_usd,
+                plan_days=plan.plan_days,
+                catalog_date=plan.catalog_date,
+                availability=state,
+                storage_usd_per_gb_month=storage,
+                egress_usd_per_gb=egress,
+                provider=provider,
             )
     by_slug: dict[str, list[Offer]] = {}
     for offer in newest.values():
@@ -275,10 +275,10 @@ def metered_lines(metered: dict[str, tuple[tariffs.Meter, ...]], usage: str | No
 def _as_offer(meter: tariffs.Meter) -> Offer:
     """A metered price as an offer, for :func:`usage_fit` to judge its market."""
     return Offer(
-        meter.gpu_slug,
-        meter.cards_per_lot,
-        meter.price_per_hour,
-        0,
-        meter.catalog_date,
+        gpu_slug=meter.gpu_slug,
+        cards_per_lot=meter.cards_per_lot,
+        price_per_lot_usd=meter.price_per_hour,
+        plan_days=0,
+        catalog_date=meter.catalog_date,
         availability=meter.market,
     )

@@ -154,7 +154,7 @@ class Result:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Campaign:
     """A prepared campaign: protocol, variants, corpus facts, slots to run."""
 
@@ -233,15 +233,15 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     _check_same_corpus(workbook, form, current, data, records, fingerprint)
     todo = plan.pending(slots, current, seeds[0] if seeds else None)
     return Campaign(
-        workbook,
-        form,
-        sha,
-        {str(v["variant_id"]): v for v in chosen},
-        slots,
-        todo,
-        known,
-        fingerprint,
-        len(items),
+        workbook=workbook,
+        protocol=form,
+        protocol_sha256=sha,
+        variants={str(v["variant_id"]): v for v in chosen},
+        slots=slots,
+        todo=todo,
+        known=known,
+        corpus_sha256=fingerprint,
+        corpus_items=len(items),
     )
 
 

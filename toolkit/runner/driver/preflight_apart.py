@@ -64,6 +64,7 @@ def check(
     variants: Sequence[dict[str, Any]],
     protocol: dict[str, Any],
     workbook: Path,
+    *,
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
