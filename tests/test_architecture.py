@@ -534,7 +534,6 @@ LONG_COMMANDS = frozenset(
         "toolkit.commands.tariffs._lines",
         "toolkit.commands.report._stats_rows",
         "toolkit.commands.imports.import_ledger",
-        "toolkit.commands.memory.estimate",
     }
 )
 

@@ -20,6 +20,7 @@ from toolkit import layout
 from toolkit.evidence.ingest import IngestResult
 from toolkit.findings import Finding
 from toolkit.money import schedule
+from toolkit.money.quote import Quote
 from toolkit.money.tariffs import rules
 from toolkit.report.costs import Costing
 from toolkit.report.refresh import Refreshed
@@ -382,49 +383,28 @@ def _meter(m: rules.Meter) -> dict[str, Any]:
     }
 
 
-def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
-    """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans.
-
-    The request was checked by :func:`calcul_forfaits.report` first (same errors).
-    """
-    hours, _ = rules.schedule_hours(request)
-    document: dict[str, Any] = {"format": COST, "catalog": name}
-    if request.list_catalog or request.gpu is None or request.days is None:
-        day = catalog.snapshot(request.catalog_date)
-        document["snapshot"] = day
-        document["plans"] = [_plan(p) for p in catalog.plans if p.catalog_date == day]
+def cost_document(answer: Quote, name: str) -> dict[str, Any]:
+    """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans."""
+    document: dict[str, Any] = {"format": COST, "catalog": name, "snapshot": answer.snapshot}
+    priced = answer.priced
+    if priced is None:
+        document["plans"] = [_plan(p) for p in answer.plans]
     else:
-        lots = int(request.lots)
-        plan = catalog.plan(request.gpu, int(request.days), request.catalog_date)
-        total = rules.budget(plan, lots)
-        accepted = None if request.accepted is None else int(request.accepted)
-        per = None if accepted is None else rules.cost_per_accepted(total, accepted)
-        if per is not None:  # a quotient: to the cent, as the CLI prints it
-            per = rules.to_cent(per)
-        document.update(
-            {
-                "snapshot": plan.catalog_date,
-                "plan": _plan(plan),
-                "lots": lots,
-                "cards": lots * plan.cards_per_lot,
-                "flat_price": amount(total, plan.currency),
-                "billing": "flat: the whole plan is due however short the run",
-                "accepted_results": accepted,
-                "cost_per_accepted": amount(per, plan.currency),
-                "cost_per_accepted_reason": (
-                    None
-                    if per is not None
-                    else "no --accepted-results given: none invented"
-                    if accepted is None
-                    else rules.UNDEFINED
-                ),
-            }
-        )
-    if hours is not None:
-        document["schedule_hours"] = float(hours)
+        currency = priced.plan.currency
+        document |= {
+            "plan": _plan(priced.plan),
+            "lots": priced.lots,
+            "cards": priced.lots * priced.plan.cards_per_lot,
+            "flat_price": amount(priced.total, currency),
+            "billing": "flat: the whole plan is due however short the run",
+            "accepted_results": priced.accepted,
+            "cost_per_accepted": amount(priced.per_accepted, currency),
+            "cost_per_accepted_reason": priced.per_accepted_reason,
+        }
+    if answer.schedule_hours is not None:
+        document["schedule_hours"] = float(answer.schedule_hours)
         document["coverage"] = [
-            {"plan_days": c.days, "hours": c.hours, "covers": c.covers}
-            for c in rules.coverage(hours)
+            {"plan_days": c.days, "hours": c.hours, "covers": c.covers} for c in answer.coverage
         ]
     return document
 

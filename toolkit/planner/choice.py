@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from toolkit.money import tariffs
 from toolkit.money.tariffs import rules
-from toolkit.planner import memory, splits
-from toolkit.planner.gpus import GB_LABEL, Gpu
+from toolkit.planner import memory, offers, splits
+from toolkit.planner.gpus import GB_LABEL, Gpu, load_catalog
 from toolkit.planner.memory import Estimate, gib
 from toolkit.planner.need import Need
 from toolkit.planner.offers import USAGES, Offer, suits, usage_fit
@@ -260,6 +262,31 @@ def choose(
     )
     grown = margins(estimate, catalog, offers) if estimate is not None else ()
     return Choice(need, estimate, tuple(found), plan_days, usage, grown)
+
+
+def choose_from_files(
+    catalog: Path | None,
+    prices: Path | None,
+    *,
+    estimate: Estimate | None,
+    need: Need | None,
+    usage: str | None,
+    plan_days: int,
+) -> tuple[Choice, dict[str, tuple[tariffs.Meter, ...]]]:
+    """:func:`choose` over a GPU catalog CSV and a price CSV (the shipped ones for None),
+    priced at ``plan_days``' flat plans, and the metered prices of the lots that hold the
+    answer's split, by card."""
+    found, price_reason = offers.load_offers(prices, plan_days)
+    answer = choose(
+        load_catalog(catalog),
+        found,
+        estimate=estimate,
+        need=need,
+        price_reason=price_reason,
+        usage=usage,
+        plan_days=plan_days,
+    )
+    return answer, offers.holding(offers.load_metered(prices), answer.cards_per_machine)
 
 
 def rank(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from toolkit.errors import CatalogError
 from toolkit.money import tariffs
@@ -248,6 +249,26 @@ def holding(
         for slug, n in cards.items()
     }
     return {slug: found for slug, found in kept.items() if found}
+
+
+def metered_as_dict(
+    metered: dict[str, tuple[tariffs.Meter, ...]],
+) -> dict[str, list[dict[str, Any]]]:
+    """The metered prices per card, JSON-ready (amounts as decimal text)."""
+    return {
+        slug: [
+            {
+                "market": m.market,
+                "price_per_hour_usd": str(m.price_per_hour),
+                "cards_per_lot": m.cards_per_lot,
+                "billing_seconds": m.billing_seconds,
+                "catalog_date": m.catalog_date,
+                "source": m.source,
+            }
+            for m in found
+        ]
+        for slug, found in metered.items()
+    }
 
 
 def metered_lines(metered: dict[str, tuple[tariffs.Meter, ...]], usage: str | None) -> list[str]:
