@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,9 @@ from toolkit.report.reviewer import Outputs
 from toolkit.report.stats import Separation
 from toolkit.report.summary import VariantStats
 from toolkit.runner.decoding import GENERATION_COLUMNS
+
+if TYPE_CHECKING:  # pandera: loaded where a schema runs
+    from toolkit.report.validation import Validation
 
 REPORT = "iteralab-report/1"
 ATTEMPT = "iteralab-attempt/1"
@@ -292,6 +295,18 @@ def init_document(
         "tariff_plans": plans,
         "tariff_metered": metered,
         "next": following,
+    }
+
+
+def validate_document(workbook: Path, checked: Validation) -> dict[str, Any]:
+    """What `iteralab validate` found: every finding, the notes and the protocol's warnings."""
+    return {
+        "format": VALIDATE,
+        "workbook": str(workbook),
+        "valid": checked.valid,
+        "findings": [f.as_dict() for f in checked.findings],
+        "notes": [] if checked.inferred is None else [checked.inferred],
+        "warnings": checked.warnings,
     }
 
 

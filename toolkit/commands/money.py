@@ -130,28 +130,14 @@ def schedule(
 
     with tariffs.translated(UsageError):
         zone = tariffs.rules.parse_zone(tz)
-    texts: list[str] = []
-    found: list[sched.Phase] = []
+    data = None
     if workbook is not None:
         from toolkit.workbook import store
 
         data = store.read(workbook)
-        rows = data.tables[sched.SHEET]
-        if not rows:
-            raise UsageError(
-                f"{workbook}: the {sched.SHEET} sheet has no phase",
-                hint="type one row per phase (phase, start, end)",
-            )
-        found += sched.phases_from_sheet(rows, data.row_numbers.get(sched.SHEET, []), zone)
-        texts += [str(r.get(c)) for r in rows for c in ("start", "end")]
-    if start or end:
-        if not (start and end):
-            raise UsageError("--start and --end go together", hint="give both")
-        found.append(sched.make_phase("window", start, end, zone))
-        texts += [start, end]
-    for spec in phases:
-        found.append(sched.parse_phase(spec, zone))
-        texts += spec.partition("=")[2].split("/", 1)
+    found, texts = sched.asked_phases(
+        data=data, workbook=workbook, start=start, end=end, specs=phases, zone=zone
+    )
     win = sched.window(found)
     if as_json:
         from toolkit.commands import documents
