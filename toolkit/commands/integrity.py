@@ -63,7 +63,7 @@ def verify(workbook: Path, head: str | None) -> None:
     you saw (exit 0) or was rewritten since (exit 1).
     """
     from toolkit.errors import EvidenceInvalid
-    from toolkit.evidence.audit_chain import campaign_head, find_head
+    from toolkit.evidence.audit_chain import campaign_head, kept_head
     from toolkit.evidence.integrity import record_checks
     from toolkit.workbook import store
 
@@ -75,23 +75,7 @@ def verify(workbook: Path, head: str | None) -> None:
     attempts, audit = len(data.tables["Attempts"]), len(data.tables["Audit"])
     click.echo(f"campaign head: {now} ({attempts} attempt row(s), {audit} Audit row(s))")
     if head is not None:
-        found = find_head(data, head)
-        if found is None:
-            raise EvidenceInvalid(
-                f"{workbook}: no state of this workbook has the head {head.strip()}: its "
-                "attempt or Audit rows were rewritten (or re-sealed) since that head was "
-                "taken, or it is another campaign's",
-                hint="compare with the copy the head was taken from; trust neither until "
-                "the difference is explained",
-            )
-        if found == (attempts, audit):
-            click.echo("the kept head is this workbook's current state")
-        else:
-            click.echo(
-                f"the kept head names this workbook's first {found[0]} attempt row(s) "
-                f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
-                f"row(s) and {audit - found[1]} Audit row(s) were added since"
-            )
+        click.echo(kept_head(data, head, workbook))
     if findings:
         raise EvidenceInvalid(
             f"{workbook}: {len(findings)} integrity finding(s) above",
