@@ -31,6 +31,7 @@ from toolkit.runner.decoding import GENERATION_COLUMNS
 
 if TYPE_CHECKING:  # pandera: loaded where a schema runs
     from toolkit.report.validation import Validation
+    from toolkit.runner.driver.campaign import Result
 
 REPORT = "iteralab-report/1"
 ATTEMPT = "iteralab-attempt/1"
@@ -257,29 +258,20 @@ def attempt_document(record: dict[str, Any], generation: bool = False) -> dict[s
     return {"format": ATTEMPT, **{k: row.get(k) for k in [*keys, "notes"]}}
 
 
-def run_document(
-    workbook: Path,
-    counts: dict[str, int],
-    recorded: int,
-    elapsed_s: float,
-    predictions: Path,
-    interrupted: bool,
-    ingest_pending: bool,
-    time: dict[str, Any] | None,
-) -> dict[str, Any]:
+def run_document(workbook: Path, result: Result) -> dict[str, Any]:
     """The summary line that ends `iteralab run --json`: counts by status (``interrupted``
     counts rows), ``stopped`` when Ctrl-C ended the run, and ``time``: where the wall time
     went (null when nothing ran, or on a cluster)."""
     return {
         "format": RUN,
         "workbook": str(workbook),
-        "recorded": recorded,
-        **counts,
-        "elapsed_s": round(elapsed_s, 3),
-        "predictions": str(predictions),
-        "stopped": interrupted,
-        "ingest_pending": ingest_pending,
-        "time": time,
+        "recorded": len(result.records),
+        **result.counts(),
+        "elapsed_s": round(result.elapsed_s, 3),
+        "predictions": str(result.predictions_dir),
+        "stopped": result.interrupted,
+        "ingest_pending": result.ingest_pending,
+        "time": result.time,
     }
 
 

@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from toolkit.errors import UsageError
-
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 WORKLOADS = ("inference", "lora", "qlora", "full")
 USAGES = ("endpoint", "batch", "checkpointed", "unresumable")
@@ -187,18 +185,6 @@ def estimate(as_json: bool, **opts: Any) -> None:
         click.echo(line)
 
 
-def _need_gb(text: str | None) -> Decimal | None:
-    if text is None:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        value = Decimal(0)
-    if not value.is_finite() or value <= 0:
-        raise UsageError(f"--need-gb {text!r} is not a positive number", hint="e.g. --need-gb 40")
-    return value
-
-
 @click.command()
 @_model_options
 @click.option(
@@ -244,20 +230,14 @@ def gpus(
     margins table shows how the answer moves at a larger allocator margin and
     an 8x longer context.
     """
-    from toolkit.planner import choice, choice_text, offers
-    from toolkit.planner.model_options import estimate_from_options
-    from toolkit.planner.need import Need
+    from toolkit.planner import choice, choice_text, model_options, offers
 
-    gb = _need_gb(need_gb)
-    model_given = opts.get("config") is not None or opts.get("params") is not None
-    if gb is not None and model_given:
-        raise UsageError("--need-gb and a model together", hint="give one of them")
-    est = None if gb is not None else estimate_from_options(opts)
+    est, need = model_options.sized(need_gb, opts)
     answer, metered = choice.choose_from_files(
         catalog,
         tariffs,
         estimate=est,
-        need=Need.from_gb(gb) if gb is not None else None,
+        need=need,
         usage=usage,
         plan_days=int(plan_days),
     )

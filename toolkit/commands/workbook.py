@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     from toolkit.report.validation import Validation
 
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+#: What to do with a new workbook (``{workbook}``: its path).
+NEXT_STEPS = (
+    "fill Protocol, Variants, Rentals and Schedule (blue cells), then "
+    "`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
+    "check {workbook}`; after the runs, confirm the outputs you checked in "
+    "Verification"
+)
 
 
 @click.command()
@@ -33,12 +40,7 @@ def init(workbook: Path, as_json: bool) -> None:
     from toolkit.money import new_workbook
 
     catalog = new_workbook.create(workbook)
-    following = (
-        "fill Protocol, Variants, Rentals and Schedule (blue cells), then "
-        f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
-        f"check {workbook}`; after the runs, confirm the outputs you checked in "
-        "Verification"
-    )
+    following = NEXT_STEPS.format(workbook=workbook)
     if as_json:
         from toolkit.commands import documents
 

@@ -9,10 +9,12 @@ messages name them as a user types them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from toolkit.errors import UsageError
 from toolkit.planner import memory
+from toolkit.planner.need import Need
 
 #: The options that size a model without its config.json.
 EXPLICIT_SIZES = (
@@ -84,3 +86,27 @@ def shape_from_options(opts: Mapping[str, Any]) -> memory.Shape:
         intermediate=opts.get("intermediate_size"),
         tied_embeddings=bool(opts.get("tied_embeddings")),
     )
+
+
+def sized(
+    need_gb: str | None, opts: Mapping[str, Any]
+) -> tuple[memory.Estimate | None, Need | None]:
+    """What `gpus` sizes the cards against: the model's estimate (:func:`estimate_from_options`),
+    or a bare memory figure ``need_gb`` in GiB; UsageError for both, or a figure that is
+    not a positive number."""
+    if need_gb is None:
+        return estimate_from_options(opts), None
+    gb = _positive_gb(need_gb)
+    if opts.get("config") is not None or opts.get("params") is not None:
+        raise UsageError("--need-gb and a model together", hint="give one of them")
+    return None, Need.from_gb(gb)
+
+
+def _positive_gb(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(0)
+    if not value.is_finite() or value <= 0:
+        raise UsageError(f"--need-gb {text!r} is not a positive number", hint="e.g. --need-gb 40")
+    return value
