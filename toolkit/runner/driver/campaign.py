@@ -50,6 +50,7 @@ from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
 
 if TYPE_CHECKING:  # torch: imported where an attempt runs in this process only
     from toolkit.runner.attempt import InterruptGuard
@@ -169,7 +170,7 @@ class Campaign:
     corpus_items: int
 
 
-def known_attempts(data: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def known_attempts(data: WorkbookData, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Attempt rows of the workbook, then journal rows it lacks (each attempt once)."""
     rows = list(data.tables["Attempts"])
     have = {r.get("attempt_id") for r in rows}
@@ -249,7 +250,7 @@ def _check_same_corpus(
     workbook: Path,
     form: dict[str, Any],
     current: list[dict[str, Any]],
-    data: Any,
+    data: WorkbookData,
     records: list[dict[str, Any]],
     fingerprint: str,
 ) -> None:
@@ -636,7 +637,7 @@ def _show(event: dict[str, Any], display: Progress) -> None:
         display.items(int(event["done"]), int(event["total"]))
 
 
-def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
+def _reader(stream: IO[str], events: queue.Queue[dict[str, Any] | None]) -> None:
     def skipped(note: str) -> None:
         events.put({"event": "note", "text": note})
 

@@ -43,7 +43,7 @@ class _Watchdog:
         self._timer: threading.Timer | None = None
         self.reset(None)
 
-    def reset(self, step: Any) -> None:
+    def reset(self, step: object) -> None:
         self.stop()
         if step is not None:
             self.step = str(step)
