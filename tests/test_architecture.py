@@ -526,14 +526,11 @@ LONG_COMMANDS = frozenset(
         "toolkit.commands.demo.prepare",
         "toolkit.commands.demo._refuse_own_files",
         "toolkit.commands.runner.demo",
-        "toolkit.commands.runner.ingest",
         "toolkit.commands.serving.serve_bench",
         "toolkit.commands.serving._render",
         "toolkit.commands.tariffs.import_tariffs",
         "toolkit.commands.tariffs._document",
         "toolkit.commands.tariffs._lines",
-        "toolkit.commands.report._stats_rows",
-        "toolkit.commands.imports.import_ledger",
     }
 )
 

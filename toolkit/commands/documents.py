@@ -29,7 +29,8 @@ from toolkit.report.stats import Separation
 from toolkit.report.summary import VariantStats
 from toolkit.runner.decoding import GENERATION_COLUMNS
 
-if TYPE_CHECKING:  # pandera: loaded where a schema runs
+if TYPE_CHECKING:  # for the checker: these load where they run (pandera, the driver)
+    from toolkit.editing import LedgerImport
     from toolkit.report.validation import Validation
     from toolkit.runner.driver.campaign import Result
 
@@ -195,16 +196,14 @@ def _spent_reason(row: dict[str, Any]) -> str | None:
     return (f"{spent}: " if spent else "") + str(row.get("grounds") or "")
 
 
-def ledger_document(
-    workbook: Path, export: Path, imported: int, status: dict[str, str], extra: list[Any]
-) -> dict[str, Any]:
+def ledger_document(workbook: Path, export: Path, done: LedgerImport) -> dict[str, Any]:
     """What `iteralab ledger import` read, and the reconciliation with Rentals."""
     return {
         "format": LEDGER,
         "workbook": str(workbook),
         "export": str(export),
-        "imported": imported,
-        "rentals": [{"rental_id": k, "status": v} for k, v in status.items()],
+        "imported": len(done.entries),
+        "rentals": [{"rental_id": k, "status": v} for k, v in done.status.items()],
         "ledger_only": [
             {
                 "date": e.get("date"),
@@ -213,7 +212,7 @@ def ledger_document(
                 "amount": amount(e.get("amount"), e.get("currency")),
                 "source": e.get("source"),
             }
-            for e in extra
+            for e in done.extra
         ],
     }
 

@@ -478,23 +478,19 @@ def ingest(workbook: Path, as_json: bool) -> None:
     from toolkit import editing
     from toolkit.errors import WorkbookError
     from toolkit.evidence import journal, unfinished
-    from toolkit.runner.lost import record_lost_attempts
+    from toolkit.runner.lost import lost_line, record_lost_attempts
 
     path = journal.journal_path(workbook)
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
     lost = record_lost_attempts(workbook)  # killed with their run: interrupted rows
     result = editing.ingest(workbook, refresh_derived=False)
-    for note in journal.notes(workbook):
+    # Torn journal lines, then attempts still running (or that cannot be told here).
+    notes = journal.notes(workbook) + [f.message for f in unfinished.findings(workbook)]
+    for note in notes:
         click.echo(f"note: {note}", err=True)
-    for finding in unfinished.findings(workbook):  # still running, or cannot tell here
-        click.echo(f"note: {finding.message}", err=True)
     if lost:
-        click.echo(
-            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
-            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
-            err=True,
-        )
+        click.echo(lost_line(lost), err=True)
     if as_json:
         from toolkit.commands import documents
 
