@@ -17,8 +17,8 @@ from typing import Any
 from toolkit.errors import ToolkitError
 from toolkit.evidence import corpus
 from toolkit.evidence.protocol import current_lock
-from toolkit.runner.driver import preflight_apart
-from toolkit.runner.driver.campaign import KILL_GRACE_S, Campaign
+from toolkit.runner.driver import campaign, preflight_apart
+from toolkit.runner.driver.campaign import Campaign
 from toolkit.runner.driver.worker import alarm, stdout_to_stderr
 from toolkit.runner.preflight.estimate import Estimate, estimate
 from toolkit.runner.preflight.result import VariantCheck
@@ -127,18 +127,19 @@ def _preflight_here(
 
 
 def before_run(
-    workbook: Path, campaign: Campaign, echo: Callable[[str], None], timeout_s: float | None
+    workbook: Path, prepared: Campaign, echo: Callable[[str], None], timeout_s: float | None
 ) -> list[VariantCheck]:
-    """`run`'s first step: the pre-flight of the variants it is about to run, and their
+    """`run`'s first step: the pre-flight of the variants ``prepared`` is about to run, and their
     estimate; raises PreflightError before any attempt starts. In a worker process when the
     attempts run in worker processes (process policy ``fresh``), so this one never imports
     torch, each model's load and first batch within the attempts' ``timeout_s`` and their
     kill grace (a default limit without one); returns the checks."""
-    todo = Counter(s.variant_id for s in campaign.todo)
-    chosen = [campaign.variants[vid] for vid in todo]
-    apart = (campaign.protocol.get("process_policy") or "fresh") != "shared"
+    todo = Counter(s.variant_id for s in prepared.todo)
+    chosen = [prepared.variants[vid] for vid in todo]
+    apart = (prepared.protocol.get("process_policy") or "fresh") != "shared"
     echo(f"pre-flight of {len(chosen)} variant(s) (`iteralab check`):")
-    limit = preflight_apart.STEP_LIMIT_S if timeout_s is None else timeout_s + KILL_GRACE_S
+    grace = campaign.KILL_GRACE_S  # as an attempt's worker gets
+    limit = preflight_apart.STEP_LIMIT_S if timeout_s is None else timeout_s + grace
     result = preflight(
         workbook, store.read(workbook), chosen, todo, echo, apart=apart, step_limit_s=limit
     )
