@@ -49,13 +49,31 @@ def test_offers_join_by_slug_for_the_plan_latest_catalog_first(tmp_path: Path) -
     path = _csv(tmp_path, PLAIN)
     assert offers.load_offers(path, 7) == (
         {
-            "rtx-4090": Offer("rtx-4090", 1, Decimal("110.00"), 7, "2026-09-24"),
-            "b200": Offer("b200", 2, Decimal("2071.00"), 7, "2026-09-24"),
+            "rtx-4090": Offer(
+                gpu_slug="rtx-4090",
+                cards_per_lot=1,
+                price_per_lot_usd=Decimal("110.00"),
+                plan_days=7,
+                catalog_date="2026-09-24",
+            ),
+            "b200": Offer(
+                gpu_slug="b200",
+                cards_per_lot=2,
+                price_per_lot_usd=Decimal("2071.00"),
+                plan_days=7,
+                catalog_date="2026-09-24",
+            ),
         },
         "no price in catalog",
     )
     assert offers.load_offers(path, 3)[0] == {
-        "rtx-4090": Offer("rtx-4090", 1, Decimal("60.00"), 3, "2026-09-24")
+        "rtx-4090": Offer(
+            gpu_slug="rtx-4090",
+            cards_per_lot=1,
+            price_per_lot_usd=Decimal("60.00"),
+            plan_days=3,
+            catalog_date="2026-09-24",
+        )
     }
 
 
@@ -85,7 +103,13 @@ def test_the_optional_columns_are_read_when_the_catalog_has_them(tmp_path: Path)
     assert (h100.availability, h100.interruptible, rtx.interruptible) == ("on-demand", False, True)
     assert rtx.extras_text() == "storage 0.10 USD per GB-month, egress not in the catalog"
     assert (
-        Offer("b200", 2, Decimal(1), 7, "d").extras_text()
+        Offer(
+            gpu_slug="b200",
+            cards_per_lot=2,
+            price_per_lot_usd=Decimal(1),
+            plan_days=7,
+            catalog_date="d",
+        ).extras_text()
         == "storage and egress not in the catalog"
     )
 
@@ -111,11 +135,23 @@ def test_a_negative_storage_price_names_its_line(tmp_path: Path) -> None:
 
 def test_the_billing_unit_is_the_flat_plan_of_a_lot() -> None:
     assert (
-        Offer("b200", 2, Decimal("2071.00"), 7, "d").billing_unit
+        Offer(
+            gpu_slug="b200",
+            cards_per_lot=2,
+            price_per_lot_usd=Decimal("2071.00"),
+            plan_days=7,
+            catalog_date="d",
+        ).billing_unit
         == "flat 7-day plan per lot of 2 cards (no hourly billing)"
     )
     assert (
-        Offer("rtx-4090", 1, Decimal("110.00"), 3, "d").billing_unit
+        Offer(
+            gpu_slug="rtx-4090",
+            cards_per_lot=1,
+            price_per_lot_usd=Decimal("110.00"),
+            plan_days=3,
+            catalog_date="d",
+        ).billing_unit
         == "flat 3-day plan per lot of 1 card (no hourly billing)"
     )
 
@@ -123,7 +159,14 @@ def test_the_billing_unit_is_the_flat_plan_of_a_lot() -> None:
 # --- spot vs on-demand against the usage ----------------------------------------------------
 
 
-SPOT = Offer("rtx-4090", 1, Decimal("50.00"), 7, "d", "spot")
+SPOT = Offer(
+    gpu_slug="rtx-4090",
+    cards_per_lot=1,
+    price_per_lot_usd=Decimal("50.00"),
+    plan_days=7,
+    catalog_date="d",
+    availability="spot",
+)
 
 
 @pytest.mark.parametrize(
@@ -148,12 +191,25 @@ def test_spot_suits_fault_tolerant_work_only(usage: str | None, warning: str | N
 
 
 def test_on_demand_suits_every_usage() -> None:
-    on_demand = Offer("h100-sxm", 8, Decimal("5000"), 7, "d", "on-demand")
+    on_demand = Offer(
+        gpu_slug="h100-sxm",
+        cards_per_lot=8,
+        price_per_lot_usd=Decimal("5000"),
+        plan_days=7,
+        catalog_date="d",
+        availability="on-demand",
+    )
     assert [offers.usage_fit(on_demand, u) for u in offers.USAGES] == [None] * 4
 
 
 def test_an_unstated_availability_is_flagged_for_an_endpoint_only() -> None:
-    unknown = Offer("b200", 2, Decimal("2071.00"), 7, "d")
+    unknown = Offer(
+        gpu_slug="b200",
+        cards_per_lot=2,
+        price_per_lot_usd=Decimal("2071.00"),
+        plan_days=7,
+        catalog_date="d",
+    )
     assert offers.usage_fit(unknown, "batch") is None
     assert offers.usage_fit(unknown, "endpoint") == (
         "the catalog does not say whether the lot can be interrupted: check before relying on "
@@ -210,7 +266,15 @@ def test_a_split_larger_than_a_lot_is_never_priced_as_several_lots() -> None:
     b200 = next(g for g in gpus.load_catalog() if g.slug == "b200")
     found = choice.rank(
         [b200],
-        {"b200": Offer("b200", 2, Decimal("2071.00"), 7, "d")},
+        {
+            "b200": Offer(
+                gpu_slug="b200",
+                cards_per_lot=2,
+                price_per_lot_usd=Decimal("2071.00"),
+                plan_days=7,
+                catalog_date="d",
+            )
+        },
         need=Need.from_gb(Decimal(400)),
     )[0]
     # 400 GiB on 180 GiB cards: TP4, one machine of 4; a lot holds 2.
@@ -225,7 +289,15 @@ def test_a_two_card_lot_is_never_counted_twice() -> None:
     b200 = next(g for g in gpus.load_catalog() if g.slug == "b200")
     found = choice.rank(
         [b200],
-        {"b200": Offer("b200", 2, Decimal("2071.00"), 7, "d")},
+        {
+            "b200": Offer(
+                gpu_slug="b200",
+                cards_per_lot=2,
+                price_per_lot_usd=Decimal("2071.00"),
+                plan_days=7,
+                catalog_date="d",
+            )
+        },
         need=Need.from_gb(Decimal(300)),
     )[0]
     assert (found.split_label, found.replicas, found.budget_usd) == ("TP2", 1, Decimal("2071.00"))
@@ -242,7 +314,17 @@ def test_tokens_per_dollar_count_every_replica_of_the_lot() -> None:
         memory.shape_from_config(CONFIGS / "llama-2-70b.json"), precision="bf16", seq_len=4096
     )
     found = choice.rank(
-        [b200], {"b200": Offer("b200", 2, Decimal("2071.00"), 7, "d")}, estimate=est
+        [b200],
+        {
+            "b200": Offer(
+                gpu_slug="b200",
+                cards_per_lot=2,
+                price_per_lot_usd=Decimal("2071.00"),
+                plan_days=7,
+                catalog_date="d",
+            )
+        },
+        estimate=est,
     )[0]
     assert (found.split_label, found.replicas, found.tokens_batch) == ("1 card", 2, 57)
     assert found.tokens_per_usd == Decimal(2 * 57) / Decimal("2071.00")

@@ -32,7 +32,13 @@ def candidates(
 
 
 def lot(slug: str, cards: int, price: str = "100.00") -> Offer:
-    return Offer(slug, cards, Decimal(price), 7, "2026-09-24")
+    return Offer(
+        gpu_slug=slug,
+        cards_per_lot=cards,
+        price_per_lot_usd=Decimal(price),
+        plan_days=7,
+        catalog_date="2026-09-24",
+    )
 
 
 # --- precision support (R32) ---------------------------------------------------------------
@@ -101,12 +107,14 @@ def test_every_offered_split_divides_the_heads_and_kv_heads(config: str, kw: dic
 def test_degrees_are_the_divisors_of_both_head_counts() -> None:
     need = Need.from_estimate(estimate("llama-2-70b"))
     assert splits.degrees(need) == (1, 2, 4, 8)
-    assert splits.degrees(Need(1, 0, heads=40, kv_heads=40, layers=40)) == (1, 2, 4, 5, 8)
+    assert splits.degrees(
+        Need(tensors_bytes=1, runtime_bytes=0, heads=40, kv_heads=40, layers=40)
+    ) == (1, 2, 4, 5, 8)
     assert splits.degrees(Need.from_gb(Decimal(40))) == splits.ASSUMED_DEGREES
 
 
 def test_cards_the_heads_do_not_divide_are_pipeline_stages_named_as_such() -> None:
-    need = Need(30 * GIB, 0, heads=6, kv_heads=6, layers=30)
+    need = Need(tensors_bytes=30 * GIB, runtime_bytes=0, heads=6, kv_heads=6, layers=30)
     split = splits.split_of(need, CARDS["h100-sxm"], 8)
     assert split is not None and (split.tp, split.pp, split.label) == (2, 4, "TP2 x PP4")
     # The largest stage holds ceil(30/4) = 8 of the 30 layers' share, over its 2 cards.

@@ -58,7 +58,15 @@ def scripted(rates: list[float], share: float | None = 0.0):  # type: ignore[no-
     def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = True):  # type: ignore[no-untyped-def]
         rate = left.pop(0)
         layouts = {"fp32": {"a @ b": rate / 2, "a @ b.T": rate}}
-        return peak.Peak({"fp32": rate}, rate / 10, f"probe at {rate:g}", 0.2, share, None, layouts)
+        return peak.Peak(
+            matmul={"fp32": rate},
+            bandwidth=rate / 10,
+            text=f"probe at {rate:g}",
+            seconds=0.2,
+            others_share=share,
+            this=None,
+            layouts=layouts,
+        )
 
     return probe
 
@@ -163,7 +171,9 @@ def test_a_quiet_probe_and_window_fill_utilisation() -> None:
 
 
 def test_a_loaded_window_leaves_utilisation_empty_with_its_reason() -> None:
-    quiet = peak.Peak({"fp32": 1e11}, 1e10, "probe", 0.2, 0.05)
+    quiet = peak.Peak(
+        matmul={"fp32": 1e11}, bandwidth=1e10, text="probe", seconds=0.2, others_share=0.05
+    )
     cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), quiet, None, None, 0.4)
     assert cells["utilisation"] == (
         None,
@@ -175,7 +185,9 @@ def test_a_loaded_window_leaves_utilisation_empty_with_its_reason() -> None:
         COST, None, TALLY, 2.0, None, variant("v", 4), quiet, None, None, summary.LOADED_SHARE
     )
     assert at_limit["utilisation"][0] is not None  # more than a quarter, not a quarter
-    unknown = peak.Peak({"fp32": 1e11}, 1e10, "probe", 0.2, None)
+    unknown = peak.Peak(
+        matmul={"fp32": 1e11}, bandwidth=1e10, text="probe", seconds=0.2, others_share=None
+    )
     cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), unknown, None)
     assert cells["probe_others_share"] == (None, machine_load.NOT_MEASURABLE)
     assert cells["utilisation"][0] is not None

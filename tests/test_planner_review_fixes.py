@@ -351,7 +351,7 @@ def test_replicated_kv_heads_cost_their_cache_on_every_card() -> None:
 
 
 def test_degrees_must_divide_the_mlp_width() -> None:
-    need = Need(1, 0, heads=40, kv_heads=40, layers=40)  # Llama-2-13B
+    need = Need(tensors_bytes=1, runtime_bytes=0, heads=40, kv_heads=40, layers=40)  # Llama-2-13B
     assert splits.degrees(need) == (1, 2, 4, 5, 8)
     assert splits.degrees(need, 13824) == (1, 2, 4, 8)  # 13824 / 5 is not whole
     est = memory.estimate(

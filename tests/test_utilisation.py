@@ -26,7 +26,7 @@ COST = flops.Cost(per_token=1000, per_square=10, per_sequence=100, formula="test
 TALLY = achieved.Tally(
     sequences=4, real_tokens=20, padded_tokens=32, real_squares=110, padded_squares=256
 )
-PEAK = peak.Peak({"fp32": 1e9}, 1e9, "probe", 0.1)
+PEAK = peak.Peak(matmul={"fp32": 1e9}, bandwidth=1e9, text="probe", seconds=0.1)
 
 
 def test_the_cells_follow_the_formula_and_the_peak() -> None:
@@ -61,10 +61,15 @@ def test_a_utilisation_above_the_limit_is_never_recorded() -> None:
     """Issue 35, defect 1: a window faster than the measured peak means the peak is wrong
     (bf16 probed in a slow layout gave 2.1-4.1); the cell is empty with its reason."""
     real = 1000 * 20 + 10 * 110 + 100 * 4
-    at_limit = peak.Peak({"fp32": real / 2 / achieved.UTILISATION_LIMIT}, 1e9, "probe", 0.1)
+    at_limit = peak.Peak(
+        matmul={"fp32": real / 2 / achieved.UTILISATION_LIMIT},
+        bandwidth=1e9,
+        text="probe",
+        seconds=0.1,
+    )
     cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), at_limit, None)
     assert cells["utilisation"] == (achieved.UTILISATION_LIMIT, None)
-    above = peak.Peak({"fp32": real / 2 / 1.2}, 1e9, "probe", 0.1)
+    above = peak.Peak(matmul={"fp32": real / 2 / 1.2}, bandwidth=1e9, text="probe", seconds=0.1)
     cells = achieved.work(COST, None, TALLY, 2.0, None, variant("v", 4), above, None)
     value, reason = cells["utilisation"]
     assert value is None and str(reason).startswith("not recorded: the real-token rate ")
@@ -78,7 +83,9 @@ def test_a_window_that_outran_its_peak_is_re_probed_once() -> None:
     more, on this CPU now, and the higher peak used for that attempt, its notes saying so."""
     work = achieved.Tally(sequences=1, real_tokens=10**6, padded_tokens=10**6)  # 0.5 GFLOP/s
     real = 1000 * 10**6 + 100
-    loaded = peak.Peak({"fp32": real / 2 / 10}, 1e9, "probe under load", 0.1)  # 10x outrun
+    loaded = peak.Peak(
+        matmul={"fp32": real / 2 / 10}, bandwidth=1e9, text="probe under load", seconds=0.1
+    )  # 10x outrun
     reprobe = achieved.Reprobe("cpu", "fp32", 1)
     cells = achieved.work(COST, None, work, 2.0, None, variant("v", 4), loaded, None, reprobe)
     value, reason = cells["utilisation"]
@@ -102,7 +109,7 @@ def test_a_re_probe_that_finds_no_higher_peak_keeps_the_cell_empty() -> None:
     assert str(reprobe.note).startswith("utilisation against a re-probed peak: ")  # higher
     # A first peak above anything the re-probe finds: kept, and the notes say so.
     reprobe = achieved.Reprobe("cpu", "fp32", 1)
-    above = peak.Peak({"fp32": 1e15}, 1e9, "probe", 0.1)
+    above = peak.Peak(matmul={"fp32": 1e15}, bandwidth=1e9, text="probe", seconds=0.1)
     twice = achieved.Tally(sequences=1, real_tokens=2 * 10**12, padded_tokens=2 * 10**12)
     cells = achieved.work(COST, None, twice, 1.0, None, variant("v", 4), above, None, reprobe)
     assert cells["utilisation"][0] is None and "(2.00x)" in str(reprobe.note)

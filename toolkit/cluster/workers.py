@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from toolkit.cluster.labels import check_label, resource
 from toolkit.errors import ToolkitError, UsageError
@@ -40,6 +41,18 @@ class Started:
     label: str | None
     command: list[str]
     output: str
+    bind: str  # the address this node is reached at
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: the role, addresses, label and its Ray resource, the command run."""
+        return {
+            "role": self.role,
+            "address": self.address,
+            "label": self.label,
+            "resource": None if self.label is None else resource(self.label),
+            "bind": self.bind,
+            "command": self.command,
+        }
 
 
 def ray_executable() -> str:
@@ -68,6 +81,11 @@ def start_command(
     temp_dir: str | None = None,
 ) -> list[str]:
     """The ``ray start`` command line of a head (``head``) or of a node joining ``address``."""
+    if port is not None and not head:
+        raise UsageError(
+            "--port is the head's port: give it with --head",
+            hint="a joining node names the head with --address HOST:PORT",
+        )
     if head == (address is not None):
         raise UsageError(
             "say either --head (start the cluster) or --address HOST:PORT (join it)",
@@ -162,7 +180,8 @@ def start(
             )
         raise ToolkitError(f"ray start failed (exit {done.returncode}): {tail}", hint=hint)
     joined = f"{bind}:{port or DEFAULT_PORT}" if head else str(address)
-    return Started("head" if head else "worker", joined, label, command, output)
+    role = "head" if head else "worker"
+    return Started(role, joined, label, command, output, bind)
 
 
 def stop(timeout_s: float = 120.0) -> str:

@@ -5,6 +5,8 @@ ray is imported only inside the command bodies (the ``cluster`` extra), as torch
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 WORKER = "iteralab-worker/1"
@@ -60,16 +62,7 @@ def worker() -> None:
     is_flag=True,
     help="Print one iteralab-worker/1 JSON document (docs/json.md).",
 )
-def start(
-    head: bool,
-    address: str | None,
-    port: int | None,
-    bind: str,
-    label: str | None,
-    num_cpus: int | None,
-    temp_dir: str | None,
-    as_json: bool,
-) -> None:
+def start(as_json: bool, **options: Any) -> None:
     """Start a Ray node: the head (--head), or one joining it (--address) with its --label.
 
     Wraps `ray start`; the node advertises one unit of its label, so it runs one
@@ -77,36 +70,12 @@ def start(
     """
     from toolkit.cluster import workers
     from toolkit.commands.documents import emit
-    from toolkit.errors import UsageError
 
-    if port is not None and not head:
-        raise UsageError(
-            "--port is the head's port: give it with --head",
-            hint="a joining node names the head with --address HOST:PORT",
-        )
-    started = workers.start(
-        head=head,
-        address=address,
-        port=port,
-        bind=bind,
-        label=label,
-        num_cpus=num_cpus,
-        temp_dir=temp_dir,
-    )
+    started = workers.start(**options)  # the options are its parameters, by name
     if as_json:
-        emit(
-            {
-                "format": WORKER,
-                "action": "start",
-                "role": started.role,
-                "address": started.address,
-                "label": started.label,
-                "resource": None if label is None else f"iteralab-label:{label}",
-                "bind": bind,
-                "command": started.command,
-            }
-        )
+        emit({"format": WORKER, "action": "start", **started.as_dict()})
         return
+    label = started.label
     offers = f"label {label}" if label else "no label: it runs no attempt"
     if started.role == "head":
         click.echo(f"head node started at {started.address} ({offers})")

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,12 +20,18 @@ from toolkit import layout
 from toolkit.evidence.ingest import IngestResult
 from toolkit.findings import Finding
 from toolkit.money import schedule
+from toolkit.money.quote import Quote
 from toolkit.money.tariffs import rules
 from toolkit.report.costs import Costing
 from toolkit.report.refresh import Refreshed
 from toolkit.report.reviewer import Outputs
 from toolkit.report.stats import Separation
 from toolkit.report.summary import VariantStats
+
+if TYPE_CHECKING:  # for the checker: these load where they run (pandera, the driver)
+    from toolkit.editing import LedgerImport
+    from toolkit.report.validation import Validation
+    from toolkit.runner.driver.campaign import Result
 
 REPORT = "iteralab-report/1"
 ATTEMPT = "iteralab-attempt/1"
@@ -190,16 +196,14 @@ def _spent_reason(row: dict[str, Any]) -> str | None:
     return (f"{spent}: " if spent else "") + str(row.get("grounds") or "")
 
 
-def ledger_document(
-    workbook: Path, export: Path, imported: int, status: dict[str, str], extra: list[Any]
-) -> dict[str, Any]:
+def ledger_document(workbook: Path, export: Path, done: LedgerImport) -> dict[str, Any]:
     """What `iteralab ledger import` read, and the reconciliation with Rentals."""
     return {
         "format": LEDGER,
         "workbook": str(workbook),
         "export": str(export),
-        "imported": imported,
-        "rentals": [{"rental_id": k, "status": v} for k, v in status.items()],
+        "imported": len(done.entries),
+        "rentals": [{"rental_id": k, "status": v} for k, v in done.status.items()],
         "ledger_only": [
             {
                 "date": e.get("date"),
@@ -208,7 +212,7 @@ def ledger_document(
                 "amount": amount(e.get("amount"), e.get("currency")),
                 "source": e.get("source"),
             }
-            for e in extra
+            for e in done.extra
         ],
     }
 
@@ -252,29 +256,20 @@ def attempt_document(record: dict[str, Any], own: Sequence[str] = ()) -> dict[st
     return {"format": ATTEMPT, **{k: row.get(k) for k in [*keys, "notes"]}}
 
 
-def run_document(
-    workbook: Path,
-    counts: dict[str, int],
-    recorded: int,
-    elapsed_s: float,
-    predictions: Path,
-    interrupted: bool,
-    ingest_pending: bool,
-    time: dict[str, Any] | None,
-) -> dict[str, Any]:
+def run_document(workbook: Path, result: Result) -> dict[str, Any]:
     """The summary line that ends `iteralab run --json`: counts by status (``interrupted``
     counts rows), ``stopped`` when Ctrl-C ended the run, and ``time``: where the wall time
     went (null when nothing ran, or on a cluster)."""
     return {
         "format": RUN,
         "workbook": str(workbook),
-        "recorded": recorded,
-        **counts,
-        "elapsed_s": round(elapsed_s, 3),
-        "predictions": str(predictions),
-        "stopped": interrupted,
-        "ingest_pending": ingest_pending,
-        "time": time,
+        "recorded": len(result.records),
+        **result.counts(),
+        "elapsed_s": round(result.elapsed_s, 3),
+        "predictions": str(result.predictions_dir),
+        "stopped": result.interrupted,
+        "ingest_pending": result.ingest_pending,
+        "time": result.time,
     }
 
 
@@ -290,6 +285,18 @@ def init_document(
         "tariff_plans": plans,
         "tariff_metered": metered,
         "next": following,
+    }
+
+
+def validate_document(workbook: Path, checked: Validation) -> dict[str, Any]:
+    """What `iteralab validate` found: every finding, the notes and the protocol's warnings."""
+    return {
+        "format": VALIDATE,
+        "workbook": str(workbook),
+        "valid": checked.valid,
+        "findings": [f.as_dict() for f in checked.findings],
+        "notes": [] if checked.inferred is None else [checked.inferred],
+        "warnings": checked.warnings,
     }
 
 
@@ -382,49 +389,28 @@ def _meter(m: rules.Meter) -> dict[str, Any]:
     }
 
 
-def cost_document(catalog: rules.Catalog, request: rules.Request, name: str) -> dict[str, Any]:
-    """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans.
-
-    The request was checked by :func:`calcul_forfaits.report` first (same errors).
-    """
-    hours, _ = rules.schedule_hours(request)
-    document: dict[str, Any] = {"format": COST, "catalog": name}
-    if request.list_catalog or request.gpu is None or request.days is None:
-        day = catalog.snapshot(request.catalog_date)
-        document["snapshot"] = day
-        document["plans"] = [_plan(p) for p in catalog.plans if p.catalog_date == day]
+def cost_document(answer: Quote, name: str) -> dict[str, Any]:
+    """`iteralab cost`: the plan priced for the lots asked, or the catalog's plans."""
+    document: dict[str, Any] = {"format": COST, "catalog": name, "snapshot": answer.snapshot}
+    priced = answer.priced
+    if priced is None:
+        document["plans"] = [_plan(p) for p in answer.plans]
     else:
-        lots = int(request.lots)
-        plan = catalog.plan(request.gpu, int(request.days), request.catalog_date)
-        total = rules.budget(plan, lots)
-        accepted = None if request.accepted is None else int(request.accepted)
-        per = None if accepted is None else rules.cost_per_accepted(total, accepted)
-        if per is not None:  # a quotient: to the cent, as the CLI prints it
-            per = rules.to_cent(per)
-        document.update(
-            {
-                "snapshot": plan.catalog_date,
-                "plan": _plan(plan),
-                "lots": lots,
-                "cards": lots * plan.cards_per_lot,
-                "flat_price": amount(total, plan.currency),
-                "billing": "flat: the whole plan is due however short the run",
-                "accepted_results": accepted,
-                "cost_per_accepted": amount(per, plan.currency),
-                "cost_per_accepted_reason": (
-                    None
-                    if per is not None
-                    else "no --accepted-results given: none invented"
-                    if accepted is None
-                    else rules.UNDEFINED
-                ),
-            }
-        )
-    if hours is not None:
-        document["schedule_hours"] = float(hours)
+        currency = priced.plan.currency
+        document |= {
+            "plan": _plan(priced.plan),
+            "lots": priced.lots,
+            "cards": priced.lots * priced.plan.cards_per_lot,
+            "flat_price": amount(priced.total, currency),
+            "billing": "flat: the whole plan is due however short the run",
+            "accepted_results": priced.accepted,
+            "cost_per_accepted": amount(priced.per_accepted, currency),
+            "cost_per_accepted_reason": priced.per_accepted_reason,
+        }
+    if answer.schedule_hours is not None:
+        document["schedule_hours"] = float(answer.schedule_hours)
         document["coverage"] = [
-            {"plan_days": c.days, "hours": c.hours, "covers": c.covers}
-            for c in rules.coverage(hours)
+            {"plan_days": c.days, "hours": c.hours, "covers": c.covers} for c in answer.coverage
         ]
     return document
 

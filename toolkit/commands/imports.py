@@ -62,9 +62,7 @@ def import_ledger(
     if as_json:
         from toolkit.commands import documents
 
-        documents.emit(
-            documents.ledger_document(workbook, export, len(done.entries), done.status, done.extra)
-        )
+        documents.emit(documents.ledger_document(workbook, export, done))
         return
     click.echo(
         f"imported {len(done.entries)} line(s) from {export.name} into {workbook.name} "

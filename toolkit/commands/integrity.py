@@ -74,10 +74,31 @@ def verify(workbook: Path, head: str | None, reanchor: bool, reason: str | None)
     holds; this moves the anchor to the rows as they stand, keeping the copy's edits, and
     logs the reason and the old anchor in Audit (rows only that copy lacked stay lost).
     """
-    from toolkit.errors import EvidenceInvalid, UsageError
-    from toolkit.evidence.audit_chain import campaign_head, find_head
+    from toolkit.errors import EvidenceInvalid
+    from toolkit.evidence.audit_chain import campaign_head, kept_head
     from toolkit.evidence.integrity import record_checks
     from toolkit.workbook import store
+
+    _reanchor_if_asked(workbook, reanchor, reason)
+    data = store.read(workbook)
+    findings = record_checks(data, workbook)
+    for finding in findings:
+        click.echo(f"{finding.location()}: {finding.message}")
+    now = campaign_head(data)
+    attempts, audit = len(data.tables["Attempts"]), len(data.tables["Audit"])
+    click.echo(f"campaign head: {now} ({attempts} attempt row(s), {audit} Audit row(s))")
+    if head is not None:
+        click.echo(kept_head(data, head, workbook))
+    if findings:
+        raise EvidenceInvalid(
+            f"{workbook}: {len(findings)} integrity finding(s) above",
+            hint="`iteralab validate` says what to restore for each",
+        )
+
+
+def _reanchor_if_asked(workbook: Path, reanchor: bool, reason: str | None) -> None:
+    """Move the anchor when --reanchor asks it (with its reason); refuse a lone --reason."""
+    from toolkit.errors import UsageError
 
     if reanchor:
         from toolkit.editing import reanchor as move_anchor
@@ -91,36 +112,6 @@ def verify(workbook: Path, head: str | None, reanchor: bool, reason: str | None)
         )
     elif reason is not None:
         raise UsageError("--reason goes with --reanchor", hint="add --reanchor, or drop --reason")
-    data = store.read(workbook)
-    findings = record_checks(data, workbook)
-    for finding in findings:
-        click.echo(f"{finding.location()}: {finding.message}")
-    now = campaign_head(data)
-    attempts, audit = len(data.tables["Attempts"]), len(data.tables["Audit"])
-    click.echo(f"campaign head: {now} ({attempts} attempt row(s), {audit} Audit row(s))")
-    if head is not None:
-        found = find_head(data, head)
-        if found is None:
-            raise EvidenceInvalid(
-                f"{workbook}: no state of this workbook has the head {head.strip()}: its "
-                "attempt or Audit rows were rewritten (or re-sealed) since that head was "
-                "taken, or it is another campaign's",
-                hint="compare with the copy the head was taken from; trust neither until "
-                "the difference is explained",
-            )
-        if found == (attempts, audit):
-            click.echo("the kept head is this workbook's current state")
-        else:
-            click.echo(
-                f"the kept head names this workbook's first {found[0]} attempt row(s) "
-                f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
-                f"row(s) and {audit - found[1]} Audit row(s) were added since"
-            )
-    if findings:
-        raise EvidenceInvalid(
-            f"{workbook}: {len(findings)} integrity finding(s) above",
-            hint="`iteralab validate` says what to restore for each",
-        )
 
 
 COMMANDS = [exclude, verify]

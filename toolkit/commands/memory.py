@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from toolkit.errors import UsageError
-
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 WORKLOADS = ("inference", "lora", "qlora", "full")
 USAGES = ("endpoint", "batch", "checkpointed", "unresumable")
@@ -159,75 +157,6 @@ def _model_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _estimate(opts: dict[str, Any]) -> Any:
-    """Build the Estimate from the shared options (config or explicit sizes)."""
-    from toolkit.planner import memory
-
-    explicit = [
-        k
-        for k in (
-            "params",
-            "layers",
-            "hidden_size",
-            "heads",
-            "kv_heads",
-            "head_dim",
-            "vocab",
-            "intermediate_size",
-        )
-        if opts.get(k) is not None
-    ]
-    if opts.get("config") is not None:
-        if explicit:
-            raise UsageError(
-                f"--config and explicit sizes ({', '.join(explicit)}) together",
-                hint="give either --config or the explicit sizes",
-            )
-        shape = memory.shape_from_config(opts["config"])
-    else:
-        missing = [
-            f"--{k.replace('_', '-')}"
-            for k in ("params", "layers", "hidden_size", "heads")
-            if opts.get(k) is None
-        ]
-        if missing and opts.get("params") is not None:
-            raise UsageError(
-                f"--params sizes the weights only: give {', '.join(missing)} as well (the KV "
-                "cache and activations are sized from them), or --config PATH",
-                hint="e.g. --params 70B --layers 80 --hidden-size 8192 --heads 64, or "
-                "--need-gb 160 for a memory figure you already have",
-            )
-        if missing:
-            raise UsageError(
-                f"no model: give --config PATH, or {', '.join(missing)}",
-                hint="e.g. --config path/to/config.json",
-            )
-        shape = memory.shape_from_sizes(
-            params=opts["params"],
-            layers=opts["layers"],
-            hidden=opts["hidden_size"],
-            heads=opts["heads"],
-            kv_heads=opts.get("kv_heads"),
-            head_dim=opts.get("head_dim"),
-            vocab=opts.get("vocab"),
-            intermediate=opts.get("intermediate_size"),
-            tied_embeddings=bool(opts.get("tied_embeddings")),
-        )
-    return memory.estimate(
-        shape,
-        workload=opts["workload"],
-        precision=opts.get("precision"),
-        seq_len=opts["seq_len"],
-        batch=opts["batch"],
-        compute=opts.get("compute_dtype"),
-        kv_precision=opts.get("kv_precision"),
-        attention=opts["attention"],
-        lora_rank=opts["lora_rank"],
-        checkpointing=bool(opts.get("grad_checkpointing")),
-        allocator_pct=opts["allocator_margin"],
-    )
-
-
 @click.group()
 def memory() -> None:
     """VRAM planner: estimate memory term by term, before measuring."""
@@ -243,58 +172,17 @@ def estimate(as_json: bool, **opts: Any) -> None:
     optimizer states and adapters, then a stated margin for the allocator and
     runtime. An estimate is not a measurement: measure your own model.
     """
-    from toolkit.planner.memory import gib
+    from toolkit.planner import estimate_text
+    from toolkit.planner.model_options import estimate_from_options
 
-    est = _estimate(opts)
+    est = estimate_from_options(opts)
     if as_json:
         from toolkit.commands import documents
 
         click.echo(json.dumps({"format": documents.MEMORY_ESTIMATE, **est.as_dict()}, indent=2))
         return
-    p = est.shape.params
-    click.echo(f"model: {est.shape.name} ({est.shape.family}), {p.total:,} parameters")
-    click.echo(f"  parameters: {p.formula}")
-    click.echo(f"estimate: {est.describe()}")
-    m = est.margin
-    rows = [(t.name, t.bytes, t.formula) for t in est.terms]
-    rows += [
-        ("tensors", est.subtotal, "sum of the terms above (compare with max_memory_allocated)"),
-        (m.name, m.bytes, m.formula),
-        ("total", est.total, "tensors + margin"),
-    ]
-    # Columns widen with their longest value, so huge sizes never run together.
-    width = max(len(f"{n:,}") for _, n, _ in rows) + 2
-    gib_width = max(9, max(len(gib(n)) for _, n, _ in rows) + 2)
-    click.echo(f"{'term':<17}{'bytes':>{width}}{'GiB':>{gib_width}}  formula")
-    for name, n, formula in rows:
-        click.echo(f"{name:<17}{n:>{width},}{gib(n):>{gib_width}}  {formula}")
-    for note in est.notes:
-        click.echo(f"note: {note}")
-
-
-def _need_gb(text: str | None) -> Decimal | None:
-    if text is None:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        value = Decimal(0)
-    if not value.is_finite() or value <= 0:
-        raise UsageError(f"--need-gb {text!r} is not a positive number", hint="e.g. --need-gb 40")
-    return value
-
-
-def _schedule_hours(text: str | None) -> Decimal | None:
-    """``--hours`` as a number of hours > 0; None when not given."""
-    if text is None:
-        return None
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        value = Decimal(0)
-    if not value.is_finite() or value <= 0:
-        raise UsageError(f"--hours {text!r} is not a number of hours > 0", hint="e.g. --hours 24")
-    return value
+    for line in estimate_text.lines(est):
+        click.echo(line)
 
 
 @click.command()
@@ -349,48 +237,22 @@ def gpus(
     margins table shows how the answer moves at a larger allocator margin and
     an 8x longer context.
     """
-    from toolkit.planner import choice, choice_text, offers
-    from toolkit.planner import gpus as catalog_lib
-    from toolkit.planner.need import Need
+    from toolkit.planner import choice, choice_text, model_options, offers
 
-    gb = _need_gb(need_gb)
-    model_given = opts.get("config") is not None or opts.get("params") is not None
-    if gb is not None and model_given:
-        raise UsageError("--need-gb and a model together", hint="give one of them")
-    est = None if gb is not None else _estimate(opts)
-    schedule = _schedule_hours(hours)
-    if schedule is not None:
-        found, price_reason = offers.schedule_offers(tariffs, schedule)
-    else:
-        found, price_reason = offers.load_offers(tariffs, int(plan_days))
-    answer = choice.choose(
-        catalog_lib.load_catalog(catalog),
-        found,
+    est, need = model_options.sized(need_gb, opts)
+    answer, metered = choice.choose_from_files(
+        catalog,
+        tariffs,
         estimate=est,
-        need=Need.from_gb(gb) if gb is not None else None,
-        price_reason=price_reason,
+        need=need,
         usage=usage,
         plan_days=int(plan_days),
-        hours=schedule,
+        hours=model_options.schedule_hours(hours),
     )
-    metered = offers.holding(offers.load_metered(tariffs), answer.cards_per_machine)
     if as_json:
-        document = answer.as_dict()
-        document["metered"] = {
-            slug: [
-                {
-                    "market": m.market,
-                    "price_per_hour_usd": str(m.price_per_hour),
-                    "cards_per_lot": m.cards_per_lot,
-                    "billing_seconds": m.billing_seconds,
-                    "catalog_date": m.catalog_date,
-                    "source": m.source,
-                }
-                for m in found
-            ]
-            for slug, found in metered.items()
-        }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(
+            json.dumps({**answer.as_dict(), "metered": offers.metered_as_dict(metered)}, indent=2)
+        )
         return
     for line in choice_text.lines(answer):
         click.echo(line)

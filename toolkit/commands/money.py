@@ -7,6 +7,7 @@ same options; ``iteralab schedule`` computes the access window from phases.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -60,23 +61,7 @@ import click
     help="Print one iteralab-cost/1 JSON document (docs/json.md): a priced plan "
     "(--gpu --days) or the catalog (--list).",
 )
-def cost(
-    gpu: str | None,
-    days: str | None,
-    lots: str,
-    accepted: str | None,
-    hours: str | None,
-    start: str | None,
-    end: str | None,
-    tz: str | None,
-    catalog: Path | None,
-    catalog_date: str | None,
-    list_catalog: bool,
-    provider: str | None,
-    metered: bool,
-    market: str | None,
-    as_json: bool,
-) -> None:
+def cost(catalog: Path | None, as_json: bool, **asked: Any) -> None:
     """Flat price of N lots, cost per accepted result, plans covering a schedule.
 
     The same calculator as `python tariffs/calcul_forfaits.py`, e.g.
@@ -84,37 +69,23 @@ def cost(
     """
     from toolkit.money import tariffs
 
-    request = tariffs.rules.Request(
-        gpu=gpu,
-        days=days,
-        lots=lots,
-        accepted=accepted,
-        hours=hours,
-        start=start,
-        end=end,
-        tz=tz,
-        catalog_date=catalog_date,
-        list_catalog=list_catalog,
-        provider=provider,
-        metered=metered,
-        market=market,
-    )
+    request = tariffs.rules.Request(**asked)  # the options are the calculator's, by name
 
     def load() -> tariffs.Catalog:
-        return tariffs.load_catalog(catalog).only(provider)
+        return tariffs.load_catalog(catalog).only(request.provider)
 
     name = str(catalog) if catalog else tariffs.rules.CATALOG_FILE
     with tariffs.translated():
         lines = tariffs.rules.report(load, request, name)  # checks every option, as the script
-        if as_json and metered:
-            from toolkit.commands import documents
-
-            documents.emit(documents.metered_document(load(), request, name))
-            return
         if as_json:
             from toolkit.commands import documents
+            from toolkit.money.quote import quote
 
-            documents.emit(documents.cost_document(load(), request, name))
+            documents.emit(
+                documents.metered_document(load(), request, name)
+                if request.metered
+                else documents.cost_document(quote(load(), request), name)
+            )
             return
     click.echo("\n".join(lines))
 
@@ -159,28 +130,14 @@ def schedule(
 
     with tariffs.translated(UsageError):
         zone = tariffs.rules.parse_zone(tz)
-    texts: list[str] = []
-    found: list[sched.Phase] = []
+    data = None
     if workbook is not None:
         from toolkit.workbook import store
 
         data = store.read(workbook)
-        rows = data.tables[sched.SHEET]
-        if not rows:
-            raise UsageError(
-                f"{workbook}: the {sched.SHEET} sheet has no phase",
-                hint="type one row per phase (phase, start, end)",
-            )
-        found += sched.phases_from_sheet(rows, data.row_numbers.get(sched.SHEET, []), zone)
-        texts += [str(r.get(c)) for r in rows for c in ("start", "end")]
-    if start or end:
-        if not (start and end):
-            raise UsageError("--start and --end go together", hint="give both")
-        found.append(sched.make_phase("window", start, end, zone))
-        texts += [start, end]
-    for spec in phases:
-        found.append(sched.parse_phase(spec, zone))
-        texts += spec.partition("=")[2].split("/", 1)
+    found, texts = sched.asked_phases(
+        data=data, workbook=workbook, start=start, end=end, specs=phases, zone=zone
+    )
     win = sched.window(found)
     if as_json:
         from toolkit.commands import documents

@@ -122,40 +122,41 @@ def _echo_saved_and_findings(workbook: Path, result: Refreshed, outputs: Outputs
         click.echo("integrity: no findings (validate's checks, every predictions file hashed)")
 
 
+#: The per-variant table's header.
+STATS_HEADER: tuple[str, ...] = (
+    "variant",
+    "attempts",
+    "successes",
+    "failed",
+    "interrupted",
+    "excluded",
+    "median_s",
+    "min_s",
+    "max_s",
+    "quality",
+    "equal quality",
+)
+
+
 def _stats_rows(result: Refreshed) -> list[tuple[str, ...]]:
     """The per-variant table: header, then one row per variant."""
-    rows: list[tuple[str, ...]] = [
+    rows: list[tuple[str, ...]] = [STATS_HEADER]
+    return rows + [
         (
-            "variant",
-            "attempts",
-            "successes",
-            "failed",
-            "interrupted",
-            "excluded",
-            "median_s",
-            "min_s",
-            "max_s",
-            "quality",
-            "equal quality",
+            st.variant_id,
+            str(st.attempts),
+            str(st.successes),
+            str(st.failed),
+            str(st.interrupted),
+            str(st.excluded),
+            _seconds(st.median) if st.median is not None else "no data",
+            _seconds(st.minimum),
+            _seconds(st.maximum),
+            st.quality_verdict,
+            "yes" if st.equal_quality else "no",
         )
+        for st in result.stats
     ]
-    for st in result.stats:
-        rows.append(
-            (
-                st.variant_id,
-                str(st.attempts),
-                str(st.successes),
-                str(st.failed),
-                str(st.interrupted),
-                str(st.excluded),
-                _seconds(st.median) if st.median is not None else "no data",
-                _seconds(st.minimum),
-                _seconds(st.maximum),
-                st.quality_verdict,
-                "yes" if st.equal_quality else "no",
-            )
-        )
-    return rows
 
 
 def _echo_separations(result: Refreshed) -> None:

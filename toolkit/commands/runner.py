@@ -5,17 +5,19 @@ from __future__ import annotations
 import errno
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from toolkit.plumbing import beside
-
 if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
+    from toolkit.commands.display import Display
     from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
     from toolkit.runner.plan import Slot
+    from toolkit.runner.preflight.result import VariantCheck
 
 
 class _FiniteSeconds(click.FloatRange):
@@ -114,11 +116,9 @@ def _locked_campaign(
     as_json: bool,
     cluster: tuple[str, float | None] | None = None,
 ) -> dict[str, Any] | None:
-    from toolkit.commands import check, display
-    from toolkit.errors import ToolkitError
+    from toolkit.commands import check
     from toolkit.evidence import journal
-    from toolkit.runner import decoding
-    from toolkit.runner.driver import breakdown, campaign, forkserver
+    from toolkit.runner.driver import campaign, session
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
@@ -128,66 +128,59 @@ def _locked_campaign(
         _nothing_to_run(workbook, prepared, as_json)
         return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
-    own = {"generation": decoding.GENERATION_COLUMNS, "serving": decoding.SERVING_COLUMNS}
-    task_columns = own.get(decoding.task_of(prepared.protocol), ())
-    shown = display.JsonLines(task_columns) if as_json else display.make(quiet)
-    if not quiet and not as_json:
-        shown.echo(_announcement(workbook, prepared, cluster[0] if cluster else None))
-    if cluster is None and campaign.forks(prepared):
-        # The fork server imports torch and transformers on the other core meanwhile, then
-        # the model classes (before the pre-flight's fork, which needs them too).
-        forkserver.prestart()
-        forkserver.preload_prestarted(prepared.workbook.parent, campaign.model_paths(prepared))
-    clock = breakdown.Timeline()  # from the process's start: what came before is start-up
+    shown = _display(workbook, prepared, quiet, as_json, cluster[0] if cluster else None)
     resume = options.resume_command(workbook, cluster[0] if cluster else None)
+    said = (lambda line: None) if quiet else shown.echo
+
+    def preflight() -> list[VariantCheck]:
+        return check.before_run(workbook, prepared, said, options.timeout_s)
+
+    with _full_disk_said(workbook, resume):
+        result = session.run(prepared, options, shown, executor, preflight)
+    _close_run(workbook, prepared, result, as_json, resume)
+    return result.time
+
+
+@contextmanager
+def _full_disk_said(workbook: Path, resume: str) -> Iterator[None]:
+    """A full disk stops the run with what to free and how to continue; other errors pass."""
+    from toolkit.errors import ToolkitError
+
     try:
-        if cluster is None:  # models load and run one batch here before any attempt
-            forkserver.prestarted()  # waits for the server's imports: start-up
-            clock.enter("preflight_s")
-            checks = check.before_run(
-                workbook,
-                prepared,
-                lambda line: None if quiet else shown.echo(line),
-                options.timeout_s,
-            )
-            clock.preflight_work_s = sum(c.work_s or 0.0 for c in checks)
-            clock.conversion_s = sum(c.conversion_s for c in checks)
-            clock.enter("startup_s")
-        result = campaign.run(prepared, options, shown, executor, clock)
+        yield
     except (ToolkitError, OSError) as exc:
         if not _disk_full(exc):
             raise
         raise _stopped_by_a_full_disk(exc, workbook, resume) from exc
-    finally:
-        # A refusal before the campaign took the prestarted server (pre-flight, a resume
-        # refused) leaves it running: close it. After a campaign took it, nothing is left.
-        forkserver.discard()
-    _close_run(workbook, prepared, result, as_json, resume)
-    return result.time
+
+
+def _display(
+    workbook: Path, prepared: Campaign, quiet: bool, as_json: bool, cluster: str | None
+) -> Display:
+    """What shows the run's progress (JSON lines with --json), its first line said."""
+    from toolkit.commands import display
+    from toolkit.runner import decoding
+
+    own = {"generation": decoding.GENERATION_COLUMNS, "serving": decoding.SERVING_COLUMNS}
+    task_columns = own.get(decoding.task_of(prepared.protocol), ())
+    shown = display.JsonLines(task_columns) if as_json else display.make(quiet)
+    if not quiet and not as_json:
+        shown.echo(_announcement(workbook, prepared, cluster))
+    return shown
 
 
 def _nothing_to_run(workbook: Path, prepared: Campaign, as_json: bool) -> None:
     """Every planned attempt is recorded: say so (an empty run document with --json), and
     the advice on models that failed to load."""
     from toolkit.commands import check, documents
+    from toolkit.runner.driver.campaign import Result
 
     message = (
         f"nothing to run: all {len(prepared.slots)} planned attempts are recorded in {workbook}"
     )
     if as_json:
         click.echo(message, err=True)
-        documents.emit(
-            documents.run_document(
-                workbook,
-                {s: 0 for s in ("completed", "failed", "interrupted")},
-                0,
-                0.0,
-                beside.predictions_folder(workbook),
-                False,
-                False,
-                None,
-            )
-        )
+        documents.emit(documents.run_document(workbook, Result(workbook=workbook)))
     else:
         click.echo(message)
     for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
@@ -212,38 +205,15 @@ def _close_run(
     """What the run recorded (the run document with --json), the load-failure advice, then
     why it stopped short, if it did: attempts left in the journal, a CUDA error, Ctrl-C."""
     from toolkit.commands import check, documents
-    from toolkit.errors import ToolkitError, WorkbookBusyError
-    from toolkit.evidence import journal
+    from toolkit.runner.driver import session
 
-    counts = result.counts()
     if as_json:
-        documents.emit(
-            documents.run_document(
-                workbook,
-                counts,
-                len(result.records),
-                result.elapsed_s,
-                result.predictions_dir,
-                result.interrupted,
-                result.ingest_pending,
-                result.time,
-            )
-        )
+        documents.emit(documents.run_document(workbook, result))
     else:
-        _say_recorded(workbook, result, counts)
+        _say_recorded(workbook, result, result.counts())
     for line in check.load_failure_advice(workbook, prepared.known, prepared.protocol_sha256):
         click.echo(f"note: {line}", err=True)
-    if result.ingest_pending:
-        raise WorkbookBusyError(
-            f"{workbook}: busy, so the attempts are only in {journal.journal_path(workbook).name}",
-            hint=f"close the workbook, then `iteralab ingest {workbook}`",
-        )
-    if result.cuda_broken:
-        raise ToolkitError(
-            f"{workbook}: stopped after a CUDA error other than out-of-memory: this process's "
-            "CUDA context cannot be trusted (the failed attempt's row says which)",
-            hint=f"continue in a new process: `{resume}`",
-        )
+    session.refuse_short_stop(workbook, result, resume)
     if result.interrupted:
         click.echo(f"interrupted: continue with `{resume}`")
         raise click.exceptions.Exit(130)
@@ -563,25 +533,19 @@ def ingest(workbook: Path, as_json: bool) -> None:
     from toolkit import editing
     from toolkit.errors import WorkbookError
     from toolkit.evidence import journal, unfinished
-    from toolkit.runner.lost import record_lost_attempts
+    from toolkit.runner.lost import lost_line, record_lost_attempts
 
     path = journal.journal_path(workbook)
     if not workbook.exists():
         raise WorkbookError(f"{workbook}: no such workbook", hint="check the path")
     lost = record_lost_attempts(workbook)  # killed with their run: interrupted rows
     result = editing.ingest(workbook, refresh_derived=False)
-    for note in journal.notes(workbook):
+    # Torn journal lines, then attempts still running (or that cannot be told here).
+    notes = journal.notes(workbook) + [f.message for f in unfinished.findings(workbook)]
+    for note in notes:
         click.echo(f"note: {note}", err=True)
-    for finding in unfinished.findings(workbook):  # still running, or cannot tell here
-        click.echo(f"note: {finding.message}", err=True)
     if lost:
-        click.echo(
-            f"recorded {len(lost)} attempt(s) killed with their run as interrupted: "
-            + ", ".join(str(r["attempt"]["attempt_id"]) for r in lost),
-            err=True,
-        )
-    for message in result.refused.values():
-        click.echo(f"refused: {message}", err=True)
+        click.echo(lost_line(lost), err=True)
     if as_json:
         from toolkit.commands import documents
 
@@ -591,11 +555,18 @@ def ingest(workbook: Path, as_json: bool) -> None:
             f"ingested {result.attempts_added} attempt(s) and {result.manifests_added} "
             f"manifest row(s) from {path.name}; {result.already} already in {workbook}"
         )
-    if result.refused:
-        from toolkit.errors import EvidenceInvalid
+    _refuse_forged(path, result.refused)
 
+
+def _refuse_forged(path: Path, refused: dict[str, str]) -> None:
+    """Name each journal record ingest refused, then fail: the others are in the workbook."""
+    from toolkit.errors import EvidenceInvalid
+
+    for message in refused.values():
+        click.echo(f"refused: {message}", err=True)
+    if refused:
         raise EvidenceInvalid(
-            f"{path}: {len(result.refused)} record(s) not ingested (refused above); the "
+            f"{path}: {len(refused)} record(s) not ingested (refused above); the "
             "others are in the workbook",
             hint="remove the refused lines from the journal, then `iteralab validate`",
         )

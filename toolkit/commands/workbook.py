@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from toolkit.errors import UsageError
 from toolkit.findings import Finding
 
+if TYPE_CHECKING:
+    from toolkit.report.validation import Validation
+
 WORKBOOK = click.argument("workbook", type=click.Path(dir_okay=False, path_type=Path))
+#: What to do with a new workbook (``{workbook}``: its path).
+NEXT_STEPS = (
+    "fill Protocol, Variants, Rentals and Schedule (blue cells), then "
+    "`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
+    "check {workbook}`; after the runs, confirm the outputs you checked in "
+    "Verification"
+)
 
 
 @click.command()
@@ -28,36 +37,10 @@ def init(workbook: Path, as_json: bool) -> None:
     Its Tariffs sheet holds the shipped catalog snapshot (tariffs/tarifs-forfaits.csv),
     so that the Settlement can price flat plans from the start; edit it to your quotes.
     """
-    from toolkit.money import tariffs
-    from toolkit.workbook import store
-    from toolkit.workbook.model import WorkbookData
+    from toolkit.money import new_workbook
 
-    exists = UsageError(
-        f"{workbook} already exists: not overwritten",
-        hint="choose another name, or delete the file yourself",
-    )
-    if workbook.exists():
-        raise exists
-    if workbook.suffix.lower() != ".xlsx":
-        raise UsageError(
-            f"{workbook}: a campaign workbook ends in .xlsx",
-            hint=f"use {workbook.with_suffix('.xlsx')}",
-        )
-    _require_folder(workbook)
-    data = WorkbookData.empty()
-    catalog = tariffs.load_catalog()
-    for row in tariffs.tariff_rows(catalog):
-        data.append("Tariffs", row)
-    try:
-        store.create(data, workbook)
-    except FileExistsError:
-        raise exists from None
-    following = (
-        "fill Protocol, Variants, Rentals and Schedule (blue cells), then "
-        f"`iteralab validate {workbook}`, `iteralab lock {workbook}` and `iteralab "
-        f"check {workbook}`; after the runs, confirm the outputs you checked in "
-        "Verification"
-    )
+    catalog = new_workbook.create(workbook)
+    following = NEXT_STEPS.format(workbook=workbook)
     if as_json:
         from toolkit.commands import documents
 
@@ -80,23 +63,6 @@ def init(workbook: Path, as_json: bool) -> None:
     click.echo(f"next: {following}")
 
 
-def _require_folder(workbook: Path) -> None:
-    """The folder that will hold a new workbook exists: `init` creates a file, never folders
-    (a mistyped folder would otherwise start a campaign somewhere unexpected)."""
-    folder = workbook.parent
-    if folder.is_dir():
-        return
-    if folder.exists():
-        raise UsageError(
-            f"{workbook}: {folder} is a file, not a folder; nothing created",
-            hint="give a path in an existing folder",
-        )
-    raise UsageError(
-        f"{workbook}: the folder {folder} does not exist; nothing created",
-        hint=f"create it first (mkdir -p {folder}), or give a path in an existing folder",
-    )
-
-
 @click.command()
 @WORKBOOK
 @click.option(
@@ -110,71 +76,39 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     Lists each finding with its sheet, Excel row, column, check and what to do.
     """
-    from toolkit.evidence.measured_cells import inferred_note
-    from toolkit.evidence.predictions import early_digests
-    from toolkit.evidence.validate import sorted_findings
-    from toolkit.evidence.validate import validate as run_validation
-    from toolkit.planner.identity import gpu_findings
-    from toolkit.planner.model_paths import model_path_findings
-    from toolkit.report.typed_over import typed_over_findings
+    from toolkit.report.validation import validate_workbook
     from toolkit.reporting import default_folder, unfinished
-    from toolkit.workbook import store
 
-    with early_digests(workbook) as digests:  # hashing beside the read
-        data = store.read(workbook)
-        findings = sorted_findings(
-            run_validation(data, workbook, digests)
-            + gpu_findings(data)
-            + typed_over_findings(data, workbook.parent)
-            + model_path_findings(data, workbook.parent)
-        )
-    inferred = inferred_note(data)
-    warnings = protocol_warnings(data, workbook)
+    checked = validate_workbook(workbook)
     if as_json:
-        from toolkit.commands.documents import VALIDATE
+        from toolkit.commands.documents import validate_document
 
-        click.echo(
-            json.dumps(
-                {
-                    "format": VALIDATE,
-                    "workbook": str(workbook),
-                    "valid": not findings,
-                    "findings": [f.as_dict() for f in findings],
-                    "notes": [] if inferred is None else [inferred],
-                    "warnings": warnings,
-                },
-                indent=2,
-            )
-        )
-    elif findings:
+        click.echo(json.dumps(validate_document(workbook, checked), indent=2))
+    else:
+        _say_validation(workbook, checked)
+    stopped = unfinished(default_folder(workbook))
+    if stopped is not None:  # the evidence is whole; the reviewer's folder is not
+        click.echo(f"note: {stopped}: run `iteralab report {workbook}` again", err=True)
+    if not checked.valid:
+        raise click.exceptions.Exit(1)
+
+
+def _say_validation(workbook: Path, checked: Validation) -> None:
+    """The findings as a table (or that there are none), then the notes and warnings."""
+    findings = checked.findings
+    if findings:
         click.echo(_table(findings))
         sheets = len({f.sheet for f in findings})
         click.echo(f"{len(findings)} finding(s) in {sheets} sheet(s): {workbook} is not valid")
     else:
         click.echo(
-            f"{workbook}: valid ({len(data.tables['Variants'])} variants, "
-            f"{len(data.tables['Attempts'])} attempts, no findings)"
+            f"{workbook}: valid ({len(checked.data.tables['Variants'])} variants, "
+            f"{len(checked.data.tables['Attempts'])} attempts, no findings)"
         )
-    if inferred is not None and not as_json:  # older rows: judged as their cells allow
-        click.echo(f"note: {inferred}", err=True)
-    if not as_json:
-        for warning in warnings:
-            click.echo(f"warning: {warning}", err=True)
-    stopped = unfinished(default_folder(workbook))
-    if stopped is not None:  # the evidence is whole; the reviewer's folder is not
-        click.echo(f"note: {stopped}: run `iteralab report {workbook}` again", err=True)
-    if findings:
-        raise click.exceptions.Exit(1)
-
-
-def protocol_warnings(data: Any, workbook: Path) -> list[str]:
-    """What a valid protocol cannot answer: repetitions that never separate a pair, subgroups
-    a single changed prediction fails (:mod:`toolkit.report.protocol_warnings`)."""
-    from toolkit.report import protocol_warnings as warn
-
-    form = data.forms["Protocol"]
-    found = [warn.repetitions_warning(form.get("repetitions"))]
-    return [w for w in found if w] + warn.subgroup_warnings(form, workbook)
+    if checked.inferred is not None:  # older rows: judged as their cells allow
+        click.echo(f"note: {checked.inferred}", err=True)
+    for warning in checked.warnings:
+        click.echo(f"warning: {warning}", err=True)
 
 
 def _table(findings: list[Finding]) -> str:
@@ -215,6 +149,7 @@ def lock(workbook: Path, acknowledge: str | None, as_json: bool) -> None:
     """
     from toolkit.editing import change
     from toolkit.evidence import locking
+    from toolkit.report.protocol_warnings import protocol_warnings
 
     with change(workbook, refresh_derived=False) as edit:
         sha = locking.lock(edit.data, workbook, acknowledge_overlap=acknowledge)

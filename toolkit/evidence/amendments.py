@@ -26,7 +26,7 @@ LOOSER: dict[str, Callable[[float, float], bool]] = {
 VERB = {"threshold": "lowered", "tolerance": "widened"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Relaxation:
     """A threshold lowered or a tolerance widened by an amendment made after attempts ran."""
 
@@ -86,13 +86,13 @@ def relaxations(data: WorkbookData) -> list[Relaxation]:
             if before is not None and after is not None and looser(before, after):
                 found.append(
                     Relaxation(
-                        name,
-                        before,
-                        after,
-                        str(row.get("at")),
-                        str(row.get("reason") or "no reason given"),
-                        len(ran),
-                        corpora,
+                        field=name,
+                        before=before,
+                        after=after,
+                        at=str(row.get("at")),
+                        reason=str(row.get("reason") or "no reason given"),
+                        attempts_before=len(ran),
+                        corpora_before=corpora,
                     )
                 )
     return found

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolkit import layout
+from toolkit.errors import EvidenceInvalid
 from toolkit.evidence.chain import SHEET as ATTEMPTS
 from toolkit.evidence.chain import cell_value, link
 from toolkit.findings import Finding
@@ -129,3 +130,26 @@ def find_head(data: WorkbookData, head: str) -> tuple[int, int] | None:
             if _combine(i, attempts[i], j, audit[j]) == head:
                 return i, j
     return None
+
+
+def kept_head(data: WorkbookData, head: str, workbook: object) -> str:
+    """What a campaign head kept outside the folder says of ``data`` (read from
+    ``workbook``): its current state, or its first rows unchanged and how many were added
+    since; EvidenceInvalid when no state of it has that head."""
+    found = find_head(data, head)
+    if found is None:
+        raise EvidenceInvalid(
+            f"{workbook}: no state of this workbook has the head {head.strip()}: its "
+            "attempt or Audit rows were rewritten (or re-sealed) since that head was "
+            "taken, or it is another campaign's",
+            hint="compare with the copy the head was taken from; trust neither until "
+            "the difference is explained",
+        )
+    attempts, audit = len(data.tables[ATTEMPTS]), len(data.tables["Audit"])
+    if found == (attempts, audit):
+        return "the kept head is this workbook's current state"
+    return (
+        f"the kept head names this workbook's first {found[0]} attempt row(s) "
+        f"and {found[1]} Audit row(s), unchanged; {attempts - found[0]} attempt "
+        f"row(s) and {audit - found[1]} Audit row(s) were added since"
+    )

@@ -159,7 +159,15 @@ def chain_findings(
         name = f"attempt {row.get('attempt_id')!r}"
         sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
         record = recorded.get(str(row.get("attempt_id")))
-        edits = _edits(row, contents[i], record, name, excel, sealed, typed.get(i, {}))
+        edits = _edits(
+            row,
+            contents[i],
+            record,
+            name=name,
+            excel=excel,
+            sealed=sealed,
+            formulas=typed.get(i, {}),
+        )
         found += edits
         if hashes[i] is None:
             found.append(
@@ -179,10 +187,10 @@ def chain_findings(
                     data,
                     i,
                     name,
-                    hashes,
-                    contents,
-                    first_row,
-                    budget,
+                    hashes=hashes,
+                    contents=contents,
+                    first_row=first_row,
+                    budget=budget,
                     has_record=str(row.get("attempt_id")) in recorded,
                 )
             )
@@ -248,6 +256,7 @@ def _edits(
     row: Row,
     content: str,
     record: Mapping[str, Any] | None,
+    *,
     name: str,
     excel: int,
     sealed: bool = False,
@@ -365,6 +374,7 @@ def _broken(
     data: WorkbookData,
     i: int,
     name: str,
+    *,
     hashes: list[Any],
     contents: list[str],
     first_row: dict[str, int],

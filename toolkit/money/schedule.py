@@ -19,7 +19,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.errors import UsageError
 from toolkit.money.tariffs import rules, translated
-from toolkit.workbook.model import Formula
+from toolkit.workbook.model import Formula, WorkbookData
 
 PHASES: tuple[str, ...] = layout.SCHEDULE.column("phase").choices
 SHEET = layout.SCHEDULE.name
@@ -177,6 +177,40 @@ def phases_from_sheet(
             )
         )
     return phases
+
+
+def asked_phases(
+    *,
+    data: WorkbookData | None,
+    workbook: object,
+    start: str | None,
+    end: str | None,
+    specs: Sequence[str],
+    zone: dt.tzinfo | None,
+) -> tuple[list[Phase], list[str]]:
+    """The phases `iteralab schedule` was given: the Schedule sheet of ``data`` (read from
+    ``workbook``; None: no workbook), a ``start``-``end`` window and ``NAME=START/END``
+    specs; with the times as they were typed (what the time-zone line judges)."""
+    texts: list[str] = []
+    found: list[Phase] = []
+    if data is not None:
+        rows = data.tables[SHEET]
+        if not rows:
+            raise UsageError(
+                f"{workbook}: the {SHEET} sheet has no phase",
+                hint="type one row per phase (phase, start, end)",
+            )
+        found += phases_from_sheet(rows, data.row_numbers.get(SHEET, []), zone)
+        texts += [str(r.get(c)) for r in rows for c in ("start", "end")]
+    if start or end:
+        if not (start and end):
+            raise UsageError("--start and --end go together", hint="give both")
+        found.append(make_phase("window", start, end, zone))
+        texts += [start, end]
+    for spec in specs:
+        found.append(parse_phase(spec, zone))
+        texts += spec.partition("=")[2].split("/", 1)
+    return found, texts
 
 
 # --------------------------------------------------------------------------- sheet cells

@@ -177,7 +177,15 @@ def read_snapshot(
         for row in reader:
             if not any(cell.strip() for cell in row):
                 continue
-            plan = _line(path, reader.line_num, row, found, headers, given, problems)
+            plan = _line(
+                path,
+                reader.line_num,
+                row,
+                found=found,
+                headers=headers,
+                given=given,
+                problems=problems,
+            )
             if plan is not None:
                 plans.append(plan)
     except csv.Error as exc:
@@ -208,6 +216,7 @@ def _line(
     path: Path,
     line: int,
     row: list[str],
+    *,
     found: list[str],
     headers: Mapping[str, str | None],
     given: Mapping[str, str | None],

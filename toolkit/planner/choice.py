@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from toolkit.money import tariffs
 from toolkit.money.tariffs import rules
-from toolkit.planner import memory, splits
-from toolkit.planner.gpus import GB_LABEL, Gpu
+from toolkit.planner import memory, offers, splits
+from toolkit.planner.gpus import GB_LABEL, Gpu, load_catalog
 from toolkit.planner.memory import Estimate, gib
 from toolkit.planner.need import Need
 from toolkit.planner.offers import USAGES, Offer, suits, usage_fit
@@ -38,7 +40,7 @@ MARGIN_STEP_PCT = 10
 CONTEXT_FACTOR = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Candidate:
     """One card kind for the need: its split, its ceiling, its offer."""
 
@@ -273,6 +275,37 @@ def choose(
     return Choice(need, estimate, tuple(found), plan_days, usage, grown, hours)
 
 
+def choose_from_files(
+    catalog: Path | None,
+    prices: Path | None,
+    *,
+    estimate: Estimate | None,
+    need: Need | None,
+    usage: str | None,
+    plan_days: int,
+    hours: Decimal | None = None,
+) -> tuple[Choice, dict[str, tuple[tariffs.Meter, ...]]]:
+    """:func:`choose` over a GPU catalog CSV and a price CSV (the shipped ones for None),
+    priced at ``plan_days``' flat plans (or, for a schedule of ``hours``, at the cheapest of
+    the flat plans covering it and the metered prices), and the metered prices of the lots
+    that hold the answer's split, by card."""
+    if hours is not None:
+        found, price_reason = offers.schedule_offers(prices, hours)
+    else:
+        found, price_reason = offers.load_offers(prices, plan_days)
+    answer = choose(
+        load_catalog(catalog),
+        found,
+        estimate=estimate,
+        need=need,
+        price_reason=price_reason,
+        usage=usage,
+        plan_days=plan_days,
+        hours=hours,
+    )
+    return answer, offers.holding(offers.load_metered(prices), answer.cards_per_machine)
+
+
 def rank(
     catalog: Sequence[Gpu],
     offers: Mapping[str, Offer],
@@ -303,7 +336,16 @@ def rank(
         found.append(
             _best(
                 [
-                    _candidate(own, g, o, price_reason, usage, note, mlp, len(lots) > 1)
+                    _candidate(
+                        own,
+                        g,
+                        o,
+                        price_reason=price_reason,
+                        usage=usage,
+                        note=note,
+                        mlp=mlp,
+                        several=len(lots) > 1,
+                    )
                     for o in lots
                 ],
                 usage,
@@ -372,6 +414,7 @@ def _candidate(
     need: Need,
     g: Gpu,
     offer: Offer | None,
+    *,
     price_reason: str,
     usage: str | None,
     note: str | None,
@@ -412,7 +455,18 @@ def _candidate(
             fit = usage_fit(offer, usage)
             if fit:
                 said.append(fit)
-    return Candidate(g, need, split, t1, tb, reason, offer, why, tuple(said), note)
+    return Candidate(
+        gpu=g,
+        need=need,
+        split=split,
+        tokens_batch1=t1,
+        tokens_batch=tb,
+        ceiling_reason=reason,
+        offer=offer,
+        price_reason=why,
+        warnings=tuple(said),
+        precision_note=note,
+    )
 
 
 def margins(

@@ -75,7 +75,7 @@ NUMBERS = (
 PCIE_X16_GBPS = {3: Decimal(16), 4: Decimal(32), 5: Decimal(64), 6: Decimal(128)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Gpu:
     """One catalog row; a number the vendor does not state is None."""
 
@@ -206,25 +206,25 @@ def _gpu(path: Path, line: int, row: Mapping[str, str]) -> Gpu:
     usable, usable_source = _usable(path, line, row)
     names = tuple(n.strip() for n in (row.get("device_names") or "").split(";") if n.strip())
     return Gpu(
-        row["slug"].strip(),
-        row["name"].strip(),
-        nums["vram_gb"],
-        row["memory_type"].strip(),
-        nums["memory_bandwidth_gbps"],
-        row["interconnect"].strip(),
-        nums["interconnect_gbps"],
-        nums["bf16_dense_tflops"],
-        nums["fp8_dense_tflops"],
-        row["fp8"].strip(),
-        row["int8"].strip(),
-        row["fp4"].strip(),
-        row["source"].strip(),
-        row["source_date"].strip(),
-        (row.get("notes") or "").strip(),
-        names,
-        (row.get("pcie") or "").strip(),
-        usable,
-        usable_source,
+        slug=row["slug"].strip(),
+        name=row["name"].strip(),
+        vram_gb=nums["vram_gb"],
+        memory_type=row["memory_type"].strip(),
+        bandwidth_gbps=nums["memory_bandwidth_gbps"],
+        interconnect=row["interconnect"].strip(),
+        interconnect_gbps=nums["interconnect_gbps"],
+        bf16_dense_tflops=nums["bf16_dense_tflops"],
+        fp8_dense_tflops=nums["fp8_dense_tflops"],
+        fp8=row["fp8"].strip(),
+        int8=row["int8"].strip(),
+        fp4=row["fp4"].strip(),
+        source=row["source"].strip(),
+        source_date=row["source_date"].strip(),
+        notes=(row.get("notes") or "").strip(),
+        device_names=names,
+        pcie=(row.get("pcie") or "").strip(),
+        usable_mib=usable,
+        usable_source=usable_source,
     )
 
 

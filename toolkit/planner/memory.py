@@ -55,7 +55,7 @@ def gib(n: int) -> str:
     return f"{'-' if n < 0 and hundredths else ''}{whole}.{cents:02d}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Params:
     """Parameter count split into the parts that are stored differently."""
 
@@ -247,7 +247,13 @@ def _decoder(cfg: Mapping[str, Any], name: str) -> Shape:
         vocab=v,
         gated_mlp=True,
         params=Params(
-            total, embeddings, per_layer, n_layers, head, n_layers * (attn + mlp), formula
+            total=total,
+            embeddings=embeddings,
+            per_layer=per_layer,
+            layers=n_layers,
+            head=head,
+            block_linear=n_layers * (attn + mlp),
+            formula=formula,
         ),
         sliding_window=window if isinstance(window, int) else None,
         max_positions=cfg.get("max_position_embeddings"),
@@ -289,7 +295,15 @@ def _encoder(cfg: Mapping[str, Any], name: str) -> Shape:
         intermediate=i,
         vocab=v,
         gated_mlp=False,
-        params=Params(total, embeddings, per_layer, n_layers, pooler, n_layers * linear, formula),
+        params=Params(
+            total=total,
+            embeddings=embeddings,
+            per_layer=per_layer,
+            layers=n_layers,
+            head=pooler,
+            block_linear=n_layers * linear,
+            formula=formula,
+        ),
         max_positions=p,
     )
 
@@ -347,7 +361,15 @@ def shape_from_sizes(
         intermediate=intermediate,
         vocab=vocab,
         gated_mlp=True,
-        params=Params(params, emb, 0, layers, head, params - emb - head, formula),
+        params=Params(
+            total=params,
+            embeddings=emb,
+            per_layer=0,
+            layers=layers,
+            head=head,
+            block_linear=params - emb - head,
+            formula=formula,
+        ),
         notes=tuple(notes),
     )
 
@@ -402,7 +424,7 @@ class Term:
     formula: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Estimate:
     """A memory estimate: the terms, their subtotal, the margin and the total."""
 
@@ -553,29 +575,31 @@ def estimate(
     weights = _weights(shape.params, precision, compute, workload)
     kv_term, kv_seq = _kv_cache(shape, s, b, kv_precision, training)
     act = (
-        _training_activations(shape, s, b, a, compute, attention, checkpointing)
+        _training_activations(
+            shape, s, b, a, compute=compute, attention=attention, checkpointing=checkpointing
+        )
         if training
         else _inference_activations(shape, s, b, a, compute, attention)
     )
     adapter_params, adapters, grads, optim = _trained_terms(shape, workload, precision, lora_rank)
     terms = (weights, kv_term, act, grads, optim, adapters)
     return Estimate(
-        shape,
-        workload,
-        precision,
-        compute,
-        kv_precision,
-        s,
-        b,
-        attention,
-        lora_rank,
-        checkpointing,
-        terms,
-        _margin(sum(t.bytes for t in terms), allocator_pct),
-        kv_seq,
-        adapter_params,
-        _length_notes(shape, s, kv_seq),
-        allocator_pct,
+        shape=shape,
+        workload=workload,
+        precision=precision,
+        compute=compute,
+        kv_precision=kv_precision,
+        seq_len=s,
+        batch=b,
+        attention=attention,
+        lora_rank=lora_rank,
+        checkpointing=checkpointing,
+        terms=terms,
+        margin=_margin(sum(t.bytes for t in terms), allocator_pct),
+        kv_per_sequence=kv_seq,
+        adapter_params=adapter_params,
+        notes=_length_notes(shape, s, kv_seq),
+        allocator_pct=allocator_pct,
     )
 
 
@@ -759,7 +783,7 @@ def _inference_activations(
 
 
 def _training_activations(
-    shape: Shape, s: int, b: int, a: int, compute: str, attention: str, checkpointing: bool
+    shape: Shape, s: int, b: int, a: int, *, compute: str, attention: str, checkpointing: bool
 ) -> Term:
     h, i, heads = shape.hidden, shape.intermediate, shape.heads
     q, kv = heads * shape.head_dim, shape.kv_heads * shape.head_dim

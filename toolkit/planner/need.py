@@ -19,7 +19,7 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Need:
     """What must fit: the tensors (split across cards) and a per-card runtime."""
 
@@ -60,22 +60,26 @@ class Need:
             reason = "encoder: not generative, no decoding"
         s = est.shape
         return cls(
-            tensors,
-            RUNTIME_BYTES,
-            est.term("weights").bytes,
-            est.kv_per_sequence,
-            est.batch,
-            reason,
-            s.heads,
-            s.kv_heads,
-            s.layers,
-            s.hidden,
-            BYTES[est.compute],
-            est.allocator_pct,
+            tensors_bytes=tensors,
+            runtime_bytes=RUNTIME_BYTES,
+            weights_bytes=est.term("weights").bytes,
+            kv_per_sequence=est.kv_per_sequence,
+            batch=est.batch,
+            ceiling_reason=reason,
+            heads=s.heads,
+            kv_heads=s.kv_heads,
+            layers=s.layers,
+            hidden=s.hidden,
+            compute_bytes=BYTES[est.compute],
+            allocator_pct=est.allocator_pct,
         )
 
     @classmethod
     def from_gb(cls, gb: Decimal) -> Need:
         """A total need given in the GB of the card labels (GiB): the tensors; each card of
         a split also holds a runtime, as for a model."""
-        return cls(int(gb * GB_LABEL), RUNTIME_BYTES, ceiling_reason="no model sizes (--need-gb)")
+        return cls(
+            tensors_bytes=int(gb * GB_LABEL),
+            runtime_bytes=RUNTIME_BYTES,
+            ceiling_reason="no model sizes (--need-gb)",
+        )

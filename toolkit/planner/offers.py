@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from toolkit.errors import CatalogError
 from toolkit.money import tariffs
@@ -36,7 +37,7 @@ USAGES = {
 EXTRA_MONEY = ("storage_usd_per_gb_month", "egress_usd_per_gb")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Offer:
     """One lot of a card for a plan, as the price catalog sells it."""
 
@@ -179,15 +180,15 @@ def load_offers(path: Path | None = None, plan_days: int = 7) -> tuple[dict[str,
             -known.price_per_lot_usd,
         ):
             newest[key] = Offer(
-                plan.gpu_slug,
-                plan.cards_per_lot,
-                plan.price_per_lot_usd,
-                plan.plan_days,
-                plan.catalog_date,
-                state,
-                storage,
-                egress,
-                provider,
+                gpu_slug=plan.gpu_slug,
+                cards_per_lot=plan.cards_per_lot,
+                price_per_lot_usd=plan.price_per_lot_usd,
+                plan_days=plan.plan_days,
+                catalog_date=plan.catalog_date,
+                availability=state,
+                storage_usd_per_gb_month=storage,
+                egress_usd_per_gb=egress,
+                provider=provider,
             )
     by_slug: dict[str, list[Offer]] = {}
     for offer in newest.values():
@@ -225,12 +226,12 @@ def schedule_offers(path: Path | None, hours: Decimal) -> tuple[dict[str, Offer]
     for slug, meters in load_metered(path).items():
         for m in meters:
             offer = Offer(
-                slug,
-                m.cards_per_lot,
-                m.charge(seconds, 1),
-                0,
-                m.catalog_date,
-                m.market,
+                gpu_slug=slug,
+                cards_per_lot=m.cards_per_lot,
+                price_per_lot_usd=m.charge(seconds, 1),
+                plan_days=0,
+                catalog_date=m.catalog_date,
+                availability=m.market,
                 provider=m.provider.strip() or None,
                 meter=m,
                 hours=hours,
@@ -322,6 +323,26 @@ def holding(
     return {slug: found for slug, found in kept.items() if found}
 
 
+def metered_as_dict(
+    metered: dict[str, tuple[tariffs.Meter, ...]],
+) -> dict[str, list[dict[str, Any]]]:
+    """The metered prices per card, JSON-ready (amounts as decimal text)."""
+    return {
+        slug: [
+            {
+                "market": m.market,
+                "price_per_hour_usd": str(m.price_per_hour),
+                "cards_per_lot": m.cards_per_lot,
+                "billing_seconds": m.billing_seconds,
+                "catalog_date": m.catalog_date,
+                "source": m.source,
+            }
+            for m in found
+        ]
+        for slug, found in metered.items()
+    }
+
+
 def metered_lines(metered: dict[str, tuple[tariffs.Meter, ...]], usage: str | None) -> list[str]:
     """The metered prices (of lots that hold the need, :func:`holding`), one line per card,
     spot marked as :func:`usage_fit` judges it; [] when there is none."""
@@ -347,10 +368,10 @@ def metered_lines(metered: dict[str, tuple[tariffs.Meter, ...]], usage: str | No
 def _as_offer(meter: tariffs.Meter) -> Offer:
     """A metered price as an offer, for :func:`usage_fit` to judge its market."""
     return Offer(
-        meter.gpu_slug,
-        meter.cards_per_lot,
-        meter.price_per_hour,
-        0,
-        meter.catalog_date,
+        gpu_slug=meter.gpu_slug,
+        cards_per_lot=meter.cards_per_lot,
+        price_per_lot_usd=meter.price_per_hour,
+        plan_days=0,
+        catalog_date=meter.catalog_date,
         availability=meter.market,
     )

@@ -271,6 +271,7 @@ def decide(
     all_stats: Sequence[VariantStats],
     variants: Sequence[dict[str, Any]],
     costs: Sequence[Costing],
+    *,
     protocol: dict[str, Any],
     catalog: Catalog | None,
     window_text: str | None,

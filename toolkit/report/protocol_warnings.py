@@ -17,6 +17,15 @@ from typing import Any
 from toolkit.errors import CorpusError, ProtocolError
 from toolkit.evidence import corpus
 from toolkit.report import stats
+from toolkit.workbook.model import WorkbookData
+
+
+def protocol_warnings(data: WorkbookData, workbook: Path) -> list[str]:
+    """Every warning on ``data``'s protocol (read from ``workbook``): repetitions that never
+    separate a pair, subgroups a single changed prediction fails."""
+    form = data.forms["Protocol"]
+    found = [repetitions_warning(form.get("repetitions"))]
+    return [w for w in found if w] + subgroup_warnings(form, workbook)
 
 
 def repetitions_warning(repetitions: Any) -> str | None:

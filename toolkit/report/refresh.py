@@ -119,10 +119,10 @@ def refresh(
         all_stats,
         data.tables["Variants"],
         found,
-        protocol,
-        catalog,
-        window_text,
-        costs.incurred_summary(incurred),
+        protocol=protocol,
+        catalog=catalog,
+        window_text=window_text,
+        money_text=costs.incurred_summary(incurred),
     )
     decision.update_memo(data.forms["Decision"], d)
     data.forms["Decision"]["draft"] += (  # the Audit rows are all logged by now

@@ -79,3 +79,10 @@ def record_lost_attempts(workbook: Path) -> list[dict[str, Any]]:
     nothing while a run holds it. Returns the records written."""
     with unfinished.gone_run_starts(Path(workbook)) as starts:
         return journal_interrupted(Path(workbook), starts)
+
+
+def lost_line(lost: list[dict[str, Any]]) -> str:
+    """What :func:`record_lost_attempts` recorded, in one line."""
+    return f"recorded {len(lost)} attempt(s) killed with their run as interrupted: " + ", ".join(
+        str(r["attempt"]["attempt_id"]) for r in lost
+    )

@@ -51,7 +51,7 @@ class Scenario:
     local_model: Path | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunResult:
     """One run: its folder, the requests file and its SHA-256, the figures, the endpoint."""
 
@@ -140,7 +140,14 @@ def _run(
         run_loop(endpoint, prompts, arrivals, writer)
     metrics = compute(path, scenario.targets, scenario.lag_limit_ms)
     result = RunResult(
-        arrivals.label, folder, path, file_sha256(path), metrics, identity, arrivals, notes
+        label=arrivals.label,
+        folder=folder,
+        requests=path,
+        sha256=file_sha256(path),
+        metrics=metrics,
+        identity=identity,
+        arrivals=arrivals,
+        notes=notes,
     )
     write_text(folder / RUN_FILE, json.dumps(run_document(scenario, endpoint, result), indent=2))
     return result

@@ -89,14 +89,14 @@ def workbook_charts(data: WorkbookData) -> list[Chart]:
         )
         charts.append(
             Chart(
-                layout.SUMMARY.name,
-                f"B{last + 3}",
-                "column",
-                "Measured time per variant: each successful run, then the median "
+                sheet=layout.SUMMARY.name,
+                anchor=f"B{last + 3}",
+                kind="column",
+                title="Measured time per variant: each successful run, then the median "
                 "(no column: no such run)",
-                tuple(series),
-                "variant",
-                "measured_s (s)",
+                series=tuple(series),
+                x_title="variant",
+                y_title="measured_s (s)",
             )
         )
     if n_configurations:
@@ -105,14 +105,14 @@ def workbook_charts(data: WorkbookData) -> list[Chart]:
         beside = layout.letter(len(layout.SETTLEMENT.names) + 2)
         charts.append(
             Chart(
-                layout.SETTLEMENT.name,
-                f"{beside}2",
-                "column",
-                "Projected cost per expected corpus, a FORECAST (USD"
+                sheet=layout.SETTLEMENT.name,
+                anchor=f"{beside}2",
+                kind="column",
+                title="Projected cost per expected corpus, a FORECAST (USD"
                 + (f"; {note}" if note else "")
                 + "; no bar: no price or outside the "
                 "equal-quality comparison)",
-                (
+                series=(
                     {
                         "name": "projected cost per expected corpus (forecast)",
                         "categories": _range(layout.SETTLEMENT, "item", 2, last),
@@ -122,8 +122,8 @@ def workbook_charts(data: WorkbookData) -> list[Chart]:
                         "fill": {"color": BAR_COLOUR},
                     },
                 ),
-                "configuration",
-                "USD",
+                x_title="configuration",
+                y_title="USD",
             )
         )
     return charts

@@ -46,7 +46,7 @@ class Formula:
     array: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Chart:
     """A chart placed on a sheet; its series are xlsxwriter ``add_series`` options.
 

@@ -195,7 +195,9 @@ def write_value(ws: Worksheet, row: int, col: int, value: Any, fmt: Any) -> None
     elif isinstance(value, Formula):
         cached = "" if value.value is None else _plain(value.value)
         if value.array:
-            ws.write_array_formula(row, col, row, col, cell_text(value.text), fmt, cached)
+            ws.write_array_formula(
+                row, col, row, col, cell_text(value.text), cell_format=fmt, value=cached
+            )
         else:
             ws.write_formula(row, col, cell_text(value.text), fmt, cached)
     elif value is None or value == "":

@@ -32,11 +32,12 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NoReturn, Protocol
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any, NoReturn, Protocol
 
 from toolkit import editing, layout
 from toolkit.errors import ProtocolError, UsageError, WorkbookBusyError
@@ -49,6 +50,10 @@ from toolkit.runner.driver import breakdown, forkserver, worker
 from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks import evaluation
 from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+if TYPE_CHECKING:  # torch: imported where an attempt runs in this process only
+    from toolkit.runner.attempt import InterruptGuard
 
 #: Extra seconds a worker gets past its timeout before it is killed from outside.
 KILL_GRACE_S = 30.0
@@ -150,7 +155,7 @@ class Result:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Campaign:
     """A prepared campaign: protocol, variants, corpus facts, slots to run."""
 
@@ -165,7 +170,7 @@ class Campaign:
     corpus_items: int
 
 
-def known_attempts(data: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def known_attempts(data: WorkbookData, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Attempt rows of the workbook, then journal rows it lacks (each attempt once)."""
     rows = list(data.tables["Attempts"])
     have = {r.get("attempt_id") for r in rows}
@@ -229,15 +234,15 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     _check_same_corpus(workbook, form, current, data, records, fingerprint)
     todo = plan.pending(slots, current, seeds[0] if seeds else None)
     return Campaign(
-        workbook,
-        form,
-        sha,
-        {str(v["variant_id"]): v for v in chosen},
-        slots,
-        todo,
-        known,
-        fingerprint,
-        len(items),
+        workbook=workbook,
+        protocol=form,
+        protocol_sha256=sha,
+        variants={str(v["variant_id"]): v for v in chosen},
+        slots=slots,
+        todo=todo,
+        known=known,
+        corpus_sha256=fingerprint,
+        corpus_items=len(items),
     )
 
 
@@ -245,7 +250,7 @@ def _check_same_corpus(
     workbook: Path,
     form: dict[str, Any],
     current: list[dict[str, Any]],
-    data: Any,
+    data: WorkbookData,
     records: list[dict[str, Any]],
     fingerprint: str,
 ) -> None:
@@ -356,8 +361,8 @@ class Books:
         #: The attempts this run journaled a start line for, in order.
         self.started: list[str] = []
 
-    def spec(self, slot: plan.Slot, where: str | None = None) -> Any:
-        """The next attempt's spec (an AttemptSpec), its start line journaled first."""
+    def spec(self, slot: plan.Slot, where: str | None = None) -> AttemptSpec:
+        """The next attempt's spec, its start line journaled first."""
         campaign, options = self.campaign, self.options
         self.sequence += 1
         spec = AttemptSpec(
@@ -493,12 +498,12 @@ class LocalExecutor:
                 workers.close()
 
 
-def _stop_on_sigterm() -> Any:
+def _stop_on_sigterm() -> Callable[[int, FrameType | None], Any] | int | None:
     """Treat SIGTERM like Ctrl-C, so a stopped campaign still records its running attempt."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt("SIGTERM")
 
     return signal.signal(signal.SIGTERM, handler)
@@ -590,7 +595,7 @@ def _in_process(spec: AttemptSpec, display: Progress) -> tuple[dict[str, Any], b
 
 
 @contextmanager
-def _time_limit(spec: Any, guard: Any) -> Iterator[None]:
+def _time_limit(spec: AttemptSpec, guard: InterruptGuard) -> Iterator[None]:
     """Stop an attempt blocked inside its own code (a ``predict()`` that never returns
     checks no deadline) :data:`SHARED_GRACE_S` past its timeout: an alarm raises the
     attempt's timeout error in this process, while its phases run (a process of its own
@@ -640,7 +645,7 @@ def _show(event: dict[str, Any], display: Progress) -> None:
         display.items(int(event["done"]), int(event["total"]))
 
 
-def _reader(stream: Any, events: queue.Queue[dict[str, Any] | None]) -> None:
+def _reader(stream: IO[str], events: queue.Queue[dict[str, Any] | None]) -> None:
     def skipped(note: str) -> None:
         events.put({"event": "note", "text": note})
 
@@ -678,7 +683,7 @@ class Workers:
         self.env = forkserver.worker_env()
         self.server: forkserver.ForkServer | None = forkserver.take(self.env)
         #: The next attempt's worker and its stderr file, started ahead (:meth:`ahead`).
-        self.spare: tuple[Any, IO[str]] | None = None
+        self.spare: tuple[forkserver.Worker, IO[str]] | None = None
         #: How the workers were started: the run's breakdown says it.
         self.launches = forkserver.Launches()
         refusal = fork_refusal(campaign)
@@ -697,7 +702,7 @@ class Workers:
             self.launches.spawning(str(exc))
             self.close()  # each worker then imports everything itself
 
-    def start(self) -> tuple[Any, IO[str]]:
+    def start(self) -> tuple[forkserver.Worker, IO[str]]:
         """The next attempt's worker process (``subprocess.Popen`` or its forked equivalent)
         and the file its stderr goes to: the one started :meth:`ahead`, or a new one."""
         if self.spare is not None:
@@ -715,7 +720,7 @@ class Workers:
         if self.spare is None:
             self.spare = self.start()
 
-    def _launch(self, stderr: IO[str]) -> Any:
+    def _launch(self, stderr: IO[str]) -> forkserver.Worker:
         proc = forkserver.launch(self.server, self.env, stderr, self.launches)
         if not isinstance(proc, forkserver.ForkedWorker):
             self.server = None  # none, or it failed and was closed: the others spawn too
@@ -727,6 +732,7 @@ class Workers:
             proc, stderr = self.spare
             self.spare = None
             proc.kill()
+            assert proc.stdin is not None and proc.stdout is not None  # piped, as launched
             proc.stdin.close()
             proc.stdout.close()
             proc.wait()
@@ -811,7 +817,7 @@ def _in_worker(
     return record, stop
 
 
-def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
+def _why_lost(spec: AttemptSpec, interrupted: bool, timed_out: bool, code: int) -> tuple[str, str]:
     """The status of an attempt whose worker ended without its record, and why it ended."""
     if interrupted:
         return "interrupted", "interrupted by Ctrl-C"
@@ -823,7 +829,7 @@ def _why_lost(spec: Any, interrupted: bool, timed_out: bool, code: int) -> tuple
     return "failed", f"worker exited with {_exit_text(code)}"
 
 
-def _unusable(event: dict[str, Any], spec: Any) -> str | None:
+def _unusable(event: dict[str, Any], spec: AttemptSpec) -> str | None:
     """Why the campaign skips ``event`` of ``spec``'s worker (a note of :func:`_reader`, or
     a record of another attempt); None when it is used."""
     if event.get("event") == "note":  # made by _reader, never sent
@@ -836,7 +842,7 @@ def _unusable(event: dict[str, Any], spec: Any) -> str | None:
     return None
 
 
-def _signal(proc: Any, sig: int) -> None:
+def _signal(proc: forkserver.Worker, sig: int) -> None:
     try:
         os.kill(proc.pid, sig)
     except ProcessLookupError:

@@ -121,7 +121,7 @@ def launch(
     env: dict[str, str],
     stderr: IO[Any],
     launches: Launches | None = None,
-) -> Any:
+) -> Worker:
     """A worker forked by ``server``, or started by :func:`spawn` when there is none or it
     could not fork (then closed): a :class:`ForkedWorker` or a ``subprocess.Popen``.
     ``launches`` counts which, and keeps why a server did not fork."""
@@ -392,6 +392,10 @@ class ForkedWorker:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+#: A worker process as the campaign holds it: forked by the server, or spawned.
+Worker = ForkedWorker | subprocess.Popen[str]
 
 
 # ---------------------------------------------------------------- the server's side

@@ -36,14 +36,14 @@ class _Watchdog:
     """Kills the pre-flight's worker once a step runs past its limit; each event the
     worker sends starts the next step's clock."""
 
-    def __init__(self, proc: Any, limit_s: float) -> None:
+    def __init__(self, proc: forkserver.Worker, limit_s: float) -> None:
         self.proc, self.limit_s = proc, limit_s
         self.step = "starting the worker"
         self.expired = False
         self._timer: threading.Timer | None = None
         self.reset(None)
 
-    def reset(self, step: Any) -> None:
+    def reset(self, step: object) -> None:
         self.stop()
         if step is not None:
             self.step = str(step)
@@ -64,6 +64,7 @@ def check(
     variants: Sequence[dict[str, Any]],
     protocol: dict[str, Any],
     workbook: Path,
+    *,
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None],
@@ -87,6 +88,7 @@ def check(
         proc = forkserver.launch(forkserver.prestarted(), forkserver.worker_env(), stderr)
         outcome: dict[str, Any] | None = None
         watchdog = _Watchdog(proc, step_limit_s)
+        assert proc.stdin is not None and proc.stdout is not None  # piped, as launched
         try:
             proc.stdin.write(json.dumps({"preflight": request}, ensure_ascii=False, default=str))
             proc.stdin.close()

@@ -192,10 +192,10 @@ def _preflight(request: dict[str, Any]) -> int:
             request["variants"],
             request["protocol"],
             Path(request["workbook"]),
-            [corpus.Item(**item) for item in request["items"]],
-            bool(request["locked"]),
-            lambda line: _emit({"event": "line", "text": line}),
-            request.get("labels", ()),
+            items=[corpus.Item(**item) for item in request["items"]],
+            locked=bool(request["locked"]),
+            progress=lambda line: _emit({"event": "line", "text": line}),
+            labels=request.get("labels", ()),
         )
     except preflight_result.PreflightError as exc:
         _emit(preflight_result.to_json(None, exc.problems))

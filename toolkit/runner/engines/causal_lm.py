@@ -50,7 +50,7 @@ class PromptTooLong(ModelError):
     """A prompt is longer than the variant's budget and the protocol refuses long prompts."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoadedLM:
     """A causal LM ready to generate, with the file hashes that identify it (R3)."""
 
@@ -136,16 +136,16 @@ def load_lm(variant: dict[str, Any], base: Path, rule: DecodingRule) -> LoadedLM
             hint="use a tokenizer that declares one",
         )
     return LoadedLM(
-        tokenizer,
-        module,
-        device,
-        model_revision,
-        tokenizer_revision,
-        _attention_backend(module, str(variant["attention_backend"])),
-        folder,
-        None if context is None else int(context),
-        int(pad),
-        None if eos is None else int(eos),
+        tokenizer=tokenizer,
+        module=module,
+        device=device,
+        model_revision=model_revision,
+        tokenizer_revision=tokenizer_revision,
+        attention_backend=_attention_backend(module, str(variant["attention_backend"])),
+        folder=folder,
+        context=None if context is None else int(context),
+        pad_id=int(pad),
+        eos_id=None if eos is None else int(eos),
     )
 
 

@@ -50,6 +50,7 @@ class Ct2Generator:
         self,
         generator: Any,
         tokenizer: Any,
+        *,
         variant: dict[str, Any],
         rule: causal_lm.DecodingRule,
         files: Any,
@@ -158,15 +159,15 @@ def load(variant: dict[str, Any], base: Path, rule: causal_lm.DecodingRule) -> C
     loaded = Ct2Generator(
         generator,
         tokenizer,
-        variant,
-        rule,
-        files,
-        config,
-        tokenizer.eos_token_id,
-        f"ctranslate2 {ctranslate2.__version__}",
-        f"converted model.bin sha256 {cache.sha256_of(weights)}; compute type {kind}; device "
+        variant=variant,
+        rule=rule,
+        files=files,
+        config=config,
+        eos=tokenizer.eos_token_id,
+        engine=f"ctranslate2 {ctranslate2.__version__}",
+        artifact=f"converted model.bin sha256 {cache.sha256_of(weights)}; compute type {kind}; device "
         f"{device}; intra threads {threads}",
-        [built.note("ctranslate2 conversion")],
+        notes=[built.note("ctranslate2 conversion")],
     )
     loaded.conversion_s = built.seconds
     return loaded

@@ -124,7 +124,7 @@ class ClassifierLogits(nn.Module):
         return self.model(**inputs).logits
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoadedModel:
     """A model ready for inference and what the manifest says about it."""
 
@@ -284,7 +284,14 @@ def load(variant: dict[str, Any], base: Path) -> LoadedModel:
     if variant.get("compile") == "yes":
         module = compilation.compile_module(module)
     return LoadedModel(
-        tokenizer, module, labels, device, model_revision, tokenizer_revision, backend, folder
+        tokenizer=tokenizer,
+        module=module,
+        labels=labels,
+        device=device,
+        model_revision=model_revision,
+        tokenizer_revision=tokenizer_revision,
+        attention_backend=backend,
+        folder=folder,
     )
 
 

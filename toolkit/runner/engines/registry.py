@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toolkit.errors import ModelError
 from toolkit.plumbing import engines
 from toolkit.runner.engines import causal_lm, ctranslate, onnx, plugin
 from toolkit.runner.engines.contract import Generator, Predictor
 from toolkit.runner.engines.torch_engine import TorchClassifier, TorchGenerator
+
+#: A loader of one task's engines (a classifier's or a generator's).
+Loader = TypeVar("Loader")
 
 #: Each engine's classifier loader, by the variant's ``engine`` (blank: torch).
 CLASSIFIERS: dict[str, Callable[[dict[str, Any], Path], Predictor]] = {
@@ -27,7 +30,7 @@ GENERATORS: dict[str, Callable[[dict[str, Any], Path, causal_lm.DecodingRule], G
 }
 
 
-def engine_of(variant: dict[str, Any], loaders: dict[str, Any]) -> Any:
+def engine_of(variant: dict[str, Any], loaders: dict[str, Loader]) -> Loader:
     """The loader of the variant's engine (every ``python:MODULE:CALLABLE`` under
     ``python:``); ModelError naming the ones there are."""
     name = engines.engine_of(variant)

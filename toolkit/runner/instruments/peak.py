@@ -81,7 +81,7 @@ CACHE_VARIABLE = "ITERALAB_PEAK_CACHE"
 LAYOUTS = ("a @ b", "a @ b.T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Peak:
     """A peak: FLOP/s per precision, bytes/s and how they were measured.
 
@@ -257,7 +257,14 @@ def probe(device: torch.device, precision: str, threads: int, with_fp32: bool = 
         f"{'; '.join(parts)}; {clock}; probed {at} in {seconds:.2f} s (pid {os.getpid()}; "
         f"{_load_text(others.share, others.cores)})"
     )
-    return Peak(rates, copied, text, seconds, others.share, layouts=layouts)
+    return Peak(
+        matmul=rates,
+        bandwidth=copied,
+        text=text,
+        seconds=seconds,
+        others_share=others.share,
+        layouts=layouts,
+    )
 
 
 def _best_of_sizes(
@@ -354,7 +361,13 @@ class Maxima:
             f"{', '.join(figures)}. {origins}"
         )
         return Peak(
-            matmul, self.bandwidth, text, this.seconds, this.others_share, this, self.layouts
+            matmul=matmul,
+            bandwidth=self.bandwidth,
+            text=text,
+            seconds=this.seconds,
+            others_share=this.others_share,
+            this=this,
+            layouts=self.layouts,
         )
 
 

@@ -8,7 +8,7 @@ twice (the second call is timed; the first paid one-off costs), as the attempts 
 cuda variant on a machine without CUDA is resolved and its head checked, not loaded.
 Every problem is collected, then raised at once naming the variants
 (:class:`PreflightError`); nothing is written. What the timings are worth for an estimate
-is :mod:`toolkit.commands.check`'s business.
+is :mod:`toolkit.runner.preflight.estimate`'s business.
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ def check(
     variants: Sequence[dict[str, Any]],
     protocol: dict[str, Any],
     workbook: Path,
+    *,
     items: Sequence[corpus.Item],
     locked: bool,
     progress: Callable[[str], None] = lambda _: None,

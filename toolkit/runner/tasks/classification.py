@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -62,6 +62,9 @@ from toolkit.runner.tasks.manifest import manifest_content, manifest_row
 from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, AttemptRun
 from toolkit.runner.tasks.predictions import checked_reference, read_back
 from toolkit.runner.tasks.process_state import Emit
+
+if TYPE_CHECKING:  # the dispatcher ranks above the task kinds
+    from toolkit.runner.attempt import InterruptGuard
 
 #: The Protocol task this kind runs.
 NAME = "classification"
@@ -270,7 +273,7 @@ def _compile_notes(
     return notes + [note]
 
 
-def run(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
+def run(spec: AttemptSpec, emit: Emit, guard: InterruptGuard) -> dict[str, Any]:
     """Run one classification attempt; return its journal record (Attempts and Manifest
     rows). Never raises for a failure of the attempt itself: that is a row."""
     attempt = Classification(spec, emit, guard)
@@ -294,7 +297,7 @@ class Classification:
     """One classification attempt under way: the steps :meth:`AttemptRun.run_steps` runs,
     then evaluation, export, the row and the Manifest (:meth:`record`)."""
 
-    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+    def __init__(self, spec: AttemptSpec, emit: Emit, guard: InterruptGuard) -> None:
         self.spec, self.variant, self.emit = spec, spec.variant, emit
         self.run = AttemptRun(spec, emit, guard)
         self.compiled = self.variant.get("compile") == "yes"

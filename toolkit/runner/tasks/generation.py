@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -69,11 +69,14 @@ from toolkit.runner.tasks.phases import CPU_NO_DEVICE_SPAN, SHARED_RSS_NOTE, Att
 from toolkit.runner.tasks.predictions import checked_reference, read_back, reference_changed
 from toolkit.runner.tasks.process_state import Emit
 
+if TYPE_CHECKING:  # the dispatcher ranks above the task kinds
+    from toolkit.runner.attempt import InterruptGuard
+
 #: The Protocol task this kind runs.
 NAME = "generation"
 
 
-def run(spec: AttemptSpec, emit: Emit, guard: Any) -> dict[str, Any]:
+def run(spec: AttemptSpec, emit: Emit, guard: InterruptGuard) -> dict[str, Any]:
     """Run one generation attempt (``guard`` its InterruptGuard); return its journal
     record. A failure is a row."""
     attempt = Generation(spec, emit, guard)
@@ -85,7 +88,7 @@ class Generation:
     """One generation attempt under way: the steps :meth:`AttemptRun.run_steps` runs, then
     export, evaluation, the Manifest and the row (:meth:`record`)."""
 
-    def __init__(self, spec: AttemptSpec, emit: Emit, guard: Any) -> None:
+    def __init__(self, spec: AttemptSpec, emit: Emit, guard: InterruptGuard) -> None:
         self.spec, self.variant, self.protocol = spec, spec.variant, spec.protocol
         self.run = AttemptRun(spec, emit, guard)
         self.bounds = corpus.parse_stratum_bounds(self.protocol.get("stratum_bounds"))

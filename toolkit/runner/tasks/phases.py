@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -28,6 +28,9 @@ from toolkit.runner.spec import AttemptSpec
 from toolkit.runner.tasks.cells import Cells, Put, identity_cells, seconds
 from toolkit.runner.tasks.failures import AttemptTimeout, breaks_cuda, forget_traceback
 from toolkit.runner.tasks.process_state import Emit, start_process
+
+if TYPE_CHECKING:  # the dispatcher ranks above the task kinds
+    from toolkit.runner.attempt import InterruptGuard
 
 #: Progress events are sent at most this often (seconds) while items are processed.
 PROGRESS_EVERY_S = 0.2
@@ -82,7 +85,7 @@ class AttemptRun:
     """
 
     def __init__(
-        self, spec: AttemptSpec, emit: Emit, guard: Any, device: str | None = None
+        self, spec: AttemptSpec, emit: Emit, guard: InterruptGuard, device: str | None = None
     ) -> None:
         self.spec = spec
         self.emit = emit

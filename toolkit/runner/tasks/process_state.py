@@ -11,6 +11,7 @@ import torch
 
 from toolkit.runner import plan
 from toolkit.runner.instruments import precision, probes, reproducibility
+from toolkit.runner.spec import AttemptSpec
 
 #: torch's threads in this process before any attempt pinned its own. An attempt that
 #: declares none runs with these, not with whatever the previous attempt in a shared
@@ -18,7 +19,7 @@ from toolkit.runner.instruments import precision, probes, reproducibility
 STARTING_THREADS = torch.get_num_threads()
 
 
-def attempt_threads(spec: Any) -> int:
+def attempt_threads(spec: AttemptSpec) -> int:
     """The torch threads ``spec`` runs with: its own, else the process's starting count."""
     return int(spec.threads or STARTING_THREADS)
 
@@ -27,7 +28,7 @@ def attempt_threads(spec: Any) -> int:
 Emit = Callable[[dict[str, Any]], None]
 
 
-def attempt_seed(spec: Any) -> int | None:
+def attempt_seed(spec: AttemptSpec) -> int | None:
     """The seed the attempt runs with: its slot's, else the protocol's first (R17)."""
     if spec.seed is not None:
         return int(spec.seed)
@@ -36,7 +37,7 @@ def attempt_seed(spec: Any) -> int | None:
 
 
 def start_process(
-    spec: Any, device: torch.device
+    spec: AttemptSpec, device: torch.device
 ) -> tuple[int, int | None, tuple[int, int] | None]:
     """Put this process in the state the attempt is measured in: torch threads, fp32 at full
     precision (R16), the Protocol's determinism choices and the attempt's seed (R17), CUDA

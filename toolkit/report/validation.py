@@ -1,0 +1,57 @@
+"""What `iteralab validate` finds in a workbook: every sheet's findings, the GPU identities,
+the typed-over computed cells and the model paths, sorted; the note on Attempts rows that
+record no layout; the protocol's warnings.
+
+The predictions files are hashed beside the read (:func:`toolkit.evidence.predictions.early_digests`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolkit.evidence.measured_cells import inferred_note
+from toolkit.evidence.predictions import early_digests
+from toolkit.evidence.validate import sorted_findings, validate
+from toolkit.findings import Finding
+from toolkit.planner.identity import gpu_findings
+from toolkit.planner.model_paths import model_path_findings
+from toolkit.report.protocol_warnings import protocol_warnings
+from toolkit.report.typed_over import typed_over_findings
+from toolkit.workbook import store
+from toolkit.workbook.model import WorkbookData
+
+
+@dataclass(frozen=True, kw_only=True)
+class Validation:
+    """A workbook as read and what is wrong with it (no findings: valid)."""
+
+    data: WorkbookData
+    findings: list[Finding]
+    #: Why some Attempts rows are judged by the layout their cells show; None when none is.
+    inferred: str | None
+    #: What the valid protocol cannot answer (not findings).
+    warnings: list[str]
+
+    @property
+    def valid(self) -> bool:
+        """No finding."""
+        return not self.findings
+
+
+def validate_workbook(workbook: Path) -> Validation:
+    """Read ``workbook`` and check every sheet of it."""
+    with early_digests(workbook) as digests:  # hashing beside the read
+        data = store.read(workbook)
+        findings = sorted_findings(
+            validate(data, workbook, digests)
+            + gpu_findings(data)
+            + typed_over_findings(data, workbook.parent)
+            + model_path_findings(data, workbook.parent)
+        )
+    return Validation(
+        data=data,
+        findings=findings,
+        inferred=inferred_note(data),
+        warnings=protocol_warnings(data, workbook),
+    )
