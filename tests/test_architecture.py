@@ -529,7 +529,6 @@ LONG_COMMANDS = frozenset(
         "toolkit.commands.serving.serve_bench",
         "toolkit.commands.serving._render",
         "toolkit.commands.tariffs.import_tariffs",
-        "toolkit.commands.tariffs._document",
         "toolkit.commands.tariffs._lines",
     }
 )

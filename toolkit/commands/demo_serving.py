@@ -118,26 +118,28 @@ def _campaign(example: WorkbookData, endpoint: str, model: str, quick: bool) -> 
         )
     data.forms["Protocol"].update(protocol)
     for rate in RATES:
-        data.append(
-            "Variants",
-            {
-                "variant_id": f"rate-{rate:g}",
-                "series": 1,
-                "description": f"{rate:g} requests per second, Poisson arrivals",
-                "model_path": f"{endpoint}#{model}",
-                "engine": "openai-http",
-                "request_rate": rate,
-                "precision": "fp32",
-                "quantization": "none",
-                "batch_size": 1,
-                "device": "cpu",
-                "gpu_slug": host["gpu_slug"],
-                "rental_id": host["rental_id"],
-                "padding": "dynamic",
-                "max_length": 96,
-                "length_grouping": "none",
-                "compile": "no",
-                "attention_backend": "sdpa",
-            },
-        )
+        data.append("Variants", _variant(rate, f"{endpoint}#{model}", host))
     return data
+
+
+def _variant(rate: float, model_path: str, host: dict[str, Any]) -> dict[str, Any]:
+    """The Variants row of one request rate on the endpoint, priced as the demo host."""
+    return {
+        "variant_id": f"rate-{rate:g}",
+        "series": 1,
+        "description": f"{rate:g} requests per second, Poisson arrivals",
+        "model_path": model_path,
+        "engine": "openai-http",
+        "request_rate": rate,
+        "precision": "fp32",
+        "quantization": "none",
+        "batch_size": 1,
+        "device": "cpu",
+        "gpu_slug": host["gpu_slug"],
+        "rental_id": host["rental_id"],
+        "padding": "dynamic",
+        "max_length": 96,
+        "length_grouping": "none",
+        "compile": "no",
+        "attention_backend": "sdpa",
+    }

@@ -468,23 +468,9 @@ def demo(
         )
 
 
-def _serving_demo(
-    ctx: click.Context,
-    directory: Path,
-    quick: bool,
-    threads: int | None,
-    quiet: bool,
-    as_json: bool,
-) -> None:
-    """`demo --task serving`: start `transformers serve` with the sample causal LM, build
-    and lock the workbook for its endpoint, run the two-rate sweep, stop the server (its
-    log stays beside the workbook), then report."""
-    from toolkit.commands import demo as sample
-    from toolkit.commands import demo_serving
-    from toolkit.commands.report import report
+def _serving_extra() -> Any:
+    """toolkit.serving.local, once the serving extra is known installed (UsageError else)."""
     from toolkit.errors import UsageError
-    from toolkit.plumbing.shipped import SAMPLES, shipped
-    from toolkit.runner.driver.campaign import Options
 
     try:
         from toolkit.serving import local
@@ -499,6 +485,27 @@ def _serving_demo(
             f"the serving demo starts transformers serve, which needs {', '.join(missing)}",
             hint="pip install 'iteragpu-lab[serving]'",
         )
+    return local
+
+
+def _serving_demo(
+    ctx: click.Context,
+    directory: Path,
+    quick: bool,
+    threads: int | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """`demo --task serving`: start `transformers serve` with the sample causal LM, build
+    and lock the workbook for its endpoint, run the two-rate sweep, stop the server (its
+    log stays beside the workbook), then report."""
+    from toolkit.commands import demo as sample
+    from toolkit.commands import demo_serving
+    from toolkit.commands.report import report
+    from toolkit.plumbing.shipped import SAMPLES, shipped
+    from toolkit.runner.driver.campaign import Options
+
+    local = _serving_extra()
     log = directory / demo_serving.SERVER_LOG
     click.echo(f"demo: starting transformers serve with the sample causal LM (log: {log})")
     with local.LocalServer(shipped(SAMPLES) / "causal_lm", log) as server:
@@ -541,8 +548,7 @@ def ingest(workbook: Path, as_json: bool) -> None:
     lost = record_lost_attempts(workbook)  # killed with their run: interrupted rows
     result = editing.ingest(workbook, refresh_derived=False)
     # Torn journal lines, then attempts still running (or that cannot be told here).
-    notes = journal.notes(workbook) + [f.message for f in unfinished.findings(workbook)]
-    for note in notes:
+    for note in journal.notes(workbook) + [f.message for f in unfinished.findings(workbook)]:
         click.echo(f"note: {note}", err=True)
     if lost:
         click.echo(lost_line(lost), err=True)

@@ -272,7 +272,15 @@ def choose(
         catalog, offers, estimate=estimate, need=need, price_reason=price_reason, usage=usage
     )
     grown = margins(estimate, catalog, offers) if estimate is not None else ()
-    return Choice(need, estimate, tuple(found), plan_days, usage, grown, hours)
+    return Choice(
+        need=need,
+        estimate=estimate,
+        candidates=tuple(found),
+        plan_days=plan_days,
+        usage=usage,
+        margins=grown,
+        hours=hours,
+    )
 
 
 def choose_from_files(

@@ -111,7 +111,16 @@ def check(
                     checks[str(v["variant_id"])].not_loaded = SERVED
                 continue
             try:
-                problem = _check_group(members, base, items, rule, checks, labels, cuda, progress)
+                problem = _check_group(
+                    members,
+                    base,
+                    items,
+                    rule=rule,
+                    checks=checks,
+                    labels=labels,
+                    cuda=cuda,
+                    progress=progress,
+                )
             except (KeyboardInterrupt, SystemExit) as exc:
                 problem = _stray_exit(members, exc, heard)
             if problem is not None:
@@ -125,6 +134,7 @@ def _check_group(
     members: list[dict[str, Any]],
     base: Path,
     items: Sequence[corpus.Item],
+    *,
     rule: Any,
     checks: dict[str, VariantCheck],
     labels: Collection[str],
