@@ -13,14 +13,13 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import BENCHMARKS, ROOT
+
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ROOT / "benchmarks"
 RATIO_LINE = re.compile(r"^ratio \d+\.\d{3} \(target <= [\d.]+\): (met|missed)$", re.MULTILINE)
 
 

@@ -18,12 +18,12 @@ from unittest import mock
 
 import pytest
 
+from tests.support.paths import BENCHMARKS, ROOT
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
-SESSION = ROOT / "benchmarks" / "gpu_session.sh"
+SESSION = BENCHMARKS / "gpu_session.sh"
 #: The second edition's steps by default; the first edition's run when named.
 STEPS = ("setup", "env", "gpu_campaign")
 FIRST_EDITION = ("gpu_check", "gpu_generation", "pytest_gpu", "pytest_host")
@@ -207,14 +207,14 @@ def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
 def bench() -> dict[str, ModuleType]:
     """benchmarks/gpu_check.py, gpu_generation.py and engines.py, imported as scripts."""
     environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(BENCHMARKS))
     try:
         return {
             name: importlib.import_module(name)
             for name in ("gpu_check", "gpu_generation", "engines")
         }
     finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+        sys.path.remove(str(BENCHMARKS))
         os.environ.clear()
         os.environ.update(environ)
 
@@ -278,11 +278,11 @@ def test_the_engines_cuda_campaigns_are_valid_workbooks(
 def gpu_campaign() -> ModuleType:
     """benchmarks/gpu_campaign.py, imported as a script."""
     environ = dict(os.environ)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(BENCHMARKS))
     try:
         return importlib.import_module("gpu_campaign")
     finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+        sys.path.remove(str(BENCHMARKS))
         os.environ.clear()
         os.environ.update(environ)
 
@@ -352,7 +352,7 @@ def test_the_session_builder_declares_the_rows_a_later_layout_accepts(
 
 def test_the_session_campaign_without_cuda_says_so_and_exits_3() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gpu_campaign.py")],
+        [sys.executable, str(BENCHMARKS / "gpu_campaign.py")],
         cwd=ROOT,
         capture_output=True,
         text=True,

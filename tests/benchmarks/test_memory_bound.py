@@ -14,14 +14,14 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import BENCHMARKS, ROOT
+
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "memory_bound.py"
+SCRIPT = BENCHMARKS / "memory_bound.py"
 RATIO_LINE = re.compile(r"^ratio (\d+\.\d{3}) \(target <= 1\): (met|missed)$", re.MULTILINE)
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from builders import make_campaign, variant
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ROOT / "benchmarks"
+from tests.support.builders import make_campaign, variant
+from tests.support.paths import BENCHMARKS, ROOT
+
 RATIO_LINE = re.compile(
     r"^ratio \d+\.\d{3} \(target <= [\d.]+"
     r"(?:, \w+ clock; wall ratio \d+\.\d{3}(?:, the clocks disagree by \d+%: read the verdict "

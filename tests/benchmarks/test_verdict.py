@@ -6,12 +6,11 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+from tests.support.paths import BENCHMARKS
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-import report_campaign
 from click.testing import CliRunner, Result
 
+from tests.support import report_campaign
+from tests.support.paths import DOCS
 from toolkit import layout, reporting
 from toolkit.cli import cli
 from toolkit.evidence import journal
-
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _invoke(*args: object) -> Result:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import openpyxl
-import report_campaign
-from builders import filled
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.builders import filled
 from toolkit.cli import cli
 from toolkit.planner.identity import gpu_findings
 from toolkit.report import decision, generation, summary

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import attempt, locked_with
 from click.testing import CliRunner
 
+from tests.support.builders import attempt, locked_with
 from toolkit.cli import cli
 from toolkit.errors import WorkbookError
 from toolkit.evidence import chain, journal

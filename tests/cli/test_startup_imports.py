@@ -14,8 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import demo_rows
 import pytest
+
+from tests.support import demo_rows
+from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
@@ -64,10 +66,10 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
     # The real corpus: validate fingerprints it again (stdlib), as the Manifest recorded it;
     # and the tuning data it compares with the corpus (R2), as the demo folder holds them.
     for name in ("corpus.jsonl", "calibration.jsonl"):
-        shutil.copy(Path(__file__).parents[1] / "samples" / name, tmp_path)
+        shutil.copy(SAMPLES / name, tmp_path)
     # And the head and the plugin the Variants name: validate checks that they are folders.
     for name in ("head", "austen_tfidf"):
-        shutil.copytree(Path(__file__).parents[1] / "samples" / name, tmp_path / name)
+        shutil.copytree(SAMPLES / name, tmp_path / name)
     done, names = _imports("validate", str(workbook))
     # The recorded predictions files are not here: validation ran to its findings, one each.
     attempts = len(demo_rows.rows()["Attempts"])
@@ -82,7 +84,7 @@ def test_validate_of_a_workbook_with_attempts_imports_neither_torch_nor_transfor
 
 def _sample_copy(tmp_path: Path) -> Path:
     book = tmp_path / "campaign.xlsx"
-    shutil.copy(Path(__file__).parents[1] / "samples" / "example_campaign.xlsx", book)
+    shutil.copy(SAMPLES / "example_campaign.xlsx", book)
     return book
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import ROOT, attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import ROOT, attempts, make_campaign, unexplained, variant
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate

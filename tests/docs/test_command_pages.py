@@ -15,11 +15,10 @@ from pathlib import Path
 import click
 import pytest
 
+from tests.support.paths import DOCS, ROOT
 from toolkit.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-DOCS = ROOT / "docs"
 #: Generated from the click commands: it names every command by construction.
 GENERATED = {DOCS / "reference" / "cli.md"}
 #: A word in capitals stands for what the reader types (`iteralab COMMAND --help`).

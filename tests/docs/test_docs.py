@@ -14,16 +14,15 @@ from types import ModuleType, SimpleNamespace
 
 import click
 import pytest
-from builders import docs_script
 
+from tests.support.builders import docs_script
+from tests.support.paths import DOCS, ROOT, SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-DOCS = ROOT / "docs"
 #: The one page allowed to use requirement codes in its prose.
 APPENDIX = DOCS / "traceability.md"
 CODE = re.compile(r"\b(?:R\d{1,2}|B[1-5])\b")
@@ -232,7 +231,7 @@ def _needs_printing() -> None:
 @pytest.mark.libreoffice
 def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
     _needs_printing()
-    sample = str(ROOT / "samples" / "example_campaign.xlsx")
+    sample = str(SAMPLES / "example_campaign.xlsx")
     done = _screenshots("--workbook", sample, "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     names = ("overview", "summary", "settlement", "decision")
@@ -246,7 +245,7 @@ def test_the_screenshots_are_printed_from_a_workbook(tmp_path: Path) -> None:
 @pytest.mark.libreoffice
 def test_the_screenshots_picture_only_the_sheets_asked_for(tmp_path: Path) -> None:
     _needs_printing()
-    sample = str(ROOT / "samples" / "example_campaign.xlsx")
+    sample = str(SAMPLES / "example_campaign.xlsx")
     done = _screenshots("--workbook", sample, "--out", str(tmp_path), "--sheets", "Decision")
     assert done.returncode == 0, done.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["decision.png"]

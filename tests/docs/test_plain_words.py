@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
+from tests.support.paths import DOCS, ROOT
 from toolkit.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
 #: A code, but not a cell reference such as Variants!B2.
 CODE = re.compile(r"(?<![!$])\b(?:R\d{1,2}|B[1-5])\b")
 
@@ -73,7 +73,7 @@ def test_no_command_help_cites_a_requirement_code() -> None:
 
 
 def test_no_page_but_the_appendix_cites_a_code_even_in_quoted_output() -> None:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((DOCS).rglob("*.md"))]
     found = [
         f"{page.relative_to(ROOT)}:{number}: {line[:100]}"
         for page in pages

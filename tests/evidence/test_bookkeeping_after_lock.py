@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from report_campaign import RENTALS
 
+from tests.support.report_campaign import RENTALS
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import ProtocolError

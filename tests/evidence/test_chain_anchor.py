@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import make_campaign, variant
 from toolkit import editing
 from toolkit.cli import cli
 from toolkit.evidence import journal

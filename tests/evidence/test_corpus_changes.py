@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-import report_campaign
-from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.builders import attempts, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.report.stats import NOT_COMPARABLE
 from toolkit.reporting import build

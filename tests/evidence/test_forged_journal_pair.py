@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import FIXTURES
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
@@ -21,7 +22,7 @@ from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
+FIXTURE = FIXTURES / "layout3_campaign"
 NAME = "example_campaign.xlsx"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from tests.support.paths import FIXTURES
 from toolkit import layout
 from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
@@ -24,7 +25,7 @@ from toolkit.workbook.model import Formula
 
 pytestmark = pytest.mark.campaign  # reads a whole campaign: not in `make test-fast`
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
+FIXTURE = FIXTURES / "layout3_campaign"
 NAME = "example_campaign.xlsx"
 MEASURED = layout.column_letter(layout.ATTEMPTS, "measured_s")
 

@@ -9,13 +9,14 @@ from pathlib import Path
 import openpyxl
 from click.testing import CliRunner
 
+from tests.support.paths import SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "example_campaign.xlsx"
+SAMPLE = SAMPLES / "example_campaign.xlsx"
 THRESHOLD_ROW = layout.PROTOCOL.names.index("threshold") + 2
 CORPUS_ROW = layout.PROTOCOL.names.index("corpus_path") + 2
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import filelock
 import pytest
-from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
+from tests.support.builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 from toolkit.evidence import journal, unfinished
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store

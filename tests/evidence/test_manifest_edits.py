@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import make_campaign, variant
 from toolkit import editing
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate

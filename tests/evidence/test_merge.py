@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.workbook import store

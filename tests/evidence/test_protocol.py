@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from builders import attempt, filled, variant
 
+from tests.support.builders import attempt, filled, variant
 from toolkit.errors import ProtocolError, UsageError
 from toolkit.evidence import locking, protocol
 from toolkit.evidence.validate import validate

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from builders import make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import make_campaign, variant
 from toolkit.cli import cli
 from toolkit.report import protocol_warnings
 
@@ -71,8 +71,7 @@ def test_a_subgroup_too_small_for_the_tolerance_is_warned_at_validate_and_lock(
 
 def test_a_cpu_variant_naming_a_catalogued_gpu_is_a_finding_and_the_memo_says_cpu() -> None:
     """A CPU run priced as an RTX 4090 is named, and the draft memo never says it ran on one."""
-    from builders import filled
-
+    from tests.support.builders import filled
     from toolkit.money import tariffs
     from toolkit.planner.identity import gpu_findings
     from toolkit.report import decision

@@ -9,11 +9,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import attempt, locked_with, save_campaign
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.builders import attempt, locked_with, save_campaign
+from tests.support.paths import SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import UsageError
@@ -24,7 +25,6 @@ from toolkit.workbook.model import WorkbookData
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 PREDICTIONS = b'{"id":"d1","prediction":"austen","label":"austen","stratum":"short"}\n'
 
 

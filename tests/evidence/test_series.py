@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import filled, variant
-from report_campaign import campaign
 
+from tests.support.builders import filled, variant
+from tests.support.report_campaign import campaign
 from toolkit.errors import ProtocolError
 from toolkit.evidence import locking
 from toolkit.evidence.validate import validate

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import filelock
 import pytest
-from builders import iteralab, make_campaign, variant
 
+from tests.support.builders import iteralab, make_campaign, variant
+from tests.support.paths import ROOT
 from toolkit.evidence import journal
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import attempts, filled, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, filled, make_campaign, variant
+from tests.support.paths import SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import ProtocolError
@@ -75,7 +76,7 @@ def test_a_blank_stratum_bounds_is_the_32_128_of_older_workbooks() -> None:
 
 
 def test_the_example_keeps_the_32_128_bounds() -> None:
-    data = store.read(Path(__file__).resolve().parents[1] / "samples" / "example_campaign.xlsx")
+    data = store.read(SAMPLES / "example_campaign.xlsx")
     value = data.forms["Protocol"]["stratum_bounds"]
     assert corpus.strata(corpus.parse_stratum_bounds(value)) == (
         ("short", 32),

@@ -17,6 +17,7 @@ import openpyxl
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import FIXTURES, SAMPLES
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.evidence.anchor import anchor_path
@@ -27,8 +28,7 @@ from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+FIXTURE = FIXTURES / "layout3_campaign"
 NAME = "example_campaign.xlsx"
 
 

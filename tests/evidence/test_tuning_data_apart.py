@@ -9,9 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import ROOT, filled
 from click.testing import CliRunner
 
+from tests.support.builders import filled
+from tests.support.paths import FIXTURES, SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import tuning
@@ -178,7 +179,7 @@ def test_a_note_may_follow_the_path(tmp_path: Path) -> None:
 
 
 def test_the_example_points_to_its_calibration_split_which_shares_nothing_with_the_corpus() -> None:
-    book = ROOT / "samples" / "example_campaign.xlsx"
+    book = SAMPLES / "example_campaign.xlsx"
     data = store.read(book)
     assert tuning.path_of(data.forms["Protocol"]["tuning_data"]) == "calibration.jsonl"
     found, problems = tuning.overlap(data, book)
@@ -188,7 +189,7 @@ def test_the_example_points_to_its_calibration_split_which_shares_nothing_with_t
 
 def test_a_campaign_locked_before_the_rule_keeps_its_free_text(tmp_path: Path) -> None:
     folder = tmp_path / "campaign"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "layout1_campaign", folder)
+    shutil.copytree(FIXTURES / "layout1_campaign", folder)
     book = folder / "example_campaign.xlsx"
     data = store.read(book)
     assert data.forms["Protocol"]["tuning_data"].startswith("calibration.jsonl: 3,202")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import attempt, filled, locked_with, variant
 
+from tests.support.builders import attempt, filled, locked_with, variant
 from toolkit.evidence.validate import validate
 from toolkit.findings import Finding
 from toolkit.workbook import store

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import attempt, locked_with
 from click.testing import CliRunner
 
+from tests.support.builders import attempt, locked_with
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import measured_cells

@@ -8,9 +8,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit.cli import cli
 from toolkit.money import ledger
 from toolkit.money.ledger import Booked, LedgerError, read_ledger, reconcile

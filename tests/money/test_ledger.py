@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit.cli import cli
 from toolkit.reporting import build
 from toolkit.workbook import store

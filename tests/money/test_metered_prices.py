@@ -1,7 +1,7 @@
 """Metered prices: GPUs sold by the hour or the second, on demand or spot (seed R34).
 
 A metered catalog row prices one lot per hour and bills in steps of seconds; the flat 3-,
-7- and 30-day rules never read it, so the seed's flat examples stay exact (tests/test_tariffs.py
+7- and 30-day rules never read it, so the seed's flat examples stay exact (tests/money/test_tariffs.py
 runs them on the same shipped file). The Settlement prices a metered rental to the second.
 """
 
@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recalc import needs_soffice, recalculate
-from report_campaign import METERED_RENTAL, campaign
-from test_settlement import sheet_rows
 
+from tests.support.recalc import needs_soffice, recalculate, sheet_rows
+from tests.support.report_campaign import METERED_RENTAL, campaign
 from toolkit.money import tariffs
 from toolkit.money.tariffs import rules
 from toolkit.report.refresh import refresh

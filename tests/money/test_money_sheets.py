@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from report_campaign import campaign
 
+from tests.support.report_campaign import campaign
 from toolkit.evidence.validate import sheet_findings
 from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData

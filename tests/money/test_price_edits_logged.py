@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report_campaign import campaign
-
+from tests.support.report_campaign import campaign
 from toolkit.evidence.validate import sheet_findings
 from toolkit.report.refresh import refresh
 from toolkit.workbook.model import WorkbookData

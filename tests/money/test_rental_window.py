@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from report_campaign import campaign
-
+from tests.support.report_campaign import campaign
 from toolkit.evidence.validate import validate
 from toolkit.workbook.model import WorkbookData
 

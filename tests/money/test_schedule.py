@@ -9,8 +9,8 @@ from typing import Any
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from recalc import needs_soffice, recalculate
 
+from tests.support.recalc import needs_soffice, recalculate
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.money import schedule

@@ -6,10 +6,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-import openpyxl
 import pytest
-from recalc import needs_soffice, recalculate
 
+from tests.support.recalc import needs_soffice, recalculate, sheet_rows
 from toolkit import layout
 from toolkit.errors import CatalogError, UsageError
 from toolkit.money import tariffs
@@ -153,16 +152,6 @@ def workbook(
     path = tmp_path / "campaign.xlsx"
     render(data, path)
     return path, rows
-
-
-def sheet_rows(path: Path, sheet: str) -> list[dict[str, Any]]:
-    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
-    values = list(ws.iter_rows(values_only=True))
-    return [
-        dict(zip(values[0], row, strict=True))
-        for row in values[1:]
-        if any(v is not None for v in row)
-    ]
 
 
 def cents(amount: Any) -> Any:

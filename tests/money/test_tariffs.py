@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import ROOT
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
@@ -20,9 +21,8 @@ from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 rules = tariffs.rules
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "tariffs" / "calcul_forfaits.py"
-CSV = REPO / "tariffs" / "tarifs-forfaits.csv"
+SCRIPT = ROOT / "tariffs" / "calcul_forfaits.py"
+CSV = ROOT / "tariffs" / "tarifs-forfaits.csv"
 HEADER = ",".join(rules.COLUMNS)
 RTX = "2026-09-24,rtx-4090,RTX 4090,1,7,110.00,IteraGPU catalog"
 B200 = "2026-09-24,b200,B200,2,7,2071.00,IteraGPU catalog"

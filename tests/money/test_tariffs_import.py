@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import report_campaign
-from builders import filled
 from click.testing import CliRunner, Result
 
+from tests.support import report_campaign
+from tests.support.builders import filled
+from tests.support.paths import SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
@@ -25,7 +26,7 @@ from toolkit.reporting import build
 from toolkit.workbook import store
 
 rules = tariffs.rules
-SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tariffs_other_provider.csv"
+SAMPLE = SAMPLES / "tariffs_other_provider.csv"
 HEADER = (
     "catalog_date,provider,gpu_slug,gpu_name,cards_per_lot,plan_days,price_per_lot,"
     "currency,source\n"

@@ -23,8 +23,9 @@ from pathlib import Path
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from report_campaign import campaign
 
+from tests.support.paths import ROOT
+from tests.support.report_campaign import campaign
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import sheet_findings
@@ -34,8 +35,7 @@ from toolkit.workbook.model import WorkbookData
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
 rules = tariffs.rules
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "tariffs" / "calcul_forfaits.py"
+SCRIPT = ROOT / "tariffs" / "calcul_forfaits.py"
 END = "2030-01-01T00:00Z"  # after every accepted start below
 
 #: Text -> the moment read (naive text in UTC, as without --tz).
@@ -242,9 +242,9 @@ def test_a_typed_amount_of_an_outrun_rental_stays_and_says_so() -> None:
 def test_validate_names_the_outrun_rental_of_the_sample_and_changes_nothing(tmp_path: Path) -> None:
     """The example workbook, its 7-day rental held 14 days, through the real CLI."""
     for name in ("example_campaign.xlsx", "corpus.jsonl", "calibration.jsonl"):
-        shutil.copy(REPO / "samples" / name, tmp_path / name)
+        shutil.copy(ROOT / "samples" / name, tmp_path / name)
     for folder in ("head", "austen_tfidf"):  # the models its variants name
-        shutil.copytree(REPO / "samples" / folder, tmp_path / folder)
+        shutil.copytree(ROOT / "samples" / folder, tmp_path / folder)
     path = tmp_path / "example_campaign.xlsx"
     book = openpyxl.load_workbook(path)
     sheet = book[layout.RENTALS.name]

@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-import report_campaign
-from builders import SAMPLES, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.builders import SAMPLES, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.planner.identity import device_mismatches, gpu_findings
 from toolkit.workbook import store

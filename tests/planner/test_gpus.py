@@ -1,5 +1,5 @@
 """The GPU catalog, device identity, and the card choice as `iteralab gpus` shows it
-(R31-R35; splits, precision and offers in detail: tests/test_gpus_*.py)."""
+(R31-R35; splits, precision and offers in detail: tests/planner/test_offers.py and test_splits.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import DOCS, FIXTURES
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
 from toolkit.planner import gpus
 from toolkit.planner.memory import RUNTIME_BYTES
 from toolkit.plumbing.shipped import GPU_CATALOG, shipped
 
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
+CONFIGS = FIXTURES / "configs"
 GIB = 2**30
 
 
@@ -162,7 +163,7 @@ def test_identify_reads_a_given_catalog(tmp_path: Path) -> None:
 # --- the command ---------------------------------------------------------------------------
 
 #: The VRAM planner's how-to page shows the 70B answer as the command prints it.
-README = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "vram-planner.md"
+README = DOCS / "how-to" / "vram-planner.md"
 EXAMPLE_70B = (
     "$ iteralab gpus --config tests/fixtures/configs/llama-2-70b.json --precision bf16 "
     "--seq-len 4096"

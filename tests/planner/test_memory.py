@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.planner import memory
 from toolkit.report import memory_sheet
 
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
+CONFIGS = FIXTURES / "configs"
 MIB = 2**20
 
 

@@ -12,16 +12,15 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.support.paths import FIXTURES, SAMPLES
 from toolkit.cli import cli
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SCRIPT = SAMPLES / "memory_exercise.py"
 NOTEBOOK = SAMPLES / "memory_exercise.ipynb"
 
@@ -125,7 +124,7 @@ def test_step_5_prints_what_iteralab_gpus_prints(mx: ModuleType, runner, capsys)
         "tests/fixtures/configs/llama-2-70b.json --precision bf16 --seq-len "
         "4096",
     ]
-    config = Path(__file__).resolve().parent / "fixtures" / "configs" / "llama-2-70b.json"
+    config = FIXTURES / "configs" / "llama-2-70b.json"
     result = runner.invoke(
         cli, ["gpus", "--config", str(config), "--precision", "bf16", "--seq-len", "4096"]
     )

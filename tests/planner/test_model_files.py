@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES, attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import SAMPLES, attempts, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.errors import ModelError
 from toolkit.planner.models import file_hashes

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from toolkit.cli import cli
 from toolkit.errors import CatalogError
 from toolkit.planner import choice, gpus, memory, offers
 from toolkit.planner.need import Need
 from toolkit.planner.offers import Offer
 
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
+CONFIGS = FIXTURES / "configs"
 HEADER = "catalog_date,gpu_slug,gpu_name,cards_per_lot,plan_days,price_per_lot_usd,source"
 PLAIN = f"""{HEADER}
 2026-01-01,rtx-4090,RTX 4090,1,7,99.00,older catalog

@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import FIXTURES
 from toolkit.planner import choice, gpus, memory, splits
 from toolkit.planner.need import Need
 from toolkit.planner.offers import Offer
 
-CONFIGS = Path(__file__).resolve().parent / "fixtures" / "configs"
+CONFIGS = FIXTURES / "configs"
 GIB = 2**30
 CATALOG = gpus.load_catalog()
 CARDS = {g.slug: g for g in CATALOG}

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import ROOT
 from toolkit.cli import cli
 from toolkit.errors import WorkbookError
 from toolkit.plumbing import atomic
@@ -26,8 +27,6 @@ from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _iteralab(

@@ -10,11 +10,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import iteralab
+
+from tests.support.builders import iteralab
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.campaign  # starts a subprocess: not in `make test-fast`
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign"
+FIXTURE = FIXTURES / "layout3_campaign"
 NAME = "example_campaign.xlsx"
 #: Far longer than validate takes on the fixture (about 2 s), far shorter than a hang.
 LIMIT_S = 120

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PACKAGE = ROOT / "toolkit"
 
 #: Inside the runner, lowest first: what an attempt is told (no torch), the instruments that

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT, SAMPLES
+
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "samples"
 HEAD_DIR = SAMPLES / "head"
 JANEAUSTENR = Path("/usr/lib/R/site-library/janeaustenr/data/Rdata.rdb")
 ID_RE = re.compile(r"^(?P<novel>[a-z-]+)-c(?P<chapter>\d+)-p(?P<para>\d+)$")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 #: What the runner's code calls, and the first release that has it.
 NEEDED = {
     "torch": Version("2.5"),  # torch.OutOfMemoryError

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_campaign import campaign
-
+from tests.support.report_campaign import campaign
 from toolkit.report import decision
 from toolkit.report.refresh import refresh
 from toolkit.report.summary import VariantStats

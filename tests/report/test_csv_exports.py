@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit.cli import cli
 from toolkit.evidence import audit
 from toolkit.reporting import csv_cell

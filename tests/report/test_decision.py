@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_campaign import CORPUS_SHA, METERED_RENTAL, campaign, manifest
 
+from tests.support.report_campaign import CORPUS_SHA, METERED_RENTAL, campaign, manifest
 from toolkit.report import charts, stats
 from toolkit.report.decision import DRAFT_HEADER
 from toolkit.report.refresh import Refreshed, refresh

@@ -7,10 +7,10 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-import demo_rows
 import openpyxl
 import pytest
 
+from tests.support import demo_rows
 from toolkit import layout
 from toolkit.report import charts
 from toolkit.reporting import build

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import report_campaign
-from builders import SAMPLES, gen_variant, make_generation_campaign
 from click.testing import CliRunner
-from test_formulas_two_engines import _formulas, differences
 
+from tests.support import report_campaign
+from tests.support.builders import SAMPLES, gen_variant, make_generation_campaign
+from tests.support.recalc import differences, formula_cells
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.report.generation import NOT_GENERATION, SUMMARY_COLUMNS
@@ -114,7 +114,7 @@ def test_the_memory_sheet_shows_the_kv_estimate_beside_the_observed_peak(campaig
 def test_the_generation_formulas_recalculate_to_their_cached_values(
     campaign: Path, tmp_path: Path, engine: str
 ) -> None:
-    formulas = _formulas(campaign)
+    formulas = formula_cells(campaign)
     letters = {
         layout.column_letter(layout.SUMMARY, c)
         for col in SUMMARY_COLUMNS

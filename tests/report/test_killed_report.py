@@ -15,17 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.paths import ROOT
 from toolkit.cli import cli
 from toolkit.plumbing.atomic import KILL_ENV
 from toolkit.reporting import IN_PROGRESS, default_folder
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _files(folder: Path) -> dict[str, bytes]:

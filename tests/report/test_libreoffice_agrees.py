@@ -14,12 +14,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import demo_rows
 import openpyxl
 import pytest
-import report_campaign
-from recalc import SOFFICE, recalculate
 
+from tests.support import demo_rows, report_campaign
+from tests.support.recalc import SOFFICE, recalculate
 from toolkit import layout
 from toolkit.reporting import build
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-import report_campaign
 
+from tests.support import report_campaign
 from toolkit import layout
 from toolkit.evidence.validate import validate
 from toolkit.reporting import build

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from report_campaign import campaign, manifest
-
+from tests.support.report_campaign import campaign, manifest
 from toolkit.report.refresh import Refreshed, refresh
 from toolkit.workbook.model import Formula, WorkbookData
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import ROOT, variant
-from report_campaign import CORPUS_SHA, campaign, campaign_attempt, manifest, write
 
+from tests.support.builders import ROOT, variant
+from tests.support.report_campaign import CORPUS_SHA, campaign, campaign_attempt, manifest, write
 from toolkit.evidence import audit, chain, locking
 from toolkit.evidence.protocol import current_lock
 from toolkit.report import decision

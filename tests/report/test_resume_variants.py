@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_campaign import campaign
 
+from tests.support.report_campaign import campaign
 from toolkit import layout
 from toolkit.report.refresh import Refreshed, refresh
 from toolkit.workbook.model import Formula, WorkbookData

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.reporting import build

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_campaign import EXCLUSION, campaign, campaign_attempt
 
+from tests.support.report_campaign import EXCLUSION, campaign, campaign_attempt
 from toolkit import layout
 from toolkit.report.refresh import refresh
 from toolkit.report.summary import NO_DATA

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.report.stats import UNTRUSTED

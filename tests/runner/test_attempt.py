@@ -1,7 +1,7 @@
 """One attempt on the real model (CPU, small slices): rows, failures, quality checks.
 
 Attempts run in-process (process policy ``shared``) to keep the file fast; the
-fresh-process path is covered in test_runner_campaign.py.
+fresh-process path is covered in tests/runner/test_campaign.py.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, unexplained, variant
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import corpus
@@ -366,7 +366,7 @@ def test_a_missing_model_folder_is_a_failed_row_during_load(tmp_path: Path) -> N
 def test_predictions_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None:
     """A file where the predictions folder belongs: the window ran, but no output reached
     its file, so there is no result to accept (the generation task does the same,
-    test_generation.py)."""
+    tests/runner/test_generation.py)."""
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 8)], warmup_rule="none")
     (tmp_path / "campaign_predictions").write_text("in the way\n", encoding="utf-8")
     code, output = _run(CliRunner(), book)

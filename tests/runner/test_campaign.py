@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, unexplained, variant
 from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.evidence import journal

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from builders import iteralab, iteralab_running, make_campaign, variant
 
+from tests.support.builders import iteralab, iteralab_running, make_campaign, variant
 from toolkit.evidence import journal
 from toolkit.runner.driver.campaign_lock import holder_path
 

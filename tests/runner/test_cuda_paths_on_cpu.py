@@ -2,7 +2,7 @@
 
 Compile shape and counts, cache folders per attempt, fp32 pinned and recorded, the
 attention kernel seen, memory released, a CUDA error stopping a shared campaign, the
-device and driver recorded. What needs a card is in test_runner_gpu.py.
+device and driver recorded. What needs a card is in tests/runner/test_gpu.py.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, unexplained, variant
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate

@@ -4,7 +4,7 @@ the same window on the device clock (device_s), and the model's forward calls al
 
 Here, without CUDA: the columns and their help, the forward timer wrapped around each model
 call and nothing else, and a CPU attempt that leaves forward_device_s empty with its
-reason. The CUDA half (forward span within the window) is in test_runner_gpu.py.
+reason. The CUDA half (forward span within the window) is in tests/runner/test_gpu.py.
 """
 
 from __future__ import annotations
@@ -15,9 +15,16 @@ from typing import Any
 
 import pytest
 import torch
-from builders import attempt, attempts, locked_with, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import (
+    attempt,
+    attempts,
+    locked_with,
+    make_campaign,
+    unexplained,
+    variant,
+)
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import corpus

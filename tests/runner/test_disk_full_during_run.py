@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, variant
 from toolkit import editing
 from toolkit.cli import cli
 from toolkit.commands import display

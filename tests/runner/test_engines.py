@@ -2,7 +2,7 @@
 classifier against the torch reference, its dynamic-int8 quantization gated like any
 precision, and ``python:`` predictors, the shipped TF-IDF plugin and broken ones.
 
-Each campaign is the first 24 rows of the sample corpus (tests/builders.py); the ONNX
+Each campaign is the first 24 rows of the sample corpus (tests/support/builders.py); the ONNX
 export (about 20-40 s on two busy cores) is built once for the module's campaign.
 """
 
@@ -15,9 +15,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES, attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import SAMPLES, attempts, make_campaign, unexplained, variant
+from tests.support.paths import FIXTURES
 from toolkit.cli import cli
 from toolkit.evidence import journal
 from toolkit.plumbing import engines
@@ -422,9 +423,7 @@ def test_an_engine_for_the_other_task_is_a_validate_finding(tmp_path: Path) -> N
 def test_a_layout_3_workbook_reads_as_torch() -> None:
     from toolkit.evidence.validate import work_differences
 
-    data = store.read(
-        Path(__file__).parent / "fixtures" / "layout3_campaign" / "example_campaign.xlsx"
-    )
+    data = store.read(FIXTURES / "layout3_campaign" / "example_campaign.xlsx")
     assert data.layout_version == 3
     rows = data.tables["Variants"]
     assert {r["engine"] for r in rows} == {None}  # the column is newer than the workbook

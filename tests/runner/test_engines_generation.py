@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import (
+from click.testing import CliRunner
+
+from tests.support.builders import (
     RUNNER_PROTOCOL,
     SAMPLES,
     attempts,
@@ -18,8 +20,6 @@ from builders import (
     gen_variant,
     unexplained,
 )
-from click.testing import CliRunner
-
 from toolkit.cli import cli
 from toolkit.evidence import corpus, locking
 from toolkit.runner import decoding

@@ -8,14 +8,14 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.paths import SAMPLES
 from toolkit.commands import demo
 from toolkit.errors import UsageError
 from toolkit.evidence import journal, protocol
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "samples" / demo.EXAMPLE_NAME
+EXAMPLE = SAMPLES / demo.EXAMPLE_NAME
 #: Prices the catalog holds as exact decimals; the workbook stores them as numbers.
 DECIMAL_COLUMNS = ("price_per_lot_usd", "price_per_hour")
 
@@ -23,7 +23,7 @@ DECIMAL_COLUMNS = ("price_per_lot_usd", "price_per_hour")
 def _builder() -> ModuleType:
     """samples/make_example_workbook.py, imported from its path (it is a script)."""
     spec = importlib.util.spec_from_file_location(
-        "make_example_workbook", ROOT / "samples" / "make_example_workbook.py"
+        "make_example_workbook", SAMPLES / "make_example_workbook.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -7,8 +7,6 @@ L**2 term the formula includes).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -18,6 +16,7 @@ from transformers import (
     RobertaConfig,
 )
 
+from tests.support.paths import SAMPLES
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus
 from toolkit.runner.engines.model import ClassifierLogits, LoadedModel, load
@@ -26,8 +25,6 @@ from toolkit.runner.instruments import flops
 from toolkit.runner.tasks.classification import Window, run_batches
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
-
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
 def _counted(call: object) -> int:

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.report import run_time
 from toolkit.runner.driver import campaign, forkserver

@@ -13,9 +13,14 @@ import re
 from pathlib import Path
 
 import pytest
-from builders import attempts, gen_variant, make_generation_campaign, without_preflight
 from click.testing import CliRunner
 
+from tests.support.builders import (
+    attempts,
+    gen_variant,
+    make_generation_campaign,
+    without_preflight,
+)
 from toolkit.cli import cli
 from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate
@@ -158,7 +163,7 @@ def test_a_generation_protocol_without_its_rule_is_refused_before_any_attempt(
 
 
 def test_outputs_that_cannot_be_written_fail_the_attempt(tmp_path: Path) -> None:
-    """As for classification (test_runner_attempt.py): generated outputs that never reached
+    """As for classification (tests/runner/test_attempt.py): generated outputs that never reached
     their file are no result; the row says the export failed, not that nothing was made."""
     book = make_generation_campaign(tmp_path, 4, [gen_variant("b4-fp32", 4)], warmup_rule="none")
     (tmp_path / "campaign_predictions").write_text("in the way\n", encoding="utf-8")

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from click.testing import CliRunner
 from torch.utils.flop_counter import FlopCounterMode
 
+from tests.support.builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from toolkit.cli import cli
 from toolkit.errors import UsageError
 from toolkit.evidence import corpus

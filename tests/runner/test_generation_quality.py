@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES
 
+from tests.support.builders import SAMPLES
 from toolkit.commands import demo
 from toolkit.errors import ProtocolError
 from toolkit.evidence import corpus

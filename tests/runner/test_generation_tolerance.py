@@ -16,9 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from click.testing import CliRunner
 
+from tests.support.builders import SAMPLES, attempts, gen_variant, make_generation_campaign
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.commands.documents import attempt_document

@@ -2,7 +2,7 @@
 classification of four variants, a generation of three, one failing midway in each, one
 model missing) run under a fixed clock give the journal records and workbook cells of
 ``fixtures/golden_run.json``, captured before the runner was split into task kinds
-(tests/golden_run.py says what is masked as varying from run to run, and how to
+(tests/support/golden_run.py says what is masked as varying from run to run, and how to
 regenerate it)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import golden_run
 import pytest
+
+from tests.support import golden_run
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 

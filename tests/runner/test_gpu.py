@@ -1,10 +1,10 @@
 """The runner on a CUDA device: device span, memory peaks, precision, compile, OOM rows,
 and what the CUDA review of #21 asked: fp32 without TF32, the attention kernel recorded,
 no compilation inside the window, memory released between attempts of one process, the
-device used named. Their CPU halves are in test_gpu_readiness.py.
+device used named. Their CPU halves are in tests/runner/test_cuda_paths_on_cpu.py.
 
 Skipped without CUDA. On a CUDA machine the whole file runs in a few minutes:
-``pytest -m gpu tests/test_runner_gpu.py`` (the compile tests are the longest).
+``pytest -m gpu tests/runner/test_gpu.py`` (the compile tests are the longest).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, unexplained, variant
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
@@ -267,7 +267,7 @@ def test_a_cuda_error_stops_a_shared_cuda_campaign(
         threshold=0.4,
     )
     output = _run(book, code=1)  # a tool stop with what to do, not a Ctrl-C (130): the CPU
-    (row,) = attempts(book)  # half in test_gpu_readiness.py says the same
+    (row,) = attempts(book)  # half in tests/runner/test_cuda_paths_on_cpu.py says the same
     assert row["status"] == "failed"
     assert "so the shared campaign stops here" in row["notes"]
     assert "stopped after a CUDA error other than out-of-memory" in output

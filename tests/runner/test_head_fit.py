@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import SAMPLES, variant
 from click.testing import CliRunner
 
+from tests.support.builders import SAMPLES, variant
 from toolkit.cli import cli
 from toolkit.evidence import corpus
 from toolkit.runner.engines import model

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import SAMPLES, attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import SAMPLES, attempts, make_campaign, unexplained, variant
 from toolkit.cli import cli
 from toolkit.evidence import corpus
 from toolkit.evidence.validate import validate

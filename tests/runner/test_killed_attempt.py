@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 
+from tests.support.builders import attempts, iteralab, kill_mid_attempt, make_campaign, variant
 from toolkit.evidence import journal
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`

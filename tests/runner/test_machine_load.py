@@ -1,6 +1,6 @@
 """Machine load (issue 35, defect 3): the one meter of other processes' CPU time, and the
 verdicts that name a window taken under load. The Attempts row's columns are checked on
-real attempts in test_runner_attempt.py."""
+real attempts in tests/runner/test_attempt.py."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.paths import BENCHMARKS
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import chain
@@ -69,7 +70,7 @@ def test_without_proc_stat_the_meter_counts_nothing(monkeypatch: pytest.MonkeyPa
 
 def test_the_benchmarks_read_load_through_the_same_meter() -> None:
     """One implementation: the benchmarks' OthersMeter is the runner's."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(BENCHMARKS))
     try:
         import common
     finally:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import ENV, attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import ENV, attempts, make_campaign, variant
 from toolkit import editing
 from toolkit.cli import cli
 from toolkit.commands import display

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import attempt, filled, variant
 
+from tests.support.builders import attempt, filled, variant
 from toolkit.report import summary, utilisation
 from toolkit.runner.instruments import achieved, flops, machine_load, peak
 

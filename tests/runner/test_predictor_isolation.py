@@ -14,9 +14,9 @@ import traceback
 from pathlib import Path
 
 import pytest
-from builders import attempts, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, unexplained, variant
 from toolkit.cli import cli
 from toolkit.runner.driver import worker
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from builders import attempts, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempts, make_campaign, variant
 from toolkit.cli import cli
 from toolkit.runner.driver import forkserver, worker
 from toolkit.runner.preflight.result import (

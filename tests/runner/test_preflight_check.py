@@ -10,9 +10,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import make_campaign, variant
+from tests.support.paths import SAMPLES
 from toolkit.cli import cli
 from toolkit.commands.check import load_failure_advice
 from toolkit.evidence import journal
@@ -20,7 +21,6 @@ from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
 OFFLINE_ID = "example-org/not-in-the-cache"
 
 
@@ -61,7 +61,7 @@ def test_run_runs_the_check_first_so_no_attempt_row_is_written(
 
 def test_check_on_the_sample_prints_the_estimated_hours_and_cost(runner: CliRunner) -> None:
     result = runner.invoke(
-        cli, ["check", str(ROOT / "samples" / "example_campaign.xlsx"), "--variant", "b8-fp32"]
+        cli, ["check", str(SAMPLES / "example_campaign.xlsx"), "--variant", "b8-fp32"]
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

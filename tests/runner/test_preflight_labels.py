@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import make_campaign, variant
 from toolkit.cli import cli
 from toolkit.errors import ModelError
 from toolkit.runner.preflight import checks as preflight

@@ -10,17 +10,18 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.support.paths import FIXTURES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.runner.instruments import environment, rocm_stack
 from toolkit.runner.instruments.rocm_stack import AmdGpu
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "rocm"
+ROCM = FIXTURES / "rocm"
 MI300X = AmdGpu("AMD Instinct MI300X", "gfx942")
 
 
 def _text(name: str) -> str:
-    return (FIXTURES / name).read_text(encoding="utf-8")
+    return (ROCM / name).read_text(encoding="utf-8")
 
 
 def _recorded(outputs: dict[str, str | None]) -> rocm_stack.Runner:

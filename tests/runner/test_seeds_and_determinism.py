@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import attempt, attempts, locked_with, make_campaign, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempt, attempts, locked_with, make_campaign, variant
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import determinism, locking

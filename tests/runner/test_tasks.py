@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import (
+
+from tests.support.builders import (
     GENERATION_PROTOCOL,
     RUNNER_PROTOCOL,
     gen_variant,
@@ -22,7 +23,6 @@ from builders import (
     make_generation_campaign,
     variant,
 )
-
 from toolkit import layout
 from toolkit.runner.attempt import run_attempt
 from toolkit.runner.spec import AttemptSpec

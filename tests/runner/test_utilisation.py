@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from builders import attempt, filled, make_campaign, unexplained, variant
 from click.testing import CliRunner
 
+from tests.support.builders import attempt, filled, make_campaign, unexplained, variant
+from tests.support.paths import ROOT
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.report import summary, utilisation
@@ -289,7 +290,7 @@ def test_the_utilisation_benchmark_prints_its_ratio_and_peak() -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     done = subprocess.run(
         [
             sys.executable,

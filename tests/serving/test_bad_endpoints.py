@@ -16,13 +16,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from builders import ENV
 
+from tests.support.builders import ENV
+from tests.support.paths import SAMPLES
 from toolkit import serving
 from toolkit.serving.records import FROM_STREAM
 
-ROOT = Path(__file__).resolve().parents[1]
-PROMPTS = ROOT / "samples" / "prompts.jsonl"
+PROMPTS = SAMPLES / "prompts.jsonl"
 
 
 def _event(text: str | None = None, finish: str | None = None) -> bytes:

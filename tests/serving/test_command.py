@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import SAMPLES
 from toolkit.cli import cli
 from toolkit.serving import local
 
-ROOT = Path(__file__).resolve().parents[1]
 ENDPOINT = ["--endpoint", "http://127.0.0.1:9", "--model", "m"]
 
 
@@ -74,7 +74,7 @@ def test_a_local_server_without_its_packages_is_refused(
     monkeypatch.setattr(local, "NEEDS", (*local.NEEDS, "no_such_serving_package"))
     code, output = _invoke(
         "--start-local",
-        str(ROOT / "samples" / "causal_lm"),
+        str(SAMPLES / "causal_lm"),
         "--rate",
         "1",
         "--requests",

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import SAMPLES
 from toolkit import serving
 from toolkit.cli import cli
 from toolkit.serving.local import free_port
@@ -25,9 +26,8 @@ from toolkit.serving.schedule import poisson_offsets
 
 pytestmark = pytest.mark.campaign  # starts a server subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "samples" / "causal_lm"
-PROMPTS = ROOT / "samples" / "prompts.jsonl"
+MODEL = SAMPLES / "causal_lm"
+PROMPTS = SAMPLES / "prompts.jsonl"
 
 if serving.missing_packages():
     pytest.skip(

@@ -1,15 +1,15 @@
 """The shared builders of the tests: Protocol forms, Variants and Attempts rows, workbooks.
 
-Support code, not tests: test files import it as ``from builders import ...`` (pytest puts
-tests/ on sys.path). conftest.py turns some of these into fixtures; report_campaign.py
-builds the report tests' constructed campaign from them, and demo_rows.py replays a recorded
+Support code, not tests: test files import it as ``from tests.support.builders import ...``.
+tests/conftest.py turns some of these into fixtures; tests/support/report_campaign.py
+builds the report tests' constructed campaign from them, and tests/support/demo_rows.py replays a recorded
 demo run. Beside the builders: `iteralab` as a subprocess (run to its end, or killed mid-attempt
 as a crash would), `run` without its pre-flight, and the documentation's scripts as modules.
 
 The runner's campaigns (:func:`make_campaign`) are a slice of the sample corpus with the real
 head: the first N rows of samples/corpus.jsonl; the model is the installed all-MiniLM-L6-v2
 with samples/head, on the CPU. Of the first 24 rows, 13 are classified right at max length
-256 (tests/test_samples.py holds the predictions of the first 100).
+256 (tests/project/test_samples.py holds the predictions of the first 100).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 from unittest import mock
 
+from tests.support.paths import ROOT, SAMPLES
 from toolkit import layout
 from toolkit.evidence import chain, journal, locking
 from toolkit.evidence.anchor import write_anchor
@@ -36,8 +37,6 @@ from toolkit.evidence.validate import work_differences
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT / "samples"
 #: The environment of an ``iteralab`` subprocess: this checkout's toolkit, no network.
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 

@@ -1,11 +1,11 @@
 """Attempts recorded by a real `iteralab demo` run, replayed into the example workbook.
 
-``fixtures/demo_campaign_rows.json`` holds the Attempts and Manifest rows of
+``tests/fixtures/demo_campaign_rows.json`` holds the Attempts and Manifest rows of
 one full run of the sample campaign (a plain ``iteralab demo``: series 1 and the
 engine series 4, on a 2-core CPU), so the LibreOffice check runs on real
 measurements without running the model in CI. Re-record after the example
 workbook's protocol or variants change: ``iteralab demo DEMO_DIR``, then
-``python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx``. Rows recorded before
+``python -m tests.support.demo_rows DEMO_DIR/example_campaign.xlsx``. Rows recorded before
 a layout added a column leave it blank, as any older row (validate reads a blank
 measured column of a layout newer than the row as not recorded then).
 """
@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-FIXTURE = HERE / "fixtures" / "demo_campaign_rows.json"
-EXAMPLE = HERE.parent / "samples" / "example_campaign.xlsx"
+from tests.support.paths import FIXTURES, SAMPLES
+
+FIXTURE = FIXTURES / "demo_campaign_rows.json"
+EXAMPLE = SAMPLES / "example_campaign.xlsx"
 
 
 def rows() -> dict[str, Any]:
@@ -38,7 +39,7 @@ def workbook(folder: Path) -> Path:
     lock = protocol.require_lock(data, EXAMPLE)
     assert lock == recorded["protocol_sha256"], (
         f"{EXAMPLE.name} changed since the demo rows were recorded: re-record them "
-        "(python tests/demo_rows.py DEMO_DIR/example_campaign.xlsx)"
+        "(python -m tests.support.demo_rows DEMO_DIR/example_campaign.xlsx)"
     )
     for row in recorded["Manifest"]:
         data.append("Manifest", row)
@@ -88,6 +89,5 @@ def record(demo_workbook: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parent))
     record(Path(sys.argv[1]))
     print(f"wrote {FIXTURE}")

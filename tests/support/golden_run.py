@@ -9,9 +9,9 @@ fails midway by an injected fault.
 Every clock the records read (``now_text``, the run's random tag) is fixed; what still
 varies from run to run (durations, rates, memory peaks, the peak probe, the host's load
 and the sentences that name it, the hashes over them) is masked by :func:`normalise`.
-``fixtures/golden_run.json`` holds the result captured before the runner was split into task
+``tests/fixtures/golden_run.json`` holds the result captured before the runner was split into task
 kinds; regenerate it (only on a commit whose records are known right) with
-``python tests/golden_run.py``.
+``python -m tests.support.golden_run``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,18 +26,16 @@ from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # run as a script: builders beside it
-
-from builders import (  # noqa: E402
+from tests.support.builders import (
     gen_variant,
     make_campaign,
     make_generation_campaign,
     variant,
     without_preflight,
 )
+from tests.support.paths import FIXTURES
 
-FIXTURE = HERE / "fixtures" / "golden_run.json"
+FIXTURE = FIXTURES / "golden_run.json"
 #: A failure midway through the measured window of each campaign's b1-fault variant.
 FAULT = "oom@2:b1-fault"
 FIXED_NOW = dt.datetime(2026, 12, 7, 9, 0, 0, tzinfo=dt.timezone.utc)

@@ -10,12 +10,17 @@ not installed.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import openpyxl
 import pytest
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
@@ -128,3 +133,74 @@ def recalculate_gnumeric(xlsx_path: str | Path, out_dir: str | Path) -> Path:
             f"{done.stdout}\n{done.stderr}"
         )
     return result
+
+
+#: The two calculators, by name: each recalculates a copy and returns its path.
+ENGINES: dict[str, Callable[[Path, Path], Path]] = {
+    "libreoffice": recalculate,
+    "gnumeric": recalculate_gnumeric,
+}
+
+
+def formula_cells(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:
+    """Each formula cell of ``path``: (sheet, cell) -> (its formula, the value cached with it)."""
+    written = openpyxl.load_workbook(path)
+    cached = openpyxl.load_workbook(path, data_only=True)
+    out = {}
+    for ws in written.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                text = getattr(cell.value, "text", cell.value)
+                if isinstance(text, str) and text.startswith("="):
+                    out[(ws.title, cell.coordinate)] = (
+                        text,
+                        cached[ws.title][cell.coordinate].value,
+                    )
+    return out
+
+
+def _values(path: Path) -> dict[tuple[str, str], Any]:
+    with warnings.catch_warnings():  # Gnumeric writes no default style: harmless here
+        warnings.filterwarnings("ignore", "Workbook contains no default style")
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    out = {}
+    for ws in book.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if hasattr(cell, "coordinate"):
+                    out[(ws.title, cell.coordinate)] = cell.value
+    book.close()
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a in (None, "") and b in (None, ""):
+        return True
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return bool(a == b)
+
+
+def differences(
+    path: Path, engine: str, folder: Path, formulas: dict[tuple[str, str], tuple[str, Any]]
+) -> list[str]:
+    """Each formula cell ``engine`` recalculates to another value than the generator's."""
+    recalculated = _values(ENGINES[engine](path, folder))
+    return [
+        f"{sheet}!{cell}: {text} -> {engine} {recalculated.get((sheet, cell))!r}, "
+        f"generator {cached!r}"
+        for (sheet, cell), (text, cached) in sorted(formulas.items())
+        if not _same(recalculated.get((sheet, cell)), cached)
+    ]
+
+
+def sheet_rows(path: Path, sheet: str) -> list[dict[str, Any]]:
+    """The rows of ``sheet`` under its header, as dicts of the cached values (blank rows left out)."""
+    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
+    values = list(ws.iter_rows(values_only=True))
+    return [
+        dict(zip(values[0], row, strict=True))
+        for row in values[1:]
+        if any(v is not None for v in row)
+    ]

@@ -13,8 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from builders import PROTOCOL, SAMPLES, variant
-
+from tests.support.builders import PROTOCOL, SAMPLES, variant
 from toolkit.evidence import audit, chain, locking
 from toolkit.money import tariffs
 from toolkit.reporting import build

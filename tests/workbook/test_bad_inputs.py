@@ -18,9 +18,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from builders import SAMPLES, attempt, filled, locked_with, make_campaign, variant
 from click.testing import CliRunner, Result
 
+from tests.support.builders import SAMPLES, attempt, filled, locked_with, make_campaign, variant
 from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.errors import ModelError

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.workbook import store

@@ -17,8 +17,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from builders import ENV, filled
 
+from tests.support.builders import ENV, filled
+from tests.support.paths import FIXTURES
 from toolkit import layout
 from toolkit.workbook import extent
 from toolkit.workbook.model import WorkbookData
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `
 #: The first column right of the Variants table's last header.
 NEXT_COLUMN = layout.letter(len(layout.VARIANTS.names) + 1)
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "layout3_campaign" / "corpus_quick.jsonl"
+CORPUS = FIXTURES / "layout3_campaign" / "corpus_quick.jsonl"
 FAR = '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>far</t></is></c></row>'
 
 

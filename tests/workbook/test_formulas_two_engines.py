@@ -9,31 +9,22 @@ the formula and both values.
 
 from __future__ import annotations
 
-import math
 import shutil
-import warnings
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import demo_rows
 import openpyxl
 import pytest
-import report_campaign
-from builders import filled
 from openpyxl.worksheet.formula import ArrayFormula
-from recalc import recalculate, recalculate_gnumeric
 
+from tests.support import demo_rows, report_campaign
+from tests.support.builders import filled
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.recalc import ENGINES, differences, formula_cells
 from toolkit.evidence import locking
 from toolkit.reporting import build
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.libreoffice
-ROOT = Path(__file__).resolve().parents[1]
-ENGINES: dict[str, Callable[[Path, Path], Path]] = {
-    "libreoffice": recalculate,
-    "gnumeric": recalculate_gnumeric,
-}
 
 
 def _template(folder: Path) -> Path:
@@ -41,7 +32,7 @@ def _template(folder: Path) -> Path:
 
 
 def _example(folder: Path) -> Path:
-    return Path(shutil.copy(ROOT / "samples" / "example_campaign.xlsx", folder / "example.xlsx"))
+    return Path(shutil.copy(SAMPLES / "example_campaign.xlsx", folder / "example.xlsx"))
 
 
 def _reported(folder: Path) -> Path:
@@ -184,65 +175,13 @@ MINIMUM_FORMULAS = {
 }
 
 
-def _formulas(path: Path) -> dict[tuple[str, str], tuple[str, Any]]:
-    written = openpyxl.load_workbook(path)
-    cached = openpyxl.load_workbook(path, data_only=True)
-    out = {}
-    for ws in written.worksheets:
-        for row in ws.iter_rows():
-            for cell in row:
-                text = getattr(cell.value, "text", cell.value)
-                if isinstance(text, str) and text.startswith("="):
-                    out[(ws.title, cell.coordinate)] = (
-                        text,
-                        cached[ws.title][cell.coordinate].value,
-                    )
-    return out
-
-
-def _values(path: Path) -> dict[tuple[str, str], Any]:
-    with warnings.catch_warnings():  # Gnumeric writes no default style: harmless here
-        warnings.filterwarnings("ignore", "Workbook contains no default style")
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    out = {}
-    for ws in book.worksheets:
-        for row in ws.iter_rows():
-            for cell in row:
-                if hasattr(cell, "coordinate"):
-                    out[(ws.title, cell.coordinate)] = cell.value
-    book.close()
-    return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a in (None, "") and b in (None, ""):
-        return True
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    return bool(a == b)
-
-
-def differences(
-    path: Path, engine: str, folder: Path, formulas: dict[tuple[str, str], tuple[str, Any]]
-) -> list[str]:
-    """Each formula cell ``engine`` recalculates to another value than the generator's."""
-    recalculated = _values(ENGINES[engine](path, folder))
-    return [
-        f"{sheet}!{cell}: {text} -> {engine} {recalculated.get((sheet, cell))!r}, "
-        f"generator {cached!r}"
-        for (sheet, cell), (text, cached) in sorted(formulas.items())
-        if not _same(recalculated.get((sheet, cell)), cached)
-    ]
-
-
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("name", list(WORKBOOKS))
 def test_every_formula_cell_recalculates_to_its_cached_value(
     tmp_path: Path, engine: str, name: str
 ) -> None:
     path = WORKBOOKS[name](tmp_path)
-    formulas = _formulas(path)
+    formulas = formula_cells(path)
     assert len(formulas) >= MINIMUM_FORMULAS[name]
     if name in ("priced", "money", "reported"):  # the Overview's figures are formulas too
         assert sum(sheet == "Overview" for sheet, _ in formulas) >= 10

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.paths import FIXTURES, SAMPLES
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import chain, protocol
 from toolkit.report.generation import NOT_GENERATION
 from toolkit.workbook import store
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SAMPLES = Path(__file__).parents[1] / "samples"
 #: validate's note on these campaigns: their six rows were recorded before rows held a layout.
 INFERRED = (
     "Attempts 6 rows (Excel rows 2 to 7) record no layout (written before layout 8): "

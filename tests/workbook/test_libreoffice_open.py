@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import openpyxl
-from recalc import needs_soffice, recalculate
 
+from tests.support.recalc import needs_soffice, recalculate
 from toolkit import editing, layout
 from toolkit.evidence import locking, protocol
 from toolkit.evidence.validate import validate

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import filelock
 import pytest
-from builders import filled
 
+from tests.support.builders import filled
+from tests.support.paths import ROOT
 from toolkit import editing
 from toolkit.errors import WorkbookBusyError, WorkbookError
 from toolkit.plumbing import atomic
@@ -27,7 +28,6 @@ from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
-ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = textwrap.dedent("""
     import sys, time

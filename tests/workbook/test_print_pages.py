@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import report_campaign
-from builders import docs_script
 
+from tests.support import report_campaign
+from tests.support.builders import docs_script
 from toolkit import layout
 
 pytestmark = pytest.mark.libreoffice

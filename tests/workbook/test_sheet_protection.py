@@ -11,18 +11,17 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-import report_campaign
 from click.testing import CliRunner
 from openpyxl.worksheet.worksheet import Worksheet
-from recalc import recalculate
 
+from tests.support import report_campaign
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.recalc import recalculate
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence.validate import validate
 from toolkit.workbook import store
 from toolkit.workbook.render import COMPUTED_FILL, INPUT_FILL
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -143,7 +142,7 @@ def test_every_save_protects_the_sheets_again(
         attempt = str(openpyxl.load_workbook(priced)["Attempts"]["A2"].value)
         args = ["exclude", str(priced), attempt, "--reason", "provider maintenance"]
     elif command == "ledger":
-        export = str(ROOT / "samples" / "billing_example.csv")
+        export = str(SAMPLES / "billing_example.csv")
         args = ["ledger", "import", str(priced), export, "--column", "reference=Order"]
         args += ["--column", "amount=Total"]
     else:

@@ -8,9 +8,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import report_campaign
 from click.testing import CliRunner
 
+from tests.support import report_campaign
 from toolkit.cli import cli
 from toolkit.errors import CorpusError
 from toolkit.evidence import corpus, journal

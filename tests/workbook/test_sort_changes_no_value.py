@@ -20,11 +20,11 @@ from typing import Any
 
 import openpyxl
 import pytest
-import report_campaign
 from openpyxl.formula.translate import Translator
 from openpyxl.worksheet.formula import ArrayFormula
-from recalc import recalculate, recalculate_gnumeric
 
+from tests.support import report_campaign
+from tests.support.recalc import recalculate, recalculate_gnumeric
 from toolkit import layout
 
 pytestmark = pytest.mark.libreoffice

@@ -9,13 +9,12 @@ import datetime as dt
 from pathlib import Path
 
 import openpyxl
-from builders import filled
 
+from tests.support.builders import filled
+from tests.support.paths import ROOT
 from toolkit import layout
 from toolkit.evidence.validate import validate_sheets
 from toolkit.workbook import store
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _typed_in_excel(path: Path, deadline: object) -> None:
