@@ -174,16 +174,16 @@ generation=()
 # GPU_SESSION_TESTS narrows a rerun to some tests (pytest node ids, space-separated).
 # By default the two compile tests (71 s of the 147) are left out: gpu_check's compile
 # campaign runs the same warm-up-none compiled variant through `iteralab run` and checks it.
-gpu_file=tests/test_runner_gpu.py
-read -ra gpu_tests <<<"${GPU_SESSION_TESTS:-$gpu_file tests/test_gpu_identity.py \
+gpu_file=tests/runner/test_gpu.py
+read -ra gpu_tests <<<"${GPU_SESSION_TESTS:-$gpu_file tests/planner/test_gpu_identity.py \
   --deselect $gpu_file::test_a_compiled_variant_compiles_during_load \
   --deselect $gpu_file::test_a_compiled_variant_without_warm_up_compiles_nothing_in_the_window}"
 # Tests that once assumed a CPU-only host or transformers 5.24 (issue 35, defects 4 and 5).
-readiness=tests/test_gpu_readiness.py
+readiness=tests/runner/test_cuda_paths_on_cpu.py
 host_tests=("$readiness::test_a_cpu_manifest_says_there_is_no_gpu_device"
             "$readiness::test_the_profiler_s_cycle_warning_is_expected_around_the_probe_and_nothing_else"
-            tests/test_runner_attempt.py::test_the_manifest_row_says_what_ran
-            tests/test_generation_flops.py)
+            tests/runner/test_attempt.py::test_the_manifest_row_says_what_ran
+            tests/runner/test_generation_flops.py)
 if ((dry)); then
   check+=(--cpu-dry-run --items 8 --repetitions 1 --batches 8 --precisions bf16
           --groupings sorted)

@@ -418,7 +418,7 @@ def corpus_bounds(folder: Path, line_bytes: int, quick: bool) -> dict[str, Any]:
 
 
 def campaign(folder: Path, corpus_file: Path) -> Path:
-    """A locked one-variant campaign on ``corpus_file`` (tests/builders.py:make_campaign)."""
+    """A locked one-variant campaign on ``corpus_file`` (tests/support/builders.py:make_campaign)."""
     common.prepare_folder(folder, 1)
     (folder / "corpus.jsonl").write_bytes(corpus_file.read_bytes())
     return common.save_locked(

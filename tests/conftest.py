@@ -1,6 +1,6 @@
 """Shared fixtures: fresh workbooks, filled protocols, the CLI runner.
 
-Only fixtures live here; the builders they use are in builders.py."""
+Only fixtures live here; the builders they use are in tests/support/builders.py."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import report_campaign
-from builders import SAMPLES, filled, without_preflight
 from click.testing import CliRunner
 
+from tests.support import report_campaign
+from tests.support.builders import SAMPLES, filled, without_preflight
 from toolkit.runner.driver import forkserver
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData

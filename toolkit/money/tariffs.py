@@ -29,7 +29,7 @@ def _load_rules() -> ModuleType:
 
     Loaded by path, not imported: the file is also a standalone script that a person runs
     beside its catalog, outside any package (SPEC R25, tariffs/README.md), so it cannot live
-    under ``toolkit/``. It imports the standard library only; tests/test_architecture.py
+    under ``toolkit/``. It imports the standard library only; tests/project/test_architecture.py
     keeps this the one module loaded by path and the file free of toolkit imports, so the
     import graph it checks misses no edge.
     """

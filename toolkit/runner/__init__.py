@@ -2,7 +2,7 @@
 
 Its modules and subpackages, lowest layer first: each imports only what is listed before it
 or shares its layer (``spec``, ``plan`` and ``decoding`` are one layer; ``preflight``,
-``attempt`` and ``lost`` another). tests/test_architecture.py holds the runner to these
+``attempt`` and ``lost`` another). tests/project/test_architecture.py holds the runner to these
 layers, and this list to the package's contents:
 
 - ``spec``: what one attempt is told (AttemptSpec; no torch);

@@ -1,0 +1,1 @@
+"""The test suite: one folder per package of toolkit/ (tests/README.md)."""

@@ -1,0 +1,1 @@
+"""benchmarks/: the scripts run end to end on tiny sizes."""

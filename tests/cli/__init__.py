@@ -1,0 +1,1 @@
+"""toolkit.cli and toolkit.commands: exit codes, messages, --json, start-up."""

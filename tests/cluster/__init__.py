@@ -1,0 +1,1 @@
+"""toolkit.cluster: campaigns on a Ray cluster."""

@@ -1,0 +1,1 @@
+"""docs/ and README: the site, the command pages, words a user reads."""

@@ -1,0 +1,1 @@
+"""toolkit.evidence: validation, the journal, the chains, the corpus, the protocol, merge."""

@@ -1,0 +1,1 @@
+"""toolkit.money: tariffs, rentals, schedule, ledger, settlement."""

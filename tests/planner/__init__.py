@@ -1,0 +1,1 @@
+"""toolkit.planner: the GPU catalog, offers, splits, memory estimates, model files."""

@@ -1,0 +1,1 @@
+"""toolkit.plumbing: atomic writes, digests, the helper process, special files."""

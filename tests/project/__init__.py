@@ -1,0 +1,1 @@
+"""The project as a whole: import layers, version floors, the shipped samples."""

@@ -1,0 +1,1 @@
+"""toolkit.report and toolkit.reporting: Summary, Decision, report.md, charts, exports."""

@@ -1,0 +1,1 @@
+"""toolkit.runner: attempts, campaigns, engines, tasks, instruments, the pre-flight."""

@@ -1,0 +1,1 @@
+"""toolkit.serving: the serving benchmark and serve-bench."""

@@ -1,0 +1,207 @@
+"""A serving campaign against a real ``transformers serve`` on 127.0.0.1 (the sample causal
+LM on the CPU): `iteralab run` measures a two-rate sweep into valid Attempts rows whose
+figures are the requests files' own, and a server killed mid-attempt leaves failed requests
+with their reason in a valid workbook."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.support.builders import iteralab, make_serving_campaign, serving_variant
+from tests.support.paths import ROOT
+from tests.support.recalc import differences, formula_cells
+from toolkit import layout
+from toolkit.evidence.scenario import parse_targets
+from toolkit.serving import local
+from toolkit.serving.metrics import compute
+from toolkit.workbook import store
+
+pytestmark = pytest.mark.campaign  # starts a server subprocess: not in `make test-fast`
+
+MODEL = ROOT / "samples" / "causal_lm"
+#: Loose enough for a CPU server on a busy 2-core machine: both rates meet them, so the
+#: highest rate is known; the recomputation checks which did all the same.
+TARGETS = "ttft_p99_ms<=120000; tpot_p99_ms<=20000"
+#: The card the endpoint is declared on: priced by the shipped catalog's EXAMPLE metered
+#: rtx-4090 (0.69 USD an hour on demand). The endpoint runs on this CPU all the same.
+CARD = {"device": "cuda", "gpu_slug": "rtx-4090"}
+
+if local.missing_packages():
+    pytest.skip(
+        f"the serving extra is not installed ({', '.join(local.missing_packages())} missing): "
+        "pip install '.[serving]'",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[local.LocalServer]:
+    log = tmp_path_factory.mktemp("server") / "transformers-serve.log"
+    with local.LocalServer(MODEL, log) as running:
+        yield running
+
+
+def _endpoint(server: local.LocalServer) -> str:
+    return f"{server.base_url}#{server.model}"
+
+
+@pytest.fixture(scope="module")
+def sweep(server: local.LocalServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two rates, six measured requests each after one warm-up, run by `iteralab run`."""
+    book = make_serving_campaign(
+        tmp_path_factory.mktemp("sweep"),
+        6,
+        [
+            serving_variant("r1", 1, model_path=_endpoint(server), **CARD),
+            serving_variant("r4", 4, model_path=_endpoint(server), **CARD),
+        ],
+        latency_targets=TARGETS,
+    )
+    result = iteralab("run", str(book))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return book
+
+
+def test_a_two_rate_sweep_records_each_rate_as_an_attempt(sweep: Path) -> None:
+    rows = store.read(sweep).tables["Attempts"]
+    assert [(r["variant_id"], r["status"]) for r in rows] == [
+        ("r1", "completed"),
+        ("r4", "completed"),
+    ]
+    for row in rows:
+        assert (row["requests_sent"], row["requests_completed"], row["requests_failed"]) == (
+            6,
+            6,
+            0,
+        )
+        assert row["ids_match"] == layout.YES
+        assert row["layout"] == 10
+        lines = (sweep.parent / row["predictions_path"]).read_text().splitlines()
+        phases = sorted(json.loads(line)["phase"] for line in lines)
+        assert phases == ["measured"] * 6 + ["warmup"]
+    validated = iteralab("validate", str(sweep), "--json")
+    assert json.loads(validated.stdout)["findings"] == [], validated.stdout
+
+
+def test_the_attempt_figures_are_the_requests_file_recomputed(sweep: Path) -> None:
+    for row in store.read(sweep).tables["Attempts"]:
+        figures = compute(sweep.parent / row["predictions_path"], parse_targets(TARGETS))
+        for name in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p99_ms", "output_tokens_per_s"):
+            assert row[name] == pytest.approx(getattr(figures, name), abs=1e-6), name
+        assert row["good_output_tokens"] == figures.good_output_tokens
+        assert row["targets_met"] == (
+            layout.YES if all(t["met"] for t in figures.targets.values()) else layout.NO
+        )
+
+
+def test_the_manifest_names_the_endpoint_as_it_describes_itself(
+    sweep: Path, server: local.LocalServer
+) -> None:
+    manifest = store.read(sweep).tables["Manifest"]
+    assert manifest and all(
+        str(m["endpoint"]).startswith(f"{server.base_url}; model {server.model}; lists ")
+        for m in manifest
+    )
+
+
+def _kill_after_requests(server: local.LocalServer, book: Path, count: int) -> None:
+    """Kill ``server`` once the campaign's requests file holds ``count`` records."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        files = list(book.parent.glob("*_predictions/*.jsonl"))
+        if files and len(files[0].read_text(encoding="utf-8").splitlines()) >= count:
+            break
+        time.sleep(0.05)
+    server.kill()
+
+
+def test_a_server_killed_mid_attempt_leaves_failed_requests_and_a_valid_workbook(
+    tmp_path: Path,
+) -> None:
+    with local.LocalServer(MODEL, tmp_path / "serve.log") as doomed:
+        book = make_serving_campaign(
+            tmp_path / "killed",
+            6,
+            [serving_variant("r1", 2, model_path=_endpoint(doomed))],
+            request_count=40,
+            warmup_requests=0,
+        )
+        killer = threading.Thread(target=_kill_after_requests, args=(doomed, book, 3))
+        killer.start()
+        started = time.monotonic()
+        result = iteralab("run", str(book))
+        killer.join()
+    assert time.monotonic() - started < 300
+    (row,) = store.read(book).tables["Attempts"]
+    assert row["requests_failed"] > 0, result.stdout + result.stderr
+    assert row["requests_sent"] == 40
+    assert row["ids_match"] == layout.NO and row["corpus_accepted"] == layout.NO
+    assert "failed requests:" in row["notes"]
+    validated = iteralab("validate", str(book), "--json")
+    assert json.loads(validated.stdout)["findings"] == [], validated.stdout
+
+
+def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tokens(
+    sweep: Path,
+) -> None:
+    """Recomputed from the requests files alone: which rates met every target, the highest,
+    its tokens within target and window, at the catalog's EXAMPLE rtx-4090 price per hour;
+    the Settlement's cost per million tokens and the memo's say the same."""
+    result = iteralab("report", str(sweep))
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    data = store.read(sweep)
+    rows = {a["variant_id"]: a for a in data.tables["Attempts"]}
+    recomputed = {
+        vid: compute(sweep.parent / row["predictions_path"], parse_targets(TARGETS))
+        for vid, row in rows.items()
+    }
+    rates = {"r1": 1.0, "r4": 4.0}
+    met = [
+        vid
+        for vid, m in recomputed.items()
+        if m.requests_failed == 0 and all(t["met"] for t in m.targets.values())
+    ]
+    assert met, "the loose targets are met at either rate on any machine"
+    best = max(met, key=rates.__getitem__)
+    summary = {r["variant_id"]: r for r in data.tables["Summary"]}
+    for vid in rates:
+        assert summary[vid]["highest_rate"] == rates[best]
+        assert summary[vid]["request_rate"] == rates[vid]
+        assert summary[vid]["good_output_tokens"] == recomputed[vid].good_output_tokens
+    window = recomputed[best].window_s
+    tokens = recomputed[best].good_output_tokens
+    assert window is not None and tokens
+    cost = Decimal("0.69") * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
+    settlement = {r["item"]: r for r in data.tables["Settlement"] if r["part"] == "decision"}
+    assert settlement[best]["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
+    memo = str(data.forms["Decision"]["load_handled"])
+    assert (
+        f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "
+        f"{tokens} output tokens within target); cost per million output tokens at it: "
+        f"{cost:.4f} USD EXAMPLE"
+    ) in memo
+
+
+@pytest.mark.libreoffice
+@pytest.mark.parametrize("engine", ["libreoffice", "gnumeric"])
+def test_the_serving_formulas_recalculate_to_their_cached_values(
+    sweep: Path, tmp_path: Path, engine: str
+) -> None:
+    reported = iteralab("report", str(sweep))
+    assert reported.returncode in (0, 1), reported.stdout + reported.stderr
+    formulas = formula_cells(sweep)
+    letters = {
+        layout.column_letter(layout.SUMMARY, c)
+        for c in ("targets_met", "targets_met_reason", "good_output_tokens")
+        + ("good_output_tokens_reason",)
+    }
+    mine = {k for k in formulas if k[0] == "Summary" and k[1].rstrip("0123456789") in letters}
+    assert len(mine) == 2 * 4  # each rate's two values and two reasons
+    assert differences(sweep, engine, tmp_path / engine, formulas) == []

@@ -1,0 +1,1 @@
+"""Support code for the tests, not tests: builders, recorded runs, recalculation, paths."""

@@ -1,0 +1,1 @@
+"""toolkit.workbook and the layout: template, reading, saving, formulas, protection."""
