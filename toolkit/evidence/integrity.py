@@ -18,7 +18,13 @@ from toolkit.evidence import journal
 from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
 from toolkit.evidence.audit_chain import audit_findings
-from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings, unrecorded_findings
+from toolkit.evidence.chain import (
+    SHEET,
+    Recorded,
+    chain_findings,
+    recorded,
+    unrecorded_findings,
+)
 from toolkit.evidence.predictions import (
     PredictionsCheck,
     predictions_checks,
@@ -65,15 +71,19 @@ def record_checks(
 ) -> list[Finding]:
     """The attempt chain against the journal beside ``workbook`` (``records``, when the
     caller has read it already), the Manifest rows, the chain's anchor and the logged
-    actions: every check but the predictions files'."""
+    actions: every check but the predictions files'. The journal is read once, each record
+    compared with its rows as it is read and let go."""
     found: list[Finding] = []
-    if records is None and workbook is not None:
-        records = _journal_records(workbook, found)
-    found += chain_findings(data, journal=records)
+    seen: Recorded | None = None
+    torn: list[str] = []
     if records is not None:
+        seen = recorded(data, records)
         torn = journal.notes(workbook) if workbook is not None else []
-        found += unrecorded_findings(data, records, torn)
-    found += manifest_findings(data, records)
+    elif workbook is not None:
+        seen, torn = _journal_compared(data, workbook, found)
+    found += chain_findings(data, seen)
+    if seen is not None:
+        found += unrecorded_findings(data, seen, torn) + seen.manifest_findings()
     if workbook is not None:
         found += anchor_findings(data, workbook)
     return found + audit_findings(data) + action_findings(data)
@@ -85,17 +95,16 @@ def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integr
     return Integrity(predictions_findings(data, checks), checks)
 
 
-def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:
-    """The journal's records beside ``workbook``; an unreadable journal becomes a finding."""
-
+def _journal_compared(
+    data: WorkbookData, workbook: Path, found: list[Finding]
+) -> tuple[Recorded | None, list[str]]:
+    """The rows compared with the journal beside ``workbook``, and its notes of torn lines;
+    (None, []) when there is none. An unreadable journal becomes a finding."""
     if not journal.journal_path(workbook).exists():
-        return None  # the anchor names a journal gone missing beside recorded attempts
+        return None, []  # the anchor names a journal gone missing beside recorded attempts
+    reading = journal.Reading(workbook, keep_starts=False)
     try:
-        found += [
-            Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
-            for line in journal.unstarted(workbook)
-        ]
-        return journal.read(workbook)
+        seen = recorded(data, reading)
     except (ToolkitError, OSError) as exc:
         found.append(
             Finding(
@@ -106,4 +115,9 @@ def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any
                 f"the journal cannot be read, so edits are checked by the chain alone: {exc}",
             )
         )
-        return None
+        return None, []
+    found += [
+        Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
+        for _, line in reading.refused
+    ]
+    return seen, reading.skipped

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -250,116 +251,106 @@ def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     return records, skipped
 
 
-def _started(
-    path: Path, records: list[tuple[int, dict[str, Any]]], starts: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The records that each have a start line before them, one record per start; and a
-    sentence for each other one. A journal without any start line (written before runs
-    journaled them) keeps every record."""
-    if not starts:
-        return [r for _, r in records], []
-    open_starts: dict[str, dict[str, Any]] = {}
-    kept: list[dict[str, Any]] = []
-    refused: list[tuple[str, str]] = []
-    ordered = sorted(
-        [(s["_line"], "start", s) for s in starts] + [(n, "record", r) for n, r in records],
-        key=lambda x: x[0],
-    )
-    for number, kind, entry in ordered:
-        if kind == "start":
-            open_starts[str(entry.get("attempt_id"))] = entry
-            continue
-        attempt = entry.get("attempt")
-        attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
-        start_entry = open_starts.pop(attempt_id, None)
-        if start_entry is None:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
-                    "line before it (or a record already used it): `iteralab run` "
-                    "writes a start before every attempt and one record after it, so "
-                    "this record was added by hand and is not ingested",
-                )
-            )
-            continue
-        spec = start_entry.get("spec")
-        planned = spec.get("variant") if isinstance(spec, dict) else None
-        planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
-        ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
-        if planned_id is not None and ran != planned_id:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
-                    f"{ran!r}, its start line {start_entry['_line']} planned "
-                    f"{planned_id!r}: not what the runner wrote; not ingested",
-                )
-            )
-            continue
-        again = _repeats(entry, kept)
-        if again is not None:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} {again}: the runner "
-                    "runs each slot once and writes each predictions file for one attempt, so "
-                    "this pair of lines was copied into the journal; not ingested",
-                )
-            )
-            continue
-        kept.append(entry)
-    return kept, refused
-
-
-def _repeats(entry: dict[str, Any], kept: list[dict[str, Any]]) -> str | None:
-    """How ``entry`` repeats a record kept before it (None when it does not): the slot
-    (protocol, variant, repetition, seed) of a completed attempt, or its predictions file."""
-    attempt = entry["attempt"]
-
-    def slot(row: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(k) for k in ("protocol_sha256", "variant_id", "repetition", "seed"))
-
-    for earlier in kept:
-        other = earlier["attempt"]
-        path = attempt.get("predictions_path")
-        if path and path == other.get("predictions_path"):
-            return f"names the predictions file {path} of attempt {other.get('attempt_id')!r}"
-        if (
-            attempt.get("status") == "completed"
-            and other.get("status") == "completed"
-            and slot(attempt) == slot(other)
-        ):
-            return (
-                f"fills the slot (variant {attempt.get('variant_id')!r}, repetition "
-                f"{attempt.get('repetition')}, seed {attempt.get('seed')}) that completed "
-                f"attempt {other.get('attempt_id')!r} already holds"
-            )
-    return None
-
-
 def _scan_all(
     workbook: str | Path,
 ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[tuple[str, str]]]:
-    path = journal_path(workbook)
-    if not path.exists():
-        return [], [], [], []
-    kind = not_plain(path)
-    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
-        raise WorkbookError(
-            f"{path}: {kind}, not the journal file; not read",
-            hint="the journal is a plain file `iteralab run` writes beside the workbook: "
-            "restore it from a copy of the campaign folder, or remove what stands in its place",
-        )
-    lines = path.read_bytes().split(b"\n")
-    starts: list[dict[str, Any]] = []
-    records: list[tuple[int, dict[str, Any]]] = []
-    skipped: list[str] = []
-    kept: dict[bytes, Path] | None = None
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        error: WorkbookError | None = None
+    reading = Reading(workbook)
+    records = list(reading)
+    return records, reading.skipped, reading.starts, reading.refused
+
+
+class Reading:
+    """One pass over the journal beside ``workbook``, its records given one at a time.
+
+    Iterating yields the records :func:`read` returns, in order, as each line is read:
+    a caller that checks each one and lets it go holds one record at a time (a
+    50,000-attempt journal parsed whole takes gigabytes). Once the iteration is done,
+    :attr:`skipped` holds what :func:`notes` says, :attr:`refused` each record left out
+    (attempt id, the sentence :func:`unstarted` gives) and :attr:`starts` the start lines
+    (kept only when ``keep_starts``). A line that is no record raises WorkbookError
+    mid-way, as :func:`read` does: a caller discards what it made of the earlier ones.
+    """
+
+    def __init__(self, workbook: str | Path, keep_starts: bool = True) -> None:
+        self._workbook = workbook
+        self._path = journal_path(workbook)
+        self._keep_starts = keep_starts
+        self.skipped: list[str] = []
+        self.refused: list[tuple[str, str]] = []
+        self.starts: list[dict[str, Any]] = []
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        path = self._path
+        if not path.exists():
+            return
+        kind = not_plain(path)
+        if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+            raise WorkbookError(
+                f"{path}: {kind}, not the journal file; not read",
+                hint="the journal is a plain file `iteralab run` writes beside the workbook: "
+                "restore it from a copy of the campaign folder, or remove what stands in its "
+                "place",
+            )
+        # Without any start line (a journal written before runs journaled them) every
+        # record is kept; with one, a record needs its own start before it. The bytes say
+        # cheaply whether a start line can be there at all; when one can, records wait
+        # until the first start line (at once, in a journal the runner wrote) decides.
+        may_start = _may_hold_starts(path)
+        slots = _Slots()
+        waiting: list[tuple[int, dict[str, Any]]] = []
+        started = False
+        for number, kind_, entry in self._entries(path):
+            if kind_ == "start":
+                if not started:
+                    started = True
+                    self.refused += [_no_start(path, n, e) for n, e in waiting]
+                    waiting = []
+                slots.open(entry)
+                if self._keep_starts:
+                    self.starts.append({k: v for k, v in entry.items() if k != "_line"})
+            elif started:
+                why = slots.refusal(path, number, entry)
+                if why is None:
+                    yield entry
+                else:
+                    self.refused.append(why)
+            elif may_start:
+                waiting.append((number, entry))
+            else:
+                yield entry
+        for _, entry in waiting:  # the start format named in a text, never a start line
+            yield entry
+
+    def _entries(self, path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """Every record and start line as (line number, "record" or "start", entry)."""
+        kept: dict[bytes, Path] | None = None
+        with path.open("rb") as stream:
+            for number, line in enumerate(stream, start=1):
+                last = not line.endswith(b"\n")  # only the file's last line lacks one
+                raw = line[:-1] if not last else line
+                if not raw.strip():
+                    continue
+                found, error = self._entry(path, number, raw, last)
+                if found is not None:
+                    yield number, *found
+                    continue
+                if error is None:  # a torn tail: nothing follows it
+                    return
+                if kept is None:
+                    kept = {p.read_bytes(): p for p in reversed(torn_files(self._workbook))}
+                if last or raw not in kept:
+                    raise error
+                # A torn tail that a later append ended with a newline after keeping its bytes.
+                self.skipped.append(
+                    f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
+                    "interrupted write and is skipped: no finished attempt is lost; its "
+                    f"bytes are kept in {kept[raw].name}"
+                )
+
+    def _entry(
+        self, path: Path, number: int, raw: bytes, last: bool
+    ) -> tuple[tuple[str, dict[str, Any]] | None, WorkbookError | None]:
+        """A line's (kind, entry); or None with the error it is (None: a torn last line)."""
         try:
             entry = json.loads(
                 raw.decode("utf-8", errors="replace"),
@@ -373,45 +364,139 @@ def _scan_all(
                 "from a copy or remove that line",
             ) from None
         except json.JSONDecodeError as exc:
-            if number == len(lines):  # the torn tail of an interrupted write
-                skipped.append(
+            if last:  # the torn tail of an interrupted write
+                self.skipped.append(
                     f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
                     "was cut short by an interrupted write: no finished attempt "
                     "is lost; the next append keeps it in "
-                    f"{Path(workbook).stem}{TORN_INFIX}N"
+                    f"{Path(self._workbook).stem}{TORN_INFIX}N"
                 )
-                break
-            error = WorkbookError(
+                return None, None
+            return None, WorkbookError(
                 f"{path}: line {number} is not a journal record ({exc.msg})",
                 hint="the journal is written by `iteralab run`; restore it "
                 "from a copy or remove the damaged line",
             )
-        else:
-            shape = _shape_problem(entry)
-            if shape is None and entry.get("format") == FORMAT:
-                records.append((number, entry))
-                continue
-            if shape is None and entry.get("format") == START_FORMAT:
-                starts.append(dict(entry, _line=number))
-                continue
-            error = WorkbookError(
-                f"{path}: line {number} is not an {FORMAT} record"
-                + (f" ({shape})" if shape else ""),
-                hint="the journal is written by `iteralab run`; do not "
-                "edit it: restore it from a copy or remove that line",
-            )
-        if kept is None:
-            kept = {p.read_bytes(): p for p in reversed(torn_files(workbook))}
-        if number == len(lines) or raw not in kept:
-            raise error
-        # A torn tail that a later append ended with a newline after keeping its bytes.
-        skipped.append(
-            f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
-            "interrupted write and is skipped: no finished attempt is lost; its "
-            f"bytes are kept in {kept[raw].name}"
+        shape = _shape_problem(entry)
+        if shape is None and entry.get("format") == FORMAT:
+            return ("record", entry), None
+        if shape is None and entry.get("format") == START_FORMAT:
+            return ("start", dict(entry, _line=number)), None
+        return None, WorkbookError(
+            f"{path}: line {number} is not an {FORMAT} record" + (f" ({shape})" if shape else ""),
+            hint="the journal is written by `iteralab run`; do not "
+            "edit it: restore it from a copy or remove that line",
         )
-    started, refused = _started(path, records, starts)
-    return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], refused
+
+
+def _may_hold_starts(path: Path) -> bool:
+    """Whether the journal's bytes may hold a start line: they name its format, or hold a
+    JSON escape that could spell it otherwise (read in chunks, never whole)."""
+    needles = (START_FORMAT.encode(), b"\\u", b"\\/")
+    longest = max(len(n) for n in needles)
+    carry = b""
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            text = carry + chunk
+            if any(n in text for n in needles):
+                return True
+            carry = text[-longest:]
+    return False
+
+
+def _no_start(path: Path, number: int, entry: dict[str, Any]) -> tuple[str, str]:
+    attempt = entry.get("attempt")
+    attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
+    return (
+        attempt_id,
+        f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
+        "line before it (or a record already used it): `iteralab run` "
+        "writes a start before every attempt and one record after it, so "
+        "this record was added by hand and is not ingested",
+    )
+
+
+class _Slots:
+    """The start lines still open and what the records kept so far hold, for
+    :meth:`refusal`: each record needs its own start, and no two fill one slot."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, dict[str, Any]] = {}
+        self._kept = 0
+        # First kept record (its place, its attempt id) per predictions file, and per slot
+        # (protocol, variant, repetition, seed) of a completed attempt.
+        self._paths: dict[Any, tuple[int, Any]] = {}
+        self._slots: dict[Any, tuple[int, Any]] = {}
+
+    def open(self, start: dict[str, Any]) -> None:
+        self._open[str(start.get("attempt_id"))] = start
+
+    def refusal(self, path: Path, number: int, entry: dict[str, Any]) -> tuple[str, str] | None:
+        """Why the record on line ``number`` is left out (attempt id, sentence); None when
+        it is kept (and remembered)."""
+        attempt = entry.get("attempt")
+        attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
+        start_entry = self._open.pop(attempt_id, None)
+        if start_entry is None:
+            return _no_start(path, number, entry)
+        spec = start_entry.get("spec")
+        planned = spec.get("variant") if isinstance(spec, dict) else None
+        planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
+        ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
+        if planned_id is not None and ran != planned_id:
+            return (
+                attempt_id,
+                f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
+                f"{ran!r}, its start line {start_entry['_line']} planned "
+                f"{planned_id!r}: not what the runner wrote; not ingested",
+            )
+        again = self._repeats(entry)
+        if again is not None:
+            return (
+                attempt_id,
+                f"{path.name}: line {number}: attempt {attempt_id!r} {again}: the runner "
+                "runs each slot once and writes each predictions file for one attempt, so "
+                "this pair of lines was copied into the journal; not ingested",
+            )
+        return None
+
+    def _repeats(self, entry: dict[str, Any]) -> str | None:
+        """How ``entry`` repeats a record kept before it (None when it does not, and it is
+        remembered): its predictions file, or the slot of a completed attempt. The earliest
+        such record is named, its file first."""
+        attempt = entry["attempt"]
+        path = attempt.get("predictions_path")
+        completed = attempt.get("status") == "completed"
+        slot = _frozen([attempt.get(k) for k in _SLOT]) if completed else None
+        by_path = self._paths.get(_frozen(path)) if path else None
+        by_slot = self._slots.get(slot) if completed else None
+        if by_path is not None and (by_slot is None or by_path[0] <= by_slot[0]):
+            return f"names the predictions file {path} of attempt {by_path[1]!r}"
+        if by_slot is not None:
+            return (
+                f"fills the slot (variant {attempt.get('variant_id')!r}, repetition "
+                f"{attempt.get('repetition')}, seed {attempt.get('seed')}) that completed "
+                f"attempt {by_slot[1]!r} already holds"
+            )
+        self._kept += 1
+        if path:
+            self._paths.setdefault(_frozen(path), (self._kept, attempt.get("attempt_id")))
+        if completed:
+            self._slots.setdefault(slot, (self._kept, attempt.get("attempt_id")))
+        return None
+
+
+#: What a completed attempt fills once: protocol, variant, repetition, seed.
+_SLOT = ("protocol_sha256", "variant_id", "repetition", "seed")
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as a key: JSON lists and objects become tuples, equal when the values are."""
+    if isinstance(value, list):
+        return ("list", tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    return value
 
 
 def _unreadable(exc: Exception) -> str:
