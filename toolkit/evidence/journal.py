@@ -187,18 +187,18 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
     out: the runner never writes one (an appended forgery); :func:`unstarted`
     names each.
     """
-    return _scan(workbook)[0]
+    return list(Reading(workbook, keep_starts=False))
 
 
 def unstarted(workbook: str | Path) -> list[str]:
     """One sentence per record :func:`read` leaves out: no start line of its attempt before
     it, or a second record for one start (one attempt, one slot)."""
-    return [message for _, message in _scan_all(workbook)[3]]
+    return [message for _, message in _finished(Reading(workbook, keep_starts=False)).refused]
 
 
 def notes(workbook: str | Path) -> list[str]:
     """One sentence per torn line :func:`read` skipped, naming where its bytes are kept."""
-    return _scan(workbook)[1]
+    return _finished(Reading(workbook, keep_starts=False)).skipped
 
 
 def start(attempt_id: str, spec: dict[str, Any], started_at: str) -> dict[str, Any]:
@@ -232,31 +232,27 @@ def merged_start(
 
 def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
     """The journal's start lines by attempt id (the last, where one id has several)."""
-    return {str(s.get("attempt_id")): s for s in _scan_all(workbook)[2]}
+    return {str(s.get("attempt_id")): s for s in _finished(Reading(workbook)).starts}
 
 
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     """The starts of attempts that have no record: their process died without one (or its
     line was torn: the caller leaves out the attempts its workbook holds). A merge's start
     is left out: running the merge again appends its record."""
-    records, _, started, refused = _scan_all(workbook)
-    done = {str(r["attempt"].get("attempt_id")) for r in records}
-    # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
-    done |= {attempt_id for attempt_id, _ in refused}
-    return [s for s in started if str(s.get("attempt_id")) not in done and "merged_from" not in s]
-
-
-def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    records, skipped, _, _ = _scan_all(workbook)
-    return records, skipped
-
-
-def _scan_all(
-    workbook: str | Path,
-) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[tuple[str, str]]]:
     reading = Reading(workbook)
-    records = list(reading)
-    return records, reading.skipped, reading.starts, reading.refused
+    done = {str(r["attempt"].get("attempt_id")) for r in reading}
+    # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
+    done |= {attempt_id for attempt_id, _ in reading.refused}
+    return [
+        s for s in reading.starts if str(s.get("attempt_id")) not in done and "merged_from" not in s
+    ]
+
+
+def _finished(reading: Reading) -> Reading:
+    """``reading`` read to its end, each record let go as it is read."""
+    for _ in reading:
+        pass
+    return reading
 
 
 class Reading:
