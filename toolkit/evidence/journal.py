@@ -239,6 +239,9 @@ def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     """The starts of attempts that have no record: their process died without one (or its
     line was torn: the caller leaves out the attempts its workbook holds). A merge's start
     is left out: running the merge again appends its record."""
+    path = journal_path(workbook)
+    if path.is_file() and not _may_hold_starts(path):
+        return []  # no start line, so none without its record: no record need be parsed
     reading = Reading(workbook)
     done = {str(r["attempt"].get("attempt_id")) for r in reading}
     # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
