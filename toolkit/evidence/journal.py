@@ -238,7 +238,8 @@ def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     """The starts of attempts that have no record: their process died without one (or its
     line was torn: the caller leaves out the attempts its workbook holds). A merge's start
-    is left out: running the merge again appends its record."""
+    is left out: running the merge again appends its record. A journal without any start
+    line has none, found without parsing it (a damaged line there is :func:`read`'s error)."""
     path = journal_path(workbook)
     if path.is_file() and not _may_hold_starts(path):
         return []  # no start line, so none without its record: no record need be parsed
