@@ -536,8 +536,7 @@ def _read_table(
     for excel_row, values in enumerate(rows_iter, start=2):
         width = len(values)
         record = {
-            name: _one_copy(normalise(values[i]), texts) if i < width else None
-            for name, i in where
+            name: _one_copy(normalise(values[i]), texts) if i < width else None for name, i in where
         }
         if any(v is not None for v in record.values()):
             rows.append(record)
