@@ -452,6 +452,36 @@ def command_contestant(argv: tuple[str, ...], reports: list[Any]) -> Any:
     return run
 
 
+def print_peaks(reports: dict[str, list[Any]]) -> tuple[float, float]:
+    """Print the children's peak memory; return the process-tree peaks of validate and of
+    report (each command's own peak plus its helpers') over the openpyxl load's."""
+    both = reports["validate, report"]
+    peak = max(p["maxrss_mib"] for p in reports["report"] + reports["report, saving"])
+    peak_load = max(p["maxrss_mib"] for p in reports["openpyxl load"])
+    helper = max(
+        p.get("helper_maxrss_mib", 0) for p in reports["report"] + reports["report, saving"] + both
+    )
+    validate_tree = max(
+        p["maxrss_mib"] + p.get("helper_maxrss_mib", 0) for p in reports["validate"]
+    )
+    report_tree = max(
+        p["maxrss_mib"] + p.get("helper_maxrss_mib", 0)
+        for p in reports["report"] + reports["report, saving"]
+    )
+    print(
+        f"peak of the process tree (command + its helpers) / bare openpyxl load: validate "
+        f"{validate_tree / peak_load:.2f} ({validate_tree:.0f} MiB), report "
+        f"{report_tree / peak_load:.2f} ({report_tree:.0f} MiB) (target <= {TREE_TARGET:g} at "
+        "50,000 attempts; shown)"
+    )
+    print(
+        f"peak memory (VmHWM): report {peak:.0f}"
+        f" MiB, validate then report {max(p['maxrss_mib'] for p in both):.0f} MiB, openpyxl "
+        f"load {peak_load:.0f} MiB; helper processes of one command together {helper:.0f} MiB"
+    )
+    return validate_tree / peak_load, report_tree / peak_load
+
+
 def command_verdicts(attempts: int, report: Any, validate: Any) -> list[bool | None]:
     """The command-line targets at the sizes they are set for (:data:`COMMAND_TARGETS`):
     printed as verdicts there, as figures elsewhere."""
@@ -633,29 +663,7 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
         f"saved the workbook: {saved} (report: nothing to save, the workbook is up to "
         "date; report, saving: the first report after ingest)"
     )
-    peak = max(p["maxrss_mib"] for p in reports["report"] + reports["report, saving"])
-    peak_load = max(p["maxrss_mib"] for p in reports["openpyxl load"])
-    helper = max(
-        p.get("helper_maxrss_mib", 0) for p in reports["report"] + reports["report, saving"] + both
-    )
-    validate_tree = max(
-        p["maxrss_mib"] + p.get("helper_maxrss_mib", 0) for p in reports["validate"]
-    )
-    report_tree = max(
-        p["maxrss_mib"] + p.get("helper_maxrss_mib", 0)
-        for p in reports["report"] + reports["report, saving"]
-    )
-    print(
-        f"peak of the process tree (command + its helpers) / bare openpyxl load: validate "
-        f"{validate_tree / peak_load:.2f} ({validate_tree:.0f} MiB), report "
-        f"{report_tree / peak_load:.2f} ({report_tree:.0f} MiB) (target <= {TREE_TARGET:g} at "
-        "50,000 attempts; shown)"
-    )
-    print(
-        f"peak memory (VmHWM): report {peak:.0f}"
-        f" MiB, validate then report {max(p['maxrss_mib'] for p in both):.0f} MiB, openpyxl "
-        f"load {peak_load:.0f} MiB; helper processes of one command together {helper:.0f} MiB"
-    )
+    trees = print_peaks(reports)
     met = [common.verdict(found.of_medians, TARGET), *command_met]
     print(f"report, saving / openpyxl load: {saving.of_medians:.3f} (shown, not a verdict)")
 
@@ -685,8 +693,8 @@ def measure(folder: Path, args: argparse.Namespace) -> int:
             f"{args.attempts:,} attempts, {args.items_per_file} lines per predictions file; "
             f"report, saving: {saving.of_medians:.3f}; on the command line report "
             f"{report_command.of_medians:.3f}, validate {validate_command.of_medians:.3f} "
-            f"x openpyxl; process tree / openpyxl load: validate "
-            f"{validate_tree / peak_load:.2f}, report {report_tree / peak_load:.2f}; "
+            f"x openpyxl; process tree / openpyxl load: validate {trees[0]:.2f}, report "
+            f"{trees[1]:.2f}; "
             f"{runs.others_text()}; ingest of {args.ingest:,}: {ingested['saves']} save",
         )
     )
