@@ -18,8 +18,8 @@ peak resident memory (VmHWM) of a fresh child process, so every peak is its own:
    checks), with a bare openpyxl load of the same file beside it. Building 190,000 attempts
    takes longer than a benchmark run here, so the default extrapolates the peak to the part
    limit along the two measured sizes (printed: peak per MiB of the Attempts part),
-   labelled as extrapolated; ``--at-limit`` builds that workbook and measures it (8 to 18
-   minutes here, with the load; ingesting it peaks at 4 GiB too).
+   labelled as extrapolated; ``--at-limit`` builds that workbook and measures it (8 to 40
+   minutes here, with the load; ingesting it peaks at 5 GiB).
 2. **run on the largest accepted corpus line.** A corpus of the first ``ITEMS`` sample rows
    plus one line of exactly ``MAX_LINE_BYTES`` (1 MiB), whose text is punctuation: one
    token per byte, the most tokens a line that size can hold. Measured: reading,
@@ -34,7 +34,7 @@ Each bound is a ratio to its stated limit (``VALIDATE_LIMIT``, ``RUN_LIMIT``), t
 
     python benchmarks/memory_bound.py               # ~2-3 min here
     python benchmarks/memory_bound.py --quick       # small sizes, ~20-30 s: proves it works
-    python benchmarks/memory_bound.py --at-limit    # and at the part limit: 8-18 min, 4 GiB
+    python benchmarks/memory_bound.py --at-limit    # and at the part limit: 8-40 min, 5 GiB
 """
 
 from __future__ import annotations
@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         "--at-limit",
         action="store_true",
         help="also build the workbook whose Attempts part is just under the "
-        "part limit and measure validate on it (8 to 18 minutes and 4 GiB here)",
+        "part limit and measure validate and report on it (8 to 40 minutes and 5 GiB here)",
     )
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
