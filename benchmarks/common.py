@@ -32,7 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.runner.instruments.machine_load import MACHINE_CORES, OthersMeter
+from toolkit.runner.instruments.machine_load import (
+    MACHINE_CORES,
+    OthersMeter,
+    machine_busy_s,
+    own_cpu_s,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -396,6 +401,66 @@ def pooled_ratio(runs: Runs, numerator: str, denominator: str) -> float:
 LOAD_LIMIT = 0.25
 #: A CPU-clock ratio and the wall ratio beside it further apart than this are flagged.
 CLOCK_GAP = 0.10
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds of this process, its finished children and every live descendant (read
+    from ``/proc``; each descendant's own finished children included): the work of a script
+    whose processes (a Ray cluster's nodes) live until it stops them."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    seconds: dict[int, float] = {}
+    for entry in os.listdir("/proc") if Path("/proc").is_dir() else ():
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue  # exited meanwhile
+        fields = text[text.rindex(")") + 2 :].split()  # after the name: state, ppid, ...
+        parents[int(entry)] = int(fields[1])
+        seconds[int(entry)] = sum(int(f) for f in fields[11:15]) / ticks  # u, s, cu, cs time
+    tree, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        children = [p for p, parent in parents.items() if parent == pid and p not in tree]
+        tree.update(children)
+        todo += children
+    return own_cpu_s() + sum(seconds[p] for p in tree)
+
+
+class OthersOfTree:
+    """The share of the machine processes outside this script's process tree took during a
+    ``with`` block (:attr:`share`, 0 to 1; None without ``/proc/stat``). :meth:`stop` ends
+    the measurement early: before the script stops processes of its own (their CPU seconds
+    leave the tree when they exit)."""
+
+    share: float | None = None
+
+    def __enter__(self) -> OthersOfTree:
+        self._start = (time.perf_counter(), machine_busy_s(), tree_cpu_s())
+        self._stopped = False
+        return self
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        began, busy0, tree0 = self._start
+        busy = machine_busy_s()
+        wall = max(time.perf_counter() - began, 1e-9)
+        if busy is not None and busy0 is not None:
+            others = max(0.0, (busy - busy0) - (tree_cpu_s() - tree0))
+            self.share = min(1.0, others / wall / MACHINE_CORES)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def text(self) -> str:
+        """The share in words, for the printed lines."""
+        if self.share is None:
+            return "other processes: not measured (no /proc/stat)"
+        return f"other processes took {self.share:.0%} of the machine"
 
 
 def verdict(

@@ -43,7 +43,8 @@ def test_quick_prints_each_bound_as_a_ratio_and_sees_the_refusal() -> None:
     assert all(float(value) <= 1 and verdict == "met" for value, verdict in ratios), out
     # Each ratio line follows the line that says what it measured, against which limit.
     for label in (
-        "validate at the largest accepted workbook",
+        "validate and report (the larger, each with its helper processes) at the largest "
+        "accepted workbook",
         "run on the largest accepted line",
         "lines over the limit: all refused",
     ):
@@ -54,6 +55,18 @@ def test_quick_prints_each_bound_as_a_ratio_and_sees_the_refusal() -> None:
         assert re.search(
             rf"^validate +{attempts} attempts: largest part xl/worksheets/"
             r"sheet\d+\.xml .* peak [\d,]+ MiB .* 0 findings$",
+            out,
+            re.MULTILINE,
+        )
+        assert re.search(
+            rf"^report +{attempts} attempts \(saving, PNG charts\): peak [\d,]+ MiB \+ helpers "
+            r"[\d,]+ MiB; .* 0 findings$",
+            out,
+            re.MULTILINE,
+        )
+        assert re.search(
+            rf"^peak of the process tree / bare openpyxl load \([\d,]+ MiB, .*\) at {attempts} "
+            r"attempts: validate [\d.]+, report [\d.]+ \(target <= 1.5, shown\)$",
             out,
             re.MULTILINE,
         )

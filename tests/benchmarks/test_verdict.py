@@ -75,3 +75,26 @@ def test_the_exit_code_tells_missed_from_not_judged(common: ModuleType) -> None:
     assert common.exit_code([True, None]) == 4
     assert common.exit_code([None, False]) == 1
     assert common.outcome(None) == "not judged"
+
+
+def test_the_process_tree_counts_a_live_child_s_cpu_seconds(common: ModuleType) -> None:
+    """A Ray node lives until the script stops it: its seconds are the script's own, not
+    another process's load (OthersOfTree subtracts them from the machine's)."""
+    import subprocess
+
+    before = common.tree_cpu_s()
+    busy = (
+        "import sys, time\n"
+        "while time.process_time() < 0.3: pass\n"
+        "print('done', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", busy], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "done\n"
+        alive = common.tree_cpu_s()  # the child has not exited: /proc holds its seconds
+    finally:
+        child.communicate("")
+    assert alive - before >= 0.25

@@ -315,3 +315,12 @@ def test_what_render_writes_reads_back_with_the_same_image(tmp_path: Path, value
         assert read == cell_text(value)
     elif isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         assert read == int(value) and type(read) is int
+
+
+def test_equal_texts_of_a_table_are_one_object(filled_workbook: Path) -> None:
+    """A column repeats its few values down the sheet (a variant, a status, a reason): the
+    rows share one copy of each text, which is most of what a large Attempts sheet holds."""
+    rows = store.read(filled_workbook).tables["Variants"]
+    heads = [r["head_path"] for r in rows]
+    assert len(heads) >= 2 and all(h == "head" for h in heads)
+    assert all(h is heads[0] for h in heads)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -136,38 +136,121 @@ def seal_new_rows(data: WorkbookData, attempt_ids: Collection[str] | None = None
     return sealed
 
 
+class Recorded:
+    """The Attempts and Manifest rows of ``data`` compared with journal records as they come.
+
+    :meth:`add` takes one record at a time and keeps only what it found (the cells each
+    record's rows differ in) and the attempt ids it saw: the journal is never held whole.
+    The first record of an attempt (or manifest) id is the one compared, as the journal
+    gives them in order.
+    """
+
+    def __init__(self, data: WorkbookData) -> None:
+        self._data = data
+        rows = data.tables[SHEET]
+        self._rows: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            self._rows.setdefault(str(row.get("attempt_id")), []).append(i)
+        self._manifests: dict[str, list[int]] = {}
+        for i, row in enumerate(data.tables[MANIFEST]):
+            self._manifests.setdefault(str(row.get("manifest_id")), []).append(i)
+        #: Each row's row_sha256, and whether it follows from its cells and the row above.
+        self.hashes = [cell_value(r.get("row_sha256")) for r in rows]
+        self.follows = [
+            h is not None and link(self.hashes[i - 1] if i else None, _content(r)) == h
+            for i, (h, r) in enumerate(zip(self.hashes, rows, strict=True))
+        ]
+        self._typed = typed_formulas(data, SHEET)
+        self._typed_manifest = typed_formulas(data, MANIFEST)
+        #: The journal's attempt ids, in the order first met.
+        self.attempt_ids: dict[str, None] = {}
+        self._manifest_ids: set[str] = set()
+        #: Findings by row index: the cells that differ from the journal's record.
+        self.edits: dict[int, list[Finding]] = {}
+        self._manifest_edits: dict[int, list[Finding]] = {}
+
+    def add(self, entry: object) -> None:
+        """Compare one journal record with the rows of its attempt and manifest ids."""
+        if not isinstance(entry, Mapping):
+            return
+        attempt = entry.get("attempt")
+        if isinstance(attempt, Mapping) and attempt.get("attempt_id") is not None:
+            attempt_id = str(attempt["attempt_id"])
+            if attempt_id not in self.attempt_ids:
+                self.attempt_ids[attempt_id] = None
+                for i in self._rows.get(attempt_id, ()):
+                    found = _edits(
+                        self._data.tables[SHEET][i],
+                        attempt,
+                        name=f"attempt {attempt_id!r}",
+                        excel=self._data.excel_row(SHEET, i),
+                        sealed=self.follows[i],
+                        formulas=self._typed.get(i, {}),
+                    )
+                    if found:
+                        self.edits[i] = found
+        manifest = entry.get("manifest")
+        if isinstance(manifest, Mapping) and manifest.get("manifest_id") is not None:
+            manifest_id = str(manifest["manifest_id"])
+            if manifest_id not in self._manifest_ids:
+                self._manifest_ids.add(manifest_id)
+                for i in self._manifests.get(manifest_id, ()):
+                    self._manifest_edits[i] = self._manifest_cells(i, manifest)
+
+    def _manifest_cells(self, i: int, record: Mapping[str, Any]) -> list[Finding]:
+        row = self._data.tables[MANIFEST][i]
+        formulas = self._typed_manifest.get(i, {})
+        found = []
+        for column in layout.MANIFEST.names:
+            was, now = cell_value(record.get(column)), cell_value(row.get(column))
+            if was != now:
+                found.append(
+                    Finding(
+                        MANIFEST,
+                        self._data.excel_row(MANIFEST, i),
+                        column,
+                        "edited",
+                        f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
+                        f"recorded (journal), now {shown(now, formulas.get(column))}: restore "
+                        "it; the Manifest says what really ran",
+                    )
+                )
+        return found
+
+    def manifest_findings(self) -> list[Finding]:
+        """One finding per Manifest cell that differs from the manifest its attempt journaled:
+        what was installed and run (torch, driver, model revision...) is evidence too."""
+        return [f for i in sorted(self._manifest_edits) for f in self._manifest_edits[i]]
+
+
+def recorded(data: WorkbookData, journal: Iterable[Mapping[str, Any]] | None) -> Recorded:
+    """``data``'s rows compared with every record of ``journal`` (none when None)."""
+    found = Recorded(data)
+    for entry in journal or ():
+        found.add(entry)
+    return found
+
+
 def chain_findings(
-    data: WorkbookData, journal: Sequence[Mapping[str, Any]] | None = None
+    data: WorkbookData,
+    journal: Iterable[Mapping[str, Any]] | Recorded | None = None,
 ) -> list[Finding]:
     """Every Attempts row edited, deleted, copied or moved, each finding naming its row.
 
-    ``journal`` (the records of ``NAME.journal.jsonl``, if any) names each
-    edited cell and each recorded attempt missing from the sheet. The
-    predictions files are :mod:`toolkit.evidence.predictions`.
+    ``journal`` (the records of ``NAME.journal.jsonl``, if any, or what :class:`Recorded`
+    made of them as they streamed past) names each edited cell and each recorded attempt
+    missing from the sheet. The predictions files are :mod:`toolkit.evidence.predictions`.
     """
+    seen = journal if isinstance(journal, Recorded) else recorded(data, journal)
     rows = data.tables[SHEET]
-    recorded = _journal_rows(journal)
-    hashes = [cell_value(r.get("row_sha256")) for r in rows]
-    contents = [_content(r) for r in rows]
+    hashes = seen.hashes
     found: list[Finding] = []
     first_row: dict[str, int] = {}
     budget = [SEARCH_LIMIT]
-    previous: str | None = None
-    typed = typed_formulas(data, SHEET)
     for i, row in enumerate(rows):
         excel = data.excel_row(SHEET, i)
         name = f"attempt {row.get('attempt_id')!r}"
-        sealed = hashes[i] is not None and link(previous, contents[i]) == hashes[i]
-        record = recorded.get(str(row.get("attempt_id")))
-        edits = _edits(
-            row,
-            contents[i],
-            record,
-            name=name,
-            excel=excel,
-            sealed=sealed,
-            formulas=typed.get(i, {}),
-        )
+        edits = seen.edits.get(i, [])
         found += edits
         if hashes[i] is None:
             found.append(
@@ -181,24 +264,22 @@ def chain_findings(
                     "(`iteralab ingest`)",
                 )
             )
-        elif link(previous, contents[i]) != hashes[i] and not edits:
+        elif not seen.follows[i] and not edits:
             found.append(
                 _broken(
                     data,
                     i,
                     name,
                     hashes=hashes,
-                    contents=contents,
                     first_row=first_row,
                     budget=budget,
-                    has_record=str(row.get("attempt_id")) in recorded,
+                    has_record=str(row.get("attempt_id")) in seen.attempt_ids,
                 )
             )
         if hashes[i] is not None:
             first_row.setdefault(hashes[i], i)
-        previous = hashes[i]
     present = {str(r.get("attempt_id")) for r in rows}
-    for attempt_id in recorded:
+    for attempt_id in seen.attempt_ids:
         if attempt_id not in present:
             found.append(
                 Finding(
@@ -214,17 +295,16 @@ def chain_findings(
 
 
 def unrecorded_findings(
-    data: WorkbookData, journal: Sequence[Mapping[str, Any]], torn: Sequence[str] = ()
+    data: WorkbookData, journal: Recorded, torn: Sequence[str] = ()
 ) -> list[Finding]:
     """A finding per sealed attempt row whose record the journal beside the workbook lacks:
     every attempt iteralab seals was journaled first, so its line was deleted (or the
     journal replaced). ``torn`` are the journal's notes of torn lines, named as a likely
     cause."""
-    recorded = _journal_rows(journal)
     found = []
     for i, row in enumerate(data.tables[SHEET]):
         attempt_id = str(row.get("attempt_id"))
-        if cell_value(row.get("row_sha256")) is None or attempt_id in recorded:
+        if journal.hashes[i] is None or attempt_id in journal.attempt_ids:
             continue
         why = f" ({torn[0]})" if torn else ""
         found.append(
@@ -242,19 +322,8 @@ def unrecorded_findings(
     return found
 
 
-def _journal_rows(journal: Sequence[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:
-    """The first journal record's attempt row per attempt id."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for entry in journal or ():
-        attempt = entry.get("attempt") if isinstance(entry, Mapping) else None
-        if isinstance(attempt, Mapping) and attempt.get("attempt_id") is not None:
-            out.setdefault(str(attempt["attempt_id"]), attempt)
-    return out
-
-
 def _edits(
     row: Row,
-    content: str,
     record: Mapping[str, Any] | None,
     *,
     name: str,
@@ -264,12 +333,12 @@ def _edits(
 ) -> list[Finding]:
     """One finding per chained cell that differs from the attempt's journal record.
 
-    ``content`` is the row's :func:`_content`: equal canonical texts mean equal
-    cells, so the cell-by-cell comparison runs only for a row that differs.
-    Cells of the same type and value canonicalise alike, so a row read back as
-    it was recorded (the common case) skips building the record's text.
+    Equal canonical texts (:func:`_content`) mean equal cells, so the cell-by-cell
+    comparison runs only for a row that differs. Cells of the same type and value
+    canonicalise alike, so a row read back as it was recorded (the common case) skips
+    building either text.
     """
-    if record is None or _same_cells(row, record) or _content(record) == content:
+    if record is None or _same_cells(row, record) or _content(record) == _content(row):
         return []
     found = []
     formulas = formulas or {}
@@ -313,41 +382,6 @@ def _same_cells(row: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
     return True
 
 
-def manifest_findings(
-    data: WorkbookData, journal: Sequence[Mapping[str, Any]] | None
-) -> list[Finding]:
-    """One finding per Manifest cell that differs from the manifest its attempt journaled:
-    what was installed and run (torch, driver, model revision...) is evidence too."""
-    recorded: dict[str, Mapping[str, Any]] = {}
-    for entry in journal or ():
-        manifest = entry.get("manifest") if isinstance(entry, Mapping) else None
-        if isinstance(manifest, Mapping) and manifest.get("manifest_id") is not None:
-            recorded.setdefault(str(manifest["manifest_id"]), manifest)
-    found = []
-    typed = typed_formulas(data, MANIFEST)
-    for i, row in enumerate(data.tables[MANIFEST]):
-        record = recorded.get(str(row.get("manifest_id")))
-        if record is None:
-            continue
-        formulas = typed.get(i, {})
-        for column in layout.MANIFEST.names:
-            was, now = cell_value(record.get(column)), cell_value(row.get(column))
-            if was != now:
-                found.append(
-                    Finding(
-                        MANIFEST,
-                        data.excel_row(MANIFEST, i),
-                        column,
-                        "edited",
-                        f"manifest {row.get('manifest_id')!r}: {column} was {shown(was)} when "
-                        f"recorded (journal), now {shown(now, formulas.get(column))}: restore "
-                        "it; the Manifest says "
-                        "what really ran",
-                    )
-                )
-    return found
-
-
 def typed_formulas(data: WorkbookData, sheet: str) -> dict[int, dict[str, Formula]]:
     """The formulas a person typed in ``sheet`` (iteralab writes none there), by row index
     and column."""
@@ -376,7 +410,6 @@ def _broken(
     name: str,
     *,
     hashes: list[Any],
-    contents: list[str],
     first_row: dict[str, int],
     budget: list[int],
     has_record: bool,
@@ -398,8 +431,9 @@ def _broken(
         (j, hashes[j]) for j in range(len(rows)) if j not in (i, i - 1)
     ]
     budget[0] -= len(candidates)
+    content = _content(rows[i])
     for k, previous in candidates if budget[0] >= 0 else ():
-        if link(previous, contents[i]) == hashes[i]:
+        if link(previous, content) == hashes[i]:
             after = (
                 "as the first attempt"
                 if k is None

@@ -9,6 +9,7 @@ this, and ``iteralab report`` in a helper process (toolkit.report.checks).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,13 @@ from toolkit.evidence import journal, provenance
 from toolkit.evidence.anchor import anchor_findings
 from toolkit.evidence.audit import action_findings
 from toolkit.evidence.audit_chain import audit_findings
-from toolkit.evidence.chain import SHEET, chain_findings, manifest_findings, unrecorded_findings
+from toolkit.evidence.chain import (
+    SHEET,
+    Recorded,
+    chain_findings,
+    recorded,
+    unrecorded_findings,
+)
 from toolkit.evidence.predictions import (
     PredictionsCheck,
     predictions_checks,
@@ -65,17 +72,23 @@ def record_checks(
 ) -> list[Finding]:
     """The attempt chain against the journal beside ``workbook`` (``records``, when the
     caller has read it already), the Manifest rows, the chain's anchor and the logged
-    actions: every check but the predictions files'."""
+    actions: every check but the predictions files'. The journal is read once, each record
+    compared with its rows as it is read and let go."""
     found: list[Finding] = []
-    if records is None and workbook is not None:
-        records = _journal_records(workbook, found)
-    if records is not None and workbook is not None:
-        records = _without_unborne(data, workbook, records, found)
-    found += chain_findings(data, journal=records)
+    seen: Recorded | None = None
+    torn: list[str] = []
+    kept: list[dict[str, Any]] = []
     if records is not None:
+        seen = recorded(data, records)
         torn = journal.notes(workbook) if workbook is not None else []
-        found += unrecorded_findings(data, records, torn)
-    found += manifest_findings(data, records)
+        kept = records
+    elif workbook is not None:
+        seen, torn = _journal_compared(data, workbook, found, kept)
+    if seen is not None and workbook is not None:
+        _name_unborne(data, workbook, kept, seen, found)
+    found += chain_findings(data, seen)
+    if seen is not None:
+        found += unrecorded_findings(data, seen, torn) + seen.manifest_findings()
     if workbook is not None:
         found += anchor_findings(data, workbook)
     return found + audit_findings(data) + action_findings(data)
@@ -87,17 +100,23 @@ def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integr
     return Integrity(predictions_findings(data, checks), checks)
 
 
-def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any]] | None:
-    """The journal's records beside ``workbook``; an unreadable journal becomes a finding."""
-
+def _journal_compared(
+    data: WorkbookData, workbook: Path, found: list[Finding], kept: list[dict[str, Any]]
+) -> tuple[Recorded | None, list[str]]:
+    """The rows compared with the journal beside ``workbook``, and its notes of torn lines;
+    (None, []) when there is none. An unreadable journal becomes a finding. ``kept`` gets
+    what provenance reads of each record (a few cells, not the whole record)."""
     if not journal.journal_path(workbook).exists():
-        return None  # the anchor names a journal gone missing beside recorded attempts
+        return None, []  # the anchor names a journal gone missing beside recorded attempts
+    reading = journal.Reading(workbook, keep_starts=False)
+
+    def slimmed() -> Iterator[dict[str, Any]]:
+        for entry in reading:
+            kept.append(provenance.slim(entry))
+            yield entry
+
     try:
-        found += [
-            Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
-            for line in journal.unstarted(workbook)
-        ]
-        return journal.read(workbook)
+        seen = recorded(data, slimmed())
     except (ToolkitError, OSError) as exc:
         found.append(
             Finding(
@@ -108,26 +127,29 @@ def _journal_records(workbook: Path, found: list[Finding]) -> list[dict[str, Any
                 f"the journal cannot be read, so edits are checked by the chain alone: {exc}",
             )
         )
-        return None
+        return None, []
+    found += [
+        Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
+        for _, line in reading.refused
+    ]
+    return seen, reading.skipped
 
 
-def _without_unborne(
-    data: WorkbookData, workbook: Path, records: list[dict[str, Any]], found: list[Finding]
-) -> list[dict[str, Any]]:
-    """``records`` less those the folder does not bear out (a copied or renamed pair), each
-    named in ``found``: on its Attempts row when an ingestion let it in (that record stays,
-    so the chain still compares the row with it), on the sheet when it was refused."""
+def _name_unborne(
+    data: WorkbookData,
+    workbook: Path,
+    records: list[dict[str, Any]],
+    seen: Recorded,
+    found: list[Finding],
+) -> None:
+    """Name each record the folder does not bear out (a copied or renamed pair): on its
+    Attempts row when an ingestion let it in (the chain still compares the row with it), on
+    the sheet when it was refused (then it is no journal record the sheet lacks)."""
     refused = provenance.refusals(data, workbook, records)
     rows = {
         str(r.get("attempt_id")): data.excel_row(SHEET, i) for i, r in enumerate(data.tables[SHEET])
     }
-    found += [
-        Finding(SHEET, rows.get(attempt_id), "attempt_id", "journal", message)
-        for attempt_id, message in refused.items()
-    ]
-    return [
-        r
-        for r in records
-        if str(r["attempt"].get("attempt_id")) not in refused
-        or str(r["attempt"].get("attempt_id")) in rows
-    ]
+    for attempt_id, message in refused.items():
+        found.append(Finding(SHEET, rows.get(attempt_id), "attempt_id", "journal", message))
+        if attempt_id not in rows:
+            seen.attempt_ids.pop(attempt_id, None)

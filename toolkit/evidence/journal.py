@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,19 +187,19 @@ def read(workbook: str | Path) -> list[dict[str, Any]]:
     out: the runner never writes one (an appended forgery); :func:`unstarted`
     names each.
     """
-    return _scan(workbook)[0]
+    return list(Reading(workbook, keep_starts=False))
 
 
 def unstarted(workbook: str | Path) -> list[str]:
     """One sentence per record :func:`read` leaves out: no start line of its attempt before
     it, a second record for one start, or a record of another variant than its start planned.
     (What the rest of the folder says about a kept record: :mod:`toolkit.evidence.provenance`.)"""
-    return [message for _, message in _scan_all(workbook)[3]]
+    return [message for _, message in _finished(Reading(workbook, keep_starts=False)).refused]
 
 
 def notes(workbook: str | Path) -> list[str]:
     """One sentence per torn line :func:`read` skipped, naming where its bytes are kept."""
-    return _scan(workbook)[1]
+    return _finished(Reading(workbook, keep_starts=False)).skipped
 
 
 def start(attempt_id: str, spec: dict[str, Any], started_at: str, run: str) -> dict[str, Any]:
@@ -238,98 +239,125 @@ def merged_start(
 
 def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
     """The journal's start lines by attempt id (the last, where one id has several)."""
-    return {str(s.get("attempt_id")): s for s in _scan_all(workbook)[2]}
+    return {str(s.get("attempt_id")): s for s in _finished(Reading(workbook)).starts}
 
 
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
     """The starts of attempts that have no record: their process died without one (or its
     line was torn: the caller leaves out the attempts its workbook holds). A merge's start
-    is left out: running the merge again appends its record."""
-    records, _, started, refused = _scan_all(workbook)
-    done = {str(r["attempt"].get("attempt_id")) for r in records}
-    # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
-    done |= {attempt_id for attempt_id, _ in refused}
-    return [s for s in started if str(s.get("attempt_id")) not in done and "merged_from" not in s]
-
-
-def _scan(workbook: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    records, skipped, _, _ = _scan_all(workbook)
-    return records, skipped
-
-
-def _started(
-    path: Path, records: list[tuple[int, dict[str, Any]]], starts: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The records that each have a start line before them, one record per start; and a
-    sentence for each other one. A journal without any start line (written before runs
-    journaled them) keeps every record."""
-    if not starts:
-        return [r for _, r in records], []
-    open_starts: dict[str, dict[str, Any]] = {}
-    kept: list[dict[str, Any]] = []
-    refused: list[tuple[str, str]] = []
-    ordered = sorted(
-        [(s["_line"], "start", s) for s in starts] + [(n, "record", r) for n, r in records],
-        key=lambda x: x[0],
-    )
-    for number, kind, entry in ordered:
-        if kind == "start":
-            open_starts[str(entry.get("attempt_id"))] = entry
-            continue
-        attempt = entry.get("attempt")
-        attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
-        start_entry = open_starts.pop(attempt_id, None)
-        if start_entry is None:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
-                    "line before it (or a record already used it): `iteralab run` "
-                    "writes a start before every attempt and one record after it, so "
-                    "this record was added by hand and is not ingested",
-                )
-            )
-            continue
-        spec = start_entry.get("spec")
-        planned = spec.get("variant") if isinstance(spec, dict) else None
-        planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
-        ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
-        if planned_id is not None and ran != planned_id:
-            refused.append(
-                (
-                    attempt_id,
-                    f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
-                    f"{ran!r}, its start line {start_entry['_line']} planned "
-                    f"{planned_id!r}: not what the runner wrote; not ingested",
-                )
-            )
-            continue
-        kept.append(entry)
-    return kept, refused
-
-
-def _scan_all(
-    workbook: str | Path,
-) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[tuple[str, str]]]:
+    is left out: running the merge again appends its record. A journal without any start
+    line has none, found without parsing it (a damaged line there is :func:`read`'s error)."""
     path = journal_path(workbook)
-    if not path.exists():
-        return [], [], [], []
-    kind = not_plain(path)
-    if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
-        raise WorkbookError(
-            f"{path}: {kind}, not the journal file; not read",
-            hint="the journal is a plain file `iteralab run` writes beside the workbook: "
-            "restore it from a copy of the campaign folder, or remove what stands in its place",
-        )
-    lines = path.read_bytes().split(b"\n")
-    starts: list[dict[str, Any]] = []
-    records: list[tuple[int, dict[str, Any]]] = []
-    skipped: list[str] = []
-    kept: dict[bytes, Path] | None = None
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        error: WorkbookError | None = None
+    if path.is_file() and not _may_hold_starts(path):
+        return []  # no start line, so none without its record: no record need be parsed
+    reading = Reading(workbook)
+    done = {str(r["attempt"].get("attempt_id")) for r in reading}
+    # A start whose record was refused (a copied pair) is no attempt a run left unfinished.
+    done |= {attempt_id for attempt_id, _ in reading.refused}
+    return [
+        s for s in reading.starts if str(s.get("attempt_id")) not in done and "merged_from" not in s
+    ]
+
+
+def _finished(reading: Reading) -> Reading:
+    """``reading`` read to its end, each record let go as it is read."""
+    for _ in reading:
+        pass
+    return reading
+
+
+class Reading:
+    """One pass over the journal beside ``workbook``, its records given one at a time.
+
+    Iterating yields the records :func:`read` returns, in order, as each line is read:
+    a caller that checks each one and lets it go holds one record at a time (a
+    50,000-attempt journal parsed whole takes gigabytes). Once the iteration is done,
+    :attr:`skipped` holds what :func:`notes` says, :attr:`refused` each record left out
+    (attempt id, the sentence :func:`unstarted` gives) and :attr:`starts` the start lines
+    (kept only when ``keep_starts``). A line that is no record raises WorkbookError
+    mid-way, as :func:`read` does: a caller discards what it made of the earlier ones.
+    """
+
+    def __init__(self, workbook: str | Path, keep_starts: bool = True) -> None:
+        self._workbook = workbook
+        self._path = journal_path(workbook)
+        self._keep_starts = keep_starts
+        self.skipped: list[str] = []
+        self.refused: list[tuple[str, str]] = []
+        self.starts: list[dict[str, Any]] = []
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        path = self._path
+        if not path.exists():
+            return
+        kind = not_plain(path)
+        if kind is not None:  # opening a named pipe would wait for a writer, perhaps forever
+            raise WorkbookError(
+                f"{path}: {kind}, not the journal file; not read",
+                hint="the journal is a plain file `iteralab run` writes beside the workbook: "
+                "restore it from a copy of the campaign folder, or remove what stands in its "
+                "place",
+            )
+        # Without any start line (a journal written before runs journaled them) every
+        # record is kept; with one, a record needs its own start before it. The bytes say
+        # cheaply whether a start line can be there at all; when one can, records wait
+        # until the first start line (at once, in a journal the runner wrote) decides.
+        may_start = _may_hold_starts(path)
+        slots = _Slots()
+        waiting: list[tuple[int, dict[str, Any]]] = []
+        started = False
+        for number, kind_, entry in self._entries(path):
+            if kind_ == "start":
+                if not started:
+                    started = True
+                    self.refused += [_no_start(path, n, e) for n, e in waiting]
+                    waiting = []
+                slots.open(entry)
+                if self._keep_starts:
+                    self.starts.append({k: v for k, v in entry.items() if k != "_line"})
+            elif started:
+                why = slots.refusal(path, number, entry)
+                if why is None:
+                    yield entry
+                else:
+                    self.refused.append(why)
+            elif may_start:
+                waiting.append((number, entry))
+            else:
+                yield entry
+        for _, entry in waiting:  # the start format named in a text, never a start line
+            yield entry
+
+    def _entries(self, path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """Every record and start line as (line number, "record" or "start", entry)."""
+        kept: dict[bytes, Path] | None = None
+        with path.open("rb") as stream:
+            for number, line in enumerate(stream, start=1):
+                last = not line.endswith(b"\n")  # only the file's last line lacks one
+                raw = line[:-1] if not last else line
+                if not raw.strip():
+                    continue
+                found, error = self._entry(path, number, raw, last)
+                if found is not None:
+                    yield number, *found
+                    continue
+                if error is None:  # a torn tail: nothing follows it
+                    return
+                if kept is None:
+                    kept = {p.read_bytes(): p for p in reversed(torn_files(self._workbook))}
+                if last or raw not in kept:
+                    raise error
+                # A torn tail that a later append ended with a newline after keeping its bytes.
+                self.skipped.append(
+                    f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
+                    "interrupted write and is skipped: no finished attempt is lost; its "
+                    f"bytes are kept in {kept[raw].name}"
+                )
+
+    def _entry(
+        self, path: Path, number: int, raw: bytes, last: bool
+    ) -> tuple[tuple[str, dict[str, Any]] | None, WorkbookError | None]:
+        """A line's (kind, entry); or None with the error it is (None: a torn last line)."""
         try:
             entry = json.loads(
                 raw.decode("utf-8", errors="replace"),
@@ -343,45 +371,89 @@ def _scan_all(
                 "from a copy or remove that line",
             ) from None
         except json.JSONDecodeError as exc:
-            if number == len(lines):  # the torn tail of an interrupted write
-                skipped.append(
+            if last:  # the torn tail of an interrupted write
+                self.skipped.append(
                     f"{path.name}: line {number} ({len(raw):,} bytes, no newline) "
                     "was cut short by an interrupted write: no finished attempt "
                     "is lost; the next append keeps it in "
-                    f"{Path(workbook).stem}{TORN_INFIX}N"
+                    f"{Path(self._workbook).stem}{TORN_INFIX}N"
                 )
-                break
-            error = WorkbookError(
+                return None, None
+            return None, WorkbookError(
                 f"{path}: line {number} is not a journal record ({exc.msg})",
                 hint="the journal is written by `iteralab run`; restore it "
                 "from a copy or remove the damaged line",
             )
-        else:
-            shape = _shape_problem(entry)
-            if shape is None and entry.get("format") == FORMAT:
-                records.append((number, entry))
-                continue
-            if shape is None and entry.get("format") == START_FORMAT:
-                starts.append(dict(entry, _line=number))
-                continue
-            error = WorkbookError(
-                f"{path}: line {number} is not an {FORMAT} record"
-                + (f" ({shape})" if shape else ""),
-                hint="the journal is written by `iteralab run`; do not "
-                "edit it: restore it from a copy or remove that line",
-            )
-        if kept is None:
-            kept = {p.read_bytes(): p for p in reversed(torn_files(workbook))}
-        if number == len(lines) or raw not in kept:
-            raise error
-        # A torn tail that a later append ended with a newline after keeping its bytes.
-        skipped.append(
-            f"{path.name}: line {number} ({len(raw):,} bytes) was cut short by an "
-            "interrupted write and is skipped: no finished attempt is lost; its "
-            f"bytes are kept in {kept[raw].name}"
+        shape = _shape_problem(entry)
+        if shape is None and entry.get("format") == FORMAT:
+            return ("record", entry), None
+        if shape is None and entry.get("format") == START_FORMAT:
+            return ("start", dict(entry, _line=number)), None
+        return None, WorkbookError(
+            f"{path}: line {number} is not an {FORMAT} record" + (f" ({shape})" if shape else ""),
+            hint="the journal is written by `iteralab run`; do not "
+            "edit it: restore it from a copy or remove that line",
         )
-    started, refused = _started(path, records, starts)
-    return started, skipped, [{k: v for k, v in s.items() if k != "_line"} for s in starts], refused
+
+
+def _may_hold_starts(path: Path) -> bool:
+    """Whether the journal's bytes may hold a start line: they name its format, or hold a
+    JSON escape that could spell it otherwise (read in chunks, never whole)."""
+    needles = (START_FORMAT.encode(), b"\\u", b"\\/")
+    longest = max(len(n) for n in needles)
+    carry = b""
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            text = carry + chunk
+            if any(n in text for n in needles):
+                return True
+            carry = text[-longest:]
+    return False
+
+
+def _no_start(path: Path, number: int, entry: dict[str, Any]) -> tuple[str, str]:
+    attempt = entry.get("attempt")
+    attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
+    return (
+        attempt_id,
+        f"{path.name}: line {number}: attempt {attempt_id!r} has no start "
+        "line before it (or a record already used it): `iteralab run` "
+        "writes a start before every attempt and one record after it, so "
+        "this record was added by hand and is not ingested",
+    )
+
+
+class _Slots:
+    """The start lines still open, for :meth:`refusal`: each record needs its own start,
+    of the variant it planned (a repeated slot or predictions file:
+    :mod:`toolkit.evidence.provenance`)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, dict[str, Any]] = {}
+
+    def open(self, start: dict[str, Any]) -> None:
+        self._open[str(start.get("attempt_id"))] = start
+
+    def refusal(self, path: Path, number: int, entry: dict[str, Any]) -> tuple[str, str] | None:
+        """Why the record on line ``number`` is left out (attempt id, sentence); None when
+        it is kept."""
+        attempt = entry.get("attempt")
+        attempt_id = str(attempt.get("attempt_id")) if isinstance(attempt, dict) else "?"
+        start_entry = self._open.pop(attempt_id, None)
+        if start_entry is None:
+            return _no_start(path, number, entry)
+        spec = start_entry.get("spec")
+        planned = spec.get("variant") if isinstance(spec, dict) else None
+        planned_id = planned.get("variant_id") if isinstance(planned, dict) else None
+        ran = attempt.get("variant_id") if isinstance(attempt, dict) else None
+        if planned_id is not None and ran != planned_id:
+            return (
+                attempt_id,
+                f"{path.name}: line {number}: attempt {attempt_id!r} says variant "
+                f"{ran!r}, its start line {start_entry['_line']} planned "
+                f"{planned_id!r}: not what the runner wrote; not ingested",
+            )
+        return None
 
 
 def _unreadable(exc: Exception) -> str:

@@ -57,6 +57,31 @@ WHAT_TO_DO = (
 )
 
 
+#: The attempt cells these checks read: a journal streamed past keeps only these.
+ATTEMPT_KEYS = (
+    "attempt_id",
+    "variant_id",
+    "status",
+    "predictions_path",
+    *RECORD_KEYS,
+)
+
+
+def slim(entry: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`refusals` reads of a journal record: its attempt's few cells, its
+    manifest's settings (a 50,000-record journal is not held whole for this)."""
+    attempt = entry["attempt"]
+    manifest = entry.get("manifest")
+    return {
+        "attempt": {k: attempt.get(k) for k in ATTEMPT_KEYS if k in attempt},
+        "manifest": (
+            {k: manifest.get(k) for k in ("manifest_id", *MANIFEST_SETTINGS) if k in manifest}
+            if isinstance(manifest, dict)
+            else manifest
+        ),
+    }
+
+
 def refusals(
     data: WorkbookData, workbook: str | Path, records: Iterable[dict[str, Any]]
 ) -> dict[str, str]:
