@@ -20,7 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,9 +237,13 @@ def merged_start(
     return line
 
 
-def starts(workbook: str | Path) -> dict[str, dict[str, Any]]:
-    """The journal's start lines by attempt id (the last, where one id has several)."""
-    return {str(s.get("attempt_id")): s for s in _finished(Reading(workbook)).starts}
+def starts(
+    workbook: str | Path, kept: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The journal's start lines by attempt id (the last, where one id has several); each
+    as ``kept`` makes it, when given (the fields a caller reads, not the whole spec)."""
+    reading = Reading(workbook, keep_starts=kept or True)
+    return {str(s.get("attempt_id")): s for s in _finished(reading).starts}
 
 
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
@@ -274,11 +278,17 @@ class Reading:
     50,000-attempt journal parsed whole takes gigabytes). Once the iteration is done,
     :attr:`skipped` holds what :func:`notes` says, :attr:`refused` each record left out
     (attempt id, the sentence :func:`unstarted` gives) and :attr:`starts` the start lines
-    (kept only when ``keep_starts``). A line that is no record raises WorkbookError
-    mid-way, as :func:`read` does: a caller discards what it made of the earlier ones.
+    (kept only when ``keep_starts``; as ``keep_starts`` makes them when it is a function,
+    so that a caller needing a few of their fields holds no more). A line that is no record
+    raises WorkbookError mid-way, as :func:`read` does: a caller discards what it made of
+    the earlier ones.
     """
 
-    def __init__(self, workbook: str | Path, keep_starts: bool = True) -> None:
+    def __init__(
+        self,
+        workbook: str | Path,
+        keep_starts: bool | Callable[[dict[str, Any]], dict[str, Any]] = True,
+    ) -> None:
         self._workbook = workbook
         self._path = journal_path(workbook)
         self._keep_starts = keep_starts
@@ -314,7 +324,9 @@ class Reading:
                     waiting = []
                 slots.open(entry)
                 if self._keep_starts:
-                    self.starts.append({k: v for k, v in entry.items() if k != "_line"})
+                    line = {k: v for k, v in entry.items() if k != "_line"}
+                    keep = self._keep_starts
+                    self.starts.append(keep(line) if callable(keep) else line)
             elif started:
                 why = slots.refusal(path, number, entry)
                 if why is None:

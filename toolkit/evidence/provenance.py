@@ -82,13 +82,26 @@ def slim(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _slim_start(start: dict[str, Any]) -> dict[str, Any]:
+    """What these checks read of a start line: its attempt, run and the spec's keys."""
+    spec = start.get("spec")
+    if isinstance(spec, dict) and spec:
+        variant = spec.get("variant")
+        spec = {k: spec[k] for k in RECORD_KEYS if k in spec} | (
+            {"variant": {k: variant[k] for k in (*SETTINGS, "variant_id") if k in variant}}
+            if isinstance(variant, dict)
+            else {}
+        )
+    return {"attempt_id": start.get("attempt_id"), "run": start.get("run"), "spec": spec}
+
+
 def refusals(
     data: WorkbookData, workbook: str | Path, records: Iterable[dict[str, Any]]
 ) -> dict[str, str]:
     """For each record (journal order) the folder does not bear out: its attempt id and
     why, in one sentence naming the journal and what to do."""
     name = journal.journal_path(workbook).name
-    starts = journal.starts(workbook)
+    starts = journal.starts(workbook, kept=_slim_start)
     runs = run_log.read(workbook)
     records = list(records)
     journaled = {str(r["attempt"].get("attempt_id")) for r in records}
