@@ -77,6 +77,8 @@ import common
 import gpu_generation
 from gpu_common import match_card, run_campaign
 
+from toolkit.report.summary import LOADED_SHARE
+
 BUDGET_S = 300.0
 TIMING_TOLERANCE = 0.02  # host span vs CUDA-event span, relative ...
 WINDOW_ALLOWANCE_S = 0.005  # ... beyond this absolute allowance (short windows)
@@ -429,6 +431,13 @@ def review_checks(
     return failures
 
 
+def _loaded(row: dict[str, Any]) -> bool:
+    """Other processes took more than LOADED_SHARE of the machine during the attempt's peak
+    probe or its measured window (the runner then leaves utilisation empty, with why)."""
+    shares = (row.get("probe_others_share"), row.get("others_cpu_share"))
+    return any(isinstance(s, (int, float)) and s > LOADED_SHARE for s in shares)
+
+
 def utilisation_checks(
     rows: list[dict[str, Any]], manifests: list[dict[str, Any]], cuda: bool
 ) -> list[str]:
@@ -475,7 +484,13 @@ def utilisation_checks(
                 )
                 if row.get(c) is None
             ]
-            if empty:
+            if empty == ["utilisation"] and _loaded(row):
+                # An honest refusal: the probe or the window shared the machine. Not the
+                # runner's fault, and not a figure either: said, not judged.
+                print(
+                    f"  {row['attempt_id']}: utilisation not judged: {row.get('utilisation_reason')}"
+                )
+            elif empty:
                 failures.append(
                     f"{row['attempt_id']}: {', '.join(empty)} empty "
                     f"({row.get(empty[0] + '_reason')})"
