@@ -32,12 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.runner.instruments.machine_load import (
-    MACHINE_CORES,
-    OthersMeter,
-    machine_busy_s,
-    own_cpu_s,
-)
+from toolkit.runner.instruments import machine_load
+from toolkit.runner.instruments.machine_load import MACHINE_CORES, OthersMeter
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -426,7 +422,7 @@ def tree_cpu_s() -> float:
         children = [p for p, parent in parents.items() if parent == pid and p not in tree]
         tree.update(children)
         todo += children
-    return own_cpu_s() + sum(seconds[p] for p in tree)
+    return machine_load.own_cpu_s() + sum(seconds[p] for p in tree)
 
 
 class OthersOfTree:
@@ -438,7 +434,7 @@ class OthersOfTree:
     share: float | None = None
 
     def __enter__(self) -> OthersOfTree:
-        self._start = (time.perf_counter(), machine_busy_s(), tree_cpu_s())
+        self._start = (time.perf_counter(), machine_load.machine_busy_s(), tree_cpu_s())
         self._stopped = False
         return self
 
@@ -447,7 +443,7 @@ class OthersOfTree:
             return
         self._stopped = True
         began, busy0, tree0 = self._start
-        busy = machine_busy_s()
+        busy = machine_load.machine_busy_s()
         wall = max(time.perf_counter() - began, 1e-9)
         if busy is not None and busy0 is not None:
             others = max(0.0, (busy - busy0) - (tree_cpu_s() - tree0))

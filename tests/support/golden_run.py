@@ -55,6 +55,7 @@ VOLATILE = {
     "mem_reserved_peak_bytes",
     "elapsed_s",
     "pid",
+    "run",  # the run's id in NAME.runs.jsonl: drawn at random by each run
     "row_sha256",
     "manifest_id",
     "ttft_s",
