@@ -164,11 +164,13 @@ def test_typed_content_is_named_by_validate_and_refused_by_every_save(
 
 
 def test_a_duplicate_field_keeps_the_first_value_and_names_both_rows(filled_workbook: Path) -> None:
-    """A second threshold at row 30: the finding is at row 30 and names row 7."""
+    """A second threshold two rows below the last field: the finding is at that row and
+    names row 7."""
+    row = openpyxl.load_workbook(filled_workbook)["Protocol"].max_row + 2
 
     def twice(book: openpyxl.Workbook) -> None:
-        book["Protocol"].cell(30, 1, "threshold")
-        book["Protocol"].cell(30, 2, "not a number")
+        book["Protocol"].cell(row, 1, "threshold")
+        book["Protocol"].cell(row, 2, "not a number")
 
     _edit(filled_workbook, twice)
     data = store.read(filled_workbook)
@@ -176,12 +178,12 @@ def test_a_duplicate_field_keeps_the_first_value_and_names_both_rows(filled_work
     (finding,) = validate(data)
     assert (finding.sheet, finding.row, finding.column, finding.check) == (
         "Protocol",
-        30,
+        row,
         "threshold",
         "kept",
     )
     assert finding.message.startswith(
-        f"a second 'threshold' field at row 30 of Protocol (the first is row {THRESHOLD_ROW})"
+        f"a second 'threshold' field at row {row} of Protocol (the first is row {THRESHOLD_ROW})"
     )
 
 
