@@ -103,23 +103,21 @@ def sized(
 
 
 def _positive_gb(text: str) -> Decimal:
+    return _positive(text, "--need-gb", "a positive number", "40")
+
+
+def schedule_hours(text: str | None) -> Decimal | None:
+    """``gpus --hours`` as a number of hours > 0; None when not given."""
+    return None if text is None else _positive(text, "--hours", "a number of hours > 0", "24")
+
+
+def _positive(text: str, option: str, what: str, example: str) -> Decimal:
+    """``text`` as a finite number > 0 (surrounding spaces allowed); UsageError naming
+    ``option`` otherwise."""
     try:
         value = Decimal(text)
     except InvalidOperation:
         value = Decimal(0)
     if not value.is_finite() or value <= 0:
-        raise UsageError(f"--need-gb {text!r} is not a positive number", hint="e.g. --need-gb 40")
-    return value
-
-
-def schedule_hours(text: str | None) -> Decimal | None:
-    """``gpus --hours`` as a number of hours > 0; None when not given."""
-    if text is None:
-        return None
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        value = Decimal(0)
-    if not value.is_finite() or value <= 0:
-        raise UsageError(f"--hours {text!r} is not a number of hours > 0", hint="e.g. --hours 24")
+        raise UsageError(f"{option} {text!r} is not {what}", hint=f"e.g. {option} {example}")
     return value
