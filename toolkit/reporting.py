@@ -27,6 +27,7 @@ from toolkit import layout
 from toolkit.editing import change
 from toolkit.errors import ToolkitError
 from toolkit.evidence import money_rules, protocol
+from toolkit.evidence.integrity import Integrity
 from toolkit.evidence.predictions import early_digests
 from toolkit.findings import Finding
 from toolkit.plumbing import beside
@@ -100,24 +101,58 @@ def build(
     result.findings = [f for f in found.findings if f.check != money_rules.STALE_MEMO]
     # The reviewer's files come from what was saved, once the workbook's lock is released:
     # a campaign's ingestion waits only for the workbook, not for the pictures.
+    outputs = _write_folder(workbook, folder, data, result, found, pngs=pngs, saved=saved)
+    return result, outputs
+
+
+def _write_folder(
+    workbook: Path,
+    folder: Path,
+    data: WorkbookData,
+    result: Refreshed,
+    found: Integrity,
+    *,
+    pngs: bool,
+    saved: bool,
+) -> Outputs:
+    """Write the reviewer's folder: report.md, the CSV archive and the PNG charts.
+
+    Each file is written whole, but the folder is a set: report.md says first that it is
+    being rewritten, and is written last, so that a report stopped half-way never leaves
+    new CSV or PNG files beside an old report.md that seems to describe them. A file that
+    already holds what it would be written with is left as it is (a report of unchanged
+    evidence writes nothing, and draws nothing: :func:`toolkit.report.charts.pending`).
+    """
     md = folder / REPORT_MD
-    # Each file is written whole, but the folder is a set: report.md says first that it is
-    # being rewritten, and is written last, so that a report stopped half-way never leaves
-    # new CSV or PNG files beside an old report.md that seems to describe them.
-    write_text(md, _in_progress(workbook))
-    files = [
-        _csv(folder / ATTEMPTS_CSV, layout.ATTEMPTS, data.tables["Attempts"]),
-        _csv(folder / MANIFEST_CSV, layout.MANIFEST, data.tables["Manifest"]),
-    ]
+    tables = {
+        folder / ATTEMPTS_CSV: _csv_text(layout.ATTEMPTS, data.tables["Attempts"]),
+        folder / MANIFEST_CSV: _csv_text(layout.MANIFEST, data.tables["Manifest"]),
+    }
+    stale = [path for path, text in tables.items() if not _holds(path, text)]
+    if stale or (pngs and charts.pending(folder, result.stats, result.costs)):
+        write_text(md, _in_progress(workbook))
+    for path in stale:
+        write_text(path, tables[path], newline="")
+    files = list(tables)
     skipped: str | None = "PNG charts skipped: --no-png"
     if pngs:
         pictures = charts.write_pngs(folder, result.stats, result.costs)
         files += list(pictures.paths)
         skipped = pictures.skipped
     outputs = Outputs(folder, files, skipped, workbook_saved=saved)
-    write_text(md, reviewer.markdown(workbook, data, result, outputs, found.predictions))
+    text = reviewer.markdown(workbook, data, result, outputs, found.predictions)
+    if not _holds(md, text):
+        write_text(md, text)
     outputs.files.insert(0, md)
-    return result, outputs
+    return outputs
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds exactly ``text`` (UTF-8, newlines as given)."""
+    try:
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 #: The first line of a report.md that stands for a report being written (or stopped).
@@ -193,9 +228,10 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def _csv(path: Path, sheet: layout.Sheet, rows: list[dict[str, Any]]) -> Path:
+def _csv_text(sheet: layout.Sheet, rows: list[dict[str, Any]]) -> str:
+    """The sheet's rows as CSV text (header first, ``\r\n`` line ends, :func:`csv_cell`)."""
     text = io.StringIO(newline="")
     writer = csv.writer(text)
     writer.writerow(sheet.names)
     writer.writerows([[csv_cell(row.get(n)) for n in sheet.names] for row in rows])
-    return write_text(path, text.getvalue(), newline="")
+    return text.getvalue()
