@@ -214,7 +214,9 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
                 v.get("description"),
                 resume_of=str(v.get("resume_of") or "").strip() or None,
             )
+    of_variant: dict[str, list[dict[str, Any]]] = {}  # each variant's rows, in sheet order
     for a in data.tables["Attempts"]:
+        of_variant.setdefault(str(a.get("variant_id")), []).append(a)
         if a.get("variant_id") is None:
             continue  # a row without a variant belongs to no summary (validate reports it)
         vid = str(a.get("variant_id"))
@@ -227,18 +229,15 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
     served = serving.is_serving(data)
     for st in found.values():
         st.relaxations = relaxed
-        mine = [a for a in data.tables["Attempts"] if str(a.get("variant_id")) == st.variant_id]
+        mine = of_variant.get(st.variant_id, [])
+        wins = [a for a in mine if is_success(a)]
         _finish(st, mine)
         st.corpora = frozenset(
             str(corpus_of[a.get("manifest_id")])
-            for a in mine
-            if is_success(a) and corpus_of.get(a.get("manifest_id"))
+            for a in wins
+            if corpus_of.get(a.get("manifest_id"))
         )
-        used = [
-            manifests[a.get("manifest_id")]
-            for a in mine
-            if is_success(a) and a.get("manifest_id") in manifests
-        ]
+        used = [manifests[a.get("manifest_id")] for a in wins if a.get("manifest_id") in manifests]
         st.stacks = {
             f: frozenset(str(m[f]) for m in used if m.get(f) is not None)
             for f in STACK_FIELDS + HARDWARE_FIELDS
@@ -247,7 +246,6 @@ def variant_stats(data: WorkbookData) -> list[VariantStats]:
         declared = next(
             (v for v in data.tables["Variants"] if str(v.get("variant_id")) == st.variant_id), None
         )
-        wins = [a for a in mine if is_success(a)]
         st.usage = utilisation.of_variant(wins, manifests, declared)
         st.generation = generation.of_variant(wins) if generative else None
         st.served = serving.of_variant(wins, declared) if served else None
