@@ -33,6 +33,7 @@ from toolkit.findings import Finding
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.clock import now_text
+from toolkit.plumbing.plain import not_plain, plain_bytes
 from toolkit.report import charts, reviewer
 from toolkit.report.checks import ChecksBeside
 from toolkit.report.refresh import RECOMPUTED_SHEETS, Refreshed, refresh, still_standing
@@ -148,11 +149,10 @@ def _write_folder(
 
 
 def _holds(path: Path, text: str) -> bool:
-    """Whether the file at ``path`` holds exactly ``text`` (UTF-8, newlines as given)."""
-    try:
-        return path.read_bytes() == text.encode("utf-8")
-    except OSError:
-        return False
+    """Whether the file at ``path`` holds exactly ``text`` (UTF-8, newlines as given); a
+    named pipe or a larger file there is not read."""
+    wanted = text.encode("utf-8")
+    return plain_bytes(path, len(wanted)) == wanted
 
 
 #: The first line of a report.md that stands for a report being written (or stopped).
@@ -173,6 +173,8 @@ def unfinished(folder: Path) -> str | None:
     """What ``folder``'s report.md says when a report was stopped while it rewrote the
     folder (its CSV and PNG files are then no set), in words; None otherwise."""
     md = folder / REPORT_MD
+    if not_plain(md) is not None:  # a named pipe would make the read wait: the report replaces it
+        return None
     try:
         with md.open(encoding="utf-8", errors="replace") as handle:
             first = handle.readline().rstrip("\n")

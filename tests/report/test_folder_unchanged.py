@@ -133,3 +133,22 @@ def test_a_truncated_png_records_no_fingerprint(reported: Path) -> None:
     assert charts.recorded(durations) is None
     durations.write_bytes(whole + b"tail")  # bytes after IEND
     assert charts.recorded(durations) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_named_pipes_at_the_folders_file_names_are_replaced_not_read(reported: Path) -> None:
+    folder = default_folder(reported)
+    for name in FILES:
+        (folder / name).unlink()
+        os.mkfifo(folder / name)
+    run = subprocess.run(  # a read of a pipe would wait for ever: a subprocess with a limit
+        [sys.executable, "-m", "toolkit", "report", str(reported)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert run.returncode == 0, run.stderr
+    assert all((folder / name).is_file() for name in FILES)
+    assert charts.recorded(folder / charts.DURATIONS_PNG) is not None

@@ -30,3 +30,16 @@ def not_plain(path: Path) -> str | None:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a plain file"
+
+
+def plain_bytes(path: Path, at_most: int) -> bytes | None:
+    """The bytes of ``path`` when it is a plain file of at most ``at_most`` bytes; None when
+    there is nothing there, it cannot be read, it is no plain file (a named pipe would make
+    the read wait), or it is larger."""
+    try:
+        found = path.stat()
+        if not stat.S_ISREG(found.st_mode) or found.st_size > at_most:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None

@@ -27,6 +27,7 @@ from typing import Any
 from toolkit import layout
 from toolkit.money.tariffs import Plan, rules
 from toolkit.plumbing.atomic import publish
+from toolkit.plumbing.plain import plain_bytes
 from toolkit.report.costs import Costing
 from toolkit.report.summary import VariantStats
 from toolkit.workbook.charts import BAR_COLOUR, MEDIAN_COLOUR, RUN_COLOUR
@@ -36,6 +37,8 @@ COSTS_PNG = "projected_cost_per_expected.png"
 #: The PNG text chunk's keyword under which a picture records its fingerprint.
 FINGERPRINT_KEY = "iteralab chart"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: A chart's PNG is about 60 kB: a larger file at its name is not read, only replaced.
+PNG_MAX_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,6 @@ class Pictures:
 
     paths: tuple[Path, ...]
     skipped: str | None = None
-    #: Of ``paths``, those drawn now (the others already held their picture).
-    drawn: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,8 @@ def pending(
 def recorded(path: Path) -> str | None:
     """The fingerprint a PNG file records, when the file is a whole PNG whose every chunk
     matches its CRC; None otherwise."""
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    if not blob.startswith(PNG_SIGNATURE):
+    blob = plain_bytes(path, PNG_MAX_BYTES)
+    if blob is None or not blob.startswith(PNG_SIGNATURE):
         return None
     found, at = None, len(PNG_SIGNATURE)
     while at + 12 <= len(blob):
@@ -149,7 +147,7 @@ def write_pngs(
         )
     for chart in todo:
         _draw(plt, chart)
-    return Pictures(paths, drawn=tuple(c.path for c in todo))
+    return Pictures(paths)
 
 
 def _pyplot() -> object:
