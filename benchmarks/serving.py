@@ -94,9 +94,13 @@ def _rate(sends: list[float]) -> float:
 def guidellm_plan_error(benchmark: dict[str, Any], rate: float, seed: int) -> str | None:
     """Why guidellm's planned send times (``targeted_start`` of every request, from its
     scheduler's start) are not the declared draws ``Random(seed).expovariate(rate)``
-    summed, its first request one gap after the start; None when they are."""
-    requests = [
-        r for kind in ("successful", "errored", "incomplete") for r in benchmark["requests"][kind]
+    summed, its first request one gap after the start; None when they are. Names the first
+    request off the plan."""
+    requests = [  # a request cancelled before its turn has no planned time
+        r
+        for kind in ("successful", "errored", "incomplete")
+        for r in benchmark["requests"][kind]
+        if r["info"]["timings"].get("targeted_start") is not None
     ]
     if not requests:
         return "it recorded no request"
@@ -104,12 +108,17 @@ def guidellm_plan_error(benchmark: dict[str, Any], rate: float, seed: int) -> st
     planned = sorted(r["info"]["timings"]["targeted_start"] - start for r in requests)
     arrivals = serving.Arrivals(rate=rate, requests=len(planned) + 1, seed=seed)
     declared = poisson_offsets(arrivals)[1:]
-    worst = max(range(len(planned)), key=lambda i: abs(planned[i] - declared[i]))
-    if abs(planned[worst] - declared[worst]) <= PLAN_TOLERANCE_S:
+    off = [
+        i
+        for i, (at, due) in enumerate(zip(planned, declared, strict=True))
+        if abs(at - due) > PLAN_TOLERANCE_S
+    ]
+    if not off:
         return None
+    first = off[0]
     return (
-        f"request {worst + 1} of {len(planned)} was planned {planned[worst]:.3f} s after its "
-        f"start, the declared draws put it at {declared[worst]:.3f} s"
+        f"request {first + 1} of {len(planned)} was planned {planned[first]:.3f} s after its "
+        f"start, the declared draws put it at {declared[first]:.3f} s ({len(off)} off the plan)"
     )
 
 
