@@ -6,9 +6,11 @@ generation config) with Poisson arrivals at ``--rate``, ``--requests`` requests 
 A few toolkit requests warm the server first, not measured. Rounds are interleaved
 (toolkit, guidellm, then guidellm, toolkit, ...) so that a change of load hits both.
 
-The same load: both clients draw their gaps from ``random.Random(--seed).expovariate(rate)``.
-The toolkit sends its first request at once, guidellm after the first gap, so the toolkit's
-gaps are draws 1 to N-1 and guidellm's draws 2 to N. guidellm runs with one worker process:
+The same load: in round k both clients draw their gaps from
+``random.Random(--seed + k - 1).expovariate(rate)``. The toolkit sends its first request at
+once, guidellm after the first gap, so the toolkit's gaps are draws 1 to N-1 and guidellm's
+draws 2 to N: their planned rates differ by one gap in N-1, which way changes from round to
+round (both plans are printed beside the rates achieved). guidellm runs with one worker process:
 each of its workers draws from a generator of its own seeded alike, so its default ten
 workers repeat every gap ten times (at rate 2, twenty requests went out as ten gaps of
 0.51 s then ten of 0.013 s: 4 requests/s). Its Poisson start also races (the start event
@@ -69,6 +71,7 @@ GUIDELLM_ENV = {"GUIDELLM__MAX_WORKER_PROCESSES": "1", "HF_HUB_OFFLINE": "1"}
 GUIDELLM_TRIES = 3
 #: How far a planned send time may sit from the declared draw (floating point, not load).
 PLAN_TOLERANCE_S = 0.001
+PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
 
 
 #: One run's figures by name.
@@ -89,6 +92,14 @@ def _rate(sends: list[float]) -> float:
     its sends (a client that bursts shows a rate far above the declared one)."""
     span = sends[-1] - sends[0]
     return (len(sends) - 1) / span if span > 0 else float("inf")
+
+
+def planned_rate(args: argparse.Namespace, seed: int, *, one_gap_late: bool) -> float:
+    """The arrival rate a client's plan declares: the toolkit's first send at once, then the
+    draws; guidellm's (``one_gap_late``) after the first draw."""
+    arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
+    offsets = poisson_offsets(arrivals)
+    return _rate(offsets[1:] if one_gap_late else offsets[:-1])
 
 
 def guidellm_plan_error(benchmark: dict[str, Any], rate: float, seed: int) -> str | None:
@@ -128,12 +139,14 @@ def _scenario(args: argparse.Namespace, server: serving.LocalServer) -> serving.
     )
 
 
-def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> Figures:
+def toolkit_round(
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
+) -> Figures:
     """One toolkit run: its median TTFT (ms), output tokens/s and CPU seconds per request."""
     scenario = _scenario(args, server)
     before = _cpu(resource.RUSAGE_SELF)
     (result,) = serving.sweep(
-        scenario, [serving.Arrivals(rate=args.rate, requests=args.requests, seed=args.seed)], out
+        scenario, [serving.Arrivals(rate=args.rate, requests=args.requests, seed=seed)], out
     )
     cpu = _cpu(resource.RUSAGE_SELF) - before
     m = result.metrics
@@ -141,6 +154,7 @@ def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Pa
     if m.ttft_p50_ms is None or m.output_tokens_per_s is None:
         raise SystemExit(f"the toolkit's run gave no figures: {m.reasons}")
     return {
+        "planned_per_s": planned_rate(args, seed, one_gap_late=False),
         "sent_per_s": _rate(sorted(r.sent_s or 0.0 for r in records)),
         "ttft_ms": m.ttft_p50_ms,
         "tokens_per_s": m.output_tokens_per_s,
@@ -151,7 +165,7 @@ def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Pa
 
 
 def _guidellm_command(
-    args: argparse.Namespace, server: serving.LocalServer, prompts: Path, report: Path
+    args: argparse.Namespace, server: serving.LocalServer, seed: int, folder: Path
 ) -> list[str]:
     return [
         args.guidellm,
@@ -162,32 +176,30 @@ def _guidellm_command(
         "--profile",
         f"kind=poisson,rate={args.rate}",
         "--seed",
-        f"kind=static,value={args.seed}",
+        f"kind=static,value={seed}",
         "--constraint",
         f"kind=max_requests,count={args.requests}",
         "--data",
-        f"kind=json_file,path={prompts}",
+        f"kind=json_file,path={folder / PROMPTS_FILE}",
         "--output",
-        f"kind=json,path={report}",
+        f"kind=json,path={folder / REPORT_FILE}",
         "--disable-console",
     ]
 
 
 def _guidellm_run(
-    args: argparse.Namespace, server: serving.LocalServer, out: Path
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
 ) -> dict[str, Any]:
     """One guidellm run in ``out``: its report's first benchmark and its CPU seconds; raises
     GuidellmPlanError when its send plan is not the declared one."""
     out.mkdir(parents=True)
-    prompts = out / "prompts.jsonl"
-    with prompts.open("w", encoding="utf-8") as handle:
+    with (out / PROMPTS_FILE).open("w", encoding="utf-8") as handle:
         for line in PROMPTS.read_text(encoding="utf-8").splitlines():
             handle.write(json.dumps({"prompt": json.loads(line)["text"]}) + "\n")
-    report = out / "guidellm.json"
     before = _cpu(resource.RUSAGE_CHILDREN)
     with (out / "guidellm.log").open("w") as log:
         subprocess.run(
-            _guidellm_command(args, server, prompts, report),
+            _guidellm_command(args, server, seed, out),
             check=True,
             cwd=out,
             env={**os.environ, **GUIDELLM_ENV},
@@ -195,19 +207,21 @@ def _guidellm_run(
             stderr=log,
         )
     cpu = _cpu(resource.RUSAGE_CHILDREN) - before
-    benchmark = json.loads(report.read_text(encoding="utf-8"))["benchmarks"][0]
-    why = guidellm_plan_error(benchmark, args.rate, args.seed)
+    benchmark = json.loads((out / REPORT_FILE).read_text(encoding="utf-8"))["benchmarks"][0]
+    why = guidellm_plan_error(benchmark, args.rate, seed)
     if why:
         raise GuidellmPlanError(why)
     return {"benchmark": benchmark, "cpu_s": cpu}
 
 
-def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> Figures:
+def guidellm_round(
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
+) -> Figures:
     """One guidellm run whose send plan is the declared one (a run that lost guidellm's start
     race is discarded and repeated): the same figures from its JSON report."""
     for attempt in range(1, GUIDELLM_TRIES + 1):
         try:
-            run = _guidellm_run(args, server, out / f"try-{attempt}")
+            run = _guidellm_run(args, server, out / f"try-{attempt}", seed)
             break
         except GuidellmPlanError as error:
             print(
@@ -220,6 +234,7 @@ def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: P
     window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
     tokens = sum(r["output_tokens"] for r in done)
     return {
+        "planned_per_s": planned_rate(args, seed, one_gap_late=True),
         "sent_per_s": _rate(sorted(r["request_start_time"] for r in done)),
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
         # The toolkit's definition on guidellm's own per-request timings.
@@ -242,7 +257,17 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=20, help="requests per run")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of both clients")
-    parser.add_argument("--seed", type=int, default=0, help="both clients' Poisson seed")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="both clients' Poisson seed in round 1 (one more each round)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a new folder to keep every run's files in (requests, reports, the server's log)",
+    )
     return parser.parse_args(argv)
 
 
@@ -261,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HF_HUB_OFFLINE"] = "1"
     runs: dict[str, list[Figures]] = {"toolkit": [], "guidellm": []}
     with tempfile.TemporaryDirectory() as folder, common.OthersOfTree() as others:
-        work = Path(folder)
+        work = args.keep or Path(folder)
+        work.mkdir(parents=True, exist_ok=True)
         with serving.LocalServer(MODEL, work / "serve.log") as server:
             _warm(args, server, work / "warm-up")
             for number in range(args.rounds):
@@ -269,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 for who in order:
                     run = toolkit_round if who == "toolkit" else guidellm_round
                     try:
-                        found = run(args, server, work / f"{who}-{number}")
+                        found = run(args, server, work / f"{who}-{number}", args.seed + number)
                     except GuidellmPlanError as error:
                         print(f"missed: guidellm never sent the declared load ({error})")
                         return EXIT_MISSED
@@ -287,11 +313,12 @@ def _median(found: list[Figures], figure: str) -> float:
 
 
 def _verdicts(args: argparse.Namespace, runs: dict[str, list[Figures]]) -> int:
-    ours, theirs = _median(runs["toolkit"], "sent_per_s"), _median(runs["guidellm"], "sent_per_s")
-    print(
-        f"achieved request rate (median over rounds): toolkit {ours:.3f}/s, "
-        f"guidellm {theirs:.3f}/s; declared {args.rate:g}/s"
-    )
+    for kind in ("planned", "sent"):
+        ours, theirs = (_median(runs[who], f"{kind}_per_s") for who in ("toolkit", "guidellm"))
+        print(
+            f"request rate {'achieved' if kind == 'sent' else kind} (median over rounds): "
+            f"toolkit {ours:.3f}/s, guidellm {theirs:.3f}/s; declared {args.rate:g}/s"
+        )
     met = []
     for figure in ("ttft_ms", "tokens_per_s"):
         ours, theirs = _median(runs["toolkit"], figure), _median(runs["guidellm"], figure)
