@@ -304,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"round {number + 1} {who}: "
                         + ", ".join(f"{key} {value:.4g}" for key, value in found.items())
                     )
+            others.stop()  # before the server stops: its seconds leave the process tree
     print(f"load: {others.text()} during the run ({common.MACHINE_CORES} cores)")
     return _verdicts(args, runs)
 
