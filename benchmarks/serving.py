@@ -56,7 +56,8 @@ from typing import Any
 import common
 
 from toolkit import serving
-from toolkit.serving.records import read_records
+from toolkit.serving.metrics import compute
+from toolkit.serving.records import MEASURED, read_records
 from toolkit.serving.schedule import poisson_offsets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +73,7 @@ GUIDELLM_TRIES = 3
 #: How far a planned send time may sit from the declared draw (floating point, not load).
 PLAN_TOLERANCE_S = 0.001
 PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
+SECOND_SEND_FILE = "requests-from-second-send.jsonl"
 
 
 #: One run's figures by name.
@@ -94,12 +96,10 @@ def _rate(sends: list[float]) -> float:
     return (len(sends) - 1) / span if span > 0 else float("inf")
 
 
-def planned_rate(args: argparse.Namespace, seed: int, *, one_gap_late: bool) -> float:
-    """The arrival rate a client's plan declares: the toolkit's first send at once, then the
-    draws; guidellm's (``one_gap_late``) after the first draw."""
+def planned_rate(args: argparse.Namespace, seed: int) -> float:
+    """The arrival rate both clients' compared requests are planned at: draws 2 to N."""
     arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
-    offsets = poisson_offsets(arrivals)
-    return _rate(offsets[1:] if one_gap_late else offsets[:-1])
+    return _rate(poisson_offsets(arrivals)[1:])
 
 
 def guidellm_plan_error(benchmark: dict[str, Any], rate: float, seed: int) -> str | None:
@@ -139,27 +139,42 @@ def _scenario(args: argparse.Namespace, server: serving.LocalServer) -> serving.
     )
 
 
+def from_second_send(requests: Path) -> Path:
+    """The toolkit's requests file without its first measured request (sent at once, before
+    the first draw), beside it: the requests guidellm's plan has too."""
+    kept = []
+    for line in requests.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if not (record["phase"] == MEASURED and record["index"] == 0):
+            kept.append(line)
+    path = requests.with_name(SECOND_SEND_FILE)
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    return path
+
+
 def toolkit_round(
     args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
 ) -> Figures:
-    """One toolkit run: its median TTFT (ms), output tokens/s and CPU seconds per request."""
+    """One toolkit run of one request more than guidellm's: its figures by its own
+    :func:`~toolkit.serving.metrics.compute` on its requests from the second on, each sent
+    when guidellm's plan sends the same prompt (median TTFT in ms, output tokens/s, CPU
+    seconds per request)."""
     scenario = _scenario(args, server)
     before = _cpu(resource.RUSAGE_SELF)
-    (result,) = serving.sweep(
-        scenario, [serving.Arrivals(rate=args.rate, requests=args.requests, seed=seed)], out
-    )
+    arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
+    (result,) = serving.sweep(scenario, [arrivals], out)
     cpu = _cpu(resource.RUSAGE_SELF) - before
-    m = result.metrics
-    records = read_records(result.requests)
+    kept = from_second_send(result.requests)
+    m = compute(kept)
     if m.ttft_p50_ms is None or m.output_tokens_per_s is None:
         raise SystemExit(f"the toolkit's run gave no figures: {m.reasons}")
     return {
-        "planned_per_s": planned_rate(args, seed, one_gap_late=False),
-        "sent_per_s": _rate(sorted(r.sent_s or 0.0 for r in records)),
+        "planned_per_s": planned_rate(args, seed),
+        "sent_per_s": _rate(sorted(r.sent_s or 0.0 for r in read_records(kept))),
         "ttft_ms": m.ttft_p50_ms,
         "tokens_per_s": m.output_tokens_per_s,
         "output_tokens": m.output_tokens,
-        "cpu_per_request_s": cpu / len(records),
+        "cpu_per_request_s": cpu / (args.requests + 1),
         "completed": m.requests_completed,
     }
 
@@ -194,7 +209,8 @@ def _guidellm_run(
     GuidellmPlanError when its send plan is not the declared one."""
     out.mkdir(parents=True)
     with (out / PROMPTS_FILE).open("w", encoding="utf-8") as handle:
-        for line in PROMPTS.read_text(encoding="utf-8").splitlines():
+        lines = PROMPTS.read_text(encoding="utf-8").splitlines()
+        for line in lines[1:] + lines[:1]:  # its first send is the toolkit's second
             handle.write(json.dumps({"prompt": json.loads(line)["text"]}) + "\n")
     before = _cpu(resource.RUSAGE_CHILDREN)
     with (out / "guidellm.log").open("w") as log:
@@ -234,7 +250,7 @@ def guidellm_round(
     window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
     tokens = sum(r["output_tokens"] for r in done)
     return {
-        "planned_per_s": planned_rate(args, seed, one_gap_late=True),
+        "planned_per_s": planned_rate(args, seed),
         "sent_per_s": _rate(sorted(r["request_start_time"] for r in done)),
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
         # The toolkit's definition on guidellm's own per-request timings.
