@@ -1,13 +1,16 @@
-"""The serving benchmark's check of guidellm's send plan: a run is compared with the toolkit
-only where guidellm planned its sends at the declared Poisson draws (its per-worker generators
-and its start race both plan elsewhere)."""
+"""The serving benchmark's like-for-like load: a guidellm run is compared with the toolkit only
+where guidellm planned its sends at the declared Poisson draws (its per-worker generators and
+its start race both plan elsewhere), and the toolkit from its second send on, where the two
+plans coincide."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import random
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -95,3 +98,23 @@ def test_another_seed_is_not_the_declared_plan(serving_bench: ModuleType) -> Non
 def test_a_report_without_requests_is_named(serving_bench: ModuleType) -> None:
     found = serving_bench.guidellm_plan_error(_report([]), RATE, SEED)
     assert found == "it recorded no request"
+
+
+def test_the_toolkit_is_compared_from_its_second_send(
+    serving_bench: ModuleType, tmp_path: Path
+) -> None:
+    """Its first measured request leaves before the first draw, where guidellm sends none; a
+    warm-up request of the same index stays (the toolkit's figures leave it out themselves)."""
+    lines = [
+        {"index": 0, "phase": "warmup", "sent_s": 0.0},
+        {"index": 0, "phase": "measured", "sent_s": 0.0},
+        {"index": 1, "phase": "measured", "sent_s": 0.93},
+        {"index": 2, "phase": "measured", "sent_s": 1.64},
+    ]
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    kept = serving_bench.from_second_send(requests)
+    assert kept.parent == tmp_path and kept != requests
+    found = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
+    assert found == [lines[0], lines[2], lines[3]]
+    assert len(requests.read_text(encoding="utf-8").splitlines()) == 4  # the original stays
