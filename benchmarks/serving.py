@@ -8,9 +8,10 @@ A few toolkit requests warm the server first, not measured. Rounds are interleav
 
 The same load: in round k both clients draw their gaps from
 ``random.Random(--seed + k - 1).expovariate(rate)``. The toolkit sends its first request at
-once, guidellm after the first gap, so the toolkit's gaps are draws 1 to N-1 and guidellm's
-draws 2 to N: their planned rates differ by one gap in N-1, which way changes from round to
-round (both plans are printed beside the rates achieved). guidellm runs with one worker process:
+once, guidellm after the first draw; so the toolkit sends one request more and is compared
+from its second on (its own figures, by its own code, on its requests file less the first),
+and guidellm's prompts start one later: both compare the same prompts planned at the same
+times after their start. guidellm runs with one worker process:guidellm runs with one worker process:
 each of its workers draws from a generator of its own seeded alike, so its default ten
 workers repeat every gap ten times (at rate 2, twenty requests went out as ten gaps of
 0.51 s then ten of 0.013 s: 4 requests/s). Its Poisson start also races (the start event
@@ -24,7 +25,8 @@ Per round, from each client's per-request timings:
 - **output tokens/s**: output tokens of the completed requests (the server's usage count)
   over first send to last end (guidellm's own ``output_tokens_per_second``, a mean over a
   per-second series, is printed beside it);
-- **achieved rate**: requests after the first over the span of their sends.
+- **achieved rate**: requests after the first over the span of their sends (the planned
+  rate, the same over the planned send times, is printed beside it).
 
 Target: the ratio of the medians over rounds, toolkit / guidellm, within 0.95-1.05 for TTFT
 and for output tokens/s. Printed beside it: the achieved rates side by side, each client's
@@ -36,7 +38,7 @@ in a throwaway one (`python -m venv /tmp/gl && /tmp/gl/bin/pip install torch==2.
 guidellm==0.8.1`) and name its executable with ``--guidellm``. Exit 2 without it.
 
     python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm
-    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 4 --requests 40 --rounds 4
+    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 1 --requests 30 --rounds 3
 """
 
 from __future__ import annotations
