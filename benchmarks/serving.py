@@ -1,31 +1,44 @@
-"""Target: serve-bench's figures agree with guidellm's on the same server, prompts and rate.
+"""Target: serve-bench's figures agree with guidellm's on the same server, prompts and load.
 
-Both clients drive one `transformers serve` (the sample causal LM on 127.0.0.1) with Poisson
-arrivals at ``--rate``, ``--requests`` requests of at most ``--max-tokens`` tokens each, the
-prompts of samples/prompts.jsonl in file order, no warm-up. Rounds are interleaved (toolkit,
-guidellm, then guidellm, toolkit, ...) so that a change of load hits both. Per round:
+Both clients drive one `transformers serve` (the sample causal LM on 127.0.0.1, greedy by its
+generation config) with Poisson arrivals at ``--rate``, ``--requests`` requests of at most
+``--max-tokens`` tokens each, streamed, the prompts of samples/prompts.jsonl in file order.
+A few toolkit requests warm the server first, not measured. Rounds are interleaved
+(toolkit, guidellm, then guidellm, toolkit, ...) so that a change of load hits both.
 
-- **toolkit**: :func:`toolkit.serving.sweep`; median TTFT and output tokens/s from its
-  requests file;
-- **guidellm**: ``guidellm run`` as a subprocess (its ``openai_http`` backend, the same
-  route, ``max_tokens``, prompts and rate); its JSON report's median TTFT of the successful
-  requests (``time_to_first_token_ms``), and their output tokens over first send to last end
-  from its per-request timings (the toolkit's definition; guidellm's own
-  ``output_tokens_per_second``, a mean over a per-second series, is printed beside it).
+The same load: in round k both clients draw their gaps from
+``random.Random(--seed + k - 1).expovariate(rate)``. The toolkit sends its first request at
+once, guidellm after the first draw; so the toolkit sends one request more and is compared
+from its second on (its own figures, by its own code, on its requests file less the first),
+and guidellm's prompts start one later: both compare the same prompts planned at the same
+times after their start. guidellm runs with one worker process:guidellm runs with one worker process:
+each of its workers draws from a generator of its own seeded alike, so its default ten
+workers repeat every gap ten times (at rate 2, twenty requests went out as ten gaps of
+0.51 s then ten of 0.013 s: 4 requests/s). Its Poisson start also races (the start event
+is set before the first arrival time is), and a run that lost the race sends everything at
+once: every guidellm run's planned send times are checked against the draws and a run
+that does not match is discarded and repeated, saying so.
 
-Each round also prints the arrival rate the client really produced (requests over the span
-of their sends): the comparison holds only where both are near ``--rate``.
+Per round, from each client's per-request timings:
+
+- **TTFT**: the median over completed requests of first text-bearing chunk minus send;
+- **output tokens/s**: output tokens of the completed requests (the server's usage count)
+  over first send to last end (guidellm's own ``output_tokens_per_second``, a mean over a
+  per-second series, is printed beside it);
+- **achieved rate**: requests after the first over the span of their sends (the planned
+  rate, the same over the planned send times, is printed beside it).
 
 Target: the ratio of the medians over rounds, toolkit / guidellm, within 0.95-1.05 for TTFT
-and for output tokens/s. Printed beside it: each client's own CPU per request (this
-process's CPU seconds over the toolkit's run; guidellm's process tree's, from its exit).
+and for output tokens/s. Printed beside it: the achieved rates side by side, each client's
+own CPU per request (this process's CPU seconds over the toolkit's run; guidellm's process
+tree's, from its exit) and the share of the machine other processes took.
 
 guidellm needs torch and pins click 8.4, so it never goes into the project's venv: install it
 in a throwaway one (`python -m venv /tmp/gl && /tmp/gl/bin/pip install torch==2.13.0
 guidellm==0.8.1`) and name its executable with ``--guidellm``. Exit 2 without it.
 
     python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm
-    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 4 --requests 40 --rounds 4
+    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 1 --requests 30 --rounds 3
 """
 
 from __future__ import annotations
@@ -40,15 +53,37 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import common
 
 from toolkit import serving
-from toolkit.serving.records import read_records
+from toolkit.serving.metrics import compute
+from toolkit.serving.records import MEASURED, read_records
+from toolkit.serving.schedule import poisson_offsets
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "samples" / "causal_lm"
 PROMPTS = ROOT / "samples" / "prompts.jsonl"
 BAND = (0.95, 1.05)
 EXIT_MET, EXIT_MISSED, EXIT_USAGE = 0, 1, 2
+WARMUP_REQUESTS = 4
+#: One worker process: one generator, so guidellm's gaps are the declared Poisson draws.
+GUIDELLM_ENV = {"GUIDELLM__MAX_WORKER_PROCESSES": "1", "HF_HUB_OFFLINE": "1"}
+#: guidellm runs per round at most, a run whose send plan lost its start race discarded.
+GUIDELLM_TRIES = 3
+#: How far a planned send time may sit from the declared draw (floating point, not load).
+PLAN_TOLERANCE_S = 0.001
+PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
+SECOND_SEND_FILE = "requests-from-second-send.jsonl"
+
+
+#: One run's figures by name.
+Figures = dict[str, float]
+
+
+class GuidellmPlanError(RuntimeError):
+    """guidellm planned its sends elsewhere than the declared Poisson draws."""
 
 
 def _cpu(who: int) -> float:
@@ -63,39 +98,93 @@ def _rate(sends: list[float]) -> float:
     return (len(sends) - 1) / span if span > 0 else float("inf")
 
 
-def toolkit_round(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> dict:
-    """One toolkit run: its median TTFT (ms), output tokens/s and CPU seconds per request."""
-    scenario = serving.Scenario(
-        prompts=PROMPTS,
-        max_tokens=args.max_tokens,
-        base_url=server.base_url,
-        model=server.model,
+def planned_rate(args: argparse.Namespace, seed: int) -> float:
+    """The arrival rate both clients' compared requests are planned at: draws 2 to N."""
+    arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
+    return _rate(poisson_offsets(arrivals)[1:])
+
+
+def guidellm_plan_error(benchmark: dict[str, Any], rate: float, seed: int) -> str | None:
+    """Why guidellm's planned send times (``targeted_start`` of every request, from its
+    scheduler's start) are not the declared draws ``Random(seed).expovariate(rate)``
+    summed, its first request one gap after the start; None when they are. Names the first
+    request off the plan."""
+    requests = [  # a request cancelled before its turn has no planned time
+        r
+        for kind in ("successful", "errored", "incomplete")
+        for r in benchmark["requests"][kind]
+        if r["info"]["timings"].get("targeted_start") is not None
+    ]
+    if not requests:
+        return "it recorded no request"
+    start = requests[0]["info"]["scheduler_start_time"]
+    planned = sorted(r["info"]["timings"]["targeted_start"] - start for r in requests)
+    arrivals = serving.Arrivals(rate=rate, requests=len(planned) + 1, seed=seed)
+    declared = poisson_offsets(arrivals)[1:]
+    off = [
+        i
+        for i, (at, due) in enumerate(zip(planned, declared, strict=True))
+        if abs(at - due) > PLAN_TOLERANCE_S
+    ]
+    if not off:
+        return None
+    first = off[0]
+    return (
+        f"request {first + 1} of {len(planned)} was planned {planned[first]:.3f} s after its "
+        f"start, the declared draws put it at {declared[first]:.3f} s ({len(off)} off the plan)"
     )
+
+
+def _scenario(args: argparse.Namespace, server: serving.LocalServer) -> serving.Scenario:
+    return serving.Scenario(
+        prompts=PROMPTS, max_tokens=args.max_tokens, base_url=server.base_url, model=server.model
+    )
+
+
+def from_second_send(requests: Path) -> Path:
+    """The toolkit's requests file without its first measured request (sent at once, before
+    the first draw), beside it: the requests guidellm's plan has too."""
+    kept = []
+    for line in requests.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if not (record["phase"] == MEASURED and record["index"] == 0):
+            kept.append(line)
+    path = requests.with_name(SECOND_SEND_FILE)
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    return path
+
+
+def toolkit_round(
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
+) -> Figures:
+    """One toolkit run of one request more than guidellm's: its figures by its own
+    :func:`~toolkit.serving.metrics.compute` on its requests from the second on, each sent
+    when guidellm's plan sends the same prompt (median TTFT in ms, output tokens/s, CPU
+    seconds per request)."""
+    scenario = _scenario(args, server)
     before = _cpu(resource.RUSAGE_SELF)
-    (result,) = serving.sweep(
-        scenario, [serving.Arrivals(rate=args.rate, requests=args.requests, seed=args.seed)], out
-    )
+    arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
+    (result,) = serving.sweep(scenario, [arrivals], out)
     cpu = _cpu(resource.RUSAGE_SELF) - before
-    m = result.metrics
-    sends = sorted(r.sent_s or 0.0 for r in read_records(result.requests))
+    kept = from_second_send(result.requests)
+    m = compute(kept)
+    if m.ttft_p50_ms is None or m.output_tokens_per_s is None:
+        raise SystemExit(f"the toolkit's run gave no figures: {m.reasons}")
     return {
-        "sent_per_s": _rate(sends),
+        "planned_per_s": planned_rate(args, seed),
+        "sent_per_s": _rate(sorted(r.sent_s or 0.0 for r in read_records(kept))),
         "ttft_ms": m.ttft_p50_ms,
         "tokens_per_s": m.output_tokens_per_s,
-        "cpu_per_request_s": cpu / len(read_records(result.requests)),
+        "output_tokens": m.output_tokens,
+        "cpu_per_request_s": cpu / (args.requests + 1),
         "completed": m.requests_completed,
     }
 
 
-def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> dict:
-    """One guidellm run: the same figures from its JSON report."""
-    out.mkdir(parents=True)
-    prompts = out / "prompts.jsonl"
-    with prompts.open("w", encoding="utf-8") as handle:
-        for line in PROMPTS.read_text(encoding="utf-8").splitlines():
-            handle.write(json.dumps({"prompt": json.loads(line)["text"]}) + "\n")
-    report = out / "guidellm.json"
-    command = [
+def _guidellm_command(
+    args: argparse.Namespace, server: serving.LocalServer, seed: int, folder: Path
+) -> list[str]:
+    return [
         args.guidellm,
         "run",
         "--backend",
@@ -103,41 +192,79 @@ def guidellm_round(args: argparse.Namespace, server: serving.LocalServer, out: P
         f"request_format=/v1/completions,max_tokens={args.max_tokens}",
         "--profile",
         f"kind=poisson,rate={args.rate}",
+        "--seed",
+        f"kind=static,value={seed}",
         "--constraint",
         f"kind=max_requests,count={args.requests}",
         "--data",
-        f"kind=json_file,path={prompts}",
+        f"kind=json_file,path={folder / PROMPTS_FILE}",
         "--output",
-        f"kind=json,path={report}",
+        f"kind=json,path={folder / REPORT_FILE}",
         "--disable-console",
     ]
+
+
+def _guidellm_run(
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
+) -> dict[str, Any]:
+    """One guidellm run in ``out``: its report's first benchmark and its CPU seconds; raises
+    GuidellmPlanError when its send plan is not the declared one."""
+    out.mkdir(parents=True)
+    with (out / PROMPTS_FILE).open("w", encoding="utf-8") as handle:
+        lines = PROMPTS.read_text(encoding="utf-8").splitlines()
+        for line in lines[1:] + lines[:1]:  # its first send is the toolkit's second
+            handle.write(json.dumps({"prompt": json.loads(line)["text"]}) + "\n")
     before = _cpu(resource.RUSAGE_CHILDREN)
-    subprocess.run(
-        command,
-        check=True,
-        cwd=out,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=(out / "guidellm.log").open("w"),
-    )
+    with (out / "guidellm.log").open("w") as log:
+        subprocess.run(
+            _guidellm_command(args, server, seed, out),
+            check=True,
+            cwd=out,
+            env={**os.environ, **GUIDELLM_ENV},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     cpu = _cpu(resource.RUSAGE_CHILDREN) - before
-    benchmark = json.loads(report.read_text(encoding="utf-8"))["benchmarks"][0]
+    benchmark = json.loads((out / REPORT_FILE).read_text(encoding="utf-8"))["benchmarks"][0]
+    why = guidellm_plan_error(benchmark, args.rate, seed)
+    if why:
+        raise GuidellmPlanError(why)
+    return {"benchmark": benchmark, "cpu_s": cpu}
+
+
+def guidellm_round(
+    args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
+) -> Figures:
+    """One guidellm run whose send plan is the declared one (a run that lost guidellm's start
+    race is discarded and repeated): the same figures from its JSON report."""
+    for attempt in range(1, GUIDELLM_TRIES + 1):
+        try:
+            run = _guidellm_run(args, server, out / f"try-{attempt}", seed)
+            break
+        except GuidellmPlanError as error:
+            print(
+                f"  guidellm try {attempt} discarded, its sends were not the declared plan: {error}"
+            )
+    else:
+        raise GuidellmPlanError(f"{GUIDELLM_TRIES} guidellm runs in a row missed the plan")
+    benchmark = run["benchmark"]
     metrics, done = benchmark["metrics"], benchmark["requests"]["successful"]
     window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
+    tokens = sum(r["output_tokens"] for r in done)
     return {
+        "planned_per_s": planned_rate(args, seed),
         "sent_per_s": _rate(sorted(r["request_start_time"] for r in done)),
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
-        # The toolkit's definition on guidellm's own per-request timings: output tokens of the
-        # completed requests over first send to last end. guidellm's reported figure (the
-        # mean of its per-second series) is printed beside it.
-        "tokens_per_s": sum(r["output_tokens"] for r in done) / window,
+        # The toolkit's definition on guidellm's own per-request timings.
+        "tokens_per_s": tokens / window,
         "reported_tokens_per_s": metrics["output_tokens_per_second"]["successful"]["mean"],
-        "cpu_per_request_s": cpu / args.requests,
+        "output_tokens": tokens,
+        "cpu_per_request_s": run["cpu_s"] / args.requests,
         "completed": len(done),
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--guidellm",
@@ -148,34 +275,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=20, help="requests per run")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of both clients")
-    parser.add_argument("--seed", type=int, default=0, help="the toolkit's Poisson seed")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="both clients' Poisson seed in round 1 (one more each round)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a new folder to keep every run's files in (requests, reports, the server's log)",
+    )
+    return parser.parse_args(argv)
+
+
+def _warm(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> None:
+    serving.sweep(
+        _scenario(args, server), [serving.Arrivals(rate=args.rate, requests=WARMUP_REQUESTS)], out
+    )
+    print(f"warm-up: {WARMUP_REQUESTS} toolkit requests, not measured")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     if not args.guidellm or not Path(args.guidellm).is_file():
         print("guidellm not found: install it in a venv of its own and pass --guidellm PATH")
         return EXIT_USAGE
     os.environ["HF_HUB_OFFLINE"] = "1"
-    runs: dict[str, list[dict]] = {"toolkit": [], "guidellm": []}
-    with tempfile.TemporaryDirectory() as folder:
-        work = Path(folder)
+    runs: dict[str, list[Figures]] = {"toolkit": [], "guidellm": []}
+    with tempfile.TemporaryDirectory() as folder, common.OthersOfTree() as others:
+        work = args.keep or Path(folder)
+        work.mkdir(parents=True, exist_ok=True)
         with serving.LocalServer(MODEL, work / "serve.log") as server:
+            _warm(args, server, work / "warm-up")
             for number in range(args.rounds):
                 order = ["toolkit", "guidellm"] if number % 2 == 0 else ["guidellm", "toolkit"]
                 for who in order:
                     run = toolkit_round if who == "toolkit" else guidellm_round
-                    found = run(args, server, work / f"{who}-{number}")
+                    try:
+                        found = run(args, server, work / f"{who}-{number}", args.seed + number)
+                    except GuidellmPlanError as error:
+                        print(f"missed: guidellm never sent the declared load ({error})")
+                        return EXIT_MISSED
                     runs[who].append(found)
                     print(
                         f"round {number + 1} {who}: "
                         + ", ".join(f"{key} {value:.4g}" for key, value in found.items())
                     )
-    return _verdicts(runs)
+            others.stop()  # before the server stops: its seconds leave the process tree
+    print(f"load: {others.text()} during the run ({common.MACHINE_CORES} cores)")
+    return _verdicts(args, runs)
 
 
-def _verdicts(runs: dict[str, list[dict]]) -> int:
+def _median(found: list[Figures], figure: str) -> float:
+    return float(statistics.median(r[figure] for r in found))
+
+
+def _verdicts(args: argparse.Namespace, runs: dict[str, list[Figures]]) -> int:
+    for kind in ("planned", "sent"):
+        ours, theirs = (_median(runs[who], f"{kind}_per_s") for who in ("toolkit", "guidellm"))
+        print(
+            f"request rate {'achieved' if kind == 'sent' else kind} (median over rounds): "
+            f"toolkit {ours:.3f}/s, guidellm {theirs:.3f}/s; declared {args.rate:g}/s"
+        )
     met = []
     for figure in ("ttft_ms", "tokens_per_s"):
-        ours = statistics.median(r[figure] for r in runs["toolkit"])
-        theirs = statistics.median(r[figure] for r in runs["guidellm"])
+        ours, theirs = _median(runs["toolkit"], figure), _median(runs["guidellm"], figure)
         ratio = ours / theirs
         ok = BAND[0] <= ratio <= BAND[1]
         met.append(ok)
@@ -184,8 +349,10 @@ def _verdicts(runs: dict[str, list[dict]]) -> int:
             f"(target {BAND[0]}-{BAND[1]}): {'met' if ok else 'missed'}"
         )
     for who, found in runs.items():
-        cpu = statistics.median(r["cpu_per_request_s"] for r in found)
-        print(f"client CPU per request, {who}: {cpu * 1000:.1f} ms (median over rounds)")
+        print(
+            f"client CPU per request, {who}: {_median(found, 'cpu_per_request_s') * 1000:.1f} ms"
+            " (median over rounds)"
+        )
     return EXIT_MET if all(met) else EXIT_MISSED
 
 
