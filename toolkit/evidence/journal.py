@@ -20,7 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,8 +242,13 @@ def starts(
 ) -> dict[str, dict[str, Any]]:
     """The journal's start lines by attempt id (the last, where one id has several); each
     as ``kept`` makes it, when given (the fields a caller reads, not the whole spec)."""
-    reading = Reading(workbook, keep_starts=kept or True)
-    return {str(s.get("attempt_id")): s for s in _finished(reading).starts}
+    return by_attempt(_finished(Reading(workbook, keep_starts=kept or True)).starts)
+
+
+def by_attempt(start_lines: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Start lines (a :class:`Reading`'s, read to its end) by attempt id, the last where one
+    id has several."""
+    return {str(s.get("attempt_id")): s for s in start_lines}
 
 
 def unfinished(workbook: str | Path) -> list[dict[str, Any]]:
@@ -493,11 +498,13 @@ class _RepeatedKey(Exception):
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _RepeatedKey(repr(key))
-        found[key] = value
+    found = dict(pairs)  # every object of every line: no Python loop unless a key repeats
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(repr(key))
+            seen.add(key)
     return found
 
 
