@@ -55,6 +55,8 @@ class _Folder:
         self._parents: dict[Path, Path | None] = {}
 
     def outside(self, path: Path) -> bool:
+        """Whether ``path`` (links followed) lies outside the folder (True when the folder
+        cannot be resolved: nothing is followed then)."""
         if self._folder is None:
             return True
         if path.parent not in self._parents:
