@@ -78,14 +78,15 @@ def record_checks(
     seen: Recorded | None = None
     torn: list[str] = []
     kept: list[dict[str, Any]] = []
+    starts: dict[str, dict[str, Any]] | None = None  # read again by provenance when None
     if records is not None:
         seen = recorded(data, records)
         torn = journal.notes(workbook) if workbook is not None else []
         kept = records
     elif workbook is not None:
-        seen, torn = _journal_compared(data, workbook, found, kept)
+        seen, torn, starts = _journal_compared(data, workbook, found, kept)
     if seen is not None and workbook is not None:
-        _name_unborne(data, workbook, kept, seen, found)
+        _name_unborne(data, workbook, kept, seen, found, starts)
     found += chain_findings(data, seen)
     if seen is not None:
         found += unrecorded_findings(data, seen, torn) + seen.manifest_findings()
@@ -102,13 +103,15 @@ def files_checks(data: WorkbookData, workbook: Path, digests: Digests) -> Integr
 
 def _journal_compared(
     data: WorkbookData, workbook: Path, found: list[Finding], kept: list[dict[str, Any]]
-) -> tuple[Recorded | None, list[str]]:
-    """The rows compared with the journal beside ``workbook``, and its notes of torn lines;
-    (None, []) when there is none. An unreadable journal becomes a finding. ``kept`` gets
-    what provenance reads of each record (a few cells, not the whole record)."""
+) -> tuple[Recorded | None, list[str], dict[str, dict[str, Any]] | None]:
+    """The rows compared with the journal beside ``workbook``, its notes of torn lines and
+    its start lines by attempt id; (None, [], None) when there is none. An unreadable
+    journal becomes a finding. ``kept`` gets what provenance reads of each record, and the
+    start lines keep what it reads of them (a few cells, not the whole record): one pass
+    over the journal serves the chain and provenance."""
     if not journal.journal_path(workbook).exists():
-        return None, []  # the anchor names a journal gone missing beside recorded attempts
-    reading = journal.Reading(workbook, keep_starts=False)
+        return None, [], None  # the anchor names a journal gone missing beside attempts
+    reading = journal.Reading(workbook, keep_starts=provenance.slim_start)
 
     def slimmed() -> Iterator[dict[str, Any]]:
         for entry in reading:
@@ -127,12 +130,12 @@ def _journal_compared(
                 f"the journal cannot be read, so edits are checked by the chain alone: {exc}",
             )
         )
-        return None, []
+        return None, [], None
     found += [
         Finding(SHEET, None, "attempt_id", "journal", f"{line}; remove that line")
         for _, line in reading.refused
     ]
-    return seen, reading.skipped
+    return seen, reading.skipped, journal.by_attempt(reading.starts)
 
 
 def _name_unborne(
@@ -141,11 +144,12 @@ def _name_unborne(
     records: list[dict[str, Any]],
     seen: Recorded,
     found: list[Finding],
+    starts: dict[str, dict[str, Any]] | None,
 ) -> None:
     """Name each record the folder does not bear out (a copied or renamed pair): on its
     Attempts row when an ingestion let it in (the chain still compares the row with it), on
     the sheet when it was refused (then it is no journal record the sheet lacks)."""
-    refused = provenance.refusals(data, workbook, records)
+    refused = provenance.refusals(data, workbook, records, starts)
     rows = {
         str(r.get("attempt_id")): data.excel_row(SHEET, i) for i, r in enumerate(data.tables[SHEET])
     }

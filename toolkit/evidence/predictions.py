@@ -41,13 +41,45 @@ def _resolve(relative: Any, folder: Path) -> Path:
     return path if path.is_absolute() else folder / path
 
 
-def _outside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (links followed) lies outside the campaign folder: a recorded path
-    is never followed there (``../../../../etc/hostname`` would be hashed and reported)."""
+class _Folder:
+    """Whether recorded paths (links followed) lie outside the campaign folder: a recorded
+    path is never followed there (``../../../../etc/hostname`` would be hashed and reported).
+
+    The folder, and the folder holding each file, are resolved once each rather than once
+    per file (the files of 10,000 attempts share one folder); a file that is itself a link
+    is resolved whole.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = _resolved(folder)
+        self._parents: dict[Path, Path | None] = {}
+
+    def outside(self, path: Path) -> bool:
+        """Whether ``path`` (links followed) lies outside the folder (True when the folder
+        cannot be resolved: nothing is followed then)."""
+        if self._folder is None:
+            return True
+        if path.parent not in self._parents:
+            self._parents[path.parent] = _resolved(path.parent)
+        parent = self._parents[path.parent]
+        plain = path.name not in ("", "..") and not _is_link(path)
+        real = parent / path.name if plain and parent is not None else _resolved(path)
+        return real is None or not real.is_relative_to(self._folder)
+
+
+def _is_link(path: Path) -> bool:
     try:
-        return not path.resolve().is_relative_to(folder.resolve())
+        return path.is_symlink()
+    except OSError:  # as resolve() takes a name it cannot look at: as it is written
+        return False
+
+
+def _resolved(path: Path) -> Path | None:
+    """``path`` with its links followed; None when that fails (a loop, no permission)."""
+    try:
+        return path.resolve()
     except (OSError, RuntimeError):
-        return True
+        return None
 
 
 def predictions_folder(workbook: Path) -> Path:
@@ -73,12 +105,13 @@ def early_digests(workbook: Path) -> Digests:
 
 def predictions_files(data: WorkbookData, folder: Path) -> list[Path]:
     """The predictions files that rows record with a hash: what the checks will hash."""
+    within = _Folder(folder)
     return [
-        _resolve(relative, folder)
+        path
         for row in data.tables[SHEET]
         if (relative := cell_value(row.get("predictions_path"))) is not None
         and cell_value(row.get("predictions_sha256")) is not None
-        and not _outside(_resolve(relative, folder), folder)
+        and not within.outside(path := _resolve(relative, folder))
     ]
 
 
@@ -87,6 +120,7 @@ def predictions_checks(
 ) -> list[PredictionsCheck]:
     """Each Attempts row's predictions file checked now against its recorded SHA-256."""
     checks = []
+    within = _Folder(folder)
     for i, row in enumerate(data.tables[SHEET]):
         relative = cell_value(row.get("predictions_path"))
         recorded = cell_value(row.get("predictions_sha256"))
@@ -96,7 +130,7 @@ def predictions_checks(
             checks.append(PredictionsCheck(i, None, None, recorded, state))
             continue
         path = _resolve(relative, folder)
-        if _outside(path, folder):
+        if within.outside(path):
             checks.append(PredictionsCheck(i, relative, path, recorded, "outside"))
         elif not path.is_file():
             checks.append(PredictionsCheck(i, relative, path, recorded, "missing"))

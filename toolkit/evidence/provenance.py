@@ -82,7 +82,7 @@ def slim(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _slim_start(start: dict[str, Any]) -> dict[str, Any]:
+def slim_start(start: dict[str, Any]) -> dict[str, Any]:
     """What these checks read of a start line: its attempt, run and the spec's keys."""
     spec = start.get("spec")
     if isinstance(spec, dict) and spec:
@@ -96,12 +96,19 @@ def _slim_start(start: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusals(
-    data: WorkbookData, workbook: str | Path, records: Iterable[dict[str, Any]]
+    data: WorkbookData,
+    workbook: str | Path,
+    records: Iterable[dict[str, Any]],
+    starts: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, str]:
     """For each record (journal order) the folder does not bear out: its attempt id and
-    why, in one sentence naming the journal and what to do."""
+    why, in one sentence naming the journal and what to do.
+
+    ``starts``: the journal's start lines by attempt id, each as :func:`slim_start` makes
+    it, when the caller's pass over the journal kept them (read here when None)."""
     name = journal.journal_path(workbook).name
-    starts = journal.starts(workbook, kept=_slim_start)
+    if starts is None:
+        starts = journal.starts(workbook, kept=slim_start)
     runs = run_log.read(workbook)
     records = list(records)
     journaled = {str(r["attempt"].get("attempt_id")) for r in records}

@@ -32,7 +32,7 @@ def typed_over_findings(data: WorkbookData, base_dir: Path) -> list[Finding]:
     if not derived:
         return []  # never reported: nothing computed to type over
     fresh = data.copy()
-    refresh(fresh, base_dir)
+    refresh(fresh, base_dir, stamp=False)  # only its formulas are read
     found = []
     for sheet in derived:
         kept = data.formulas.get(sheet, {})
