@@ -117,13 +117,11 @@ def _locked_campaign(
     cluster: tuple[str, float | None] | None = None,
 ) -> dict[str, Any] | None:
     from toolkit.commands import check
-    from toolkit.evidence import journal
     from toolkit.runner.driver import campaign, session
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
-    for note in journal.notes(workbook):
-        click.echo(f"note: {note}", err=True)
+    _say_caught_up(workbook, prepared)
     if not prepared.todo:
         _nothing_to_run(workbook, prepared, as_json)
         return None
@@ -139,6 +137,24 @@ def _locked_campaign(
         result = session.run(prepared, options, shown, executor, preflight)
     _close_run(workbook, prepared, result, as_json, resume)
     return result.time
+
+
+def _say_caught_up(workbook: Path, prepared: Campaign) -> None:
+    """What catching up on the journal left out, as `ingest` says it: torn lines, then each
+    record refused (journal, attempt, why, what to do), not counted as run."""
+    from toolkit.evidence import journal
+
+    for note in journal.notes(workbook):
+        click.echo(f"note: {note}", err=True)
+    for message in prepared.refused.values():
+        click.echo(f"refused: {message}", err=True)
+    if prepared.refused:
+        click.echo(
+            f"note: {len(prepared.refused)} journal record(s) not ingested (refused above) "
+            "and not counted as run; `iteralab validate` names them until their lines are "
+            "removed from the journal",
+            err=True,
+        )
 
 
 @contextmanager
