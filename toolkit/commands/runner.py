@@ -451,16 +451,7 @@ def demo(
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()
-    click.echo(
-        f"demo workbook: {workbook}"
-        + (
-            f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
-            f"{sample.QUICK_REPETITIONS} repetitions)"
-            if quick
-            else ""
-        ),
-        err=as_json,
-    )
+    _say_demo_workbook(workbook, quick, task, as_json)
     chosen = () if all_variants else sample.plain_variants(workbook, task)
     options = Options(variant_ids=chosen, threads=threads)
     time = _campaign(workbook, options, quiet, as_json)
@@ -482,6 +473,23 @@ def demo(
             f"({overhead / wall:.1%})",
             err=as_json,
         )
+
+
+def _say_demo_workbook(workbook: Path, quick: bool, task: str, as_json: bool) -> None:
+    """The demo's first line; a quick demo then says once, as a note, what its declared
+    repetitions cannot tell (`validate` notes it too, never as a warning)."""
+    from toolkit.commands import demo as sample
+    from toolkit.report.protocol_warnings import quick_demo_note
+
+    if not quick:
+        click.echo(f"demo workbook: {workbook}", err=as_json)
+        return
+    click.echo(
+        f"demo workbook: {workbook} (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
+        f"{sample.QUICK_REPETITIONS} repetitions)",
+        err=as_json,
+    )
+    click.echo(f"note: {quick_demo_note(sample.QUICK_REPETITIONS)}", err=True)
 
 
 def _serving_extra() -> Any:
