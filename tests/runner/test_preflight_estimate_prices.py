@@ -69,3 +69,20 @@ def test_the_shipped_example_metered_figure_never_outranks_the_7_day_plan() -> N
     line = _cost_line(5, 1000)  # the shipped catalog: an EXAMPLE 0.69 an hour for rtx-4090
     assert "-> 7-day plan (" in line
     assert line.endswith("x 110.00 USD = 110.00 USD")
+
+
+def test_an_example_metered_figure_prices_a_card_without_a_flat_plan_said_as_such() -> None:
+    # h100-sxm has no flat plan in the shipped catalog: its EXAMPLE 2.99 an hour, per second.
+    data = campaign()
+    data.tables["Variants"][0].update(gpu_slug="h100-sxm", rental_id=None)
+    check = VariantCheck(
+        str(data.tables["Variants"][0]["variant_id"]), "torch", 10.0, 0.5, batch_items=10
+    )
+    lines = estimate(data, [check], {check.variant_id: 5}, 1000).lines
+    (line,) = [x for x in lines if x.startswith("  h100-sxm: ")]
+    assert line == (
+        "  h100-sxm: 0.084 h -> metered on-demand price per second, 0.08 h billed per lot "
+        "(cheapest h100-sxm price for the 0.08 h, flat plans and on-demand metered prices "
+        "ranked together), 1 lot(s) (1 lot assumed: no Rentals row linked) x 2.99 USD an "
+        "hour = 0.25 USD (EXAMPLE price, not a quote)"
+    )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from toolkit import layout
 from toolkit.errors import ToolkitError
 from toolkit.money.tariffs import Meter, catalog_from_workbook, money
 from toolkit.report.costs import cheapest_price
@@ -95,9 +96,10 @@ def estimate(
             continue
         plan = price.plan
         rate = f"{plan.price_text} an hour" if isinstance(plan, Meter) else plan.price_text
+        example = f" ({layout.EXAMPLE} price, not a quote)" if layout.EXAMPLE in plan.source else ""
         lines.append(
             f"  {slug}: {hours:.3f} h -> {price.text} ({why}), {lots} lot(s) ({whose}) x "
-            f"{rate} = {money(price.cost, plan.currency)}"
+            f"{rate} = {money(price.cost, plan.currency)}{example}"
         )
     return Estimate(lines, total)
 
