@@ -398,6 +398,12 @@ def test_quick_demo_runs_end_to_end(tmp_path: Path) -> None:
     book = folder / "example_campaign.xlsx"
     lines = output.splitlines()
     assert lines[0] == f"demo workbook: {book} (quick: first 100 items, 2 repetitions)"
+    # Said once, as what the quick subset is, never as a warning (validate notes it too).
+    assert lines.pop(1) == (
+        "note: the quick demo runs 2 repetitions, too few for any pair to separate (4 or more "
+        "can): a smoke run, not the comparison; `iteralab demo` without --quick runs the "
+        "whole sample"
+    )
     assert re.fullmatch(
         r"recorded 12 attempt\(s\) in .+: 12 completed, 0 failed, "
         r"0 interrupted",

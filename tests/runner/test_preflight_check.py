@@ -79,8 +79,9 @@ def test_check_on_the_sample_prints_the_estimated_hours_and_cost(runner: CliRunn
         for line in lines
     )
     (cost,) = [line for line in lines if line.startswith("  demo-cpu-host: ")]
-    assert "-day plan (shortest demo-cpu-host plan covering" in cost
-    assert "1 lot(s) (rental demo-rental) x " in cost and cost.endswith(" USD")
+    assert "-day plan (cheapest demo-cpu-host price for the " in cost
+    assert "1 lot(s) (rental demo-rental) x " in cost
+    assert cost.endswith(" USD (EXAMPLE price, not a quote)")  # the demo host's typed price
     assert lines[-1] == "ready: every variant resolves, loads and runs a batch"
 
 

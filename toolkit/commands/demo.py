@@ -22,6 +22,7 @@ from toolkit.evidence.money_rules import accepted_corpora
 from toolkit.plumbing.atomic import BYTECODE, copy_file, copy_tree, write_text
 from toolkit.plumbing.clock import now_text
 from toolkit.plumbing.shipped import SAMPLES, shipped
+from toolkit.report.protocol_warnings import QUICK_DEMO
 from toolkit.workbook import store
 
 EXAMPLE_NAME = "example_campaign.xlsx"
@@ -126,7 +127,7 @@ def prepare(directory: Path, quick: bool = False, task: str = "classification") 
         )
         locking.amend(
             data,
-            f"quick demo: declared subset (first {quick_items} items of "
+            f"{QUICK_DEMO} (first {quick_items} items of "
             f"{corpus_name}, {QUICK_REPETITIONS} repetitions) for a smoke run",
         )
     seal_older_rows(data)  # the example's Audit rows, as it ships them

@@ -295,7 +295,7 @@ def validate_document(workbook: Path, checked: Validation) -> dict[str, Any]:
         "workbook": str(workbook),
         "valid": checked.valid,
         "findings": [f.as_dict() for f in checked.findings],
-        "notes": [] if checked.inferred is None else [checked.inferred],
+        "notes": ([] if checked.inferred is None else [checked.inferred]) + checked.notes,
         "warnings": checked.warnings,
     }
 

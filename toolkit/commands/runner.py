@@ -117,13 +117,11 @@ def _locked_campaign(
     cluster: tuple[str, float | None] | None = None,
 ) -> dict[str, Any] | None:
     from toolkit.commands import check
-    from toolkit.evidence import journal
     from toolkit.runner.driver import campaign, session
 
     assert isinstance(options, campaign.Options)
     prepared = campaign.prepare(workbook, options)
-    for note in journal.notes(workbook):
-        click.echo(f"note: {note}", err=True)
+    _say_caught_up(workbook, prepared)
     if not prepared.todo:
         _nothing_to_run(workbook, prepared, as_json)
         return None
@@ -139,6 +137,24 @@ def _locked_campaign(
         result = session.run(prepared, options, shown, executor, preflight)
     _close_run(workbook, prepared, result, as_json, resume)
     return result.time
+
+
+def _say_caught_up(workbook: Path, prepared: Campaign) -> None:
+    """What catching up on the journal left out, as `ingest` says it: torn lines, then each
+    record refused (journal, attempt, why, what to do), not counted as run."""
+    from toolkit.evidence import journal
+
+    for note in journal.notes(workbook):
+        click.echo(f"note: {note}", err=True)
+    for message in prepared.refused.values():
+        click.echo(f"refused: {message}", err=True)
+    if prepared.refused:
+        click.echo(
+            f"note: {len(prepared.refused)} journal record(s) not ingested (refused above) "
+            "and not counted as run; `iteralab validate` names them until their lines are "
+            "removed from the journal",
+            err=True,
+        )
 
 
 @contextmanager
@@ -435,16 +451,7 @@ def demo(
     # While the server still imports, this process would only wait: it imports the closing
     # report's plotting library now instead of after the last attempt.
     charts.preload()
-    click.echo(
-        f"demo workbook: {workbook}"
-        + (
-            f" (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
-            f"{sample.QUICK_REPETITIONS} repetitions)"
-            if quick
-            else ""
-        ),
-        err=as_json,
-    )
+    _say_demo_workbook(workbook, quick, task, as_json)
     chosen = () if all_variants else sample.plain_variants(workbook, task)
     options = Options(variant_ids=chosen, threads=threads)
     time = _campaign(workbook, options, quiet, as_json)
@@ -466,6 +473,23 @@ def demo(
             f"({overhead / wall:.1%})",
             err=as_json,
         )
+
+
+def _say_demo_workbook(workbook: Path, quick: bool, task: str, as_json: bool) -> None:
+    """The demo's first line; a quick demo then says once, as a note, what its declared
+    repetitions cannot tell (`validate` notes it too, never as a warning)."""
+    from toolkit.commands import demo as sample
+    from toolkit.report.protocol_warnings import quick_demo_note
+
+    if not quick:
+        click.echo(f"demo workbook: {workbook}", err=as_json)
+        return
+    click.echo(
+        f"demo workbook: {workbook} (quick: first {sample.QUICK_ITEMS_BY_TASK[task]} items, "
+        f"{sample.QUICK_REPETITIONS} repetitions)",
+        err=as_json,
+    )
+    click.echo(f"note: {quick_demo_note(sample.QUICK_REPETITIONS)}", err=True)
 
 
 def _serving_extra() -> Any:

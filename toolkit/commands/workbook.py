@@ -107,6 +107,8 @@ def _say_validation(workbook: Path, checked: Validation) -> None:
         )
     if checked.inferred is not None:  # older rows: judged as their cells allow
         click.echo(f"note: {checked.inferred}", err=True)
+    for note in checked.notes:
+        click.echo(f"note: {note}", err=True)
     for warning in checked.warnings:
         click.echo(f"warning: {warning}", err=True)
 

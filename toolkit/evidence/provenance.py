@@ -24,29 +24,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from toolkit import layout
 from toolkit.evidence import journal, run_log
-from toolkit.evidence.protocol import locks
+from toolkit.evidence.protocol import BOOKKEEPING, locks
+from toolkit.evidence.work_columns import WORK_COLUMNS
 from toolkit.workbook.model import WorkbookData
 
 #: The spec keys an attempt's record repeats; a record saying otherwise is not its start's
 #: (its variant: :func:`toolkit.evidence.journal.read`).
 RECORD_KEYS = ("repetition", "seed", "protocol_sha256", "order_position")
-#: Variant settings that define the work measured: a start planned under other values ran
-#: other work than the locked row declares.
-SETTINGS = (
-    "model_path",
-    "head_path",
-    "precision",
-    "quantization",
-    "batch_size",
-    "device",
-    "gpu_slug",
-    "padding",
-    "max_length",
-    "length_grouping",
-    "compile",
-    "attention_backend",
-)
+#: Variant settings that define the work measured (the series rules' work columns): a start
+#: planned under other values ran other work than the locked row declares. The cluster label
+#: is left out: it says where a variant runs, a bookkeeping edit may move it after the lock
+#: without an amendment (:data:`toolkit.evidence.protocol.BOOKKEEPING`), and the next run's
+#: start lines then carry the new one.
+SETTINGS = tuple(c for c in WORK_COLUMNS if c not in BOOKKEEPING["Variants"])
 #: Manifest columns copied from the variant as it ran (an engine may record its own compile,
 #: quantization or attention kernels, so those are not compared).
 MANIFEST_SETTINGS = ("variant_id", "precision", "padding", "max_length")
@@ -179,8 +171,8 @@ def _spec_problem(
     for key in SETTINGS:
         if key in row and key in variant and not _same(row[key], variant[key]):
             return (
-                f"ran variant {attempt.get('variant_id')!r} with {key} {variant[key]!r} by its "
-                f"start line's spec, but the locked Variants row says {row[key]!r}"
+                f"ran variant {attempt.get('variant_id')!r} with {key} {_shown(variant[key])} "
+                f"by its start line's spec, but the locked Variants row says {_shown(row[key])}"
             )
     return None
 
@@ -203,13 +195,30 @@ def _manifest_problem(
 
 
 def _locked_variants(data: WorkbookData) -> dict[tuple[str, str], dict[str, Any]]:
-    """Each lock's Variants rows as it hashed them, by (its hash, variant_id)."""
+    """Each lock's Variants rows as it hashed them, by (its hash, variant_id). A setting
+    the lock's layout had but its snapshot leaves out was blank (a snapshot keeps no blank
+    of a column newer than the first layout): it is held to blank, not skipped."""
     found = {}
     for lock in locks(data):
+        blank: dict[str, Any] = (
+            {}
+            if lock.layout is None
+            else {
+                c: None
+                for c in SETTINGS
+                if c in layout.VARIANTS.names
+                and not layout.added_after(lock.layout, layout.VARIANTS, c)
+            }
+        )
         for row in lock.snapshot.get("Variants") or []:
             if isinstance(row, dict):
-                found[(lock.sha256, str(row.get("variant_id")))] = row
+                found[(lock.sha256, str(row.get("variant_id")))] = blank | row
     return found
+
+
+def _shown(value: Any) -> str:
+    """A cell in a message: ``'bf16'``, ``8``, or ``blank``."""
+    return "blank" if value in (None, "") else repr(value)
 
 
 def _same(a: Any, b: Any) -> bool:

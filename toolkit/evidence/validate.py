@@ -34,6 +34,7 @@ from toolkit.evidence import (
     warmup,
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
+from toolkit.evidence.work_columns import WORK_COLUMNS
 from toolkit.findings import Finding
 from toolkit.plumbing import engines, padding
 from toolkit.plumbing.digests import Digests
@@ -420,28 +421,6 @@ def _pipeline_findings(data: WorkbookData) -> list[Finding]:
 
 # --------------------------------------------------------------- series (R6)
 
-#: Variants columns that define the work. Series 1 differs in batch_size only; a later
-#: series differs from its base_variant in the columns its ``changes`` names (R6).
-WORK_COLUMNS = (
-    "model_path",
-    "head_path",
-    "precision",
-    "quantization",
-    "batch_size",
-    "device",
-    "gpu_slug",
-    "padding",
-    "max_length",
-    "length_grouping",
-    "compile",
-    "attention_backend",
-    "padding_side",
-    "kv_cache_dtype",
-    "label",
-    "engine",
-    "input_pipeline",
-    "request_rate",
-)
 #: The input pipeline a blank Variants cell means (every workbook before layout 8).
 SEQUENTIAL, OVERLAPPED = "sequential", "overlapped"
 SERIES_1_VARIABLE = "batch_size"

@@ -84,6 +84,9 @@ class Costing:
     device: str | None = None
     #: For a metered price (``plan`` a Meter): the seconds each lot is billed.
     billed_seconds: int | None = None
+    #: The Schedule's span the plan was chosen to cover (each lot is held that long at
+    #: least); None when no plan was chosen.
+    span_hours: Decimal | None = None
 
     @property
     def campaign(self) -> float | None:
@@ -291,22 +294,82 @@ def _provider(catalog: Catalog, plan: Plan | Meter) -> str | None:
     return plan.provider if len(catalog.providers()) > 1 else None
 
 
-def covering_plan(catalog: Catalog, gpu: str, span_hours: Decimal) -> tuple[Plan | None, str]:
-    """The shortest plan of ``gpu`` covering ``span_hours``, or None and why."""
-    sold, problem = _sold(catalog, gpu)
-    if not sold:
-        return None, problem
-    for plan in sorted(sold, key=lambda p: (p.plan_days, p.price_per_lot_usd)):
-        if plan.hours >= span_hours:
-            return plan, (
-                f"shortest {gpu} plan{_whose(plan)} covering the "
-                f"{rules.hours_text(span_hours)} span"
+@dataclass(frozen=True)
+class Price:
+    """What ``lots`` lots of a flat plan or a metered price cost when held some hours: a
+    flat plan that covers them, or the metered price billed for them in whole steps."""
+
+    plan: Plan | Meter
+    lots: int
+    cost: Decimal
+    billed_seconds: int | None = None  # a metered price's billed seconds per lot
+
+    @property
+    def billed_hours(self) -> Decimal:
+        """The hours each lot is paid for: the whole plan, or the billed seconds."""
+        if isinstance(self.plan, Meter):
+            return Decimal(self.billed_seconds or 0) / rules.HOUR_SECONDS
+        return Decimal(self.plan.hours)
+
+    @property
+    def text(self) -> str:
+        """The price in words: ``7-day plan``, or ``metered on-demand price per 60 s,
+        2.5 h billed per lot``."""
+        if isinstance(self.plan, Meter):
+            return (
+                f"metered {self.plan.market} price {rules.billing_text(self.plan.billing_seconds)}"
+                f", {rules.hours_text(self.billed_hours)} billed per lot"
             )
-    longest = max(p.plan_days for p in sold)
-    return None, (
-        f"no {gpu} plan in Tariffs covers the {rules.hours_text(span_hours)} span "
-        f"(longest priced: {longest} days): revise the schedule or price the extra "
-        "period explicitly"
+        return f"{self.plan.plan_days}-day plan"
+
+
+def priced(plan: Plan | Meter, held_hours: Decimal, lots: int) -> Price | None:
+    """``lots`` lots of ``plan`` held ``held_hours``: a metered price billed for them (a
+    started billing step is due), a flat plan only when it covers them (None otherwise)."""
+    if isinstance(plan, Meter):
+        held = held_hours * rules.HOUR_SECONDS
+        billed = plan.billed_seconds(int(held.to_integral_value(rounding=ROUND_CEILING)))
+        return Price(plan, lots, plan.charge(billed, lots), billed)
+    if plan.hours < held_hours:
+        return None
+    return Price(plan, lots, rules.budget(plan, lots))
+
+
+def offered(catalog: Catalog, gpu: str) -> tuple[list[Plan | Meter], str]:
+    """What the decision ranks for ``gpu``: its USD flat plans and on-demand metered prices
+    (:func:`_sold`, :func:`_metered_sold`), or none and why."""
+    sold, problem = _sold(catalog, gpu)
+    return [*sold, *_metered_sold(catalog, gpu, sold)], problem
+
+
+def cheapest(options: Sequence[Plan | Meter], held_hours: Decimal, lots: int) -> Price | None:
+    """The rule that ranks flat plans and metered prices together: of ``options``, the one
+    that costs ``lots`` lots held ``held_hours`` the least; a tie goes to the shorter
+    billing. None when no flat plan covers the hours and no metered price is offered."""
+    found = [p for o in options if (p := priced(o, held_hours, lots)) is not None]
+    return min(found, key=lambda p: (p.cost, p.billed_hours), default=None)
+
+
+def cheapest_price(
+    catalog: Catalog, gpu: str, held_hours: Decimal, lots: int
+) -> tuple[Price | None, str]:
+    """The cheapest price of ``gpu`` for ``lots`` lots held ``held_hours`` (:func:`cheapest`,
+    the Settlement's rule), and why it was taken; None and why there is none."""
+    options, problem = offered(catalog, gpu)
+    if not options:
+        return None, problem
+    found = cheapest(options, held_hours, lots)
+    span = rules.hours_text(held_hours)
+    if found is None:
+        longest = max(p.plan_days for p in options if isinstance(p, Plan))
+        return None, (
+            f"no {gpu} plan in Tariffs covers the {span} span (longest priced: "
+            f"{longest} days) and no metered price is offered: revise the schedule or "
+            "price the extra period explicitly"
+        )
+    return found, (
+        f"cheapest {gpu} price{_whose(found.plan)} for the {span}, flat plans and "
+        "on-demand metered prices ranked together"
     )
 
 
@@ -342,25 +405,18 @@ def cheapest_cover(
     metered lot billed for the longer of the span and its work. Ties go to fewer lots, then
     the shorter billing. When none finishes in time, the cheapest that covers the work,
     marked late."""
-    sold, problem = _sold(catalog, gpu)
-    meters = _metered_sold(catalog, gpu, sold)
-    if not sold and not meters:
+    options, problem = offered(catalog, gpu)
+    if not options:
         return Cover(None, 1, None, problem, None)
-    covering: list[tuple[bool, Decimal, int, Decimal, Plan | Meter, Decimal, int | None]] = []
+    covering: list[tuple[bool, Decimal, int, Decimal, Price, Decimal]] = []
     for lots in range(1, MAX_LOTS + 1):
         work = hours_per_lot(corpora, lots, campaign_s)
         late = available_hours is not None and work > available_hours
-        for plan in sold:
-            if plan.hours >= max(work, span_hours):
-                cost = rules.budget(plan, lots)
-                covering.append((late, cost, lots, Decimal(plan.hours), plan, work, None))
-        for meter in meters:
-            held = max(work, span_hours) * rules.HOUR_SECONDS
-            billed = meter.billed_seconds(int(held.to_integral_value(rounding=ROUND_CEILING)))
-            cost = meter.charge(billed, lots)
-            covering.append((late, cost, lots, Decimal(billed) / 3600, meter, work, billed))
+        found = cheapest(options, max(work, span_hours), lots)
+        if found is not None:
+            covering.append((late, found.cost, lots, found.billed_hours, found, work))
     if not covering:
-        longest = max(p.plan_days for p in sold)
+        longest = max(p.plan_days for p in options if isinstance(p, Plan))
         return Cover(
             None,
             1,
@@ -371,20 +427,14 @@ def cheapest_cover(
             "price the extra period explicitly",
             False,
         )
-    late, _, lots, _, chosen, work, billed_s = min(covering, key=lambda c: c[:4])
-    what = (
-        f"metered {chosen.market} price {rules.billing_text(chosen.billing_seconds)}, "
-        f"{rules.hours_text(Decimal(billed_s or 0) / 3600)} billed per lot"
-        if isinstance(chosen, Meter)
-        else f"{chosen.plan_days}-day plan"
-    )
+    late, _, lots, _, chosen, work = min(covering, key=lambda c: c[:4])
     note = (
-        f"cheapest {gpu} cover{_whose(chosen)}: {lots} lot(s) x {what} "
+        f"cheapest {gpu} cover{_whose(chosen.plan)}: {lots} lot(s) x {chosen.text} "
         f"for the {rules.hours_text(span_hours)} span, {duration(work)} of production per lot "
         "(lots work on separate corpora side by side)"
     )
     in_time = None if available_hours is None else not late
-    return Cover(chosen, lots, work, note, in_time, billed_s)
+    return Cover(chosen.plan, lots, work, note, in_time, chosen.billed_seconds)
 
 
 def duration(hours: Decimal) -> str:
@@ -460,7 +510,7 @@ def costings(
             assert per_corpus is not None  # c.campaign is not None
             cover = cheapest_cover(catalog, gpu, corpora, per_corpus, win.span_hours, available)
             c.plan, c.lots, c.projected_hours = cover.plan, cover.lots, cover.hours_per_lot
-            c.billed_seconds = cover.billed_seconds
+            c.billed_seconds, c.span_hours = cover.billed_seconds, win.span_hours
             c.reason = None if cover.plan else cover.note
             c.currency_note = currency_note(catalog, gpu)
             c.lots_ground = cover.note
@@ -795,25 +845,31 @@ class Projection:
     hours_at_median: Decimal
     hours_at_fastest: Decimal
     hours_at_slowest: Decimal
-    plan_at_fastest: Plan | None
-    plan_at_slowest: Plan | None
+    #: The cheapest flat plan or metered price for the hours at the fastest and the slowest
+    #: run (:func:`cheapest_price`); None without a price.
+    at_fastest: Price | None
+    at_slowest: Price | None
 
-    def budget_range(self, lots: int) -> tuple[Decimal, Decimal] | None:
+    def budget_range(self) -> tuple[Decimal, Decimal] | None:
         """The budget for the expected corpora at the fastest and slowest runs; None without
-        plans."""
-        if self.plan_at_fastest is None or self.plan_at_slowest is None:
+        a price for both."""
+        if self.at_fastest is None or self.at_slowest is None:
             return None
-        return (rules.budget(self.plan_at_fastest, lots), rules.budget(self.plan_at_slowest, lots))
+        return self.at_fastest.cost, self.at_slowest.cost
 
 
 def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Projection | None:
     """Processing ``expected_outputs`` corpora of the benchmark's size at the measured times.
 
     Hours = corpora x (measured seconds + the cold pass beyond the median) / 3600,
-    processing only (no install, load or evaluation): each corpus is met cold; the plan is
-    the shortest one of the variant's GPU covering those hours. A configuration relying on
-    a resume variant (R13) adds the resume variant's median, fastest and slowest run to its
-    own. None without runs or an expected count.
+    processing only (no install, load or evaluation): each corpus is met cold. The budget
+    at each end is the Settlement's rule (:func:`cheapest`) for the configuration's lots,
+    each working its share of the corpora (side by side, on separate corpora) and held at
+    least the Schedule's span: the cheapest of the GPU's flat plans covering that and its
+    metered prices billed for it, so a metered budget moves with the runs' spread where a
+    flat plan does not. A configuration relying on a resume variant (R13) adds the resume
+    variant's median, fastest and slowest run to its own. None without runs or an expected
+    count.
     """
     st, r = c.stats, c.resume
     if (
@@ -827,23 +883,26 @@ def projection(c: Costing, expected_outputs: Any, catalog: Catalog | None) -> Pr
     if r is not None and (r.median is None or r.minimum is None or r.maximum is None):
         return None
 
-    def hours(seconds: float, resumed: float | None) -> Decimal:
+    def corpus_s(seconds: float, resumed: float | None) -> Decimal:
         # R13: a configuration that relies on a resume variant also runs it.
         total = seconds if r is None or resumed is None else seconds + resumed
-        return Decimal(repr(total + st.cold_surcharge)) * expected_outputs / 3600
+        return Decimal(repr(total + st.cold_surcharge))
 
-    def plan(h: Decimal) -> Plan | None:
+    def price(seconds: Decimal) -> Price | None:
         if catalog is None or c.gpu_slug is None:
             return None
-        return covering_plan(catalog, c.gpu_slug, h)[0]
+        share = math.ceil(expected_outputs / c.lots)  # lots work on separate corpora
+        held = max(seconds * share / 3600, c.span_hours or Decimal(0))
+        return cheapest_price(catalog, c.gpu_slug, held, c.lots)[0]
 
-    fast = hours(st.minimum, r.minimum if r else None)
-    slow = hours(st.maximum, r.maximum if r else None)
+    fast = corpus_s(st.minimum, r.minimum if r else None)
+    slow = corpus_s(st.maximum, r.maximum if r else None)
+    median = corpus_s(st.median, r.median if r else None)
     return Projection(
         expected_outputs,
-        hours(st.median, r.median if r else None),
-        fast,
-        slow,
-        plan(fast),
-        plan(slow),
+        median * expected_outputs / 3600,
+        fast * expected_outputs / 3600,
+        slow * expected_outputs / 3600,
+        price(fast),
+        price(slow),
     )

@@ -240,7 +240,7 @@ def money_comparisons(
         ranges = []
         for c in (a, b):
             p = projections.get(c.stats.variant_id)
-            ranges.append(None if p is None else p.budget_range(c.lots))
+            ranges.append(None if p is None else p.budget_range())
         out.append(
             stats.cost_comparison(a.stats.variant_id, ranges[0], b.stats.variant_id, ranges[1])
         )
@@ -397,9 +397,7 @@ def _load(
     p = d.projections.get(target.stats.variant_id) if target else None
     if target is not None and p is not None:
         plan = (
-            f"; the {p.plan_at_slowest.plan_days}-day plan covers it even at the slowest run"
-            if p.plan_at_slowest
-            else ""
+            f"; the {p.at_slowest.text} covers it even at the slowest run" if p.at_slowest else ""
         )
         load.append(
             f"projection, not accepted output: {p.corpora} corpus(es) at "

@@ -5,6 +5,8 @@ Said by `validate` and `lock` (not findings: the protocol may be locked as it is
   variants apart, with the least number that can;
 - a subgroup so small that one changed prediction moves its metric by more than the
   tolerance: a single flip then fails the variant, whatever the configuration.
+The quick demo's declared subset has both by design: one note says so instead
+(:func:`protocol_notes`).
 Stdlib only.
 """
 
@@ -19,13 +21,60 @@ from toolkit.evidence import corpus
 from toolkit.report import stats
 from toolkit.workbook.model import WorkbookData
 
+#: How the amendment `iteralab demo --quick` logs for its declared subset begins.
+QUICK_DEMO = "quick demo: declared subset"
+
 
 def protocol_warnings(data: WorkbookData, workbook: Path) -> list[str]:
     """Every warning on ``data``'s protocol (read from ``workbook``): repetitions that never
-    separate a pair, subgroups a single changed prediction fails."""
+    separate a pair, subgroups a single changed prediction fails. None for the quick demo's
+    declared subset, which is small by design: :func:`protocol_notes` says it once."""
+    if quick_demo(data):
+        return []
     form = data.forms["Protocol"]
     found = [repetitions_warning(form.get("repetitions"))]
     return [w for w in found if w] + subgroup_warnings(form, workbook)
+
+
+def protocol_notes(data: WorkbookData, workbook: Path) -> list[str]:
+    """What a protocol that declares itself a smoke run cannot answer, said once as a note
+    rather than warned: the quick demo's repetitions too few to separate a pair, and its
+    subgroups too small for the tolerance."""
+    if not quick_demo(data):
+        return []
+    form = data.forms["Protocol"]
+    repetitions = form.get("repetitions")
+    few = repetitions if repetitions_warning(repetitions) is not None else None
+    small = len(subgroup_warnings(form, workbook))
+    return [quick_demo_note(few, small)] if few is not None or small else []
+
+
+def quick_demo_note(repetitions: int | None, small_subgroups: int = 0) -> str:
+    """What the quick demo cannot answer, in words: a known property of a smoke run, not a
+    fault. ``repetitions``: too few to separate a pair (None: enough); ``small_subgroups``:
+    how many subgroups one changed prediction fails."""
+    said = []
+    if repetitions is not None:
+        said.append(
+            f"runs {repetitions} repetitions, too few for any pair to separate "
+            f"({stats.runs_needed()} or more can)"
+        )
+    if small_subgroups:
+        said.append(
+            f"leaves {small_subgroups} subgroup(s) of its subset too small for the tolerance "
+            "(one changed prediction fails one)"
+        )
+    return (
+        f"the quick demo {' and '.join(said)}: a smoke run, not the comparison; "
+        "`iteralab demo` without --quick runs the whole sample"
+    )
+
+
+def quick_demo(data: WorkbookData) -> bool:
+    """Whether the protocol in force is the quick demo's declared subset: the latest lock or
+    amendment in Audit is the one `iteralab demo --quick` logs."""
+    locks = [r for r in data.tables["Audit"] if r.get("action") in ("lock", "amend")]
+    return bool(locks) and str(locks[-1].get("reason") or "").startswith(QUICK_DEMO)
 
 
 def repetitions_warning(repetitions: Any) -> str | None:

@@ -354,9 +354,8 @@ def _settlement(result: Refreshed) -> list[str]:
         ]
         for vid, p in projections:
             plan = (
-                f"; {p.plan_at_fastest.plan_days}-day plan at the fastest run, "
-                f"{p.plan_at_slowest.plan_days}-day at the slowest"
-                if p.plan_at_fastest and p.plan_at_slowest
+                f"; {p.at_fastest.text} at the fastest run, {p.at_slowest.text} at the slowest"
+                if p.at_fastest and p.at_slowest
                 else ""
             )
             lines.append(

@@ -16,7 +16,7 @@ from toolkit.evidence.validate import sorted_findings, validate
 from toolkit.findings import Finding
 from toolkit.planner.identity import gpu_findings
 from toolkit.planner.model_paths import model_path_findings
-from toolkit.report.protocol_warnings import protocol_warnings
+from toolkit.report.protocol_warnings import protocol_notes, protocol_warnings
 from toolkit.report.typed_over import typed_over_findings
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
@@ -32,6 +32,8 @@ class Validation:
     inferred: str | None
     #: What the valid protocol cannot answer (not findings).
     warnings: list[str]
+    #: What the protocol declares it cannot answer (the quick demo's repetitions): notes.
+    notes: list[str]
 
     @property
     def valid(self) -> bool:
@@ -54,4 +56,5 @@ def validate_workbook(workbook: Path) -> Validation:
         findings=findings,
         inferred=inferred_note(data),
         warnings=protocol_warnings(data, workbook),
+        notes=protocol_notes(data, workbook),
     )

@@ -168,6 +168,9 @@ class Campaign:
     known: list[dict[str, Any]]
     corpus_sha256: str
     corpus_items: int
+    #: Journal records the catch-up did not ingest (attempt id -> why, naming the journal
+    #: and what to do): the folder does not bear them out, so their slots count as not run.
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def known_attempts(data: WorkbookData, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,9 +193,12 @@ def prepare(workbook: Path, options: Options) -> Campaign:
     # An attempt killed with an earlier run: its interrupted row (we hold the campaign lock).
     lost.journal_interrupted(workbook, journal.unfinished(workbook))
     records = journal.read(workbook)  # read once: nothing below writes the journal
+    refused: dict[str, str] = {}
     if records:
-        # Replay what an earlier run left in the journal only.
-        editing.ingest(workbook, records, refresh_derived=True)
+        # Replay what an earlier run left in the journal only; a record the folder does not
+        # bear out (provenance) stays out, and its slot is not counted as run.
+        refused = editing.ingest(workbook, records, refresh_derived=True).refused
+        records = [r for r in records if str(r["attempt"].get("attempt_id")) not in refused]
     data = store.read(workbook)
     store.check_keepable(data, workbook)  # before any attempt: its row could not be saved
     sha = protocol.require_lock(data, workbook)
@@ -243,6 +249,7 @@ def prepare(workbook: Path, options: Options) -> Campaign:
         known=known,
         corpus_sha256=fingerprint,
         corpus_items=len(items),
+        refused=refused,
     )
 
 

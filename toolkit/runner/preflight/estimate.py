@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
+from toolkit import layout
 from toolkit.errors import ToolkitError
-from toolkit.money.tariffs import catalog_from_workbook, money
-from toolkit.report.costs import covering_plan
+from toolkit.money.tariffs import Meter, catalog_from_workbook, money
+from toolkit.report.costs import cheapest_price
 from toolkit.runner.plan import parse_warmup
 from toolkit.runner.preflight.result import VariantCheck
 from toolkit.workbook.model import WorkbookData
@@ -38,8 +40,10 @@ def estimate(
     corpus_items: int,
 ) -> Estimate:
     """Hours of attempts from each variant's one batch (load + warm-up + corpus per attempt,
-    ``attempts[variant]`` times), and per GPU slug the shortest Tariffs plan covering them
-    times the linked rental's lots. Rough: one batch is not a measurement."""
+    ``attempts[variant]`` times), and per GPU slug what the linked rental's lots cost held
+    those hours: the cheapest of the Tariffs flat plans covering them and the on-demand
+    metered prices billed for them, ranked as the Settlement ranks them. Rough: one batch
+    is not a measurement."""
     form = data.forms["Protocol"]
     warm = parse_warmup(form.get("warmup_rule"))
     variants = {str(v["variant_id"]): v for v in data.tables["Variants"]}
@@ -85,24 +89,31 @@ def estimate(
             lines.append(f"  {slug}: cost not estimated (a variant on it is not timed here)")
             continue
         hours = sum((p for p in parts if p is not None), Decimal(0))
-        plan, why = covering_plan(catalog, slug, hours)
-        if plan is None:
+        lots, whose = _lots(slug, variants, rentals)
+        price, why = cheapest_price(catalog, slug, hours, lots)
+        if price is None:
             lines.append(f"  {slug}: no cost: {why}")
             continue
-        linked = [
-            rentals[r]
-            for v in variants.values()
-            if str(v.get("gpu_slug")) == slug and (r := str(v.get("rental_id"))) in rentals
-        ]
-        lots = int(linked[0].get("lots") or 1) if linked else 1
-        whose = (
-            f"rental {linked[0].get('rental_id')}"
-            if linked
-            else "1 lot assumed: no Rentals row linked"
-        )
+        plan = price.plan
+        rate = f"{plan.price_text} an hour" if isinstance(plan, Meter) else plan.price_text
+        example = f" ({layout.EXAMPLE} price, not a quote)" if layout.EXAMPLE in plan.source else ""
         lines.append(
-            f"  {slug}: {hours:.3f} h -> {plan.plan_days}-day plan ({why}), {lots} "
-            f"lot(s) ({whose}) x {plan.price_text} = "
-            f"{money(plan.price_per_lot_usd * lots, plan.currency)}"
+            f"  {slug}: {hours:.3f} h -> {price.text} ({why}), {lots} lot(s) ({whose}) x "
+            f"{rate} = {money(price.cost, plan.currency)}{example}"
         )
     return Estimate(lines, total)
+
+
+def _lots(
+    slug: str, variants: Mapping[str, Mapping[str, Any]], rentals: Mapping[str, Mapping[str, Any]]
+) -> tuple[int, str]:
+    """The lots of the rental the variants on ``slug`` name, and whose they are (1 lot when
+    no Rentals row is linked)."""
+    linked = [
+        rentals[r]
+        for v in variants.values()
+        if str(v.get("gpu_slug")) == slug and (r := str(v.get("rental_id"))) in rentals
+    ]
+    if not linked:
+        return 1, "1 lot assumed: no Rentals row linked"
+    return int(linked[0].get("lots") or 1), f"rental {linked[0].get('rental_id')}"
