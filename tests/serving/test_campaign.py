@@ -17,7 +17,7 @@ import pytest
 from tests.support.builders import iteralab, make_serving_campaign, serving_variant
 from tests.support.paths import ROOT
 from tests.support.recalc import differences, formula_cells
-from toolkit import layout
+from toolkit import layout, reporting
 from toolkit.evidence.scenario import parse_targets
 from toolkit.serving import local
 from toolkit.serving.metrics import compute
@@ -82,7 +82,7 @@ def test_a_two_rate_sweep_records_each_rate_as_an_attempt(sweep: Path) -> None:
             0,
         )
         assert row["ids_match"] == layout.YES
-        assert row["layout"] == 10
+        assert row["layout"] == layout.LAYOUT_VERSION == 11
         lines = (sweep.parent / row["predictions_path"]).read_text().splitlines()
         phases = sorted(json.loads(line)["phase"] for line in lines)
         assert phases == ["measured"] * 6 + ["warmup"]
@@ -106,9 +106,34 @@ def test_the_manifest_names_the_endpoint_as_it_describes_itself(
 ) -> None:
     manifest = store.read(sweep).tables["Manifest"]
     assert manifest and all(
-        str(m["endpoint"]).startswith(f"{server.base_url}; model {server.model}; lists ")
+        str(m["endpoint"]).startswith(
+            f"{server.base_url}; model {server.model} at /v1/completions; lists "
+        )
         for m in manifest
     )
+
+
+def test_a_chat_protocol_sends_every_request_to_the_chat_route(
+    server: local.LocalServer, tmp_path: Path
+) -> None:
+    """The sample causal LM has no chat template: transformers serve refuses each chat
+    request, and the row, its requests file and the Manifest say which route was asked."""
+    book = make_serving_campaign(
+        tmp_path,
+        3,
+        [serving_variant("r1", 2, model_path=_endpoint(server))],
+        api="chat",
+        request_count=3,
+        warmup_requests=0,
+    )
+    result = iteralab("run", str(book))
+    data = store.read(book)
+    (row,) = data.tables["Attempts"]
+    assert (row["requests_sent"], row["requests_failed"]) == (3, 3), result.stdout
+    assert "failed requests: 3 HTTP 400 from /v1/chat/completions (e.g. " in row["notes"]
+    assert "scenario: poisson arrivals to /v1/chat/completions, 3 requests" in row["notes"]
+    (entry,) = data.tables["Manifest"]
+    assert f"model {server.model} at /v1/chat/completions; lists " in str(entry["endpoint"])
 
 
 def _kill_after_requests(server: local.LocalServer, book: Path, count: int) -> None:
@@ -181,6 +206,8 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     cost = Decimal("0.69") * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
     settlement = {r["item"]: r for r in data.tables["Settlement"] if r["part"] == "decision"}
     assert settlement[best]["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
+    md = (reporting.default_folder(sweep) / reporting.REPORT_MD).read_text(encoding="utf-8")
+    assert "| serving load | poisson arrivals to /v1/completions, 6 requests after 1 warm-up" in md
     memo = str(data.forms["Decision"]["load_handled"])
     assert (
         f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
+from toolkit.errors import ProtocolError
 from toolkit.evidence import scenario
 from toolkit.money.tariffs import Catalog, Meter
 from toolkit.workbook.model import WorkbookData
@@ -38,6 +39,18 @@ NO_RATE = "no rate of this endpoint and card met every latency target"
 def is_serving(data: WorkbookData) -> bool:
     """Whether the workbook's Protocol task is serving."""
     return scenario.is_serving(data.forms["Protocol"])
+
+
+def scenario_text(protocol: Mapping[str, Any]) -> str | None:
+    """A serving Protocol's load in words (arrival, route, requests, warm-up, targets), or
+    its first wrong field; None under another task."""
+    form = dict(protocol)
+    if not scenario.is_serving(form):
+        return None
+    try:
+        return scenario.read_scenario(form).text()
+    except ProtocolError as exc:
+        return f"not readable: {exc.message}"
 
 
 def _number(value: Any) -> float | None:

@@ -9,9 +9,10 @@ The variant's ``model_path`` names an OpenAI-compatible endpoint (``URL#MODEL``,
   with its reason (one that lists other models is noted, and its requests say the rest);
 - warm-up: the Protocol's ``warmup_requests``, one at a time, recorded, never measured;
 - measured: the variant's ``request_rate`` (Poisson, open loop, or a fixed concurrency) for
-  the declared count or duration (:func:`toolkit.serving.loop.run_loop`); a completed
-  attempt's ``measured_s`` is the requests file's window (first measured send to last
-  measured end), the hours a cost per token divides.
+  the declared count or duration, to the Protocol's ``api`` route
+  (:func:`toolkit.serving.loop.run_loop`); a completed attempt's ``measured_s`` is the
+  requests file's window (first measured send to last measured end), the hours a cost per
+  token divides.
 
 Every request is a line of the attempt's requests file (its predictions file, synced line by
 line, so Ctrl-C or SIGKILL keeps each request that ended); its SHA-256 is recorded as a
@@ -154,7 +155,7 @@ class Serving:
             self.notes.append(
                 f"model {model!r} is not among the endpoint's models ({', '.join(listed)})"
             )
-        request = Request(model, "completions", self.scenario.max_new_tokens)
+        request = Request(model, self.scenario.api, self.scenario.max_new_tokens)
         timeout = min(READ_TIMEOUT_S, self.spec.timeout_s or READ_TIMEOUT_S)
         self.endpoint = Endpoint(url, request, timeout)
         self.prompts = corpus.read_corpus(self.run.corpus_path)
@@ -274,7 +275,7 @@ def _identity_text(identity: Identity | None, endpoint: Endpoint | None) -> str 
         return None
     parts = [identity.base_url]
     if endpoint is not None:
-        parts.append(f"model {endpoint.request.model}")
+        parts.append(f"model {endpoint.request.model} at {scenario.ROUTES[endpoint.request.api]}")
     parts.append(
         f"lists {', '.join(identity.models)}"
         if identity.models is not None
