@@ -14,13 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.builders import iteralab, make_serving_campaign, serving_variant
+from tests.support.builders import (
+    iteralab,
+    iteralab_running,
+    make_serving_campaign,
+    serving_variant,
+)
 from tests.support.paths import ROOT
 from tests.support.recalc import differences, formula_cells
 from toolkit import layout, reporting
+from toolkit.evidence import journal
 from toolkit.evidence.scenario import parse_targets
+from toolkit.plumbing.digests import file_sha256
 from toolkit.serving import local
 from toolkit.serving.metrics import compute
+from toolkit.serving.records import read_records
 from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a server subprocess: not in `make test-fast`
@@ -169,6 +177,47 @@ def test_a_server_killed_mid_attempt_leaves_failed_requests_and_a_valid_workbook
     assert row["requests_sent"] == 40
     assert row["ids_match"] == layout.NO and row["corpus_accepted"] == layout.NO
     assert "failed requests:" in row["notes"]
+    validated = iteralab("validate", str(book), "--json")
+    assert json.loads(validated.stdout)["findings"] == [], validated.stdout
+
+
+def test_a_serving_attempt_killed_with_its_run_points_at_the_requests_it_left(
+    server: local.LocalServer, tmp_path: Path
+) -> None:
+    """SIGKILL mid-attempt leaves a start line, no record, and a requests file synced line by
+    line: the interrupted row written next names that file, its hash and its requests."""
+    book = make_serving_campaign(
+        tmp_path,
+        6,
+        [serving_variant("r1", 2, model_path=_endpoint(server))],
+        request_count=60,
+    )
+    with iteralab_running("run", str(book), "--quiet") as run:
+        deadline = time.monotonic() + 240
+        while (
+            not (files := list(book.parent.glob("*_predictions/*.jsonl")))
+            or len(files[0].read_text(encoding="utf-8").splitlines()) < 4
+        ):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "no request ended"
+            time.sleep(0.05)
+    (started,) = journal.unfinished(book)
+    reported = iteralab("report", str(book), "--no-png")
+    assert reported.returncode in (0, 1), reported.stdout + reported.stderr
+    (row,) = store.read(book).tables["Attempts"]
+    assert (row["attempt_id"], row["status"]) == (started["attempt_id"], "interrupted")
+    (left,) = files
+    relative = left.relative_to(book.parent).as_posix()
+    assert (row["predictions_path"], row["predictions_sha256"]) == (relative, file_sha256(left))
+    records = read_records(left)  # whole lines: each was synced as its request ended
+    measured = [r for r in records if r.phase == "measured"]
+    completed = sum(r.ok for r in measured)
+    assert len(records) >= 4 and len(measured) < 60
+    assert row["notes"].endswith(
+        f"; requests file {relative} kept: {len(records)} requests finished before the "
+        f"attempt ended: {len(measured)} measured ({completed} completed, "
+        f"{len(measured) - completed} failed) and {len(records) - len(measured)} warm-up"
+    )
     validated = iteralab("validate", str(book), "--json")
     assert json.loads(validated.stdout)["findings"] == [], validated.stdout
 

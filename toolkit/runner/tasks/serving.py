@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import layout
-from toolkit.errors import EndpointError
+from toolkit.errors import EndpointError, ToolkitError
 from toolkit.evidence import corpus, scenario
 from toolkit.plumbing import engines
 from toolkit.plumbing.digests import file_sha256
@@ -247,6 +247,22 @@ class Serving:
         )
         content.update(environment.manifest_fields())
         return manifest_row(content)
+
+
+def requests_held(path: Path) -> str:
+    """What a requests file of whole lines, left by an attempt that ended without its
+    record, holds: the requests finished by phase and outcome (or why they are not counted)."""
+    try:
+        records = read_records(path)
+    except ToolkitError as exc:
+        return f"its requests are not counted: {exc.message}"
+    measured = [r for r in records if r.phase == MEASURED]
+    completed = sum(r.ok for r in measured)
+    return (
+        f"{len(records)} requests finished before the attempt ended: {len(measured)} "
+        f"measured ({completed} completed, {len(measured) - completed} failed) and "
+        f"{len(records) - len(measured)} warm-up"
+    )
 
 
 class _RequestsFile:
