@@ -135,6 +135,10 @@ def test_a_chat_protocol_sends_every_request_to_the_chat_route(
         warmup_requests=0,
     )
     result = iteralab("run", str(book))
+    assert (
+        f"{book}: 1 attempt(s) to run, 3 requests each after 0 warm-up (Poisson arrivals at "
+        "2 requests/s to /v1/chat/completions), process policy shared; order r1"
+    ) in result.stdout
     data = store.read(book)
     (row,) = data.tables["Attempts"]
     assert (row["requests_sent"], row["requests_failed"]) == (3, 3), result.stdout

@@ -250,6 +250,24 @@ def test_lock_refuses_a_wrong_serving_field_and_the_runner_reads_the_same() -> N
     decoding.check_protocol(SERVING_PROTOCOL)
 
 
+def test_the_run_announces_requests_arrival_rates_and_route() -> None:
+    rates = [serving_variant("r4", 4), serving_variant("r1", 1), serving_variant("r1b", 1)]
+    assert scenario.load_text(SERVING_PROTOCOL, rates) == (
+        "6 requests each after 1 warm-up (Poisson arrivals at 1, 4 requests/s to /v1/completions)"
+    )
+    declared = {
+        **SERVING_PROTOCOL,
+        "arrival": "concurrency",
+        "request_count": None,
+        "request_duration_s": 30,
+        "warmup_requests": None,
+        "api": "chat",
+    }
+    assert scenario.load_text(declared, [serving_variant("c2", 2)]) == (
+        "30 s of requests each after 0 warm-up (2 requests in flight to /v1/chat/completions)"
+    )
+
+
 def test_the_load_of_a_variant_is_a_rate_or_a_whole_concurrency() -> None:
     assert scenario.load_of({"request_rate": 2.5}, "poisson") == 2.5
     assert scenario.load_of({"request_rate": 4.0}, "concurrency") == 4

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -145,6 +146,26 @@ def read_scenario(protocol: dict[str, Any]) -> Scenario:
         agreement=_word(protocol.get("agreement_measure")) or "token",
         api=_word(protocol.get("api")) or "completions",
     )
+
+
+def load_text(protocol: dict[str, Any], variants: Sequence[dict[str, Any]]) -> str:
+    """What each attempt of a serving run sends, in words: ``6 requests each after 1 warm-up
+    (Poisson arrivals at 1, 4 requests/s to /v1/completions)`` for ``variants``' rates; the
+    Protocol and rates are those validate and lock accepted (ProtocolError otherwise)."""
+    declared = read_scenario(protocol)
+    loads = sorted({load_of(v, declared.arrival) for v in variants})
+    shown = ", ".join(f"{load:g}" for load in loads)
+    amount = (
+        f"{declared.requests} requests"
+        if declared.requests is not None
+        else f"{declared.duration_s:g} s of requests"
+    )
+    arrival = (
+        f"{shown} requests in flight"
+        if declared.arrival == "concurrency"
+        else f"Poisson arrivals at {shown} requests/s"
+    )
+    return f"{amount} each after {declared.warmup} warm-up ({arrival} to {declared.route})"
 
 
 def load_of(variant: dict[str, Any], arrival: str) -> float | int:
