@@ -2174,10 +2174,12 @@ SETTLEMENT = Sheet(
         _c(
             "cost_per_million_tokens",
             NUMBER,
-            "Serving configurations: the card's cheapest on-demand metered price per hour "
-            "(Tariffs) x the Summary's served_s / 3600 / its good_output_tokens x 1,000,000, "
-            "in that price's currency (the grounds name it); empty without a token served "
-            "within target or a metered price.",
+            "Serving configurations: the price per hour of one lot of the card at the "
+            "Settlement's price for it, the cheapest cover of the Schedule's span as for a "
+            "batch job (a metered price per hour, or a flat plan's price per lot / its hours: "
+            "the endpoint serving at its rate every hour of the plan) x the Summary's "
+            "served_s / 3600 / its good_output_tokens x 1,000,000, in USD (the grounds name "
+            "the price); empty without a token served within target or a price.",
             computed=True,
             since=10,
             width=12,

@@ -37,9 +37,15 @@ MODEL = ROOT / "samples" / "causal_lm"
 #: Loose enough for a CPU server on a busy 2-core machine: both rates meet them, so the
 #: highest rate is known; the recomputation checks which did all the same.
 TARGETS = "ttft_p99_ms<=120000; tpot_p99_ms<=20000"
-#: The card the endpoint is declared on: priced by the shipped catalog's EXAMPLE metered
-#: rtx-4090 (0.69 USD an hour on demand). The endpoint runs on this CPU all the same.
+#: The card the endpoint is declared on: priced by the shipped catalog's 7-day rtx-4090 plan
+#: (110 USD a lot) for the Schedule's span. The endpoint runs on this CPU all the same.
 CARD = {"device": "cuda", "gpu_slug": "rtx-4090"}
+#: Four days of rental from install to export: the 7-day plan covers them.
+SCHEDULE = (
+    ("install", "2026-12-07T09:00+01:00", "2026-12-07T11:00+01:00"),
+    ("comparison", "2026-12-07T11:00+01:00", "2026-12-10T18:00+01:00"),
+    ("export", "2026-12-10T18:00+01:00", "2026-12-11T09:00+01:00"),
+)
 
 if local.missing_packages():
     pytest.skip(
@@ -72,6 +78,10 @@ def sweep(server: local.LocalServer, tmp_path_factory: pytest.TempPathFactory) -
         ],
         latency_targets=TARGETS,
     )
+    data = store.read(book)
+    for phase, start, end in SCHEDULE:  # the rental window the batch decision prices
+        data.append("Schedule", {"phase": phase, "start": start, "end": end})
+    store.save(data, book)
     result = iteralab("run", str(book))
     assert result.returncode == 0, result.stdout + result.stderr
     return book
@@ -230,7 +240,7 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     sweep: Path,
 ) -> None:
     """Recomputed from the requests files alone: which rates met every target, the highest,
-    its tokens within target and window, at the catalog's EXAMPLE rtx-4090 price per hour;
+    its tokens within target and window, at the price the Settlement uses for rtx-4090;
     the Settlement's cost per million tokens and the memo's say the same."""
     result = iteralab("report", str(sweep))
     assert result.returncode in (0, 1), result.stdout + result.stderr
@@ -256,16 +266,25 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     window = recomputed[best].window_s
     tokens = recomputed[best].good_output_tokens
     assert window is not None and tokens
-    cost = Decimal("0.69") * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
     settlement = {r["item"]: r for r in data.tables["Settlement"] if r["part"] == "decision"}
-    assert settlement[best]["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
+    # The Schedule's four days on rtx-4090 cost the catalog's 7-day plan (a shipped EXAMPLE
+    # metered price counts only for a card with no flat plan), as a batch job's would.
+    per_hour = Decimal(110) / 168
+    cost = per_hour * Decimal(str(round(window, 6))) / 3600 / tokens * 1_000_000
+    row = settlement[best]
+    assert row["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
+    assert (
+        "cost per million output tokens at the Settlement's price for rtx-4090: 7-day plan "
+        "110.00 USD per lot over its 168 h"
+    ) in row["grounds"]
     md = (reporting.default_folder(sweep) / reporting.REPORT_MD).read_text(encoding="utf-8")
     assert "| serving load | poisson arrivals to /v1/completions, 6 requests after 1 warm-up" in md
     memo = str(data.forms["Decision"]["load_handled"])
     assert (
         f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "
         f"{tokens} output tokens within target); cost per million output tokens at it: "
-        f"{cost:.4f} USD EXAMPLE"
+        f"{cost:.4f} USD (rtx-4090 at the Settlement's price: 7-day plan 110.00 USD per lot "
+        f"over its 168 h, 0.6548 USD/h x {window / 3600:.4f} h / tokens within target)"
     ) in memo
 
 
