@@ -41,13 +41,13 @@ def test_the_memo_names_the_decision_s_price_and_marks_an_example() -> None:
     (metered,) = serving.memo_sentences(ANSWER, FIGURES, {"r4": serving.hourly_price(METER)})
     # 1.49 USD/h x 0.5 h / 90,000 tokens x 1,000,000
     assert metered.endswith(
-        "cost per million output tokens at it: 8.2778 USD EXAMPLE (l40s at the Settlement's "
-        "price: metered on-demand 1.49 USD/h, 1.4900 USD/h x 0.5000 h / tokens within target)"
+        "cost per million output tokens at it: 8.2778 USD EXAMPLE (l40s at its price for "
+        "the Schedule's span: metered on-demand 1.49 USD/h, 1.4900 USD/h x 0.5000 h / tokens within target)"
     )
     (flat,) = serving.memo_sentences(ANSWER, FIGURES, {"r4": serving.hourly_price(PLAN)})
     assert flat.endswith(
-        "cost per million output tokens at it: 5.5556 USD (l40s at the Settlement's price: "
-        "7-day plan 168.00 USD per lot over its 168 h, 1.0000 USD/h x 0.5000 h / tokens "
+        "cost per million output tokens at it: 5.5556 USD (l40s at its price for the "
+        "Schedule's span: 7-day plan 168.00 USD per lot over its 168 h, 1.0000 USD/h x 0.5000 h / tokens "
         "within target)"
     )
 
@@ -55,6 +55,6 @@ def test_the_memo_names_the_decision_s_price_and_marks_an_example() -> None:
 def test_without_a_priced_plan_the_memo_says_why_there_is_no_cost() -> None:
     (sentence,) = serving.memo_sentences(ANSWER, FIGURES, {"r4": None})
     assert sentence.endswith(
-        "; no cost per million output tokens: the Settlement has no price for l40s (its "
-        "decision row says why)"
+        "; no cost per million output tokens: no price of l40s covers the Schedule's span "
+        "(a Schedule and a Tariffs row for the card are needed)"
     )

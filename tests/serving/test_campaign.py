@@ -274,8 +274,8 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     row = settlement[best]
     assert row["cost_per_million_tokens"] == pytest.approx(float(cost), rel=1e-9)
     assert (
-        "cost per million output tokens at the Settlement's price for rtx-4090: 7-day plan "
-        "110.00 USD per lot over its 168 h"
+        "cost per million output tokens at the price of rtx-4090 for the Schedule's span, "
+        "chosen as a batch job's: 7-day plan 110.00 USD per lot over its 168 h"
     ) in row["grounds"]
     md = (reporting.default_folder(sweep) / reporting.REPORT_MD).read_text(encoding="utf-8")
     assert "| serving load | poisson arrivals to /v1/completions, 6 requests after 1 warm-up" in md
@@ -283,8 +283,8 @@ def test_the_summary_and_memo_give_the_highest_rate_and_its_cost_per_million_tok
     assert (
         f"highest rate meeting every latency target {rates[best]:g} (variant {best}, "
         f"{tokens} output tokens within target); cost per million output tokens at it: "
-        f"{cost:.4f} USD (rtx-4090 at the Settlement's price: 7-day plan 110.00 USD per lot "
-        f"over its 168 h, 0.6548 USD/h x {window / 3600:.4f} h / tokens within target)"
+        f"{cost:.4f} USD (rtx-4090 at its price for the Schedule's span: 7-day plan 110.00 USD "
+        f"per lot over its 168 h, 0.6548 USD/h x {window / 3600:.4f} h / tokens within target)"
     ) in memo
 
 

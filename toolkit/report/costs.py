@@ -580,15 +580,15 @@ def _serving_cost(row: dict[str, Any], i: int, costs: Sequence[Costing]) -> None
     plan's price per lot over the plan's hours (its grounds say which); nothing for a batch
     configuration or a card without a price."""
     c = costs[i]
-    figures, price = c.stats.served, serving.hourly_price(c.serving_price)
-    if figures is None or price is None:
+    figures, plan = c.stats.served, c.serving_price
+    price = serving.hourly_price(plan)
+    if figures is None or plan is None or price is None:
         return
-    plan = c.serving_price
     # The price as a constant: a serving row's own price cells stay empty (nothing projected).
     per_hour = (
         f"{plan.price_per_hour}"
         if isinstance(plan, Meter)
-        else f"{plan.price_per_lot_usd}/{plan.hours}"  # type: ignore[union-attr]
+        else f"{plan.price_per_lot_usd}/{plan.hours}"
     )
     tokens = _summary_cell(i, len(costs), "good_output_tokens")
     served = _summary_cell(i, len(costs), "served_s")
@@ -599,8 +599,9 @@ def _serving_cost(row: dict[str, Any], i: int, costs: Sequence[Costing]) -> None
         ),
     )
     row["grounds"] = (
-        f"{row.get('grounds') or ''}; cost per million output tokens at the Settlement's "
-        f"price for {c.gpu_slug}: {price.text} ({price.source})"
+        f"{row.get('grounds') or ''}; cost per million output tokens at the price of "
+        f"{c.gpu_slug} for the Schedule's span, chosen as a batch job's: {price.text} "
+        f"({price.source})"
     ).lstrip("; ")
 
 

@@ -199,8 +199,9 @@ def memo_sentences(
         price = prices.get(answer.variant_id)
         if price is None:
             sentences.append(
-                f"{head}; no cost per million output tokens: the Settlement has no price "
-                f"for {answer.card} (its decision row says why)"
+                f"{head}; no cost per million output tokens: no price of {answer.card} "
+                "covers the Schedule's span (a Schedule and a Tariffs row for the card are "
+                "needed)"
             )
             continue
         cost = cost_per_million_tokens(price.per_hour, at.measured_s, at.good_output_tokens)
@@ -208,7 +209,7 @@ def memo_sentences(
         shown = "undefined (no token within target)" if cost is None else f"{cost:.4f}"
         sentences.append(
             f"{head}; cost per million output tokens at it: {shown} {price.currency}{example} "
-            f"({answer.card} at the Settlement's price: {price.text}, "
+            f"({answer.card} at its price for the Schedule's span: {price.text}, "
             f"{price.per_hour:.4f} {price.currency}/h x {at.measured_s / 3600:.4f} h / tokens "
             "within target)"
         )
