@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 #: says ``since=N``: a workbook of an older layout lacks it, reads with it empty,
 #: and is saved in the current layout. Renaming or removing one is not allowed
 #: (it would need a migration); add instead.
-LAYOUT_VERSION = 10
+LAYOUT_VERSION = 11
 #: The oldest layout this version reads.
 OLDEST_READABLE = 1
 
@@ -45,6 +45,9 @@ YES, NO = "yes", "no"
 #: a Verification's verified_by): every amount, cost and chart resting on one says so.
 EXAMPLE = "EXAMPLE"
 STATUSES = ("completed", "failed", "interrupted")
+#: The OpenAI HTTP routes a serving campaign (Protocol ``api``) and ``serve-bench --api`` send
+#: requests to: completions is ``/v1/completions``, chat ``/v1/chat/completions``.
+SERVING_APIS = ("completions", "chat")
 VERDICTS = ("pass", "fail", "not evaluated")
 
 
@@ -397,6 +400,16 @@ PROTOCOL = Sheet(
             "token.",
             choices=("token", "exact"),
             since=10,
+        ),
+        _c(
+            "api",
+            CHOICE,
+            "Serving: the route every request goes to: completions (/v1/completions, the "
+            "prompt sent as it is) or chat (/v1/chat/completions, the prompt as one user "
+            "message, formatted by the served model's chat template). Blank, and every "
+            "workbook older than layout 11, is completions.",
+            choices=SERVING_APIS,
+            since=11,
         ),
     ),
     purpose="Decisions fixed before the campaign (R1-R3, R8, R11, R14, R16-R17). Lock it with "
@@ -2161,10 +2174,12 @@ SETTLEMENT = Sheet(
         _c(
             "cost_per_million_tokens",
             NUMBER,
-            "Serving configurations: the card's cheapest on-demand metered price per hour "
-            "(Tariffs) x the Summary's served_s / 3600 / its good_output_tokens x 1,000,000, "
-            "in that price's currency (the grounds name it); empty without a token served "
-            "within target or a metered price.",
+            "Serving configurations: the price per hour of one lot of the card at the "
+            "Settlement's price for it, the cheapest cover of the Schedule's span as for a "
+            "batch job (a metered price per hour, or a flat plan's price per lot / its hours: "
+            "the endpoint serving at its rate every hour of the plan) x the Summary's "
+            "served_s / 3600 / its good_output_tokens x 1,000,000, in USD (the grounds name "
+            "the price); empty without a token served within target or a price.",
             computed=True,
             since=10,
             width=12,

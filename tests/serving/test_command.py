@@ -104,7 +104,9 @@ def test_without_the_serving_extra_the_command_says_what_to_install(
     assert "what to do: pip install 'iteragpu-lab[serving]'" in output
 
 
-def test_the_help_says_the_workbook_does_not_record_serving_runs_yet() -> None:
+def test_the_help_points_at_the_workbook_s_serving_task_and_the_protocol_s_api() -> None:
     code, output = _invoke("--help")
     assert code == 0
-    assert "The workbook does not record serving runs yet" in " ".join(output.split())
+    text = " ".join(output.split())
+    assert "A campaign workbook records the same measurement as Protocol task serving" in text
+    assert "A campaign's Protocol api field takes the same words." in text

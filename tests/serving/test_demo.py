@@ -47,6 +47,6 @@ def test_the_quick_serving_demo_answers_with_a_rate_and_its_cost(tmp_path: Path)
         assert rate == max(met)
         assert f"highest rate meeting every latency target {rate:g} " in memo
         assert "cost per million output tokens at it: " in memo
-        assert " USD EXAMPLE (0.20 USD/h x " in memo
+        assert " USD EXAMPLE (demo-cpu-host at its price for the Schedule's span: " in memo
     validated = iteralab("validate", str(book), "--json")
     assert json.loads(validated.stdout)["findings"] == [], validated.stdout

@@ -3,16 +3,23 @@ field or request_rate, the runner reads the same declaration, and series 1 is a 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import click
+import openpyxl
 import pytest
 
-from tests.support.builders import SERVING_PROTOCOL, serving_variant
+from tests.support.builders import SERVING_PROTOCOL, make_serving_campaign, serving_variant
+from toolkit import layout
 from toolkit.commands.documents import attempt_document
+from toolkit.commands.serving import serve_bench
 from toolkit.errors import ProtocolError, UsageError
-from toolkit.evidence import locking, scenario
+from toolkit.evidence import locking, protocol, scenario
 from toolkit.evidence.validate import validate
+from toolkit.report import serving as report_serving
 from toolkit.runner import decoding
+from toolkit.workbook import store, text_sheets
 from toolkit.workbook.model import WorkbookData
 
 
@@ -51,9 +58,66 @@ def test_the_scenario_reads_as_declared() -> None:
         agreement="token",
     )
     assert read.text() == (
-        "poisson arrivals, 6 requests after 1 warm-up, max_new_tokens 8, "
+        "poisson arrivals to /v1/completions, 6 requests after 1 warm-up, "
+        "max_new_tokens 8, "
         "targets ttft_p99_ms<=5000; tpot_p99_ms<=2000"
     )
+
+
+def test_the_api_field_names_the_route_and_blank_is_completions() -> None:
+    chat = scenario.read_scenario({**SERVING_PROTOCOL, "api": "chat"})
+    assert (chat.api, chat.route) == ("chat", "/v1/chat/completions")
+    assert chat.text().startswith("poisson arrivals to /v1/chat/completions, 6 requests")
+    blank = scenario.read_scenario({**SERVING_PROTOCOL, "api": None})
+    assert (blank.api, blank.route) == ("completions", "/v1/completions")
+
+
+def _as_layout_10(book: Path) -> None:
+    """Rewrite ``book`` as layout 10 wrote it: no api row in the Protocol."""
+    wb = openpyxl.load_workbook(book)
+    form = wb["Protocol"]
+    (row,) = [cell.row for cell in form["A"] if cell.value == "api"]
+    form.delete_rows(row)
+    wb["Guide"]["A2"] = "layout_version: 10"
+    del wb.defined_names[text_sheets.NAME]  # the Guide's seal holds layout 11's text
+    wb.save(book)
+
+
+def test_a_layout_10_serving_workbook_reads_its_route_as_completions(tmp_path: Path) -> None:
+    """A serving campaign locked before the api field existed sends to /v1/completions, as
+    it did; saved in the current layout, its lock still verifies."""
+    book = make_serving_campaign(tmp_path, 3, [serving_variant("r1", 1)])
+    _as_layout_10(book)
+    older = store.read(book)
+    assert older.layout_version == 10 and older.forms["Protocol"]["api"] is None
+    assert scenario.read_scenario(older.forms["Protocol"]).route == "/v1/completions"
+    assert protocol.lock_findings(older) == [] and _serving(older) == []
+    store.save(older, book)
+    current = store.read(book)
+    assert current.layout_version == layout.LAYOUT_VERSION == 11
+    assert protocol.require_lock(current, book) == protocol.require_lock(older, book)
+    assert protocol.lock_findings(current) == []
+
+
+def test_the_report_states_a_serving_load_in_words_and_nothing_for_another_task() -> None:
+    assert report_serving.scenario_text({**SERVING_PROTOCOL, "api": "chat"}) == (
+        "poisson arrivals to /v1/chat/completions, 6 requests after 1 warm-up, "
+        "max_new_tokens 8, targets ttft_p99_ms<=5000; tpot_p99_ms<=2000"
+    )
+    assert report_serving.scenario_text({**SERVING_PROTOCOL, "api": "embeddings"}) == (
+        "not readable: Protocol field api: 'embeddings' is no route"
+    )
+    assert report_serving.scenario_text({"task": "generation"}) is None
+
+
+def test_the_protocol_and_serve_bench_share_one_route_vocabulary() -> None:
+    """The Protocol's api choices, the routes the client sends to and serve-bench's --api
+    are the same words."""
+    api = next(p for p in serve_bench.params if p.name == "api")
+    assert isinstance(api.type, click.Choice)
+    assert tuple(api.type.choices) == tuple(scenario.ROUTES) == ("completions", "chat")
+    assert layout.PROTOCOL.column("api").choices == tuple(scenario.ROUTES)
+    assert layout.PROTOCOL.column("api").since == 11
 
 
 def test_targets_take_the_protocol_and_the_command_line_spelling() -> None:
@@ -101,6 +165,13 @@ def test_targets_take_the_protocol_and_the_command_line_spelling() -> None:
             "target 'speed<=3' is not METRIC_pNN_ms=LIMIT: METRIC is one of ttft, tpot, itl, "
             "e2e; e.g. ttft_p99_ms=500 or tpot_p99_ms=50 (a limit in milliseconds above 0; "
             "the Protocol may write <=)",
+        ),
+        (
+            {"api": "responses"},
+            35,
+            "api",
+            "'responses' is no route: write completions (/v1/completions), chat "
+            "(/v1/chat/completions); blank is completions",
         ),
         (
             {"max_new_tokens": None},
@@ -177,6 +248,24 @@ def test_lock_refuses_a_wrong_serving_field_and_the_runner_reads_the_same() -> N
     with pytest.raises(ProtocolError, match="Protocol field arrival: 'burst' is no arrival"):
         decoding.check_protocol({**SERVING_PROTOCOL, "arrival": "burst"})
     decoding.check_protocol(SERVING_PROTOCOL)
+
+
+def test_the_run_announces_requests_arrival_rates_and_route() -> None:
+    rates = [serving_variant("r4", 4), serving_variant("r1", 1), serving_variant("r1b", 1)]
+    assert scenario.load_text(SERVING_PROTOCOL, rates) == (
+        "6 requests each after 1 warm-up (Poisson arrivals at 1, 4 requests/s to /v1/completions)"
+    )
+    declared = {
+        **SERVING_PROTOCOL,
+        "arrival": "concurrency",
+        "request_count": None,
+        "request_duration_s": 30,
+        "warmup_requests": None,
+        "api": "chat",
+    }
+    assert scenario.load_text(declared, [serving_variant("c2", 2)]) == (
+        "30 s of requests each after 0 warm-up (2 requests in flight to /v1/chat/completions)"
+    )
 
 
 def test_the_load_of_a_variant_is_a_rate_or_a_whole_concurrency() -> None:

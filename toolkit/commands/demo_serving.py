@@ -80,6 +80,7 @@ PROTOCOL: dict[str, Any] = {
     "warmup_requests": 2,
     "latency_targets": "ttft_p99_ms<=4000; tpot_p99_ms<=1000",
     "agreement_measure": "token",
+    "api": "completions",  # the sample causal LM has no chat template
 }
 
 

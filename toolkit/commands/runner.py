@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolkit.evidence import scenario
+
 if TYPE_CHECKING:  # the campaign's types, for the checker: the modules load in the bodies
     from toolkit.commands.display import Display
     from toolkit.runner.driver.campaign import Campaign, Executor, Options, Result
@@ -204,12 +206,17 @@ def _nothing_to_run(workbook: Path, prepared: Campaign, as_json: bool) -> None:
 
 
 def _announcement(workbook: Path, prepared: Campaign, cluster: str | None) -> str:
-    """The run's first line: attempts to run, items, process policy, order, cluster."""
+    """The run's first line: attempts to run, what each processes (items; a serving
+    attempt's requests, arrival and rates), process policy, order, cluster."""
     skipped = len(prepared.slots) - len(prepared.todo)
+    each = f"{prepared.corpus_items} items each"
+    if scenario.is_serving(prepared.protocol):
+        todo = [prepared.variants[slot.variant_id] for slot in prepared.todo]
+        each = scenario.load_text(prepared.protocol, todo)
     return (
         f"{workbook}: {len(prepared.todo)} attempt(s) to run"
         + (f" ({skipped} already recorded)" if skipped else "")
-        + f", {prepared.corpus_items} items each, process policy "
+        + f", {each}, process policy "
         f"{prepared.protocol.get('process_policy')}; {_order_line(prepared.slots)}"
         + (f"; on the Ray cluster at {cluster}" if cluster else "")
     )

@@ -1,7 +1,8 @@
 """``iteralab serve-bench``: measure an OpenAI-compatible endpoint under a declared load.
 
 Parses the declaration, calls :func:`toolkit.serving.sweep` once, prints each run's figures
-and its requests file with the file's SHA-256. The workbook does not record these runs yet.
+and its requests file with the file's SHA-256. These runs stay in OUT; a campaign workbook
+measures the same way under Protocol task serving.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import click
 
 from toolkit.errors import ToolkitError
+from toolkit.evidence.scenario import ROUTES
 
 
 def _figure(value: float | None, unit: str, why: str | None) -> str:
@@ -72,10 +74,11 @@ def _render(result: Any) -> list[str]:
 )
 @click.option(
     "--api",
-    type=click.Choice(["completions", "chat"]),
+    type=click.Choice(list(ROUTES)),
     default="completions",
     show_default=True,
-    help="/v1/completions or /v1/chat/completions (chat needs a model with a chat template).",
+    help="completions: /v1/completions; chat: /v1/chat/completions (needs a model with a chat "
+    "template). A campaign's Protocol api field takes the same words.",
 )
 @click.option(
     "--rate",
@@ -141,8 +144,8 @@ def serve_bench(**options: Any) -> None:
     An open-loop client sends streamed requests on their own schedule whatever the server
     does, records every request in OUT/RATE/requests.jsonl and prints TTFT, time per output
     token, inter-token latency, output tokens/s, goodput against the targets and its own lag,
-    all computed from that file. The workbook does not record serving runs yet: a later
-    release adds them as a task kind with its Protocol, Summary and Settlement.
+    all computed from that file. A campaign workbook records the same measurement as
+    Protocol task serving (`iteralab run`), with its Summary and Settlement.
     """
     try:
         from toolkit import serving

@@ -5,18 +5,22 @@ Protocol task ``serving`` sends the prompts of ``corpus_path`` to each variant's
 second, open loop; ``concurrency``: ``request_rate`` requests always in flight), a
 ``request_count`` or a ``request_duration_s``, ``warmup_requests`` first (never measured),
 at most ``max_new_tokens`` tokens each, judged by ``latency_targets`` (``METRIC_pNN_ms<=LIMIT``
-separated by ``;``) and by ``agreement_measure`` against the reference variant's outputs.
+separated by ``;``) and by ``agreement_measure`` against the reference variant's outputs,
+every request sent to the route ``api`` names (:data:`ROUTES`; blank, and every workbook older
+than layout 11, is ``completions``).
 
 Read here without httpx or torch, so that ``validate`` and ``lock`` find a wrong cell before
 the campaign (:func:`findings`) and the runner reads the same declaration
 (:func:`read_scenario`, :func:`load_of`). The target grammar is the one ``serve-bench``
-takes on its command line (:func:`parse_target`).
+takes on its command line (:func:`parse_target`), and so is the route vocabulary (its
+``--api``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,6 +33,8 @@ from toolkit.workbook.model import WorkbookData
 SERVING = "serving"
 ARRIVALS = ("poisson", "concurrency")
 AGREEMENTS = ("token", "exact")
+#: Each Protocol ``api`` (and ``serve-bench --api``) and the OpenAI route it sends to.
+ROUTES = dict(zip(layout.SERVING_APIS, ("/v1/completions", "/v1/chat/completions"), strict=True))
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
 #: Client lag (actual minus due send) above which, at p99, an attempt is named lagged: the
 #: server then saw a slower arrival than declared.
@@ -96,6 +102,12 @@ class Scenario:
     warmup: int
     targets: tuple[LatencyTarget, ...]
     agreement: str
+    api: str = "completions"
+
+    @property
+    def route(self) -> str:
+        """The path every request is sent to, e.g. ``/v1/completions``."""
+        return ROUTES[self.api]
 
     def text(self) -> str:
         """The scenario in words, for the notes."""
@@ -106,7 +118,7 @@ class Scenario:
         )
         targets = "; ".join(t.text() for t in self.targets) or "no latency target"
         return (
-            f"{self.arrival} arrivals, {amount} after {self.warmup} warm-up, "
+            f"{self.arrival} arrivals to {self.route}, {amount} after {self.warmup} warm-up, "
             f"max_new_tokens {self.max_new_tokens}, targets {targets}"
         )
 
@@ -132,7 +144,28 @@ def read_scenario(protocol: dict[str, Any]) -> Scenario:
         warmup=int(_number(protocol.get("warmup_requests")) or 0),
         targets=parse_targets(protocol.get("latency_targets")),
         agreement=_word(protocol.get("agreement_measure")) or "token",
+        api=_word(protocol.get("api")) or "completions",
     )
+
+
+def load_text(protocol: dict[str, Any], variants: Sequence[dict[str, Any]]) -> str:
+    """What each attempt of a serving run sends, in words: ``6 requests each after 1 warm-up
+    (Poisson arrivals at 1, 4 requests/s to /v1/completions)`` for ``variants``' rates; the
+    Protocol and rates are those validate and lock accepted (ProtocolError otherwise)."""
+    declared = read_scenario(protocol)
+    loads = sorted({load_of(v, declared.arrival) for v in variants})
+    shown = ", ".join(f"{load:g}" for load in loads)
+    amount = (
+        f"{declared.requests} requests"
+        if declared.requests is not None
+        else f"{declared.duration_s:g} s of requests"
+    )
+    arrival = (
+        f"{shown} requests in flight"
+        if declared.arrival == "concurrency"
+        else f"Poisson arrivals at {shown} requests/s"
+    )
+    return f"{amount} each after {declared.warmup} warm-up ({arrival} to {declared.route})"
 
 
 def load_of(variant: dict[str, Any], arrival: str) -> float | int:
@@ -255,6 +288,10 @@ def _problems(form: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"write {' or '.join(AGREEMENTS)} (blank is token)",
             )
         )
+    api = _word(form.get("api")) or "completions"
+    if api not in ROUTES:
+        routes = ", ".join(f"{name} ({route})" for name, route in ROUTES.items())
+        found.append(("api", f"{api!r} is no route", f"write {routes}; blank is completions"))
     return found
 
 

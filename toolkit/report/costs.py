@@ -87,6 +87,15 @@ class Costing:
     #: The Schedule's span the plan was chosen to cover (each lot is held that long at
     #: least); None when no plan was chosen.
     span_hours: Decimal | None = None
+    #: A serving configuration (no batch corpus to project): the price the Schedule's span
+    #: costs on its card, chosen by the same rule (:func:`cheapest_cover`, no batch work).
+    rental_plan: Plan | Meter | None = None
+
+    @property
+    def serving_price(self) -> Plan | Meter | None:
+        """The price a serving configuration's cost per million tokens rests on: its
+        decision's plan, else the price of the Schedule's span on its card."""
+        return self.plan or self.rental_plan
 
     @property
     def campaign(self) -> float | None:
@@ -515,6 +524,8 @@ def costings(
             c.currency_note = currency_note(catalog, gpu)
             c.lots_ground = cover.note
             c.deadline_check = _deadline_text(cover, deadline_problem, available)
+        if st.served is not None and c.plan is None and gpu and catalog and win:
+            c.rental_plan = cheapest_cover(catalog, gpu, 1, 0.0, win.span_hours, available).plan
         out.append(c)
     return out
 
@@ -606,33 +617,41 @@ def _decision_row(
             forecast.value if c.stats.equal_quality else "",
         )
     _time_cells(row, i, costs)
-    _serving_cost(row, i, costs, catalog)
+    _serving_cost(row, i, costs)
     if hours is not None:
         row["campaign_hours"] = Formula(schedule_span(len(data.tables["Schedule"])), hours)
     return row
 
 
-def _serving_cost(
-    row: dict[str, Any], i: int, costs: Sequence[Costing], catalog: Catalog | None
-) -> None:
+def _serving_cost(row: dict[str, Any], i: int, costs: Sequence[Costing]) -> None:
     """A serving configuration's cost per million output tokens within target, as a formula
-    into its Summary row, at its card's cheapest on-demand metered price (its grounds say
-    which); nothing for a batch configuration or a card without a metered price."""
+    into its Summary row, at the price the Settlement uses for its card (its decision's plan,
+    else the cheapest cover of the Schedule's span): a metered price per hour, or a flat
+    plan's price per lot over the plan's hours (its grounds say which); nothing for a batch
+    configuration or a card without a price."""
     c = costs[i]
-    figures = c.stats.served
-    meter = serving.cheapest_meter(catalog, str(c.gpu_slug or ""))
-    if figures is None or meter is None:
+    figures, plan = c.stats.served, c.serving_price
+    price = serving.hourly_price(plan)
+    if figures is None or plan is None or price is None:
         return
+    # The price as a constant: a serving row's own price cells stay empty (nothing projected).
+    per_hour = (
+        f"{plan.price_per_hour}"
+        if isinstance(plan, Meter)
+        else f"{plan.price_per_lot_usd}/{plan.hours}"
+    )
     tokens = _summary_cell(i, len(costs), "good_output_tokens")
     served = _summary_cell(i, len(costs), "served_s")
-    price = meter.price_per_hour
     row["cost_per_million_tokens"] = Formula(
-        f'IF(OR({tokens}="",{tokens}=0,{served}=""),"",{price}*{served}/3600/{tokens}*1000000)',
-        serving.cost_per_million_tokens(price, figures.measured_s, figures.good_output_tokens),
+        f'IF(OR({tokens}="",{tokens}=0,{served}=""),"",{per_hour}*{served}/3600/{tokens}*1000000)',
+        serving.cost_per_million_tokens(
+            price.per_hour, figures.measured_s, figures.good_output_tokens
+        ),
     )
     row["grounds"] = (
-        f"{row.get('grounds') or ''}; cost per million output tokens at "
-        f"{meter.price_text}/h ({meter.source})"
+        f"{row.get('grounds') or ''}; cost per million output tokens at the price of "
+        f"{c.gpu_slug} for the Schedule's span, chosen as a batch job's: {price.text} "
+        f"({price.source})"
     ).lstrip("; ")
 
 

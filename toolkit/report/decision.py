@@ -289,8 +289,9 @@ def decide(
     answers = {st.variant_id: st.answer for st in all_stats if st.answer is not None}
     if answers:  # a serving campaign: the load each endpoint carries within its targets
         figures = {st.variant_id: st.served for st in all_stats if st.served is not None}
+        prices = {c.stats.variant_id: serving.hourly_price(c.serving_price) for c in costs}
         d.suggestions["load_handled"] += "; " + "; ".join(
-            serving.memo_sentences(answers, figures, catalog)
+            serving.memo_sentences(answers, figures, prices)
         )
     return d
 

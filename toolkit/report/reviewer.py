@@ -21,7 +21,7 @@ from toolkit.evidence.predictions import PredictionsCheck
 from toolkit.money.incurred import BRIDGE, INCOMPLETE
 from toolkit.money.tariffs import Plan, rules
 from toolkit.plumbing.digests import file_sha256
-from toolkit.report import decision, generation, run_time, summary, utilisation
+from toolkit.report import decision, generation, run_time, serving, summary, utilisation
 from toolkit.report.costs import duration
 from toolkit.report.markdown import inline, table
 from toolkit.report.refresh import Refreshed
@@ -110,11 +110,13 @@ def markdown(
         decision.SCOPE,
         "",
     ]
+    load = serving.scenario_text(p)
     lines += table(
         ("protocol", "value"),
         [
             ("lock (SHA-256)", result.protocol_sha256),
             ("scenario", p.get("scenario")),
+            *([("serving load", load)] if load is not None else []),
             (
                 "metric / threshold / tolerance",
                 f"{p.get('metric')} / {p.get('threshold')} / {p.get('tolerance')}",

@@ -9,9 +9,11 @@ gpu_slug), the highest ``request_rate`` whose variant met its targets is the end
 answer to "how much load does it carry within the targets"; every variant of the group
 shows it.
 
-Cost per million output tokens at that rate: the card's metered price per hour (Tariffs)
-x the hours the rate's successes held the endpoint (their measured_s) / the tokens served
-within target x 1,000,000. An EXAMPLE price gives an EXAMPLE cost.
+Cost per million output tokens at that rate: the price per hour of one lot of the card at the
+Settlement's price for it (chosen as for a batch job, the cheapest cover of the Schedule's
+span: a flat plan spread over the plan's hours, or a metered price) x the hours the rate's
+successes held the endpoint (their measured_s) / the tokens served within target x
+1,000,000. An EXAMPLE price gives an EXAMPLE cost.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 
 from toolkit import layout
+from toolkit.errors import ProtocolError
 from toolkit.evidence import scenario
-from toolkit.money.tariffs import Catalog, Meter
+from toolkit.money.tariffs import Meter, Plan
 from toolkit.workbook.model import WorkbookData
 
 #: The Summary's serving columns (each with a reason column).
@@ -38,6 +41,18 @@ NO_RATE = "no rate of this endpoint and card met every latency target"
 def is_serving(data: WorkbookData) -> bool:
     """Whether the workbook's Protocol task is serving."""
     return scenario.is_serving(data.forms["Protocol"])
+
+
+def scenario_text(protocol: Mapping[str, Any]) -> str | None:
+    """A serving Protocol's load in words (arrival, route, requests, warm-up, targets), or
+    its first wrong field; None under another task."""
+    form = dict(protocol)
+    if not scenario.is_serving(form):
+        return None
+    try:
+        return scenario.read_scenario(form).text()
+    except ProtocolError as exc:
+        return f"not readable: {exc.message}"
 
 
 def _number(value: Any) -> float | None:
@@ -136,19 +151,40 @@ def cost_per_million_tokens(
     return price_per_hour * hours / Decimal(tokens) * Decimal(1_000_000)
 
 
-def cheapest_meter(catalog: Catalog | None, card: str) -> Meter | None:
-    """The card's cheapest on-demand metered price in the catalog (None: not metered)."""
-    if catalog is None:
+@dataclass(frozen=True)
+class HourlyPrice:
+    """What one lot of a card costs an hour at the Settlement's price for it: a metered
+    price as it is, a flat plan's price spread over the plan's hours (the endpoint serving
+    at its rate every hour of the plan)."""
+
+    per_hour: Decimal
+    currency: str
+    #: The price in words: ``metered on-demand 0.69 USD/h``, ``7-day plan 110.00 USD per lot
+    #: over its 168 h``.
+    text: str
+    source: str
+
+
+def hourly_price(plan: Plan | Meter | None) -> HourlyPrice | None:
+    """The hourly price of one lot under ``plan`` (a Costing's serving price, flat or
+    metered); None without one."""
+    if plan is None:
         return None
-    found = [m for m in catalog.meters if m.gpu_slug == card and m.market == "on-demand"]
-    return min(found, key=lambda m: m.price_per_hour, default=None)
+    if isinstance(plan, Meter):
+        text = f"metered {plan.market} {plan.price_text}/h"
+        return HourlyPrice(plan.price_per_hour, plan.currency, text, plan.source)
+    text = f"{plan.plan_days}-day plan {plan.price_text} per lot over its {plan.hours} h"
+    return HourlyPrice(plan.price_per_lot_usd / plan.hours, plan.currency, text, plan.source)
 
 
 def memo_sentences(
-    answers: Mapping[str, Answer], figures: Mapping[str, Figures], catalog: Catalog | None
+    answers: Mapping[str, Answer],
+    figures: Mapping[str, Figures],
+    prices: Mapping[str, HourlyPrice | None],
 ) -> list[str]:
     """Per endpoint and card: the highest rate meeting every target, and the cost per
-    million output tokens at it (or why there is none)."""
+    million output tokens at it (at ``prices``, the hourly price the Settlement uses for each
+    variant's card), or why there is none."""
     sentences = []
     for answer in {(a.endpoint, a.card): a for a in answers.values()}.values():
         where = f"{answer.endpoint} on {answer.card}"
@@ -160,15 +196,21 @@ def memo_sentences(
             f"serving {where}: highest rate meeting every latency target {answer.rate:g} "
             f"(variant {answer.variant_id}, {at.good_output_tokens} output tokens within target)"
         )
-        meter = cheapest_meter(catalog, answer.card)
-        if meter is None:
-            sentences.append(f"{head}; no metered price per hour for {answer.card} in Tariffs")
+        price = prices.get(answer.variant_id)
+        if price is None:
+            sentences.append(
+                f"{head}; no cost per million output tokens: no price of {answer.card} "
+                "covers the Schedule's span (a Schedule and a Tariffs row for the card are "
+                "needed)"
+            )
             continue
-        cost = cost_per_million_tokens(meter.price_per_hour, at.measured_s, at.good_output_tokens)
-        example = f" {layout.EXAMPLE}" if layout.EXAMPLE in meter.source else ""
+        cost = cost_per_million_tokens(price.per_hour, at.measured_s, at.good_output_tokens)
+        example = f" {layout.EXAMPLE}" if layout.EXAMPLE in price.source else ""
         shown = "undefined (no token within target)" if cost is None else f"{cost:.4f}"
         sentences.append(
-            f"{head}; cost per million output tokens at it: {shown} {meter.currency}{example} "
-            f"({meter.price_text}/h x {at.measured_s / 3600:.4f} h / tokens within target)"
+            f"{head}; cost per million output tokens at it: {shown} {price.currency}{example} "
+            f"({answer.card} at its price for the Schedule's span: {price.text}, "
+            f"{price.per_hour:.4f} {price.currency}/h x {at.measured_s / 3600:.4f} h / tokens "
+            "within target)"
         )
     return sentences

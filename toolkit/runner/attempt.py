@@ -86,8 +86,11 @@ def fallback_record(
     """The record the campaign writes when a worker died without writing its own.
 
     Only what the campaign saw is filled: items completed (from the worker's
-    progress), the error; every measurement is empty with its reason.
+    progress), the error, and the file its kind left on disk (a serving attempt's
+    requests, each synced as it ended: path, SHA-256 and what it holds, in the notes);
+    every measurement is empty with its reason.
     """
+    kept = kind_of(spec).left_behind(spec)
     manifest = classification.manifest(
         spec,
         predictor=None,
@@ -110,8 +113,8 @@ def fallback_record(
     put("items_completed", items_done)
     put("expected_ids", spec.corpus_items)
     verdict_cells(put, status, "not evaluated", None, ids_match=False)
-    file_cells(put, None, None)
-    put("notes", note)
+    file_cells(put, kept[0] if kept else None, kept[1] if kept else None)
+    put("notes", f"{note}; {kept[2]}" if kept else note)
     put("attention_kernels", None)
     put("recompilations", None)
     put("seed", attempt_seed(spec))

@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 
 from toolkit.errors import UsageError
 from toolkit.evidence.corpus import read_corpus
+from toolkit.evidence.scenario import ROUTES
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.digests import file_sha256
-from toolkit.serving.client import ROUTES, Request
+from toolkit.serving.client import Request
 from toolkit.serving.identity import Identity, identify
 from toolkit.serving.local import LocalServer
 from toolkit.serving.loop import Endpoint, Prompt, run_loop

@@ -17,12 +17,10 @@ from typing import Any
 
 import httpx
 
+from toolkit.evidence.scenario import ROUTES
 from toolkit.serving.records import FROM_STREAM, FROM_USAGE, Record
 from toolkit.serving.sse import DONE, EventParser
 
-#: The two OpenAI routes served; the sample model has no chat template, so it answers only
-#: ``completions``.
-ROUTES = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 #: Characters of an error body kept in a reason.
 REASON_BODY_CHARS = 300
 
@@ -30,7 +28,8 @@ REASON_BODY_CHARS = 300
 @dataclass(frozen=True)
 class Request:
     """What every request of a run asks: the served model's name, the route
-    (``completions`` or ``chat``), the most tokens to generate."""
+    (``completions`` or ``chat``, :data:`toolkit.evidence.scenario.ROUTES`; the sample model
+    has no chat template, so it answers only ``completions``), the most tokens to generate."""
 
     model: str
     api: str

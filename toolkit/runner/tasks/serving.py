@@ -9,9 +9,10 @@ The variant's ``model_path`` names an OpenAI-compatible endpoint (``URL#MODEL``,
   with its reason (one that lists other models is noted, and its requests say the rest);
 - warm-up: the Protocol's ``warmup_requests``, one at a time, recorded, never measured;
 - measured: the variant's ``request_rate`` (Poisson, open loop, or a fixed concurrency) for
-  the declared count or duration (:func:`toolkit.serving.loop.run_loop`); a completed
-  attempt's ``measured_s`` is the requests file's window (first measured send to last
-  measured end), the hours a cost per token divides.
+  the declared count or duration, to the Protocol's ``api`` route
+  (:func:`toolkit.serving.loop.run_loop`); a completed attempt's ``measured_s`` is the
+  requests file's window (first measured send to last measured end), the hours a cost per
+  token divides.
 
 Every request is a line of the attempt's requests file (its predictions file, synced line by
 line, so Ctrl-C or SIGKILL keeps each request that ended); its SHA-256 is recorded as a
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit import layout
-from toolkit.errors import EndpointError
+from toolkit.errors import EndpointError, ToolkitError
 from toolkit.evidence import corpus, scenario
 from toolkit.plumbing import engines
 from toolkit.plumbing.digests import file_sha256
@@ -154,7 +155,7 @@ class Serving:
             self.notes.append(
                 f"model {model!r} is not among the endpoint's models ({', '.join(listed)})"
             )
-        request = Request(model, "completions", self.scenario.max_new_tokens)
+        request = Request(model, self.scenario.api, self.scenario.max_new_tokens)
         timeout = min(READ_TIMEOUT_S, self.spec.timeout_s or READ_TIMEOUT_S)
         self.endpoint = Endpoint(url, request, timeout)
         self.prompts = corpus.read_corpus(self.run.corpus_path)
@@ -248,6 +249,22 @@ class Serving:
         return manifest_row(content)
 
 
+def requests_held(path: Path) -> str:
+    """What a requests file of whole lines, left by an attempt that ended without its
+    record, holds: the requests finished by phase and outcome (or why they are not counted)."""
+    try:
+        records = read_records(path)
+    except ToolkitError as exc:
+        return f"its requests are not counted: {exc.message}"
+    measured = [r for r in records if r.phase == MEASURED]
+    completed = sum(r.ok for r in measured)
+    return (
+        f"{len(records)} requests finished before the attempt ended: {len(measured)} "
+        f"measured ({completed} completed, {len(measured) - completed} failed) and "
+        f"{len(records) - len(measured)} warm-up"
+    )
+
+
 class _RequestsFile:
     """Opens the attempt's requests file for the phases, and closes it whatever happens."""
 
@@ -274,7 +291,7 @@ def _identity_text(identity: Identity | None, endpoint: Endpoint | None) -> str 
         return None
     parts = [identity.base_url]
     if endpoint is not None:
-        parts.append(f"model {endpoint.request.model}")
+        parts.append(f"model {endpoint.request.model} at {scenario.ROUTES[endpoint.request.api]}")
     parts.append(
         f"lists {', '.join(identity.models)}"
         if identity.models is not None
