@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.paths import BENCHMARKS
+from toolkit.serving.records import MEASURED, WARMUP, Record
 
 START = 1_796_507_467.0  # guidellm's scheduler start, a Unix time
 RATE, SEED, REQUESTS = 2.0, 0, 20
@@ -118,3 +119,32 @@ def test_the_toolkit_is_compared_from_its_second_send(
     found = [json.loads(line) for line in kept.read_text(encoding="utf-8").splitlines()]
     assert found == [lines[0], lines[2], lines[3]]
     assert len(requests.read_text(encoding="utf-8").splitlines()) == 4  # the original stays
+
+
+def test_ttft_against_guidellm_starts_at_the_first_header_write(
+    serving_bench: ModuleType,
+) -> None:
+    def done(index: int, phase: str, headers: float | None, first: float) -> Record:
+        return Record(
+            index=index,
+            phase=phase,
+            prompt_id=f"p{index}",
+            scheduled_s=0.0,
+            sent_s=0.0,
+            headers_s=headers,
+            first_token_s=first,
+            token_s=[first],
+            end_s=first + 0.01,
+            ok=True,
+        )
+
+    records = [
+        done(0, MEASURED, 0.002, 0.020),  # 18 ms after its headers went out (20 from the send)
+        done(1, MEASURED, 0.003, 0.013),  # 10 ms
+        done(2, MEASURED, 0.001, 0.031),  # 30 ms
+        done(3, WARMUP, 0.0, 9.0),  # a warm-up request is not measured
+        done(4, MEASURED, None, 9.0),  # no header write recorded: left out
+    ]
+    assert serving_bench.ttft_from_headers_ms(records) == pytest.approx(18.0)
+    with pytest.raises(SystemExit, match="no header write time"):
+        serving_bench.ttft_from_headers_ms(records[3:])

@@ -111,6 +111,14 @@ def test_a_complete_chat_stream_is_read_with_its_tokens_counted_from_the_stream(
     assert [(r.ok, r.text, r.finish_reason) for r in records] == [(True, "one two", "stop")] * 2
     assert {(r.output_tokens, r.output_tokens_from) for r in records} == {(2, FROM_STREAM)}
     assert all(len(r.token_s) == 2 and r.first_token_s == r.token_s[0] for r in records)
+    # The first header write falls between the send and the first token (httpx's trace).
+    assert all(
+        r.sent_s is not None
+        and r.headers_s is not None
+        and r.first_token_s is not None
+        and r.sent_s <= r.headers_s <= r.first_token_s
+        for r in records
+    )
 
 
 @pytest.mark.parametrize(

@@ -238,6 +238,19 @@ def test_a_line_that_is_no_record_is_named_with_its_file_and_line(written: Path)
         read_records(written)
 
 
+def test_a_requests_file_written_before_header_times_reads_with_none(
+    written: Path, tmp_path: Path
+) -> None:
+    older = tmp_path / "older.jsonl"
+    lines = [json.loads(line) for line in written.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
+        del line["headers_s"]
+    older.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    records = read_records(older)
+    assert [r.headers_s for r in records] == [None] * 5
+    assert records == read_records(written)
+
+
 def test_a_requests_file_is_never_overwritten(written: Path) -> None:
     with pytest.raises(UsageError, match="a run already wrote its requests here"):
         RecordWriter(written)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,10 @@ async def send(
     record.sent_s = clock()
     try:
         url = ROUTES[request.api]
-        async with client.stream("POST", url, json=request.body(prompt)) as response:
+        hooks = {"trace": _headers_written(record, clock)}
+        async with client.stream(
+            "POST", url, json=request.body(prompt), extensions=hooks
+        ) as response:
             record.http_status = response.status_code
             await _check_response(response, url)
             await _read_stream(response, record, clock)
@@ -93,6 +96,19 @@ async def send(
         raise
     record.end_s = clock()
     return record
+
+
+def _headers_written(
+    record: Record, clock: Callable[[], float]
+) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+    """An httpx trace hook noting when the request's first header write began (its
+    ``headers_s``): what the client spent before the wire, told apart from the server's time."""
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if record.headers_s is None and event.endswith(".send_request_headers.started"):
+            record.headers_s = clock()
+
+    return trace
 
 
 async def _check_response(response: httpx.Response, url: str) -> None:

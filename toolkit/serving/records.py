@@ -36,6 +36,11 @@ class Record:
     prompt_id: str
     scheduled_s: float
     sent_s: float | None = None
+    #: When the request's headers began to go out (httpx's trace of the first header write):
+    #: the send less the client's own time to build the request and find a connection.
+    #: Some peers (guidellm) start their time to first token here; None in files written
+    #: before it was recorded, and for a request that never reached the wire.
+    headers_s: float | None = None
     first_token_s: float | None = None
     token_s: list[float] = field(default_factory=list)
     end_s: float | None = None
@@ -55,6 +60,8 @@ class Record:
 
 
 _NAMES = tuple(f.name for f in fields(Record))
+#: Keys a requests file written before them lacks (read as None).
+_ADDED_LATER = frozenset({"headers_s"})
 
 
 class RecordWriter:
@@ -108,7 +115,7 @@ def read_records(path: str | Path) -> list[Record]:
 def _record(line: str, path: Path, number: int) -> Record:
     try:
         data: Any = json.loads(line)
-        if not isinstance(data, dict) or set(data) != set(_NAMES):
+        if not isinstance(data, dict) or (set(data) ^ set(_NAMES)) - _ADDED_LATER:
             raise ValueError(f"expected exactly the keys {', '.join(_NAMES)}")
         return Record(**data)
     except (ValueError, TypeError) as exc:
