@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tests.support.report_campaign import campaign
+from tests.support.report_campaign import campaign, quoted_meter
 from toolkit.report.refresh import Refreshed, refresh
 
 #: A deadline far enough for one lot to do 30,000 corpora (the Settlement then keeps 1 lot).
@@ -28,19 +28,7 @@ def _refreshed(tmp_path: Path, expected: int, step: int | None, late: bool = Tru
         else campaign(expected_outputs=expected)
     )
     if step is not None:
-        data.append(
-            "Tariffs",
-            {
-                "catalog_date": "2026-12-06",
-                "gpu_slug": "rtx-4090",
-                "gpu_name": "RTX 4090",
-                "cards_per_lot": 1,
-                "market": "on-demand",
-                "price_per_hour": 0.75,
-                "billing_seconds": step,
-                "source": "quote Q-9 of 2026-12-06",
-            },
-        )
+        data.append("Tariffs", quoted_meter(billing_seconds=step))
     return refresh(data, tmp_path)
 
 

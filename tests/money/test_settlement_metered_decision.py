@@ -13,7 +13,7 @@ import openpyxl
 import pytest
 
 from tests.support.recalc import needs_soffice, recalculate
-from tests.support.report_campaign import campaign
+from tests.support.report_campaign import campaign, quoted_meter
 from toolkit.report.refresh import refresh
 from toolkit.workbook import store
 from toolkit.workbook.model import Formula
@@ -23,19 +23,7 @@ def _with_meter(price: float, comparison_end: str | None = None) -> Any:
     """The report campaign (20 expected corpora, a 96 h Schedule) with a quoted on-demand RTX
     4090 price per second of its own date; ``comparison_end`` stretches the Schedule."""
     data = campaign(expected_outputs=20)
-    data.append(
-        "Tariffs",
-        {
-            "catalog_date": "2026-12-06",
-            "gpu_slug": "rtx-4090",
-            "gpu_name": "RTX 4090",
-            "cards_per_lot": 1,
-            "market": "on-demand",
-            "price_per_hour": price,
-            "billing_seconds": 1,
-            "source": "quote Q-9 of 2026-12-06",
-        },
-    )
+    data.append("Tariffs", quoted_meter(price))
     if comparison_end is not None:
         phase = next(r for r in data.tables["Schedule"] if r["phase"] == "comparison")
         phase["end"] = comparison_end

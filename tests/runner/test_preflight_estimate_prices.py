@@ -10,25 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.report_campaign import campaign
+from tests.support.report_campaign import campaign, quoted_meter
 from toolkit.runner.preflight.estimate import estimate
 from toolkit.runner.preflight.result import VariantCheck
 
 #: b8-fp32 of the report campaign (RTX 4090, rental r-4090 of 1 lot): 0.05 s an item.
 CHECK = VariantCheck("b8-fp32", "torch", load_s=10.0, batch_s=0.5, batch_items=10)
-
-
-def _meter(step: int, price: float = 0.75) -> dict[str, Any]:
-    return {
-        "catalog_date": "2026-12-06",
-        "gpu_slug": "rtx-4090",
-        "gpu_name": "RTX 4090",
-        "cards_per_lot": 1,
-        "market": "on-demand",
-        "price_per_hour": price,
-        "billing_seconds": step,
-        "source": "quote Q-9 of 2026-12-06",
-    }
 
 
 def _cost_line(attempts: int, corpus_items: int, *meters: dict[str, Any]) -> str:
@@ -42,7 +29,7 @@ def _cost_line(attempts: int, corpus_items: int, *meters: dict[str, Any]) -> str
 
 def test_a_short_campaign_is_priced_at_the_quoted_metered_price_to_the_second() -> None:
     # 5 attempts x (10 s + 0.05 s x (1,000 + 16 warm-up items)) = 5 x 60.8 s = 304 s.
-    line = _cost_line(5, 1000, _meter(1))
+    line = _cost_line(5, 1000, quoted_meter(billing_seconds=1))
     assert line == (
         "  rtx-4090: 0.084 h -> metered on-demand price per second, 0.08 h billed per lot "
         "(cheapest rtx-4090 price for the 0.08 h, flat plans and on-demand metered prices "
@@ -51,7 +38,7 @@ def test_a_short_campaign_is_priced_at_the_quoted_metered_price_to_the_second() 
 
 
 def test_a_meter_billing_per_started_hour_charges_the_whole_hour() -> None:
-    line = _cost_line(5, 1000, _meter(3600))
+    line = _cost_line(5, 1000, quoted_meter(billing_seconds=3600))
     assert "metered on-demand price per started hour, 1 h billed per lot" in line
     assert line.endswith("x 0.75 USD an hour = 0.75 USD")
 
@@ -59,8 +46,10 @@ def test_a_meter_billing_per_started_hour_charges_the_whole_hour() -> None:
 def test_a_campaign_longer_than_the_metered_break_even_keeps_the_7_day_plan() -> None:
     # 0.05 s x 100,016 items + 10 s = 5,010.8 s an attempt, x 100 = 139.19 h: metered
     # 104.39 USD at 0.75 an hour; at 0.80 an hour 111.35, above the 7-day plan's 110.00.
-    assert "metered on-demand price per second" in _cost_line(100, 100_000, _meter(1))
-    line = _cost_line(100, 100_000, _meter(1, price=0.80))
+    assert "metered on-demand price per second" in _cost_line(
+        100, 100_000, quoted_meter(billing_seconds=1)
+    )
+    line = _cost_line(100, 100_000, quoted_meter(0.80))
     assert line.startswith("  rtx-4090: 139.189 h -> 7-day plan (cheapest rtx-4090 price ")
     assert line.endswith("1 lot(s) (rental r-4090) x 110.00 USD = 110.00 USD")
 

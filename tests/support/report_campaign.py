@@ -87,6 +87,23 @@ METERED_RENTAL = {
     "market": "spot",
     "currency": "USD",
 }
+
+
+def quoted_meter(price: float = 0.75, billing_seconds: int = 1) -> dict[str, Any]:
+    """A Tariffs row: a quoted on-demand RTX 4090 price per hour, billed per
+    ``billing_seconds``, dated after the shipped catalog (so it is the card's price)."""
+    return {
+        "catalog_date": "2026-12-06",
+        "gpu_slug": "rtx-4090",
+        "gpu_name": "RTX 4090",
+        "cards_per_lot": 1,
+        "market": "on-demand",
+        "price_per_hour": price,
+        "billing_seconds": billing_seconds,
+        "source": "quote Q-9 of 2026-12-06",
+    }
+
+
 #: The user's own check of the outputs (seed 000): variant -> confirmed corpora.
 CONFIRMED = {
     "b1-fp32": 1,
