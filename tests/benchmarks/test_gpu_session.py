@@ -6,7 +6,6 @@ the encoder alone pruned here (the wheels need the package index)."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import subprocess
@@ -18,6 +17,7 @@ from unittest import mock
 
 import pytest
 
+from tests.support.benchmarks import import_benchmark
 from tests.support.paths import BENCHMARKS, ROOT
 from toolkit.workbook import store
 
@@ -206,17 +206,7 @@ def test_a_step_killed_at_the_session_s_limit_leaves_the_earlier_logs(
 @pytest.fixture(scope="module")
 def bench() -> dict[str, ModuleType]:
     """benchmarks/gpu_check.py, gpu_generation.py and engines.py, imported as scripts."""
-    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return {
-            name: importlib.import_module(name)
-            for name in ("gpu_check", "gpu_generation", "engines")
-        }
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        os.environ.clear()
-        os.environ.update(environ)
+    return {name: import_benchmark(name) for name in ("gpu_check", "gpu_generation", "engines")}
 
 
 def test_the_engines_cuda_paths_say_why_they_are_skipped(bench: dict[str, ModuleType]) -> None:
@@ -277,14 +267,7 @@ def test_the_engines_cuda_campaigns_are_valid_workbooks(
 @pytest.fixture(scope="module")
 def gpu_campaign() -> ModuleType:
     """benchmarks/gpu_campaign.py, imported as a script."""
-    environ = dict(os.environ)
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("gpu_campaign")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        os.environ.clear()
-        os.environ.update(environ)
+    return import_benchmark("gpu_campaign")
 
 
 def test_the_session_workbook_locks_with_the_rows_this_layout_declares(

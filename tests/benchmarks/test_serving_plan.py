@@ -5,18 +5,15 @@ plans coincide."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests.support.paths import BENCHMARKS
+from tests.support.benchmarks import import_benchmark
 from toolkit.serving.records import MEASURED, WARMUP, Record
 
 START = 1_796_507_467.0  # guidellm's scheduler start, a Unix time
@@ -25,14 +22,7 @@ RATE, SEED, REQUESTS = 2.0, 0, 20
 
 @pytest.fixture(scope="module")
 def serving_bench() -> ModuleType:
-    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("serving")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        os.environ.clear()
-        os.environ.update(environ)
+    return import_benchmark("serving")
 
 
 def _report(planned: list[float], failed: int = 0) -> dict[str, Any]:

@@ -8,7 +8,6 @@ dry run of its plumbing.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import subprocess
@@ -18,6 +17,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.support.benchmarks import import_benchmark
 from tests.support.builders import make_campaign, variant
 from tests.support.paths import BENCHMARKS, ROOT
 
@@ -54,14 +54,7 @@ def _verdicts(done: subprocess.CompletedProcess[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def gpu_common() -> ModuleType:
-    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("gpu_common")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        os.environ.clear()
-        os.environ.update(environ)
+    return import_benchmark("gpu_common")
 
 
 def test_runner_overhead_prints_one_ratio_line_and_identical_predictions() -> None:

@@ -3,26 +3,17 @@ and the wall ratio beside every verdict on a CPU clock."""
 
 from __future__ import annotations
 
-import importlib
-import os
 import sys
 from types import ModuleType
 
 import pytest
 
-from tests.support.paths import BENCHMARKS
+from tests.support.benchmarks import import_benchmark
 
 
 @pytest.fixture(scope="module")
 def common() -> ModuleType:
-    environ = dict(os.environ)  # benchmarks/common.py sets defaults for its own processes
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("common")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-        os.environ.clear()
-        os.environ.update(environ)
+    return import_benchmark("common")
 
 
 def test_a_share_of_wall_time_is_not_judged_above_a_quarter_of_the_machine(

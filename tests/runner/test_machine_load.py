@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support import report_campaign
-from tests.support.paths import BENCHMARKS
+from tests.support.benchmarks import import_benchmark
 from toolkit import layout
 from toolkit.cli import cli
 from toolkit.evidence import chain
@@ -70,11 +70,7 @@ def test_without_proc_stat_the_meter_counts_nothing(monkeypatch: pytest.MonkeyPa
 
 def test_the_benchmarks_read_load_through_the_same_meter() -> None:
     """One implementation: the benchmarks' OthersMeter is the runner's."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import common
-    finally:
-        sys.path.pop(0)
+    common = import_benchmark("common")
     assert common.OthersMeter is machine_load.OthersMeter
     assert not hasattr(common, "machine_busy_s") and not hasattr(common, "own_cpu_s")
 
