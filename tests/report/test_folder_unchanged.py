@@ -68,21 +68,25 @@ def test_a_second_report_of_the_same_evidence_leaves_every_file_and_needs_no_mat
     assert _stamps(folder) == before
 
 
-def test_a_report_of_the_same_evidence_does_not_import_matplotlib(reported: Path) -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from toolkit.cli import main; sys.argv[1:] = ['report', sys.argv[1]]\n"
-            "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code\n"
-            "print('matplotlib' in sys.modules)",
-            str(reported),
-        ],
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    """This checkout's Python run on ``args`` in a process of its own, within 300 s."""
+    return subprocess.run(
+        [sys.executable, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+
+
+def test_a_report_of_the_same_evidence_does_not_import_matplotlib(reported: Path) -> None:
+    run = _python(
+        "-c",
+        "import sys; from toolkit.cli import main; sys.argv[1:] = ['report', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code\n"
+        "print('matplotlib' in sys.modules)",
+        str(reported),
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == "False"
@@ -141,14 +145,8 @@ def test_named_pipes_at_the_folders_file_names_are_replaced_not_read(reported: P
     for name in FILES:
         (folder / name).unlink()
         os.mkfifo(folder / name)
-    run = subprocess.run(  # a read of a pipe would wait for ever: a subprocess with a limit
-        [sys.executable, "-m", "toolkit", "report", str(reported)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
+    # A read of a pipe would wait for ever: a subprocess with a time limit.
+    run = _python("-m", "toolkit", "report", str(reported))
     assert run.returncode == 0, run.stderr
     assert all((folder / name).is_file() for name in FILES)
     assert charts.recorded(folder / charts.DURATIONS_PNG) is not None
