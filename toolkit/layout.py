@@ -48,6 +48,11 @@ STATUSES = ("completed", "failed", "interrupted")
 #: The OpenAI HTTP routes a serving campaign (Protocol ``api``) and ``serve-bench --api`` send
 #: requests to: completions is ``/v1/completions``, chat ``/v1/chat/completions``.
 SERVING_APIS = ("completions", "chat")
+#: How a serving campaign's requests arrive (Protocol ``arrival``; blank is the first).
+SERVING_ARRIVALS = ("poisson", "concurrency")
+#: How a serving campaign's outputs are compared with the reference's (Protocol
+#: ``agreement_measure``; blank is the first).
+SERVING_AGREEMENTS = ("token", "exact")
 VERDICTS = ("pass", "fail", "not evaluated")
 
 
@@ -357,7 +362,7 @@ PROTOCOL = Sheet(
             "request_rate per second, sent on their own schedule whatever the server does "
             "(open loop); concurrency: request_rate requests always in flight, the next sent "
             "when one ends. Blank is poisson.",
-            choices=("poisson", "concurrency"),
+            choices=SERVING_ARRIVALS,
             since=10,
         ),
         _c(
@@ -398,7 +403,7 @@ PROTOCOL = Sheet(
             "prompt by prompt: token (the share of matching words, at least 1 - tolerance) "
             "or exact (the share of identical outputs, at least 1 - tolerance). Blank is "
             "token.",
-            choices=("token", "exact"),
+            choices=SERVING_AGREEMENTS,
             since=10,
         ),
         _c(

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from toolkit.errors import ToolkitError
-from toolkit.evidence.scenario import ROUTES
+from toolkit.evidence.scenario import DEFAULT_API, ROUTES
 
 
 def _figure(value: float | None, unit: str, why: str | None) -> str:
@@ -75,7 +75,7 @@ def _render(result: Any) -> list[str]:
 @click.option(
     "--api",
     type=click.Choice(list(ROUTES)),
-    default="completions",
+    default=DEFAULT_API,
     show_default=True,
     help="completions: /v1/completions; chat: /v1/chat/completions (needs a model with a chat "
     "template). A campaign's Protocol api field takes the same words.",

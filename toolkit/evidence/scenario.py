@@ -31,10 +31,12 @@ from toolkit.findings import Finding
 from toolkit.workbook.model import WorkbookData
 
 SERVING = "serving"
-ARRIVALS = ("poisson", "concurrency")
-AGREEMENTS = ("token", "exact")
+ARRIVALS = layout.SERVING_ARRIVALS
+AGREEMENTS = layout.SERVING_AGREEMENTS
 #: Each Protocol ``api`` (and ``serve-bench --api``) and the OpenAI route it sends to.
 ROUTES = dict(zip(layout.SERVING_APIS, ("/v1/completions", "/v1/chat/completions"), strict=True))
+#: The route a blank Protocol ``api`` (and every workbook older than layout 11) means.
+DEFAULT_API = layout.SERVING_APIS[0]
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
 #: Client lag (actual minus due send) above which, at p99, an attempt is named lagged: the
 #: server then saw a slower arrival than declared.
@@ -102,7 +104,7 @@ class Scenario:
     warmup: int
     targets: tuple[LatencyTarget, ...]
     agreement: str
-    api: str = "completions"
+    api: str = DEFAULT_API
 
     @property
     def route(self) -> str:
@@ -144,7 +146,7 @@ def read_scenario(protocol: dict[str, Any]) -> Scenario:
         warmup=int(_number(protocol.get("warmup_requests")) or 0),
         targets=parse_targets(protocol.get("latency_targets")),
         agreement=_word(protocol.get("agreement_measure")) or "token",
-        api=_word(protocol.get("api")) or "completions",
+        api=_word(protocol.get("api")) or DEFAULT_API,
     )
 
 
@@ -288,7 +290,7 @@ def _problems(form: dict[str, Any]) -> list[tuple[str, str, str]]:
                 f"write {' or '.join(AGREEMENTS)} (blank is token)",
             )
         )
-    api = _word(form.get("api")) or "completions"
+    api = _word(form.get("api")) or DEFAULT_API
     if api not in ROUTES:
         routes = ", ".join(f"{name} ({route})" for name, route in ROUTES.items())
         found.append(("api", f"{api!r} is no route", f"write {routes}; blank is completions"))

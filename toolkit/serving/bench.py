@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from toolkit.errors import UsageError
 from toolkit.evidence.corpus import read_corpus
-from toolkit.evidence.scenario import ROUTES
+from toolkit.evidence.scenario import DEFAULT_API, ROUTES
 from toolkit.plumbing.atomic import write_text
 from toolkit.plumbing.digests import file_sha256
 from toolkit.serving.client import Request
@@ -45,7 +45,7 @@ class Scenario:
     max_tokens: int
     base_url: str | None = None
     model: str | None = None
-    api: str = "completions"
+    api: str = DEFAULT_API
     targets: tuple[LatencyTarget, ...] = ()
     timeout_s: float = 120.0
     lag_limit_ms: float = DEFAULT_LAG_LIMIT_MS
