@@ -35,6 +35,11 @@ class Request:
     api: str
     max_tokens: int
 
+    @property
+    def route(self) -> str:
+        """The path the request goes to, e.g. ``/v1/completions``."""
+        return ROUTES[self.api]
+
     def body(self, prompt: str) -> dict[str, Any]:
         """The JSON body for ``prompt``: streamed, greedy, with usage asked for."""
         body: dict[str, Any] = {
@@ -68,7 +73,7 @@ async def send(
     recorded as a failure before it goes on up."""
     record.sent_s = clock()
     try:
-        url = ROUTES[request.api]
+        url = request.route
         hooks = {"trace": _headers_written(record, clock)}
         async with client.stream(
             "POST", url, json=request.body(prompt), extensions=hooks

@@ -9,6 +9,7 @@ says what it holds, rather than leaving that evidence orphaned in the folder.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,10 @@ def requests_left(spec: AttemptSpec, held: Callable[[Path], str]) -> tuple[str, 
     if not path.is_file() or path.stat().st_size == 0:
         return None
     relative = path.relative_to(spec.base).as_posix()
-    if path.read_bytes().endswith(b"\n"):
+    with path.open("rb") as handle:  # only its last byte: the file may be large
+        handle.seek(-1, os.SEEK_END)
+        whole_lines = handle.read(1) == b"\n"
+    if whole_lines:
         what = held(path)
     else:
         what = "its last line was cut as the attempt ended, so its requests are not counted"

@@ -291,7 +291,7 @@ def _identity_text(identity: Identity | None, endpoint: Endpoint | None) -> str 
         return None
     parts = [identity.base_url]
     if endpoint is not None:
-        parts.append(f"model {endpoint.request.model} at {scenario.ROUTES[endpoint.request.api]}")
+        parts.append(f"model {endpoint.request.model} at {endpoint.request.route}")
     parts.append(
         f"lists {', '.join(identity.models)}"
         if identity.models is not None
