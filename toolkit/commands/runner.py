@@ -148,8 +148,7 @@ def _say_caught_up(workbook: Path, prepared: Campaign) -> None:
 
     for note in journal.notes(workbook):
         click.echo(f"note: {note}", err=True)
-    for message in prepared.refused.values():
-        click.echo(f"refused: {message}", err=True)
+    _say_refused(prepared.refused)
     if prepared.refused:
         click.echo(
             f"note: {len(prepared.refused)} journal record(s) not ingested (refused above) "
@@ -595,12 +594,17 @@ def ingest(workbook: Path, as_json: bool) -> None:
     _refuse_forged(path, result.refused)
 
 
+def _say_refused(refused: dict[str, str]) -> None:
+    """Each journal record refused (journal, attempt, why, what to do), one line each."""
+    for message in refused.values():
+        click.echo(f"refused: {message}", err=True)
+
+
 def _refuse_forged(path: Path, refused: dict[str, str]) -> None:
     """Name each journal record ingest refused, then fail: the others are in the workbook."""
     from toolkit.errors import EvidenceInvalid
 
-    for message in refused.values():
-        click.echo(f"refused: {message}", err=True)
+    _say_refused(refused)
     if refused:
         raise EvidenceInvalid(
             f"{path}: {len(refused)} record(s) not ingested (refused above); the "
