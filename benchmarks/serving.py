@@ -19,21 +19,32 @@ is set before the first arrival time is), and a run that lost the race sends eve
 once: every guidellm run's planned send times are checked against the draws and a run
 that does not match is discarded and repeated, saying so.
 
-Per round, from each client's per-request timings:
+The server runs on the first half of the cores (all of them its own); the clients (this
+process with the toolkit's, and guidellm's processes) may use every core but at a lower
+priority, so that a client's own work does not slow the server it measures: guidellm takes
+about ten times the toolkit's CPU per request, and on 2 cores it competed with the server.
+(Pinned to the other half instead, guidellm's single worker lost its start race every time.)
 
-- **TTFT**: the median over completed requests of first text-bearing chunk minus the first
-  header write (guidellm's start: its httpx trace hook; the toolkit records the same write as
-  ``headers_s``). The toolkit's own figure, from the send (what its Attempts rows hold, and
-  what ``vllm bench serve`` counts: building the request and finding a connection included),
-  is printed beside it;
+From each client's per-request timings:
+
+- **TTFT**: first text-bearing chunk minus the first header write (guidellm's start: its
+  httpx trace hook; the toolkit records the same write as ``headers_s``), per request. On
+  this server one request's TTFT moves by tens of percent from one request to the next, so
+  the verdict pools every round: the ratio of the two medians over all requests both
+  clients completed, with a 95 % bootstrap interval (pairs resampled whole: the same prompt
+  planned at the same time). Met only when the interval lies inside the band, missed when it
+  lies outside, otherwise not resolved (more requests narrow it). The per-round ratios and
+  the median paired difference are printed beside it, and the toolkit's own figure from the
+  send (what its Attempts rows hold, and what ``vllm bench serve`` counts: building the
+  request and finding a connection included);
 - **output tokens/s**: output tokens of the completed requests (the server's usage count)
   over first send to last end (guidellm's own ``output_tokens_per_second``, a mean over a
   per-second series, is printed beside it);
 - **achieved rate**: requests after the first over the span of their sends (the planned
   rate, the same over the planned send times, is printed beside it).
 
-Target: the ratio of the medians over rounds, toolkit / guidellm, within 0.95-1.05 for TTFT
-and for output tokens/s. Printed beside it: the achieved rates side by side, each client's
+Target: toolkit / guidellm within 0.95-1.05 for TTFT (the pooled medians, as above) and for
+output tokens/s (the median over rounds). Printed beside it: the achieved rates side by side, each client's
 own CPU per request (this process's CPU seconds over the toolkit's run; guidellm's process
 tree's, from its exit) and the share of the machine other processes took.
 
@@ -42,7 +53,7 @@ in a throwaway one (`python -m venv /tmp/gl && /tmp/gl/bin/pip install torch==2.
 guidellm==0.8.1`) and name its executable with ``--guidellm``. Exit 2 without it.
 
     python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm
-    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 1 --requests 30 --rounds 3
+    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 3 --requests 199 --rounds 6
 """
 
 from __future__ import annotations
@@ -50,12 +61,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +93,23 @@ GUIDELLM_TRIES = 3
 PLAN_TOLERANCE_S = 0.001
 PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
 SECOND_SEND_FILE = "requests-from-second-send.jsonl"
+#: The clients' priority below the server's (they share its cores when they need more).
+CLIENT_NICENESS = 10
+#: Resamples of the paired requests for the TTFT ratio's interval.
+BOOTSTRAP_RESAMPLES = 2000
 
 
 #: One run's figures by name.
 Figures = dict[str, float]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One client's run: its figures, and each compared request's TTFT (ms from the first
+    header write; None: failed or no token) in the order of the plan both clients share."""
+
+    figures: Figures
+    ttfts: list[float | None]
 
 
 class GuidellmPlanError(RuntimeError):
@@ -160,11 +186,11 @@ def from_second_send(requests: Path) -> Path:
 
 def toolkit_round(
     args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
-) -> Figures:
+) -> Round:
     """One toolkit run of one request more than guidellm's: its figures by its own
     :func:`~toolkit.serving.metrics.compute` on its requests from the second on, each sent
     when guidellm's plan sends the same prompt (median TTFT in ms, output tokens/s, CPU
-    seconds per request)."""
+    seconds per request), and each of those requests' TTFT in plan order."""
     scenario = _scenario(args, server)
     before = _cpu(resource.RUSAGE_SELF)
     arrivals = serving.Arrivals(rate=args.rate, requests=args.requests + 1, seed=seed)
@@ -174,31 +200,35 @@ def toolkit_round(
     m = compute(kept)
     if m.ttft_p50_ms is None or m.output_tokens_per_s is None:
         raise SystemExit(f"the toolkit's run gave no figures: {m.reasons}")
-    records = read_records(kept)
-    return {
+    records = sorted((r for r in read_records(kept) if r.phase == MEASURED), key=lambda r: r.index)
+    ttfts = [ttft_from_headers_ms(r) for r in records]
+    if not any(t is not None for t in ttfts):
+        raise SystemExit("the toolkit's requests file holds no header write time")
+    figures = {
         "planned_per_s": planned_rate(args, seed),
         "sent_per_s": _rate(sorted(r.sent_s or 0.0 for r in records)),
-        "ttft_ms": ttft_from_headers_ms(records),
+        "ttft_ms": _median_of(ttfts),
         "ttft_from_send_ms": m.ttft_p50_ms,
         "tokens_per_s": m.output_tokens_per_s,
         "output_tokens": m.output_tokens,
         "cpu_per_request_s": cpu / (args.requests + 1),
         "completed": m.requests_completed,
     }
+    return Round(figures, ttfts)
 
 
-def ttft_from_headers_ms(records: list[serving.Record]) -> float:
-    """Median time to first token of the completed measured requests, counted from the first
-    header write as guidellm counts it (its ``request_start`` is httpx's trace of that write),
-    not from the send as the toolkit's own figures are: the same start on both sides."""
-    found = [
-        (r.first_token_s - r.headers_s) * 1000
-        for r in records
-        if r.ok and r.phase == MEASURED and r.first_token_s is not None and r.headers_s is not None
-    ]
-    if not found:
-        raise SystemExit("the toolkit's requests file holds no header write time")
-    return float(statistics.median(found))
+def ttft_from_headers_ms(record: serving.Record) -> float | None:
+    """A completed request's time to first token counted from the first header write as
+    guidellm counts it (its ``request_start`` is httpx's trace of that write), not from the
+    send as the toolkit's own figures are: the same start on both sides. None when it has
+    none (failed, or no text came)."""
+    if not record.ok or record.first_token_s is None or record.headers_s is None:
+        return None
+    return (record.first_token_s - record.headers_s) * 1000
+
+
+def _median_of(ttfts: list[float | None]) -> float:
+    return float(statistics.median(t for t in ttfts if t is not None))
 
 
 def _guidellm_command(
@@ -254,9 +284,11 @@ def _guidellm_run(
 
 def guidellm_round(
     args: argparse.Namespace, server: serving.LocalServer, out: Path, seed: int
-) -> Figures:
+) -> Round:
     """One guidellm run whose send plan is the declared one (a run that lost guidellm's start
-    race is discarded and repeated): the same figures from its JSON report."""
+    race is discarded and repeated): the same figures from its JSON report, and each planned
+    request's TTFT in plan order (its ``first_token_iteration - request_start``, as its own
+    ``time_to_first_token_ms``)."""
     for attempt in range(1, GUIDELLM_TRIES + 1):
         try:
             run = _guidellm_run(args, server, out / f"try-{attempt}", seed)
@@ -271,7 +303,7 @@ def guidellm_round(
     metrics, done = benchmark["metrics"], benchmark["requests"]["successful"]
     window = max(r["request_end_time"] for r in done) - min(r["request_start_time"] for r in done)
     tokens = sum(r["output_tokens"] for r in done)
-    return {
+    figures = {
         "planned_per_s": planned_rate(args, seed),
         "sent_per_s": _rate(sorted(r["request_start_time"] for r in done)),
         "ttft_ms": metrics["time_to_first_token_ms"]["successful"]["median"],
@@ -282,6 +314,27 @@ def guidellm_round(
         "cpu_per_request_s": run["cpu_s"] / args.requests,
         "completed": len(done),
     }
+    return Round(figures, guidellm_ttfts(benchmark))
+
+
+def guidellm_ttfts(benchmark: dict[str, Any]) -> list[float | None]:
+    """Each planned request's TTFT in ms, in the order of its planned send (None: it failed or
+    brought no token), from guidellm's per-request timings."""
+    requests = sorted(
+        (
+            (r["info"]["timings"]["targeted_start"], kind == "successful", r["info"]["timings"])
+            for kind in ("successful", "errored", "incomplete")
+            for r in benchmark["requests"][kind]
+            if r["info"]["timings"].get("targeted_start") is not None
+        ),
+        key=lambda found: found[0],
+    )
+    return [
+        (t["first_token_iteration"] - t["request_start"]) * 1000
+        if ok and t.get("first_token_iteration") and t.get("request_start")
+        else None
+        for _, ok, t in requests
+    ]
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -322,11 +375,19 @@ def main(argv: list[str] | None = None) -> int:
         print("guidellm not found: install it in a venv of its own and pass --guidellm PATH")
         return EXIT_USAGE
     os.environ["HF_HUB_OFFLINE"] = "1"
-    runs: dict[str, list[Figures]] = {"toolkit": [], "guidellm": []}
+    runs: dict[str, list[Round]] = {"toolkit": [], "guidellm": []}
     with tempfile.TemporaryDirectory() as folder, common.OthersOfTree() as others:
         work = args.keep or Path(folder)
         work.mkdir(parents=True, exist_ok=True)
+        cores = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, server_cores(cores))  # the server's threads inherit it
         with serving.LocalServer(MODEL, work / "serve.log") as server:
+            os.sched_setaffinity(0, cores)
+            os.nice(CLIENT_NICENESS)  # this process, its client and guidellm's: after the server
+            print(
+                f"server on CPU {sorted(server_cores(cores))}; clients on CPU {sorted(cores)} at "
+                f"niceness {CLIENT_NICENESS}"
+            )
             _warm(args, server, work / "warm-up")
             for number in range(args.rounds):
                 order = ["toolkit", "guidellm"] if number % 2 == 0 else ["guidellm", "toolkit"]
@@ -340,34 +401,116 @@ def main(argv: list[str] | None = None) -> int:
                     runs[who].append(found)
                     print(
                         f"round {number + 1} {who}: "
-                        + ", ".join(f"{key} {value:.4g}" for key, value in found.items())
+                        + ", ".join(f"{key} {value:.4g}" for key, value in found.figures.items())
                     )
             others.stop()  # before the server stops: its seconds leave the process tree
     print(f"load: {others.text()} during the run ({common.MACHINE_CORES} cores)")
     return _verdicts(args, runs)
 
 
-def _median(found: list[Figures], figure: str) -> float:
-    return float(statistics.median(r[figure] for r in found))
+def server_cores(cores: set[int]) -> set[int]:
+    """The server's cores: the first half (all of one). The clients keep every core but run
+    at a lower priority, so that a client's own work (guidellm's processes take ten times the
+    toolkit's CPU per request) does not slow the server it measures; pinned to the other
+    half instead, guidellm's single worker loses its start race every time (seen on 2 cores)."""
+    ordered = sorted(cores)
+    return set(ordered[: max(1, len(ordered) // 2)])
 
 
-def _verdicts(args: argparse.Namespace, runs: dict[str, list[Figures]]) -> int:
+def _median(found: list[Round], figure: str) -> float:
+    return float(statistics.median(r.figures[figure] for r in found))
+
+
+def ttft_pairs(runs: dict[str, list[Round]]) -> list[tuple[float, float]]:
+    """(toolkit, guidellm) TTFT of each request both completed, over every round: the same
+    prompt planned at the same time after each client's start."""
+    pairs = []
+    for ours, theirs in zip(runs["toolkit"], runs["guidellm"], strict=True):
+        if len(ours.ttfts) != len(theirs.ttfts):
+            raise SystemExit(
+                f"the clients planned {len(ours.ttfts)} and {len(theirs.ttfts)} requests in a "
+                "round: not the same load"
+            )
+        pairs += [
+            (a, b)
+            for a, b in zip(ours.ttfts, theirs.ttfts, strict=True)
+            if a is not None and b is not None
+        ]
+    return pairs
+
+
+def median_ratio_interval(
+    pairs: list[tuple[float, float]], resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float, float]:
+    """The ratio of the two medians over ``pairs`` and its 95 % bootstrap interval (pairs
+    resampled whole, so a request slow on both sides stays one observation)."""
+
+    def ratio(sample: list[tuple[float, float]]) -> float:
+        return statistics.median(a for a, _ in sample) / statistics.median(b for _, b in sample)
+
+    draw = random.Random(0)
+    found = sorted(ratio(draw.choices(pairs, k=len(pairs))) for _ in range(resamples))
+    low, high = found[int(0.025 * resamples)], found[int(0.975 * resamples) - 1]
+    return ratio(pairs), low, high
+
+
+def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
+    """TTFT judged on every compared request at once: the ratio of the pooled medians, met
+    only when its 95 % interval lies inside the band (one request's TTFT on this server
+    moves by tens of percent, so a ratio inside the band by chance is not a verdict)."""
+    pairs = ttft_pairs(runs)
+    ratio, low, high = median_ratio_interval(pairs)
+    ours = sorted(a for a, _ in pairs)
+    theirs = sorted(b for _, b in pairs)
+    for who, found in (("toolkit", ours), ("guidellm", theirs)):
+        q1, q2, q3 = statistics.quantiles(found, n=4)
+        print(
+            f"TTFT per request, {who}: median {q2:.2f} ms, quartiles {q1:.2f}-{q3:.2f} ms "
+            f"({len(found)} requests)"
+        )
+    by_round = ", ".join(
+        f"{_median_of(t.ttfts) / _median_of(g.ttfts):.3f}"
+        for t, g in zip(runs["toolkit"], runs["guidellm"], strict=True)
+    )
+    difference = statistics.median(a - b for a, b in pairs)
+    print(
+        f"TTFT ratio by round: {by_round}; toolkit - guidellm per request: median "
+        f"{difference:+.2f} ms"
+    )
+    inside, outside = BAND[0] <= low and high <= BAND[1], high < BAND[0] or low > BAND[1]
+    outcome = (
+        "met"
+        if inside
+        else "missed"
+        if outside
+        else "not resolved: the interval crosses the band, more requests (--requests, --rounds) "
+        "narrow it"
+    )
+    print(
+        f"ttft_ms: ratio of the medians over {len(pairs)} paired requests {ratio:.3f}, 95 % "
+        f"interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
+    )
+    return inside
+
+
+def _verdicts(args: argparse.Namespace, runs: dict[str, list[Round]]) -> int:
     for kind in ("planned", "sent"):
         ours, theirs = (_median(runs[who], f"{kind}_per_s") for who in ("toolkit", "guidellm"))
         print(
             f"request rate {'achieved' if kind == 'sent' else kind} (median over rounds): "
             f"toolkit {ours:.3f}/s, guidellm {theirs:.3f}/s; declared {args.rate:g}/s"
         )
-    met = []
-    for figure in ("ttft_ms", "tokens_per_s"):
-        ours, theirs = _median(runs["toolkit"], figure), _median(runs["guidellm"], figure)
-        ratio = ours / theirs
-        ok = BAND[0] <= ratio <= BAND[1]
-        met.append(ok)
-        print(
-            f"{figure}: toolkit {ours:.4g}, guidellm {theirs:.4g}; ratio {ratio:.3f} "
-            f"(target {BAND[0]}-{BAND[1]}): {'met' if ok else 'missed'}"
-        )
+    met = [ttft_verdict(runs)]
+    ours, theirs = (
+        _median(runs["toolkit"], "tokens_per_s"),
+        _median(runs["guidellm"], "tokens_per_s"),
+    )
+    ratio = ours / theirs
+    met.append(BAND[0] <= ratio <= BAND[1])
+    print(
+        f"tokens_per_s (median over rounds): toolkit {ours:.4g}, guidellm {theirs:.4g}; ratio "
+        f"{ratio:.3f} (target {BAND[0]}-{BAND[1]}): {'met' if met[-1] else 'missed'}"
+    )
     from_send = _median(runs["toolkit"], "ttft_from_send_ms")
     print(
         f"toolkit TTFT from the send (its Attempts' definition): {from_send:.4g} ms, "

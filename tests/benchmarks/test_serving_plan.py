@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support.benchmarks import import_benchmark
-from toolkit.serving.records import MEASURED, WARMUP, Record
+from toolkit.serving.records import MEASURED, Record
 
 START = 1_796_507_467.0  # guidellm's scheduler start, a Unix time
 RATE, SEED, REQUESTS = 2.0, 0, 20
@@ -111,30 +111,97 @@ def test_the_toolkit_is_compared_from_its_second_send(
     assert len(requests.read_text(encoding="utf-8").splitlines()) == 4  # the original stays
 
 
+def _done(index: int, phase: str, headers: float | None, first: float | None) -> Record:
+    return Record(
+        index=index,
+        phase=phase,
+        prompt_id=f"p{index}",
+        scheduled_s=0.0,
+        sent_s=0.0,
+        headers_s=headers,
+        first_token_s=first,
+        token_s=[] if first is None else [first],
+        end_s=0.05,
+        ok=True,
+    )
+
+
 def test_ttft_against_guidellm_starts_at_the_first_header_write(
     serving_bench: ModuleType,
 ) -> None:
-    def done(index: int, phase: str, headers: float | None, first: float) -> Record:
-        return Record(
-            index=index,
-            phase=phase,
-            prompt_id=f"p{index}",
-            scheduled_s=0.0,
-            sent_s=0.0,
-            headers_s=headers,
-            first_token_s=first,
-            token_s=[first],
-            end_s=first + 0.01,
-            ok=True,
-        )
+    # 18 ms after its headers went out, 20 from the send
+    assert serving_bench.ttft_from_headers_ms(_done(0, MEASURED, 0.002, 0.020)) == pytest.approx(
+        18.0
+    )
+    assert serving_bench.ttft_from_headers_ms(_done(1, MEASURED, None, 0.02)) is None
+    assert serving_bench.ttft_from_headers_ms(_done(2, MEASURED, 0.002, None)) is None
 
-    records = [
-        done(0, MEASURED, 0.002, 0.020),  # 18 ms after its headers went out (20 from the send)
-        done(1, MEASURED, 0.003, 0.013),  # 10 ms
-        done(2, MEASURED, 0.001, 0.031),  # 30 ms
-        done(3, WARMUP, 0.0, 9.0),  # a warm-up request is not measured
-        done(4, MEASURED, None, 9.0),  # no header write recorded: left out
-    ]
-    assert serving_bench.ttft_from_headers_ms(records) == pytest.approx(18.0)
-    with pytest.raises(SystemExit, match="no header write time"):
-        serving_bench.ttft_from_headers_ms(records[3:])
+
+def _guidellm_request(planned: float, start: float, first: float | None) -> dict[str, Any]:
+    timings = {"targeted_start": planned, "request_start": start, "first_token_iteration": first}
+    return {"info": {"timings": timings}}
+
+
+def test_guidellm_ttfts_follow_its_plan_not_its_report_order(serving_bench: ModuleType) -> None:
+    """The report lists requests by completion and by outcome; the pairs need plan order, a
+    failed request holding its place as None."""
+    benchmark = {
+        "requests": {
+            "successful": [
+                _guidellm_request(START + 2.0, START + 2.001, START + 2.031),  # 30 ms
+                _guidellm_request(START + 0.5, START + 0.501, START + 0.521),  # 20 ms
+            ],
+            "errored": [_guidellm_request(START + 1.0, START + 1.001, None)],
+            "incomplete": [],
+        }
+    }
+    found = serving_bench.guidellm_ttfts(benchmark)
+    assert found[0] == pytest.approx(20.0) and found[1] is None
+    assert found[2] == pytest.approx(30.0)
+
+
+def _rounds(
+    serving_bench: ModuleType, ours: list[float | None], theirs: list[float | None]
+) -> dict:
+    return {
+        "toolkit": [serving_bench.Round({}, ours)],
+        "guidellm": [serving_bench.Round({}, theirs)],
+    }
+
+
+def test_requests_are_paired_only_where_both_clients_have_a_ttft(
+    serving_bench: ModuleType,
+) -> None:
+    runs = _rounds(serving_bench, [10.0, None, 12.0], [11.0, 9.0, None])
+    assert serving_bench.ttft_pairs(runs) == [(10.0, 11.0)]
+    with pytest.raises(SystemExit, match="not the same load"):
+        serving_bench.ttft_pairs(_rounds(serving_bench, [10.0], [11.0, 9.0]))
+
+
+def _jittered(count: int, scale: float, seed: int) -> list[float]:
+    """TTFTs of ``count`` requests spread as this server's are (tens of percent)."""
+    draw = random.Random(seed)
+    return [scale * draw.uniform(15.0, 45.0) for _ in range(count)]
+
+
+def test_the_ttft_verdict_needs_its_interval_inside_the_band(serving_bench: ModuleType) -> None:
+    """Alike clients over many requests: met. One 20 % later: missed. Few requests: the
+    interval is wider than the band, so no verdict either way, whatever the point ratio."""
+    many = 4000
+    alike = _rounds(serving_bench, _jittered(many, 1.0, 1), _jittered(many, 1.0, 2))
+    ratio, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(alike))
+    assert low <= ratio <= high and 0.95 < low and high < 1.05
+    assert serving_bench.ttft_verdict(alike) is True
+    later = _rounds(serving_bench, _jittered(many, 1.2, 1), _jittered(many, 1.0, 2))
+    assert serving_bench.median_ratio_interval(serving_bench.ttft_pairs(later))[1] > 1.05
+    assert serving_bench.ttft_verdict(later) is False
+    few = _rounds(serving_bench, _jittered(20, 1.0, 3), _jittered(20, 1.0, 4))
+    _, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(few))
+    assert low < 0.95 or high > 1.05
+    assert serving_bench.ttft_verdict(few) is False
+
+
+def test_the_server_gets_its_own_cores(serving_bench: ModuleType) -> None:
+    assert serving_bench.server_cores({0, 1}) == {0}
+    assert serving_bench.server_cores({2, 3, 4, 5}) == {2, 3}
+    assert serving_bench.server_cores({7}) == {7}

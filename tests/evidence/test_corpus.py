@@ -295,3 +295,38 @@ def test_an_unfinished_attempt_gets_no_metric() -> None:
     )
     assert (result.verdict, result.metric, result.ids.observed) == ("not evaluated", None, 2)
     assert result.metric_reason == "attempt did not finish: a metric needs the whole corpus"
+
+
+def _lines(path: Path, ids: list[str]) -> None:
+    path.write_text(
+        "".join(json.dumps({"id": i, "text": f"text {i}"}) + "\n" for i in ids), encoding="utf-8"
+    )
+
+
+def test_read_once_parses_an_unchanged_file_once_and_a_changed_one_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "corpus.jsonl"
+    _lines(path, ["a", "b"])
+    parsed: list[Path] = []
+    real = corpus._read_corpus
+    monkeypatch.setattr(corpus, "_read_corpus", lambda p: parsed.append(p) or real(p))
+    with corpus.read_once():
+        first = corpus.read_corpus(path)
+        first.pop()  # a caller's list is its own
+        again = corpus.read_corpus(tmp_path / "." / "corpus.jsonl")  # the same file
+        assert [i.id for i in again] == ["a", "b"] and len(parsed) == 1
+        _lines(path, ["a", "b", "c"])  # changed: read again
+        assert [i.id for i in corpus.read_corpus(path)] == ["a", "b", "c"]
+        assert len(parsed) == 2
+        with corpus.read_once():  # nested: the outer memo serves
+            corpus.read_corpus(path)
+        assert len(parsed) == 2
+    corpus.read_corpus(path)  # outside: read every time
+    corpus.read_corpus(path)
+    assert len(parsed) == 4
+
+
+def test_read_once_still_names_a_missing_corpus(tmp_path: Path) -> None:
+    with corpus.read_once(), pytest.raises(CorpusError, match="cannot read the corpus"):
+        corpus.read_corpus(tmp_path / "gone.jsonl")

@@ -256,25 +256,24 @@ def test_decision_edits_and_input_sheets_survive_a_second_report(
     ]
 
 
-def test_checks_in_a_helper_process_find_what_checks_here_find(
-    runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A large campaign checks its chain beside the refresh: same findings, same archive."""
-    from toolkit.plumbing import helper
-    from toolkit.report import checks
-
+def _tampered(workbook: Path) -> None:
+    """A predictions file changed after its hash was recorded, and a measured cell edited."""
     preds = workbook.parent / "preds"
     preds.mkdir()
     (preds / "r1.jsonl").write_bytes(b"kept\n")
     with editing.change(workbook, refresh_derived=False) as edit:
-        data = edit.data
-        rows = data.tables["Attempts"]
+        rows = edit.data.tables["Attempts"]
         rows[0].update(
             predictions_path="preds/r1.jsonl",
             predictions_sha256=hashlib.sha256(b"changed\n").hexdigest(),
         )
         rows[3]["measured_s"] = 99.0
-    texts = []
+
+
+def _counting_helpers(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The helper processes started from now on (their command lines)."""
+    from toolkit.plumbing import helper
+
     started: list[object] = []
     real_popen = helper.subprocess.Popen
 
@@ -283,8 +282,20 @@ def test_checks_in_a_helper_process_find_what_checks_here_find(
         return real_popen(*args, **kwargs)
 
     monkeypatch.setattr(helper.subprocess, "Popen", counting_popen)
+    return started
+
+
+def test_checks_in_a_helper_process_find_what_checks_here_find(
+    runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large campaign checks its chain beside the refresh: same findings, same archive."""
+    from toolkit.evidence import integrity
+
+    _tampered(workbook)
+    texts = []
+    started = _counting_helpers(monkeypatch)
     for threshold in (10**9, 0):  # checked here, then in a helper process
-        monkeypatch.setattr(checks, "HELPER_MIN_ATTEMPTS", threshold)
+        monkeypatch.setattr(integrity, "HELPER_MIN_ATTEMPTS", threshold)
         result = runner.invoke(cli, ["report", str(workbook), "--no-png"])
         assert result.exit_code == 0, result.output
         text = (workbook.with_name("campaign_report") / "report.md").read_text(encoding="utf-8")
@@ -296,3 +307,23 @@ def test_checks_in_a_helper_process_find_what_checks_here_find(
     assert texts[0] == texts[1]
     assert "preds/r1.jsonl no longer matches its SHA-256" in texts[0]
     assert "| DIFFERS |" in texts[0] and "| chain |" in texts[0]
+
+
+def test_validate_checks_the_chain_beside_the_schemas_alike(
+    runner: CliRunner, workbook: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`iteralab validate` on a large campaign checks the chain and journal in a helper
+    process while it checks the schemas: the same findings as checked here, in order."""
+    from toolkit.evidence import integrity
+
+    _tampered(workbook)
+    outputs = []
+    started = _counting_helpers(monkeypatch)
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(integrity, "HELPER_MIN_ATTEMPTS", threshold)
+        result = runner.invoke(cli, ["validate", str(workbook)])
+        assert result.exit_code == 1, result.output
+        outputs.append(result.stdout)
+    assert len(started) == 1  # the second validation only
+    assert outputs[0] == outputs[1]
+    assert "preds/r1.jsonl" in outputs[0] and "chain" in outputs[0]

@@ -21,11 +21,13 @@ against the corpus and the protocol is :mod:`toolkit.runner.tasks.evaluation`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,27 @@ def _check_line_sizes(raw: bytes, path: Path) -> None:
         start, number = end + 1, number + 1
 
 
+#: The corpora read within :func:`read_once`, by file identity; None outside it.
+_READ: contextvars.ContextVar[dict[tuple[Any, ...], list[Item]] | None] = contextvars.ContextVar(
+    "corpora_read", default=None
+)
+
+
+@contextlib.contextmanager
+def read_once() -> Iterator[None]:
+    """Within it, a corpus file read again unchanged (the same file, size and modification
+    time) is not parsed again: validation reads the Protocol's corpus for six checks. The
+    runner never reads inside it (its corpus load is a timed phase)."""
+    if _READ.get() is not None:  # an outer one holds them already
+        yield
+        return
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def read_corpus(path: str | Path) -> list[Item]:
     """Read and check a JSONL or CSV corpus; return its items in file order.
 
@@ -98,7 +121,20 @@ def read_corpus(path: str | Path) -> list[Item]:
     documented limits, undecodable bytes, a malformed line, a missing, empty or
     duplicate id, an empty text, or labels given on some lines only.
     """
-    path = Path(path)
+    read = _READ.get()
+    if read is None:
+        return _read_corpus(Path(path))
+    try:
+        status = Path(path).stat()
+    except OSError:
+        return _read_corpus(Path(path))  # raises the error that names the file
+    key = (str(Path(path).resolve()), status.st_ino, status.st_size, status.st_mtime_ns)
+    if key not in read:
+        read[key] = _read_corpus(Path(path))
+    return list(read[key])
+
+
+def _read_corpus(path: Path) -> list[Item]:
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".ndjson", ".csv"):
         raise CorpusError(

@@ -2,8 +2,9 @@
 
 The attempt chain against the journal (:mod:`toolkit.evidence.chain`), every
 row's predictions file hashed once (:mod:`toolkit.evidence.predictions`), and
-the logged actions (:mod:`toolkit.evidence.audit`). ``iteralab validate`` runs
-this, and ``iteralab report`` in a helper process (toolkit.report.checks).
+the logged actions (:mod:`toolkit.evidence.audit`). The chain and journal checks
+(:class:`RecordChecks`) run in a helper process on a large campaign, beside the
+schemas and the refresh of ``iteralab validate`` and ``iteralab report``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,15 @@ from toolkit.evidence.chain import (
 from toolkit.evidence.predictions import (
     PredictionsCheck,
     predictions_checks,
-    predictions_files,
     predictions_findings,
 )
 from toolkit.findings import Finding
 from toolkit.plumbing.digests import Digests
+from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
+
+#: Below this many attempts a helper process costs more than it saves.
+HELPER_MIN_ATTEMPTS = 1000
 
 
 @dataclass
@@ -45,26 +49,38 @@ class Integrity:
     predictions: list[PredictionsCheck]
 
 
-def integrity_checks(
-    data: WorkbookData, workbook: Path | None, digests: Digests | None = None
-) -> Integrity:
-    """The attempt chain against the journal beside ``workbook``, the logged actions
-    (exclusions, amendments), and every row's predictions file checked (one hashing).
+class RecordChecks:
+    """:func:`record_checks` of ``data`` as it is now (as read from ``workbook``): in a
+    helper process (:mod:`toolkit.plumbing.helper`) when there are enough attempts, so that
+    the caller checks the schemas or refreshes meanwhile on another core; here and at once
+    otherwise. A helper that fails has them checked here (the refresh rewrites only computed
+    sheets: same function, same findings). Use as a context manager: leaving it early stops
+    the helper."""
 
-    ``digests`` is a pool already hashing the predictions files (one starts here when
-    None); the chain is checked while it hashes. Without ``workbook`` only the rows
-    themselves are checked. ``iteralab validate`` runs this; ``iteralab report`` runs
-    :func:`record_checks` in a helper process and :func:`files_checks` itself
-    (toolkit.report.checks).
-    """
-    with contextlib.ExitStack() as stack:
-        if workbook is not None and digests is None:
-            digests = stack.enter_context(Digests(predictions_files(data, workbook.parent)))
-        found = record_checks(data, workbook)
-        if workbook is None or digests is None:
-            return Integrity(found, [])
-        files = files_checks(data, workbook, digests)
-    return Integrity(found + files.findings, files.predictions)
+    def __init__(self, data: WorkbookData, workbook: Path | None) -> None:
+        self._data, self._workbook = data, workbook
+        self._found: list[Finding] | None = None
+        self._helper: Helper | None = None
+        if workbook is not None and len(data.tables[SHEET]) >= HELPER_MIN_ATTEMPTS:
+            self._helper = Helper("toolkit.evidence.integrity:record_checks", data, workbook)
+        else:
+            self._found = record_checks(data, workbook)
+
+    def result(self) -> list[Finding]:
+        """The findings, waiting for the helper if one runs."""
+        if self._found is None and self._helper is not None:
+            with contextlib.suppress(HelperFailed):
+                self._found = self._helper.result()
+        if self._found is None:
+            self._found = record_checks(self._data, self._workbook)
+        return self._found
+
+    def __enter__(self) -> RecordChecks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._helper is not None:
+            self._helper.close()
 
 
 def record_checks(

@@ -46,7 +46,10 @@ SHEET_ORDER = {s.name: i for i, s in enumerate(layout.SHEETS)}
 
 
 def validate(
-    data: WorkbookData, path: str | Path | None = None, digests: Digests | None = None
+    data: WorkbookData,
+    path: str | Path | None = None,
+    digests: Digests | None = None,
+    records: integrity.RecordChecks | None = None,
 ) -> list[Finding]:
     """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock,
     the attempt chain.
@@ -54,13 +57,17 @@ def validate(
     With ``path``, predictions files are checked (relative to its folder) and
     the journal ``NAME.journal.jsonl`` beside it, if any, names edited cells
     and attempts missing from the sheet. ``digests`` may be hashing them already
-    (:func:`toolkit.evidence.predictions.early_digests`).
+    (:func:`toolkit.evidence.predictions.early_digests`), and ``records`` checking the
+    chain and journal already; both run beside the schemas on a large campaign.
     """
     where = None if path is None else Path(path)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(corpus.read_once())  # several checks read the Protocol's corpus
         if digests is None:  # many files hash in a helper process while the sheets are checked
             files = [] if where is None else predictions.predictions_files(data, where.parent)
             digests = stack.enter_context(Digests(files))
+        if records is None:  # the chain and journal too, on a large campaign
+            records = stack.enter_context(integrity.RecordChecks(data, where))
         findings = sheet_findings(data)
         if where is not None:
             findings += (
@@ -69,8 +76,9 @@ def validate(
                 + tuning.tuning_findings(data, where)
                 + subgroups.field_findings(data, where)
                 + unfinished.findings(where, data)
+                + integrity.files_checks(data, where, digests).findings
             )
-        findings += integrity.integrity_checks(data, where, digests).findings
+        findings += records.result()
     return sorted_findings(findings)
 
 

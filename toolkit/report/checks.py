@@ -7,27 +7,20 @@ refresh and the save, and on a large campaign they are seconds of work; so the
 predictions files are hashed from the moment the command starts
 (:func:`toolkit.evidence.predictions.early_digests`), the chain and journal are
 checked in a helper process (:mod:`toolkit.plumbing.helper`) while this one
-refreshes and saves, and the schemas run here. A small campaign, or a helper
-that fails, has them checked here, one after the other: same functions, same
-findings.
+refreshes and saves (:class:`toolkit.evidence.integrity.RecordChecks`), and the
+schemas run here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 from toolkit.evidence import integrity
 from toolkit.evidence.validate import sheet_findings, sorted_findings
-from toolkit.findings import Finding
 from toolkit.planner.identity import gpu_findings
 from toolkit.plumbing.digests import Digests
-from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
-
-#: Below this many attempts a helper process costs more than it saves.
-HELPER_MIN_ATTEMPTS = 1000
 
 
 class ChecksBeside:
@@ -44,12 +37,7 @@ class ChecksBeside:
         self, data: WorkbookData, workbook: Path, sheets: Sequence[str], digests: Digests
     ) -> None:
         self._data, self._workbook, self._digests = data, workbook, digests
-        self._helper: Helper | None = None
-        self._records: list[Finding] | None = None
-        if len(data.tables["Attempts"]) >= HELPER_MIN_ATTEMPTS:
-            self._helper = Helper("toolkit.evidence.integrity:record_checks", data, workbook)
-        else:
-            self._records = integrity.record_checks(data, workbook)
+        self._records = integrity.RecordChecks(data, workbook)
         # Before the caller refreshes the data: these are the sheets as read.
         self._sheet_findings = sheet_findings(data, sheets) + gpu_findings(data)
 
@@ -58,25 +46,13 @@ class ChecksBeside:
         # The refresh rewrote only the computed sheets: Attempts, Audit and the files
         # are as read, whichever process checks them.
         files = integrity.files_checks(self._data, self._workbook, self._digests)
-        if self._records is None and self._helper is not None:
-            try:
-                self._records = self._helper.result()
-            except HelperFailed:
-                self._records = integrity.record_checks(self._data, self._workbook)
-        assert self._records is not None
         return integrity.Integrity(
-            sorted_findings(self._sheet_findings + self._records + files.findings),
+            sorted_findings(self._sheet_findings + self._records.result() + files.findings),
             files.predictions,
         )
 
     def __enter__(self) -> ChecksBeside:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        if self._helper is not None:
-            self._helper.close()
+    def __exit__(self, *exc: object) -> None:
+        self._records.__exit__(*exc)

@@ -2,7 +2,9 @@
 the typed-over computed cells and the model paths, sorted; the note on Attempts rows that
 record no layout; the protocol's warnings.
 
-The predictions files are hashed beside the read (:func:`toolkit.evidence.predictions.early_digests`).
+The predictions files are hashed beside the read (:func:`toolkit.evidence.predictions.early_digests`),
+and on a large campaign the attempt chain and journal are checked beside the rest
+(:class:`toolkit.evidence.integrity.RecordChecks`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.evidence.corpus import read_once
+from toolkit.evidence.integrity import RecordChecks
 from toolkit.evidence.measured_cells import inferred_note
 from toolkit.evidence.predictions import early_digests
 from toolkit.evidence.validate import sorted_findings, validate
@@ -43,18 +47,19 @@ class Validation:
 
 def validate_workbook(workbook: Path) -> Validation:
     """Read ``workbook`` and check every sheet of it."""
-    with early_digests(workbook) as digests:  # hashing beside the read
+    with early_digests(workbook) as digests, read_once():  # hashing beside the read
         data = store.read(workbook)
-        findings = sorted_findings(
-            validate(data, workbook, digests)
-            + gpu_findings(data)
-            + typed_over_findings(data, workbook.parent)
-            + model_path_findings(data, workbook.parent)
+        with RecordChecks(data, workbook) as records:  # the chain beside what follows
+            findings = sorted_findings(
+                gpu_findings(data)
+                + typed_over_findings(data, workbook.parent)
+                + model_path_findings(data, workbook.parent)
+                + validate(data, workbook, digests, records)
+            )
+        return Validation(
+            data=data,
+            findings=findings,
+            inferred=inferred_note(data),
+            warnings=protocol_warnings(data, workbook),
+            notes=protocol_notes(data, workbook),
         )
-    return Validation(
-        data=data,
-        findings=findings,
-        inferred=inferred_note(data),
-        warnings=protocol_warnings(data, workbook),
-        notes=protocol_notes(data, workbook),
-    )
