@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from toolkit.errors import ToolkitError
 from toolkit.evidence import journal
 from toolkit.findings import Finding
@@ -79,6 +77,8 @@ def gone_run_starts(workbook: Path) -> Iterator[list[dict[str, Any]]]:
     if not starts:
         yield []
         return
+    import filelock  # only where starts are left: validate of a whole campaign needs none
+
     lock = filelock.FileLock(str(lock_path(workbook)), timeout=0)
     try:
         lock.acquire()
@@ -99,6 +99,8 @@ def run_alive(workbook: Path) -> bool | None:
     path = lock_path(workbook)
     if not path.exists():
         return False
+    import filelock
+
     lock = filelock.FileLock(str(path), timeout=0)
     try:
         lock.acquire()

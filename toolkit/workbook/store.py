@@ -20,9 +20,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import filelock
-from xlsxwriter.exceptions import FileCreateError
-
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
@@ -35,7 +32,6 @@ from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.links import cell_links
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.protection import passworded_sheets
-from toolkit.workbook.render import cell_image, render
 from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
 from toolkit.workbook.typed import as_typed
 
@@ -601,6 +597,8 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
     otherwise. Anything a save would refuse (``data.unkept``) counts as a
     change, so that the save is tried and refuses.
     """
+    from toolkit.workbook.render import cell_image  # xlsxwriter: only commands that save
+
     if (
         data.unkept
         or read.unkept
@@ -626,6 +624,8 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
 
 
 def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> bool:
+    from toolkit.workbook.render import cell_image  # xlsxwriter: only commands that save
+
     old, new = read.tables.get(sheet.name, []), data.tables.get(sheet.name, [])
     if len(old) != len(new) or read.row_numbers.get(sheet.name, []) != list(range(2, 2 + len(old))):
         return False
@@ -673,6 +673,9 @@ def save(data: WorkbookData, path: str | Path) -> None:
     check_keepable(data, path)
     _refuse_read_only(path)
     backup = backup_path(path)
+    from xlsxwriter.exceptions import FileCreateError  # only a save needs xlsxwriter
+
+    from toolkit.workbook.render import render
 
     def keep_backup() -> None:
         if path.exists():
@@ -696,6 +699,10 @@ def create(data: WorkbookData, path: str | Path) -> Path:
 
     Raises FileExistsError when ``path`` exists, WorkbookError when writing fails.
     """
+    from xlsxwriter.exceptions import FileCreateError  # only a save needs xlsxwriter
+
+    from toolkit.workbook.render import render
+
     path = Path(path)
     try:
         return publish(
@@ -775,6 +782,8 @@ def writer_lock(path: str | Path) -> Iterator[None]:
             f"{path}: open in Excel or LibreOffice (found {busy[0].name})",
             hint="save and close it there, then run the command again",
         )
+    import filelock  # only a command that writes takes the lock
+
     lock = filelock.FileLock(str(beside.workbook_lock(path)), timeout=LOCK_TIMEOUT_S)
     try:
         lock.acquire()
