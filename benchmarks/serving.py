@@ -31,12 +31,13 @@ From each client's per-request timings:
   httpx trace hook; the toolkit records the same write as ``headers_s``), per request. On
   this server one request's TTFT moves by tens of percent from one request to the next, so
   the verdict pools every round: the ratio of the two medians over all requests both
-  clients completed, with a 95 % bootstrap interval (pairs resampled whole: the same prompt
-  planned at the same time). Met only when the interval lies inside the band, missed when it
-  lies outside, otherwise not resolved (more requests narrow it). The per-round ratios and
-  the median paired difference are printed beside it, and the toolkit's own figure from the
-  send (what its Attempts rows hold, and what ``vllm bench serve`` counts: building the
-  request and finding a connection included);
+  clients completed, with a 95 % bootstrap interval over the rounds (whole rounds
+  resampled: the server's speed drifts between one client's run and the other's). Met only
+  when the interval lies inside the band, missed when it lies outside, otherwise not
+  resolved (more rounds narrow it). The per-round ratios and the median paired difference
+  are printed beside it, and the toolkit's own figure from the send (what its Attempts rows
+  hold, and what ``vllm bench serve`` counts: building the request and finding a connection
+  included);
 - **output tokens/s**: output tokens of the completed requests (the server's usage count)
   over first send to last end (guidellm's own ``output_tokens_per_second``, a mean over a
   per-second series, is printed beside it);
@@ -53,7 +54,7 @@ in a throwaway one (`python -m venv /tmp/gl && /tmp/gl/bin/pip install torch==2.
 guidellm==0.8.1`) and name its executable with ``--guidellm``. Exit 2 without it.
 
     python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm
-    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 3 --requests 199 --rounds 6
+    python benchmarks/serving.py --guidellm /tmp/gl/bin/guidellm --rate 1 --requests 60 --rounds 4
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
 SECOND_SEND_FILE = "requests-from-second-send.jsonl"
 #: The clients' priority below the server's (they share its cores when they need more).
 CLIENT_NICENESS = 10
-#: Resamples of the paired requests for the TTFT ratio's interval.
+#: Resamples of the rounds for the TTFT ratio's interval.
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -344,10 +345,15 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default=shutil.which("guidellm"),
         help="guidellm's executable, from its own venv",
     )
-    parser.add_argument("--rate", type=float, default=2.0, help="requests per second")
-    parser.add_argument("--requests", type=int, default=20, help="requests per run")
+    parser.add_argument("--rate", type=float, default=3.0, help="requests per second")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=199,
+        help="requests per run (at most one less than the prompts file's 200 lines)",
+    )
     parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of both clients")
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of both clients")
     parser.add_argument(
         "--seed",
         type=int,
@@ -421,57 +427,59 @@ def _median(found: list[Round], figure: str) -> float:
     return float(statistics.median(r.figures[figure] for r in found))
 
 
-def ttft_pairs(runs: dict[str, list[Round]]) -> list[tuple[float, float]]:
-    """(toolkit, guidellm) TTFT of each request both completed, over every round: the same
-    prompt planned at the same time after each client's start."""
-    pairs = []
+def ttft_pairs(runs: dict[str, list[Round]]) -> list[list[tuple[float, float]]]:
+    """Per round, (toolkit, guidellm) TTFT of each request both completed: the same prompt
+    planned at the same time after each client's start."""
+    rounds = []
     for ours, theirs in zip(runs["toolkit"], runs["guidellm"], strict=True):
         if len(ours.ttfts) != len(theirs.ttfts):
             raise SystemExit(
                 f"the clients planned {len(ours.ttfts)} and {len(theirs.ttfts)} requests in a "
                 "round: not the same load"
             )
-        pairs += [
-            (a, b)
-            for a, b in zip(ours.ttfts, theirs.ttfts, strict=True)
-            if a is not None and b is not None
-        ]
-    return pairs
+        rounds.append(
+            [
+                (a, b)
+                for a, b in zip(ours.ttfts, theirs.ttfts, strict=True)
+                if a is not None and b is not None
+            ]
+        )
+    return rounds
+
+
+def _pooled_ratio(rounds: list[list[tuple[float, float]]]) -> float:
+    pairs = [pair for found in rounds for pair in found]
+    return statistics.median(a for a, _ in pairs) / statistics.median(b for _, b in pairs)
 
 
 def median_ratio_interval(
-    pairs: list[tuple[float, float]], resamples: int = BOOTSTRAP_RESAMPLES
+    rounds: list[list[tuple[float, float]]], resamples: int = BOOTSTRAP_RESAMPLES
 ) -> tuple[float, float, float]:
-    """The ratio of the two medians over ``pairs`` and its 95 % bootstrap interval (pairs
-    resampled whole, so a request slow on both sides stays one observation)."""
-
-    def ratio(sample: list[tuple[float, float]]) -> float:
-        return statistics.median(a for a, _ in sample) / statistics.median(b for _, b in sample)
-
+    """The ratio of the two medians over every round's pairs, and its 95 % bootstrap
+    interval. Whole rounds are resampled: within a round the two clients run a minute apart
+    on a server whose speed drifts between runs, so a round's requests are not independent
+    of one another; resampling single requests would hide that drift."""
     draw = random.Random(0)
-    found = sorted(ratio(draw.choices(pairs, k=len(pairs))) for _ in range(resamples))
+    found = sorted(_pooled_ratio(draw.choices(rounds, k=len(rounds))) for _ in range(resamples))
     low, high = found[int(0.025 * resamples)], found[int(0.975 * resamples) - 1]
-    return ratio(pairs), low, high
+    return _pooled_ratio(rounds), low, high
 
 
 def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
     """TTFT judged on every compared request at once: the ratio of the pooled medians, met
     only when its 95 % interval lies inside the band (one request's TTFT on this server
-    moves by tens of percent, so a ratio inside the band by chance is not a verdict)."""
-    pairs = ttft_pairs(runs)
-    ratio, low, high = median_ratio_interval(pairs)
-    ours = sorted(a for a, _ in pairs)
-    theirs = sorted(b for _, b in pairs)
-    for who, found in (("toolkit", ours), ("guidellm", theirs)):
-        q1, q2, q3 = statistics.quantiles(found, n=4)
+    moves by tens of percent, and a run's median by up to a fifth from the run before, so a
+    ratio inside the band by chance is not a verdict)."""
+    rounds = ttft_pairs(runs)
+    ratio, low, high = median_ratio_interval(rounds)
+    pairs = [pair for found in rounds for pair in found]
+    for who, side in (("toolkit", 0), ("guidellm", 1)):
+        q1, q2, q3 = statistics.quantiles((pair[side] for pair in pairs), n=4)
         print(
             f"TTFT per request, {who}: median {q2:.2f} ms, quartiles {q1:.2f}-{q3:.2f} ms "
-            f"({len(found)} requests)"
+            f"({len(pairs)} requests)"
         )
-    by_round = ", ".join(
-        f"{_median_of(t.ttfts) / _median_of(g.ttfts):.3f}"
-        for t, g in zip(runs["toolkit"], runs["guidellm"], strict=True)
-    )
+    by_round = ", ".join(f"{_pooled_ratio([found]):.3f}" for found in rounds)
     difference = statistics.median(a - b for a, b in pairs)
     print(
         f"TTFT ratio by round: {by_round}; toolkit - guidellm per request: median "
@@ -483,12 +491,11 @@ def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
         if inside
         else "missed"
         if outside
-        else "not resolved: the interval crosses the band, more requests (--requests, --rounds) "
-        "narrow it"
+        else "not resolved: the interval crosses the band, more rounds (--rounds) narrow it"
     )
     print(
-        f"ttft_ms: ratio of the medians over {len(pairs)} paired requests {ratio:.3f}, 95 % "
-        f"interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
+        f"ttft_ms: ratio of the medians over {len(pairs)} paired requests in {len(rounds)} "
+        f"rounds {ratio:.3f}, 95 % interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
     )
     return inside
 

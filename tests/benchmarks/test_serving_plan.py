@@ -161,44 +161,68 @@ def test_guidellm_ttfts_follow_its_plan_not_its_report_order(serving_bench: Modu
 
 
 def _rounds(
-    serving_bench: ModuleType, ours: list[float | None], theirs: list[float | None]
-) -> dict:
+    serving_bench: ModuleType, ours: list[list[float | None]], theirs: list[list[float | None]]
+) -> dict[str, list[Any]]:
     return {
-        "toolkit": [serving_bench.Round({}, ours)],
-        "guidellm": [serving_bench.Round({}, theirs)],
+        "toolkit": [serving_bench.Round({}, found) for found in ours],
+        "guidellm": [serving_bench.Round({}, found) for found in theirs],
     }
 
 
 def test_requests_are_paired_only_where_both_clients_have_a_ttft(
     serving_bench: ModuleType,
 ) -> None:
-    runs = _rounds(serving_bench, [10.0, None, 12.0], [11.0, 9.0, None])
-    assert serving_bench.ttft_pairs(runs) == [(10.0, 11.0)]
+    runs = _rounds(serving_bench, [[10.0, None, 12.0], [8.0]], [[11.0, 9.0, None], [7.0]])
+    assert serving_bench.ttft_pairs(runs) == [[(10.0, 11.0)], [(8.0, 7.0)]]
     with pytest.raises(SystemExit, match="not the same load"):
-        serving_bench.ttft_pairs(_rounds(serving_bench, [10.0], [11.0, 9.0]))
+        serving_bench.ttft_pairs(_rounds(serving_bench, [[10.0]], [[11.0, 9.0]]))
 
 
-def _jittered(count: int, scale: float, seed: int) -> list[float]:
+def _jittered(count: int, scale: float, seed: int) -> list[float | None]:
     """TTFTs of ``count`` requests spread as this server's are (tens of percent)."""
     draw = random.Random(seed)
     return [scale * draw.uniform(15.0, 45.0) for _ in range(count)]
 
 
+def _sweep(
+    serving_bench: ModuleType, rounds: int, count: int, ours: float, drift: float = 0.0
+) -> dict[str, list[Any]]:
+    """``rounds`` rounds of ``count`` requests, the toolkit ``ours`` times guidellm's; with
+    ``drift``, the server alternately that much faster and slower in the toolkit's runs."""
+    return _rounds(
+        serving_bench,
+        [_jittered(count, ours * (1 + drift * (-1) ** k), 2 * k) for k in range(rounds)],
+        [_jittered(count, 1.0, 2 * k + 1) for k in range(rounds)],
+    )
+
+
 def test_the_ttft_verdict_needs_its_interval_inside_the_band(serving_bench: ModuleType) -> None:
     """Alike clients over many requests: met. One 20 % later: missed. Few requests: the
     interval is wider than the band, so no verdict either way, whatever the point ratio."""
-    many = 4000
-    alike = _rounds(serving_bench, _jittered(many, 1.0, 1), _jittered(many, 1.0, 2))
+    alike = _sweep(serving_bench, 8, 500, 1.0)
     ratio, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(alike))
     assert low <= ratio <= high and 0.95 < low and high < 1.05
     assert serving_bench.ttft_verdict(alike) is True
-    later = _rounds(serving_bench, _jittered(many, 1.2, 1), _jittered(many, 1.0, 2))
+    later = _sweep(serving_bench, 8, 500, 1.2)
     assert serving_bench.median_ratio_interval(serving_bench.ttft_pairs(later))[1] > 1.05
     assert serving_bench.ttft_verdict(later) is False
-    few = _rounds(serving_bench, _jittered(20, 1.0, 3), _jittered(20, 1.0, 4))
+    few = _sweep(serving_bench, 2, 20, 1.0)
     _, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(few))
     assert low < 0.95 or high > 1.05
     assert serving_bench.ttft_verdict(few) is False
+
+
+def test_a_server_that_drifts_between_runs_widens_the_interval(serving_bench: ModuleType) -> None:
+    """Many requests, alike clients, but the server 15 % faster or slower from one run to the
+    next: the rounds disagree, and the interval says so instead of pooling the drift away."""
+    steady = serving_bench.median_ratio_interval(
+        serving_bench.ttft_pairs(_sweep(serving_bench, 6, 500, 1.0))
+    )
+    drifting = serving_bench.median_ratio_interval(
+        serving_bench.ttft_pairs(_sweep(serving_bench, 6, 500, 1.0, drift=0.15))
+    )
+    assert drifting[2] - drifting[1] > 3 * (steady[2] - steady[1])
+    assert drifting[1] < 0.95 or drifting[2] > 1.05
 
 
 def test_the_server_gets_its_own_cores(serving_bench: ModuleType) -> None:
