@@ -365,7 +365,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="a new folder to keep every run's files in (requests, reports, the server's log)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    prompts = len(PROMPTS.read_text(encoding="utf-8").splitlines())
+    if not 1 <= args.requests < prompts:
+        # guidellm ends at the end of its prompts file, the toolkit would start it again
+        parser.error(f"--requests must be 1 to {prompts - 1}: the toolkit sends one more")
+    return args
 
 
 def _warm(args: argparse.Namespace, server: serving.LocalServer, out: Path) -> None:
