@@ -32,9 +32,9 @@ From each client's per-request timings:
   this server one request's TTFT moves by tens of percent from one request to the next, so
   the verdict pools every round: the ratio of the two medians over all requests both
   clients completed, with a 95 % bootstrap interval over the rounds (whole rounds
-  resampled: the server's speed drifts between one client's run and the other's). Met only
-  when the interval lies inside the band, missed when it lies outside, otherwise not
-  resolved (more rounds narrow it). The per-round ratios and the median paired difference
+  resampled: the server's speed drifts between one client's run and the other's; at least 5
+  rounds). Met only when the interval lies inside the band, missed when it lies outside,
+  otherwise not resolved (more rounds narrow it). The per-round ratios and the median paired difference
   are printed beside it, and the toolkit's own figure from the send (what its Attempts rows
   hold, and what ``vllm bench serve`` counts: building the request and finding a connection
   included);
@@ -96,8 +96,9 @@ PROMPTS_FILE, REPORT_FILE = "prompts.jsonl", "guidellm.json"
 SECOND_SEND_FILE = "requests-from-second-send.jsonl"
 #: The clients' priority below the server's (they share its cores when they need more).
 CLIENT_NICENESS = 10
-#: Resamples of the rounds for the TTFT ratio's interval.
-BOOTSTRAP_RESAMPLES = 2000
+#: Resamples of the rounds for the TTFT ratio's interval, and the fewest rounds it is drawn
+#: from (one round resampled is always itself: a zero-width interval that proves nothing).
+BOOTSTRAP_RESAMPLES, MIN_ROUNDS = 2000, 5
 
 
 #: One run's figures by name.
@@ -420,10 +421,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def server_cores(cores: set[int]) -> set[int]:
-    """The server's cores: the first half (all of one). The clients keep every core but run
-    at a lower priority, so that a client's own work (guidellm's processes take ten times the
-    toolkit's CPU per request) does not slow the server it measures; pinned to the other
-    half instead, guidellm's single worker loses its start race every time (seen on 2 cores)."""
+    """The server's cores: the first half (all of one). The clients keep every core at a
+    lower priority (see the module's docstring)."""
     ordered = sorted(cores)
     return set(ordered[: max(1, len(ordered) // 2)])
 
@@ -491,11 +490,15 @@ def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
         f"{difference:+.2f} ms"
     )
     inside, outside = BAND[0] <= low and high <= BAND[1], high < BAND[0] or low > BAND[1]
+    if len(rounds) < MIN_ROUNDS:  # too few rounds to resample: the interval says nothing
+        inside = outside = False
     outcome = (
         "met"
         if inside
         else "missed"
         if outside
+        else f"not resolved: {len(rounds)} round(s), an interval over rounds needs {MIN_ROUNDS}"
+        if len(rounds) < MIN_ROUNDS
         else "not resolved: the interval crosses the band, more rounds (--rounds) narrow it"
     )
     print(

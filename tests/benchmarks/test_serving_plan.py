@@ -212,6 +212,17 @@ def test_the_ttft_verdict_needs_its_interval_inside_the_band(serving_bench: Modu
     assert serving_bench.ttft_verdict(few) is False
 
 
+def test_too_few_rounds_give_no_verdict_however_many_requests(
+    serving_bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One round resampled is always itself: its interval has no width and proves nothing."""
+    one = _sweep(serving_bench, 1, 4000, 1.0)
+    _, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(one))
+    assert low == high
+    assert serving_bench.ttft_verdict(one) is False
+    assert "not resolved: 1 round(s), an interval over rounds needs 5" in capsys.readouterr().out
+
+
 def test_a_server_that_drifts_between_runs_widens_the_interval(serving_bench: ModuleType) -> None:
     """Many requests, alike clients, but the server 15 % faster or slower from one run to the
     next: the rounds disagree, and the interval says so instead of pooling the drift away."""

@@ -37,6 +37,8 @@ AGREEMENTS = layout.SERVING_AGREEMENTS
 ROUTES = dict(zip(layout.SERVING_APIS, ("/v1/completions", "/v1/chat/completions"), strict=True))
 #: The route a blank Protocol ``api`` (and every workbook older than layout 11) means.
 DEFAULT_API = layout.SERVING_APIS[0]
+#: What a blank Protocol ``arrival`` and ``agreement_measure`` mean.
+DEFAULT_ARRIVAL, DEFAULT_AGREEMENT = ARRIVALS[0], AGREEMENTS[0]
 METRIC_NAMES = ("ttft", "tpot", "itl", "e2e")
 #: Client lag (actual minus due send) above which, at p99, an attempt is named lagged: the
 #: server then saw a slower arrival than declared.
@@ -139,13 +141,13 @@ def read_scenario(protocol: dict[str, Any]) -> Scenario:
     requests = _number(protocol.get("request_count"))
     duration = _number(protocol.get("request_duration_s"))
     return Scenario(
-        arrival=_word(protocol.get("arrival")) or "poisson",
+        arrival=_word(protocol.get("arrival")) or DEFAULT_ARRIVAL,
         max_new_tokens=int(_number(protocol.get("max_new_tokens")) or 0),
         requests=None if requests is None else int(requests),
         duration_s=duration,
         warmup=int(_number(protocol.get("warmup_requests")) or 0),
         targets=parse_targets(protocol.get("latency_targets")),
-        agreement=_word(protocol.get("agreement_measure")) or "token",
+        agreement=_word(protocol.get("agreement_measure")) or DEFAULT_AGREEMENT,
         api=_word(protocol.get("api")) or DEFAULT_API,
     )
 
@@ -216,7 +218,7 @@ def variant_findings(data: WorkbookData) -> list[Finding]:
     form = data.forms["Protocol"]
     if not is_serving(form):
         return []
-    arrival = _word(form.get("arrival")) or "poisson"
+    arrival = _word(form.get("arrival")) or DEFAULT_ARRIVAL
     found = []
     for i, variant in enumerate(data.tables["Variants"]):
         excel, vid = data.excel_row("Variants", i), variant.get("variant_id")
@@ -245,7 +247,7 @@ def variant_findings(data: WorkbookData) -> list[Finding]:
 def _problems(form: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(field, what is wrong, what to do) for each wrong field of a serving Protocol."""
     found = []
-    arrival = _word(form.get("arrival")) or "poisson"
+    arrival = _word(form.get("arrival")) or DEFAULT_ARRIVAL
     if arrival not in ARRIVALS:
         found.append(("arrival", f"{arrival!r} is no arrival", f"write {' or '.join(ARRIVALS)}"))
     tokens = _number(form.get("max_new_tokens"))
@@ -281,7 +283,7 @@ def _problems(form: dict[str, Any]) -> list[tuple[str, str, str]]:
         parse_targets(form.get("latency_targets"))
     except UsageError as exc:
         found.append(("latency_targets", exc.message, exc.hint or ""))
-    agreement = _word(form.get("agreement_measure")) or "token"
+    agreement = _word(form.get("agreement_measure")) or DEFAULT_AGREEMENT
     if agreement not in AGREEMENTS:
         found.append(
             (
