@@ -1,6 +1,7 @@
 """`iteralab run` catches up on its journal before the first attempt, as `ingest` does, and
 says each record it refused there (the journal, the attempt, why, what to do), as `ingest`
-says it; a refused record is not counted as run, so its slot stays to be run.
+says it; a refused record is not counted as run, so its slot stays to be run; and, as
+`ingest`, the command then exits 1 while the journal holds the refused lines.
 
 Real files: a copy of the quick demo campaign of tests/fixtures/layout3_campaign, its
 journal appended to as a text editor appends."""
@@ -46,7 +47,7 @@ def test_run_says_each_record_it_refused_while_catching_up(tmp_path: Path) -> No
     rows = len(store.read(path).tables["Attempts"])
 
     result = CliRunner().invoke(cli, ["run", str(path), "--resume", "--variant", "b1-fp32"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     assert (
         "refused: example_campaign.journal.jsonl: attempt 'a007-b1-fp32-r2-forged' names the "
         "predictions file example_campaign_predictions/a006-b1-fp32-r2-d4b5.jsonl of attempt "
@@ -58,6 +59,11 @@ def test_run_says_each_record_it_refused_while_catching_up(tmp_path: Path) -> No
         "note: 1 journal record(s) not ingested (refused above) and not counted as run"
     ) in result.stderr
     assert "nothing to run: all 2 planned attempts are recorded" in result.stdout
+    assert (
+        "example_campaign.journal.jsonl: 1 record(s) not ingested (refused above); the others "
+        "are in the workbook"
+    ) in result.stderr
+    assert result.stderr.count("refused: ") == 1  # named once, before the run
     assert len(store.read(path).tables["Attempts"]) == rows
 
 

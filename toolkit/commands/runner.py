@@ -119,6 +119,7 @@ def _locked_campaign(
     cluster: tuple[str, float | None] | None = None,
 ) -> dict[str, Any] | None:
     from toolkit.commands import check
+    from toolkit.evidence.journal import journal_path
     from toolkit.runner.driver import campaign, session
 
     assert isinstance(options, campaign.Options)
@@ -126,6 +127,7 @@ def _locked_campaign(
     _say_caught_up(workbook, prepared)
     if not prepared.todo:
         _nothing_to_run(workbook, prepared, as_json)
+        _refuse_forged(journal_path(workbook), prepared.refused, said=True)
         return None
     executor = _join_cluster(cluster, prepared) if cluster is not None else None
     shown = _display(workbook, prepared, quiet, as_json, cluster[0] if cluster else None)
@@ -138,6 +140,7 @@ def _locked_campaign(
     with _full_disk_said(workbook, resume):
         result = session.run(prepared, options, shown, executor, preflight)
     _close_run(workbook, prepared, result, as_json, resume)
+    _refuse_forged(journal_path(workbook), prepared.refused, said=True)
     return result.time
 
 
@@ -152,8 +155,8 @@ def _say_caught_up(workbook: Path, prepared: Campaign) -> None:
     if prepared.refused:
         click.echo(
             f"note: {len(prepared.refused)} journal record(s) not ingested (refused above) "
-            "and not counted as run; `iteralab validate` names them until their lines are "
-            "removed from the journal",
+            "and not counted as run; the run goes on, then exits 1 (as `iteralab ingest` "
+            "does) until their lines are removed from the journal",
             err=True,
         )
 
@@ -600,11 +603,13 @@ def _say_refused(refused: dict[str, str]) -> None:
         click.echo(f"refused: {message}", err=True)
 
 
-def _refuse_forged(path: Path, refused: dict[str, str]) -> None:
-    """Name each journal record ingest refused, then fail: the others are in the workbook."""
+def _refuse_forged(path: Path, refused: dict[str, str], *, said: bool = False) -> None:
+    """Name each journal record refused (unless ``said`` already: `run` names them before it
+    starts), then fail: the others are in the workbook."""
     from toolkit.errors import EvidenceInvalid
 
-    _say_refused(refused)
+    if not said:
+        _say_refused(refused)
     if refused:
         raise EvidenceInvalid(
             f"{path}: {len(refused)} record(s) not ingested (refused above); the "
