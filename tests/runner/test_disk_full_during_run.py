@@ -80,13 +80,13 @@ def test_a_background_save_on_a_full_disk_stops_the_run_with_its_own_error(
     )
     before = book.read_bytes()
     saves: list[str] = []
-    real_render = render.render
+    real_render = store.render
 
     def onto_a_full_disk(data: WorkbookData, path: str | Path) -> None:
         saves.append(threading.current_thread().name)
         real_render(data, FULL)
 
-    monkeypatch.setattr(render, "render", onto_a_full_disk)
+    monkeypatch.setattr(store, "render", onto_a_full_disk)
     options = campaign.Options(ingest_every_s=0)
     prepared = campaign.prepare(book, options)
     with pytest.raises(WorkbookError) as err:
@@ -119,7 +119,7 @@ def test_a_disk_filling_during_run_is_one_named_line_and_resume_loses_nothing(
     book = make_campaign(tmp_path, 8, [variant("b1-fp32", 1), variant("b4-fp32", 4)])
     before = book.read_bytes()
     appends = 0
-    real_write_all, real_render = journal._write_all, render.render
+    real_write_all, real_render = journal._write_all, store.render
     real_write_text = campaign_lock.write_text
 
     def write_all(fd: int, data: bytes) -> None:
@@ -139,7 +139,7 @@ def test_a_disk_filling_during_run_is_one_named_line_and_resume_loses_nothing(
         return real_write_text(target, text, **options)
 
     monkeypatch.setattr(journal, "_write_all", write_all)
-    monkeypatch.setattr(render, "render", render_when_full)
+    monkeypatch.setattr(store, "render", render_when_full)
     monkeypatch.setattr(campaign_lock, "write_text", note_when_full)
     result = CliRunner().invoke(cli, ["run", str(book), "--quiet"])
     assert result.exit_code == 1

@@ -25,7 +25,7 @@ from toolkit import editing, layout
 from toolkit.cli import cli
 from toolkit.errors import ModelError
 from toolkit.evidence import journal
-from toolkit.workbook import render, store
+from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
@@ -525,7 +525,7 @@ def test_disk_full_during_a_save(
     def full_disk(data: object, target: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(render, "render", full_disk)
+    monkeypatch.setattr(store, "render", full_disk)
     with unchanged(path):
         result = invoke(runner, "lock", path)
     assert result.exit_code == 1

@@ -24,7 +24,7 @@ from tests.support.paths import ROOT
 from toolkit import editing
 from toolkit.errors import WorkbookBusyError, WorkbookError
 from toolkit.plumbing import atomic
-from toolkit.workbook import render, store
+from toolkit.workbook import store
 
 pytestmark = pytest.mark.campaign  # starts a campaign or a subprocess: not in `make test-fast`
 
@@ -109,7 +109,7 @@ def test_disk_full_while_writing_leaves_everything_as_it_was(
         Path(target).write_bytes(b"PK\x03\x04 half a workbook")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(render, "render", full_disk)
+    monkeypatch.setattr(store, "render", full_disk)
     with pytest.raises(WorkbookError) as err:
         store.save(_changed(), path)  # type: ignore[arg-type]
     assert str(err.value) == (

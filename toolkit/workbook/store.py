@@ -20,6 +20,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from xlsxwriter.exceptions import FileCreateError
+
 from toolkit import layout
 from toolkit.errors import ToolkitError, WorkbookBusyError, WorkbookError
 from toolkit.plumbing import beside
@@ -32,6 +34,7 @@ from toolkit.workbook.comments import cell_comments, split_reference
 from toolkit.workbook.links import cell_links
 from toolkit.workbook.model import Addition, Formula, WorkbookData
 from toolkit.workbook.protection import passworded_sheets
+from toolkit.workbook.render import cell_image, render
 from toolkit.workbook.text import EXCEL_CELL_LIMIT, utf16_length
 from toolkit.workbook.typed import as_typed
 
@@ -597,8 +600,6 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
     otherwise. Anything a save would refuse (``data.unkept``) counts as a
     change, so that the save is tried and refuses.
     """
-    from toolkit.workbook.render import cell_image  # xlsxwriter: only commands that save
-
     if (
         data.unkept
         or read.unkept
@@ -624,8 +625,6 @@ def unchanged(read: WorkbookData, data: WorkbookData) -> bool:
 
 
 def _same_table(read: WorkbookData, data: WorkbookData, sheet: layout.Sheet) -> bool:
-    from toolkit.workbook.render import cell_image  # xlsxwriter: only commands that save
-
     old, new = read.tables.get(sheet.name, []), data.tables.get(sheet.name, [])
     if len(old) != len(new) or read.row_numbers.get(sheet.name, []) != list(range(2, 2 + len(old))):
         return False
@@ -673,9 +672,6 @@ def save(data: WorkbookData, path: str | Path) -> None:
     check_keepable(data, path)
     _refuse_read_only(path)
     backup = backup_path(path)
-    from xlsxwriter.exceptions import FileCreateError  # only a save needs xlsxwriter
-
-    from toolkit.workbook.render import render
 
     def keep_backup() -> None:
         if path.exists():
@@ -699,10 +695,6 @@ def create(data: WorkbookData, path: str | Path) -> Path:
 
     Raises FileExistsError when ``path`` exists, WorkbookError when writing fails.
     """
-    from xlsxwriter.exceptions import FileCreateError  # only a save needs xlsxwriter
-
-    from toolkit.workbook.render import render
-
     path = Path(path)
     try:
         return publish(
