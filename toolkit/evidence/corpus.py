@@ -121,16 +121,16 @@ def read_corpus(path: str | Path) -> list[Item]:
     documented limits, undecodable bytes, a malformed line, a missing, empty or
     duplicate id, an empty text, or labels given on some lines only.
     """
-    read = _READ.get()
+    path, read = Path(path), _READ.get()
     if read is None:
-        return _read_corpus(Path(path))
+        return _read_corpus(path)
     try:
-        status = Path(path).stat()
+        status = path.stat()
     except OSError:
-        return _read_corpus(Path(path))  # raises the error that names the file
-    key = (str(Path(path).resolve()), status.st_ino, status.st_size, status.st_mtime_ns)
+        return _read_corpus(path)  # raises the error that names the file
+    key = (str(path.resolve()), status.st_ino, status.st_size, status.st_mtime_ns)
     if key not in read:
-        read[key] = _read_corpus(Path(path))
+        read[key] = _read_corpus(path)
     return list(read[key])
 
 
