@@ -11,7 +11,7 @@ The same load: in round k both clients draw their gaps from
 once, guidellm after the first draw; so the toolkit sends one request more and is compared
 from its second on (its own figures, by its own code, on its requests file less the first),
 and guidellm's prompts start one later: both compare the same prompts planned at the same
-times after their start. guidellm runs with one worker process:guidellm runs with one worker process:
+times after their start. guidellm runs with one worker process:
 each of its workers draws from a generator of its own seeded alike, so its default ten
 workers repeat every gap ten times (at rate 2, twenty requests went out as ten gaps of
 0.51 s then ten of 0.013 s: 4 requests/s). Its Poisson start also races (the start event
@@ -29,15 +29,20 @@ From each client's per-request timings:
 
 - **TTFT**: first text-bearing chunk minus the first header write (guidellm's start: its
   httpx trace hook; the toolkit records the same write as ``headers_s``), per request. On
-  this server one request's TTFT moves by tens of percent from one request to the next, so
-  the verdict pools every round: the ratio of the two medians over all requests both
-  clients completed, with a 95 % bootstrap interval over the rounds (whole rounds
-  resampled: the server's speed drifts between one client's run and the other's; at least 5
-  rounds). Met only when the interval lies inside the band, missed when it lies outside,
-  otherwise not resolved (more rounds narrow it). The per-round ratios and the median paired difference
-  are printed beside it, and the toolkit's own figure from the send (what its Attempts rows
-  hold, and what ``vllm bench serve`` counts: building the request and finding a connection
-  included);
+  this server one request's TTFT moves by tens of percent from one request to the next, and a
+  run's median by up to a fifth from the run a minute before, so the verdict pools every
+  round: the ratio of the two medians over all requests both clients completed, with a 95 %
+  bootstrap interval over the rounds (whole rounds resampled; at least 5 rounds). Met only
+  when the interval lies inside the band, missed when it lies outside, otherwise not
+  resolved (more rounds narrow it). Where a raw packet socket can be opened (root), the
+  loopback wire referees (wire.py): the kernel's timestamps of each request's first byte and
+  of its first text-bearing event give the server's own TTFT of that request, each client's
+  TTFT is divided by it before the medians are taken, and the server's drift between the
+  clients' runs leaves the ratio while what each client adds stays in it (printed per
+  client, in ms; the raw ratio is printed beside it, not judged). The per-round ratios and
+  the median paired difference are printed too, and the toolkit's own figure from the send
+  (what its Attempts rows hold, and what ``vllm bench serve`` counts: building the request
+  and finding a connection included);
 - **output tokens/s**: output tokens of the completed requests (the server's usage count)
   over first send to last end (guidellm's own ``output_tokens_per_second``, a mean over a
   per-second series, is printed beside it);
@@ -60,6 +65,8 @@ guidellm==0.8.1`) and name its executable with ``--guidellm``. Exit 2 without it
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -74,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 import common
+import wire
 
 from toolkit import serving
 from toolkit.serving.metrics import compute
@@ -108,10 +116,14 @@ Figures = dict[str, float]
 @dataclass(frozen=True)
 class Round:
     """One client's run: its figures, and each compared request's TTFT (ms from the first
-    header write; None: failed or no token) in the order of the plan both clients share."""
+    header write; None: failed or no token) in the order of the plan both clients share,
+    with the wire's timing of the same requests where a capture ran."""
 
     figures: Figures
     ttfts: list[float | None]
+    #: The wire's TTFT of each of those requests, in the same order (None: not seen), or
+    #: None when no capture ran (see wire.py).
+    wire: list[float | None] | None = None
 
 
 class GuidellmPlanError(RuntimeError):
@@ -388,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     os.environ["HF_HUB_OFFLINE"] = "1"
     runs: dict[str, list[Round]] = {"toolkit": [], "guidellm": []}
+    no_referee, prompts = wire.unavailable(), compared_prompts(args.requests)
     with tempfile.TemporaryDirectory() as folder, common.OthersOfTree() as others:
         work = args.keep or Path(folder)
         work.mkdir(parents=True, exist_ok=True)
@@ -400,16 +413,28 @@ def main(argv: list[str] | None = None) -> int:
                 f"server on CPU {sorted(server_cores(cores))}; clients on CPU {sorted(cores)} at "
                 f"niceness {CLIENT_NICENESS}"
             )
+            print(
+                "TTFT's referee: the loopback wire (wire.py)"
+                if no_referee is None
+                else f"TTFT's referee: none, the raw medians are judged ({no_referee})"
+            )
             _warm(args, server, work / "warm-up")
             for number in range(args.rounds):
                 order = ["toolkit", "guidellm"] if number % 2 == 0 else ["guidellm", "toolkit"]
                 for who in order:
                     run = toolkit_round if who == "toolkit" else guidellm_round
+                    out = work / f"{who}-{number}"
+                    capture = None
+                    if no_referee is None:
+                        capture = wire.Capture(server.port, out.with_suffix(".wire"))
                     try:
-                        found = run(args, server, work / f"{who}-{number}", args.seed + number)
+                        with capture or contextlib.nullcontext():
+                            found = run(args, server, out, args.seed + number)
                     except GuidellmPlanError as error:
                         print(f"missed: guidellm never sent the declared load ({error})")
                         return EXIT_MISSED
+                    if capture is not None:
+                        found = refereed(found, capture.exchanges(), prompts)
                     runs[who].append(found)
                     print(
                         f"round {number + 1} {who}: "
@@ -431,9 +456,12 @@ def _median(found: list[Round], figure: str) -> float:
     return float(statistics.median(r.figures[figure] for r in found))
 
 
-def ttft_pairs(runs: dict[str, list[Round]]) -> list[list[tuple[float, float]]]:
+def ttft_pairs(
+    runs: dict[str, list[Round]], over_wire: bool = False
+) -> list[list[tuple[float, float]]]:
     """Per round, (toolkit, guidellm) TTFT of each request both completed: the same prompt
-    planned at the same time after each client's start."""
+    planned at the same time after each client's start. ``over_wire``: each TTFT divided by
+    the wire's for the same request (pairs only where both clients' requests were seen)."""
     rounds = []
     for ours, theirs in zip(runs["toolkit"], runs["guidellm"], strict=True):
         if len(ours.ttfts) != len(theirs.ttfts):
@@ -441,14 +469,43 @@ def ttft_pairs(runs: dict[str, list[Round]]) -> list[list[tuple[float, float]]]:
                 f"the clients planned {len(ours.ttfts)} and {len(theirs.ttfts)} requests in a "
                 "round: not the same load"
             )
+        values = (
+            (over_the_wire(ours), over_the_wire(theirs))
+            if over_wire
+            else (
+                ours.ttfts,
+                theirs.ttfts,
+            )
+        )
         rounds.append(
-            [
-                (a, b)
-                for a, b in zip(ours.ttfts, theirs.ttfts, strict=True)
-                if a is not None and b is not None
-            ]
+            [(a, b) for a, b in zip(*values, strict=True) if a is not None and b is not None]
         )
     return rounds
+
+
+def over_the_wire(found: Round) -> list[float | None]:
+    """Each request's TTFT over the wire's for the same request (None where either is
+    missing): 1 plus the client's own share."""
+    if found.wire is None:
+        raise ValueError("no capture ran in this round")
+    return [
+        ttft / seen if ttft is not None and seen else None
+        for ttft, seen in zip(found.ttfts, found.wire, strict=True)
+    ]
+
+
+def refereed(found: Round, exchanges: list[wire.Exchange], prompts: list[str]) -> Round:
+    """``found`` with the wire's TTFT of each compared request, found by its prompt (each
+    is sent once in a run; where a guidellm run was repeated after a lost start race, the
+    last try's, the one kept)."""
+    seen = {e.prompt: e.ttft_ms for e in exchanges if e.prompt is not None}  # in send order
+    return dataclasses.replace(found, wire=[seen.get(prompt) for prompt in prompts])
+
+
+def compared_prompts(requests: int) -> list[str]:
+    """The prompts of the compared requests, in plan order: the file's second on."""
+    lines = PROMPTS.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["text"] for line in lines[1 : requests + 1]]
 
 
 def _pooled_ratio(rounds: list[list[tuple[float, float]]]) -> float:
@@ -473,39 +530,74 @@ def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
     """TTFT judged on every compared request at once: the ratio of the pooled medians, met
     only when its 95 % interval lies inside the band (one request's TTFT on this server
     moves by tens of percent, and a run's median by up to a fifth from the run before, so a
-    ratio inside the band by chance is not a verdict)."""
-    rounds = ttft_pairs(runs)
-    ratio, low, high = median_ratio_interval(rounds)
-    pairs = [pair for found in rounds for pair in found]
+    ratio inside the band by chance is not a verdict). Where the wire saw every round, each
+    client's TTFT is first divided by the wire's for the same request: the server's drift
+    between the two runs of a round leaves the ratio, what each client adds stays in it;
+    the ratio of the raw medians is then printed, not judged."""
+    raw = ttft_pairs(runs)
+    pairs = [pair for found in raw for pair in found]
     for who, side in (("toolkit", 0), ("guidellm", 1)):
         q1, q2, q3 = statistics.quantiles((pair[side] for pair in pairs), n=4)
         print(
             f"TTFT per request, {who}: median {q2:.2f} ms, quartiles {q1:.2f}-{q3:.2f} ms "
             f"({len(pairs)} requests)"
         )
-    by_round = ", ".join(f"{_pooled_ratio([found]):.3f}" for found in rounds)
+    by_round = ", ".join(f"{_pooled_ratio([found]):.3f}" for found in raw)
     difference = statistics.median(a - b for a, b in pairs)
     print(
         f"TTFT ratio by round: {by_round}; toolkit - guidellm per request: median "
         f"{difference:+.2f} ms"
     )
+    judged, what = raw, "ttft_ms: ratio of the medians"
+    if all(found.wire is not None for rounds in runs.values() for found in rounds):
+        ratio, low, high = median_ratio_interval(raw)
+        print(
+            f"ttft_ms: ratio of the medians {ratio:.3f}, 95 % interval {low:.3f}-{high:.3f} "
+            "(not judged: it holds the server's drift between the two runs of each round)"
+        )
+        for who, rounds in runs.items():
+            _print_own_share(who, rounds)
+        judged, what = (
+            ttft_pairs(runs, over_wire=True),
+            "TTFT over the wire's: ratio of the medians",
+        )
+    ratio, low, high = median_ratio_interval(judged)
+    count = sum(len(found) for found in judged)
     inside, outside = BAND[0] <= low and high <= BAND[1], high < BAND[0] or low > BAND[1]
-    if len(rounds) < MIN_ROUNDS:  # too few rounds to resample: the interval says nothing
+    if len(judged) < MIN_ROUNDS:  # too few rounds to resample: the interval says nothing
         inside = outside = False
     outcome = (
         "met"
         if inside
         else "missed"
         if outside
-        else f"not resolved: {len(rounds)} round(s), an interval over rounds needs {MIN_ROUNDS}"
-        if len(rounds) < MIN_ROUNDS
+        else f"not resolved: {len(judged)} round(s), an interval over rounds needs {MIN_ROUNDS}"
+        if len(judged) < MIN_ROUNDS
         else "not resolved: the interval crosses the band, more rounds (--rounds) narrow it"
     )
     print(
-        f"ttft_ms: ratio of the medians over {len(pairs)} paired requests in {len(rounds)} "
-        f"rounds {ratio:.3f}, 95 % interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
+        f"{what} over {count} paired requests in {len(judged)} rounds {ratio:.3f}, 95 % "
+        f"interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
     )
     return inside
+
+
+def _print_own_share(who: str, rounds: list[Round]) -> None:
+    """What a client adds to the wire's TTFT: its ratio to the wire and its milliseconds."""
+    over, own = [], []
+    for found in rounds:
+        assert found.wire is not None
+        for ttft, seen in zip(found.ttfts, found.wire, strict=True):
+            if ttft is not None and seen:
+                over.append(ttft / seen)
+                own.append(ttft - seen)
+    unseen = sum(seen is None for found in rounds for seen in found.wire or [])
+    q1, q2, q3 = statistics.quantiles(own, n=4)
+    print(
+        f"TTFT over the wire's, {who}: median {statistics.median(over):.4f}; its own time per "
+        f"request: median {q2:+.2f} ms, quartiles {q1:+.2f} to {q3:+.2f} ms ({len(own)} "
+        f"requests; {unseen} with no TTFT on the wire: not seen, or no text)"
+    )
 
 
 def _verdicts(args: argparse.Namespace, runs: dict[str, list[Round]]) -> int:

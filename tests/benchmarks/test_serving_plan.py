@@ -240,3 +240,66 @@ def test_the_server_gets_its_own_cores(serving_bench: ModuleType) -> None:
     assert serving_bench.server_cores({0, 1}) == {0}
     assert serving_bench.server_cores({2, 3, 4, 5}) == {2, 3}
     assert serving_bench.server_cores({7}) == {7}
+
+
+def _refereed_sweep(
+    serving_bench: ModuleType, drift: float, ours_ms: float, theirs_ms: float
+) -> dict[str, list[Any]]:
+    """Six rounds of 300 requests on a server alternately ``drift`` faster and slower in the
+    toolkit's runs; each client's TTFT is the wire's plus its own milliseconds."""
+    runs: dict[str, list[Any]] = {"toolkit": [], "guidellm": []}
+    for k in range(6):
+        for who, scale, own in (
+            ("toolkit", 1 + drift * (-1) ** k, ours_ms),
+            ("guidellm", 1.0, theirs_ms),
+        ):
+            seen = _jittered(300, scale, 2 * k + (who == "guidellm"))
+            ttfts = [t + own if t is not None else None for t in seen]
+            runs[who].append(serving_bench.Round({}, ttfts, seen))
+    return runs
+
+
+def test_the_wire_takes_the_servers_drift_out_of_the_verdict(
+    serving_bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server 15 % faster or slower between the clients' runs: the raw medians' interval
+    crosses the band, but over the wire's TTFT of the same requests two clients that add
+    the same half millisecond agree, and one that adds 5 ms more is missed."""
+    alike = _refereed_sweep(serving_bench, 0.15, 0.5, 0.5)
+    _, low, high = serving_bench.median_ratio_interval(serving_bench.ttft_pairs(alike))
+    assert low < 0.95 or high > 1.05
+    assert serving_bench.ttft_verdict(alike) is True
+    out = capsys.readouterr().out
+    assert "not judged: it holds the server's drift" in out
+    assert "TTFT over the wire's, toolkit: median 1.0" in out and "median +0.50 ms" in out
+    assert "TTFT over the wire's: ratio of the medians over 1800 paired requests" in out
+    slower = _refereed_sweep(serving_bench, 0.15, 5.5, 0.5)
+    assert serving_bench.ttft_verdict(slower) is False
+    assert capsys.readouterr().out.rstrip().endswith(": missed")
+
+
+def test_a_round_without_the_wire_is_judged_raw(serving_bench: ModuleType) -> None:
+    runs = _refereed_sweep(serving_bench, 0.0, 0.5, 0.5)
+    runs["guidellm"][3] = serving_bench.Round({}, runs["guidellm"][3].ttfts)
+    with pytest.raises(ValueError, match="no capture ran"):
+        serving_bench.ttft_pairs(runs, over_wire=True)
+    assert serving_bench.ttft_verdict(runs) is True  # raw, alike and steady: met all the same
+
+
+def test_the_wire_is_matched_by_prompt_the_last_try_kept(
+    serving_bench: ModuleType, tmp_path: Path
+) -> None:
+    """A guidellm try discarded after a lost start race sent the same prompts first: the
+    kept (last) try's exchanges count; a prompt the wire never saw has None."""
+    wire = import_benchmark("wire")
+    found = serving_bench.Round({}, [10.0, 11.0, 12.0])
+    exchanges = [
+        wire.Exchange("a", 1.0, 1.5),
+        wire.Exchange(None, 1.2, None),
+        wire.Exchange("a", 2.0, 2.01),
+        wire.Exchange("b", 2.1, 2.112),
+    ]
+    wired = serving_bench.refereed(found, exchanges, ["a", "b", "c"])
+    assert wired.ttfts == found.ttfts
+    assert wired.wire == [pytest.approx(10.0), pytest.approx(12.0), None]
+    assert serving_bench.over_the_wire(wired) == [pytest.approx(1.0), pytest.approx(11 / 12), None]

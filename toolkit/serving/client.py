@@ -183,7 +183,7 @@ def _take(data: str, record: Record, now: float) -> bool:
         return False
     ended = False
     for choice in chunk.get("choices") or []:
-        text = _choice_text(choice)
+        text = choice_text(choice)
         if text:
             record.text += text
             record.token_s.append(now)
@@ -200,7 +200,8 @@ def _take(data: str, record: Record, now: float) -> bool:
     return ended
 
 
-def _choice_text(choice: Any) -> str:
+def choice_text(choice: Any) -> str:
+    """The text a streamed choice carries: a chat delta's content or a completion's text."""
     if not isinstance(choice, dict):
         return ""
     delta = choice.get("delta")
