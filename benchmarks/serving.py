@@ -557,6 +557,11 @@ def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
         )
         for who, rounds in runs.items():
             _print_own_share(who, rounds)
+        ours, theirs = (_server_ttft(runs[who]) for who in ("toolkit", "guidellm"))
+        print(
+            f"the server's TTFT on the wire (median): {ours:.2f} ms in the toolkit's runs, "
+            f"{theirs:.2f} ms in guidellm's ({ours / theirs:.3f}: the raw ratio holds it)"
+        )
         judged, what = (
             ttft_pairs(runs, over_wire=True),
             "TTFT over the wire's: ratio of the medians",
@@ -580,6 +585,10 @@ def ttft_verdict(runs: dict[str, list[Round]]) -> bool:
         f"interval {low:.3f}-{high:.3f} (target {BAND[0]}-{BAND[1]}): {outcome}"
     )
     return inside
+
+
+def _server_ttft(rounds: list[Round]) -> float:
+    return statistics.median(t for found in rounds for t in found.wire or [] if t is not None)
 
 
 def _print_own_share(who: str, rounds: list[Round]) -> None:

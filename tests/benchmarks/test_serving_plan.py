@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -273,6 +274,11 @@ def test_the_wire_takes_the_servers_drift_out_of_the_verdict(
     assert "not judged: it holds the server's drift" in out
     assert "TTFT over the wire's, toolkit: median 1.0" in out and "median +0.50 ms" in out
     assert "TTFT over the wire's: ratio of the medians over 1800 paired requests" in out
+    server = [
+        statistics.median(t for found in alike[who] for t in found.wire)
+        for who in ("toolkit", "guidellm")
+    ]
+    assert f"{server[0]:.2f} ms in the toolkit's runs, {server[1]:.2f} ms in guidellm's" in out
     slower = _refereed_sweep(serving_bench, 0.15, 5.5, 0.5)
     assert serving_bench.ttft_verdict(slower) is False
     assert capsys.readouterr().out.rstrip().endswith(": missed")
