@@ -469,16 +469,11 @@ def ttft_pairs(
                 f"the clients planned {len(ours.ttfts)} and {len(theirs.ttfts)} requests in a "
                 "round: not the same load"
             )
-        values = (
-            (over_the_wire(ours), over_the_wire(theirs))
-            if over_wire
-            else (
-                ours.ttfts,
-                theirs.ttfts,
-            )
-        )
+        mine, peer = ours.ttfts, theirs.ttfts
+        if over_wire:
+            mine, peer = over_the_wire(ours), over_the_wire(theirs)
         rounds.append(
-            [(a, b) for a, b in zip(*values, strict=True) if a is not None and b is not None]
+            [(a, b) for a, b in zip(mine, peer, strict=True) if a is not None and b is not None]
         )
     return rounds
 
