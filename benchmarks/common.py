@@ -25,7 +25,9 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -423,6 +425,61 @@ def tree_cpu_s() -> float:
         tree.update(children)
         todo += children
     return machine_load.own_cpu_s() + sum(seconds[p] for p in tree)
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident bytes of ``pid`` and its live descendants now (``/proc``: each thread's
+    ``children``); 0 when it is gone."""
+    page, total, todo = os.sysconf("SC_PAGE_SIZE"), 0, [pid]
+    while todo:
+        process = todo.pop()
+        try:
+            total += int(Path(f"/proc/{process}/statm").read_text().split()[1]) * page
+            for task in os.listdir(f"/proc/{process}/task"):
+                children = Path(f"/proc/{process}/task/{task}/children").read_text()
+                todo += [int(child) for child in children.split()]
+        except (OSError, ValueError):
+            continue  # exited between two reads
+    return total
+
+
+class TreePeak:
+    """The peak of a process tree's resident memory summed over its processes at one moment,
+    sampled every ``interval_s`` from ``/proc`` while the block runs (:attr:`bytes`; 0
+    without ``/proc``). A command's own peak plus its helpers' only bounds it from above:
+    a helper may be gone before the command peaks. A spike shorter than the interval can be
+    missed, so callers take the larger of this and each process's own peak."""
+
+    def __init__(self, pid: int, interval_s: float = 0.01) -> None:
+        self.pid, self.interval_s, self.bytes = pid, interval_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.bytes = max(self.bytes, tree_rss_bytes(self.pid))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> TreePeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_sampled(command: list[str], **popen: Any) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``subprocess.run(command, capture_output=True, text=True)`` with the peak of its
+    process tree (:class:`TreePeak`, bytes)."""
+    with (
+        subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+        ) as process,
+        TreePeak(process.pid) as peak,
+    ):
+        out, err = process.communicate()
+    return subprocess.CompletedProcess(command, process.returncode, out, err), peak.bytes
 
 
 class OthersOfTree:

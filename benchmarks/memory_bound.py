@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -242,17 +241,16 @@ def run_child(mode: str, path: Path) -> dict[str, Any]:
             p for p in (str(common.ROOT), os.environ.get("PYTHONPATH")) if p
         ),
     }
-    done = subprocess.run(
+    done, tree = common.run_sampled(
         [sys.executable, str(Path(__file__).resolve()), "--child", mode, str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
         cwd=common.ROOT,
         env=env,
     )
     if done.returncode != 0:
         raise SystemExit(f"error: child {mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    found = dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    found["sampled"] = max(tree, found.get("peak", 0))  # a spike between samples: its own
+    return found
 
 
 # ---------------------------------------------------------------- 1. validate
@@ -294,6 +292,8 @@ def measure_validate(workbook: Path, attempts: int) -> dict[str, Any]:
     load = run_child("openpyxl", workbook)
     name, part, total = parts(workbook)
     found.update(attempts=attempts, part_name=name, part=part, total=total)
+    # The bound (own peak plus the helpers') for the stated limit; the tree sampled as it ran
+    # for the ratio to openpyxl (a helper may be gone before its command peaks).
     found["tree"] = found["peak"] + found["helper"]
     found["report_tree"] = report["peak"] + report["helper"]
     found["worst"] = max(found["tree"], found["report_tree"])
@@ -309,10 +309,12 @@ def measure_validate(workbook: Path, attempts: int) -> dict[str, Any]:
         f"helpers {_mib(report['helper'])}; {report['seconds']:.1f} s, 0 findings"
     )
     print(
-        f"peak of the process tree / bare openpyxl load ({_mib(load['peak'])}, "
-        f"{load['seconds']:.1f} s) at {attempts:,} attempts: validate "
-        f"{found['tree'] / load['peak']:.2f}, report {found['report_tree'] / load['peak']:.2f} "
-        f"(target <= {TREE_TARGET:g}, shown)"
+        f"peak of the process tree, sampled every 10 ms / bare openpyxl load "
+        f"({_mib(load['peak'])}, {load['seconds']:.1f} s) at {attempts:,} attempts: validate "
+        f"{found['sampled'] / load['peak']:.2f} ({_mib(found['sampled'])}), report "
+        f"{report['sampled'] / load['peak']:.2f} ({_mib(report['sampled'])}) (target <= "
+        f"{TREE_TARGET:g}, shown); the bound, own peak plus the helpers' peaks: validate "
+        f"{found['tree'] / load['peak']:.2f}, report {found['report_tree'] / load['peak']:.2f}"
     )
     return found
 

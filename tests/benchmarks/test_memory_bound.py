@@ -64,12 +64,18 @@ def test_quick_prints_each_bound_as_a_ratio_and_sees_the_refusal() -> None:
             out,
             re.MULTILINE,
         )
-        assert re.search(
-            rf"^peak of the process tree / bare openpyxl load \([\d,]+ MiB, .*\) at {attempts} "
-            r"attempts: validate [\d.]+, report [\d.]+ \(target <= 1.5, shown\)$",
+        tree = re.search(
+            rf"^peak of the process tree, sampled every 10 ms / bare openpyxl load \([\d,]+ "
+            rf"MiB, .*\) at {attempts} attempts: validate ([\d.]+) \([\d,]+ MiB\), report "
+            r"([\d.]+) \([\d,]+ MiB\) \(target <= 1.5, shown\); the bound, own peak plus the "
+            r"helpers' peaks: validate ([\d.]+), report ([\d.]+)$",
             out,
             re.MULTILINE,
         )
+        assert tree, out
+        # At one moment the tree holds no more than each of its processes at its own peak.
+        assert float(tree[1]) <= float(tree[3]) + 0.01
+        assert float(tree[2]) <= float(tree[4]) + 0.01
     assert re.search(r"^peak per MiB of the Attempts part: [\d.]+ MiB", out, re.MULTILINE)
     assert re.search(
         r"^extrapolated peak at the part limit \([\d,]+ attempts\): [\d.]+ GiB "
