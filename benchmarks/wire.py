@@ -29,7 +29,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 
 import h11
 
@@ -91,12 +91,7 @@ class Capture:
             raise RuntimeError(f"the wire capture did not start: {line or 'it said nothing'}")
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         assert self._process is not None
         self._process.send_signal(signal.SIGINT)
         self._process.communicate(timeout=30)
