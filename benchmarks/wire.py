@@ -40,6 +40,10 @@ ETH_P_ALL, PACKET_OUTGOING = 0x0003, 4  # loopback shows every packet twice: kep
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 ETHERNET_HEADER, TCP, SYN = 14, 6, 0x02
 RECEIVE_BUFFER = 64 * 1024 * 1024  # a burst of responses must not overflow it while we parse
+#: As root the buffer may pass the system's rmem_max (which SO_RCVBUF is capped at).
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+#: Larger than any loopback frame (its MTU is 64 KiB, plus the headers).
+LARGEST_FRAME = 256 * 1024
 #: One kept segment in the capture file: timestamp (s), source port, destination port,
 #: sequence number, TCP flags, payload length; the payload follows.
 RECORD = struct.Struct("<dHHIBI")
@@ -113,7 +117,10 @@ def capture(port: int, path: Path) -> None:
 
     signal.signal(signal.SIGINT, stop)
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.bind(("lo", 0))
     sock.settimeout(0.1)  # how soon a stop is noticed
@@ -121,7 +128,7 @@ def capture(port: int, path: Path) -> None:
     print(READY, flush=True)
     while not stopped:
         try:
-            frame, ancillary, _, address = sock.recvmsg(65536, socket.CMSG_SPACE(16))
+            frame, ancillary, _, address = sock.recvmsg(LARGEST_FRAME, socket.CMSG_SPACE(16))
         except (TimeoutError, InterruptedError):
             continue
         if address[2] != PACKET_OUTGOING:
