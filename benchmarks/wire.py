@@ -39,7 +39,7 @@ from toolkit.serving.sse import DONE, EventParser
 ETH_P_ALL, PACKET_OUTGOING = 0x0003, 4  # loopback shows every packet twice: kept as sent
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 ETHERNET_HEADER, TCP, SYN = 14, 6, 0x02
-RECEIVE_BUFFER = 64 * 1024 * 1024  # a burst of responses must not overflow it while we parse
+RECEIVE_BUFFER = 64 * 1024 * 1024  # a burst of segments must not overflow it between reads
 #: As root the buffer may pass the system's rmem_max (which SO_RCVBUF is capped at).
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 #: Larger than any loopback frame (its MTU is 64 KiB, plus the headers).
@@ -198,7 +198,7 @@ def exchanges(path: Path, port: int) -> list[Exchange]:
     by_client: dict[int, tuple[_Stream, _Stream]] = {}
     for stamp, source, destination, sequence, flags, payload in _records(path):
         client = source if destination == port else destination
-        if flags & SYN and destination == port or client not in by_client:
+        if (flags & SYN and destination == port) or client not in by_client:
             by_client[client] = (_Stream(), _Stream())  # a client port may be used again
             connections.append(by_client[client])
         outgoing, incoming = by_client[client]
