@@ -15,6 +15,12 @@ from click.testing import CliRunner
 
 from tests.support import report_campaign
 from tests.support.builders import SAMPLES, filled, without_preflight
+
+# Imported up front, so that the commands these tests run in process check the schemas here,
+# whichever test comes first: a command starts a helper process for them only where pandera
+# is not imported yet (toolkit.evidence.schemas_beside; tests/evidence/test_schemas_beside.py
+# and the commands run in a fresh interpreter cover that path).
+from toolkit.evidence import schemas  # noqa: F401
 from toolkit.runner.driver import forkserver
 from toolkit.workbook import store
 from toolkit.workbook.model import WorkbookData

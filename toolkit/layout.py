@@ -2295,6 +2295,9 @@ SHEET_BY_NAME = {s.name: s for s in SHEETS}
 #: recompute them writes the formulas it read back (toolkit.workbook.store).
 FORMULA_SHEETS = (SCHEDULE.name, SUMMARY.name, SETTLEMENT.name)
 
+#: Sheets with a schema (every sheet of values: a text sheet holds prose).
+SCHEMA_SHEETS = tuple(s.name for s in SHEETS if s.kind != "text")
+
 #: Sheets whose content a person types and every re-render must keep.
 INPUT_SHEETS = tuple(s.name for s in SHEETS if s.input and s.kind != "text")
 

@@ -29,6 +29,7 @@ from toolkit.errors import ToolkitError
 from toolkit.evidence import money_rules, protocol
 from toolkit.evidence.integrity import Integrity
 from toolkit.evidence.predictions import early_digests
+from toolkit.evidence.schemas_beside import SchemasBeside
 from toolkit.findings import Finding
 from toolkit.plumbing import beside
 from toolkit.plumbing.atomic import write_text
@@ -65,7 +66,10 @@ def default_folder(workbook: Path) -> Path:
 
 
 def build(
-    workbook: Path, folder: Path | None = None, pngs: bool = True
+    workbook: Path,
+    folder: Path | None = None,
+    pngs: bool = True,
+    schemas: SchemasBeside | None = None,
 ) -> tuple[Refreshed, Outputs]:
     """Validate and refresh ``workbook`` under its lock and write the reviewer's folder.
 
@@ -73,21 +77,22 @@ def build(
     (:func:`toolkit.workbook.store.unchanged`): a second report of the same
     evidence rewrites nothing. Raises ProtocolError when the protocol is not
     locked or was edited since; other findings do not stop the report, they
-    are stated in it.
+    are stated in it. ``schemas``: a helper preparing pandera already (the command starts
+    it before its own imports); one starts here if not.
     """
-    checked = [
-        s.name for s in layout.SHEETS if s.kind != "text" and s.name not in RECOMPUTED_SHEETS
-    ]
+    checked = [name for name in layout.SCHEMA_SHEETS if name not in RECOMPUTED_SHEETS]
     folder = folder or default_folder(workbook)
     with contextlib.ExitStack() as stack:
         digests = stack.enter_context(early_digests(workbook))  # hashing from the start
+        if schemas is None:  # pandera's imports beside the read
+            schemas = stack.enter_context(SchemasBeside())
         with change(workbook, refresh_derived=False) as edit:  # refreshed here, checks first
             data = edit.data
             sha = protocol.require_lock(data, workbook)
             _make_folder(folder)  # before the save: a folder it cannot write saves nothing
-            # Started on the data as read, before the refresh changes it.
-            checks = stack.enter_context(ChecksBeside(data, workbook, checked, digests))
             as_read = data.copy()
+            # Of the data as read: the refresh changes ``data``.
+            checks = stack.enter_context(ChecksBeside(as_read, workbook, checked, digests, schemas))
             result = refresh(data, workbook.parent)
             found = checks.result()  # before the save: it decides what the save holds
             untrusted = untrusted_rows(found.findings, data)

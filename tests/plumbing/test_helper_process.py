@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -51,3 +52,28 @@ def test_a_helper_reports_its_own_peak_memory_not_its_parents() -> None:
     assert mine is not None and mine >= 300 * 2**20
     assert 0 < peak < 200 * 2**20  # a bare interpreter; ru_maxrss would say 300+ MiB here
     del ballast
+
+
+def test_a_prepared_helper_does_the_work_it_is_given_later(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"abc")
+    with Helper(prepare="toolkit.plumbing.rss:peak_rss_bytes") as helper:
+        helper.call("toolkit.plumbing.digests:hash_files", [str(tmp_path / "a.txt")])
+        found = helper.result()
+    assert found == {str(tmp_path / "a.txt"): hashlib.sha256(b"abc").hexdigest()}
+
+
+def test_a_helper_given_no_work_says_so_and_stops() -> None:
+    with Helper(prepare="toolkit.plumbing.rss:peak_rss_bytes") as helper:
+        with pytest.raises(HelperFailed, match="given no work"):
+            helper.result()
+    with pytest.raises(ValueError, match="one piece of work"):
+        with Helper("toolkit.plumbing.digests:hash_files", []) as helper:
+            helper.call("toolkit.plumbing.digests:hash_files", [])
+
+
+def test_a_preparation_that_fails_makes_the_helper_fail_not_hang() -> None:
+    # hash_files needs its list of paths: called with none, the preparation raises.
+    with Helper(prepare="toolkit.plumbing.digests:hash_files") as helper:
+        helper.call("toolkit.plumbing.digests:hash_files", [])
+        with pytest.raises(HelperFailed, match="exited with 1"):
+            helper.result()

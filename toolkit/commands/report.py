@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:  # for the checker: the modules load in the bodies (a fast --help)
+    from toolkit.evidence.schemas_beside import SchemasBeside
     from toolkit.report.refresh import Refreshed
     from toolkit.report.reviewer import Outputs
 
@@ -56,13 +57,10 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     generator computed; the protocol must be locked and unchanged. Memo fields
     you edited are kept. Also writes report.md, charts and the archive list.
     """
-    from toolkit.reporting import build, default_folder, unfinished
+    from toolkit.evidence.schemas_beside import SchemasBeside
 
-    _record_lost(workbook)
-    earlier = unfinished(folder or default_folder(workbook))
-    if earlier is not None:
-        click.echo(f"note: {earlier}; this report writes a whole one", err=True)
-    result, outputs = build(workbook, folder, pngs=not no_png)
+    with SchemasBeside() as schemas:  # pandera's imports beside this command's own
+        result, outputs = _build(workbook, folder, not no_png, schemas)
     if as_json:
         from toolkit.commands import documents
 
@@ -80,6 +78,20 @@ def report(workbook: Path, folder: Path | None, no_png: bool, as_json: bool = Fa
     click.echo(f"wrote {outputs.folder}/: {names}")
     if outputs.png_skipped:
         click.echo(f"note: {outputs.png_skipped}")
+
+
+def _build(
+    workbook: Path, folder: Path | None, pngs: bool, schemas: SchemasBeside
+) -> tuple[Refreshed, Outputs]:
+    """The lost attempts put on the record, a note on a report stopped half-way, then the
+    report (:func:`toolkit.reporting.build`)."""
+    from toolkit.reporting import build, default_folder, unfinished
+
+    _record_lost(workbook)
+    earlier = unfinished(folder or default_folder(workbook))
+    if earlier is not None:
+        click.echo(f"note: {earlier}; this report writes a whole one", err=True)
+    return build(workbook, folder, pngs=pngs, schemas=schemas)
 
 
 def _record_lost(workbook: Path) -> None:

@@ -76,10 +76,13 @@ def validate(workbook: Path, as_json: bool) -> None:
 
     Lists each finding with its sheet, Excel row, column, check and what to do.
     """
-    from toolkit.report.validation import validate_workbook
-    from toolkit.reporting import default_folder, unfinished
+    from toolkit.evidence.schemas_beside import SchemasBeside
 
-    checked = validate_workbook(workbook)
+    with SchemasBeside() as schemas:  # pandera's imports beside this command's own
+        from toolkit.report.validation import validate_workbook
+        from toolkit.reporting import default_folder, unfinished
+
+        checked = validate_workbook(workbook, schemas)
     if as_json:
         from toolkit.commands.documents import validate_document
 

@@ -21,6 +21,20 @@ NEVER_ZERO_KINDS = (layout.SECONDS, layout.BYTES)
 #: The Attempts column holding the layout version a row was written under.
 LAYOUT_CELL = "layout"
 
+#: The Attempts layout last judged by, and its measured columns with the name of each one's
+#: reason column: every row of a campaign is judged by them (looked up once, not per row).
+_measured: tuple[layout.Sheet | None, tuple[tuple[layout.Column, str], ...]] = (None, ())
+
+
+def measured_columns() -> tuple[tuple[layout.Column, str], ...]:
+    """The measured columns of the Attempts layout, each with its reason column's name."""
+    global _measured
+    if _measured[0] is not layout.ATTEMPTS:  # held, so its identity is never reused
+        sheet = layout.ATTEMPTS
+        _measured = (sheet, tuple((c, c.reason) for c in sheet.columns if c.measurement))
+    return _measured[1]
+
+
 #: Where a finding goes: (column, check, message), the row already known.
 Add = Callable[[str, str, str], None]
 
@@ -37,8 +51,8 @@ def inferred_layout(row: Row) -> int:
     return max(
         (
             c.since
-            for c in layout.ATTEMPTS.columns
-            if c.measurement and (row.get(c.name) is not None or row.get(c.reason) is not None)
+            for c, reason in measured_columns()
+            if row.get(c.name) is not None or row.get(reason) is not None
         ),
         default=1,
     )
@@ -81,10 +95,8 @@ def cell_findings(row: Row, add: Add) -> None:
     measured column of the layout the row is judged by."""
     recorded = recorded_layout(row)
     under = inferred_layout(row) if recorded is None else recorded
-    for col in layout.ATTEMPTS.columns:
-        if not col.measurement:
-            continue
-        value, reason = row.get(col.name), row.get(col.reason)
+    for col, reason_column in measured_columns():
+        value, reason = row.get(col.name), row.get(reason_column)
         if value is None and reason is None and col.since > under:
             continue  # a row recorded before the column existed
         if value is None and reason is None:

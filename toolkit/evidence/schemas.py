@@ -8,6 +8,7 @@ pandera's failure cases into findings with Excel row numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -94,7 +95,7 @@ def _column_schema(col: layout.Column, unique: bool, sheet_name: str) -> pa.Colu
             predicate = _or_text(predicate, texts)
         checks.append(pa.Check(predicate, element_wise=True, name=col.kind, error=expected))
     return pa.Column(
-        object, checks=checks, nullable=not col.required, unique=unique, required=True, coerce=False
+        None, checks=checks, nullable=not col.required, unique=unique, required=True, coerce=False
     )
 
 
@@ -117,6 +118,23 @@ def frame(data: WorkbookData, sheet_name: str) -> pd.DataFrame:
     rows = data.tables[sheet_name]
     index = [data.excel_row(sheet_name, i) for i in range(len(rows))]
     return pd.DataFrame(rows, columns=sheet.names, dtype=object, index=index)
+
+
+def prepare() -> None:
+    """Build every sheet's schema and run pandera's first validation, on the smallest sheet
+    with no rows (it registers pandera's backends: a tenth of a second), so that a helper
+    process is ready before its data comes
+    (:class:`toolkit.evidence.schemas_beside.SchemasBeside`)."""
+    for name in layout.SCHEMA_SHEETS:
+        schema(name)
+    smallest = min(layout.SCHEMA_SHEETS, key=lambda name: len(layout.SHEET_BY_NAME[name].names))
+    columns = layout.SHEET_BY_NAME[smallest].names
+    schema(smallest).validate(pd.DataFrame(columns=columns, dtype=object))
+
+
+def findings_by_sheet(data: WorkbookData, sheet_names: Iterable[str]) -> dict[str, list[Finding]]:
+    """:func:`sheet_findings` of each sheet named."""
+    return {name: sheet_findings(data, name) for name in sheet_names}
 
 
 def sheet_findings(data: WorkbookData, sheet_name: str) -> list[Finding]:

@@ -34,6 +34,7 @@ from toolkit.evidence import (
     warmup,
 )
 from toolkit.evidence.protocol import current_lock, lock_findings
+from toolkit.evidence.schemas_beside import SchemasBeside, schema_findings
 from toolkit.evidence.work_columns import WORK_COLUMNS
 from toolkit.findings import Finding
 from toolkit.plumbing import engines, padding
@@ -50,6 +51,7 @@ def validate(
     path: str | Path | None = None,
     digests: Digests | None = None,
     records: integrity.RecordChecks | None = None,
+    schemas: SchemasBeside | None = None,
 ) -> list[Finding]:
     """Every finding in the workbook: schemas, cross-sheet rules, edits after the lock,
     the attempt chain.
@@ -58,7 +60,8 @@ def validate(
     the journal ``NAME.journal.jsonl`` beside it, if any, names edited cells
     and attempts missing from the sheet. ``digests`` may be hashing them already
     (:func:`toolkit.evidence.predictions.early_digests`), and ``records`` checking the
-    chain and journal already; both run beside the schemas on a large campaign.
+    chain and journal already; both run beside the schemas on a large campaign. ``schemas``
+    may be checking the schemas of ``data`` in a helper process: asked for last.
     """
     where = None if path is None else Path(path)
     with contextlib.ExitStack() as stack:
@@ -68,7 +71,7 @@ def validate(
             digests = stack.enter_context(Digests(files))
         if records is None:  # the chain and journal too, on a large campaign
             records = stack.enter_context(integrity.RecordChecks(data, where))
-        findings = sheet_findings(data)
+        findings = []
         if where is not None:
             findings += (
                 corpus_findings(data, where)
@@ -76,8 +79,10 @@ def validate(
                 + tuning.tuning_findings(data, where)
                 + subgroups.field_findings(data, where)
                 + unfinished.findings(where, data)
-                + integrity.files_checks(data, where, digests).findings
             )
+        findings += sheet_findings(data, None, schemas)
+        if where is not None:
+            findings += integrity.files_checks(data, where, digests).findings
         findings += records.result()
     return sorted_findings(findings)
 
@@ -170,16 +175,19 @@ def _rows(rows: list[int]) -> str:
     return ", ".join(map(str, rows[:5])) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
 
 
-def sheet_findings(data: WorkbookData, sheets: Iterable[str] | None = None) -> list[Finding]:
+def sheet_findings(
+    data: WorkbookData, sheets: Iterable[str] | None = None, schemas: SchemasBeside | None = None
+) -> list[Finding]:
     """What validation finds outside the attempt chain: the schemas and rules of ``sheets``
-    (every sheet by default) and the protocol's lock."""
-    names = [s.name for s in layout.SHEETS if s.kind != "text"] if sheets is None else sheets
+    (every sheet by default) and the protocol's lock. ``schemas`` may be checking the
+    schemas already (:func:`validate_sheets`)."""
+    names = layout.SCHEMA_SHEETS if sheets is None else sheets
     findings = (
-        validate_sheets(data, names)
-        + lock_findings(data)
+        lock_findings(data)
         + money_log.money_edit_findings(data)
         + bookkeeping.findings(data)
         + unkept_findings(data)
+        + validate_sheets(data, names, schemas)
     )
     if data.tables["Attempts"] and not any(
         r.get("action") in ("lock", "amend") for r in data.tables["Audit"]
@@ -216,24 +224,28 @@ def unkept_findings(data: WorkbookData) -> list[Finding]:
     ]
 
 
-def validate_sheets(data: WorkbookData, sheets: Iterable[str]) -> list[Finding]:
+def validate_sheets(
+    data: WorkbookData, sheets: Iterable[str], schemas: SchemasBeside | None = None
+) -> list[Finding]:
     """Findings of the given sheets: their schemas and their own cross rules.
 
     A formula typed in an input cell is reported as such, in place of what its
-    (cached or missing) value would otherwise raise in that cell.
+    (cached or missing) value would otherwise raise in that cell. ``schemas`` may be
+    checking the schemas in a helper process: its findings are asked for last.
     """
-    # pandera (with pandas) takes a third of a second to import: only where a schema runs,
-    # not in every command that imports the rules of this module.
-    from toolkit.evidence import schemas
-
-    findings: list[Finding] = []
-    for name in sheets:
-        formulas = typed_formula_findings(data, name)
-        cells = {(f.row, f.column) for f in formulas}
-        found = schemas.sheet_findings(data, name) + identifiers.printed_alike_findings(data, name)
+    names = list(sheets)
+    own: dict[str, tuple[list[Finding], list[Finding]]] = {}  # name -> (formulas, the rest)
+    for name in names:
+        found = identifiers.printed_alike_findings(data, name)
         rule = RULES.get(name)
         if rule is not None:
             found += rule(data)
+        own[name] = (typed_formula_findings(data, name), found)
+    by_sheet = schema_findings(data, names) if schemas is None else schemas.findings(data, names)
+    findings: list[Finding] = []
+    for name, (formulas, found) in own.items():
+        cells = {(f.row, f.column) for f in formulas}
+        found = by_sheet[name] + found
         findings += formulas + [f for f in found if (f.row, f.column) not in cells]
     return sorted_findings(findings)
 

@@ -10,9 +10,11 @@ this process runs other threads (numpy's, torch's), which a fork does not copy.
 
 The function and its arguments go to the helper pickled on stdin, the result
 comes back pickled on stdout: both ends are this package, nothing else is
-unpickled. A helper that fails or cannot start raises :class:`HelperFailed`
-from :meth:`Helper.result`; callers then do the work themselves, which raises
-the real error if there is one.
+unpickled. A helper may be started before its work is known, preparing meanwhile
+(importing what the work needs: pandas and pandera take a third of a second), and
+be given the work later (:meth:`Helper.call`). A helper that fails or cannot start
+raises :class:`HelperFailed` from :meth:`Helper.result`; callers then do the work
+themselves, which raises the real error if there is one.
 """
 
 from __future__ import annotations
@@ -39,21 +41,26 @@ class HelperFailed(Exception):
 
 
 class Helper:
-    """``module:function`` called with ``args`` in a helper process, started now.
+    """``module:function`` called with ``args`` in a helper process, started now (or
+    started now and given its work later: ``Helper(prepare=...)``, then :meth:`call`).
 
     Use as a context manager: leaving it stops a helper still at work (after
     an error nobody waits for its result).
     """
 
-    def __init__(self, function: str, *args: Any) -> None:
+    def __init__(self, function: str | None = None, *args: Any, prepare: str | None = None) -> None:
+        """Start the helper; with ``function``, call it at once. ``prepare`` (``module:function``,
+        no arguments) runs in the helper as soon as it starts, before it waits for its work."""
         self._output: list[bytes] = []
+        self._asked = False
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH")) if p
         )
+        command = [sys.executable, "-m", "toolkit.plumbing.helper"]
         try:
             self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [sys.executable, "-m", "toolkit.plumbing.helper"],
+                command + ([prepare] if prepare else []),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -62,34 +69,50 @@ class Helper:
         except OSError:
             self._process = None
             return
-        request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
-        # Pipes hold 64 KiB: feeding and draining them on threads keeps this one free.
-        threading.Thread(target=_feed, args=(self._process, request), daemon=True).start()
         self._drain = threading.Thread(
             target=_drain, args=(self._process, self._output), daemon=True
         )
         self._drain.start()
+        if function is not None:
+            self.call(function, *args)
+
+    def call(self, function: str, *args: Any) -> None:
+        """Give the helper its work: ``function`` (``module:function``) called with ``args``."""
+        if self._asked:
+            raise ValueError("a helper does one piece of work")
+        self._asked = True
+        if self._process is None:
+            return  # result() says the helper never started
+        request = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+        # Pipes hold 64 KiB: feeding and draining them on threads keeps this one free.
+        threading.Thread(target=_feed, args=(self._process, request), daemon=True).start()
 
     def result(self) -> Any:
-        """Wait for the helper and return what the function returned."""
+        """Wait for the helper's result and return what the function returned. The result
+        is whole once the helper closes its output: its exit (a tenth of a second to tear
+        down pandas) is not waited for, :meth:`close` reaps it."""
         process = self._process
         if process is None:
             raise HelperFailed("no helper process")
+        if not self._asked:
+            raise HelperFailed("the helper was given no work")
         self._drain.join()
-        code = process.wait()
-        self._process = None
-        if code != 0 or not self._output:
-            raise HelperFailed(f"the helper exited with {code}")
-        result, peak = pickle.loads(self._output[0])
+        try:
+            result, peak = pickle.loads(self._output[0])
+        except Exception as exc:  # nothing written (it failed), or cut short
+            raise HelperFailed(f"the helper exited with {process.wait()}") from exc
         if peak is not None:
             HELPER_PEAKS.append(peak)
         return result
 
     def close(self) -> None:
+        """Stop the helper if it still runs (its result, if any, was read) and reap it."""
         if self._process is not None:
             self._process.kill()
             self._process.wait()
             self._drain.join()
+            if not self._asked and self._process.stdin is not None:
+                self._process.stdin.close()  # no thread fed it: it would stay open
             self._process = None
 
     def __enter__(self) -> Helper:
@@ -120,15 +143,25 @@ def _drain(process: subprocess.Popen[bytes], output: list[bytes]) -> None:
 
 
 def main() -> int:
-    """The helper's side: call the function read on stdin, write its result on stdout."""
+    """The helper's side: run the function named on the command line, if any; then call the
+    function read on stdin and write its result on stdout."""
     result_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever a library prints goes to stderr, not into the result
-    function, args = pickle.load(sys.stdin.buffer)
-    module, name = function.split(":")
-    result = getattr(importlib.import_module(module), name)(*args)
+    if len(sys.argv) > 1:
+        _function(sys.argv[1])()
+    try:
+        function, args = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        return 0  # started, never given its work: nothing to say
+    result = _function(function)(*args)
     with result_out:
         pickle.dump((result, peak_rss_bytes()), result_out, protocol=pickle.HIGHEST_PROTOCOL)
     return 0
+
+
+def _function(name: str) -> Any:
+    module, function = name.split(":")
+    return getattr(importlib.import_module(module), function)
 
 
 if __name__ == "__main__":

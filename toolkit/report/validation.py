@@ -3,19 +3,24 @@ the typed-over computed cells and the model paths, sorted; the note on Attempts 
 record no layout; the protocol's warnings.
 
 The predictions files are hashed beside the read (:func:`toolkit.evidence.predictions.early_digests`),
-and on a large campaign the attempt chain and journal are checked beside the rest
+pandera is prepared beside the read and checks the schemas beside the rest
+(:class:`toolkit.evidence.schemas_beside.SchemasBeside`), and on a large campaign the attempt
+chain and journal are checked beside the rest too
 (:class:`toolkit.evidence.integrity.RecordChecks`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit import layout
 from toolkit.evidence.corpus import read_once
 from toolkit.evidence.integrity import RecordChecks
 from toolkit.evidence.measured_cells import inferred_note
 from toolkit.evidence.predictions import early_digests
+from toolkit.evidence.schemas_beside import SchemasBeside
 from toolkit.evidence.validate import sorted_findings, validate
 from toolkit.findings import Finding
 from toolkit.planner.identity import gpu_findings
@@ -45,16 +50,22 @@ class Validation:
         return not self.findings
 
 
-def validate_workbook(workbook: Path) -> Validation:
-    """Read ``workbook`` and check every sheet of it."""
-    with early_digests(workbook) as digests, read_once():  # hashing beside the read
+def validate_workbook(workbook: Path, schemas: SchemasBeside | None = None) -> Validation:
+    """Read ``workbook`` and check every sheet of it. ``schemas``: a helper preparing
+    pandera already (a command starts it before its own imports); one starts here if not."""
+    with contextlib.ExitStack() as stack:
+        digests = stack.enter_context(early_digests(workbook))  # hashing beside the read
+        if schemas is None:  # pandera's imports beside the read
+            schemas = stack.enter_context(SchemasBeside())
+        stack.enter_context(read_once())
         data = store.read(workbook)
+        schemas.check(data, layout.SCHEMA_SHEETS)
         with RecordChecks(data, workbook) as records:  # the chain beside what follows
             findings = sorted_findings(
                 gpu_findings(data)
                 + typed_over_findings(data, workbook.parent)
                 + model_path_findings(data, workbook.parent)
-                + validate(data, workbook, digests, records)
+                + validate(data, workbook, digests, records, schemas)
             )
         return Validation(
             data=data,
