@@ -77,3 +77,12 @@ def test_a_preparation_that_fails_makes_the_helper_fail_not_hang() -> None:
         helper.call("toolkit.plumbing.digests:hash_files", [])
         with pytest.raises(HelperFailed, match="exited with 1"):
             helper.result()
+
+
+def test_the_helper_imports_this_toolkit_and_no_subpackage_as_a_top_level_module() -> None:
+    """The helper's PYTHONPATH starts with the folder that holds the package: not the package
+    itself, whose subpackages (report, serving, runner...) would shadow any top-level module
+    of those names."""
+    from toolkit.plumbing.helper import PACKAGE_PARENT
+
+    assert (PACKAGE_PARENT / "toolkit" / "plumbing" / "helper.py").is_file()

@@ -2,7 +2,7 @@
 
 A command's first validation pays for pandas and pandera before a schema runs: a third
 of a second to import them and a tenth for pandera's first validation, where a whole
-1,000-attempt workbook reads in a sixth (benchmarks/README.md, issue 47). Started before
+1,000-attempt workbook reads in a sixth (benchmarks/README.md). Started before
 the read, a helper process (:mod:`toolkit.plumbing.helper`) imports them and builds the
 schemas on another core meanwhile; given the data as read, it checks the schemas while
 this process checks everything else, and this process never imports pandas or pandera.

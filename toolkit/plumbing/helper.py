@@ -31,7 +31,8 @@ from typing import Any
 
 from toolkit.plumbing.rss import peak_rss_bytes
 
-PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+#: The folder holding the ``toolkit`` package: the helper imports it from there.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 #: The peak resident memory (bytes) of each helper this process ran, for the benchmarks.
 HELPER_PEAKS: list[int] = []
 
