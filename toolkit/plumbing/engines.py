@@ -11,7 +11,6 @@ ImportError.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from importlib import metadata
@@ -74,7 +73,6 @@ def python_target(engine: str) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
-@functools.cache  # each lookup parses the distribution's METADATA (a millisecond or two)
 def version(distribution: str) -> str | None:
     """The installed version of ``distribution``, None when it is not installed."""
     try:
