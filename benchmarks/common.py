@@ -429,15 +429,20 @@ def tree_cpu_s() -> float:
 
 def tree_rss_bytes(pid: int) -> int:
     """Resident bytes of ``pid`` and its live descendants now (``/proc``: each thread's
-    ``children``); 0 when it is gone."""
-    page, total, todo = os.sysconf("SC_PAGE_SIZE"), 0, [pid]
+    ``children``); 0 when it is gone. A child forked and not yet running its own program
+    (its command line still its parent's: a helper being started) shares its parent's
+    pages, and is not counted a second time; the commands measured here start every helper
+    as a program of its own."""
+    page, total, todo = os.sysconf("SC_PAGE_SIZE"), 0, [(pid, b"")]
     while todo:
-        process = todo.pop()
+        process, parents = todo.pop()
         try:
-            total += int(Path(f"/proc/{process}/statm").read_text().split()[1]) * page
+            command = Path(f"/proc/{process}/cmdline").read_bytes()
+            if command != parents:
+                total += int(Path(f"/proc/{process}/statm").read_text().split()[1]) * page
             for task in os.listdir(f"/proc/{process}/task"):
                 children = Path(f"/proc/{process}/task/{task}/children").read_text()
-                todo += [int(child) for child in children.split()]
+                todo += [(int(child), command) for child in children.split()]
         except (OSError, ValueError):
             continue  # exited between two reads
     return total
