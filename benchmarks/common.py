@@ -435,10 +435,10 @@ def tree_rss_bytes(pid: int) -> int:
     as a program of its own."""
     page, total, todo = os.sysconf("SC_PAGE_SIZE"), 0, [(pid, b"")]
     while todo:
-        process, parents = todo.pop()
+        process, parent_command = todo.pop()
         try:
             command = Path(f"/proc/{process}/cmdline").read_bytes()
-            if command != parents:
+            if command != parent_command:
                 total += int(Path(f"/proc/{process}/statm").read_text().split()[1]) * page
             for task in os.listdir(f"/proc/{process}/task"):
                 children = Path(f"/proc/{process}/task/{task}/children").read_text()

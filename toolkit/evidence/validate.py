@@ -61,7 +61,8 @@ def validate(
     and attempts missing from the sheet. ``digests`` may be hashing them already
     (:func:`toolkit.evidence.predictions.early_digests`), and ``records`` checking the
     chain and journal already; both run beside the schemas on a large campaign. ``schemas``
-    may be checking the schemas of ``data`` in a helper process: asked for last.
+    may be checking the schemas of ``data`` in a helper process: asked for after the checks
+    made here.
     """
     where = None if path is None else Path(path)
     with contextlib.ExitStack() as stack:
@@ -79,11 +80,9 @@ def validate(
                 + tuning.tuning_findings(data, where)
                 + subgroups.field_findings(data, where)
                 + unfinished.findings(where, data)
+                + integrity.files_checks(data, where, digests).findings
             )
-        findings += sheet_findings(data, None, schemas)
-        if where is not None:
-            findings += integrity.files_checks(data, where, digests).findings
-        findings += records.result()
+        findings += sheet_findings(data, None, schemas) + records.result()
     return sorted_findings(findings)
 
 

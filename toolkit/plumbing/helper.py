@@ -90,8 +90,8 @@ class Helper:
 
     def result(self) -> Any:
         """Wait for the helper's result and return what the function returned. The result
-        is whole once the helper closes its output: its exit (a tenth of a second to tear
-        down pandas) is not waited for, :meth:`close` reaps it."""
+        is whole once the helper closes its output: its exit is not waited for, :meth:`close`
+        reaps it."""
         process = self._process
         if process is None:
             raise HelperFailed("no helper process")
