@@ -39,14 +39,12 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-import openpyxl
-from openpyxl.reader.excel import ExcelReader
-from openpyxl.worksheet.formula import ArrayFormula
 from python_calamine import CalamineWorkbook
 
 from toolkit.workbook.extent import cells_beyond
 from toolkit.workbook.formula_scan import typed_formulas
 from toolkit.workbook.model import Formula
+from toolkit.workbook.openpyxl_reading import ArrayFormula, ExcelReader, load_workbook
 from toolkit.workbook.text import ooxml_unescape
 
 #: Above this many cells (rows x columns, as the sheet declares them) a sheet is read row by
@@ -204,7 +202,7 @@ class Book:
 
     def _rows_one_by_one(self, name: str) -> Iterator[Sequence[Any]]:
         """Rows as openpyxl's read-only reader gives them, one at a time, text decoded."""
-        book = openpyxl.load_workbook(self._handle, read_only=True, data_only=True)
+        book = load_workbook(self._handle, read_only=True, data_only=True)
         try:
             ws = book[name]
             ws.reset_dimensions()  # trust the cells, not the declared dimension

@@ -17,10 +17,9 @@ import zipfile
 from typing import IO
 from xml.sax.saxutils import unescape
 
-from openpyxl.formula.translate import Translator
-
 from toolkit.workbook.comments import split_reference
 from toolkit.workbook.model import Formula
+from toolkit.workbook.openpyxl_reading import Translator
 
 #: Bytes unpacked at a time; a chunk is cut at its last ``<c `` so that no cell straddles two.
 CHUNK = 1 << 20
