@@ -63,7 +63,7 @@ def test_many_files_hash_in_a_helper_process_with_the_same_answers(
     with Digests([*files, gone, folder]) as digests:
         found = {p: digests.get(p) for p in files}
         missing, unreadable = digests.get(gone), digests.get(folder)
-    assert started == [[sys.executable, "-m", "toolkit.plumbing.helper"]]
+    assert started == [[sys.executable, "-S", "-m", "toolkit.plumbing.helper"]]
     assert found == {p: hashlib.sha256(b).hexdigest() for p, b in files.items()}
     assert isinstance(missing, FileNotFoundError) and missing.filename == str(gone)
     assert isinstance(unreadable, IsADirectoryError)

@@ -86,3 +86,16 @@ def test_the_helper_imports_this_toolkit_and_no_subpackage_as_a_top_level_module
     from toolkit.plumbing.helper import PACKAGE_PARENT
 
     assert (PACKAGE_PARENT / "toolkit" / "plumbing" / "helper.py").is_file()
+
+
+def test_the_helper_finds_what_this_process_finds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The helper starts without the site module (-S): it gets this process's module search
+    path whole, so a folder this process added at run time serves it too."""
+    (tmp_path / "probe_beside_helper.py").write_text(
+        "import sys\n\ndef answer():\n    return 42, sys.flags.no_site\n", encoding="utf-8"
+    )
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    with Helper("probe_beside_helper:answer") as helper:
+        assert helper.result() == (42, 1)

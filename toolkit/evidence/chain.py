@@ -81,7 +81,13 @@ def cell_value(value: Any) -> Any:
     return text if text.strip() else None
 
 
+#: Whole numbers below this in size are floats exactly, of 16 digits at most: as written.
+_EXACT_WHOLE = 2**53
+
+
 def _number(value: int | float | Decimal) -> float:
+    if type(value) is int and -_EXACT_WHOLE < value < _EXACT_WHOLE:
+        return float(value)  # the common whole number: no round trip to try
     number = float(value) + 0.0  # + 0.0 turns -0.0 into 0.0, as the read does
     if not math.isfinite(number):
         return number
@@ -95,12 +101,18 @@ def _number(value: int | float | Decimal) -> float:
     return number
 
 
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _content(row: Mapping[str, Any]) -> str:
     """The row's chained cells as canonical JSON, keys sorted (blank cells left out)."""
     cells = {
-        name: value for name in _SORTED_CHAINED if (value := cell_value(row.get(name))) is not None
+        name: value
+        for name in _SORTED_CHAINED
+        # Most cells are blank: None skips the call.
+        if (value := row.get(name)) is not None and (value := cell_value(value)) is not None
     }
-    return json.dumps(cells, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL(cells)
 
 
 def link(previous: str | None, content: str) -> str:
