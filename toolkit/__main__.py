@@ -1,5 +1,5 @@
 """Allow ``python -m toolkit``."""
 
-from toolkit.cli import main
+from toolkit.entry import main
 
 main()

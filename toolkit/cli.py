@@ -94,7 +94,7 @@ for _module in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Entry point of the ``iteralab`` console script."""
+    """Run the command line (the console script's :func:`toolkit.entry.main` calls it)."""
     clock.mark_process_start()  # a campaign's wall time counts this process's start-up
     try:
         cli.main(prog_name="iteralab")

@@ -92,3 +92,49 @@ def test_a_process_that_imported_pandera_starts_no_helper(monkeypatch: pytest.Mo
         beside.check(data, ["Variants"])
         assert beside.findings(data, ["Variants"]) == schema_findings(data, ["Variants"])
     assert started == []
+
+
+def test_a_helper_started_early_is_the_one_the_command_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The console script starts the helper before the command line's imports
+    (toolkit/entry.py); the command's SchemasBeside takes that one and starts none."""
+    from toolkit.evidence import schemas_beside
+
+    monkeypatch.delitem(sys.modules, "pandera")  # as in the console script's process
+    monkeypatch.setattr(schemas_beside, "_started_early", None)
+    started = []
+    monkeypatch.setattr(
+        schemas_beside, "Helper", lambda **kw: started.append(kw) or helper.Helper(**kw)
+    )
+    schemas_beside.start_early()
+    early = schemas_beside._started_early
+    assert early is not None and started == [{"prepare": schemas_beside.PREPARE}]
+    data = _broken()
+    with SchemasBeside() as beside:
+        assert schemas_beside._started_early is None  # taken, once
+        beside.check(data, layout.SCHEMA_SHEETS)
+        assert beside.findings(data, layout.SCHEMA_SHEETS) == schema_findings(
+            data, layout.SCHEMA_SHEETS
+        )
+    assert len(started) == 1  # no second helper
+
+
+def test_a_helper_started_early_and_never_taken_stops_at_exit(tmp_path: Path) -> None:
+    """A command that ends before it checks a schema (a usage error) leaves no helper."""
+    import os
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "sys.modules.pop('pandera', None)\n"
+        "from toolkit.evidence import schemas_beside\n"
+        "schemas_beside.start_early()\n"
+        "print(schemas_beside._started_early._process.pid)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    pid = int(done.stdout.strip())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped before the process that started it ended

@@ -12,6 +12,7 @@ schemas itself, as does one whose helper fails: same function, same findings.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import sys
 from collections.abc import Iterable
@@ -19,6 +20,22 @@ from collections.abc import Iterable
 from toolkit.findings import Finding
 from toolkit.plumbing.helper import Helper, HelperFailed
 from toolkit.workbook.model import WorkbookData
+
+#: The helper's preparation (:func:`prepare_helper`).
+PREPARE = "toolkit.evidence.schemas_beside:prepare_helper"
+#: A helper the console script started before the command line's imports
+#: (:func:`start_early`), for the command's :class:`SchemasBeside` to take.
+_started_early: Helper | None = None
+
+
+def start_early() -> None:
+    """Start the helper now, for the :class:`SchemasBeside` this process makes next (the
+    console script calls this before importing the command line: toolkit/entry.py). A
+    command that ends before it makes one (a usage error) has the helper stopped at exit."""
+    global _started_early
+    if _started_early is None and "pandera" not in sys.modules:
+        _started_early = Helper(prepare=PREPARE)
+        atexit.register(_started_early.close)
 
 
 class SchemasBeside:
@@ -28,9 +45,12 @@ class SchemasBeside:
     stops the helper."""
 
     def __init__(self, helper: bool | None = None) -> None:
+        global _started_early
         self._helper: Helper | None = None
-        if helper or (helper is None and "pandera" not in sys.modules):
-            self._helper = Helper(prepare="toolkit.evidence.schemas_beside:prepare_helper")
+        if helper is not False and _started_early is not None:  # the console script's
+            self._helper, _started_early = _started_early, None
+        elif helper or (helper is None and "pandera" not in sys.modules):
+            self._helper = Helper(prepare=PREPARE)
         self._asked: tuple[WorkbookData, tuple[str, ...]] | None = None
         self._found: dict[str, list[Finding]] | None = None
 
