@@ -3,6 +3,8 @@ findings as checked here, whatever happens to the helper."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -120,11 +122,8 @@ def test_a_helper_started_early_is_the_one_the_command_takes(
     assert len(started) == 1  # no second helper
 
 
-def test_a_helper_started_early_and_never_taken_stops_at_exit(tmp_path: Path) -> None:
+def test_a_helper_started_early_and_never_taken_stops_at_exit() -> None:
     """A command that ends before it checks a schema (a usage error) leaves no helper."""
-    import os
-    import subprocess
-
     code = (
         "import sys\n"
         "sys.modules.pop('pandera', None)\n"

@@ -67,7 +67,9 @@ ONLY_IN = {
     "transformers": ("toolkit.runner",),
     "safetensors": ("toolkit.runner",),
     "huggingface_hub": ("toolkit.runner",),
-    "openpyxl": ("toolkit.workbook",),
+    # One module imports openpyxl, without numpy where none is loaded (its docstring says why):
+    # another importing it first would bring numpy back.
+    "openpyxl": ("toolkit.workbook.openpyxl_reading",),
     "xlsxwriter": ("toolkit.workbook",),
     "python_calamine": ("toolkit.workbook",),
     "click": ("toolkit.commands", "toolkit.cli"),

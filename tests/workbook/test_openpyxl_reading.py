@@ -1,10 +1,10 @@
 """openpyxl is imported without numpy where nothing has loaded numpy yet
 (toolkit/workbook/openpyxl_reading.py): the workbook still reads, numpy still imports
-afterwards, and a process that loaded numpy first keeps openpyxl as it always is."""
+afterwards, and a process that loaded numpy first keeps openpyxl as it always is. That no
+other toolkit module imports openpyxl is tests/project/test_architecture.py's rule."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -12,9 +12,6 @@ import sys
 from pathlib import Path
 
 from tests.support.paths import ROOT, SAMPLES
-
-TOOLKIT = ROOT / "toolkit"
-READING = TOOLKIT / "workbook" / "openpyxl_reading.py"
 
 
 def _run(code: str) -> dict[str, object]:
@@ -30,23 +27,6 @@ def _run(code: str) -> dict[str, object]:
     )
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
-def test_only_one_module_imports_openpyxl() -> None:
-    """Another module importing openpyxl first would bring numpy back with it."""
-    importers = []
-    for path in TOOLKIT.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            if any(name.split(".")[0] == "openpyxl" for name in names):
-                importers.append(path)
-    assert set(importers) == {READING}
 
 
 def test_a_workbook_reads_without_numpy_and_numpy_imports_afterwards() -> None:

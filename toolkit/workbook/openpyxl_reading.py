@@ -8,7 +8,7 @@ second, and its memory, in a command that takes under a second at 1,000 attempts
 (benchmarks/README.md). numpy imports as usual afterwards, for whoever needs it (the
 report's charts); openpyxl then only refuses numpy numbers as cell values, which iteralab
 never gives it. Every toolkit module takes openpyxl from here
-(tests/workbook/test_openpyxl_reading.py checks it).
+(tests/project/test_architecture.py holds the others to it).
 
 A thread that first imports numpy during that one import of openpyxl would be refused it:
 the command line runs no such thread, and a program that embeds iteralab has numpy loaded
